@@ -1,0 +1,1 @@
+"""zoo: a Transformer architecture zoo."""

@@ -1,0 +1,1 @@
+"""Datasets for zoo: a checksum-verifying file resolver and Lightning data modules."""

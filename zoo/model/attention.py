@@ -1,0 +1,118 @@
+"""Multi-head attention (Vaswani et al. 2017, sec. 3.2.2) on scaled_dot_product_attention.
+
+Self-attention uses one fused QKV projection whose weight is laid out [W_q; W_k; W_v] exactly like
+nn.MultiheadAttention.in_proj_weight; cross-attention projects Q from the decoder and K, V from the
+memory. n_kv_heads < n_heads gives grouped-query / multi-query attention (Ainslie et al. 2023).
+"""
+import math
+from typing import Optional, Tuple
+
+import torch
+import torch.nn.functional as F
+from einops import rearrange, repeat
+from torch import nn
+
+from zoo.model.kv_cache import KVCache
+from zoo.model.positions import apply_rotary
+
+
+def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: Optional[torch.Tensor] = None,
+           bias: Optional[torch.Tensor] = None, is_causal: bool = False, dropout_p: float = 0.0,
+           need_weights: bool = False) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
+    """softmax(q k^T / sqrt(d_head) + bias) v, safe with every mask.
+
+    q: (B, h, T_q, d_head); k, v: (B, h_kv, T_k, d_head) with h % h_kv == 0.
+    mask: bool broadcastable to (B, h, T_q, T_k), True = may attend. bias: float, same broadcast (ALiBi).
+    is_causal: SDPA's fused causal path (top-left aligned; only with mask None and bias None).
+    A query row whose keys are all masked outputs zeros (never NaN, in forward and backward).
+    Returns (out (B, h, T_q, d_head), weights (B, h, T_q, T_k) if need_weights else None).
+    """
+    row_ok = None
+    if mask is not None:
+        row_ok = mask.any(-1, keepdim=True)  # (B, 1|h, T_q, 1)
+        mask = mask | ~row_ok  # an empty row attends everywhere, then is zeroed below
+    attn_mask = mask
+    if bias is not None:
+        bias = bias.to(q.dtype)
+        attn_mask = bias if mask is None else bias.masked_fill(~mask, float("-inf"))
+    if need_weights:
+        if k.shape[1] != q.shape[1]:
+            k = repeat(k, "b g t d -> b (g r) t d", r=q.shape[1] // k.shape[1])
+            v = repeat(v, "b g t d -> b (g r) t d", r=q.shape[1] // v.shape[1])
+        scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (B, h, T_q, T_k)
+        if is_causal:
+            attn_mask = torch.ones(q.shape[2], k.shape[2], dtype=torch.bool, device=q.device).tril()
+        if attn_mask is not None:
+            scores = scores.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype == torch.bool else scores + attn_mask
+        weights = scores.softmax(dim=-1)
+        if row_ok is not None:
+            weights = weights.masked_fill(~row_ok, 0.0)
+        out = F.dropout(weights, dropout_p) @ v  # (B, h, T_q, d_head)
+        return out, weights
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, dropout_p=dropout_p,
+                                         is_causal=is_causal and attn_mask is None,
+                                         enable_gqa=k.shape[1] != q.shape[1])
+    if row_ok is not None:
+        out = out.masked_fill(~row_ok, 0.0)
+    return out, None
+
+
+class MultiHeadAttention(nn.Module):
+    """Self- or cross-attention with n_heads query heads and n_kv_heads key/value heads.
+
+    d_model: width; n_heads must divide it; n_kv_heads (None = n_heads) must divide n_heads.
+    cross: build Q from x and K, V from `memory` (decoder cross-attention).
+    bias: biases in the projections. dropout: on the attention weights (training only).
+    Raises ValueError for indivisible head counts.
+    """
+
+    def __init__(self, d_model: int, n_heads: int, n_kv_heads: Optional[int] = None, bias: bool = True,
+                 dropout: float = 0.0, cross: bool = False):
+        super().__init__()
+        n_kv_heads = n_kv_heads or n_heads
+        if d_model % n_heads:
+            raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
+        if n_heads % n_kv_heads:
+            raise ValueError(f"n_heads={n_heads} is not divisible by n_kv_heads={n_kv_heads}")
+        self.n_heads, self.n_kv_heads, self.head_dim = n_heads, n_kv_heads, d_model // n_heads
+        self.cross, self.dropout = cross, dropout
+        kv_dim = n_kv_heads * self.head_dim
+        if cross:
+            self.q_proj = nn.Linear(d_model, d_model, bias=bias)
+            self.kv_proj = nn.Linear(d_model, 2 * kv_dim, bias=bias)
+        else:
+            self.qkv_proj = nn.Linear(d_model, d_model + 2 * kv_dim, bias=bias)
+        self.out_proj = nn.Linear(d_model, d_model, bias=bias)
+
+    def forward(self, x: torch.Tensor, memory: Optional[torch.Tensor] = None, mask: Optional[torch.Tensor] = None,
+                is_causal: bool = False, rope: Optional[Tuple[torch.Tensor, torch.Tensor]] = None,
+                bias: Optional[torch.Tensor] = None, cache: Optional[KVCache] = None, need_weights: bool = False):
+        """x: (B, T_q, d_model); memory: (B, T_k, d_model) for cross-attention.
+
+        mask / bias / is_causal: as `attend`, over all keys (cached ones included).
+        rope: (cos, sin) of the new positions, each (B|1, 1, T_q, d_head), applied to q and k.
+        cache: self-attention appends the new K/V; cross-attention computes the memory's K/V once.
+        Returns (y (B, T_q, d_model), weights (B, n_heads, T_q, T_k) or None).
+        """
+        d_q = self.n_heads * self.head_dim
+        if self.cross:
+            q = self.q_proj(x)  # (B, T_q, d_model)
+            if cache is not None and cache.pos > 0:
+                k, v = cache.get()  # memory K/V computed on the first step
+            else:
+                k, v = rearrange(self.kv_proj(memory), "b t (two g d) -> two b g t d", two=2, d=self.head_dim)
+                if cache is not None:
+                    k, v = cache.update(k, v)
+        else:
+            qkv = self.qkv_proj(x)  # (B, T_q, d_model + 2 kv_dim)
+            q, kv = qkv.split([d_q, qkv.shape[-1] - d_q], dim=-1)
+            k, v = rearrange(kv, "b t (two g d) -> two b g t d", two=2, d=self.head_dim)  # (B, h_kv, T_q, d_head)
+        q = rearrange(q, "b t (h d) -> b h t d", d=self.head_dim)  # (B, h, T_q, d_head)
+        if rope is not None:
+            q, k = apply_rotary(q, *rope), apply_rotary(k, *rope)
+        if cache is not None and not self.cross:
+            k, v = cache.update(k, v)  # (B, h_kv, pos + T_q, d_head)
+        p = self.dropout if self.training else 0.0
+        out, weights = attend(q, k, v, mask, bias, is_causal, p, need_weights)
+        y = self.out_proj(rearrange(out, "b h t d -> b t (h d)"))  # (B, T_q, d_model)
+        return y, weights

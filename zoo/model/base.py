@@ -1,0 +1,74 @@
+"""What the three architectures share: position schemes, the per-forward attention inputs, caches."""
+from typing import Optional
+
+import torch
+from torch import nn
+
+from zoo.model import masks
+from zoo.model.config import ModelConfig
+from zoo.model.embedding import Embedding
+from zoo.model.kv_cache import DecodingCache, KVCache
+from zoo.model.positions import ALiBi, LearnedPositions, RotaryPositions, SinusoidalPositions
+
+
+class TransformerBase(nn.Module):
+    """Base of EncoderOnly, DecoderOnly and EncoderDecoder. Holds cfg, the RoPE / ALiBi modules, and
+    builds each forward's positions, mask and biases once for all layers."""
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        cfg.validate()
+        self.cfg = cfg
+        self.rope = RotaryPositions(cfg.head_dim, cfg.max_len, cfg.rope_base) if cfg.position == "rope" else None
+        self.alibi = ALiBi(cfg.n_heads, cfg.max_len) if cfg.position == "alibi" else None
+
+    def make_embedding(self, vocab_size: int) -> Embedding:
+        """Token embedding + the configured absolute positions (sinusoidal / learned) + dropout."""
+        cfg = self.cfg
+        pos = {"sinusoidal": lambda: SinusoidalPositions(cfg.d_model, cfg.max_len),
+               "learned": lambda: LearnedPositions(cfg.d_model, cfg.max_len)}.get(cfg.position, lambda: None)()
+        return Embedding(vocab_size, cfg.d_model, pos, cfg.scale_embeddings, cfg.dropout)
+
+    def prepare(self, idx: torch.Tensor, embed: Embedding, mask_kind: str,
+                key_padding_mask: Optional[torch.Tensor] = None, positions: Optional[torch.Tensor] = None,
+                offset: int = 0, prefix_len=None):
+        """Embed idx (B, T) and build the self-attention inputs of every layer.
+
+        key_padding_mask: (B, offset + T) bool, True = padding, over all keys (cached ones included).
+        positions: (B, T) long; default: per row, the count of non-padding tokens before each token, so
+        left-padded prompts start at position 0; without padding offset .. offset+T-1.
+        Returns (x (B, T, d_model), mask, is_causal, rope (cos, sin) | None, bias (1, h, T, offset+T) | None).
+        Raises ValueError when the sequence is longer than model.max_len.
+        """
+        B, T = idx.shape
+        T_k = offset + T
+        if not torch.compiler.is_compiling() and T_k > self.cfg.max_len:
+            raise ValueError(f"sequence of {T_k} tokens is longer than model.max_len={self.cfg.max_len}; "
+                             f"shorten it (data.block_size) or raise model.max_len")
+        if key_padding_mask is not None and key_padding_mask.shape != (B, T_k):
+            raise ValueError(f"key_padding_mask must be (B, offset + T) = ({B}, {T_k}), got {tuple(key_padding_mask.shape)}")
+        if positions is None:
+            if key_padding_mask is None:
+                positions = torch.arange(offset, T_k, device=idx.device).expand(B, T)
+            else:
+                positions = ((~key_padding_mask).long().cumsum(1) - 1).clamp(min=0)[:, offset:]  # (B, T)
+        x = embed(idx, positions)  # (B, T, d_model)
+        prefix = self.cfg.prefix_len if prefix_len is None else prefix_len
+        mask, is_causal = masks.build(mask_kind, T, T_k, offset, key_padding_mask, prefix, self.cfg.window,
+                                      need_explicit=self.alibi is not None, device=idx.device)
+        rope = self.rope(positions) if self.rope is not None else None
+        bias = self.alibi(T, T_k, offset, causal=mask_kind != "bidirectional") if self.alibi is not None else None
+        return x, mask, is_causal, rope, bias
+
+    def new_caches(self, n_layers: int, batch_size: int, max_len: int, device=None, dtype=None):
+        """n_layers preallocated KVCaches of max_len tokens each."""
+        cfg = self.cfg
+        dtype = dtype or next(self.parameters()).dtype
+        return [KVCache(batch_size, cfg.kv_heads, max_len, cfg.head_dim, device, dtype) for _ in range(n_layers)]
+
+    def num_params(self) -> int:
+        """Parameter count, tied weights counted once (= sum(p.numel() for p in model.parameters()))."""
+        return sum(p.numel() for p in self.parameters())
+
+
+__all__ = ["TransformerBase", "DecodingCache"]

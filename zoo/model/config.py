@@ -1,0 +1,144 @@
+"""One config object for every model in zoo (nanoGPT's GPTConfig, grown to the three architectures).
+
+Each field is one constructor argument of one block; `conf/model/*.yaml` sets them by name.
+"""
+from dataclasses import dataclass, fields
+from typing import Optional
+
+ACTIVATIONS = ("relu", "gelu", "swiglu", "geglu")
+NORMS = ("layernorm", "rmsnorm")
+POSITIONS = ("sinusoidal", "learned", "rope", "alibi", "none")
+MASKS = ("causal", "bidirectional", "prefix", "sliding")
+INITS = ("xavier", "gpt2")
+POOLINGS = ("cls", "mean", "last")
+
+
+@dataclass
+class ModelConfig:
+    """Hyperparameters of a Transformer. Defaults are the paper's choices at a small size.
+
+    vocab_size: target / only vocabulary (tokens). src_vocab_size: encoder-decoder source vocabulary
+        (None = vocab_size).
+    d_model, n_heads, d_ff: widths; n_kv_heads: key/value heads (None = n_heads: standard MHA;
+        1 = multi-query; between = grouped-query, Ainslie et al. 2023).
+    n_layers: layers per stack; n_encoder_layers / n_decoder_layers override it per stack.
+    dropout: residual and embedding dropout; attn_dropout: on attention weights (None = dropout,
+        as nn.TransformerEncoderLayer).
+    activation: relu | gelu | swiglu | geglu (Shazeer 2020). norm: layernorm | rmsnorm; norm_eps.
+    bias: biases in every Linear and LayerNorm.
+    norm_first: pre-LN (Xiong et al. 2020) instead of the paper's post-LN.
+    final_norm: a norm after each stack (None = on for pre-LN, off for post-LN).
+    position: sinusoidal | learned | rope | alibi | none; max_len: longest sequence (tokens);
+        rope_base: RoPE's theta base (Su et al. 2021).
+    mask: causal | bidirectional | prefix | sliding (None = the architecture's natural mask);
+        prefix_len: bidirectional prefix (tokens) for mask=prefix; window: keys seen by mask=sliding.
+    scale_embeddings: multiply token embeddings by sqrt(d_model) (Vaswani et al. 2017, sec. 3.4).
+    tie_embeddings: output head shares the decoder's input embedding (Press & Wolf 2017).
+    share_embeddings: encoder-decoder source and target share one embedding (needs one vocabulary).
+    init: xavier (as nn.Transformer) | gpt2 (Radford et al. 2019).
+    num_classes, pooling: classification head of EncoderOnly (cls | mean | last).
+    pad_id, bos_id, eos_id: special token ids.
+    """
+
+    vocab_size: int = 65
+    src_vocab_size: Optional[int] = None
+    d_model: int = 128
+    n_heads: int = 4
+    n_kv_heads: Optional[int] = None
+    d_ff: int = 512
+    n_layers: int = 4
+    n_encoder_layers: Optional[int] = None
+    n_decoder_layers: Optional[int] = None
+    dropout: float = 0.1
+    attn_dropout: Optional[float] = None
+    activation: str = "relu"
+    norm: str = "layernorm"
+    norm_eps: float = 1e-5
+    bias: bool = True
+    norm_first: bool = False
+    final_norm: Optional[bool] = None
+    position: str = "sinusoidal"
+    max_len: int = 1024
+    rope_base: float = 10000.0
+    mask: Optional[str] = None
+    prefix_len: int = 0
+    window: int = 128
+    scale_embeddings: bool = True
+    tie_embeddings: bool = True
+    share_embeddings: bool = False
+    init: str = "xavier"
+    num_classes: int = 2
+    pooling: str = "mean"
+    pad_id: int = 0
+    bos_id: int = 1
+    eos_id: int = 2
+
+    def __post_init__(self):
+        self.validate()
+
+    @property
+    def head_dim(self) -> int:
+        return self.d_model // self.n_heads
+
+    @property
+    def kv_heads(self) -> int:
+        return self.n_kv_heads or self.n_heads
+
+    @property
+    def encoder_layers(self) -> int:
+        return self.n_encoder_layers if self.n_encoder_layers is not None else self.n_layers
+
+    @property
+    def decoder_layers(self) -> int:
+        return self.n_decoder_layers if self.n_decoder_layers is not None else self.n_layers
+
+    @property
+    def use_final_norm(self) -> bool:
+        return self.norm_first if self.final_norm is None else self.final_norm
+
+    @property
+    def attention_dropout(self) -> float:
+        return self.dropout if self.attn_dropout is None else self.attn_dropout
+
+    def validate(self) -> None:
+        """Raise ValueError naming the key, the value and what is allowed."""
+        choices = {"activation": ACTIVATIONS, "norm": NORMS, "position": POSITIONS, "init": INITS,
+                   "pooling": POOLINGS}
+        for key, allowed in choices.items():
+            value = getattr(self, key)
+            if value not in allowed:
+                raise ValueError(f"model.{key}={value!r} is unknown; allowed: {', '.join(allowed)}")
+        if self.mask is not None and self.mask not in MASKS:
+            raise ValueError(f"model.mask={self.mask!r} is unknown; allowed: {', '.join(MASKS)} (or null)")
+        for key in ("vocab_size", "d_model", "n_heads", "d_ff", "max_len"):
+            if getattr(self, key) < 1:
+                raise ValueError(f"model.{key}={getattr(self, key)} must be a positive integer")
+        if self.n_layers < 0 or self.encoder_layers < 0 or self.decoder_layers < 0:
+            raise ValueError(f"model.n_layers={self.n_layers} must be >= 0")
+        if self.d_model % self.n_heads:
+            raise ValueError(f"model.d_model={self.d_model} is not divisible by model.n_heads={self.n_heads}; "
+                             f"choose n_heads among the divisors of d_model")
+        if self.n_kv_heads is not None and (self.n_kv_heads < 1 or self.n_heads % self.n_kv_heads):
+            raise ValueError(f"model.n_heads={self.n_heads} is not divisible by model.n_kv_heads={self.n_kv_heads}; "
+                             f"n_kv_heads must divide n_heads (n_kv_heads=null means n_heads)")
+        if self.position == "rope" and self.head_dim % 2:
+            raise ValueError(f"model.position='rope' needs an even head dimension, got d_model/n_heads="
+                             f"{self.d_model}/{self.n_heads}={self.head_dim}; change d_model or n_heads")
+        if not 0.0 <= self.dropout < 1.0 or not 0.0 <= self.attention_dropout < 1.0:
+            raise ValueError(f"model.dropout={self.dropout} / model.attn_dropout={self.attn_dropout} must be in [0, 1)")
+        if self.mask == "sliding" and self.window < 1:
+            raise ValueError(f"model.window={self.window} must be >= 1 for mask='sliding'")
+        if self.prefix_len < 0:
+            raise ValueError(f"model.prefix_len={self.prefix_len} must be >= 0")
+        if self.share_embeddings and self.src_vocab_size not in (None, self.vocab_size):
+            raise ValueError(f"model.share_embeddings=true needs one vocabulary, but src_vocab_size="
+                             f"{self.src_vocab_size} != vocab_size={self.vocab_size}; set share_embeddings=false")
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "ModelConfig":
+        """Build from a mapping, rejecting unknown keys with the list of known ones."""
+        known = {f.name for f in fields(cls)}
+        unknown = set(d) - known
+        if unknown:
+            raise ValueError(f"unknown model keys {sorted(unknown)}; known: {sorted(known)}")
+        return cls(**d)

@@ -1,0 +1,32 @@
+"""The decoder stack: N decoder layers (with cross-attention when built for a memory) and an optional final norm."""
+from torch import nn
+
+from zoo.model.config import ModelConfig
+from zoo.model.decoder_layer import DecoderLayer
+from zoo.model.norm import make_norm
+
+
+class Decoder(nn.Module):
+    """nn.TransformerDecoder: n_layers DecoderLayers, then a final norm if cfg.use_final_norm.
+
+    cross_attention: build each layer with cross-attention over an encoder memory.
+    forward(x (B, T, d_model), memory (B, S, d_model) | None, mask, is_causal, memory_mask, rope, bias,
+    caches, cross_caches (one KVCache per layer each) | None, need_weights) -> (x (B, T, d_model),
+    [per-layer (self weights, cross weights)] or None).
+    """
+
+    def __init__(self, cfg: ModelConfig, n_layers: int, cross_attention: bool = True):
+        super().__init__()
+        self.layers = nn.ModuleList(DecoderLayer(cfg, cross_attention) for _ in range(n_layers))
+        self.norm = make_norm(cfg.norm, cfg.d_model, cfg.norm_eps, cfg.bias) if cfg.use_final_norm else None
+
+    def forward(self, x, memory=None, mask=None, is_causal=False, memory_mask=None, rope=None, bias=None,
+                caches=None, cross_caches=None, need_weights=False):
+        weights = []
+        for i, layer in enumerate(self.layers):
+            x, w = layer(x, memory, mask, is_causal, memory_mask, rope, bias, caches[i] if caches else None,
+                         cross_caches[i] if cross_caches else None, need_weights)
+            weights.append(w)
+        if self.norm is not None:
+            x = self.norm(x)
+        return x, (weights if need_weights else None)

@@ -1,0 +1,70 @@
+"""Decoder-only Transformer (GPT; Radford et al. 2018): causal language model."""
+from typing import Optional
+
+import torch
+from torch import nn
+
+from zoo.model.base import TransformerBase
+from zoo.model.config import ModelConfig
+from zoo.model.decoder import Decoder
+from zoo.model.generate import decode_loop
+from zoo.model.init import init_weights
+from zoo.model.kv_cache import DecodingCache
+
+
+class DecoderOnly(TransformerBase):
+    """Embedding -> Decoder without cross-attention -> LM head. Mask: cfg.mask (default causal;
+    prefix = prefix LM, sliding = local attention, bidirectional allowed).
+
+    forward(idx (B, T), key_padding_mask (B, offset+T) True = padding, positions (B, T), cache,
+    prefix_len int | (B,), return_attention) -> logits (B, T, vocab_size), or (logits, per-layer
+    (self weights (B, h, T, T_k), None)) with return_attention=True.
+    """
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__(cfg)
+        self.mask_kind = cfg.mask or "causal"
+        self.embed = self.make_embedding(cfg.vocab_size)
+        self.decoder = Decoder(cfg, cfg.decoder_layers, cross_attention=False)
+        self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        init_weights(self, cfg.init, cfg.decoder_layers)
+        if cfg.tie_embeddings:
+            self.lm_head.weight = self.embed.tok.weight
+
+    def forward(self, idx: torch.Tensor, key_padding_mask: Optional[torch.Tensor] = None,
+                positions: Optional[torch.Tensor] = None, cache: Optional[DecodingCache] = None,
+                prefix_len=None, return_attention: bool = False):
+        offset = cache.offset if cache is not None else 0
+        x, mask, is_causal, rope, bias = self.prepare(idx, self.embed, self.mask_kind, key_padding_mask, positions,
+                                                      offset, prefix_len)
+        x, attn = self.decoder(x, mask=mask, is_causal=is_causal, rope=rope, bias=bias,
+                               caches=cache.self_attn if cache is not None else None, need_weights=return_attention)
+        logits = self.lm_head(x)  # (B, T, vocab_size)
+        return (logits, attn) if return_attention else logits
+
+    def new_cache(self, batch_size: int, max_len: int, device=None, dtype=None) -> DecodingCache:
+        """Preallocated caches for max_len tokens (prompt + new)."""
+        return DecodingCache(self.new_caches(len(self.decoder.layers), batch_size, max_len, device, dtype))
+
+    @torch.no_grad()
+    def generate(self, idx: torch.Tensor, max_new_tokens: int, key_padding_mask: Optional[torch.Tensor] = None,
+                 temperature: float = 1.0, top_k: Optional[int] = None, top_p: Optional[float] = None,
+                 eos_id: Optional[int] = None, use_cache: bool = True, prefix_len=None,
+                 generator: Optional[torch.Generator] = None) -> torch.Tensor:
+        """Continue prompts idx (B, T), LEFT-padded (see generate.left_pad), key_padding_mask (B, T) True = padding.
+
+        temperature 0 = greedy; top_k / top_p restrict sampling. Each row stops at its own eos_id.
+        use_cache: the preallocated KV cache (one new token per step) instead of re-running the prefix.
+        Returns (B, T + new) long. Raises ValueError when T + max_new_tokens > model.max_len.
+        """
+        B, T = idx.shape
+        if T + max_new_tokens > self.cfg.max_len:
+            raise ValueError(f"prompt {T} + max_new_tokens {max_new_tokens} > model.max_len={self.cfg.max_len}")
+        cache = self.new_cache(B, T + max_new_tokens, idx.device) if use_cache else None
+
+        def step(tokens, kpm, n_new):
+            if cache is None:
+                return self(tokens, key_padding_mask=kpm, prefix_len=prefix_len)
+            return self(tokens[:, -n_new:], key_padding_mask=kpm, cache=cache, prefix_len=prefix_len)
+        return decode_loop(step, idx, key_padding_mask, max_new_tokens, temperature, top_k, top_p, eos_id,
+                           self.cfg.pad_id, generator)

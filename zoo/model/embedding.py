@@ -1,0 +1,34 @@
+"""Token embedding plus absolute positions, with the paper's sqrt(d_model) scaling and dropout."""
+import math
+from typing import Optional
+
+import torch
+from torch import nn
+
+
+class Embedding(nn.Module):
+    """x = dropout(tok(idx) * sqrt(d_model)? + pos(positions)?) (Vaswani et al. 2017, sec. 3.4-3.5).
+
+    vocab_size: tokens; positions: SinusoidalPositions / LearnedPositions or None (RoPE, ALiBi, none).
+    idx: (B, T) long in [0, vocab_size); positions: (B, T) long. Returns (B, T, d_model).
+    Raises ValueError for a token id outside the vocabulary.
+    """
+
+    def __init__(self, vocab_size: int, d_model: int, positions: Optional[nn.Module] = None,
+                 scale: bool = True, dropout: float = 0.0):
+        super().__init__()
+        self.tok = nn.Embedding(vocab_size, d_model)
+        self.pos = positions
+        self.scale = math.sqrt(d_model) if scale else 1.0
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, idx: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        V = self.tok.num_embeddings
+        if not torch.compiler.is_compiling() and idx.numel() and (int(idx.min()) < 0 or int(idx.max()) >= V):
+            bad = idx[(idx < 0) | (idx >= V)][0].item()
+            raise ValueError(f"token id {bad} is outside the vocabulary [0, {V}); check the tokenizer and "
+                             f"model.vocab_size")
+        x = self.tok(idx) * self.scale  # (B, T, d_model)
+        if self.pos is not None:
+            x = x + self.pos(positions)
+        return self.dropout(x)

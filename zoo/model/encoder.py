@@ -1,0 +1,28 @@
+"""The encoder stack: N encoder layers and an optional final norm."""
+from torch import nn
+
+from zoo.model.config import ModelConfig
+from zoo.model.encoder_layer import EncoderLayer
+from zoo.model.norm import make_norm
+
+
+class Encoder(nn.Module):
+    """nn.TransformerEncoder: n_layers EncoderLayers, then a final norm if cfg.use_final_norm.
+
+    forward(x (B, T, d_model), mask, is_causal, rope, bias, caches (one KVCache per layer) | None,
+    need_weights) -> (x (B, T, d_model), [per-layer weights (B, h, T, T_k)] or None).
+    """
+
+    def __init__(self, cfg: ModelConfig, n_layers: int):
+        super().__init__()
+        self.layers = nn.ModuleList(EncoderLayer(cfg) for _ in range(n_layers))
+        self.norm = make_norm(cfg.norm, cfg.d_model, cfg.norm_eps, cfg.bias) if cfg.use_final_norm else None
+
+    def forward(self, x, mask=None, is_causal=False, rope=None, bias=None, caches=None, need_weights=False):
+        weights = []
+        for i, layer in enumerate(self.layers):
+            x, w = layer(x, mask, is_causal, rope, bias, caches[i] if caches else None, need_weights)
+            weights.append(w)
+        if self.norm is not None:
+            x = self.norm(x)
+        return x, (weights if need_weights else None)

@@ -1,0 +1,94 @@
+"""Encoder-decoder Transformer (Vaswani et al. 2017): the original sequence-to-sequence model."""
+from typing import Optional
+
+import torch
+from torch import nn
+
+from zoo.model import masks
+from zoo.model.base import TransformerBase
+from zoo.model.config import ModelConfig
+from zoo.model.decoder import Decoder
+from zoo.model.encoder import Encoder
+from zoo.model.generate import decode_loop
+from zoo.model.init import init_weights
+from zoo.model.kv_cache import DecodingCache
+
+
+class EncoderDecoder(TransformerBase):
+    """src -> Embedding -> Encoder (bidirectional) = memory; tgt (shifted right, BOS first) -> Embedding ->
+    Decoder (cfg.mask, default causal; cross-attention over memory) -> LM head.
+
+    share_embeddings: one embedding for src and tgt; tie_embeddings: LM head = target embedding.
+    """
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__(cfg)
+        self.mask_kind = cfg.mask or "causal"
+        self.tgt_embed = self.make_embedding(cfg.vocab_size)
+        self.src_embed = self.tgt_embed if cfg.share_embeddings else self.make_embedding(cfg.src_vocab_size or cfg.vocab_size)
+        self.encoder = Encoder(cfg, cfg.encoder_layers)
+        self.decoder = Decoder(cfg, cfg.decoder_layers, cross_attention=True)
+        self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        init_weights(self, cfg.init, cfg.encoder_layers + cfg.decoder_layers)
+        if cfg.tie_embeddings:
+            self.lm_head.weight = self.tgt_embed.tok.weight
+
+    def encode(self, src: torch.Tensor, src_key_padding_mask: Optional[torch.Tensor] = None,
+               return_attention: bool = False):
+        """src (B, S), src_key_padding_mask (B, S) True = padding -> memory (B, S, d_model)."""
+        x, mask, is_causal, rope, bias = self.prepare(src, self.src_embed, "bidirectional", src_key_padding_mask)
+        x, attn = self.encoder(x, mask=mask, is_causal=is_causal, rope=rope, bias=bias, need_weights=return_attention)
+        return (x, attn) if return_attention else x
+
+    def decode(self, tgt: torch.Tensor, memory: torch.Tensor, tgt_key_padding_mask: Optional[torch.Tensor] = None,
+               memory_key_padding_mask: Optional[torch.Tensor] = None, positions: Optional[torch.Tensor] = None,
+               cache: Optional[DecodingCache] = None, return_attention: bool = False):
+        """tgt (B, T) -> logits (B, T, vocab_size) (and per-layer (self, cross) weights with return_attention).
+        tgt_key_padding_mask: (B, offset + T); memory_key_padding_mask: (B, S); True = padding."""
+        offset = cache.offset if cache is not None else 0
+        x, mask, is_causal, rope, bias = self.prepare(tgt, self.tgt_embed, self.mask_kind, tgt_key_padding_mask,
+                                                      positions, offset)
+        memory_mask = masks.padding(memory_key_padding_mask) if memory_key_padding_mask is not None else None
+        x, attn = self.decoder(x, memory, mask=mask, is_causal=is_causal, memory_mask=memory_mask, rope=rope,
+                               bias=bias, caches=cache.self_attn if cache is not None else None,
+                               cross_caches=cache.cross_attn if cache is not None else None,
+                               need_weights=return_attention)
+        logits = self.lm_head(x)  # (B, T, vocab_size)
+        return (logits, attn) if return_attention else logits
+
+    def forward(self, src: torch.Tensor, tgt: torch.Tensor, src_key_padding_mask: Optional[torch.Tensor] = None,
+                tgt_key_padding_mask: Optional[torch.Tensor] = None, return_attention: bool = False):
+        """Teacher forcing: src (B, S), tgt (B, T) shifted right -> logits (B, T, vocab_size), or
+        (logits, {"encoder": [...], "decoder": [...]}) with return_attention."""
+        if return_attention:
+            memory, enc_attn = self.encode(src, src_key_padding_mask, return_attention=True)
+            logits, dec_attn = self.decode(tgt, memory, tgt_key_padding_mask, src_key_padding_mask, return_attention=True)
+            return logits, {"encoder": enc_attn, "decoder": dec_attn}
+        memory = self.encode(src, src_key_padding_mask)
+        return self.decode(tgt, memory, tgt_key_padding_mask, src_key_padding_mask)
+
+    def new_cache(self, batch_size: int, max_len: int, src_len: int, device=None, dtype=None) -> DecodingCache:
+        """Self-attention caches for max_len target tokens and cross-attention caches for src_len memory tokens."""
+        n = len(self.decoder.layers)
+        return DecodingCache(self.new_caches(n, batch_size, max_len, device, dtype),
+                             self.new_caches(n, batch_size, src_len, device, dtype))
+
+    @torch.no_grad()
+    def generate(self, src: torch.Tensor, max_new_tokens: int, src_key_padding_mask: Optional[torch.Tensor] = None,
+                 temperature: float = 0.0, top_k: Optional[int] = None, top_p: Optional[float] = None,
+                 use_cache: bool = True, generator: Optional[torch.Generator] = None) -> torch.Tensor:
+        """Translate src (B, S): start from BOS, stop each row at its EOS. Greedy by default (temperature 0).
+        Returns (B, 1 + new) long, BOS first. The memory's K/V are computed once (cross-attention cache)."""
+        B = src.shape[0]
+        if 1 + max_new_tokens > self.cfg.max_len:
+            raise ValueError(f"1 + max_new_tokens {max_new_tokens} > model.max_len={self.cfg.max_len}")
+        memory = self.encode(src, src_key_padding_mask)
+        cache = self.new_cache(B, 1 + max_new_tokens, src.shape[1], src.device) if use_cache else None
+        bos = torch.full((B, 1), self.cfg.bos_id, dtype=torch.long, device=src.device)
+
+        def step(tokens, kpm, n_new):
+            if cache is None:
+                return self.decode(tokens, memory, memory_key_padding_mask=src_key_padding_mask)
+            return self.decode(tokens[:, -n_new:], memory, memory_key_padding_mask=src_key_padding_mask, cache=cache)
+        return decode_loop(step, bos, None, max_new_tokens, temperature, top_k, top_p, self.cfg.eos_id,
+                           self.cfg.pad_id, generator)
