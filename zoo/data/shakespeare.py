@@ -1,16 +1,18 @@
 """Char-level Tiny Shakespeare as a LightningDataModule (the nanoGPT shakespeare_char setup).
 
 The text is split 90/10 into train/val by character position. A training "epoch" is a fixed number of
-windows at pseudo-random offsets; window i of epoch e depends only on (seed, e, i), so a run can be
+windows at pseudo-random offsets; window k of the stream depends only on (seed, k), so a run can be
 reproduced (and resumed) exactly. Validation uses a fixed set of evenly spaced windows.
 """
+
+from pathlib import Path
 
 import lightning.pytorch as pl
 import torch
 from torch.utils.data import DataLoader, Dataset, Sampler
 
 from zoo.data.char_tokenizer import CharTokenizer
-from zoo.data.resolver import DataError, resolve
+from zoo.data.resolver import FILES, DataError, resolve
 
 _MASK = (1 << 64) - 1
 _GOLDEN = 0x9E3779B97F4A7C15
@@ -28,7 +30,7 @@ class RandomWindows(Dataset):
     """(x, y) pairs from windows of block_size+1 tokens at pseudo-random start offsets.
 
     The start offset of item `index` is a hash of (seed, index), so items are deterministic and need no
-    state. `index` may be >= len(self): EpochSampler passes epoch * len(self) + i, giving each epoch
+    state. `index` may be >= len(self): StreamSampler passes batches_done * batch_size + i, giving each epoch
     fresh windows.
     """
 
@@ -66,20 +68,24 @@ class FixedWindows(Dataset):
         return w[:-1], w[1:]
 
 
-class EpochSampler(Sampler):
-    """Yields epoch * n + i for i in range(n); Lightning calls set_epoch() at the start of every epoch."""
+class StreamSampler(Sampler):
+    """An endless stream of window indices, n per epoch: the epoch that starts after `batches_done()`
+    training batches yields batches_done() * batch_size + i for this rank's share of i in range(n)
+    (i = rank, rank + world_size, ...). Counting from the trainer's batch progress (restored from a
+    checkpoint) rather than its epoch number makes a resumed run draw exactly the windows an uninterrupted
+    run would; sharding here (not with Lightning's DistributedSampler) keeps every step's global batch the
+    same for any number of processes."""
 
-    def __init__(self, n: int, epoch: int = 0):
-        self.n, self.epoch = n, epoch
-
-    def set_epoch(self, epoch: int) -> None:
-        self.epoch = epoch
+    def __init__(self, n: int, batch_size: int, batches_done=lambda: 0, rank: int = 0, world_size: int = 1):
+        self.n, self.batch_size, self.batches_done = n, batch_size, batches_done
+        self.rank, self.world_size = rank, world_size
 
     def __len__(self) -> int:
-        return self.n
+        return len(range(self.rank, self.n, self.world_size))
 
     def __iter__(self):
-        yield from range(self.epoch * self.n, (self.epoch + 1) * self.n)
+        start = self.batches_done() * self.batch_size
+        yield from (start + i for i in range(self.rank, self.n, self.world_size))
 
 
 class TinyShakespeare(pl.LightningDataModule):
@@ -87,25 +93,27 @@ class TinyShakespeare(pl.LightningDataModule):
 
     Args:
         block_size: context length T; windows have T+1 tokens (y is x shifted left by one).
-        batch_size: batch size B, for train and val.
+        batch_size: global batch size B (split over DDP processes), for train and val.
         num_workers, pin_memory: passed to the DataLoaders.
         val_windows: number of fixed, evenly spaced validation windows.
-        train_windows_per_epoch: number of random training windows that make one epoch.
+        batches_per_epoch: training batches that make one epoch (batches_per_epoch * batch_size random
+            windows); zoo validates and checkpoints at each epoch end, so a resumed run restarts exactly.
         seed: seed of the training windows.
         data_dir, mirror: passed to zoo.data.resolver.resolve.
-        file: resolver name of the text file.
+        file: resolver name of the text file, or the path of your own UTF-8 text file.
 
     After setup(): `tokenizer` (CharTokenizer), `vocab_size`, `train_data` / `val_data` (1-D long tensors).
     """
 
     def __init__(self, block_size: int = 256, batch_size: int = 64, num_workers: int = 0,
-                 pin_memory: bool = False, val_windows: int = 500, train_windows_per_epoch: int = 100_000,
+                 pin_memory: bool = False, val_windows: int = 500, batches_per_epoch: int = 250,
                  seed: int = 1337, data_dir=None, mirror=None, file: str = "tiny_shakespeare/input.txt"):
         super().__init__()
         self.save_hyperparameters()
         self.block_size, self.batch_size = block_size, batch_size
         self.num_workers, self.pin_memory = num_workers, pin_memory
-        self.val_windows, self.train_windows_per_epoch, self.seed = val_windows, train_windows_per_epoch, seed
+        self.val_windows, self.seed = val_windows, seed
+        self.train_windows_per_epoch = batches_per_epoch * batch_size
         self.data_dir, self.mirror, self.file = data_dir, mirror, file
         self.tokenizer: CharTokenizer | None = None
         self.vocab_size: int | None = None
@@ -113,7 +121,13 @@ class TinyShakespeare(pl.LightningDataModule):
 
     def prepare_data(self) -> None:
         """Find or download the text file (runs once per node under Lightning)."""
-        resolve(self.file, self.data_dir, self.mirror)
+        self.path()
+
+    def path(self) -> Path:
+        """`file` as a dataset name known to the resolver (checksummed), or a path to any local text file."""
+        if self.file not in FILES and Path(self.file).expanduser().is_file():
+            return Path(self.file).expanduser()
+        return resolve(self.file, self.data_dir, self.mirror)
 
     def setup(self, stage: str | None = None) -> None:
         """Read, tokenize and split the text. Idempotent: later calls return at once.
@@ -124,7 +138,7 @@ class TinyShakespeare(pl.LightningDataModule):
         """
         if self.train_data is not None:
             return
-        path = resolve(self.file, self.data_dir, self.mirror)
+        path = self.path()
         raw = path.read_bytes()
         if not raw:
             raise DataError(f"{path} is empty")
@@ -145,17 +159,29 @@ class TinyShakespeare(pl.LightningDataModule):
         self.val_set = FixedWindows(val_data, self.block_size, self.val_windows)
         self.train_data, self.val_data = train_data, val_data
 
-    def _loader(self, dataset, sampler=None) -> DataLoader:
-        return DataLoader(dataset, batch_size=self.batch_size, sampler=sampler, shuffle=False,
+    def _loader(self, dataset, sampler=None, batch_size=None) -> DataLoader:
+        # its own generator: creating an iterator must not draw from the global RNG (exact resume)
+        return DataLoader(dataset, batch_size=batch_size or self.batch_size, sampler=sampler, shuffle=False,
                           drop_last=sampler is not None, num_workers=self.num_workers,
+                          generator=torch.Generator().manual_seed(self.seed),
                           pin_memory=self.pin_memory, persistent_workers=self.num_workers > 0)
 
     def train_dataloader(self) -> DataLoader:
+        """batch_size is the global batch: each of the trainer's world_size processes loads
+        batch_size / world_size windows of every step (DataError if not divisible)."""
         self.setup()
-        # start at the trainer's epoch so a resumed run draws that epoch's windows from its first batch
-        epoch = self.trainer.current_epoch if self.trainer is not None else 0
-        return self._loader(self.train_set, EpochSampler(len(self.train_set), epoch))
+        rank, world, done = 0, 1, lambda: 0
+        if self.trainer is not None:
+            rank, world = self.trainer.global_rank, self.trainer.world_size
+            progress = self.trainer.fit_loop.epoch_loop.batch_progress
+            done = lambda: progress.total.completed  # noqa: E731  training batches so far, resumed runs included
+        if self.batch_size % world:
+            raise DataError(f"data.batch_size={self.batch_size} (the global batch) is not divisible by the "
+                            f"{world} training processes; choose a multiple of {world}")
+        sampler = StreamSampler(len(self.train_set), self.batch_size, done, rank, world)
+        return self._loader(self.train_set, sampler, self.batch_size // world)
 
     def val_dataloader(self) -> DataLoader:
+        """Every process evaluates the whole fixed validation set (the mean is the same on all)."""
         self.setup()
         return self._loader(self.val_set)

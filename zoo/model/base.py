@@ -57,7 +57,10 @@ class TransformerBase(nn.Module):
         mask, is_causal = masks.build(mask_kind, T, T_k, offset, key_padding_mask, prefix, self.cfg.window,
                                       need_explicit=self.alibi is not None, device=idx.device)
         rope = self.rope(positions) if self.rope is not None else None
-        bias = self.alibi(T, T_k, offset, causal=mask_kind != "bidirectional") if self.alibi is not None else None
+        # prefix LM sees later prefix keys: their distance must be |i - j| too (a penalty), so only purely
+        # causal masks use the signed distance
+        bias = (self.alibi(T, T_k, offset, causal=mask_kind in ("causal", "sliding"))
+                if self.alibi is not None else None)
         return x, mask, is_causal, rope, bias
 
     def new_caches(self, n_layers: int, batch_size: int, max_len: int, device=None, dtype=None):

@@ -113,6 +113,9 @@ class ModelConfig:
         for key in ("vocab_size", "d_model", "n_heads", "d_ff", "max_len"):
             if getattr(self, key) < 1:
                 raise ValueError(f"model.{key}={getattr(self, key)} must be a positive integer")
+        if self.src_vocab_size is not None and self.src_vocab_size < 1:
+            raise ValueError(f"model.src_vocab_size={self.src_vocab_size} must be a positive integer "
+                             f"(or null = vocab_size)")
         if self.n_layers < 0 or self.encoder_layers < 0 or self.decoder_layers < 0:
             raise ValueError(f"model.n_layers={self.n_layers} must be >= 0")
         if self.d_model % self.n_heads:

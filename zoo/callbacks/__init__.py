@@ -1,0 +1,1 @@
+"""zoo.callbacks: Lightning callbacks of zoo's own."""

@@ -1,0 +1,38 @@
+"""Optimizer and learning-rate schedule shared by every task."""
+import math
+from typing import Sequence
+
+import torch
+from torch import nn
+
+
+def adamw(model: nn.Module, lr: float, betas: Sequence[float] = (0.9, 0.999), weight_decay: float = 0.1,
+          eps: float = 1e-8) -> torch.optim.AdamW:
+    """AdamW (Loshchilov & Hutter 2019) with weight decay on matrices only (dim >= 2: Linear and
+    Embedding weights); biases and norm gains get none (nanoGPT configure_optimizers)."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    decay = [p for p in params if p.dim() >= 2]
+    no_decay = [p for p in params if p.dim() < 2]
+    groups = [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    return torch.optim.AdamW(groups, lr=lr, betas=tuple(betas), eps=eps)
+
+
+def warmup_cosine(step: int, warmup_steps: int, decay_steps: int, lr: float, min_lr: float) -> float:
+    """Learning rate at `step` (optimizer steps): linear warmup from lr/warmup_steps to lr over warmup_steps,
+    cosine decay to min_lr at decay_steps, min_lr after (nanoGPT train.py get_lr; Loshchilov & Hutter 2017)."""
+    if step < warmup_steps:
+        return lr * (step + 1) / warmup_steps
+    if step >= decay_steps:
+        return min_lr
+    progress = (step - warmup_steps) / max(1, decay_steps - warmup_steps)
+    return min_lr + 0.5 * (1.0 + math.cos(math.pi * progress)) * (lr - min_lr)
+
+
+class WarmupCosine:
+    """LambdaLR multiplier for warmup_cosine (a picklable object, so the scheduler's state is plain data)."""
+
+    def __init__(self, warmup_steps: int, decay_steps: int, lr: float, min_lr: float):
+        self.warmup_steps, self.decay_steps, self.lr, self.min_lr = warmup_steps, decay_steps, lr, min_lr
+
+    def __call__(self, step: int) -> float:
+        return warmup_cosine(step, self.warmup_steps, self.decay_steps, self.lr, self.min_lr) / self.lr

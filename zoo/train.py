@@ -1,0 +1,128 @@
+"""The main job: compose the config with Hydra, build data, model and trainer, train, write results.json."""
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import hydra
+import lightning.pytorch as pl
+import torch
+from hydra.core.hydra_config import HydraConfig
+from hydra.utils import instantiate
+from lightning.pytorch.loggers import WandbLogger
+from omegaconf import DictConfig, OmegaConf
+
+from zoo.checkpoint_io import AtomicCheckpointIO
+from zoo.model.cost import flops_per_token
+
+NO_ARCH = ("zoo needs an architecture. Pick one of the three with +arch=...: "
+           "`python -m zoo +arch=encoder_only` (bidirectional encoder, classification), "
+           "`python -m zoo +arch=decoder_only` (causal decoder, language modeling on Tiny Shakespeare), or "
+           "`python -m zoo +arch=encoder_decoder` (the original Transformer, translation). "
+           "Any other option follows as key=value; `python -m zoo --help` lists the config groups.")
+
+
+class ConfigError(ValueError):
+    """A bad or contradictory config, found before any training starts."""
+
+
+def check_config(cfg: DictConfig) -> None:
+    """Raise ConfigError for contradictions the single components cannot see."""
+    block = cfg.data.get("block_size")
+    if block is not None and block > cfg.model.max_len:
+        raise ConfigError(f"data.block_size={block} is larger than model.max_len={cfg.model.max_len}; "
+                          f"lower data.block_size or raise model.max_len")
+
+
+def check_checkpoint(cfg: DictConfig) -> None:
+    """ckpt_path must exist and come from the same architecture and model shape (ConfigError otherwise)."""
+    path = cfg.get("ckpt_path")
+    if path is None:
+        return
+    if not Path(path).is_file():
+        raise ConfigError(f"ckpt_path={path} does not exist; pass a .ckpt file from a run's checkpoints/ dir")
+    hp = torch.load(path, map_location="cpu", weights_only=True).get("hyper_parameters", {})
+    if hp.get("arch") != cfg.arch:
+        raise ConfigError(f"ckpt_path={path} is a {hp.get('arch')} checkpoint, but this run is +arch={cfg.arch}; "
+                          f"resume with +arch={hp.get('arch')} or start without ckpt_path")
+    model = {k: v for k, v in OmegaConf.to_container(cfg.model).items() if k != "_target_"}
+    diff = {k: (hp["model"].get(k), v) for k, v in model.items() if hp["model"].get(k) != v}
+    if diff:
+        raise ConfigError(f"ckpt_path={path} was trained with other model settings (checkpoint, now): {diff}")
+
+
+def make_loggers(cfg: DictConfig, tags):
+    loggers = []
+    for name, lcfg in (cfg.get("logger") or {}).items():
+        kwargs = {}
+        if lcfg._target_.endswith("WandbLogger"):
+            kwargs["tags"] = tags
+            if os.environ.get("WANDB_MODE") == "online":
+                kwargs["offline"] = False
+            Path(cfg.paths.output_dir).mkdir(parents=True, exist_ok=True)
+        loggers.append(instantiate(lcfg, **kwargs))
+    return loggers
+
+
+def run(cfg: DictConfig) -> float:
+    """Train one run described by cfg. Returns the best validation loss (for Hydra sweepers).
+    Raises ConfigError / DataError / ValueError for bad input before training starts."""
+    if cfg.get("arch") is None:
+        print(NO_ARCH, file=sys.stderr)
+        sys.exit(2)
+    start = time.time()
+    check_config(cfg)
+    check_checkpoint(cfg)
+    choices = HydraConfig.get().runtime.choices if HydraConfig.initialized() else {}
+    task_name, data_name = choices.get("task", "lm"), choices.get("data", "tiny_shakespeare")
+    tags = [cfg.arch, task_name, data_name, *cfg.get("tags", [])]
+    pl.seed_everything(cfg.seed, workers=True)
+
+    datamodule = instantiate(cfg.data)
+    datamodule.prepare_data()
+    datamodule.setup()
+    model_cfg = {k: v for k, v in OmegaConf.to_container(cfg.model, resolve=True).items() if k != "_target_"}
+    model_cfg["vocab_size"] = datamodule.vocab_size
+    task = instantiate(cfg.task, arch=cfg.arch, model=model_cfg, tokenizer=datamodule.tokenizer.state_dict(),
+                       _convert_="all")
+    loggers = make_loggers(cfg, tags)
+    callbacks = [instantiate(c) for c in (cfg.get("callbacks") or {}).values()]
+    trainer = instantiate(cfg.trainer, logger=loggers or False, callbacks=callbacks, plugins=[AtomicCheckpointIO()])
+
+    n_params = task.model.num_params()
+    fpt = flops_per_token(task.model, datamodule.block_size)
+    for logger in loggers:
+        logger.log_hyperparams({**OmegaConf.to_container(cfg, resolve=True), "arch": cfg.arch, "task": task_name,
+                                "dataset": data_name, "params": n_params, "flops_per_token": fpt})
+        if isinstance(logger, WandbLogger) and trainer.is_global_zero:
+            logger.experiment.summary.update({"params": n_params, "flops_per_token": fpt})
+
+    trainer.fit(task, datamodule=datamodule, ckpt_path=cfg.get("ckpt_path"))
+
+    final = {k: float(v) for k, v in trainer.callback_metrics.items() if v.numel() == 1}
+    results = {
+        "arch": cfg.arch, "task": task_name, "dataset": data_name,
+        "final": final, "best": task.best,
+        "params": n_params, "flops_per_token": fpt,
+        "steps": trainer.global_step, "wall_seconds": time.time() - start,
+        "output_dir": str(Path(cfg.paths.output_dir).resolve()),
+        "best_checkpoint": getattr(trainer.checkpoint_callback, "best_model_path", None) or None,
+    }
+    if trainer.is_global_zero:
+        path = Path(cfg.paths.output_dir) / "results.json"
+        path.write_text(json.dumps(results, indent=2))
+        for logger in loggers:
+            if isinstance(logger, WandbLogger):
+                logger.experiment.summary.update({"wall_seconds": results["wall_seconds"]})
+                logger.experiment.finish()  # flush now, so the results path below is the last line printed
+        print(path.resolve())
+    return task.best.get("val/loss", final.get("val/loss", float("nan")))
+
+
+CONF_DIR = str(Path(__file__).resolve().parents[1] / "conf")  # the repo's conf/ (zoo is installed editable)
+
+
+@hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")
+def main(cfg: DictConfig) -> float:
+    return run(cfg)
