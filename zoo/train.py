@@ -14,6 +14,7 @@ from lightning.pytorch.loggers import WandbLogger
 from omegaconf import DictConfig, OmegaConf
 
 from zoo.checkpoint_io import AtomicCheckpointIO
+from zoo.model import ModelConfig
 from zoo.model.cost import flops_per_token
 
 NO_ARCH = ("zoo needs an architecture. Pick one of the three with +arch=...: "
@@ -28,7 +29,12 @@ class ConfigError(ValueError):
 
 
 def check_config(cfg: DictConfig) -> None:
-    """Raise ConfigError for contradictions the single components cannot see."""
+    """Raise ConfigError (a ValueError) for a bad model config or contradictions between groups."""
+    model = {k: v for k, v in OmegaConf.to_container(cfg.model, resolve=True).items() if k != "_target_"}
+    try:
+        ModelConfig(**{**model, "vocab_size": model.get("vocab_size") or 1})  # vocab_size comes from the data
+    except (TypeError, ValueError) as e:
+        raise ConfigError(str(e)) from None
     block = cfg.data.get("block_size")
     if block is not None and block > cfg.model.max_len:
         raise ConfigError(f"data.block_size={block} is larger than model.max_len={cfg.model.max_len}; "
