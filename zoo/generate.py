@@ -31,16 +31,24 @@ def load(ckpt_path: str, device: str = "cpu"):
 
 def sample(model, tokenizer, prompt: str, max_new_tokens: int, temperature: float = 0.8, top_k=None, top_p=None,
            seed=None) -> str:
-    """prompt + max_new_tokens sampled characters (temperature 0 = greedy). The prompt is cut to the
-    last model.max_len - max_new_tokens characters."""
-    room = model.cfg.max_len - max_new_tokens
-    if room < 1:
-        raise ValueError(f"max_new_tokens={max_new_tokens} must be below model.max_len={model.cfg.max_len}")
+    """prompt + max_new_tokens sampled characters (temperature 0 = greedy), with the KV cache.
+
+    Beyond model.max_len the context slides: each chunk re-reads the last max_len // 2 tokens and adds up
+    to max_len - that many (nanoGPT crops its context to block_size the same way, one token at a time).
+    """
     device = next(model.parameters()).device
-    idx = torch.tensor([tokenizer.encode(prompt)[-room:]], dtype=torch.long, device=device)
     g = torch.Generator(device=device).manual_seed(seed) if seed is not None else None
-    out = model.generate(idx, max_new_tokens, temperature=temperature, top_k=top_k, top_p=top_p, generator=g)
-    return tokenizer.decode(out[0].tolist())
+    tokens = tokenizer.encode(prompt) or [0]
+    keep = max(1, model.cfg.max_len // 2)
+    remaining = max_new_tokens
+    while remaining > 0:
+        ctx = tokens[-keep:] if len(tokens) + remaining > model.cfg.max_len else tokens
+        n = min(remaining, model.cfg.max_len - len(ctx))
+        idx = torch.tensor([ctx], dtype=torch.long, device=device)
+        out = model.generate(idx, n, temperature=temperature, top_k=top_k, top_p=top_p, generator=g)
+        tokens = tokens + out[0, len(ctx):].tolist()
+        remaining -= n
+    return tokenizer.decode(tokens)
 
 
 def main(argv=None) -> int:

@@ -14,6 +14,7 @@ from lightning.pytorch.loggers import WandbLogger
 from omegaconf import DictConfig, OmegaConf
 
 from zoo.checkpoint_io import AtomicCheckpointIO
+from zoo.data.resolver import DataError
 from zoo.model import ModelConfig
 from zoo.model.cost import flops_per_token
 
@@ -30,6 +31,11 @@ class ConfigError(ValueError):
 
 def check_config(cfg: DictConfig) -> None:
     """Raise ConfigError (a ValueError) for a bad model config or contradictions between groups."""
+    if cfg.task.get("_target_") == "zoo.tasks.unavailable":
+        raise ConfigError(f"+arch={cfg.arch} with task={cfg.task.name} is not available yet (issue 4); "
+                          f"available: +arch=decoder_only task=lm")
+    if cfg.get("data") is None:
+        raise ConfigError("no dataset selected: add data=tiny_shakespeare (or another option of conf/data/)")
     model = {k: v for k, v in OmegaConf.to_container(cfg.model, resolve=True).items() if k != "_target_"}
     try:
         ModelConfig(**{**model, "vocab_size": model.get("vocab_size") or 1})  # vocab_size comes from the data
@@ -131,4 +137,8 @@ CONF_DIR = str(Path(__file__).resolve().parents[1] / "conf")  # the repo's conf/
 
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")
 def main(cfg: DictConfig) -> float:
-    return run(cfg)
+    try:
+        return run(cfg)
+    except (ConfigError, DataError) as e:  # bad input: the message says what and how to fix, no traceback
+        print(f"zoo: error: {e}", file=sys.stderr)
+        sys.exit(2)

@@ -10,6 +10,7 @@ from lightning.pytorch.loggers import WandbLogger
 from torchmetrics import MeanMetric
 
 from zoo.data.char_tokenizer import CharTokenizer
+from zoo.generate import sample
 from zoo.model import ModelConfig, build_model
 from zoo.optim import WarmupCosine, adamw
 
@@ -90,16 +91,9 @@ class LanguageModeling(pl.LightningModule):
         """Continue `prompt` (characters) by max_new_tokens tokens; returns prompt + continuation."""
         was_training = self.model.training
         self.model.eval()
-        idx = torch.tensor([self.tokenizer.encode(prompt)], dtype=torch.long, device=self.device)
-        room = self.model.cfg.max_len - max_new_tokens
-        if room < 1:
-            raise ValueError(f"max_new_tokens={max_new_tokens} leaves no room for the prompt in model.max_len="
-                             f"{self.model.cfg.max_len}")
-        idx = idx[:, -room:]
-        g = torch.Generator(device=self.device).manual_seed(seed) if seed is not None else None
-        out = self.model.generate(idx, max_new_tokens, temperature=temperature, top_k=top_k, top_p=top_p, generator=g)
+        text = sample(self.model, self.tokenizer, prompt, max_new_tokens, temperature, top_k, top_p, seed)
         self.model.train(was_training)
-        return self.tokenizer.decode(out[0].tolist())
+        return text
 
     def configure_optimizers(self):
         o, s = self.hparams.optimizer, self.hparams.scheduler
