@@ -36,3 +36,15 @@ class WarmupCosine:
 
     def __call__(self, step: int) -> float:
         return warmup_cosine(step, self.warmup_steps, self.decay_steps, self.lr, self.min_lr) / self.lr
+
+
+class Noam:
+    """LambdaLR multiplier of the paper's schedule (Vaswani et al. 2017, eq. 3), normalised so the peak,
+    at step warmup_steps, is the optimizer's lr: min((s+1)^-0.5, (s+1) * warmup^-1.5) * warmup^0.5."""
+
+    def __init__(self, warmup_steps: int):
+        self.warmup_steps = warmup_steps
+
+    def __call__(self, step: int) -> float:
+        s = step + 1
+        return min(s ** -0.5, s * self.warmup_steps ** -1.5) * self.warmup_steps ** 0.5

@@ -11,6 +11,7 @@ import torch
 from hydra.core.hydra_config import HydraConfig
 from hydra.utils import instantiate
 from lightning.pytorch.loggers import WandbLogger
+from lightning.pytorch.utilities.model_helpers import is_overridden
 from omegaconf import DictConfig, OmegaConf
 
 from zoo.checkpoint_io import AtomicCheckpointIO
@@ -23,6 +24,9 @@ NO_ARCH = ("zoo needs an architecture. Pick one of the three with +arch=...: "
            "`python -m zoo +arch=decoder_only` (causal decoder, language modeling on Tiny Shakespeare), or "
            "`python -m zoo +arch=encoder_decoder` (the original Transformer, translation). "
            "Any other option follows as key=value; `python -m zoo --help` lists the config groups.")
+
+
+FROM_DATA = ("vocab_size", "src_vocab_size", "num_classes")  # model keys the datamodule fills in
 
 
 class ConfigError(ValueError):
@@ -58,7 +62,7 @@ def check_checkpoint(cfg: DictConfig) -> None:
     if hp.get("arch") != cfg.arch:
         raise ConfigError(f"ckpt_path={path} is a {hp.get('arch')} checkpoint, but this run is +arch={cfg.arch}; "
                           f"resume with +arch={hp.get('arch')} or start without ckpt_path")
-    model = {k: v for k, v in OmegaConf.to_container(cfg.model).items() if k != "_target_"}
+    model = {k: v for k, v in OmegaConf.to_container(cfg.model).items() if k not in ("_target_", *FROM_DATA)}
     diff = {k: (hp["model"].get(k), v) for k, v in model.items() if hp["model"].get(k) != v}
     if diff:
         raise ConfigError(f"ckpt_path={path} was trained with other model settings (checkpoint, now): {diff}")
@@ -78,7 +82,8 @@ def make_loggers(cfg: DictConfig, tags):
 
 
 def run(cfg: DictConfig) -> float:
-    """Train one run described by cfg. Returns the best validation loss (for Hydra sweepers).
+    """Train one run described by cfg; test on the best checkpoint when the task has a test split.
+    Returns the best value of the task's monitored validation metric (for Hydra sweepers).
     Raises ConfigError / DataError / ValueError for bad input before training starts."""
     if cfg.get("arch") is None:
         print(NO_ARCH, file=sys.stderr)
@@ -94,16 +99,16 @@ def run(cfg: DictConfig) -> float:
     datamodule = instantiate(cfg.data)
     datamodule.prepare_data()
     datamodule.setup()
+    info = datamodule.model_info()  # vocabulary sizes, classes, tokenizer state, typical lengths
     model_cfg = {k: v for k, v in OmegaConf.to_container(cfg.model, resolve=True).items() if k != "_target_"}
-    model_cfg["vocab_size"] = datamodule.vocab_size
-    task = instantiate(cfg.task, arch=cfg.arch, model=model_cfg, tokenizer=datamodule.tokenizer.state_dict(),
-                       _convert_="all")
+    model_cfg.update({k: info[k] for k in FROM_DATA if k in info})
+    task = instantiate(cfg.task, arch=cfg.arch, model=model_cfg, tokenizer=info["tokenizer"], _convert_="all")
     loggers = make_loggers(cfg, tags)
     callbacks = [instantiate(c) for c in (cfg.get("callbacks") or {}).values()]
     trainer = instantiate(cfg.trainer, logger=loggers or False, callbacks=callbacks, plugins=[AtomicCheckpointIO()])
 
     n_params = task.model.num_params()
-    fpt = flops_per_token(task.model, datamodule.block_size)
+    fpt = flops_per_token(task.model, info["seq_len"], info.get("src_len"))
     for logger in loggers:
         logger.log_hyperparams({**OmegaConf.to_container(cfg, resolve=True), "arch": cfg.arch, "task": task_name,
                                 "dataset": data_name, "params": n_params, "flops_per_token": fpt})
@@ -111,6 +116,9 @@ def run(cfg: DictConfig) -> float:
             logger.experiment.summary.update({"params": n_params, "flops_per_token": fpt})
 
     trainer.fit(task, datamodule=datamodule, ckpt_path=cfg.get("ckpt_path"))
+    if is_overridden("test_step", task) and not trainer.fast_dev_run:
+        best = getattr(trainer.checkpoint_callback, "best_model_path", None)
+        trainer.test(task, datamodule=datamodule, ckpt_path=best or None, verbose=False)  # best by the monitor
 
     final = {k: float(v) for k, v in trainer.callback_metrics.items() if v.numel() == 1}
     results = {
@@ -129,7 +137,8 @@ def run(cfg: DictConfig) -> float:
                 logger.experiment.summary.update({"wall_seconds": results["wall_seconds"]})
                 logger.experiment.finish()  # flush now, so the results path below is the last line printed
         print(path.resolve())
-    return task.best.get("val/loss", final.get("val/loss", float("nan")))
+    monitor = task.hparams.get("monitor", "val/loss")
+    return task.best.get(monitor, final.get(monitor, float("nan")))
 
 
 CONF_DIR = str(Path(__file__).resolve().parents[1] / "conf")  # the repo's conf/ (zoo is installed editable)

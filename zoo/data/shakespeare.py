@@ -159,6 +159,11 @@ class TinyShakespeare(pl.LightningDataModule):
         self.val_set = FixedWindows(val_data, self.block_size, self.val_windows)
         self.train_data, self.val_data = train_data, val_data
 
+    def model_info(self) -> dict:
+        """What the model and task take from the data: vocab_size, the tokenizer's state, seq_len (tokens)."""
+        self.setup()
+        return {"vocab_size": self.vocab_size, "tokenizer": self.tokenizer.state_dict(), "seq_len": self.block_size}
+
     def _loader(self, dataset, sampler=None, batch_size=None) -> DataLoader:
         # its own generator: creating an iterator must not draw from the global RNG (exact resume)
         return DataLoader(dataset, batch_size=batch_size or self.batch_size, sampler=sampler, shuffle=False,

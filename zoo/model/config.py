@@ -36,7 +36,8 @@ class ModelConfig:
     tie_embeddings: output head shares the decoder's input embedding (Press & Wolf 2017).
     share_embeddings: encoder-decoder source and target share one embedding (needs one vocabulary).
     init: xavier (as nn.Transformer) | gpt2 (Radford et al. 2019).
-    num_classes, pooling: classification head of EncoderOnly (cls | mean | last).
+    num_classes: classes of the classification head that every architecture builds when > 0 (0 = no
+        head); pooling: how EncoderOnly pools its states for it (cls | mean | last).
     pad_id, bos_id, eos_id: special token ids.
     """
 
@@ -67,7 +68,7 @@ class ModelConfig:
     tie_embeddings: bool = True
     share_embeddings: bool = False
     init: str = "xavier"
-    num_classes: int = 2
+    num_classes: int = 0
     pooling: str = "mean"
     pad_id: int = 0
     bos_id: int = 1
@@ -131,6 +132,8 @@ class ModelConfig:
             raise ValueError(f"model.dropout={self.dropout} / model.attn_dropout={self.attn_dropout} must be in [0, 1)")
         if self.mask == "sliding" and self.window < 1:
             raise ValueError(f"model.window={self.window} must be >= 1 for mask='sliding'")
+        if self.num_classes < 0:
+            raise ValueError(f"model.num_classes={self.num_classes} must be >= 0 (0 = no classification head)")
         if self.prefix_len < 0:
             raise ValueError(f"model.prefix_len={self.prefix_len} must be >= 0")
         if self.share_embeddings and self.src_vocab_size not in (None, self.vocab_size):

@@ -7,6 +7,7 @@ from torch import nn
 from zoo.model.base import TransformerBase
 from zoo.model.config import ModelConfig
 from zoo.model.decoder import Decoder
+from zoo.model.encoder_only import pool
 from zoo.model.generate import decode_loop
 from zoo.model.init import init_weights
 from zoo.model.kv_cache import DecodingCache
@@ -27,20 +28,35 @@ class DecoderOnly(TransformerBase):
         self.embed = self.make_embedding(cfg.vocab_size)
         self.decoder = Decoder(cfg, cfg.decoder_layers, cross_attention=False)
         self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        self.classifier = nn.Linear(cfg.d_model, cfg.num_classes) if cfg.num_classes > 0 else None
         init_weights(self, cfg.init, cfg.decoder_layers)
         if cfg.tie_embeddings:
             self.lm_head.weight = self.embed.tok.weight
 
-    def forward(self, idx: torch.Tensor, key_padding_mask: Optional[torch.Tensor] = None,
-                positions: Optional[torch.Tensor] = None, cache: Optional[DecodingCache] = None,
-                prefix_len=None, return_attention: bool = False):
+    def features(self, idx: torch.Tensor, key_padding_mask: Optional[torch.Tensor] = None,
+                 positions: Optional[torch.Tensor] = None, cache: Optional[DecodingCache] = None,
+                 prefix_len=None, return_attention: bool = False):
+        """Final hidden states (B, T, d_model) and the per-layer attention weights (or None)."""
         offset = cache.offset if cache is not None else 0
         x, mask, is_causal, rope, bias = self.prepare(idx, self.embed, self.mask_kind, key_padding_mask, positions,
                                                       offset, prefix_len)
-        x, attn = self.decoder(x, mask=mask, is_causal=is_causal, rope=rope, bias=bias,
-                               caches=cache.self_attn if cache is not None else None, need_weights=return_attention)
+        return self.decoder(x, mask=mask, is_causal=is_causal, rope=rope, bias=bias,
+                            caches=cache.self_attn if cache is not None else None, need_weights=return_attention)
+
+    def forward(self, idx: torch.Tensor, key_padding_mask: Optional[torch.Tensor] = None,
+                positions: Optional[torch.Tensor] = None, cache: Optional[DecodingCache] = None,
+                prefix_len=None, return_attention: bool = False):
+        x, attn = self.features(idx, key_padding_mask, positions, cache, prefix_len, return_attention)
         logits = self.lm_head(x)  # (B, T, vocab_size)
         return (logits, attn) if return_attention else logits
+
+    def classify(self, idx: torch.Tensor, key_padding_mask: Optional[torch.Tensor] = None) -> torch.Tensor:
+        """Class logits (B, num_classes) from the causal state at each row's last real token (right padding:
+        padding after the text does not change it). Raises ValueError without a classification head."""
+        if self.classifier is None:
+            raise ValueError("this model has no classification head: build it with model.num_classes > 0")
+        h, _ = self.features(idx, key_padding_mask)  # (B, T, d_model)
+        return self.classifier(pool(h, key_padding_mask, "last"))
 
     def new_cache(self, batch_size: int, max_len: int, device=None, dtype=None) -> DecodingCache:
         """Preallocated caches for max_len tokens (prompt + new)."""

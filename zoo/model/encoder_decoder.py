@@ -29,6 +29,7 @@ class EncoderDecoder(TransformerBase):
         self.encoder = Encoder(cfg, cfg.encoder_layers)
         self.decoder = Decoder(cfg, cfg.decoder_layers, cross_attention=True)
         self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        self.classifier = nn.Linear(cfg.d_model, cfg.num_classes) if cfg.num_classes > 0 else None
         init_weights(self, cfg.init, cfg.encoder_layers + cfg.decoder_layers)
         if cfg.tie_embeddings:
             self.lm_head.weight = self.tgt_embed.tok.weight
@@ -45,16 +46,32 @@ class EncoderDecoder(TransformerBase):
                cache: Optional[DecodingCache] = None, return_attention: bool = False):
         """tgt (B, T) -> logits (B, T, vocab_size) (and per-layer (self, cross) weights with return_attention).
         tgt_key_padding_mask: (B, offset + T); memory_key_padding_mask: (B, S); True = padding."""
+        x, attn = self.decode_features(tgt, memory, tgt_key_padding_mask, memory_key_padding_mask, positions, cache,
+                                       return_attention)
+        logits = self.lm_head(x)  # (B, T, vocab_size)
+        return (logits, attn) if return_attention else logits
+
+    def decode_features(self, tgt, memory, tgt_key_padding_mask=None, memory_key_padding_mask=None, positions=None,
+                        cache=None, return_attention=False):
+        """The decoder's final hidden states (B, T, d_model) and per-layer (self, cross) weights (or None)."""
         offset = cache.offset if cache is not None else 0
         x, mask, is_causal, rope, bias = self.prepare(tgt, self.tgt_embed, self.mask_kind, tgt_key_padding_mask,
                                                       positions, offset)
         memory_mask = masks.padding(memory_key_padding_mask) if memory_key_padding_mask is not None else None
-        x, attn = self.decoder(x, memory, mask=mask, is_causal=is_causal, memory_mask=memory_mask, rope=rope,
-                               bias=bias, caches=cache.self_attn if cache is not None else None,
-                               cross_caches=cache.cross_attn if cache is not None else None,
-                               need_weights=return_attention)
-        logits = self.lm_head(x)  # (B, T, vocab_size)
-        return (logits, attn) if return_attention else logits
+        return self.decoder(x, memory, mask=mask, is_causal=is_causal, memory_mask=memory_mask, rope=rope,
+                            bias=bias, caches=cache.self_attn if cache is not None else None,
+                            cross_caches=cache.cross_attn if cache is not None else None,
+                            need_weights=return_attention)
+
+    def classify(self, src: torch.Tensor, src_key_padding_mask: Optional[torch.Tensor] = None) -> torch.Tensor:
+        """Class logits (B, num_classes): the encoder reads src (B, S); the decoder reads BOS alone and its
+        state feeds the head. Raises ValueError without a classification head."""
+        if self.classifier is None:
+            raise ValueError("this model has no classification head: build it with model.num_classes > 0")
+        memory = self.encode(src, src_key_padding_mask)
+        bos = torch.full((src.shape[0], 1), self.cfg.bos_id, dtype=torch.long, device=src.device)
+        h, _ = self.decode_features(bos, memory, memory_key_padding_mask=src_key_padding_mask)  # (B, 1, d_model)
+        return self.classifier(h[:, 0])
 
     def forward(self, src: torch.Tensor, tgt: torch.Tensor, src_key_padding_mask: Optional[torch.Tensor] = None,
                 tgt_key_padding_mask: Optional[torch.Tensor] = None, return_attention: bool = False):

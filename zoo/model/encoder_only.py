@@ -23,7 +23,7 @@ class EncoderOnly(TransformerBase):
         self.embed = self.make_embedding(cfg.vocab_size)
         self.encoder = Encoder(cfg, cfg.encoder_layers)
         self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
-        self.classifier = nn.Linear(cfg.d_model, cfg.num_classes)
+        self.classifier = nn.Linear(cfg.d_model, cfg.num_classes) if cfg.num_classes > 0 else None
         init_weights(self, cfg.init, cfg.encoder_layers)
         if cfg.tie_embeddings:
             self.lm_head.weight = self.embed.tok.weight
@@ -45,7 +45,10 @@ class EncoderOnly(TransformerBase):
         return (logits, attn) if return_attention else logits
 
     def classify(self, idx: torch.Tensor, key_padding_mask: Optional[torch.Tensor] = None) -> torch.Tensor:
-        """Class logits (B, num_classes) from the pooled hidden states (padding on the right)."""
+        """Class logits (B, num_classes) from the pooled hidden states (padding on the right).
+        Raises ValueError when the model was built with num_classes=0."""
+        if self.classifier is None:
+            raise ValueError("this model has no classification head: build it with model.num_classes > 0")
         h = self.encode(idx, key_padding_mask)  # (B, T, d_model)
         return self.classifier(pool(h, key_padding_mask, self.cfg.pooling))
 

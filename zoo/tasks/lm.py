@@ -1,9 +1,7 @@
 """Causal language modeling as a LightningModule (decoder-only, next-token prediction)."""
 import math
-import time
 from typing import Optional
 
-import lightning.pytorch as pl
 import torch
 import torch.nn.functional as F
 from lightning.pytorch.loggers import WandbLogger
@@ -12,17 +10,18 @@ from torchmetrics import MeanMetric
 from zoo.data.char_tokenizer import CharTokenizer
 from zoo.generate import sample
 from zoo.model import ModelConfig, build_model
-from zoo.optim import WarmupCosine, adamw
+from zoo.tasks.base import TaskBase
 
 
-class LanguageModeling(pl.LightningModule):
+class LanguageModeling(TaskBase):
     """Next-token cross-entropy on (x, y) windows, y = x shifted left by one.
 
     arch: decoder_only (other architectures' LM objectives are separate tasks). model: ModelConfig
     fields as a dict (vocab_size from the data). tokenizer: the data's tokenizer state, kept in the
     checkpoint so `python -m zoo.generate` can decode. optimizer: {lr, betas, weight_decay};
     scheduler: {warmup_steps, decay_steps, min_lr} (optimizer steps). sample: {prompt, max_new_tokens,
-    temperature, top_k} for the text printed at each validation.
+    temperature, top_k} for the text printed at each validation. monitor / monitor_mode: the validation
+    metric that selects checkpoints and is returned to sweepers.
 
     Logged: train/loss (nats/token), lr, tokens/s each step; val/loss, val/ppl = exp(val/loss),
     val/bpc = val/loss / ln 2 (bits per character for a character vocabulary) each validation.
@@ -30,7 +29,7 @@ class LanguageModeling(pl.LightningModule):
     """
 
     def __init__(self, arch: str, model: dict, tokenizer: dict, optimizer: dict, scheduler: dict,
-                 sample: Optional[dict] = None):
+                 sample: Optional[dict] = None, monitor: str = "val/loss", monitor_mode: str = "min"):
         super().__init__()
         if arch != "decoder_only":
             raise ValueError(f"task=lm trains arch=decoder_only; got arch={arch!r}")
@@ -38,9 +37,7 @@ class LanguageModeling(pl.LightningModule):
         self.model = build_model(arch, ModelConfig(**model))
         self.tokenizer = CharTokenizer.from_state_dict(tokenizer)
         self.val_loss = MeanMetric()
-        self.best = {}
         self.samples = []
-        self._t_last = None
 
     def forward(self, idx: torch.Tensor) -> torch.Tensor:
         return self.model(idx)
@@ -52,12 +49,7 @@ class LanguageModeling(pl.LightningModule):
 
     def training_step(self, batch, batch_idx):
         loss = self.loss(batch)
-        now = time.perf_counter()
-        if self._t_last is not None:
-            self.log("tokens/s", batch[0].numel() / (now - self._t_last), on_step=True, on_epoch=False)
-        self._t_last = now
-        self.log("train/loss", loss, on_step=True, on_epoch=False, prog_bar=True)
-        self.log("lr", self.trainer.optimizers[0].param_groups[0]["lr"], on_step=True, on_epoch=False)
+        self.log_train_step(loss, batch[0].numel())
         return loss
 
     def validation_step(self, batch, batch_idx):
@@ -66,13 +58,9 @@ class LanguageModeling(pl.LightningModule):
     def on_validation_epoch_end(self):
         loss = self.val_loss.compute()
         self.val_loss.reset()
-        metrics = {"val/loss": loss, "val/ppl": loss.exp(), "val/bpc": loss / math.log(2)}
-        self.log_dict(metrics, prog_bar=True)
+        self.log_validation({"val/loss": loss, "val/ppl": loss.exp(), "val/bpc": loss / math.log(2)})
         if self.trainer.sanity_checking:
             return
-        for k, v in metrics.items():
-            self.best[k] = min(self.best.get(k, float("inf")), float(v))
-        self._t_last = None  # validation time is not training throughput
         if self.hparams.sample and self.trainer.is_global_zero:
             self.print_sample()
 
@@ -94,10 +82,3 @@ class LanguageModeling(pl.LightningModule):
         text = sample(self.model, self.tokenizer, prompt, max_new_tokens, temperature, top_k, top_p, seed)
         self.model.train(was_training)
         return text
-
-    def configure_optimizers(self):
-        o, s = self.hparams.optimizer, self.hparams.scheduler
-        opt = adamw(self.model, o["lr"], o.get("betas", (0.9, 0.999)), o.get("weight_decay", 0.1))
-        decay = s.get("decay_steps") or self.trainer.max_steps
-        sched = torch.optim.lr_scheduler.LambdaLR(opt, WarmupCosine(s["warmup_steps"], decay, o["lr"], s["min_lr"]))
-        return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}

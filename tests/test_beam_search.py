@@ -1,0 +1,287 @@
+"""Beam search (zoo.model.beam_search): beam 1 is greedy, the cached search equals an uncached reference,
+it finds the optimum when the beam holds every hypothesis, the memory's K/V are computed once, finished
+hypotheses are never extended."""
+import itertools
+
+import pytest
+import torch
+
+from zoo.model import DecoderOnly, EncoderDecoder, ModelConfig
+from zoo.model.beam_search import beam_search, beam_search_decoder_only, length_penalty_factor, penalised
+from zoo.model.generate import left_pad
+
+V = 40
+PAD, BOS, EOS = 0, 1, 2
+
+
+def config(vocab=V, **kw):
+    base = dict(vocab_size=vocab, d_model=32, n_heads=4, d_ff=64, n_layers=2, dropout=0.0, position="rope",
+                max_len=64, tie_embeddings=False)  # untied: varied greedy tokens
+    base.update(kw)
+    return ModelConfig(**base)
+
+
+def boost_eos(model, amount):
+    """Add `amount` to the EOS logit (a forward hook on the LM head): rows then end at varied steps."""
+    if amount:
+        bias = torch.zeros(model.cfg.vocab_size)
+        bias[model.cfg.eos_id] = amount
+        model.lm_head.register_forward_hook(lambda mod, inp, out: out + bias)
+    return model
+
+
+class EncDec:
+    """An EncoderDecoder and a padded source batch of rows of different lengths."""
+    T0 = 1  # BOS
+
+    def __init__(self, seed=0, vocab=V, eos_boost=0.0, lengths=(7, 4, 6), **kw):
+        torch.manual_seed(seed)
+        self.model = boost_eos(EncoderDecoder(config(vocab, **kw)).eval(), eos_boost)
+        S = max(lengths)
+        g = torch.Generator().manual_seed(seed + 100)
+        self.src = torch.randint(3, vocab, (len(lengths), S), generator=g)
+        self.kpm = torch.arange(S)[None, :] >= torch.tensor(lengths)[:, None]  # right padding
+        self.src = self.src.masked_fill(self.kpm, PAD)
+        self.lengths = list(lengths)
+
+    def beam(self, K, max_new, alpha=0.6, early_stopping=True):
+        return beam_search(self.model, self.src, self.kpm, beam_size=K, max_len=max_new, length_penalty=alpha,
+                           return_scores=True, early_stopping=early_stopping)
+
+    def greedy(self, max_new):
+        return self.model.generate(self.src, max_new, src_key_padding_mask=self.kpm)
+
+    @torch.no_grad()
+    def next_logprobs(self, b, hyps):
+        """Uncached: the full decoder over BOS + each hypothesis (all of one length), row b's source alone."""
+        src = self.src[b:b + 1, :self.lengths[b]].expand(len(hyps), -1)
+        tgt = torch.tensor([[BOS] + h for h in hyps])
+        return self.model(src, tgt)[:, -1].float().log_softmax(-1)
+
+
+class DecOnly:
+    """A DecoderOnly and left-padded prompts (source + separator 3) of different lengths."""
+
+    def __init__(self, seed=0, vocab=V, eos_boost=0.0, lengths=(6, 3, 5), **kw):
+        torch.manual_seed(seed)
+        self.model = boost_eos(DecoderOnly(config(vocab, **kw)).eval(), eos_boost)
+        g = torch.Generator().manual_seed(seed + 100)
+        self.prompts = [torch.randint(4, vocab, (n - 1,), generator=g).tolist() + [3] for n in lengths]
+        self.idx, self.kpm = left_pad(self.prompts, PAD)
+        self.T0 = self.idx.shape[1]
+        self.lengths = list(lengths)
+
+    def beam(self, K, max_new, alpha=0.6, early_stopping=True):
+        return beam_search_decoder_only(self.model, self.idx, self.kpm, beam_size=K, max_new_tokens=max_new,
+                                        length_penalty=alpha, return_scores=True, early_stopping=early_stopping)
+
+    def greedy(self, max_new):
+        return self.model.generate(self.idx, max_new, key_padding_mask=self.kpm, temperature=0.0, eos_id=EOS)
+
+    @torch.no_grad()
+    def next_logprobs(self, b, hyps):
+        idx = torch.tensor([self.prompts[b] + h for h in hyps])
+        return self.model(idx)[:, -1].float().log_softmax(-1)
+
+
+ARCHS = {"encoder_decoder": EncDec, "decoder_only": DecOnly}
+
+
+def hypothesis(case, out, b, max_new):
+    """Row b's generated tokens: up to and including the first EOS, else its max_new tokens."""
+    gen = out[b, case.T0:].tolist()
+    return gen[:gen.index(EOS) + 1] if EOS in gen else gen[:max_new]
+
+
+def score(case, b, hyp, alpha):
+    """Teacher-forced length-penalised log-probability of hypothesis hyp (list) for row b."""
+    total = sum(float(case.next_logprobs(b, [hyp[:i]])[0, tok]) for i, tok in enumerate(hyp))
+    return penalised(total, len(hyp), alpha)
+
+
+def reference_beam(case, b, K, max_new, alpha, early_stopping=True):
+    """Plain beam search over python lists, the full decoder recomputed at every step (no cache).
+    Same rules as zoo.model.beam_search: 2K candidates ranked by (score desc, beam slot * V + token);
+    EOS among the first K ranks finishes; the first K non-EOS stay alive; at max_new all alive finish."""
+    alive, finished = [([], 0.0)], []
+    for t in range(1, max_new + 1):
+        lp = case.next_logprobs(b, [h for h, _ in alive]).tolist()
+        n_vocab = len(lp[0])
+        cands = sorted(((s + lp[k][v], k * n_vocab + v, k, v) for k, (_, s) in enumerate(alive)
+                        for v in range(n_vocab)), key=lambda c: (-c[0], c[1]))[:2 * K]
+        new_alive = []
+        for rank, (s, _, k, v) in enumerate(cands):
+            if v == EOS:
+                if rank < K:
+                    finished.append((penalised(s, t, alpha), alive[k][0] + [v]))
+            elif len(new_alive) < K:
+                new_alive.append((alive[k][0] + [v], s))
+        alive = new_alive
+        if t == max_new:
+            finished += [(penalised(s, t, alpha), h) for h, s in alive]
+            break
+        if len(finished) >= K:
+            if early_stopping:
+                break
+            worst = sorted((f[0] for f in finished), reverse=True)[K - 1]
+            bound = max(s for _, s in alive) / max(length_penalty_factor(t + 1, alpha),
+                                                   length_penalty_factor(max_new, alpha))
+            if bound <= worst:
+                break
+    return max(finished, key=lambda f: f[0])
+
+
+def assert_pad_after_end(case, out, max_new):
+    for b in range(out.shape[0]):
+        hyp = hypothesis(case, out, b, max_new)
+        assert (out[b, case.T0 + len(hyp):] == PAD).all(), out[b]
+
+
+# ---- beam 1 = greedy ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("position,eos_boost", [("rope", 0.0), ("rope", 2.5), ("sinusoidal", 2.0), ("alibi", 2.0)])
+def test_beam_1_is_greedy(arch, position, eos_boost):
+    case = ARCHS[arch](seed=1, eos_boost=eos_boost, position=position)
+    n = 12
+    greedy = case.greedy(n)
+    for alpha in (0.6, 0.0, 2.0):  # one hypothesis per step: the length penalty cannot change the choice
+        out, scores = case.beam(1, n, alpha)
+        assert torch.equal(out, greedy), (out, greedy)
+        for b in range(out.shape[0]):
+            assert scores[b].item() == pytest.approx(score(case, b, hypothesis(case, out, b, n), alpha), abs=1e-4)
+    if eos_boost:  # the EOS handling was exercised: some row ended early
+        assert any(EOS in greedy[b, 1:].tolist() for b in range(greedy.shape[0]))
+
+
+def test_beam_1_is_greedy_with_default_max_len_per_row():
+    """max_len=None: row b gets (non-pad source length + 50) new tokens, capped at model.max_len - 1."""
+    case = EncDec(seed=2, eos_boost=-1e4, lengths=(8, 5, 2), max_len=56)  # EOS never wins: rows run to the end
+    out, _ = beam_search(case.model, case.src, case.kpm, beam_size=1, return_scores=True)
+    want = [min(n + 50, 55) for n in case.lengths]
+    assert want == [55, 55, 52]
+    assert out.shape == (3, 1 + 55)
+    for b, n in enumerate(want):
+        alone = case.model.generate(case.src[b:b + 1, :case.lengths[b]], n)
+        assert torch.equal(out[b, :1 + n], alone[0])
+        assert (out[b, 1 + n:] == PAD).all()
+
+
+# ---- beam search vs. greedy, the exhaustive optimum and an uncached reference ---------------------------------
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_beam_4_scores_at_least_greedy(arch):
+    """Under its own objective beam 4 finds a hypothesis at least as good as greedy's (an empirical check on
+    fixed seeds: pruning can in principle drop the greedy path, it is not a theorem), and the returned
+    scores are the teacher-forced length-penalised log-probabilities of the returned tokens."""
+    n, alpha = 10, 0.6
+    better = 0
+    for seed in range(4):
+        case = ARCHS[arch](seed=seed, eos_boost=1.5)
+        out, scores = case.beam(4, n, alpha)
+        greedy = case.greedy(n)
+        assert_pad_after_end(case, out, n)
+        for b in range(out.shape[0]):
+            s_beam = score(case, b, hypothesis(case, out, b, n), alpha)
+            s_greedy = score(case, b, hypothesis(case, greedy, b, n), alpha)
+            assert scores[b].item() == pytest.approx(s_beam, abs=1e-4)
+            assert s_beam >= s_greedy - 1e-5, (seed, b, s_beam, s_greedy)
+            better += s_beam > s_greedy + 1e-4
+    assert better > 0  # not vacuous: beam search sometimes beats greedy
+
+
+def enumerate_best(case, b, max_new, alpha, vocab):
+    """The best hypothesis of row b over all sequences of 1..max_new tokens that end at their first EOS or,
+    without EOS, have max_new tokens."""
+    best = None
+    for n in range(1, max_new + 1):
+        for seq in itertools.product(range(vocab), repeat=n):
+            seq = list(seq)
+            if EOS in seq[:-1] or (n < max_new and seq[-1] != EOS):
+                continue
+            s = score(case, b, seq, alpha)
+            if best is None or s > best[0]:
+                best = (s, seq)
+    return best
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("max_new", [2, 3])
+def test_exhaustive_small_vocabulary(arch, max_new):
+    """Vocabulary 5 (pad, BOS, EOS + 2 tokens). A beam of vocab size is NOT exhaustive (at step 2 it keeps
+    5 of 4 * 5 continuations), so the beam holds every candidate of the last step: V * (V - 1)^(max_new - 1)
+    (each alive hypothesis has V - 1 non-EOS continuations). Then beam search is exhaustive and must return
+    the enumerated optimum, with either stopping rule."""
+    vocab = 5
+    K = vocab * (vocab - 1) ** (max_new - 1)
+    for seed, alpha in [(0, 0.6), (1, 1.0), (2, 0.0)]:
+        case = ARCHS[arch](seed=seed, vocab=vocab, lengths=(4, 3))
+        want = [enumerate_best(case, b, max_new, alpha, vocab) for b in range(2)]
+        for early_stopping in (True, False):
+            out, scores = case.beam(K, max_new, alpha, early_stopping)
+            for b in range(2):
+                assert hypothesis(case, out, b, max_new) == want[b][1], (seed, b, out[b], want[b])
+                assert scores[b].item() == pytest.approx(want[b][0], abs=1e-4)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("early_stopping", [True, False])
+def test_cached_equals_uncached_reference(arch, early_stopping):
+    n, alpha, K = 8, 0.6, 3
+    for seed in range(3):
+        case = ARCHS[arch](seed=seed, eos_boost=2.0)
+        out, scores = case.beam(K, n, alpha, early_stopping)
+        for b in range(out.shape[0]):
+            ref_score, ref_hyp = reference_beam(case, b, K, n, alpha, early_stopping)
+            assert hypothesis(case, out, b, n) == ref_hyp, (seed, b, out[b], ref_hyp)
+            assert scores[b].item() == pytest.approx(ref_score, abs=1e-4)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_exact_stopping_never_worse(arch):
+    for seed in range(3):
+        case = ARCHS[arch](seed=seed, eos_boost=2.5)
+        _, early = case.beam(4, 12, 1.0, early_stopping=True)
+        _, exact = case.beam(4, 12, 1.0, early_stopping=False)
+        assert (exact >= early - 1e-6).all(), (early, exact)
+
+
+# ---- the cache, EOS, errors -----------------------------------------------------------------------------------
+
+def test_cross_attention_kv_computed_once_per_search():
+    case = EncDec(seed=0, eos_boost=1.0)
+    calls = []
+    for layer in case.model.decoder.layers:
+        layer.cross_attn.kv_proj.register_forward_hook(lambda mod, inp, out: calls.append(inp[0].shape))
+    case.beam(4, 10)
+    assert len(calls) == len(case.model.decoder.layers)  # exactly one call per layer (layer 0: one)
+    assert calls[0][0] == 3 * 4  # over the memory expanded to B * beam rows
+    case.beam(4, 10)
+    assert len(calls) == 2 * len(case.model.decoder.layers)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_finished_hypotheses_are_not_extended(arch):
+    """Strong EOS: every best hypothesis ends with EOS and is followed only by pad; its score is that of
+    the tokens up to EOS (nothing after EOS was scored)."""
+    n, alpha = 15, 0.6
+    case = ARCHS[arch](seed=3, eos_boost=3.0)
+    out, scores = case.beam(4, n, alpha)
+    assert_pad_after_end(case, out, n)
+    ends = []
+    for b in range(out.shape[0]):
+        hyp = hypothesis(case, out, b, n)
+        assert hyp[-1] == EOS and EOS not in hyp[:-1]
+        assert scores[b].item() == pytest.approx(score(case, b, hyp, alpha), abs=1e-4)
+        ends.append(len(hyp))
+    assert out.shape[1] == case.T0 + max(ends)  # trimmed to the longest best hypothesis
+    assert len(set(ends)) > 1  # rows ended at different steps
+
+
+def test_max_length_errors():
+    case = EncDec(seed=0)
+    with pytest.raises(ValueError, match="max_len"):
+        beam_search(case.model, case.src, case.kpm, max_len=64)
+    dec = DecOnly(seed=0)
+    with pytest.raises(ValueError, match="max_len"):
+        beam_search_decoder_only(dec.model, dec.idx, dec.kpm, max_new_tokens=64)

@@ -1,0 +1,134 @@
+"""Batch samplers and padding shared by the sentence-level data modules (SST-2, Multi30k).
+
+A training epoch is a list of batches (lists of example indices) that is a pure function of (seed, epoch).
+EpochBatchSampler reads the epoch, and how many of this epoch's batches are already done, from the
+trainer when the epoch's iteration starts, so a run resumed from a checkpoint sees exactly the batches an
+uninterrupted run would (also mid-epoch, with num_workers=0; with workers, the DataLoader draws its first
+batches when the iterator is created, before Lightning restores the epoch).
+"""
+
+from collections.abc import Callable, Sequence
+
+import torch
+from torch.utils.data import Sampler
+
+from zoo.data.shakespeare import _MASK, _mix64
+
+
+def epoch_generator(seed: int, epoch: int) -> torch.Generator:
+    """A torch.Generator seeded by a hash of (seed, epoch): independent streams for every epoch."""
+    return torch.Generator().manual_seed(_mix64(_mix64(seed & _MASK) ^ (epoch & _MASK)))
+
+
+def shuffled(items: list, g: torch.Generator) -> list:
+    """items in a random order drawn from g."""
+    return [items[i] for i in torch.randperm(len(items), generator=g).tolist()]
+
+
+def pack_by_tokens(order: Sequence[int], src_lens: Sequence[int], tgt_lens: Sequence[int],
+                   max_tokens: int) -> list[list[int]]:
+    """Cut `order` (example indices) greedily into consecutive batches with B * (max S + max T) <= max_tokens.
+
+    Lengths are token counts of the padded source and target rows (tgt_lens: 0 for source-only data).
+    On length-sorted input the greedy cut gives the fewest batches any cut of that order can.
+
+    Raises:
+        ValueError: if one example alone exceeds max_tokens.
+    """
+    batches, cur, ms, mt = [], [], 0, 0
+    for i in order:
+        s, t = src_lens[i], tgt_lens[i]
+        if s + t > max_tokens:
+            raise ValueError(f"example {i} has {s} + {t} tokens, more than max_tokens={max_tokens}")
+        ns, nt = max(ms, s), max(mt, t)
+        if cur and (len(cur) + 1) * (ns + nt) > max_tokens:
+            batches.append(cur)
+            cur, ns, nt = [], s, t
+        cur.append(i)
+        ms, mt = ns, nt
+    if cur:
+        batches.append(cur)
+    return batches
+
+
+def padding_fraction(batches: Sequence[Sequence[int]], lengths: Sequence[int]) -> float:
+    """Fraction of padding among all positions of the padded (B, max length) tensors of `batches`."""
+    total = sum(len(b) * max(lengths[i] for i in b) for b in batches)
+    real = sum(lengths[i] for b in batches for i in b)
+    return 1.0 - real / total if total else 0.0
+
+
+def pad(rows: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Right-pad token rows into a (B, max length) long tensor; also return its (B, T) bool mask, True = padding."""
+    lengths = torch.tensor([len(r) for r in rows], dtype=torch.long)
+    out = torch.full((len(rows), int(lengths.max())), pad_id, dtype=torch.long)
+    for k, r in enumerate(rows):
+        out[k, : len(r)] = torch.tensor(r, dtype=torch.long)
+    return out, torch.arange(out.shape[1])[None, :] >= lengths[:, None]
+
+
+class EpochBatchSampler(Sampler):
+    """Yields this rank's share of the batches of one epoch: make_batches(epoch)[rank::world_size].
+
+    The epoch's batch list is cut to a multiple of world_size first (so every process takes the same number
+    of steps; up to world_size - 1 batches, different ones each epoch, are left out), then rank r takes
+    batches r, r + world_size, ... The number of batches per epoch must not depend on the epoch (Lightning
+    reads len() once and validates at the epoch's last batch).
+
+    Args:
+        make_batches: epoch -> list of batches (lists of example indices), deterministic.
+        rank, world_size: this process and the number of processes.
+        epoch_fn: returns the epoch to draw, read when iteration starts; default: the value of set_epoch().
+        skip_fn: returns how many of this rank's batches of the epoch are already done (a resumed run), read
+            when iteration starts; default 0.
+    """
+
+    def __init__(self, make_batches: Callable[[int], list[list[int]]], rank: int = 0, world_size: int = 1,
+                 epoch_fn: Callable[[], int] | None = None, skip_fn: Callable[[], int] | None = None):
+        if not 0 <= rank < world_size:
+            raise ValueError(f"rank {rank} is not in range(world_size={world_size})")
+        self.make_batches, self.rank, self.world_size = make_batches, rank, world_size
+        self.epoch_fn, self.skip_fn = epoch_fn, skip_fn
+        self.epoch = 0
+        self._cache: tuple[int, list[list[int]]] | None = None
+
+    def set_epoch(self, epoch: int) -> None:
+        """Set the epoch to draw (used when no epoch_fn is given)."""
+        self.epoch = epoch
+
+    def current_epoch(self) -> int:
+        return int(self.epoch_fn()) if self.epoch_fn is not None else self.epoch
+
+    def all_batches(self, epoch: int) -> list[list[int]]:
+        """Every rank's batches of `epoch`, cut to a multiple of world_size (cached for the last epoch asked)."""
+        if self._cache is None or self._cache[0] != epoch:
+            batches = self.make_batches(epoch)
+            self._cache = (epoch, batches[: len(batches) // self.world_size * self.world_size])
+        return self._cache[1]
+
+    def batches(self, epoch: int) -> list[list[int]]:
+        """This rank's batches of `epoch`, in order."""
+        return self.all_batches(epoch)[self.rank :: self.world_size]
+
+    def __len__(self) -> int:
+        return len(self.all_batches(self.current_epoch())) // self.world_size
+
+    def __iter__(self):
+        # a generator: nothing is read until the first batch is asked for, i.e. after Lightning has set up
+        # the epoch (fit_loop.reset, on_advance_start, epoch_loop.reset)
+        skip = int(self.skip_fn()) if self.skip_fn is not None else 0
+        yield from self.batches(self.current_epoch())[skip:]
+
+
+def trainer_hooks(trainer) -> tuple[int, int, Callable[[], int] | None, Callable[[], int] | None]:
+    """(rank, world_size, epoch_fn, skip_fn) for EpochBatchSampler from a Lightning trainer (or None).
+
+    epoch_fn is the fit loop's processed-epoch count (what Lightning passes to set_epoch) and skip_fn the
+    epoch loop's ready-batch count of the current epoch; both are restored from a checkpoint on resume.
+    """
+    if trainer is None:
+        return 0, 1, None, None
+    fit_loop = trainer.fit_loop
+    return (trainer.global_rank, trainer.world_size,
+            lambda: fit_loop.epoch_progress.current.processed,
+            lambda: fit_loop.epoch_loop.batch_progress.current.ready)

@@ -1,0 +1,152 @@
+"""Subword (BPE) tokenizer on Hugging Face `tokenizers`, with fixed ids for the special tokens.
+
+The pipeline is NFKC normalization -> Metaspace pre-tokenization (spaces become "▁", a "▁" is prepended to
+the text, words are split at "▁") -> BPE with `<unk>` for unseen characters; the Metaspace decoder turns
+"▁" back into spaces and drops the leading one. So decode(encode(s)) == s for ordinary text: words
+separated by single spaces, no leading space, characters seen in training, and s already in NFKC form
+(NFKC maps e.g. a no-break space U+00A0 to a plain space, so only NFKC(s) comes back).
+
+Special tokens come first in the vocabulary, always with these ids: `<pad>`=0, `<s>`=1 (BOS), `</s>`=2 (EOS,
+also the separator), `<unk>`=3, `<mask>`=4, `<cls>`=5. encode() adds none of them; the data modules add
+what their task needs.
+"""
+
+import os
+import tempfile
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+
+from zoo.data.resolver import DataError
+
+PAD, BOS, EOS, UNK, MASK, CLS = "<pad>", "<s>", "</s>", "<unk>", "<mask>", "<cls>"
+SPECIAL_TOKENS = [PAD, BOS, EOS, UNK, MASK, CLS]  # id = position in this list
+PAD_ID, BOS_ID, EOS_ID, UNK_ID, MASK_ID, CLS_ID = range(len(SPECIAL_TOKENS))
+
+
+def train_bpe(texts: Iterable[str], vocab_size: int) -> Tokenizer:
+    """Train a BPE tokenizer (NFKC, Metaspace, `<unk>`) on texts, one sentence or document per item.
+
+    Args:
+        texts: training text; consumed once.
+        vocab_size: target vocabulary size, specials included (> len(SPECIAL_TOKENS)). A small corpus
+            can give fewer tokens: every merge it has is learned, then training stops.
+    Returns:
+        the trained tokenizers.Tokenizer; the special tokens have ids 0..5 (see module docstring).
+    Raises:
+        ValueError: if vocab_size is too small to hold the special tokens.
+    """
+    if vocab_size <= len(SPECIAL_TOKENS):
+        raise ValueError(f"vocab_size={vocab_size} must be larger than the {len(SPECIAL_TOKENS)} special tokens")
+    tok = Tokenizer(models.BPE(unk_token=UNK))
+    tok.normalizer = normalizers.NFKC()
+    tok.pre_tokenizer = pre_tokenizers.Metaspace()
+    tok.decoder = decoders.Metaspace()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=SPECIAL_TOKENS, show_progress=False)
+    tok.train_from_iterator(texts, trainer=trainer)
+    check_special_ids(tok, "the trained tokenizer")
+    return tok
+
+
+def check_special_ids(tok: Tokenizer, where: str) -> None:
+    """Raise DataError (naming `where`) unless every special token has its fixed id."""
+    wrong = {t: tok.token_to_id(t) for i, t in enumerate(SPECIAL_TOKENS) if tok.token_to_id(t) != i}
+    if wrong:
+        expected = {t: i for i, t in enumerate(SPECIAL_TOKENS)}
+        raise DataError(f"{where}: special token ids {wrong} differ from the fixed ids {expected}")
+
+
+def load_or_train(path: str | Path, texts_fn: Callable[[], Iterable[str]], vocab_size: int) -> Tokenizer:
+    """Load the tokenizer saved at `path`, or train one on texts_fn() and save it there.
+
+    The file is a cache keyed by its path only: delete it when the training text changes. Saving is
+    atomic (a temp file in the same folder, then os.replace), so concurrent processes (DDP ranks) and
+    interrupted runs never leave a partial file.
+
+    Args:
+        path: a tokenizer.json file (its folder is created if needed).
+        texts_fn: returns the training text; called only when training.
+        vocab_size: the wanted vocabulary size, specials included.
+    Returns:
+        the tokenizers.Tokenizer.
+    Raises:
+        DataError: if the file cannot be read as a tokenizer, or its vocabulary size or special ids
+            differ from the wanted ones (the message says to delete it or change vocab_size).
+    """
+    path = Path(path).expanduser()
+    if path.is_file():
+        try:
+            tok = Tokenizer.from_file(str(path))
+        except Exception as e:  # tokenizers raises a bare Exception on bad JSON
+            raise DataError(f"cannot read the tokenizer {path}: {e}\nFix: delete it (it will be retrained).") from None
+        check_special_ids(tok, f"tokenizer {path} (delete it to retrain)")
+        have = tok.get_vocab_size()
+        # a small corpus saturates below vocab_size: accept the file if retraining would give the same size
+        if have != vocab_size and not (have < vocab_size and train_bpe(texts_fn(), vocab_size).get_vocab_size() == have):
+            raise DataError(f"tokenizer {path} has vocab size {have}, but vocab_size={vocab_size} was asked for; "
+                            f"delete it or change vocab_size to {have}")
+        return tok
+    tok = train_bpe(texts_fn(), vocab_size)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        tok.save(tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return tok
+
+
+class SubwordTokenizer:
+    """A tokenizers.Tokenizer with zoo's interface (like CharTokenizer): encode/decode, vocab_size, state_dict.
+
+    Args:
+        tokenizer: a tokenizer from train_bpe / load_or_train (special ids are checked).
+        path: the file it was loaded from or saved to, if any (informational).
+    Raises:
+        DataError: if the special tokens do not have their fixed ids.
+    """
+
+    def __init__(self, tokenizer: Tokenizer, path: str | Path | None = None):
+        check_special_ids(tokenizer, f"tokenizer {path}" if path else "tokenizer")
+        self.tokenizer = tokenizer
+        self.path = Path(path) if path is not None else None
+
+    @classmethod
+    def build(cls, texts_fn: Callable[[], Iterable[str]], vocab_size: int,
+              path: str | Path | None = None) -> "SubwordTokenizer":
+        """load_or_train(path, ...) when path is given, else train_bpe(texts_fn(), ...) kept in memory only."""
+        if path is None:
+            return cls(train_bpe(texts_fn(), vocab_size))
+        return cls(load_or_train(path, texts_fn, vocab_size), path)
+
+    @classmethod
+    def from_state_dict(cls, state: dict) -> "SubwordTokenizer":
+        """Rebuild a tokenizer from state_dict() output (e.g. stored in checkpoint hyperparameters)."""
+        return cls(Tokenizer.from_str(state["json"]))
+
+    def state_dict(self) -> dict:
+        """Return {"json": str}: the whole tokenizer as its JSON text (plain, YAML/pickle-friendly data)."""
+        return {"json": self.tokenizer.to_str()}
+
+    @property
+    def vocab_size(self) -> int:
+        return self.tokenizer.get_vocab_size()
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids of text, without special tokens (unseen characters become UNK_ID)."""
+        return self.tokenizer.encode(text, add_special_tokens=False).ids
+
+    def encode_batch(self, texts: list[str]) -> list[list[int]]:
+        """encode() for many texts at once (parallel in the Rust library)."""
+        return [e.ids for e in self.tokenizer.encode_batch(texts, add_special_tokens=False)]
+
+    def decode(self, ids) -> str:
+        """Text of token ids (ints, list or 1-D tensor); special tokens, UNK included, are skipped."""
+        return self.tokenizer.decode([int(i) for i in ids], skip_special_tokens=True)
+
+    def __repr__(self) -> str:
+        return f"SubwordTokenizer(vocab_size={self.vocab_size}, path={self.path})"

@@ -1,0 +1,74 @@
+"""Text classification as a LightningModule, for each of the three architectures."""
+import torch
+import torch.nn.functional as F
+from torchmetrics import MeanMetric
+from torchmetrics.classification import MulticlassAccuracy, MulticlassF1Score
+
+from zoo.model import ModelConfig, build_model
+from zoo.tasks.base import TaskBase
+
+
+class Classification(TaskBase):
+    """Cross-entropy on class labels; accuracy and macro-F1 (torchmetrics) on val (dev, for model
+    selection) and test (the reported number).
+
+    How each architecture classifies (zoo.model ...classify): encoder_only pools its bidirectional states
+    (model.pooling: cls | mean | last) into a linear head; decoder_only feeds its causal state at the last
+    real token; encoder_decoder encodes the text and feeds the decoder's state after BOS.
+    Batches: {"ids": (B, T), "key_padding_mask": (B, T) True = padding, "labels": (B,)}.
+    arch, model (ModelConfig fields; num_classes from the data), tokenizer (state kept in the checkpoint),
+    optimizer {lr, betas, weight_decay}, scheduler {kind: cosine | noam, warmup_steps, decay_steps, min_lr},
+    monitor / monitor_mode: the validation metric that selects checkpoints and is returned to sweepers.
+    """
+
+    def __init__(self, arch: str, model: dict, tokenizer: dict, optimizer: dict, scheduler: dict,
+                 monitor: str = "val/acc", monitor_mode: str = "max"):
+        super().__init__()
+        if model.get("num_classes", 0) < 2:
+            raise ValueError(f"task=classification needs model.num_classes >= 2, got {model.get('num_classes')}")
+        self.save_hyperparameters()
+        self.model = build_model(arch, ModelConfig(**model))
+        n = model["num_classes"]
+        self.metrics = torch.nn.ModuleDict({
+            f"{split}_{name}": metric(num_classes=n, average=avg)
+            for split in ("val", "test")
+            for name, metric, avg in (("acc", MulticlassAccuracy, "micro"), ("f1", MulticlassF1Score, "macro"))})
+        self.losses = torch.nn.ModuleDict({split: MeanMetric() for split in ("val", "test")})
+
+    def forward(self, batch) -> torch.Tensor:
+        """Class logits (B, num_classes)."""
+        return self.model.classify(batch["ids"], batch["key_padding_mask"])
+
+    def training_step(self, batch, batch_idx):
+        loss = F.cross_entropy(self(batch).float(), batch["labels"])
+        self.log_train_step(loss, batch["ids"].numel())
+        return loss
+
+    def _eval_step(self, batch, split):
+        logits = self(batch).float()
+        self.losses[split].update(F.cross_entropy(logits, batch["labels"]), weight=len(batch["labels"]))
+        for name in ("acc", "f1"):
+            self.metrics[f"{split}_{name}"].update(logits, batch["labels"])
+
+    def _eval_end(self, split):
+        metrics = {f"{split}/loss": self.losses[split].compute()}
+        metrics.update({f"{split}/{name}": self.metrics[f"{split}_{name}"].compute() for name in ("acc", "f1")})
+        self.losses[split].reset()
+        for name in ("acc", "f1"):
+            self.metrics[f"{split}_{name}"].reset()
+        if split == "val":
+            self.log_validation(metrics)
+        else:
+            self.log_dict(metrics)
+
+    def validation_step(self, batch, batch_idx):
+        self._eval_step(batch, "val")
+
+    def on_validation_epoch_end(self):
+        self._eval_end("val")
+
+    def test_step(self, batch, batch_idx):
+        self._eval_step(batch, "test")
+
+    def on_test_epoch_end(self):
+        self._eval_end("test")

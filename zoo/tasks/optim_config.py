@@ -1,0 +1,22 @@
+"""The optimizer and LR schedule of every task, from the task config's optimizer / scheduler keys."""
+import torch
+
+from zoo.optim import Noam, WarmupCosine, adamw
+
+
+def configure_optimizers(model, optimizer: dict, scheduler: dict, max_steps: int):
+    """AdamW (decay on matrices only) + a per-step LambdaLR: scheduler.kind cosine (linear warmup, cosine to
+    min_lr at decay_steps, default max_steps) or noam (Vaswani et al. 2017 eq. 3, peak lr at warmup_steps).
+    Returns Lightning's optimizer dict. Raises ValueError for an unknown kind."""
+    opt = adamw(model, optimizer["lr"], optimizer.get("betas", (0.9, 0.999)), optimizer.get("weight_decay", 0.1),
+                optimizer.get("eps", 1e-8))
+    kind = scheduler.get("kind", "cosine")
+    if kind == "cosine":
+        decay = scheduler.get("decay_steps") or max_steps
+        fn = WarmupCosine(scheduler["warmup_steps"], decay, optimizer["lr"], scheduler.get("min_lr", 0.0))
+    elif kind == "noam":
+        fn = Noam(scheduler["warmup_steps"])
+    else:
+        raise ValueError(f"task.scheduler.kind={kind!r} is unknown; allowed: cosine, noam")
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, fn)
+    return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
