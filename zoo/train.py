@@ -9,7 +9,7 @@ import hydra
 import lightning.pytorch as pl
 import torch
 from hydra.core.hydra_config import HydraConfig
-from hydra.utils import instantiate
+from hydra.utils import get_class, instantiate
 from lightning.pytorch.loggers import WandbLogger
 from lightning.pytorch.utilities.model_helpers import is_overridden
 from omegaconf import DictConfig, OmegaConf
@@ -35,20 +35,28 @@ class ConfigError(ValueError):
 
 def check_config(cfg: DictConfig) -> None:
     """Raise ConfigError (a ValueError) for a bad model config or contradictions between groups."""
-    if cfg.task.get("_target_") == "zoo.tasks.unavailable":
-        raise ConfigError(f"+arch={cfg.arch} with task={cfg.task.name} is not available yet (issue 4); "
-                          f"available: +arch=decoder_only task=lm")
     if cfg.get("data") is None:
         raise ConfigError("no dataset selected: add data=tiny_shakespeare (or another option of conf/data/)")
+    task_cls = get_class(cfg.task._target_)
+    if cfg.arch not in task_cls.ARCHS:
+        raise ConfigError(f"{task_cls.__name__} does not train +arch={cfg.arch} yet; it trains "
+                          f"{', '.join(task_cls.ARCHS)} (the other cells of the arch x task matrix are issue 4)")
     model = {k: v for k, v in OmegaConf.to_container(cfg.model, resolve=True).items() if k != "_target_"}
     try:
         ModelConfig(**{**model, "vocab_size": model.get("vocab_size") or 1})  # vocab_size comes from the data
     except (TypeError, ValueError) as e:
         raise ConfigError(str(e)) from None
-    block = cfg.data.get("block_size")
-    if block is not None and block > cfg.model.max_len:
-        raise ConfigError(f"data.block_size={block} is larger than model.max_len={cfg.model.max_len}; "
-                          f"lower data.block_size or raise model.max_len")
+    for key in ("block_size", "max_len"):
+        n = cfg.data.get(key)
+        if n is None:
+            continue
+        if getattr(task_cls, "JOINS_SOURCE_AND_TARGET", False) and cfg.arch == "decoder_only":
+            n, key = 2 * n, f"2 x data.{key} (source + target in one sequence)"
+        else:
+            key = f"data.{key}"
+        if n > cfg.model.max_len:
+            raise ConfigError(f"{key}={n} is larger than model.max_len={cfg.model.max_len}; "
+                              f"lower it or raise model.max_len")
 
 
 def check_checkpoint(cfg: DictConfig) -> None:
@@ -108,7 +116,10 @@ def run(cfg: DictConfig) -> float:
     trainer = instantiate(cfg.trainer, logger=loggers or False, callbacks=callbacks, plugins=[AtomicCheckpointIO()])
 
     n_params = task.model.num_params()
-    fpt = flops_per_token(task.model, info["seq_len"], info.get("src_len"))
+    seq_len, src_len = info["seq_len"], info.get("src_len")
+    if cfg.arch != "encoder_decoder":  # one input sequence: decoder-only translation reads source + target
+        seq_len, src_len = seq_len + (src_len or 0) * getattr(type(task), "JOINS_SOURCE_AND_TARGET", False), None
+    fpt = flops_per_token(task.model, seq_len, src_len)
     for logger in loggers:
         logger.log_hyperparams({**OmegaConf.to_container(cfg, resolve=True), "arch": cfg.arch, "task": task_name,
                                 "dataset": data_name, "params": n_params, "flops_per_token": fpt})
@@ -116,11 +127,11 @@ def run(cfg: DictConfig) -> float:
             logger.experiment.summary.update({"params": n_params, "flops_per_token": fpt})
 
     trainer.fit(task, datamodule=datamodule, ckpt_path=cfg.get("ckpt_path"))
+    final = {k: float(v) for k, v in trainer.callback_metrics.items() if v.numel() == 1}
     if is_overridden("test_step", task) and not trainer.fast_dev_run:
         best = getattr(trainer.checkpoint_callback, "best_model_path", None)
         trainer.test(task, datamodule=datamodule, ckpt_path=best or None, verbose=False)  # best by the monitor
-
-    final = {k: float(v) for k, v in trainer.callback_metrics.items() if v.numel() == 1}
+        final.update({k: float(v) for k, v in trainer.callback_metrics.items() if k.startswith("test/")})
     results = {
         "arch": cfg.arch, "task": task_name, "dataset": data_name,
         "final": final, "best": task.best,

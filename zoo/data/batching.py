@@ -2,9 +2,11 @@
 
 A training epoch is a list of batches (lists of example indices) that is a pure function of (seed, epoch).
 EpochBatchSampler reads the epoch, and how many of this epoch's batches are already done, from the
-trainer when the epoch's iteration starts, so a run resumed from a checkpoint sees exactly the batches an
-uninterrupted run would (also mid-epoch, with num_workers=0; with workers, the DataLoader draws its first
-batches when the iterator is created, before Lightning restores the epoch).
+trainer's loop progress when the epoch's iteration starts, so a run resumed from a checkpoint sees exactly
+the batches an uninterrupted run would: from an epoch-end checkpoint (saved at train-epoch end or at
+validation end) or a mid-epoch one, with or without DataLoader workers (tests/test_sst2.py checks these
+under a real Trainer). With workers, the DataLoader draws its first batches when Lightning creates the
+iterator, before it resets the counters of a resumed run; EpochBatchSampler.position handles that case.
 """
 
 from collections.abc import Callable, Sequence
@@ -78,26 +80,32 @@ class EpochBatchSampler(Sampler):
     Args:
         make_batches: epoch -> list of batches (lists of example indices), deterministic.
         rank, world_size: this process and the number of processes.
-        epoch_fn: returns the epoch to draw, read when iteration starts; default: the value of set_epoch().
-        skip_fn: returns how many of this rank's batches of the epoch are already done (a resumed run), read
-            when iteration starts; default 0.
+        progress_fn: returns the trainer's (epochs processed, epochs completed, batches of this rank ready in
+            the current epoch), read when iteration starts (see trainer_hooks); the epoch drawn and the
+            batches skipped follow from it. None: draw the epoch given to set_epoch(), from its start.
     """
 
     def __init__(self, make_batches: Callable[[int], list[list[int]]], rank: int = 0, world_size: int = 1,
-                 epoch_fn: Callable[[], int] | None = None, skip_fn: Callable[[], int] | None = None):
+                 progress_fn: Callable[[], tuple[int, int, int]] | None = None):
         if not 0 <= rank < world_size:
             raise ValueError(f"rank {rank} is not in range(world_size={world_size})")
         self.make_batches, self.rank, self.world_size = make_batches, rank, world_size
-        self.epoch_fn, self.skip_fn = epoch_fn, skip_fn
+        self.progress_fn = progress_fn
         self.epoch = 0
         self._cache: tuple[int, list[list[int]]] | None = None
 
     def set_epoch(self, epoch: int) -> None:
-        """Set the epoch to draw (used when no epoch_fn is given)."""
+        """Set the epoch to draw (used when no progress_fn is given)."""
         self.epoch = epoch
 
-    def current_epoch(self) -> int:
-        return int(self.epoch_fn()) if self.epoch_fn is not None else self.epoch
+    def position(self) -> tuple[int, int]:
+        """(epoch to draw, batches of it to skip) now."""
+        if self.progress_fn is None:
+            return self.epoch, 0
+        processed, completed, ready = (int(x) for x in self.progress_fn())
+        if ready >= len(self):  # counters of a finished epoch, not yet reset (resume, iterator made early)
+            return completed + 1, 0
+        return processed, ready
 
     def all_batches(self, epoch: int) -> list[list[int]]:
         """Every rank's batches of `epoch`, cut to a multiple of world_size (cached for the last epoch asked)."""
@@ -111,24 +119,29 @@ class EpochBatchSampler(Sampler):
         return self.all_batches(epoch)[self.rank :: self.world_size]
 
     def __len__(self) -> int:
-        return len(self.all_batches(self.current_epoch())) // self.world_size
+        epoch = self._cache[0] if self._cache is not None else self.epoch  # the same for every epoch
+        return len(self.all_batches(epoch)) // self.world_size
 
     def __iter__(self):
-        # a generator: nothing is read until the first batch is asked for, i.e. after Lightning has set up
-        # the epoch (fit_loop.reset, on_advance_start, epoch_loop.reset)
-        skip = int(self.skip_fn()) if self.skip_fn is not None else 0
-        yield from self.batches(self.current_epoch())[skip:]
+        # a generator: nothing is read until the first batch is asked for, i.e. (num_workers=0) after
+        # Lightning has set up the epoch (fit_loop.reset, on_advance_start, epoch_loop.reset)
+        epoch, skip = self.position()
+        yield from self.batches(epoch)[skip:]
 
 
-def trainer_hooks(trainer) -> tuple[int, int, Callable[[], int] | None, Callable[[], int] | None]:
-    """(rank, world_size, epoch_fn, skip_fn) for EpochBatchSampler from a Lightning trainer (or None).
+def trainer_hooks(trainer) -> tuple[int, int, Callable[[], tuple[int, int, int]] | None]:
+    """(rank, world_size, progress_fn) for EpochBatchSampler from a Lightning trainer (or None: 0, 1, None).
 
-    epoch_fn is the fit loop's processed-epoch count (what Lightning passes to set_epoch) and skip_fn the
-    epoch loop's ready-batch count of the current epoch; both are restored from a checkpoint on resume.
+    progress_fn returns the fit loop's processed and completed epoch counts (the first is what Lightning
+    passes to set_epoch) and the epoch loop's ready-batch count of the current epoch; all are restored from
+    a checkpoint on resume.
     """
     if trainer is None:
-        return 0, 1, None, None
-    fit_loop = trainer.fit_loop
-    return (trainer.global_rank, trainer.world_size,
-            lambda: fit_loop.epoch_progress.current.processed,
-            lambda: fit_loop.epoch_loop.batch_progress.current.ready)
+        return 0, 1, None
+    loop = trainer.fit_loop
+
+    def progress_fn() -> tuple[int, int, int]:
+        epochs = loop.epoch_progress.current
+        return epochs.processed, epochs.completed, loop.epoch_loop.batch_progress.current.ready
+
+    return trainer.global_rank, trainer.world_size, progress_fn

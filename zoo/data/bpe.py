@@ -83,7 +83,8 @@ def load_or_train(path: str | Path, texts_fn: Callable[[], Iterable[str]], vocab
         check_special_ids(tok, f"tokenizer {path} (delete it to retrain)")
         have = tok.get_vocab_size()
         # a small corpus saturates below vocab_size: accept the file if retraining would give the same size
-        if have != vocab_size and not (have < vocab_size and train_bpe(texts_fn(), vocab_size).get_vocab_size() == have):
+        saturated = have < vocab_size and train_bpe(texts_fn(), vocab_size).get_vocab_size() == have
+        if have != vocab_size and not saturated:
             raise DataError(f"tokenizer {path} has vocab size {have}, but vocab_size={vocab_size} was asked for; "
                             f"delete it or change vocab_size to {have}")
         return tok

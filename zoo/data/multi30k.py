@@ -114,8 +114,9 @@ class Multi30k(pl.LightningDataModule):
     number of batches with the same shapes, which Lightning needs (it reads len() once and validates at the
     epoch's last batch); the batches' members and order change. Under DDP every process takes whole batches
     (rank::world_size, after cutting the list to a multiple of world_size); the epoch and a resumed run's
-    position are read from the trainer (see zoo.data.batching). Val and test batches hold pairs sorted by
-    source length (ties by index) under the same token budget, not shuffled; every process gets all of them.
+    position are read from the trainer (see zoo.data.batching); use Trainer(use_distributed_sampler=False).
+    Val and test batches hold pairs sorted by source length (ties by index) under the same token budget,
+    not shuffled; every process gets all of them.
 
     Args:
         src_lang, tgt_lang: languages, e.g. "de", "en", "fr", "cs" (cs lacks the test_2017 splits).
@@ -241,7 +242,8 @@ class Multi30k(pl.LightningDataModule):
         self.test_srcs, self.test_refs = self.test_set.srcs, self.test_set.refs
         rank_zero_info(f"Multi30k {self.src_lang}->{self.tgt_lang}: "
                        f"{', '.join(f'{s} {len(d)}' for s, d in sets.items())} pairs (test = {self.test_split}); "
-                       f"vocab {self.src_vocab_size}/{self.tgt_vocab_size} ({'joint' if self.joint_vocab else 'separate'}); "
+                       f"vocab {self.src_vocab_size}/{self.tgt_vocab_size} "
+                       f"({'joint' if self.joint_vocab else 'separate'}); "
                        f"skipped blank pairs {self.skipped}; truncated to max_len={self.max_len}: {self.truncated}")
 
     def _length_order(self, dataset: TranslationSet, order: list[int]) -> list[int]:
@@ -266,6 +268,16 @@ class Multi30k(pl.LightningDataModule):
         order = sorted(range(len(dataset)), key=dataset.src_lens.__getitem__)
         return pack_by_tokens(order, dataset.src_lens, dataset.tgt_lens, self.max_tokens)
 
+    def model_info(self) -> dict:
+        """What the model and task take from the data: vocab_size (target), src_vocab_size, the tokenizers'
+        states {"src", "tgt"}, seq_len / src_len (mean training target / source lengths in tokens)."""
+        self.setup()
+        n = len(self.train_set)
+        return {"vocab_size": self.tgt_vocab_size, "src_vocab_size": self.src_vocab_size,
+                "tokenizer": {"src": self.src_tokenizer.state_dict(), "tgt": self.tgt_tokenizer.state_dict()},
+                "seq_len": round(sum(len(t) for t in self.train_set.tgt_out) / n),
+                "src_len": round(sum(len(t) for t in self.train_set.src) / n)}
+
     def _loader(self, dataset, batch_sampler) -> DataLoader:
         # its own generator: creating an iterator must not draw from the global RNG (exact resume)
         return DataLoader(dataset, batch_sampler=batch_sampler, collate_fn=collate_translation,
@@ -275,8 +287,8 @@ class Multi30k(pl.LightningDataModule):
     def train_dataloader(self) -> DataLoader:
         """Training batches of this process for the trainer's current epoch (see the class docstring)."""
         self.setup()
-        rank, world, epoch_fn, skip_fn = trainer_hooks(self.trainer)
-        return self._loader(self.train_set, EpochBatchSampler(self.train_batches, rank, world, epoch_fn, skip_fn))
+        rank, world, progress_fn = trainer_hooks(self.trainer)
+        return self._loader(self.train_set, EpochBatchSampler(self.train_batches, rank, world, progress_fn))
 
     def val_dataloader(self) -> DataLoader:
         """The val split, sorted by source length; every process evaluates all of it."""

@@ -101,8 +101,9 @@ class SST2(pl.LightningDataModule):
     there are ceil(n / batch_size) batches per epoch (the last of a chunk may be smaller). Under DDP every
     process takes whole batches (rank::world_size, after cutting the list to a multiple of world_size), so
     the global batch is batch_size * world_size; the epoch and a resumed run's position are read from the
-    trainer (see zoo.data.batching). val (the dev file) and test batches hold examples sorted by length,
-    not shuffled; every process gets all of them.
+    trainer (see zoo.data.batching). Use Trainer(use_distributed_sampler=False), as zoo's configs do:
+    Lightning cannot inject its DistributedSampler into these batch samplers. val (the dev file) and test
+    batches hold examples sorted by length, not shuffled; every process gets all of them.
 
     Args:
         batch_size: examples per batch (per process).
@@ -194,6 +195,14 @@ class SST2(pl.LightningDataModule):
         order = sorted(range(len(dataset)), key=dataset.lengths.__getitem__)
         return [order[i : i + self.batch_size] for i in range(0, len(order), self.batch_size)]
 
+    def model_info(self) -> dict:
+        """What the model and task take from the data: vocab_size, num_classes, the tokenizer's state,
+        seq_len (mean training example length in tokens, for FLOPs per token)."""
+        self.setup()
+        lengths = [len(x) for x in self.train_set.ids]
+        return {"vocab_size": self.vocab_size, "num_classes": self.num_classes,
+                "tokenizer": self.tokenizer.state_dict(), "seq_len": round(sum(lengths) / len(lengths))}
+
     def _loader(self, dataset, batch_sampler) -> DataLoader:
         # its own generator: creating an iterator must not draw from the global RNG (exact resume)
         return DataLoader(dataset, batch_sampler=batch_sampler, collate_fn=collate_classification,
@@ -203,8 +212,8 @@ class SST2(pl.LightningDataModule):
     def train_dataloader(self) -> DataLoader:
         """Training batches of this process for the trainer's current epoch (see the class docstring)."""
         self.setup()
-        rank, world, epoch_fn, skip_fn = trainer_hooks(self.trainer)
-        return self._loader(self.train_set, EpochBatchSampler(self.train_batches, rank, world, epoch_fn, skip_fn))
+        rank, world, progress_fn = trainer_hooks(self.trainer)
+        return self._loader(self.train_set, EpochBatchSampler(self.train_batches, rank, world, progress_fn))
 
     def val_dataloader(self) -> DataLoader:
         """The dev split, sorted by length; every process evaluates all of it."""

@@ -27,6 +27,12 @@ Stopping rule of a row, `early_stopping`:
         is at most s / max(lp(t + 1), lp(max_new)) (lp is monotone in the length). Slower; the result is
         never worse than early_stopping=True's (same beams, more finished hypotheses).
 Either way a row is done at its maximum length; the loop ends when every row is done.
+
+Cost: one decoder step over B * beam_size rows per token (rows already done stay in the batch, frozen,
+until every row is done); ranking takes the top 2 * beam_size of beam_size * V scores per row (topk, ties
+ordered as a stable sort, see _top). Ties are broken on the float32 log-softmax scores: two logits that
+differ by less than its rounding could rank differently from greedy's argmax on the raw logits (never seen
+in the tests).
 """
 from typing import Callable, List, Optional, Sequence, Union
 
@@ -43,6 +49,22 @@ def length_penalty_factor(length: int, alpha: float) -> float:
 def penalised(logprob: float, length: int, alpha: float) -> float:
     """logprob / lp(length): the beam-search objective of a hypothesis of `length` generated tokens."""
     return logprob / length_penalty_factor(length, alpha)
+
+
+def _top(scores: torch.Tensor, n: int):
+    """The n best of scores (B, N): (values, indices) (B, n), best first, equal scores by lower index (as
+    argmax picks the first maximum): a stable descending sort. topk (much faster than sorting N = beam * V)
+    gives no tie order, so its n are re-ranked stably, and the full sort is used only when a finite score
+    ties across the n-th place (which of the tied entries make the cut would be arbitrary)."""
+    if n < scores.shape[-1]:
+        top = scores.topk(n + 1, dim=-1)
+        edge = top.values[:, n - 1]
+        if not bool(((top.values[:, n] == edge) & torch.isfinite(edge)).any()):
+            idx = top.indices[:, :n].sort(dim=-1).values  # ascending index, then a stable sort by score
+            vals, order = scores.gather(1, idx).sort(dim=-1, descending=True, stable=True)
+            return vals, idx.gather(1, order)
+    vals, idx = scores.sort(dim=-1, descending=True, stable=True)
+    return vals[:, :n], idx[:, :n]
 
 
 @torch.no_grad()
@@ -95,17 +117,14 @@ def beam_core(step: Callable, reorder: Optional[Callable], prefix: torch.Tensor,
             break
         logits = step(tokens, kpm, n_new)[:, -1].float()  # (B*K, V)
         V = logits.shape[-1]
+        if V < 2:
+            raise ValueError(f"beam search needs a vocabulary of at least 2 tokens, got {V}")
         cand = (running[:, :, None] + logits.log_softmax(dim=-1).view(B, K, V)).view(B, K * V)
-        # stable descending sort: among equal scores the lower flat index (beam * V + token) comes first,
-        # as argmax picks the first maximum
-        scores, flat = cand.sort(dim=-1, descending=True, stable=True)
-        n_cand = min(2 * K, K * V)
-        scores, flat = scores[:, :n_cand], flat[:, :n_cand]
+        scores, flat = _top(cand, min(2 * K, K * V))  # (B, n_cand) best first
         src_beam, tok = flat // V, flat % V  # (B, n_cand)
         is_eos = tok == eos
-        alive = ~is_eos & ((~is_eos).long().cumsum(dim=-1) <= K)  # the first K non-EOS candidates
-        if bool((alive.sum(dim=-1) < K).any()):
-            raise ValueError(f"beam search needs a vocabulary of at least 2 tokens, got {V}")
+        # the first K non-EOS candidates: there are K of them at least, as each beam proposes one EOS at most
+        alive = ~is_eos & ((~is_eos).long().cumsum(dim=-1) <= K)
         sel = alive.nonzero()[:, 1].view(B, K)  # row-major: K positions per row, best first
         new_running, new_beam, new_tok = scores.gather(1, sel), src_beam.gather(1, sel), tok.gather(1, sel)
 

@@ -1,7 +1,2 @@
-"""zoo.tasks: one LightningModule per task (training code; the models stay in zoo.model)."""
-
-
-def unavailable(name: str, **_):  # checked by zoo.train.check_config before any work
-    """Placeholder target of tasks not built yet; raises a clear error before any work."""
-    raise ValueError(f"task={name} is not available yet (tracked in issue 4); available: task=lm with "
-                     f"+arch=decoder_only")
+"""zoo.tasks: one LightningModule per task (training code; the models stay in zoo.model).
+Each task class lists the architectures it trains in ARCHS."""

@@ -21,6 +21,8 @@ class Classification(TaskBase):
     monitor / monitor_mode: the validation metric that selects checkpoints and is returned to sweepers.
     """
 
+    ARCHS = ("encoder_only", "decoder_only", "encoder_decoder")
+
     def __init__(self, arch: str, model: dict, tokenizer: dict, optimizer: dict, scheduler: dict,
                  monitor: str = "val/acc", monitor_mode: str = "max"):
         super().__init__()

@@ -28,6 +28,8 @@ class LanguageModeling(TaskBase):
     Raises ValueError for an arch this task does not support.
     """
 
+    ARCHS = ("decoder_only",)
+
     def __init__(self, arch: str, model: dict, tokenizer: dict, optimizer: dict, scheduler: dict,
                  sample: Optional[dict] = None, monitor: str = "val/loss", monitor_mode: str = "min"):
         super().__init__()
