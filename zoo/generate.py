@@ -55,8 +55,8 @@ def main(argv=None) -> int:
     args = OmegaConf.merge(OmegaConf.create(DEFAULTS), OmegaConf.from_dotlist(list(argv or sys.argv[1:])))
     unknown = set(args) - set(DEFAULTS)
     if unknown or args.ckpt_path is None:
-        print(f"usage: python -m zoo.generate ckpt_path=PATH [prompt=TEXT] [max_new_tokens=N] [temperature=T] "
-              f"[top_k=K] [top_p=P] [seed=S] [device=cpu|cuda]" + (f"\nunknown keys: {sorted(unknown)}" if unknown else ""),
+        print("usage: python -m zoo.generate ckpt_path=PATH [prompt=TEXT] [max_new_tokens=N] [temperature=T] "
+              "[top_k=K] [top_p=P] [seed=S] [device=cpu|cuda]" + (f"\nunknown keys: {sorted(unknown)}" if unknown else ""),
               file=sys.stderr)
         return 2
     model, tokenizer = load(args.ckpt_path, args.device)

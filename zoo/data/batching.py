@@ -11,8 +11,9 @@ iterator, before it resets the counters of a resumed run; EpochBatchSampler.posi
 
 from collections.abc import Callable, Sequence
 
+import lightning.pytorch as pl
 import torch
-from torch.utils.data import Sampler
+from torch.utils.data import DataLoader, Sampler
 
 from zoo.data.shakespeare import _MASK, _mix64
 
@@ -145,3 +146,33 @@ def trainer_hooks(trainer) -> tuple[int, int, Callable[[], tuple[int, int, int]]
         return epochs.processed, epochs.completed, loop.epoch_loop.batch_progress.current.ready
 
     return trainer.global_rank, trainer.world_size, progress_fn
+
+
+class BatchedDataModule(pl.LightningDataModule):
+    """The loaders of datamodules whose batches are lists of example indices: subclasses set `collate`
+    (a staticmethod) and define setup(), train_batches(epoch) and eval_batches(dataset), and after
+    setup() hold train_set / val_set / test_set, seed and num_workers."""
+
+    collate = None
+
+    def _loader(self, dataset, batch_sampler) -> DataLoader:
+        # its own generator: creating an iterator must not draw from the global RNG (exact resume)
+        return DataLoader(dataset, batch_sampler=batch_sampler, collate_fn=type(self).collate,
+                          num_workers=self.num_workers, generator=torch.Generator().manual_seed(self.seed),
+                          persistent_workers=self.num_workers > 0)
+
+    def train_dataloader(self) -> DataLoader:
+        """Training batches of this process for the trainer's current epoch (see the class docstring)."""
+        self.setup()
+        rank, world, progress_fn = trainer_hooks(self.trainer)
+        return self._loader(self.train_set, EpochBatchSampler(self.train_batches, rank, world, progress_fn))
+
+    def val_dataloader(self) -> DataLoader:
+        """The validation split, sorted by length, not shuffled; every process evaluates all of it."""
+        self.setup()
+        return self._loader(self.val_set, self.eval_batches(self.val_set))
+
+    def test_dataloader(self) -> DataLoader:
+        """The test split, sorted by length, not shuffled; every process evaluates all of it."""
+        self.setup()
+        return self._loader(self.test_set, self.eval_batches(self.test_set))

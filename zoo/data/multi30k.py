@@ -11,13 +11,12 @@ once, at setup); the example index of a split counts the kept pairs only. The pu
 import gzip
 from pathlib import Path
 
-import lightning.pytorch as pl
 import torch
 from lightning.pytorch.utilities import rank_zero_info
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import Dataset
 
 from zoo.data import resolver
-from zoo.data.batching import EpochBatchSampler, epoch_generator, pack_by_tokens, pad, shuffled, trainer_hooks
+from zoo.data.batching import BatchedDataModule, epoch_generator, pack_by_tokens, pad, shuffled
 from zoo.data.bpe import BOS_ID, EOS_ID, PAD_ID, SubwordTokenizer
 from zoo.data.resolver import DataError, resolve
 
@@ -101,7 +100,7 @@ def collate_translation(items) -> dict[str, torch.Tensor]:
             "tgt_key_padding_mask": tgt_mask, "index": torch.tensor(index, dtype=torch.long)}
 
 
-class Multi30k(pl.LightningDataModule):
+class Multi30k(BatchedDataModule):
     """Multi30k translation src_lang -> tgt_lang: batches of padded source and target token ids.
 
     Batches are dicts (see collate_translation) with at most max_tokens tokens: B * (S + T) <= max_tokens,
@@ -143,6 +142,7 @@ class Multi30k(pl.LightningDataModule):
     """
 
     pad_id = PAD_ID
+    collate = staticmethod(collate_translation)
 
     def __init__(self, src_lang: str = "de", tgt_lang: str = "en", max_tokens: int = 4096, max_len: int = 256,
                  vocab_size: int = 8000, joint_vocab: bool = True, tokenizer_dir: str | None = None,
@@ -277,25 +277,3 @@ class Multi30k(pl.LightningDataModule):
                 "tokenizer": {"src": self.src_tokenizer.state_dict(), "tgt": self.tgt_tokenizer.state_dict()},
                 "seq_len": round(sum(len(t) for t in self.train_set.tgt_out) / n),
                 "src_len": round(sum(len(t) for t in self.train_set.src) / n)}
-
-    def _loader(self, dataset, batch_sampler) -> DataLoader:
-        # its own generator: creating an iterator must not draw from the global RNG (exact resume)
-        return DataLoader(dataset, batch_sampler=batch_sampler, collate_fn=collate_translation,
-                          num_workers=self.num_workers, generator=torch.Generator().manual_seed(self.seed),
-                          persistent_workers=self.num_workers > 0)
-
-    def train_dataloader(self) -> DataLoader:
-        """Training batches of this process for the trainer's current epoch (see the class docstring)."""
-        self.setup()
-        rank, world, progress_fn = trainer_hooks(self.trainer)
-        return self._loader(self.train_set, EpochBatchSampler(self.train_batches, rank, world, progress_fn))
-
-    def val_dataloader(self) -> DataLoader:
-        """The val split, sorted by source length; every process evaluates all of it."""
-        self.setup()
-        return self._loader(self.val_set, self.eval_batches(self.val_set))
-
-    def test_dataloader(self) -> DataLoader:
-        """The test split (test_split), sorted by source length; every process evaluates all of it."""
-        self.setup()
-        return self._loader(self.test_set, self.eval_batches(self.test_set))

@@ -10,12 +10,11 @@ in `skipped[split]` (reported once, at setup); any other malformed line is an er
 
 from pathlib import Path
 
-import lightning.pytorch as pl
 import torch
 from lightning.pytorch.utilities import rank_zero_info
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import Dataset
 
-from zoo.data.batching import EpochBatchSampler, epoch_generator, pad, shuffled, trainer_hooks
+from zoo.data.batching import BatchedDataModule, epoch_generator, pad, shuffled
 from zoo.data.bpe import CLS_ID, EOS_ID, PAD_ID, SubwordTokenizer
 from zoo.data.resolver import DataError, resolve
 
@@ -86,7 +85,7 @@ def collate_classification(items) -> dict[str, torch.Tensor]:
             "index": torch.tensor(index, dtype=torch.long)}
 
 
-class SST2(pl.LightningDataModule):
+class SST2(BatchedDataModule):
     """SST-2 (binary sentiment): batches of padded token ids with labels.
 
     Each example is ids = [CLS_ID] + encode(sentence) + [EOS_ID], at most max_len tokens (longer sentences
@@ -124,6 +123,7 @@ class SST2(pl.LightningDataModule):
 
     num_classes = 2
     pad_id = PAD_ID
+    collate = staticmethod(collate_classification)
 
     def __init__(self, batch_size: int = 64, max_len: int = 128, vocab_size: int = 8000,
                  tokenizer_path: str | None = None, bucket: bool = True, num_workers: int = 0,
@@ -202,25 +202,3 @@ class SST2(pl.LightningDataModule):
         lengths = [len(x) for x in self.train_set.ids]
         return {"vocab_size": self.vocab_size, "num_classes": self.num_classes,
                 "tokenizer": self.tokenizer.state_dict(), "seq_len": round(sum(lengths) / len(lengths))}
-
-    def _loader(self, dataset, batch_sampler) -> DataLoader:
-        # its own generator: creating an iterator must not draw from the global RNG (exact resume)
-        return DataLoader(dataset, batch_sampler=batch_sampler, collate_fn=collate_classification,
-                          num_workers=self.num_workers, generator=torch.Generator().manual_seed(self.seed),
-                          persistent_workers=self.num_workers > 0)
-
-    def train_dataloader(self) -> DataLoader:
-        """Training batches of this process for the trainer's current epoch (see the class docstring)."""
-        self.setup()
-        rank, world, progress_fn = trainer_hooks(self.trainer)
-        return self._loader(self.train_set, EpochBatchSampler(self.train_batches, rank, world, progress_fn))
-
-    def val_dataloader(self) -> DataLoader:
-        """The dev split, sorted by length; every process evaluates all of it."""
-        self.setup()
-        return self._loader(self.val_set, self.eval_batches(self.val_set))
-
-    def test_dataloader(self) -> DataLoader:
-        """The test split, sorted by length; every process evaluates all of it."""
-        self.setup()
-        return self._loader(self.test_set, self.eval_batches(self.test_set))
