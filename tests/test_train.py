@@ -145,3 +145,17 @@ def test_generate_cli_samples_from_checkpoint(tmp_path, capsys):
     greedy = model.generate(torch.tensor([tok.encode("ROMEO:")]), 20, temperature=0.0)
     assert sample(model, tok, "ROMEO:", 20, 0.0) == tok.decode(greedy[0].tolist())
     assert main(["prompt=x"]) == 2  # no ckpt_path: usage, exit status 2
+
+
+def test_bf16_mixed_and_gradient_accumulation(tmp_path):
+    """trainer.precision=bf16-mixed (CPU autocast) and accumulate_grad_batches=2: 10 optimizer steps
+    consume 20 batches (the data stream advances by 2 batches per step) and the loss still falls."""
+    run(make_cfg(tmp_path, TINY + ["logger=csv", "trainer.precision=bf16-mixed", "trainer.accumulate_grad_batches=2",
+                                   "data.batches_per_epoch=10",  # even: no partial accumulation at epoch ends
+                                   "task.scheduler.warmup_steps=1", "task.optimizer.lr=1e-2"]))
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert results["steps"] == 10
+    ckpt = torch.load(tmp_path / "checkpoints" / "last.ckpt", weights_only=True)
+    assert ckpt["loops"]["fit_loop"]["epoch_loop.batch_progress"]["total"]["completed"] == 20
+    losses = train_losses(tmp_path)
+    assert results["final"]["val/loss"] < losses[0] - 0.3

@@ -2,9 +2,10 @@
 sample text from a checkpoint of a language-modeling run."""
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import torch
-from omegaconf import OmegaConf
+import yaml
 
 from zoo.data.char_tokenizer import CharTokenizer
 from zoo.model import ModelConfig, build_model
@@ -52,14 +53,18 @@ def sample(model, tokenizer, prompt: str, max_new_tokens: int, temperature: floa
 
 
 def main(argv=None) -> int:
-    args = OmegaConf.merge(OmegaConf.create(DEFAULTS), OmegaConf.from_dotlist(list(argv or sys.argv[1:])))
-    unknown = set(args) - set(DEFAULTS)
+    args = dict(DEFAULTS)
+    for item in sys.argv[1:] if argv is None else argv:
+        key, _, value = item.partition("=")
+        args[key] = value if key == "prompt" else yaml.safe_load(value)  # the prompt stays raw text
+    args = SimpleNamespace(**args)
+    unknown = set(vars(args)) - set(DEFAULTS)
     if unknown or args.ckpt_path is None:
         print("usage: python -m zoo.generate ckpt_path=PATH [prompt=TEXT] [max_new_tokens=N] [temperature=T] "
               "[top_k=K] [top_p=P] [seed=S] [device=cpu|cuda]" + (f"\nunknown keys: {sorted(unknown)}" if unknown else ""),
               file=sys.stderr)
         return 2
-    model, tokenizer = load(args.ckpt_path, args.device)
+    model, tokenizer = load(str(args.ckpt_path), args.device)
     print(sample(model, tokenizer, str(args.prompt), args.max_new_tokens, args.temperature, args.top_k, args.top_p,
                  args.seed))
     return 0
