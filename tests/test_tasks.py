@@ -3,6 +3,7 @@ import json
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 from zoo.model import ModelConfig, build_model
 from zoo.data.bpe import SubwordTokenizer, train_bpe
@@ -46,7 +47,7 @@ def test_translation_loss_ignores_padding_exactly():
 
 def test_unsupported_cell_is_refused_before_work(tmp_path):
     with pytest.raises(ConfigError, match="does not train \\+arch=encoder_only"):
-        run(make_cfg(tmp_path, ["task=lm", "data=tiny_shakespeare"], arch="encoder_only"))
+        run(make_cfg(tmp_path, ["task=translation", "data=multi30k"], arch="encoder_only"))
 
 
 @pytest.mark.parametrize("arch", ["encoder_only", "decoder_only", "encoder_decoder"])
@@ -91,3 +92,53 @@ def test_translation_run(tmp_path, arch, mask):
         assert key in f
     assert 0 <= f["test/bleu"] <= 100 and 0 <= f["test/chrf"] <= 100
     assert (tmp_path / "tokenizer.de+en.json").exists()
+
+
+def lm_task(arch, **model):
+    from zoo.tasks.lm import LanguageModeling
+    cfg = dict(vocab_size=65, d_model=16, n_heads=2, d_ff=32, n_layers=1, dropout=0.0, max_len=64, **model)
+    return LanguageModeling(arch, cfg, {"chars": "".join(chr(32 + i) for i in range(65))}, {"lr": 1e-3},
+                            {"warmup_steps": 1})
+
+
+def test_bert_masking_proportions():
+    """15% chosen; of those 80% <mask>, 10% random, 10% unchanged (Devlin et al. 2019); others untouched."""
+    task = lm_task("encoder_only")
+    assert task.mask_id == 65 and task.model.cfg.vocab_size == 66
+    x = torch.randint(0, 65, (200, 500), generator=torch.Generator().manual_seed(0))
+    inputs, chosen = task.mask_tokens(x, torch.Generator().manual_seed(1))
+    n = chosen.sum().item()
+    assert abs(n / x.numel() - 0.15) < 0.005
+    assert torch.equal(inputs[~chosen], x[~chosen])
+    masked = (inputs[chosen] == 65).float().mean().item()
+    changed = ((inputs[chosen] != 65) & (inputs[chosen] != x[chosen])).float().mean().item()
+    assert abs(masked - 0.8) < 0.01
+    assert abs(changed - 0.1 * 64 / 65) < 0.01  # a random character equals the original 1 time in 65
+
+
+def test_lm_objectives_by_hand():
+    torch.manual_seed(0)
+    x = torch.randint(0, 65, (3, 10))
+    y = torch.randint(0, 65, (3, 10))
+    dec = lm_task("decoder_only").eval()
+    out = dec.losses((x, y))
+    nll = F.cross_entropy(dec.model(x).transpose(1, 2), y, reduction="none")  # (B, T)
+    assert abs(out["loss"].item() - nll.mean().item()) < 1e-6
+    assert abs(out["cont"].item() - nll[:, 4:].mean().item()) < 1e-6  # predicts y[:, 4:] = x's chars 5..10
+    encdec = lm_task("encoder_decoder").eval()
+    out = encdec.losses((x, y))
+    logits = encdec.model(x[:, :5], x[:, 4:])  # source: first half; decoder starts at the last source char
+    assert logits.shape == (3, 6, 65)
+    assert abs(out["loss"].item() - F.cross_entropy(logits.transpose(1, 2), y[:, 4:]).item()) < 1e-6
+
+
+@pytest.mark.parametrize("arch,objective,metric", [("encoder_only", "masked_lm", "val/mlm_acc"),
+                                                   ("encoder_decoder", "prefix_continuation", "val/cont_loss"),
+                                                   ("decoder_only", "causal_lm", "val/cont_loss")])
+def test_lm_run_each_arch(tmp_path, arch, objective, metric):
+    from zoo_run import TINY
+    over = ([] if arch == "decoder_only" else ["task=lm", "data=tiny_shakespeare"]) + TINY + ["logger=csv"]
+    run(make_cfg(tmp_path, over, arch=arch))
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert results["objective"] == objective
+    assert metric in results["final"] and results["final"]["val/loss"] < 4.8

@@ -22,6 +22,9 @@ def load(ckpt_path: str, device: str = "cpu"):
         raise FileNotFoundError(f"ckpt_path={ckpt_path} does not exist; use a .ckpt from a run's checkpoints/ dir")
     ckpt = torch.load(path, map_location=device, weights_only=True)
     hp = ckpt.get("hyper_parameters", {})
+    if hp.get("arch") != "decoder_only":
+        raise ValueError(f"{ckpt_path} is a {hp.get('arch')} checkpoint; zoo.generate samples from decoder_only "
+                         f"language models (task=lm)")
     if "tokenizer" not in hp or "model" not in hp:
         raise ValueError(f"{ckpt_path} is not a zoo language-model checkpoint (no model/tokenizer hyperparameters)")
     model = build_model(hp["arch"], ModelConfig(**hp["model"]))

@@ -122,7 +122,8 @@ def run(cfg: DictConfig) -> float:
     fpt = flops_per_token(task.model, seq_len, src_len)
     for logger in loggers:
         logger.log_hyperparams({**OmegaConf.to_container(cfg, resolve=True), "arch": cfg.arch, "task": task_name,
-                                "dataset": data_name, "params": n_params, "flops_per_token": fpt})
+                                "dataset": data_name, "objective": getattr(task, "objective", task_name),
+                                "params": n_params, "flops_per_token": fpt})
         if isinstance(logger, WandbLogger) and trainer.is_global_zero:
             logger.experiment.summary.update({"params": n_params, "flops_per_token": fpt})
 
@@ -133,7 +134,7 @@ def run(cfg: DictConfig) -> float:
         trainer.test(task, datamodule=datamodule, ckpt_path=best or None, verbose=False)  # best by the monitor
         final.update({k: float(v) for k, v in trainer.callback_metrics.items() if k.startswith("test/")})
     results = {
-        "arch": cfg.arch, "task": task_name, "dataset": data_name,
+        "arch": cfg.arch, "task": task_name, "dataset": data_name, "objective": getattr(task, "objective", task_name),
         "final": final, "best": task.best,
         "params": n_params, "flops_per_token": fpt,
         "steps": trainer.global_step, "wall_seconds": time.time() - start,

@@ -1,4 +1,5 @@
-"""Causal language modeling as a LightningModule (decoder-only, next-token prediction)."""
+"""Language modeling on character windows as a LightningModule, with each architecture's own objective:
+decoder_only next-token prediction, encoder_only masked LM (BERT), encoder_decoder prefix -> continuation."""
 import math
 from typing import Optional
 
@@ -14,9 +15,21 @@ from zoo.tasks.base import TaskBase
 
 
 class LanguageModeling(TaskBase):
-    """Next-token cross-entropy on (x, y) windows, y = x shifted left by one.
+    """Language modeling on (x, y) windows of T characters, y = x shifted left by one. The objective
+    depends on the architecture and is recorded as `objective` (results.json, W&B config):
 
-    arch: decoder_only (other architectures' LM objectives are separate tasks). model: ModelConfig
+    decoder_only, "causal_lm": next-token cross-entropy at every position. It also logs val/cont_loss, the
+        loss on the second half of each window only (the tokens encoder_decoder predicts), so the two
+        numbers compare.
+    encoder_only, "masked_lm" (Devlin et al. 2019, sec. 3.1): 15% of positions are chosen; 80% of them become
+        a <mask> token (id vocab_size, added to the vocabulary), 10% a random character, 10% stay; the loss
+        is on the chosen positions only. val/loss is the masked-token loss and val/mlm_acc its accuracy:
+        a different objective, not comparable with the causal numbers. Validation masks are fixed (seeded).
+    encoder_decoder, "prefix_continuation": the encoder reads the first half x[:, :T/2]; the decoder reads
+        x[:, T/2-1:] (the last source character first, as a start token) and predicts the second half
+        y[:, T/2-1:]. val/loss = val/cont_loss = loss on those T/2 + 1 tokens.
+
+    arch: encoder_only | decoder_only | encoder_decoder. model: ModelConfig
     fields as a dict (vocab_size from the data). tokenizer: the data's tokenizer state, kept in the
     checkpoint so `python -m zoo.generate` can decode. optimizer: {lr, betas, weight_decay};
     scheduler: {warmup_steps, decay_steps, min_lr} (optimizer steps). sample: {prompt, max_new_tokens,
@@ -28,26 +41,57 @@ class LanguageModeling(TaskBase):
     Raises ValueError for an arch this task does not support.
     """
 
-    ARCHS = ("decoder_only",)
+    ARCHS = ("decoder_only", "encoder_only", "encoder_decoder")
+    OBJECTIVES = {"decoder_only": "causal_lm", "encoder_only": "masked_lm", "encoder_decoder": "prefix_continuation"}
 
     def __init__(self, arch: str, model: dict, tokenizer: dict, optimizer: dict, scheduler: dict,
                  sample: Optional[dict] = None, monitor: str = "val/loss", monitor_mode: str = "min"):
         super().__init__()
-        if arch != "decoder_only":
-            raise ValueError(f"task=lm trains arch=decoder_only; got arch={arch!r}")
+        if arch not in self.ARCHS:
+            raise ValueError(f"task=lm trains arch in {self.ARCHS}; got arch={arch!r}")
         self.save_hyperparameters()
+        self.objective = self.OBJECTIVES[arch]
+        if arch == "encoder_only":
+            self.mask_id = model["vocab_size"]  # <mask>: one id past the data's vocabulary
+            model = {**model, "vocab_size": model["vocab_size"] + 1}
         self.model = build_model(arch, ModelConfig(**model))
         self.tokenizer = CharTokenizer.from_state_dict(tokenizer)
-        self.val_loss = MeanMetric()
+        self.val_loss, self.cont_loss, self.mlm_acc = MeanMetric(), MeanMetric(), MeanMetric()
         self.samples = []
+
+    def mask_tokens(self, x: torch.Tensor, generator=None):
+        """BERT masking of x (B, T): returns (inputs (B, T), chosen (B, T) bool). 15% chosen; of those 80%
+        <mask>, 10% a random character, 10% unchanged."""
+        u = torch.rand(x.shape, generator=generator, device=x.device)
+        v = torch.rand(x.shape, generator=generator, device=x.device)
+        chosen = u < 0.15
+        random_ids = torch.randint(0, self.mask_id, x.shape, generator=generator, device=x.device)
+        inputs = torch.where(chosen & (v < 0.8), torch.full_like(x, self.mask_id), x)
+        inputs = torch.where(chosen & (v >= 0.8) & (v < 0.9), random_ids, inputs)
+        return inputs, chosen
+
+    def losses(self, batch, generator=None) -> dict:
+        """{"loss": the training objective (nats/token), and where defined "cont": loss on the second half's
+        continuation tokens, "acc": masked-token accuracy}."""
+        x, y = batch  # (B, T), (B, T)
+        h = x.shape[1] // 2
+        if self.hparams.arch == "decoder_only":
+            nll = F.cross_entropy(self.model(x).flatten(0, 1).float(), y.flatten(), reduction="none").view_as(y)
+            return {"loss": nll.mean(), "cont": nll[:, h - 1:].mean()}
+        if self.hparams.arch == "encoder_decoder":
+            logits = self.model(x[:, :h], x[:, h - 1:])  # (B, T - h + 1, V)
+            loss = F.cross_entropy(logits.flatten(0, 1).float(), y[:, h - 1:].flatten())
+            return {"loss": loss, "cont": loss}
+        inputs, chosen = self.mask_tokens(x, generator)
+        logits = self.model(inputs)[chosen].float()  # (n_chosen, V + 1)
+        target = x[chosen]
+        return {"loss": F.cross_entropy(logits, target), "acc": (logits.argmax(-1) == target).float().mean()}
+
+    def loss(self, batch) -> torch.Tensor:
+        return self.losses(batch)["loss"]
 
     def forward(self, idx: torch.Tensor) -> torch.Tensor:
         return self.model(idx)
-
-    def loss(self, batch) -> torch.Tensor:
-        x, y = batch  # (B, T), (B, T)
-        logits = self.model(x)  # (B, T, V)
-        return F.cross_entropy(logits.flatten(0, 1).float(), y.flatten())
 
     def training_step(self, batch, batch_idx):
         loss = self.loss(batch)
@@ -55,15 +99,29 @@ class LanguageModeling(TaskBase):
         return loss
 
     def validation_step(self, batch, batch_idx):
-        self.val_loss.update(self.loss(batch), weight=batch[1].numel())
+        g = None
+        if self.hparams.arch == "encoder_only":  # the same masks at every validation
+            g = torch.Generator(device=batch[0].device).manual_seed(batch_idx)
+        out = self.losses(batch, g)
+        self.val_loss.update(out["loss"], weight=batch[1].numel())
+        if "cont" in out:
+            self.cont_loss.update(out["cont"])
+        if "acc" in out:
+            self.mlm_acc.update(out["acc"])
 
     def on_validation_epoch_end(self):
         loss = self.val_loss.compute()
-        self.val_loss.reset()
-        self.log_validation({"val/loss": loss, "val/ppl": loss.exp(), "val/bpc": loss / math.log(2)})
+        metrics = {"val/loss": loss, "val/ppl": loss.exp(), "val/bpc": loss / math.log(2)}
+        if self.hparams.arch != "encoder_only":
+            metrics["val/cont_loss"] = self.cont_loss.compute()
+        else:
+            metrics["val/mlm_acc"] = self.mlm_acc.compute()
+        for m in (self.val_loss, self.cont_loss, self.mlm_acc):
+            m.reset()
+        self.log_validation(metrics)
         if self.trainer.sanity_checking:
             return
-        if self.hparams.sample and self.trainer.is_global_zero:
+        if self.hparams.arch == "decoder_only" and self.hparams.sample and self.trainer.is_global_zero:
             self.print_sample()
 
     def print_sample(self):
