@@ -46,6 +46,10 @@ def check_config(cfg: DictConfig) -> None:
         ModelConfig(**{**model, "vocab_size": model.get("vocab_size") or 1})  # vocab_size comes from the data
     except (TypeError, ValueError) as e:
         raise ConfigError(str(e)) from None
+    for key in ("block_size", "batch_size", "max_len", "max_tokens", "vocab_size", "batches_per_epoch", "val_windows"):
+        n = cfg.data.get(key)
+        if n is not None and (not isinstance(n, int) or isinstance(n, bool) or n < 1):
+            raise ConfigError(f"data.{key}={n!r} must be a positive integer")
     for key in ("block_size", "max_len"):
         n = cfg.data.get(key)
         if n is None:
