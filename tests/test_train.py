@@ -72,6 +72,8 @@ def test_checkpoint_from_other_model_is_refused(tmp_path):
 def test_bad_config_fails_before_training(tmp_path):
     with pytest.raises(ConfigError, match="data.block_size=128 is larger than model.max_len=64"):
         run(make_cfg(tmp_path, TINY + ["logger=csv", "data.block_size=128"]))
+    with pytest.raises(ConfigError, match="model.mask=bidirectional would let decoder_only see"):
+        run(make_cfg(tmp_path, TINY + ["logger=csv", "model.mask=bidirectional"]))
     with pytest.raises(ConfigError, match="data.batch_size=0 must be a positive integer"):
         run(make_cfg(tmp_path, TINY + ["logger=csv", "data.batch_size=0"]))
     with pytest.raises(ValueError, match="model.d_model=30 is not divisible by model.n_heads=4"):

@@ -46,6 +46,10 @@ def check_config(cfg: DictConfig) -> None:
         ModelConfig(**{**model, "vocab_size": model.get("vocab_size") or 1})  # vocab_size comes from the data
     except (TypeError, ValueError) as e:
         raise ConfigError(str(e)) from None
+    allowed = getattr(task_cls, "MASKS", {}).get(cfg.arch)
+    if allowed is not None and cfg.model.get("mask") not in allowed:
+        raise ConfigError(f"model.mask={cfg.model.mask} would let {cfg.arch} see the tokens it predicts in "
+                          f"task={task_cls.__name__}; allowed: {', '.join(str(m) for m in allowed)}")
     for key in ("block_size", "batch_size", "max_len", "max_tokens", "vocab_size", "batches_per_epoch", "val_windows"):
         n = cfg.data.get(key)
         if n is not None and (not isinstance(n, int) or isinstance(n, bool) or n < 1):

@@ -42,6 +42,8 @@ class LanguageModeling(TaskBase):
     """
 
     ARCHS = ("decoder_only", "encoder_only", "encoder_decoder")
+    MASKS = {"decoder_only": (None, "causal", "sliding"),  # others would see the next token
+             "encoder_decoder": (None, "causal", "sliding")}
     OBJECTIVES = {"decoder_only": "causal_lm", "encoder_only": "masked_lm", "encoder_decoder": "prefix_continuation"}
 
     def __init__(self, arch: str, model: dict, tokenizer: dict, optimizer: dict, scheduler: dict,

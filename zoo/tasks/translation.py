@@ -46,6 +46,8 @@ class Translation(TaskBase):
     """
 
     ARCHS = ("encoder_decoder", "decoder_only")
+    MASKS = {"encoder_decoder": (None, "causal", "sliding"),  # the decoder must not see the next target token
+             "decoder_only": (None, "causal", "prefix", "sliding")}  # prefix: bidirectional over the source only
     JOINS_SOURCE_AND_TARGET = True  # decoder_only reads source + target as one sequence
 
     def __init__(self, arch: str, model: dict, tokenizer: dict, optimizer: dict, scheduler: dict,
