@@ -29,6 +29,11 @@ NO_ARCH = ("zoo needs an architecture. Pick one of the three with +arch=...: "
 FROM_DATA = ("vocab_size", "src_vocab_size", "num_classes")  # model keys the datamodule fills in
 
 
+def model_dict(cfg: DictConfig) -> dict:
+    """The model group as ModelConfig keyword arguments (resolved, without _target_)."""
+    return {k: v for k, v in OmegaConf.to_container(cfg.model, resolve=True).items() if k != "_target_"}
+
+
 class ConfigError(ValueError):
     """A bad or contradictory config, found before any training starts."""
 
@@ -41,7 +46,7 @@ def check_config(cfg: DictConfig) -> None:
     if cfg.arch not in task_cls.ARCHS:
         raise ConfigError(f"{task_cls.__name__} does not train +arch={cfg.arch} yet; it trains "
                           f"{', '.join(task_cls.ARCHS)} (the other cells of the arch x task matrix are issue 4)")
-    model = {k: v for k, v in OmegaConf.to_container(cfg.model, resolve=True).items() if k != "_target_"}
+    model = model_dict(cfg)
     try:
         ModelConfig(**{**model, "vocab_size": model.get("vocab_size") or 1})  # vocab_size comes from the data
     except (TypeError, ValueError) as e:
@@ -78,7 +83,7 @@ def check_checkpoint(cfg: DictConfig) -> None:
     if hp.get("arch") != cfg.arch:
         raise ConfigError(f"ckpt_path={path} is a {hp.get('arch')} checkpoint, but this run is +arch={cfg.arch}; "
                           f"resume with +arch={hp.get('arch')} or start without ckpt_path")
-    model = {k: v for k, v in OmegaConf.to_container(cfg.model).items() if k not in ("_target_", *FROM_DATA)}
+    model = {k: v for k, v in model_dict(cfg).items() if k not in FROM_DATA}
     diff = {k: (hp["model"].get(k), v) for k, v in model.items() if hp["model"].get(k) != v}
     if diff:
         raise ConfigError(f"ckpt_path={path} was trained with other model settings (checkpoint, now): {diff}")
@@ -116,7 +121,7 @@ def run(cfg: DictConfig) -> float:
     datamodule.prepare_data()
     datamodule.setup()
     info = datamodule.model_info()  # vocabulary sizes, classes, tokenizer state, typical lengths
-    model_cfg = {k: v for k, v in OmegaConf.to_container(cfg.model, resolve=True).items() if k != "_target_"}
+    model_cfg = model_dict(cfg)
     model_cfg.update({k: info[k] for k in FROM_DATA if k in info})
     task = instantiate(cfg.task, arch=cfg.arch, model=model_cfg, tokenizer=info["tokenizer"], _convert_="all")
     loggers = make_loggers(cfg, tags)

@@ -39,8 +39,8 @@ class EncoderOnly(TransformerBase):
     def forward(self, idx: torch.Tensor, key_padding_mask: Optional[torch.Tensor] = None,
                 positions: Optional[torch.Tensor] = None, return_attention: bool = False):
         """Per-token logits (B, T, vocab_size) (and attention weights with return_attention)."""
-        h, attn = self.encode(idx, key_padding_mask, positions, return_attention=True) if return_attention else \
-            (self.encode(idx, key_padding_mask, positions), None)
+        out = self.encode(idx, key_padding_mask, positions, return_attention)
+        h, attn = out if return_attention else (out, None)
         logits = self.lm_head(h)
         return (logits, attn) if return_attention else logits
 
