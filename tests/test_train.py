@@ -55,6 +55,38 @@ def test_resume_is_exact(tmp_path):
     assert resumed == full[5:]
 
 
+def validate_checkpoint(cfg, ckpt) -> float:
+    """val/loss of a checkpoint's weights, re-measured by a fresh Trainer.validate."""
+    import lightning.pytorch as pl
+    from hydra.utils import get_class, instantiate
+    dm = instantiate(cfg.data)
+    dm.prepare_data()
+    dm.setup()
+    task = get_class(cfg.task._target_).load_from_checkpoint(ckpt, weights_only=True)
+    trainer = pl.Trainer(accelerator="cpu", logger=False, enable_progress_bar=False, enable_checkpointing=False,
+                         enable_model_summary=False)
+    return trainer.validate(task, datamodule=dm, verbose=False)[0]["val/loss"]
+
+
+@pytest.mark.parametrize("extra, val_steps", [
+    (["trainer.max_steps=7"], 2),                                  # epochs of 5: step 5, and the partial epoch's step 7
+    (["trainer.max_steps=5", "trainer.val_check_interval=2"], 3),  # mid-epoch validations at 2, 4, and the end at 5
+])
+def test_every_validation_scores_the_weights_it_checkpoints(tmp_path, extra, val_steps):
+    """Training that stops mid-epoch validates its final weights, and the best checkpoint holds exactly the
+    weights that scored the best val/loss (also with mid-epoch val_check_interval validations)."""
+    cfg = make_cfg(tmp_path, TINY + ["logger=csv", "task.scheduler.warmup_steps=1", "task.optimizer.lr=1e-2", *extra])
+    run(cfg)
+    results = json.loads((tmp_path / "results.json").read_text())
+    rows = list(csv.DictReader(open(tmp_path / "csv" / "metrics.csv")))
+    val = [float(r["val/loss"]) for r in rows if r.get("val/loss")]
+    assert len(val) == val_steps
+    assert results["final"]["val/loss"] == pytest.approx(val[-1], rel=1e-6)
+    assert results["best"]["val/loss"] == pytest.approx(min(val), rel=1e-6)
+    assert validate_checkpoint(cfg, results["best_checkpoint"]) == pytest.approx(min(val), rel=1e-5)
+    assert validate_checkpoint(cfg, tmp_path / "checkpoints" / "last.ckpt") == pytest.approx(val[-1], rel=1e-5)
+
+
 def test_checkpoint_from_other_model_is_refused(tmp_path):
     run(make_cfg(tmp_path / "a", TINY + ["logger=csv", "trainer.max_steps=5"]))
     ckpt = tmp_path / "a" / "checkpoints" / "last.ckpt"
@@ -144,11 +176,54 @@ def test_generate_cli_samples_from_checkpoint(tmp_path, capsys):
                  "seed=3"]) == 0
     text = capsys.readouterr().out.rstrip("\n")
     assert text.startswith("ROMEO:") and len(text) == len("ROMEO:") + 100  # one character per token
-    model, tok = load(ckpt)
-    assert sample(model, tok, "ROMEO:", 100, 0.8, 40, seed=3) == text
+    model, tok, context_len = load(ckpt)
+    assert context_len == 32  # TINY's data.block_size, kept in the checkpoint
+    assert sample(model, tok, "ROMEO:", 100, 0.8, 40, seed=3, context_len=context_len) == text
     greedy = model.generate(torch.tensor([tok.encode("ROMEO:")]), 20, temperature=0.0)
     assert sample(model, tok, "ROMEO:", 20, 0.0) == tok.decode(greedy[0].tolist())
     assert main(["prompt=x"]) == 2  # no ckpt_path: usage, exit status 2
+
+
+def test_sampling_never_feeds_more_context_than_training(tmp_path):
+    """With block_size 32 and max_len 64, every generate call of a 100-token sample sees at most 32 tokens
+    (positions 32..63 of learned embeddings were never trained), and the output keeps every token."""
+    from zoo.generate import load, sample
+    run(make_cfg(tmp_path, TINY + ["logger=csv"]))
+    model, tok, context_len = load(str(tmp_path / "checkpoints" / "last.ckpt"))
+    calls = []
+    generate = model.generate
+
+    def spy(idx, n, **kw):
+        calls.append(idx.shape[1] + n)
+        return generate(idx, n, **kw)
+    model.generate = spy
+    text = sample(model, tok, "ROMEO:", 100, 0.0, context_len=context_len)
+    assert len(text) == 106 and max(calls) <= 32 and len(calls) > 1
+
+
+@pytest.mark.parametrize("args, message", [
+    (["ckpt_path=/nonexistent.ckpt"], "does not exist"),
+    (["ckpt_path=CKPT", "max_new_tokens=-5"], "max_new_tokens=-5"),
+    (["ckpt_path=CKPT", "temperature=hot"], "temperature='hot'"),
+    (["ckpt_path=CKPT", "top_k=0"], "top_k=0"),
+    (["ckpt_path=CKPT", "top_p=1.5"], "top_p=1.5"),
+    (["ckpt_path=CKPT", "prompt=\u00e9\u00e9"], "not in the tokenizer's vocabulary"),
+    (["ckpt_path=NOTCKPT"], "not a readable checkpoint"),
+])
+def test_generate_cli_bad_input_is_a_clear_error(tmp_path, capsys, args, message):
+    """Bad zoo.generate arguments exit with status 2 and one message naming the problem, no traceback."""
+    from zoo.generate import main
+    ckpt = tmp_path / "x.ckpt"
+    if any("CKPT" in a for a in args):
+        run(make_cfg(tmp_path, TINY + ["logger=csv", "trainer.max_steps=1"]))
+        ckpt = tmp_path / "checkpoints" / "last.ckpt"
+    bad = tmp_path / "bad.ckpt"
+    bad.write_bytes(b"not a checkpoint")
+    args = [a.replace("NOTCKPT", str(bad)).replace("CKPT", str(ckpt)) for a in args]
+    capsys.readouterr()
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("zoo.generate: error:") and message in err and "Traceback" not in err
 
 
 def test_bf16_mixed_and_gradient_accumulation(tmp_path):

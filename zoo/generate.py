@@ -3,6 +3,7 @@ sample text from a checkpoint of a language-modeling run."""
 import sys
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Optional
 
 import torch
 import yaml
@@ -15,12 +16,16 @@ DEFAULTS = {"ckpt_path": None, "prompt": "\n", "max_new_tokens": 200, "temperatu
 
 
 def load(ckpt_path: str, device: str = "cpu"):
-    """(model in eval mode, tokenizer) from a zoo LM checkpoint (read with torch.load(weights_only=True)).
+    """(model in eval mode, tokenizer, context_len) from a zoo LM checkpoint (torch.load(weights_only=True));
+    context_len is the training block_size (None for checkpoints that did not record it).
     Raises FileNotFoundError / ValueError with what to do."""
     path = Path(ckpt_path)
     if not path.is_file():
         raise FileNotFoundError(f"ckpt_path={ckpt_path} does not exist; use a .ckpt from a run's checkpoints/ dir")
-    ckpt = torch.load(path, map_location=device, weights_only=True)
+    try:
+        ckpt = torch.load(path, map_location=device, weights_only=True)
+    except Exception as e:  # a truncated or foreign file: pickle, zip or weights_only errors
+        raise ValueError(f"ckpt_path={ckpt_path} is not a readable checkpoint ({type(e).__name__}: {e})") from None
     hp = ckpt.get("hyper_parameters", {})
     if hp.get("arch") != "decoder_only":
         raise ValueError(f"{ckpt_path} is a {hp.get('arch')} checkpoint; zoo.generate samples from decoder_only "
@@ -30,24 +35,30 @@ def load(ckpt_path: str, device: str = "cpu"):
     model = build_model(hp["arch"], ModelConfig(**hp["model"]))
     state = {k[len("model."):]: v for k, v in ckpt["state_dict"].items() if k.startswith("model.")}
     model.load_state_dict(state)
-    return model.to(device).eval(), CharTokenizer.from_state_dict(hp["tokenizer"])
+    return model.to(device).eval(), CharTokenizer.from_state_dict(hp["tokenizer"]), hp.get("context_len")
 
 
 def sample(model, tokenizer, prompt: str, max_new_tokens: int, temperature: float = 0.8, top_k=None, top_p=None,
-           seed=None) -> str:
+           seed=None, context_len: Optional[int] = None) -> str:
     """prompt + max_new_tokens sampled characters (temperature 0 = greedy), with the KV cache.
 
-    Beyond model.max_len the context slides: each chunk re-reads the last max_len // 2 tokens and adds up
-    to max_len - that many (nanoGPT crops its context to block_size the same way, one token at a time).
+    context_len: the longest context the model was trained on (tokens; data.block_size; default and at most
+    model.max_len). Beyond it the context slides: each chunk re-reads the last context_len // 2 tokens and
+    adds up to context_len - that many (nanoGPT crops its context to block_size the same way, one token
+    at a time). Positions past the training length were never trained, so sampling never uses them.
+    Raises ValueError for a prompt character outside the vocabulary or a negative max_new_tokens.
     """
+    if max_new_tokens < 0:
+        raise ValueError(f"max_new_tokens={max_new_tokens} must be >= 0")
     device = next(model.parameters()).device
     g = torch.Generator(device=device).manual_seed(seed) if seed is not None else None
     tokens = tokenizer.encode(prompt) or [0]
-    keep = max(1, model.cfg.max_len // 2)
+    window = min(context_len or model.cfg.max_len, model.cfg.max_len)
+    keep = max(1, window // 2)
     remaining = max_new_tokens
     while remaining > 0:
-        ctx = tokens[-keep:] if len(tokens) + remaining > model.cfg.max_len else tokens
-        n = min(remaining, model.cfg.max_len - len(ctx))
+        ctx = tokens[-keep:] if len(tokens) + remaining > window else tokens
+        n = min(remaining, window - len(ctx))
         idx = torch.tensor([ctx], dtype=torch.long, device=device)
         out = model.generate(idx, n, temperature=temperature, top_k=top_k, top_p=top_p, generator=g)
         tokens = tokens + out[0, len(ctx):].tolist()
@@ -67,10 +78,34 @@ def main(argv=None) -> int:
               "[top_k=K] [top_p=P] [seed=S] [device=cpu|cuda]" + (f"\nunknown keys: {sorted(unknown)}" if unknown else ""),
               file=sys.stderr)
         return 2
-    model, tokenizer = load(str(args.ckpt_path), args.device)
-    print(sample(model, tokenizer, str(args.prompt), args.max_new_tokens, args.temperature, args.top_k, args.top_p,
-                 args.seed))
+    try:
+        check_args(args)
+        model, tokenizer, context_len = load(str(args.ckpt_path), args.device)
+        text = sample(model, tokenizer, str(args.prompt), args.max_new_tokens, args.temperature, args.top_k,
+                      args.top_p, args.seed, context_len)
+    except (FileNotFoundError, ValueError) as e:  # bad input: say what and how to fix, no traceback
+        print(f"zoo.generate: error: {e}", file=sys.stderr)
+        return 2
+    print(text)
     return 0
+
+
+def check_args(args) -> None:
+    """Raise ValueError for a sampling option of the wrong type or range (before loading anything)."""
+    def is_int(v):
+        return isinstance(v, int) and not isinstance(v, bool)
+    if not is_int(args.max_new_tokens) or args.max_new_tokens < 0:
+        raise ValueError(f"max_new_tokens={args.max_new_tokens!r} must be an integer >= 0")
+    if not isinstance(args.temperature, (int, float)) or isinstance(args.temperature, bool) or args.temperature < 0:
+        raise ValueError(f"temperature={args.temperature!r} must be a number >= 0 (0 = greedy)")
+    if args.top_k is not None and (not is_int(args.top_k) or args.top_k < 1):
+        raise ValueError(f"top_k={args.top_k!r} must be an integer >= 1, or omitted")
+    if args.top_p is not None and (not isinstance(args.top_p, (int, float)) or not 0 < args.top_p <= 1):
+        raise ValueError(f"top_p={args.top_p!r} must be in (0, 1], or omitted")
+    if args.seed is not None and not is_int(args.seed):
+        raise ValueError(f"seed={args.seed!r} must be an integer, or omitted")
+    if args.device not in ("cpu", "cuda") and not str(args.device).startswith("cuda:"):
+        raise ValueError(f"device={args.device!r} must be cpu or cuda[:N]")
 
 
 if __name__ == "__main__":

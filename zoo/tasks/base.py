@@ -36,5 +36,11 @@ class TaskBase(pl.LightningModule):
             self.best[k] = better(self.best.get(k, float(v)), float(v))
         self._t_last = None  # validation time is not training throughput
 
+    def on_train_batch_end(self, outputs, batch, batch_idx) -> None:
+        """Reaching trainer.max_steps mid-epoch sets trainer.should_stop, so Lightning validates (and the
+        checkpoint callback scores) the final weights instead of ending on the last epoch's numbers."""
+        if 0 < self.trainer.max_steps <= self.trainer.global_step:
+            self.trainer.should_stop = True
+
     def configure_optimizers(self):
         return configure_optimizers(self.model, self.hparams.optimizer, self.hparams.scheduler, self.trainer.max_steps)

@@ -33,7 +33,9 @@ class LanguageModeling(TaskBase):
     fields as a dict (vocab_size from the data). tokenizer: the data's tokenizer state, kept in the
     checkpoint so `python -m zoo.generate` can decode. optimizer: {lr, betas, weight_decay};
     scheduler: {warmup_steps, decay_steps, min_lr} (optimizer steps). sample: {prompt, max_new_tokens,
-    temperature, top_k} for the text printed at each validation. monitor / monitor_mode: the validation
+    temperature, top_k} for the text printed at each validation. context_len: the training window
+    (data.block_size, tokens), the longest context sampling feeds the model (kept in the checkpoint for
+    `python -m zoo.generate`; None = model.max_len). monitor / monitor_mode: the validation
     metric that selects checkpoints and is returned to sweepers.
 
     Logged: train/loss (nats/token), lr, tokens/s each step; val/loss, val/ppl = exp(val/loss),
@@ -47,7 +49,8 @@ class LanguageModeling(TaskBase):
     OBJECTIVES = {"decoder_only": "causal_lm", "encoder_only": "masked_lm", "encoder_decoder": "prefix_continuation"}
 
     def __init__(self, arch: str, model: dict, tokenizer: dict, optimizer: dict, scheduler: dict,
-                 sample: Optional[dict] = None, monitor: str = "val/loss", monitor_mode: str = "min"):
+                 sample: Optional[dict] = None, context_len: Optional[int] = None, monitor: str = "val/loss",
+                 monitor_mode: str = "min"):
         super().__init__()
         if arch not in self.ARCHS:
             raise ValueError(f"task=lm trains arch in {self.ARCHS}; got arch={arch!r}")
@@ -141,6 +144,7 @@ class LanguageModeling(TaskBase):
         """Continue `prompt` (characters) by max_new_tokens tokens; returns prompt + continuation."""
         was_training = self.model.training
         self.model.eval()
-        text = sample(self.model, self.tokenizer, prompt, max_new_tokens, temperature, top_k, top_p, seed)
+        text = sample(self.model, self.tokenizer, prompt, max_new_tokens, temperature, top_k, top_p, seed,
+                      self.hparams.context_len)
         self.model.train(was_training)
         return text
