@@ -45,9 +45,14 @@ def test_translation_loss_ignores_padding_exactly():
     assert abs(got.item() - torch.stack(terms).mean().item()) < 1e-5
 
 
-def test_unsupported_cell_is_refused_before_work(tmp_path):
-    with pytest.raises(ConfigError, match="does not train \\+arch=encoder_only"):
-        run(make_cfg(tmp_path, ["task=translation", "data=multi30k"], arch="encoder_only"))
+def test_task_and_data_that_do_not_fit_are_refused_before_work(tmp_path):
+    """A task given another task's dataset names the datasets it reads, before any data is touched."""
+    with pytest.raises(ConfigError, match="LanguageModeling cannot read .*SST2; use data=tiny_shakespeare"):
+        run(make_cfg(tmp_path, ["data=sst2", "data.data_dir=/nonexistent", "data.mirror=/nonexistent"]))
+    with pytest.raises(ConfigError, match="Translation cannot read .*TinyShakespeare; use data=multi30k"):
+        run(make_cfg(tmp_path, ["task=translation"], arch="decoder_only"))
+    with pytest.raises(ConfigError, match="Classification cannot read .*Multi30k; use data=sst2"):
+        run(make_cfg(tmp_path, ["data=multi30k"], arch="encoder_only"))
 
 
 @pytest.mark.parametrize("arch", ["encoder_only", "decoder_only", "encoder_decoder"])

@@ -45,7 +45,12 @@ def check_config(cfg: DictConfig) -> None:
     task_cls = get_class(cfg.task._target_)
     if cfg.arch not in task_cls.ARCHS:
         raise ConfigError(f"{task_cls.__name__} does not train +arch={cfg.arch} yet; it trains "
-                          f"{', '.join(task_cls.ARCHS)} (the other cells of the arch x task matrix are issue 4)")
+                          f"{', '.join(task_cls.ARCHS)}")
+    if cfg.data.get("_target_") not in getattr(task_cls, "DATA", (cfg.data.get("_target_"),)):
+        fits = sorted(p.stem for p in (Path(CONF_DIR) / "data").glob("*.yaml")
+                      if OmegaConf.load(p).get("_target_") in task_cls.DATA)
+        raise ConfigError(f"{task_cls.__name__} cannot read the batches of data._target_={cfg.data.get('_target_')}; "
+                          f"use data={' or data='.join(fits)} (or another datamodule listed in {task_cls.__name__}.DATA)")
     model = model_dict(cfg)
     try:
         ModelConfig(**{**model, "vocab_size": model.get("vocab_size") or 1})  # vocab_size comes from the data
@@ -63,7 +68,7 @@ def check_config(cfg: DictConfig) -> None:
         n = cfg.data.get(key)
         if n is None:
             continue
-        if getattr(task_cls, "JOINS_SOURCE_AND_TARGET", False) and cfg.arch == "decoder_only":
+        if getattr(task_cls, "JOINS_SOURCE_AND_TARGET", False) and cfg.arch != "encoder_decoder":
             n, key = 2 * n, f"2 x data.{key} (source + target in one sequence)"
         else:
             key = f"data.{key}"

@@ -174,7 +174,7 @@ def resolve(name: str, data_dir: str | Path | None = None, mirror: str | None = 
         f"could not get dataset file {name!r} (sha256 {expected}). Places searched:\n  - "
         + "\n  - ".join(tried)
         + "\nFix one of:\n"
-        "  - set ZOO_DATA_MIRROR=/path/to/shared/data (a local folder with the same layout), or pass mirror=...;\n"
+        "  - set ZOO_DATA_MIRROR=/path/to/shared/data (a local folder with the same layout), or pass data.mirror=/path/to/shared/data;\n"
         f"  - put the file at {local} (or set ZOO_DATA_DIR to a folder that has {name});\n"
         "  - run with network access so it can be downloaded from upstream."
     )

@@ -22,6 +22,7 @@ class Classification(TaskBase):
     """
 
     ARCHS = ("encoder_only", "decoder_only", "encoder_decoder")
+    DATA = ("zoo.data.sst2.SST2",)  # datamodules (data._target_) whose batches this task reads
 
     def __init__(self, arch: str, model: dict, tokenizer: dict, optimizer: dict, scheduler: dict,
                  monitor: str = "val/acc", monitor_mode: str = "max"):
