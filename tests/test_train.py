@@ -163,6 +163,9 @@ def test_ddp_cpu_matches_one_process(tmp_path):
     assert r1["steps"] == r2["steps"] == 50
     assert abs(r1["final"]["val/loss"] - r2["final"]["val/loss"]) <= 1e-3
     assert two.stdout.strip().splitlines()[-1] == str((tmp_path / "two" / "results.json").resolve())
+    log = (tmp_path / "one" / "train.log").read_text()  # Hydra's job log gets Lightning's and zoo's messages
+    assert "`Trainer.fit` stopped: `max_steps=50` reached." in log
+    assert f"'val/loss': {round(r1['final']['val/loss'], 4)}" in log
 
 
 def test_generate_cli_samples_from_checkpoint(tmp_path, capsys):

@@ -1,5 +1,6 @@
 """The main job: compose the config with Hydra, build data, model and trainer, train, write results.json."""
 import json
+import logging
 import os
 import sys
 import time
@@ -25,6 +26,8 @@ NO_ARCH = ("zoo needs an architecture. Pick one of the three with +arch=...: "
            "`python -m zoo +arch=encoder_decoder` (the original Transformer, translation). "
            "Any other option follows as key=value; `python -m zoo --help` lists the config groups.")
 
+
+log = logging.getLogger("zoo")
 
 FROM_DATA = ("vocab_size", "src_vocab_size", "num_classes")  # model keys the datamodule fills in
 
@@ -94,6 +97,19 @@ def check_checkpoint(cfg: DictConfig) -> None:
         raise ConfigError(f"ckpt_path={path} was trained with other model settings (checkpoint, now): {diff}")
 
 
+def route_lightning_logs() -> None:
+    """Send Lightning's messages to the handlers Hydra configured (console and <run dir>/train.log).
+    Lightning, imported before Hydra sets up logging, gives its logger a private stream handler and turns
+    propagation off, so its messages would never reach train.log."""
+    if not logging.getLogger().handlers:  # logging not configured (zoo.train.run called as a library)
+        return
+    lightning_log = logging.getLogger("lightning.pytorch")
+    for handler in list(lightning_log.handlers):
+        if type(handler) is logging.StreamHandler:
+            lightning_log.removeHandler(handler)
+    lightning_log.propagate = True
+
+
 def make_loggers(cfg: DictConfig, tags):
     loggers = []
     for name, lcfg in (cfg.get("logger") or {}).items():
@@ -115,12 +131,14 @@ def run(cfg: DictConfig) -> float:
         print(NO_ARCH, file=sys.stderr)
         sys.exit(2)
     start = time.time()
+    route_lightning_logs()
     check_config(cfg)
     check_checkpoint(cfg)
     choices = HydraConfig.get().runtime.choices if HydraConfig.initialized() else {}
     task_name, data_name = choices.get("task", "lm"), choices.get("data", "tiny_shakespeare")
     tags = [cfg.arch, task_name, data_name, *cfg.get("tags", [])]
     pl.seed_everything(cfg.seed, workers=True)
+    log.info("arch=%s task=%s data=%s output_dir=%s", cfg.arch, task_name, data_name, cfg.paths.output_dir)
 
     datamodule = instantiate(cfg.data)
     datamodule.prepare_data()
@@ -138,6 +156,7 @@ def run(cfg: DictConfig) -> float:
     if cfg.arch != "encoder_decoder":  # one input sequence: decoder-only translation reads source + target
         seq_len, src_len = seq_len + (src_len or 0) * getattr(type(task), "JOINS_SOURCE_AND_TARGET", False), None
     fpt = flops_per_token(task.model, seq_len, src_len)
+    log.info("model: %d parameters, %.4g forward FLOPs per token", n_params, fpt)
     for logger in loggers:
         logger.log_hyperparams({**OmegaConf.to_container(cfg, resolve=True), "arch": cfg.arch, "task": task_name,
                                 "dataset": data_name, "objective": getattr(task, "objective", task_name),
@@ -162,6 +181,8 @@ def run(cfg: DictConfig) -> float:
     if trainer.is_global_zero:
         path = Path(cfg.paths.output_dir) / "results.json"
         path.write_text(json.dumps(results, indent=2))
+        log.info("final %s; best %s; %d steps in %.0f s", {k: round(v, 4) for k, v in final.items()},
+                 {k: round(v, 4) for k, v in task.best.items()}, results["steps"], results["wall_seconds"])
         for logger in loggers:
             if isinstance(logger, WandbLogger):
                 logger.experiment.summary.update({"wall_seconds": results["wall_seconds"]})
