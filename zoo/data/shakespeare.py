@@ -3,16 +3,23 @@
 The text is split 90/10 into train/val by character position. A training "epoch" is a fixed number of
 windows at pseudo-random offsets; window k of the stream depends only on (seed, k), so a run can be
 reproduced (and resumed) exactly. Validation uses a fixed set of evenly spaced windows.
+
+The text is tokenized once into a memory-mapped token file (zoo.data.token_file, uint16 ids) under
+`token_dir`; every later run, DDP rank and DataLoader worker reads windows from that file, so resident
+memory does not grow with the corpus.
 """
 
+import os
 from pathlib import Path
 
 import lightning.pytorch as pl
+import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, Sampler
 
 from zoo.data.char_tokenizer import CharTokenizer
-from zoo.data.resolver import FILES, DataError, resolve
+from zoo.data.resolver import FILES, DataError, resolve, sha256sum
+from zoo.data.token_file import Tokens, open_token_file, write_token_file
 
 _MASK = (1 << 64) - 1
 _GOLDEN = 0x9E3779B97F4A7C15
@@ -26,15 +33,25 @@ def _mix64(x: int) -> int:
     return x ^ (x >> 31)
 
 
+def _pairs(data, starts, block_size: int) -> list:
+    """[(x, y)] for windows of block_size + 1 tokens at `starts`; x, y: (block_size,) long tensors.
+    A Tokens `data` reads them all with one mapping of its file."""
+    if isinstance(data, Tokens):
+        w = data.windows(starts, block_size + 1)
+        return [(r[:-1], r[1:]) for r in w]
+    windows = [data[s:s + block_size + 1] for s in starts]
+    return [(w[:-1], w[1:]) for w in windows]
+
+
 class RandomWindows(Dataset):
     """(x, y) pairs from windows of block_size+1 tokens at pseudo-random start offsets.
 
     The start offset of item `index` is a hash of (seed, index), so items are deterministic and need no
     state. `index` may be >= len(self): StreamSampler passes batches_done * batch_size + i, giving each epoch
-    fresh windows.
+    fresh windows. `data` is a 1-D token sequence: Tokens (a token file) or a long tensor.
     """
 
-    def __init__(self, data: torch.Tensor, block_size: int, num_windows: int, seed: int):
+    def __init__(self, data: "Tokens | torch.Tensor", block_size: int, num_windows: int, seed: int):
         self.data, self.block_size, self.num_windows = data, block_size, num_windows
         self.key = _mix64(seed & _MASK)
         self.num_starts = len(data) - block_size  # valid start offsets: 0 .. num_starts-1
@@ -46,15 +63,17 @@ class RandomWindows(Dataset):
         return _mix64((self.key + index * _GOLDEN) & _MASK) % self.num_starts
 
     def __getitem__(self, index: int):
-        s = self.start(index)
-        w = self.data[s : s + self.block_size + 1]
-        return w[:-1], w[1:]
+        return _pairs(self.data, [self.start(index)], self.block_size)[0]
+
+    def __getitems__(self, indices) -> list:
+        """A whole batch at once (the DataLoader calls this): one read of the token file per batch."""
+        return _pairs(self.data, [self.start(i) for i in indices], self.block_size)
 
 
 class FixedWindows(Dataset):
     """(x, y) pairs from `num_windows` windows at evenly spaced start offsets (at most one per offset)."""
 
-    def __init__(self, data: torch.Tensor, block_size: int, num_windows: int):
+    def __init__(self, data: "Tokens | torch.Tensor", block_size: int, num_windows: int):
         self.data, self.block_size = data, block_size
         num_starts = len(data) - block_size
         self.starts = torch.linspace(0, num_starts - 1, min(num_windows, num_starts)).round().long()
@@ -63,9 +82,10 @@ class FixedWindows(Dataset):
         return len(self.starts)
 
     def __getitem__(self, index: int):
-        s = int(self.starts[index])
-        w = self.data[s : s + self.block_size + 1]
-        return w[:-1], w[1:]
+        return _pairs(self.data, [int(self.starts[index])], self.block_size)[0]
+
+    def __getitems__(self, indices) -> list:
+        return _pairs(self.data, [int(self.starts[i]) for i in indices], self.block_size)
 
 
 class StreamSampler(Sampler):
@@ -94,20 +114,26 @@ class TinyShakespeare(pl.LightningDataModule):
     Args:
         block_size: context length T; windows have T+1 tokens (y is x shifted left by one).
         batch_size: global batch size B (split over DDP processes), for train and val.
-        num_workers, pin_memory: passed to the DataLoaders.
+        num_workers: DataLoader worker processes (0 = load in the training process); each worker maps
+            the token file itself.
+        pin_memory: page-locked batches for faster host-to-GPU copies (no effect on the CPU).
         val_windows: number of fixed, evenly spaced validation windows.
         batches_per_epoch: training batches that make one epoch (batches_per_epoch * batch_size random
             windows); zoo validates and checkpoints at each epoch end, so a resumed run restarts exactly.
         seed: seed of the training windows.
         data_dir, mirror: passed to zoo.data.resolver.resolve.
         file: resolver name of the text file, or the path of your own UTF-8 text file.
+        token_dir: where the token file is written (once per distinct text); default <data_dir>/tokens,
+            where data_dir is as for the resolver (data_dir, else $ZOO_DATA_DIR, else ./data).
 
-    After setup(): `tokenizer` (CharTokenizer), `vocab_size`, `train_data` / `val_data` (1-D long tensors).
+    After setup(): `tokenizer` (CharTokenizer), `vocab_size`, `train_data` / `val_data` (Tokens: 1-D,
+    read-only views of the token file; slicing gives long tensors), `token_path` (the token file).
     """
 
     def __init__(self, block_size: int = 256, batch_size: int = 64, num_workers: int = 0,
                  pin_memory: bool = False, val_windows: int = 500, batches_per_epoch: int = 250,
-                 seed: int = 1337, data_dir=None, mirror=None, file: str = "tiny_shakespeare/input.txt"):
+                 seed: int = 1337, data_dir=None, mirror=None, file: str = "tiny_shakespeare/input.txt",
+                 token_dir=None):
         super().__init__()
         self.save_hyperparameters()
         self.block_size, self.batch_size = block_size, batch_size
@@ -115,13 +141,15 @@ class TinyShakespeare(pl.LightningDataModule):
         self.val_windows, self.seed = val_windows, seed
         self.train_windows_per_epoch = batches_per_epoch * batch_size
         self.data_dir, self.mirror, self.file = data_dir, mirror, file
+        self.token_dir = Path(token_dir or Path(data_dir or os.environ.get("ZOO_DATA_DIR") or "data") / "tokens")
+        self.token_path: Path | None = None
         self.tokenizer: CharTokenizer | None = None
         self.vocab_size: int | None = None
         self.train_data = self.val_data = None
 
     def prepare_data(self) -> None:
-        """Find or download the text file (runs once per node under Lightning)."""
-        self.path()
+        """Find or download the text file and write its token file (runs once per node under Lightning)."""
+        self._tokens(self.path())
 
     def path(self) -> Path:
         """`file` as a dataset name known to the resolver (checksummed), or a path to any local text file."""
@@ -129,16 +157,14 @@ class TinyShakespeare(pl.LightningDataModule):
             return Path(self.file).expanduser()
         return resolve(self.file, self.data_dir, self.mirror)
 
-    def setup(self, stage: str | None = None) -> None:
-        """Read, tokenize and split the text. Idempotent: later calls return at once.
-
-        Raises:
-            DataError: if the file cannot be resolved, is empty, is not UTF-8, or a split is shorter
-                than block_size + 1 characters.
-        """
-        if self.train_data is not None:
-            return
-        path = self.path()
+    def _tokens(self, path: Path) -> Tokens:
+        """The token file of the text at `path`: opened if a complete one made from this exact text (by
+        SHA-256) exists, else written atomically (ranks that race write identical files)."""
+        sha = sha256sum(path)
+        self.token_path = self.token_dir / f"{path.stem}.char.{sha[:16]}.bin"
+        tokens = open_token_file(self.token_path, source_sha256=sha)
+        if tokens is not None:
+            return tokens
         raw = path.read_bytes()
         if not raw:
             raise DataError(f"{path} is empty")
@@ -147,9 +173,28 @@ class TinyShakespeare(pl.LightningDataModule):
         except UnicodeDecodeError as e:
             raise DataError(f"{path} is not valid UTF-8: invalid byte at offset {e.start} ({e.reason})") from None
         tokenizer = CharTokenizer.from_text(text)
-        data = torch.tensor(tokenizer.encode(text), dtype=torch.long)
+        ids = np.array(tokenizer.encode(text), dtype=np.int64)
+        try:
+            return write_token_file(self.token_path, [ids], tokenizer.vocab_size, source_sha256=sha,
+                                    meta={"tokenizer": tokenizer.state_dict(), "source": str(path)})
+        except OSError as e:
+            raise DataError(f"cannot write the token file {self.token_path}: {e}. Set data.token_dir "
+                            f"(or data.data_dir) to a writable folder") from None
+
+    def setup(self, stage: str | None = None) -> None:
+        """Open (or build, on first use) the token file and split it. Idempotent: later calls return at once.
+
+        Raises:
+            DataError: if the file cannot be resolved, is empty, is not UTF-8, or a split is shorter
+                than block_size + 1 characters, or the token file cannot be written.
+        """
+        if self.train_data is not None:
+            return
+        path = self.path()
+        data = self._tokens(path)
+        tokenizer = CharTokenizer.from_state_dict(data.info["meta"]["tokenizer"])
         n = int(0.9 * len(data))
-        train_data, val_data = data[:n], data[n:]
+        train_data, val_data = data.view(0, n), data.view(n, len(data))
         for split, d in (("train", train_data), ("val", val_data)):
             if len(d) < self.block_size + 1:
                 raise DataError(f"{path}: the {split} split has {len(d)} characters, fewer than "
