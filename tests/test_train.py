@@ -53,6 +53,8 @@ def test_resume_is_exact(tmp_path):
     assert len(full) == 10 and len(half) == 5 and len(resumed) == 5
     assert half == full[:5]
     assert resumed == full[5:]
+    steps = [[r["step"] for r in csv.DictReader(open(tmp_path / d / "csv" / "metrics.csv"))] for d in ("full", "resumed")]
+    assert steps[1] == steps[0][-len(steps[1]):]  # the resumed run logs at the same steps as the uninterrupted one
 
 
 def validate_checkpoint(cfg, ckpt) -> float:

@@ -36,6 +36,12 @@ class TaskBase(pl.LightningModule):
             self.best[k] = better(self.best.get(k, float(v)), float(v))
         self._t_last = None  # validation time is not training throughput
 
+    def on_train_batch_start(self, batch, batch_idx) -> None:
+        """Keep the step that loggers record equal to the optimizer step. Lightning counts it separately
+        (_batches_that_stepped) and adds one when it resumes from a checkpoint it assumes was written inside
+        a batch; zoo's last.ckpt is written at the epoch end, so resumed runs would log every step one late."""
+        self.trainer.fit_loop.epoch_loop._batches_that_stepped = self.trainer.global_step
+
     def on_train_batch_end(self, outputs, batch, batch_idx) -> None:
         """Reaching trainer.max_steps mid-epoch sets trainer.should_stop, so Lightning validates (and the
         checkpoint callback scores) the final weights instead of ending on the last epoch's numbers."""
