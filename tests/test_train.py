@@ -243,3 +243,27 @@ def test_bf16_mixed_and_gradient_accumulation(tmp_path):
     assert ckpt["loops"]["fit_loop"]["epoch_loop.batch_progress"]["total"]["completed"] == 20
     losses = train_losses(tmp_path)
     assert results["final"]["val/loss"] < losses[0] - 0.3
+
+
+def tensorboard_scalars(path) -> dict:
+    """{tag: [(step, value)]} from a TensorBoard event file (TFRecord framing: u64 length, u32 crc, data, u32 crc)."""
+    import struct
+    from tensorboardX.proto import event_pb2
+    data, out, i = Path(path).read_bytes(), {}, 0
+    while i < len(data):
+        (n,) = struct.unpack("<Q", data[i:i + 8])
+        event = event_pb2.Event.FromString(data[i + 12:i + 12 + n])
+        i += 12 + n + 4
+        for v in event.summary.value:
+            out.setdefault(v.tag, []).append((event.step, v.simple_value))
+    return out
+
+
+def test_tensorboard_logger_writes_the_logged_metrics(tmp_path):
+    """logger=tensorboard writes event files holding the same val/loss as the CSV log and results.json."""
+    run(make_cfg(tmp_path, TINY + ["logger=tensorboard"]))
+    (events,) = (tmp_path / "tensorboard").glob("events.out.tfevents.*")
+    scalars = tensorboard_scalars(events)
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert len(scalars["train/loss"]) == 10
+    assert scalars["val/loss"][-1][1] == pytest.approx(results["final"]["val/loss"], rel=1e-6)
