@@ -1,0 +1,140 @@
+"""python -m zoo.report over a tiny real comparison sweep: the table equals the runs' results.json, the curves
+come from their CSV logs, the PNGs are images, the cross-attention rows are distributions."""
+import csv
+import json
+from pathlib import Path
+
+import matplotlib.image as mpimg
+import pytest
+import torch
+
+from zoo.report import (METRICS, ReportError, cross_attention, find_runs, load_translation_model, main, read_curves,
+                        report)
+from zoo.train import run
+from zoo_run import TINY, make_cfg, run_cli
+
+TINY_MODEL = ["model.d_model=32", "model.n_heads=2", "model.d_ff=64", "model.n_layers=1", "logger=csv",
+              "trainer.enable_model_summary=false", "trainer.max_steps=12", "trainer.val_check_interval=6"]
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory):
+    """A small sweep dir: the three lm cells from the real `python -m zoo -m experiment=compare` command line
+    (tiny models, 10 steps), plus classification / encoder_only and translation / encoder_decoder run in-process
+    into the same dir."""
+    root = tmp_path_factory.mktemp("multirun")
+    lm = [a for a in TINY if not a.startswith("trainer.max_steps")] + ["trainer.max_steps=10"]
+    proc = run_cli(["-m", "experiment=compare", "+arch=encoder_only,decoder_only,encoder_decoder", "+cell=lm",
+                    f"hydra.sweep.dir={root}", "logger=csv", "trainer.val_check_interval=5", *lm], cwd=root)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    run(make_cfg(root / "classification-encoder_only",
+                 ["experiment=compare", "+cell=classification", *TINY_MODEL, "data.limit=320", "data.vocab_size=300",
+                  "data.batch_size=32", "model.max_len=128"], arch="encoder_only"))
+    run(make_cfg(root / "translation-encoder_decoder",
+                 ["experiment=compare", "+cell=translation", *TINY_MODEL, "data.limit=300", "data.vocab_size=300",
+                  "data.max_tokens=1024", "trainer.limit_val_batches=2", "trainer.limit_test_batches=2",
+                  "task.optimizer.lr=3e-3"], arch="encoder_decoder"))
+    return root
+
+
+@pytest.fixture(scope="module")
+def reported(sweep, tmp_path_factory):
+    """report() of the sweep, written into its own dir."""
+    return report(sweep, tmp_path_factory.mktemp("report"))
+
+
+def test_sweep_dirs(sweep):
+    names = sorted(p.parent.name for p in sweep.rglob("results.json"))
+    assert names == ["classification-encoder_only", "lm-decoder_only", "lm-encoder_decoder", "lm-encoder_only",
+                     "translation-encoder_decoder"]
+
+
+def test_table_equals_results_json(sweep, reported):
+    out = reported
+    table = out["table"]
+    expected = []
+    for path in sorted(sweep.rglob("results.json")):
+        res = json.loads(path.read_text())
+        for metric, where in METRICS[res["task"]]:
+            if metric in res[where]:
+                expected.append((res["task"], res["arch"], res["objective"], metric, res[where][metric],
+                                 res["params"], res["flops_per_token"], res["wall_seconds"]))
+    got = [(r["task"], r["arch"], r["objective"], r["metric"].replace(" (best)", ""), r["value"], r["params"],
+            r["flops_per_token"], r["train_seconds"]) for r in table]
+    assert sorted(got) == sorted(expected)
+    # every lm cell reports its best val/loss; test metrics of the other tasks are there
+    assert {(r["task"], r["arch"]) for r in table if r["metric"] == "val/loss (best)"} == {
+        ("lm", "encoder_only"), ("lm", "decoder_only"), ("lm", "encoder_decoder")}
+    assert {r["metric"] for r in table if r["task"] != "lm"} == {"test/acc", "test/f1", "test/bleu", "test/chrf"}
+    # the Markdown: one line per row with the formatted value; masked LM marked as a different objective
+    md = out["report"].read_text().splitlines()
+    body = [line for line in md if line.startswith("| ") and not line.startswith("| cell")]
+    assert len(body) == len(table)
+    for r, line in zip(table, body):
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        assert cells[0] == r["cell"] and cells[2] == r["metric"]
+        assert float(cells[3]) == pytest.approx(r["value"], abs=5e-5)
+        assert int(cells[4].replace(",", "")) == r["params"]
+        assert float(cells[5].split()[0]) == pytest.approx(r["flops_per_token"] / 1e6, abs=0.005)
+        assert float(cells[6]) == pytest.approx(r["train_seconds"], abs=0.5)
+        assert cells[1].startswith(r["objective"])
+        assert ("not comparable" in cells[1]) == (r["arch"] == "encoder_only" and r["task"] == "lm")
+    assert {r["objective"] for r in table if r["task"] == "lm"} == {"masked_lm", "causal_lm", "prefix_continuation"}
+
+
+def test_curves_come_from_the_csv_logs(sweep):
+    for res in find_runs(sweep):
+        curves = read_curves(Path(res["run_dir"]))
+        rows = list(csv.DictReader(open(Path(res["run_dir"]) / "csv" / "metrics.csv")))
+        for name, best in res["best"].items():
+            values = [v for _, v in curves[name]]
+            assert len(values) == sum(1 for r in rows if r.get(name)) >= 2  # at least two validations
+            better = min if name.endswith(("loss", "ppl", "bpc")) else max
+            assert better(values) == pytest.approx(best, rel=1e-6)
+            steps = [s for s, _ in curves[name]]
+            assert steps == sorted(steps) and steps[-1] <= res["steps"]
+
+
+def test_pngs_are_images(reported):
+    out = reported
+    assert sorted(p.name for p in out["curves"]) == ["val_classification.png", "val_lm.png", "val_translation.png"]
+    assert [p.name for p in out["attention"]] == ["attention_encoder_decoder.png"]  # only it has cross-attention
+    for path in [*out["curves"], *out["attention"]]:
+        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        img = mpimg.imread(path)
+        assert img.ndim == 3 and img.shape[0] > 100 and img.shape[1] > 100
+        assert img[..., :3].std() > 0.01  # not a blank canvas
+
+
+def test_cross_attention_rows_are_distributions(sweep):
+    res = next(r for r in find_runs(sweep) if r["task"] == "translation")
+    model, src_tok, tgt_tok, _, hp = load_translation_model(res)
+    assert hp["arch"] == "encoder_decoder"
+    sentence = "Ein Mann mit einem orangefarbenen Hut, der etwas anstarrt."
+    w, src_pieces, tgt_pieces = cross_attention(model, src_tok, tgt_tok, sentence)
+    ids = src_tok.encode(sentence)
+    assert src_pieces == [src_tok.tokenizer.id_to_token(i) for i in ids] + ["</s>"]
+    assert tgt_pieces[-1] == "</s>" and w.shape == (len(tgt_pieces), len(src_pieces))
+    assert torch.allclose(w.sum(1), torch.ones(len(tgt_pieces)), atol=1e-5)
+    assert bool((w >= 0).all())
+    # the same weights as the model's own return_attention on (source, BOS + translation), last layer, head mean
+    hyp = [tgt_tok.tokenizer.token_to_id(p) for p in tgt_pieces[:-1]]
+    cfg = model.cfg
+    with torch.no_grad():
+        _, attn = model(torch.tensor([ids + [cfg.eos_id]]), torch.tensor([[cfg.bos_id] + hyp]), return_attention=True)
+    assert torch.allclose(w, attn["decoder"][-1][1][0].mean(0), atol=1e-6)
+    with pytest.raises(ReportError, match="out of range"):
+        cross_attention(model, src_tok, tgt_tok, sentence, layer=len(model.decoder.layers))
+    # a model without cross-attention has no map (its checkpoint is not loaded)
+    assert load_translation_model(next(r for r in find_runs(sweep) if r["arch"] == "decoder_only")) is None
+
+
+def test_bad_input_exits_2(tmp_path, capsys):
+    assert main([str(tmp_path)]) == 2
+    assert "no results.json found below" in capsys.readouterr().err
+    assert main([str(tmp_path / "missing")]) == 2
+    assert "is not a directory" in capsys.readouterr().err
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "results.json").write_text("{not json")
+    assert main([str(tmp_path)]) == 2
+    assert "cannot read" in capsys.readouterr().err
