@@ -99,6 +99,25 @@ def test_translation_run(tmp_path, arch, mask):
     assert (tmp_path / "tokenizer.de+en.json").exists()
 
 
+def test_translation_run_encoder_only_nat(tmp_path):
+    """Non-autoregressive translation (CMLM + mask-predict) through the main job: the same BLEU / chrF keys as
+    the other archs, plus val/length_acc; the one-sequence length check uses 2 x data.max_len."""
+    over = ["task=translation", "data=multi30k"] + SMALL + [
+        "data.limit=300", "data.vocab_size=300", "data.max_tokens=1024", "task.beam_size=2",
+        "task.nat_iterations=2", "trainer.limit_val_batches=2", "trainer.limit_test_batches=2",
+        "trainer.val_check_interval=6"]
+    with pytest.raises(ConfigError, match="2 x data.max_len"):
+        run(make_cfg(tmp_path, over + ["model.max_len=200"], arch="encoder_only"))  # data.max_len 128
+    run(make_cfg(tmp_path, over, arch="encoder_only"))
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert results["objective"] == "cmlm_mask_predict"
+    f = results["final"]
+    for key in ("val/loss", "val/length_acc", "val/bleu", "val/chrf", "test/loss", "test/length_acc", "test/bleu",
+                "test/chrf", "test/bleu_beam", "test/chrf_beam"):
+        assert key in f, key
+    assert 0 <= f["test/bleu"] <= 100 and 0 <= f["val/length_acc"] <= 1
+
+
 def lm_task(arch, **model):
     from zoo.tasks.lm import LanguageModeling
     cfg = dict(vocab_size=65, d_model=16, n_heads=2, d_ff=32, n_layers=1, dropout=0.0, max_len=64, **model)

@@ -38,6 +38,8 @@ class ModelConfig:
     init: xavier (as nn.Transformer) | gpt2 (Radford et al. 2019).
     num_classes: classes of the classification head that every architecture builds when > 0 (0 = no
         head); pooling: how EncoderOnly pools its states for it (cls | mean | last).
+    length_classes: classes of EncoderOnly's target-length head (zoo.model.length_head.LengthHead), built
+        when > 0: lengths 0 .. length_classes - 1 (non-autoregressive translation sets it; 0 = no head).
     pad_id, bos_id, eos_id: special token ids.
     """
 
@@ -70,6 +72,7 @@ class ModelConfig:
     init: str = "xavier"
     num_classes: int = 0
     pooling: str = "mean"
+    length_classes: int = 0
     pad_id: int = 0
     bos_id: int = 1
     eos_id: int = 2
@@ -134,6 +137,8 @@ class ModelConfig:
             raise ValueError(f"model.window={self.window} must be >= 1 for mask='sliding'")
         if self.num_classes < 0:
             raise ValueError(f"model.num_classes={self.num_classes} must be >= 0 (0 = no classification head)")
+        if self.length_classes < 0:
+            raise ValueError(f"model.length_classes={self.length_classes} must be >= 0 (0 = no length head)")
         if self.prefix_len < 0:
             raise ValueError(f"model.prefix_len={self.prefix_len} must be >= 0")
         if self.share_embeddings and self.src_vocab_size not in (None, self.vocab_size):

@@ -1,20 +1,28 @@
-"""Encoder-only Transformer (BERT; Devlin et al. 2019): per-token logits and a pooled classifier."""
+"""Encoder-only Transformer (BERT; Devlin et al. 2019): per-token logits, a pooled classifier, and a target-length
+head for non-autoregressive translation (Mask-Predict's conditional masked LM, Ghazvininejad et al. 2019)."""
 from typing import Optional
 
 import torch
 from torch import nn
 
+from zoo.model import masks
 from zoo.model.base import TransformerBase
 from zoo.model.config import ModelConfig
 from zoo.model.encoder import Encoder
 from zoo.model.init import init_weights
+from zoo.model.length_head import LengthHead
 
 
 class EncoderOnly(TransformerBase):
-    """Embedding -> Encoder -> LM head (per-token logits, e.g. masked LM) and a classification head.
+    """Embedding -> Encoder -> LM head (per-token logits, e.g. masked LM), a classification head
+    (cfg.num_classes > 0) and a target-length head (cfg.length_classes > 0, see `cmlm`).
 
     Mask: cfg.mask (default bidirectional). Pooling for classify: cls (first token), mean (over
     non-padding tokens), last (last non-padding token).
+    source_len (encode / forward / cmlm): (B,) long; when given, the first source_len[b] positions of row b
+    (the source side) attend only to each other, while the later positions (target slots) attend to every
+    non-padding position: the source states do not depend on the target side at all, as an encoder's
+    states do not depend on the decoder (see `source_blind_mask`).
     """
 
     def __init__(self, cfg: ModelConfig):
@@ -24,22 +32,27 @@ class EncoderOnly(TransformerBase):
         self.encoder = Encoder(cfg, cfg.encoder_layers)
         self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
         self.classifier = nn.Linear(cfg.d_model, cfg.num_classes) if cfg.num_classes > 0 else None
+        self.length_head = LengthHead(cfg.d_model, cfg.length_classes) if cfg.length_classes > 0 else None
         init_weights(self, cfg.init, cfg.encoder_layers)
         if cfg.tie_embeddings:
             self.lm_head.weight = self.embed.tok.weight
 
     def encode(self, idx: torch.Tensor, key_padding_mask: Optional[torch.Tensor] = None,
-               positions: Optional[torch.Tensor] = None, return_attention: bool = False):
+               positions: Optional[torch.Tensor] = None, return_attention: bool = False,
+               source_len: Optional[torch.Tensor] = None):
         """idx (B, T), key_padding_mask (B, T) True = padding -> hidden states (B, T, d_model)
-        (and per-layer weights (B, h, T, T) with return_attention)."""
+        (and per-layer weights (B, h, T, T) with return_attention). source_len (B,): see the class."""
         x, mask, is_causal, rope, bias = self.prepare(idx, self.embed, self.mask_kind, key_padding_mask, positions)
+        if source_len is not None:
+            mask, is_causal = masks.combine(mask, source_blind_mask(idx.shape[1], source_len)), False
         x, attn = self.encoder(x, mask=mask, is_causal=is_causal, rope=rope, bias=bias, need_weights=return_attention)
         return (x, attn) if return_attention else x
 
     def forward(self, idx: torch.Tensor, key_padding_mask: Optional[torch.Tensor] = None,
-                positions: Optional[torch.Tensor] = None, return_attention: bool = False):
+                positions: Optional[torch.Tensor] = None, return_attention: bool = False,
+                source_len: Optional[torch.Tensor] = None):
         """Per-token logits (B, T, vocab_size) (and attention weights with return_attention)."""
-        out = self.encode(idx, key_padding_mask, positions, return_attention)
+        out = self.encode(idx, key_padding_mask, positions, return_attention, source_len)
         h, attn = out if return_attention else (out, None)
         logits = self.lm_head(h)
         return (logits, attn) if return_attention else logits
@@ -51,6 +64,24 @@ class EncoderOnly(TransformerBase):
             raise ValueError("this model has no classification head: build it with model.num_classes > 0")
         h = self.encode(idx, key_padding_mask)  # (B, T, d_model)
         return self.classifier(pool(h, key_padding_mask, self.cfg.pooling))
+
+    def cmlm(self, idx: torch.Tensor, key_padding_mask: Optional[torch.Tensor], source_len: torch.Tensor,
+             at: Optional[torch.Tensor] = None):
+        """Conditional masked LM (Ghazvininejad et al. 2019): one pass over [LENGTH] source, target slots.
+
+        idx (B, T): per row a LENGTH token (any id, e.g. <cls>) at position 0, the source, then the target
+        slots (tokens or <mask>), right-padded; key_padding_mask (B, T) True = padding; source_len (B,) long:
+        the source side's length, LENGTH token included (>= 1). The source side attends only to itself, so
+        the length logits, read from position 0, cannot count the target slots.
+        at: (B, T) bool: token logits only at these positions, (n, vocab_size) in row-major order (training
+        scores the masked slots only, so the output projection skips the rest).
+        Returns (token logits (B, T, vocab_size) or (n, vocab_size), length logits (B, length_classes)).
+        Raises ValueError when the model was built with length_classes=0.
+        """
+        if self.length_head is None:
+            raise ValueError("this model has no length head: build it with model.length_classes > 0")
+        h = self.encode(idx, key_padding_mask, source_len=source_len)  # (B, T, d_model)
+        return self.lm_head(h if at is None else h[at]), self.length_head(h[:, 0])
 
 
 def pool(h: torch.Tensor, key_padding_mask: Optional[torch.Tensor], pooling: str) -> torch.Tensor:
@@ -66,3 +97,13 @@ def pool(h: torch.Tensor, key_padding_mask: Optional[torch.Tensor], pooling: str
         last = (keep.long() * torch.arange(h.shape[1], device=h.device)).argmax(1)  # (B,) index of last real token
         return h[torch.arange(h.shape[0], device=h.device), last]
     raise ValueError(f"pooling={pooling!r} is unknown; allowed: cls, mean, last")
+
+
+def source_blind_mask(T: int, source_len: torch.Tensor) -> torch.Tensor:
+    """(B, 1, T, T) bool, True = may attend: query i of row b sees key j iff i >= source_len[b] (a target
+    slot sees everything) or j < source_len[b] (every query sees the source). So positions < source_len[b]
+    attend only among themselves: Mask-Predict's encoder (source only) and its bidirectional decoder (target
+    slots, attending to the source through cross-attention) in one self-attention. source_len: (B,) long."""
+    s = source_len.view(-1, 1, 1, 1)  # (B, 1, 1, 1)
+    pos = torch.arange(T, device=source_len.device)
+    return (pos.view(1, 1, T, 1) >= s) | (pos.view(1, 1, 1, T) < s)
