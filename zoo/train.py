@@ -10,6 +10,7 @@ import hydra
 import lightning.pytorch as pl
 import torch
 from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
 from hydra.utils import get_class, instantiate
 from lightning.pytorch.loggers import WandbLogger
 from lightning.pytorch.utilities.model_helpers import is_overridden
@@ -110,12 +111,40 @@ def route_lightning_logs() -> None:
     lightning_log.propagate = True
 
 
+def wandb_group(cfg: DictConfig) -> str:
+    """The W&B group of a run: logger.wandb.group if set; else, in a Hydra multirun (a -m sweep, Optuna,
+    submitit), the sweep dir, so one sweep's runs form one group; else experiment_name."""
+    group = (cfg.get("logger") or {}).get("wandb", {}).get("group")
+    if group:
+        return str(group)
+    if HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN:
+        return str(HydraConfig.get().sweep.dir)[-128:]  # W&B's limit
+    return str(cfg.get("experiment_name") or cfg.arch)
+
+
+def flat_config(cfg: DictConfig, top: dict) -> dict:
+    """The resolved config with nested keys joined by dots (model.d_model, task.optimizer.lr: the names of
+    Hydra overrides and W&B sweep parameters), then the `top` keys (arch, task, dataset, params, ...)."""
+    out = {}
+
+    def walk(prefix: str, node) -> None:
+        for k, v in node.items():
+            if isinstance(v, dict) and v:
+                walk(f"{prefix}{k}.", v)
+            else:
+                out[f"{prefix}{k}"] = v
+
+    walk("", OmegaConf.to_container(cfg, resolve=True))
+    return {**out, **top}
+
+
 def make_loggers(cfg: DictConfig, tags):
+    """The loggers of conf/logger/; W&B gets group (wandb_group), job_type = arch and tags."""
     loggers = []
     for name, lcfg in (cfg.get("logger") or {}).items():
         kwargs = {}
         if lcfg._target_.endswith("WandbLogger"):
-            kwargs["tags"] = tags
+            kwargs.update(tags=tags, group=wandb_group(cfg), job_type=cfg.arch)
             if os.environ.get("WANDB_MODE") == "online":
                 kwargs["offline"] = False
             Path(cfg.paths.output_dir).mkdir(parents=True, exist_ok=True)
@@ -157,10 +186,13 @@ def run(cfg: DictConfig) -> float:
         seq_len, src_len = seq_len + (src_len or 0) * getattr(type(task), "JOINS_SOURCE_AND_TARGET", False), None
     fpt = flops_per_token(task.model, seq_len, src_len)
     log.info("model: %d parameters, %.4g forward FLOPs per token", n_params, fpt)
+    # one flat config per run (W&B columns, parallel coordinates); Lightning's own nested copies of the
+    # module's and datamodule's hparams would repeat it under clashing names (save_hyperparameters(logger=False))
+    task._log_hyperparams = datamodule._log_hyperparams = False
     for logger in loggers:
-        logger.log_hyperparams({**OmegaConf.to_container(cfg, resolve=True), "arch": cfg.arch, "task": task_name,
-                                "dataset": data_name, "objective": getattr(task, "objective", task_name),
-                                "params": n_params, "flops_per_token": fpt})
+        logger.log_hyperparams(flat_config(cfg, {"arch": cfg.arch, "task": task_name, "dataset": data_name,
+                                                 "objective": getattr(task, "objective", task_name),
+                                                 "params": n_params, "flops_per_token": fpt}))
         if isinstance(logger, WandbLogger) and trainer.is_global_zero:
             logger.experiment.summary.update({"params": n_params, "flops_per_token": fpt})
 
@@ -185,10 +217,11 @@ def run(cfg: DictConfig) -> float:
                  {k: round(v, 4) for k, v in task.best.items()}, results["steps"], results["wall_seconds"])
         for logger in loggers:
             if isinstance(logger, WandbLogger):
-                logger.experiment.summary.update({"wall_seconds": results["wall_seconds"]})
+                logger.experiment.summary.update({"wall_seconds": results["wall_seconds"],  # best/<metric>: sweeps
+                                                  **{f"best/{k}": v for k, v in task.best.items()}})
                 logger.experiment.finish()  # flush now, so the results path below is the last line printed
         print(path.resolve())
-    monitor = task.hparams.get("monitor", "val/loss")
+    monitor = cfg.get("optimized_metric") or task.hparams.get("monitor", "val/loss")  # hparams_search sets it
     return task.best.get(monitor, final.get(monitor, float("nan")))
 
 
