@@ -1,11 +1,64 @@
-"""zoo.bench runs end to end on a tiny shape and prints its Markdown table (no timing is asserted)."""
+"""zoo.bench runs end to end on tiny shapes and prints its Markdown tables (no timing is asserted: the
+numbers depend on the machine). Peers (transformers, x-transformers) are optional: every test here runs
+without them, and the parameter-count check of the peers runs where they are installed."""
 import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+import torch
+
+from zoo.bench import contenders as contenders_module
+from zoo.bench import main
+from zoo.bench.contenders import count_params, lm_contenders, seq2seq_contenders
+from zoo.bench.generate import bench_generate
+from zoo.bench.options import Options
+from zoo.bench.report import NOT_INSTALLED
+from zoo.bench.seq2seq_step import bench_seq2seq_step
+from zoo.bench.shapes import LM_SHAPES, SEQ2SEQ_SHAPES, LMShape
+from zoo.bench.train_step import bench_train_step
+
 REPO = Path(__file__).resolve().parents[1]
+PEERS = all(contenders_module.import_error(m) is None for m in ("transformers", "x_transformers"))
+FAST = Options(quick=True, reps=5, warmup=0)
+
+
+def table_rows(text: str, header_start: str):
+    """The rows (lists of stripped cells) of the Markdown table whose header row starts with header_start."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(header_start))
+    rows = []
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        rows.append([c.strip() for c in line.strip("|").split("|")])
+    return rows
+
+
+def gpt_params(s: LMShape) -> int:
+    """Closed-form parameter count of zoo's GPT (no biases, tied head): token + position tables,
+    per layer 4 d^2 (attention) + 8 d^2 (feed-forward x4) + 2 d (two LayerNorm gains), final LayerNorm d."""
+    d = s.d_model
+    return s.vocab * d + s.block * d + s.n_layers * (12 * d * d + 2 * d) + d
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """One torch thread: these tests time nothing, and on a busy machine several threads wait for each
+    other (a tiny generate benchmark takes 5x longer with 2 threads than with 1)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture
+def no_peers(monkeypatch):
+    """Make the third-party peers look uninstalled, whatever is installed."""
+    monkeypatch.setattr(contenders_module, "_IMPORT_ERRORS",
+                        {"transformers": NOT_INSTALLED, "x_transformers": NOT_INSTALLED})
 
 
 def test_quick_train_step_prints_table_with_ratio(tmp_path):
@@ -17,21 +70,77 @@ def test_quick_train_step_prints_table_with_ratio(tmp_path):
     assert res.returncode == 0, res.stderr
     out = res.stdout
     header = out.splitlines()[2]
-    assert header.startswith(f"torch {__import__('torch').__version__} | CPU: ") and "threads 1" in header
-    table = [line for line in out.splitlines() if line.startswith("|")]
-    assert "zoo/peer" in table[0] and "tokens/s" in table[0]
-    rows = {cells[2]: cells for cells in ([c.strip() for c in line.split("|")] for line in table[2:])}
-    assert rows["zoo DecoderOnly"][1] == "tiny" and rows["zoo DecoderOnly"][-2] == "1.00 (ref)"
-    assert re.fullmatch(r"\d+\.\d\d", rows["torch TransformerEncoder"][-2])  # the zoo/peer ratio
-    assert float(rows["torch TransformerEncoder"][5].replace(",", "")) > 0  # tokens/s
-    for peer in ("HF GPT2LMHeadModel", "x-transformers TransformerWrapper"):  # installed or a 'not installed' row
-        assert peer in rows
+    assert header.startswith(f"torch {torch.__version__} | CPU: ") and "threads 1" in header
+    assert "transformers" in header and "x-transformers" in header  # peer versions (or 'not installed')
+    rows = {r[1]: r for r in table_rows(out, "| shape")}
+    zoo = rows["zoo DecoderOnly"]
+    assert zoo[0] == "tiny" and zoo[-1] == "1.00 (ref)"
+    assert int(zoo[2].replace(",", "")) == gpt_params(LM_SHAPES["tiny"]) == 27328
+    assert rows["torch TransformerEncoder"][2] == zoo[2]  # the same model, built from nn.TransformerEncoder
+    assert re.fullmatch(r"\d+\.\d\d", rows["torch TransformerEncoder"][-1])  # the zoo/peer ratio
+    assert float(rows["torch TransformerEncoder"][6].replace(",", "")) > 0  # tokens/s
+    for name in ("zoo DecoderOnly", "torch TransformerEncoder"):  # freshly initialised: loss ~ ln(65) = 4.17
+        assert abs(float(rows[name][3]) - 4.174) < 0.15, rows[name]
+    for peer in ("HF GPT2LMHeadModel", "x-transformers TransformerWrapper"):  # measured, or a 'not installed' row
+        assert re.fullmatch(r"\d+\.\d\d", rows[peer][-1]) or rows[peer][2] == NOT_INSTALLED, rows[peer]
     assert out_file.read_text().strip().splitlines()[2] == header
 
 
-def test_bad_arguments_exit_2():
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    for args in (["--only", "nope"], ["--reps", "3"], ["--shapes", "nope"]):
-        res = subprocess.run([sys.executable, "-m", "zoo.bench", *args], capture_output=True, text=True, cwd=REPO,
-                             env=env, timeout=60)
-        assert res.returncode == 2 and res.stderr, args
+def test_bad_arguments_exit_2(capsys):
+    for args, why in ((["--only", "nope"], "unknown benchmark"), (["--reps", "3"], "at least 5 repetitions"),
+                      (["--shapes", "nope"], "unknown shapes")):
+        assert main(args) == 2, args
+        captured = capsys.readouterr()
+        assert why in captured.err and not captured.out, args
+
+
+def test_missing_peers_get_not_installed_rows(no_peers):
+    opts = Options(quick=True, reps=5, warmup=0, shapes=["tiny"])
+    rows = {r[1]: r for r in table_rows(bench_train_step(opts), "| shape")}
+    assert rows["HF GPT2LMHeadModel"][2] == rows["x-transformers TransformerWrapper"][2] == NOT_INSTALLED
+    assert re.fullmatch(r"\d+\.\d\d", rows["torch TransformerEncoder"][-1])
+    rows = {r[1]: r for r in table_rows(bench_seq2seq_step(FAST, SEQ2SEQ_SHAPES["tiny"]), "| shape")}
+    assert rows["HF MarianMTModel"][2] == NOT_INSTALLED
+    assert rows["zoo EncoderDecoder"][2] == rows["torch nn.Transformer"][2]  # same parameter count
+    assert abs(float(rows["zoo EncoderDecoder"][3]) - 4.575) < 0.3  # ln(97): vocab 97
+
+
+def test_generate_tables_tiny():
+    shape = LMShape("tiny-gen", 2, 2, 32, 64, 1, 65)
+    text = bench_generate(FAST, shape, new=8, contexts=(8, 32))
+    rows = table_rows(text, "| batch")
+    assert [r[0] for r in rows] == ["batch 1"] * 3 + ["batch 16"] * 3
+    for r in rows:
+        if r[1] == "zoo KV cache":
+            assert r[-1] == "1.00 (ref)"
+        elif r[1] == "HF GPT2 generate" and not PEERS:
+            assert r[2] == NOT_INSTALLED
+        else:
+            assert re.fullmatch(r"\d+\.\d\d", r[-1]), r
+    per_token = table_rows(text, "| context")
+    assert [r[0] for r in per_token] == ["8", "32"]
+    assert all(float(r[1]) > 0 and float(r[3]) > 0 for r in per_token)  # zoo ms/token, cached and not
+    assert "32 vs 8 tokens of context" in text
+
+
+@pytest.mark.skipif(not PEERS, reason="optional peers not installed (pip install -e .[bench])")
+def test_peers_do_the_same_work_as_zoo():
+    """The peers are built at zoo's shape: the parameter counts agree exactly, up to the documented
+    differences (GPT-2's biases, Marian's missing final LayerNorms), i.e. within 3 %."""
+    for name in ("tiny", "nanogpt"):
+        s = LM_SHAPES[name]
+        built = {c.name: c.build() for c in lm_contenders(s)}
+        n = {k: count_params(m) for k, m in built.items()}
+        zoo = n["zoo DecoderOnly"]
+        assert zoo == gpt_params(s)
+        assert n["torch TransformerEncoder"] == n["x-transformers TransformerWrapper"] == zoo
+        assert n["HF GPT2LMHeadModel"] - zoo == 11 * s.d_model * s.n_layers + s.d_model  # biases
+        assert abs(n["HF GPT2LMHeadModel"] / zoo - 1) < 0.03
+        idx = torch.randint(0, s.vocab, (2, s.block))
+        for c in lm_contenders(s):
+            assert c.forward(built[c.name], idx).shape == (2, s.block, s.vocab), c.name
+    s = SEQ2SEQ_SHAPES["tiny"]
+    n = {c.name: count_params(c.build()) for c in seq2seq_contenders(s)}
+    assert n["torch nn.Transformer"] == n["zoo EncoderDecoder"]
+    assert n["zoo EncoderDecoder"] - n["HF MarianMTModel"] == 4 * s.d_model  # two final LayerNorms
+    assert abs(n["HF MarianMTModel"] / n["zoo EncoderDecoder"] - 1) < 0.03

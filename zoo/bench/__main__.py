@@ -1,0 +1,7 @@
+"""python -m zoo.bench: see zoo/bench/__init__.py."""
+import sys
+
+from zoo.bench.cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,106 @@
+"""The command line of zoo.bench: argument checks, the header, one section per benchmark."""
+import argparse
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Callable, Dict
+
+import torch
+
+from zoo.bench.generate import bench_generate
+from zoo.bench.memory import bench_memory
+from zoo.bench.options import Options
+from zoo.bench.overhead import bench_overhead
+from zoo.bench.precision import bench_precision
+from zoo.bench.report import header
+from zoo.bench.seq2seq_step import bench_seq2seq_step
+from zoo.bench.shapes import LM_SHAPES, default_lm_shapes
+from zoo.bench.train_step import bench_train_step
+
+BENCHMARKS: Dict[str, Callable[[Options], str]] = {
+    "train_step": bench_train_step,
+    "seq2seq_step": bench_seq2seq_step,
+    "generate": bench_generate,
+    "memory": bench_memory,
+    "overhead": bench_overhead,
+    "precision": bench_precision,
+}
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    """The command line (see zoo/bench/__init__.py); argv None = sys.argv[1:]."""
+    doc = sys.modules["zoo.bench"].__doc__
+    p = argparse.ArgumentParser(prog="python -m zoo.bench", description=doc.split("\n\n")[0],
+                                epilog=doc.split("\n\n", 2)[2], formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true",
+                   help="small shapes, 5 repetitions (under 2 minutes on a quiet 2-core CPU)")
+    p.add_argument("--only", default=None, help=f"comma-separated subset of: {', '.join(BENCHMARKS)}")
+    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    p.add_argument("--precision", default="fp32", choices=["fp32", "bf16"],
+                   help="train_step: run the forward passes under bf16 autocast")
+    p.add_argument("--shapes", default=None,
+                   help=f"train_step / precision shapes, comma-separated among: {', '.join(LM_SHAPES)}")
+    p.add_argument("--reps", type=int, default=None, help="timed repetitions (>= 5; default 5 quick, 7 full)")
+    p.add_argument("--warmup", type=int, default=None, help="untimed warm-up rounds (default 1 quick, 2 full)")
+    p.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's own)")
+    p.add_argument("--out", default=None, help="also write the Markdown report to this file")
+    return p.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    """Run the chosen benchmarks, print the Markdown report (and write --out). Returns the exit status:
+    0, 1 when a benchmark failed (its section says why; the others still run), 2 for bad arguments."""
+    args = parse_args(argv)
+    names = list(BENCHMARKS) if not args.only else [n.strip() for n in args.only.split(",") if n.strip()]
+    unknown = [n for n in names if n not in BENCHMARKS]
+    if unknown:
+        print(f"unknown benchmark(s) {unknown}; choose among: {', '.join(BENCHMARKS)}", file=sys.stderr)
+        return 2
+    if args.device == "cuda" and not torch.cuda.is_available():
+        print("--device cuda: CUDA is not available", file=sys.stderr)
+        return 2
+    reps = args.reps if args.reps is not None else (5 if args.quick else 7)
+    if reps < 5:
+        print(f"--reps {reps}: at least 5 repetitions are needed for a meaningful median", file=sys.stderr)
+        return 2
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
+    warmup = args.warmup if args.warmup is not None else (1 if args.quick else 2)
+    opts = Options(quick=args.quick, device=args.device, precision=args.precision, reps=reps, warmup=max(0, warmup),
+                   shapes=[s.strip() for s in args.shapes.split(",")] if args.shapes else None)
+    if opts.shapes:
+        try:
+            default_lm_shapes(opts)
+        except ValueError as e:
+            print(str(e), file=sys.stderr)
+            return 2
+
+    t_start, cpu_start = time.perf_counter(), time.process_time()
+    torch.manual_seed(0)
+    report = ["# zoo.bench", "", header(opts)]
+    print("\n".join(report), flush=True)
+    status = 0
+    for name in names:
+        t0, cpu0 = time.perf_counter(), time.process_time()
+        try:
+            section = BENCHMARKS[name](opts)
+        except Exception as e:  # one broken benchmark must not hide the others' results
+            status = 1
+            traceback.print_exc()
+            section = f"## {name}\n\n**failed**: {type(e).__name__}: {e}"
+        section += (f"\n\n({name}: {time.perf_counter() - t0:.1f} s wall, {time.process_time() - cpu0:.1f} s CPU "
+                    "in this process)")
+        report += ["", section]
+        print("\n" + section, flush=True)
+    tail = (f"Total: {time.perf_counter() - t_start:.1f} s wall, {time.process_time() - cpu_start:.1f} s CPU in "
+            "this process (memory's subprocesses not included).")
+    report += ["", tail]
+    print("\n" + tail, flush=True)
+    if args.out:
+        Path(args.out).write_text("\n".join(report) + "\n")
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

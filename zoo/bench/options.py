@@ -1,0 +1,16 @@
+"""The options every benchmark receives (set by zoo.bench.cli from the command line)."""
+from dataclasses import dataclass
+from typing import List, Optional
+
+
+@dataclass
+class Options:
+    """quick: the short mode (smaller shapes, fewer steps). device: cpu | cuda. precision: fp32 | bf16
+    (train_step's forward passes). reps: timed repetitions (the median is reported, >= 5). warmup: untimed
+    rounds before them. shapes: train_step / precision shape names (None = the mode's default)."""
+    quick: bool = False
+    device: str = "cpu"
+    precision: str = "fp32"
+    reps: int = 7
+    warmup: int = 2
+    shapes: Optional[List[str]] = None

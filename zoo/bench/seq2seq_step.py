@@ -1,0 +1,54 @@
+"""Benchmark 2: the encoder-decoder training step at the paper's base shape, zoo vs its peers."""
+import torch
+
+from zoo.bench.contenders import count_params, notes_lines, seq2seq_contenders
+from zoo.bench.options import Options
+from zoo.bench.report import THROUGHPUT_HEADERS, markdown_table, progress, throughput_rows
+from zoo.bench.shapes import SEQ2SEQ_SHAPES, Seq2SeqShape
+from zoo.bench.steps import initial_loss, random_tokens, train_step
+from zoo.bench.timing import interleaved
+
+
+def bench_seq2seq_step(opts: Options, shape: Seq2SeqShape = None) -> str:
+    """Encoder-decoder training step (teacher forcing): target tokens/s = batch * tgt_len / step seconds.
+
+    Paper base shape (Vaswani et al. 2017): 6 + 6 layers, d_model 512, d_ff 2048, 8 heads, vocab 8000
+    (source and target), batch 64 x (32 source + 32 target) tokens = 4096 tokens a step.
+    QUICK: 2 + 2 layers, batch 8 (SEQ2SEQ_SHAPES['base-quick']). `shape` overrides both (tests).
+    Contenders (zoo.bench.contenders.seq2seq_contenders): zoo EncoderDecoder, nn.Transformer with
+    embeddings and a tied head (TorchSeq2Seq), HF MarianMTModel when installed. All post-LN, ReLU,
+    sinusoidal positions, embeddings x sqrt(d_model), biases, dropout 0 (the paper uses 0.1; 0 keeps the
+    timing free of RNG work, the same for all). Precision: always fp32.
+    """
+    s = shape or SEQ2SEQ_SHAPES["base-quick" if opts.quick else "base"]
+    progress(f"seq2seq_step {s.name}")
+    src = random_tokens((s.batch, s.src_len), s.vocab, opts.device, seed=1)
+    tgt = random_tokens((s.batch, s.tgt_len), s.vocab, opts.device, seed=2)
+    labels = random_tokens((s.batch, s.tgt_len), s.vocab, opts.device, seed=3)
+    contenders = seq2seq_contenders(s)
+    steps, params, loss0, missing = {}, {}, {}, {}
+    for c in contenders:
+        if c.missing:
+            missing[c.name] = c.missing
+            continue
+        torch.manual_seed(0)
+        model = c.build().to(opts.device).train()
+        forward = (lambda f: lambda m: f(m, src, tgt))(c.forward)
+        params[c.name] = count_params(model)
+        loss0[c.name] = initial_loss(model, forward, labels)
+        steps[c.name] = train_step(model, forward, labels, "fp32")
+    times = interleaved(steps, opts.reps, opts.warmup, opts.device)
+    label = f"{s.n_layers}+{s.n_layers} L, b{s.batch}"
+    rows = throughput_rows(label, times, s.batch * s.tgt_len, "zoo EncoderDecoder", params, loss0, missing)
+    return "\n".join([
+        "## seq2seq_step: encoder-decoder training step (forward + backward + AdamW)",
+        "",
+        f"{s.describe()}; post-LN, ReLU, sinusoidal positions, dropout 0 (the paper trains with 0.1: off here "
+        "for timing fairness), fp32. tokens/s counts target tokens; zoo/peer > 1 = zoo faster. params: "
+        "trainable, tied counted once; loss₀: the initialised model's loss (~ln(vocab)).",
+        "",
+        markdown_table(THROUGHPUT_HEADERS, rows, label_columns=2),
+        "",
+        "zoo EncoderDecoder: separate source / target embeddings, head tied to the target one, a final "
+        "LayerNorm after each stack, Xavier init. Differences of the peers:",
+        *notes_lines(contenders)])

@@ -1,0 +1,58 @@
+"""Interleaved timing: every contender of a comparison runs in one process, repetition by repetition."""
+import gc
+import statistics
+import time
+from typing import Callable, Dict, List, Sequence
+
+import torch
+
+
+class Timed(float):
+    """Seconds a contender measured itself (e.g. to leave its set-up out); see `interleaved`."""
+
+
+def sync(device: str) -> None:
+    """Wait for queued GPU work, so that wall-clock time covers it (no-op on CPU)."""
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def interleaved(contenders: Dict[str, Callable[[], object]], reps: int, warmup: int,
+                device: str = "cpu") -> Dict[str, List[float]]:
+    """Time each contender `reps` times, interleaved: repetition r runs every contender once, in the
+    given order for even r and reversed for odd r (A B C, C B A, ...), so slow drifts of the machine
+    load are shared. First `warmup` untimed rounds of every contender (allocator, kernels, caches).
+
+    contenders: name -> zero-argument callable. Its wall-clock time (seconds, GPU synchronised before and
+    after) is recorded, unless it returns a `Timed`, which is then taken as its own measured seconds.
+    Returns name -> list of `reps` durations (seconds), in repetition order.
+
+    Python's cyclic garbage collector runs before each timed call, never inside it: the objects alive at
+    the start (models, imported libraries) are frozen out of its scans (gc.freeze), so that collection
+    costs microseconds instead of the ~0.5 s a full scan takes once transformers is imported.
+    """
+    names = list(contenders)
+    for _ in range(warmup):
+        for name in names:
+            contenders[name]()
+    times: Dict[str, List[float]] = {name: [] for name in names}
+    gc.collect()
+    gc.freeze()
+    try:
+        for r in range(reps):
+            for name in (names if r % 2 == 0 else names[::-1]):
+                gc.collect()
+                sync(device)
+                t0 = time.perf_counter()
+                out = contenders[name]()
+                sync(device)
+                elapsed = time.perf_counter() - t0
+                times[name].append(float(out) if isinstance(out, Timed) else elapsed)
+    finally:
+        gc.unfreeze()
+    return times
+
+
+def median(xs: Sequence[float]) -> float:
+    """The median of a non-empty sequence (statistics.median)."""
+    return statistics.median(xs)

@@ -1,0 +1,61 @@
+"""Benchmark 1: the decoder-only LM training step, zoo vs its peers."""
+import gc
+
+import torch
+
+from zoo.bench.contenders import count_params, lm_contenders, notes_lines
+from zoo.bench.options import Options
+from zoo.bench.report import THROUGHPUT_HEADERS, markdown_table, progress, throughput_rows
+from zoo.bench.shapes import default_lm_shapes
+from zoo.bench.steps import initial_loss, random_tokens, train_step
+from zoo.bench.timing import interleaved
+
+
+def bench_train_step(opts: Options) -> str:
+    """Decoder-only LM training step: tokens/s = batch * block / step seconds (median).
+
+    Contenders (zoo.bench.contenders.lm_contenders; same d_model / heads / layers / vocab / batch / block,
+    dropout 0): zoo DecoderOnly; torch TransformerEncoder (TorchGPT); HF GPT2LMHeadModel and
+    x-transformers TransformerWrapper(Decoder) when installed, with the differences listed under the table.
+    Step = forward, fp32 cross-entropy, backward, AdamW step, zero_grad(set_to_none=True)
+    (zoo.bench.steps.train_step). --precision bf16 runs every contender's forward under bf16 autocast.
+    Every model is built from torch.manual_seed(0); all live in memory at once (GPT-2 small: ~2 GB each
+    with AdamW state). QUICK on CPU: nanogpt shape only (see default_lm_shapes).
+    """
+    sections, rows, contenders_seen = [], [], []
+    for s in default_lm_shapes(opts):
+        progress(f"train_step {s.name}")
+        idx = random_tokens((s.batch, s.block), s.vocab, opts.device, seed=1)
+        targets = random_tokens((s.batch, s.block), s.vocab, opts.device, seed=2)
+        steps, params, loss0, missing = {}, {}, {}, {}
+        contenders = lm_contenders(s)
+        for c in contenders:
+            if c.missing:
+                missing[c.name] = c.missing
+                continue
+            torch.manual_seed(0)
+            model = c.build().to(opts.device).train()
+            forward = (lambda f: lambda m: f(m, idx))(c.forward)
+            params[c.name] = count_params(model)
+            loss0[c.name] = initial_loss(model, forward, targets)
+            steps[c.name] = train_step(model, forward, targets, opts.precision)
+        times = interleaved(steps, opts.reps, opts.warmup, opts.device)
+        rows += throughput_rows(s.name, times, s.batch * s.block, "zoo DecoderOnly", params, loss0, missing)
+        sections.append(s.describe())
+        contenders_seen = contenders
+        del steps
+        gc.collect()
+    return "\n".join([
+        "## train_step: decoder-only LM training step (forward + backward + AdamW)",
+        "",
+        f"Shapes: {'; '.join(sections)}. Precision: {opts.precision}"
+        f"{' (bf16 autocast on every contender forward)' if opts.precision == 'bf16' else ''}. "
+        "tokens/s = batch x block / step time; zoo/peer = zoo tokens/s / peer tokens/s (> 1 = zoo faster). "
+        "params = trainable parameters (tied counted once); loss₀ = the initialised model's loss on the batch "
+        "(~ln(vocab) for every contender: same numerical regime).",
+        "",
+        markdown_table(THROUGHPUT_HEADERS, rows, label_columns=2),
+        "",
+        "zoo DecoderOnly: pre-LN, exact GELU, learned positions, tied head, no biases, SDPA is_causal (no mask "
+        "tensor), GPT-2 init. Differences of the peers:",
+        *notes_lines(contenders_seen)])
