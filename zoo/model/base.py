@@ -36,7 +36,8 @@ class TransformerBase(nn.Module):
 
         key_padding_mask: (B, offset + T) bool, True = padding, over all keys (cached ones included).
         positions: (B, T) long; default: per row, the count of non-padding tokens before each token, so
-        left-padded prompts start at position 0; without padding offset .. offset+T-1.
+        left-padded prompts start at position 0; without padding offset .. offset+T-1, shaped (1, T) and
+        broadcast over the batch (a (B, T) index would make the learned-position backward B times the work).
         Returns (x (B, T, d_model), mask, is_causal, rope (cos, sin) | None, bias (1, h, T, offset+T) | None).
         Raises ValueError when the sequence is longer than model.max_len.
         """
@@ -49,7 +50,7 @@ class TransformerBase(nn.Module):
             raise ValueError(f"key_padding_mask must be (B, offset + T) = ({B}, {T_k}), got {tuple(key_padding_mask.shape)}")
         if positions is None:
             if key_padding_mask is None:
-                positions = torch.arange(offset, T_k, device=idx.device).expand(B, T)
+                positions = torch.arange(offset, T_k, device=idx.device).unsqueeze(0)  # (1, T): same for every row
             else:
                 positions = ((~key_padding_mask).long().cumsum(1) - 1).clamp(min=0)[:, offset:]  # (B, T)
         x = embed(idx, positions)  # (B, T, d_model)

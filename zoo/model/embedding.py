@@ -6,11 +6,23 @@ import torch
 from torch import nn
 
 
+def check_ids(idx: torch.Tensor, vocab_size: int) -> None:
+    """Raise ValueError naming a token id of idx outside [0, vocab_size) (one reduction, one host sync;
+    skipped under torch.compile)."""
+    if torch.compiler.is_compiling() or not idx.numel():
+        return
+    lo, hi = torch.aminmax(idx)
+    if int(lo) < 0 or int(hi) >= vocab_size:
+        bad = idx[(idx < 0) | (idx >= vocab_size)][0].item()
+        raise ValueError(f"token id {bad} is outside the vocabulary [0, {vocab_size}); check the tokenizer and "
+                         f"model.vocab_size")
+
+
 class Embedding(nn.Module):
     """x = dropout(tok(idx) * sqrt(d_model)? + pos(positions)?) (Vaswani et al. 2017, sec. 3.4-3.5).
 
     vocab_size: tokens; positions: SinusoidalPositions / LearnedPositions or None (RoPE, ALiBi, none).
-    idx: (B, T) long in [0, vocab_size); positions: (B, T) long. Returns (B, T, d_model).
+    idx: (B, T) long in [0, vocab_size); positions: (B|1, T) long. Returns (B, T, d_model).
     Raises ValueError for a token id outside the vocabulary.
     """
 
@@ -23,11 +35,7 @@ class Embedding(nn.Module):
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, idx: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
-        V = self.tok.num_embeddings
-        if not torch.compiler.is_compiling() and idx.numel() and (int(idx.min()) < 0 or int(idx.max()) >= V):
-            bad = idx[(idx < 0) | (idx >= V)][0].item()
-            raise ValueError(f"token id {bad} is outside the vocabulary [0, {V}); check the tokenizer and "
-                             f"model.vocab_size")
+        check_ids(idx, self.tok.num_embeddings)
         x = self.tok(idx) * self.scale  # (B, T, d_model)
         if self.pos is not None:
             x = x + self.pos(positions)
