@@ -31,6 +31,7 @@ NO_ARCH = ("zoo needs an architecture. Pick one of the three with +arch=...: "
 log = logging.getLogger("zoo")
 
 FROM_DATA = ("vocab_size", "src_vocab_size", "num_classes")  # model keys the datamodule fills in
+RUNTIME = ("compile", "activation_checkpointing")  # model keys that do not change the math: free on resume
 
 
 def model_dict(cfg: DictConfig) -> dict:
@@ -92,7 +93,7 @@ def check_checkpoint(cfg: DictConfig) -> None:
     if hp.get("arch") != cfg.arch:
         raise ConfigError(f"ckpt_path={path} is a {hp.get('arch')} checkpoint, but this run is +arch={cfg.arch}; "
                           f"resume with +arch={hp.get('arch')} or start without ckpt_path")
-    model = {k: v for k, v in model_dict(cfg).items() if k not in FROM_DATA}
+    model = {k: v for k, v in model_dict(cfg).items() if k not in FROM_DATA + RUNTIME}
     diff = {k: (hp["model"].get(k), v) for k, v in model.items() if hp["model"].get(k) != v}
     if diff:
         raise ConfigError(f"ckpt_path={path} was trained with other model settings (checkpoint, now): {diff}")

@@ -41,6 +41,11 @@ class ModelConfig:
     length_classes: classes of EncoderOnly's target-length head (zoo.model.length_head.LengthHead), built
         when > 0: lengths 0 .. length_classes - 1 (non-autoregressive translation sets it; 0 = no head).
     pad_id, bos_id, eos_id: special token ids.
+    activation_checkpointing: in training, each encoder / decoder layer keeps only its input and recomputes
+        its activations in backward (torch.utils.checkpoint, use_reentrant=False): less memory, one more
+        forward per layer; the same loss and gradients.
+    compile: read by the training task, not by the model: torch.compile each layer's training forward
+        (zoo.tasks.base.compile_layers).
     """
 
     vocab_size: int = 65
@@ -76,6 +81,8 @@ class ModelConfig:
     pad_id: int = 0
     bos_id: int = 1
     eos_id: int = 2
+    activation_checkpointing: bool = False
+    compile: bool = False
 
     def __post_init__(self):
         self.validate()

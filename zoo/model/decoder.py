@@ -1,5 +1,7 @@
 """The decoder stack: N decoder layers (with cross-attention when built for a memory) and an optional final norm."""
+import torch
 from torch import nn
+from torch.utils.checkpoint import checkpoint
 
 from zoo.model.config import ModelConfig
 from zoo.model.decoder_layer import DecoderLayer
@@ -13,19 +15,30 @@ class Decoder(nn.Module):
     forward(x (B, T, d_model), memory (B, S, d_model) | None, mask, is_causal, memory_mask, rope, bias,
     caches, cross_caches (one KVCache per layer each) | None, need_weights) -> (x (B, T, d_model),
     [per-layer (self weights, cross weights)] or None).
+
+    cfg.activation_checkpointing: in training (grad enabled, no caches) each layer saves only its inputs and
+    recomputes its activations in backward (torch.utils.checkpoint, use_reentrant=False; the RNG state is
+    replayed, so dropout masks, loss and gradients equal the plain path's).
     """
 
     def __init__(self, cfg: ModelConfig, n_layers: int, cross_attention: bool = True):
         super().__init__()
         self.layers = nn.ModuleList(DecoderLayer(cfg, cross_attention) for _ in range(n_layers))
         self.norm = make_norm(cfg.norm, cfg.d_model, cfg.norm_eps, cfg.bias) if cfg.use_final_norm else None
+        self.activation_checkpointing = cfg.activation_checkpointing
 
     def forward(self, x, memory=None, mask=None, is_causal=False, memory_mask=None, rope=None, bias=None,
                 caches=None, cross_caches=None, need_weights=False):
+        recompute = (self.activation_checkpointing and self.training and torch.is_grad_enabled()
+                     and not caches and not cross_caches)
         weights = []
         for i, layer in enumerate(self.layers):
-            x, w = layer(x, memory, mask, is_causal, memory_mask, rope, bias, caches[i] if caches else None,
-                         cross_caches[i] if cross_caches else None, need_weights)
+            if recompute:
+                x, w = checkpoint(layer, x, memory, mask, is_causal, memory_mask, rope, bias, None, None,
+                                  need_weights, use_reentrant=False)
+            else:
+                x, w = layer(x, memory, mask, is_causal, memory_mask, rope, bias, caches[i] if caches else None,
+                             cross_caches[i] if cross_caches else None, need_weights)
             weights.append(w)
         if self.norm is not None:
             x = self.norm(x)

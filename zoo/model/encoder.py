@@ -1,5 +1,7 @@
 """The encoder stack: N encoder layers and an optional final norm."""
+import torch
 from torch import nn
+from torch.utils.checkpoint import checkpoint
 
 from zoo.model.config import ModelConfig
 from zoo.model.encoder_layer import EncoderLayer
@@ -11,17 +13,26 @@ class Encoder(nn.Module):
 
     forward(x (B, T, d_model), mask, is_causal, rope, bias, caches (one KVCache per layer) | None,
     need_weights) -> (x (B, T, d_model), [per-layer weights (B, h, T, T_k)] or None).
+
+    cfg.activation_checkpointing: in training (grad enabled, no caches) each layer saves only its input and
+    recomputes its activations in backward (torch.utils.checkpoint, use_reentrant=False; the RNG state is
+    replayed, so dropout masks, loss and gradients equal the plain path's).
     """
 
     def __init__(self, cfg: ModelConfig, n_layers: int):
         super().__init__()
         self.layers = nn.ModuleList(EncoderLayer(cfg) for _ in range(n_layers))
         self.norm = make_norm(cfg.norm, cfg.d_model, cfg.norm_eps, cfg.bias) if cfg.use_final_norm else None
+        self.activation_checkpointing = cfg.activation_checkpointing
 
     def forward(self, x, mask=None, is_causal=False, rope=None, bias=None, caches=None, need_weights=False):
+        recompute = self.activation_checkpointing and self.training and torch.is_grad_enabled() and not caches
         weights = []
         for i, layer in enumerate(self.layers):
-            x, w = layer(x, mask, is_causal, rope, bias, caches[i] if caches else None, need_weights)
+            if recompute:
+                x, w = checkpoint(layer, x, mask, is_causal, rope, bias, None, need_weights, use_reentrant=False)
+            else:
+                x, w = layer(x, mask, is_causal, rope, bias, caches[i] if caches else None, need_weights)
             weights.append(w)
         if self.norm is not None:
             x = self.norm(x)

@@ -1,10 +1,45 @@
-"""What every task's LightningModule shares: step logging, best-metric tracking, the optimizer."""
+"""What every task's LightningModule shares: step logging, best-metric tracking, the optimizer, and the
+runtime options model.compile and FSDP's sharded parameters."""
 import time
+import types
 
 import lightning.pytorch as pl
 import torch
+from torch import nn
 
+from zoo.distributed import full_params
+from zoo.model.decoder_layer import DecoderLayer
+from zoo.model.encoder_layer import EncoderLayer
 from zoo.tasks.optim_config import configure_optimizers
+
+_COMPILED = {}  # (layer class, compile options) -> torch.compile(layer class's forward), shared by all its layers
+
+
+def _layer_forward(self, *args, **kwargs):
+    """forward of a layer after compile_layers: the compiled forward in training, the eager one otherwise."""
+    if self.training and torch.is_grad_enabled():
+        return self.compiled_forward(self, *args, **kwargs)
+    return type(self).forward(self, *args, **kwargs)
+
+
+def compile_layers(model: nn.Module, **compile_kwargs) -> int:
+    """Regional compilation: every EncoderLayer / DecoderLayer of `model` runs torch.compile(layer class's
+    forward, **compile_kwargs) in training (module in train mode, grad enabled). All layers of a class share
+    one compiled graph (their parameters are its inputs), so compile time does not grow with n_layers.
+    Evaluation, generation and beam search run eagerly: their lengths and KV caches change every step and
+    would recompile. Parameters, state_dict and checkpoints are unchanged. Idempotent; returns the number of
+    layers switched to the compiled forward by this call."""
+    key_opts = tuple(sorted(compile_kwargs.items()))
+    n = 0
+    for layer in model.modules():
+        if isinstance(layer, (EncoderLayer, DecoderLayer)) and "compiled_forward" not in vars(layer):
+            key = (type(layer), key_opts)
+            if key not in _COMPILED:
+                _COMPILED[key] = torch.compile(type(layer).forward, **compile_kwargs)
+            layer.compiled_forward = _COMPILED[key]
+            layer.forward = types.MethodType(_layer_forward, layer)
+            n += 1
+    return n
 
 
 class TaskBase(pl.LightningModule):
@@ -48,5 +83,25 @@ class TaskBase(pl.LightningModule):
         if 0 < self.trainer.max_steps <= self.trainer.global_step:
             self.trainer.should_stop = True
 
+    def configure_model(self):
+        """Lightning hook, run before DDP / FSDP wrap the module: model.compile=true compiles the layers
+        (compile_layers)."""
+        if self.model.cfg.compile:
+            compile_layers(self.model)
+
     def configure_optimizers(self):
-        return configure_optimizers(self.model, self.hparams.optimizer, self.hparams.scheduler, self.trainer.max_steps)
+        # under FSDP the parameters are flat 1-D shards here; weight decay picks matrices by their real shape
+        with full_params(getattr(self.trainer.strategy, "model", None)):
+            return configure_optimizers(self.model, self.hparams.optimizer, self.hparams.scheduler,
+                                        self.trainer.max_steps)
+
+    def configure_gradient_clipping(self, optimizer, gradient_clip_val=None, gradient_clip_algorithm=None):
+        """trainer.gradient_clip_val clips the global gradient norm; under FSDP with FSDP's own
+        clip_grad_norm_ (torch.nn.utils.clip_grad_norm_ would see only this process's shards)."""
+        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+
+        wrapped = getattr(self.trainer.strategy, "model", None)
+        if isinstance(wrapped, FSDP) and gradient_clip_val and gradient_clip_algorithm in (None, "norm"):
+            wrapped.clip_grad_norm_(gradient_clip_val)
+            return
+        super().configure_gradient_clipping(optimizer, gradient_clip_val, gradient_clip_algorithm)
