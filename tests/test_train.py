@@ -267,3 +267,38 @@ def test_tensorboard_logger_writes_the_logged_metrics(tmp_path):
     results = json.loads((tmp_path / "results.json").read_text())
     assert len(scalars["train/loss"]) == 10
     assert scalars["val/loss"][-1][1] == pytest.approx(results["final"]["val/loss"], rel=1e-6)
+
+
+def test_checkpoint_of_another_task_or_an_unreadable_file_is_refused(tmp_path):
+    """A decoder_only classification checkpoint given to an lm run, a garbage file, and a checkpoint that
+    already reached max_steps are refused with ConfigError before any data work."""
+    run(make_cfg(tmp_path / "lm", TINY + ["logger=csv", "trainer.max_steps=2"]))
+    ckpt = tmp_path / "lm" / "checkpoints" / "last.ckpt"
+    other = torch.load(ckpt, weights_only=True)
+    assert other["zoo_task"] == "LanguageModeling"
+    other["zoo_task"] = "Classification"
+    torch.save(other, tmp_path / "cls.ckpt")
+    with pytest.raises(ConfigError, match="trained by task Classification, but this run's task is LanguageModeling"):
+        run(make_cfg(tmp_path / "a", TINY + ["logger=csv", f"ckpt_path={tmp_path / 'cls.ckpt'}"]))
+    (tmp_path / "junk.ckpt").write_bytes(b"junk")
+    with pytest.raises(ConfigError, match="not a readable checkpoint"):
+        run(make_cfg(tmp_path / "b", TINY + ["logger=csv", f"ckpt_path={tmp_path / 'junk.ckpt'}"]))
+    with pytest.raises(ConfigError, match="already trained 2 steps; resuming needs trainer.max_steps above"):
+        run(make_cfg(tmp_path / "c", TINY + ["logger=csv", "trainer.max_steps=2", f"ckpt_path={ckpt}"]))
+
+
+@pytest.mark.parametrize("overrides, arch, message", [
+    (["task.scheduler.kind=linear"], "decoder_only", "task.scheduler.kind='linear' is unknown"),
+    (["task.scheduler.warmup_steps=0"], "encoder_decoder", "noam needs task.scheduler.warmup_steps >= 1"),
+    (["model.share_embeddings=true", "data.joint_vocab=false"], "encoder_decoder", "set data.joint_vocab=true"),
+])
+def test_contradictory_settings_are_refused(tmp_path, overrides, arch, message):
+    with pytest.raises(ConfigError, match=message):
+        run(make_cfg(tmp_path, overrides + ["logger=csv"], arch=arch))
+
+
+def test_constructor_errors_exit_2_with_one_message(tmp_path):
+    """A datamodule's own refusal (a language pair without files) reaches the user as `zoo: error:`, exit 2."""
+    out = run_cli(["+arch=encoder_decoder", "data.src_lang=xx", "logger=csv", f"hydra.run.dir={tmp_path}"],
+                  cwd=tmp_path)
+    assert out.returncode == 2 and "zoo: error: Multi30k split" in out.stderr and "Traceback" not in out.stderr

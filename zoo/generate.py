@@ -30,8 +30,9 @@ def load(ckpt_path: str, device: str = "cpu"):
     if hp.get("arch") != "decoder_only":
         raise ValueError(f"{ckpt_path} is a {hp.get('arch')} checkpoint; zoo.generate samples from decoder_only "
                          f"language models (task=lm)")
-    if "tokenizer" not in hp or "model" not in hp:
-        raise ValueError(f"{ckpt_path} is not a zoo language-model checkpoint (no model/tokenizer hyperparameters)")
+    if "chars" not in hp.get("tokenizer", {}) or "model" not in hp:
+        raise ValueError(f"{ckpt_path} is not a checkpoint of a character language model (task=lm); "
+                         f"zoo.generate samples from those")
     model = build_model(hp["arch"], ModelConfig(**hp["model"]))
     state = {k[len("model."):]: v for k, v in ckpt["state_dict"].items() if k.startswith("model.")}
     model.load_state_dict(state)

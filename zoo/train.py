@@ -10,6 +10,7 @@ import hydra
 import lightning.pytorch as pl
 import torch
 from hydra.core.hydra_config import HydraConfig
+from hydra.errors import InstantiationException
 from hydra.types import RunMode
 from hydra.utils import get_class, instantiate
 from lightning.pytorch.loggers import WandbLogger
@@ -56,6 +57,16 @@ def check_config(cfg: DictConfig) -> None:
                       if OmegaConf.load(p).get("_target_") in task_cls.DATA)
         raise ConfigError(f"{task_cls.__name__} cannot read the batches of data._target_={cfg.data.get('_target_')}; "
                           f"use data={' or data='.join(fits)} (or another datamodule listed in {task_cls.__name__}.DATA)")
+    sched = cfg.task.get("scheduler") or {}
+    if sched.get("kind", "cosine") not in ("cosine", "noam"):
+        raise ConfigError(f"task.scheduler.kind={sched.get('kind')!r} is unknown; allowed: cosine, noam")
+    if sched.get("kind") == "noam" and not (sched.get("warmup_steps") or 0) >= 1:
+        raise ConfigError(f"task.scheduler.kind=noam needs task.scheduler.warmup_steps >= 1 (its peak is at "
+                          f"warmup_steps: lr * min(step^-0.5, step * warmup^-1.5) * warmup^0.5); "
+                          f"got {sched.get('warmup_steps')}")
+    if cfg.model.get("share_embeddings") and cfg.data.get("joint_vocab") is False:
+        raise ConfigError("model.share_embeddings=true needs one vocabulary for source and target: set "
+                          "data.joint_vocab=true (or model.share_embeddings=false)")
     model = model_dict(cfg)
     try:
         ModelConfig(**{**model, "vocab_size": model.get("vocab_size") or 1})  # vocab_size comes from the data
@@ -89,7 +100,16 @@ def check_checkpoint(cfg: DictConfig) -> None:
         return
     if not Path(path).is_file():
         raise ConfigError(f"ckpt_path={path} does not exist; pass a .ckpt file from a run's checkpoints/ dir")
-    hp = torch.load(path, map_location="cpu", weights_only=True).get("hyper_parameters", {})
+    try:
+        ckpt = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:  # truncated, foreign or not a checkpoint at all
+        raise ConfigError(f"ckpt_path={path} is not a readable checkpoint ({type(e).__name__}); pass a .ckpt "
+                          f"file from a run's checkpoints/ dir") from None
+    hp = ckpt.get("hyper_parameters", {})
+    task_name = get_class(cfg.task._target_).__name__
+    if ckpt.get("zoo_task", task_name) != task_name:
+        raise ConfigError(f"ckpt_path={path} was trained by task {ckpt['zoo_task']}, but this run's task is "
+                          f"{task_name}; resume with the task (and data) it was trained on")
     if hp.get("arch") != cfg.arch:
         raise ConfigError(f"ckpt_path={path} is a {hp.get('arch')} checkpoint, but this run is +arch={cfg.arch}; "
                           f"resume with +arch={hp.get('arch')} or start without ckpt_path")
@@ -97,6 +117,10 @@ def check_checkpoint(cfg: DictConfig) -> None:
     diff = {k: (hp["model"].get(k), v) for k, v in model.items() if hp["model"].get(k) != v}
     if diff:
         raise ConfigError(f"ckpt_path={path} was trained with other model settings (checkpoint, now): {diff}")
+    max_steps = cfg.trainer.get("max_steps", -1)
+    if max_steps is not None and 0 < max_steps <= ckpt.get("global_step", 0):
+        raise ConfigError(f"ckpt_path={path} has already trained {ckpt['global_step']} steps; resuming needs "
+                          f"trainer.max_steps above that (now {max_steps})")
 
 
 def route_lightning_logs() -> None:
@@ -236,3 +260,8 @@ def main(cfg: DictConfig) -> float:
     except (ConfigError, DataError) as e:  # bad input: the message says what and how to fix, no traceback
         print(f"zoo: error: {e}", file=sys.stderr)
         sys.exit(2)
+    except InstantiationException as e:  # a datamodule's or task's constructor refused the config
+        if isinstance(e.__cause__, (ConfigError, DataError, ValueError)):
+            print(f"zoo: error: {e.__cause__}", file=sys.stderr)
+            sys.exit(2)
+        raise

@@ -71,6 +71,10 @@ class TaskBase(pl.LightningModule):
             self.best[k] = better(self.best.get(k, float(v)), float(v))
         self._t_last = None  # validation time is not training throughput
 
+    def on_save_checkpoint(self, checkpoint: dict) -> None:
+        """Record the task class, so a checkpoint from another task is refused before training (zoo.train)."""
+        checkpoint["zoo_task"] = type(self).__name__
+
     def on_train_batch_start(self, batch, batch_idx) -> None:
         """Keep the step that loggers record equal to the optimizer step. Lightning counts it separately
         (_batches_that_stepped) and adds one when it resumes from a checkpoint it assumes was written inside
