@@ -131,10 +131,9 @@ def _warn_if_run_dirs_differ(strategy) -> None:
                            "hydra.run.dir=outputs/$SLURM_JOB_ID (README, 'Scaling out').")
 
 
-class DDPStrategy(_DDPStrategy):
-    """Lightning's DDPStrategy (one model replica per process, gradients all-reduced), launching its
-    processes with HydraSubprocessLauncher. Every argument is DDPStrategy's (process_group_backend:
-    None = nccl on GPUs, gloo on the CPU)."""
+class HydraLaunch:
+    """What zoo's strategies add to Lightning's: processes launched with HydraSubprocessLauncher, and a
+    warning when the processes' run dirs differ (torchrun / srun without hydra.run.dir)."""
 
     def _configure_launcher(self) -> None:
         super()._configure_launcher()
@@ -146,21 +145,18 @@ class DDPStrategy(_DDPStrategy):
         _warn_if_run_dirs_differ(self)
 
 
-class FSDPStrategy(_FSDPStrategy):
+class DDPStrategy(HydraLaunch, _DDPStrategy):
+    """Lightning's DDPStrategy (one model replica per process, gradients all-reduced), launching its
+    processes with HydraSubprocessLauncher. Every argument is DDPStrategy's (process_group_backend:
+    None = nccl on GPUs, gloo on the CPU)."""
+
+
+class FSDPStrategy(HydraLaunch, _FSDPStrategy):
     """Lightning's FSDPStrategy (parameters, gradients and optimizer state sharded over the processes),
     launching its processes with HydraSubprocessLauncher. Unlike Lightning's class it also runs on the CPU
     (gloo; torch's FSDP supports it), which is how zoo tests it; on GPUs use conf/trainer/fsdp.yaml as is.
     Arguments: FSDPStrategy's; conf/trainer/fsdp.yaml wraps each EncoderLayer / DecoderLayer as one FSDP unit
     (auto_wrap_policy=layer_classes()), so the embeddings and the tied LM head share the root unit."""
-
-    def _configure_launcher(self) -> None:
-        super()._configure_launcher()
-        if type(self._launcher) is _SubprocessScriptLauncher:
-            self._launcher = HydraSubprocessLauncher(self.cluster_environment, self.num_processes, self.num_nodes)
-
-    def setup_environment(self) -> None:
-        super().setup_environment()
-        _warn_if_run_dirs_differ(self)
 
     def _setup_model(self, model: nn.Module) -> nn.Module:
         if self.root_device.type != "cpu":
