@@ -16,6 +16,7 @@ from torch import nn
 
 from zoo.bench.report import NOT_INSTALLED
 from zoo.bench.shapes import LMShape, Seq2SeqShape
+from zoo.bench.steps import initial_loss, train_step
 from zoo.bench.torch_models import TorchGPT, TorchSeq2Seq
 from zoo.model import DecoderOnly, EncoderDecoder, ModelConfig
 
@@ -187,3 +188,21 @@ def seq2seq_contenders(s: Seq2SeqShape, peers: bool = True) -> List[Contender]:
 def notes_lines(contenders: List[Contender]) -> List[str]:
     """Markdown bullet lines '- name: note' for the contenders that have a note."""
     return [f"- {c.name}: {c.note}." for c in contenders if c.note]
+
+
+def training_steps(contenders: List[Contender], inputs: tuple, targets, precision: str, device: str):
+    """Build each installed contender from torch.manual_seed(0) and its timed training step on `inputs`
+    (idx,) or (src, tgt) against targets (B, T). Returns (steps {name: closure}, params {name: count},
+    loss0 {name: initial loss, nats}, missing {name: why it cannot run})."""
+    steps, params, loss0, missing = {}, {}, {}, {}
+    for c in contenders:
+        if c.missing:
+            missing[c.name] = c.missing
+            continue
+        torch.manual_seed(0)
+        model = c.build().to(device).train()
+        forward = (lambda f: lambda m: f(m, *inputs))(c.forward)
+        params[c.name] = count_params(model)
+        loss0[c.name] = initial_loss(model, forward, targets)
+        steps[c.name] = train_step(model, forward, targets, precision)
+    return steps, params, loss0, missing

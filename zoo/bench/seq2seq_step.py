@@ -1,11 +1,10 @@
 """Benchmark 2: the encoder-decoder training step at the paper's base shape, zoo vs its peers."""
-import torch
 
-from zoo.bench.contenders import count_params, notes_lines, seq2seq_contenders
+from zoo.bench.contenders import notes_lines, seq2seq_contenders, training_steps
 from zoo.bench.options import Options
 from zoo.bench.report import THROUGHPUT_HEADERS, markdown_table, progress, throughput_rows
 from zoo.bench.shapes import SEQ2SEQ_SHAPES, Seq2SeqShape
-from zoo.bench.steps import initial_loss, random_tokens, train_step
+from zoo.bench.steps import random_tokens
 from zoo.bench.timing import interleaved
 
 
@@ -26,17 +25,7 @@ def bench_seq2seq_step(opts: Options, shape: Seq2SeqShape = None) -> str:
     tgt = random_tokens((s.batch, s.tgt_len), s.vocab, opts.device, seed=2)
     labels = random_tokens((s.batch, s.tgt_len), s.vocab, opts.device, seed=3)
     contenders = seq2seq_contenders(s)
-    steps, params, loss0, missing = {}, {}, {}, {}
-    for c in contenders:
-        if c.missing:
-            missing[c.name] = c.missing
-            continue
-        torch.manual_seed(0)
-        model = c.build().to(opts.device).train()
-        forward = (lambda f: lambda m: f(m, src, tgt))(c.forward)
-        params[c.name] = count_params(model)
-        loss0[c.name] = initial_loss(model, forward, labels)
-        steps[c.name] = train_step(model, forward, labels, "fp32")
+    steps, params, loss0, missing = training_steps(contenders, (src, tgt), labels, "fp32", opts.device)
     times = interleaved(steps, opts.reps, opts.warmup, opts.device)
     label = f"{s.n_layers}+{s.n_layers} L, b{s.batch}"
     rows = throughput_rows(label, times, s.batch * s.tgt_len, "zoo EncoderDecoder", params, loss0, missing)

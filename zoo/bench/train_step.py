@@ -1,13 +1,12 @@
 """Benchmark 1: the decoder-only LM training step, zoo vs its peers."""
 import gc
 
-import torch
 
-from zoo.bench.contenders import count_params, lm_contenders, notes_lines
+from zoo.bench.contenders import lm_contenders, notes_lines, training_steps
 from zoo.bench.options import Options
 from zoo.bench.report import THROUGHPUT_HEADERS, markdown_table, progress, throughput_rows
 from zoo.bench.shapes import default_lm_shapes
-from zoo.bench.steps import initial_loss, random_tokens, train_step
+from zoo.bench.steps import random_tokens
 from zoo.bench.timing import interleaved
 
 
@@ -27,18 +26,8 @@ def bench_train_step(opts: Options) -> str:
         progress(f"train_step {s.name}")
         idx = random_tokens((s.batch, s.block), s.vocab, opts.device, seed=1)
         targets = random_tokens((s.batch, s.block), s.vocab, opts.device, seed=2)
-        steps, params, loss0, missing = {}, {}, {}, {}
         contenders = lm_contenders(s)
-        for c in contenders:
-            if c.missing:
-                missing[c.name] = c.missing
-                continue
-            torch.manual_seed(0)
-            model = c.build().to(opts.device).train()
-            forward = (lambda f: lambda m: f(m, idx))(c.forward)
-            params[c.name] = count_params(model)
-            loss0[c.name] = initial_loss(model, forward, targets)
-            steps[c.name] = train_step(model, forward, targets, opts.precision)
+        steps, params, loss0, missing = training_steps(contenders, (idx,), targets, opts.precision, opts.device)
         times = interleaved(steps, opts.reps, opts.warmup, opts.device)
         rows += throughput_rows(s.name, times, s.batch * s.block, "zoo DecoderOnly", params, loss0, missing)
         sections.append(s.describe())
