@@ -15,7 +15,7 @@ from zoo.bench import main
 from zoo.bench.contenders import count_params, lm_contenders, seq2seq_contenders
 from zoo.bench.generate import bench_generate
 from zoo.bench.options import Options
-from zoo.bench.report import NOT_INSTALLED
+from zoo.bench.report import NOT_INSTALLED, throughput_rows, wins
 from zoo.bench.seq2seq_step import bench_seq2seq_step
 from zoo.bench.shapes import LM_SHAPES, SEQ2SEQ_SHAPES, LMShape
 from zoo.bench.train_step import bench_train_step
@@ -77,12 +77,12 @@ def test_quick_train_step_prints_table_with_ratio(tmp_path):
     assert zoo[0] == "tiny" and zoo[-1] == "1.00 (ref)"
     assert int(zoo[2].replace(",", "")) == gpt_params(LM_SHAPES["tiny"]) == 27328
     assert rows["torch TransformerEncoder"][2] == zoo[2]  # the same model, built from nn.TransformerEncoder
-    assert re.fullmatch(r"\d+\.\d\d", rows["torch TransformerEncoder"][-1])  # the zoo/peer ratio
+    assert re.fullmatch(r"\d+\.\d\d \([0-5]/5\)", rows["torch TransformerEncoder"][-1])  # ratio (reps zoo won)
     assert float(rows["torch TransformerEncoder"][6].replace(",", "")) > 0  # tokens/s
     for name in ("zoo DecoderOnly", "torch TransformerEncoder"):  # freshly initialised: loss ~ ln(65) = 4.17
         assert abs(float(rows[name][3]) - 4.174) < 0.15, rows[name]
     for peer in ("HF GPT2LMHeadModel", "x-transformers TransformerWrapper"):  # measured, or a 'not installed' row
-        assert re.fullmatch(r"\d+\.\d\d", rows[peer][-1]) or rows[peer][2] == NOT_INSTALLED, rows[peer]
+        assert re.fullmatch(r"\d+\.\d\d \([0-5]/5\)", rows[peer][-1]) or rows[peer][2] == NOT_INSTALLED, rows[peer]
     assert out_file.read_text().strip().splitlines()[2] == header
 
 
@@ -98,7 +98,7 @@ def test_missing_peers_get_not_installed_rows(no_peers):
     opts = Options(quick=True, reps=5, warmup=0, shapes=["tiny"])
     rows = {r[1]: r for r in table_rows(bench_train_step(opts), "| shape")}
     assert rows["HF GPT2LMHeadModel"][2] == rows["x-transformers TransformerWrapper"][2] == NOT_INSTALLED
-    assert re.fullmatch(r"\d+\.\d\d", rows["torch TransformerEncoder"][-1])
+    assert re.fullmatch(r"\d+\.\d\d \([0-5]/5\)", rows["torch TransformerEncoder"][-1])
     rows = {r[1]: r for r in table_rows(bench_seq2seq_step(FAST, SEQ2SEQ_SHAPES["tiny"]), "| shape")}
     assert rows["HF MarianMTModel"][2] == NOT_INSTALLED
     assert rows["zoo EncoderDecoder"][2] == rows["torch nn.Transformer"][2]  # same parameter count
@@ -116,7 +116,7 @@ def test_generate_tables_tiny():
         elif r[1] == "HF GPT2 generate" and not PEERS:
             assert r[2] == NOT_INSTALLED
         else:
-            assert re.fullmatch(r"\d+\.\d\d", r[-1]), r
+            assert re.fullmatch(r"\d+\.\d\d \([0-5]/5\)", r[-1]), r
     per_token = table_rows(text, "| context")
     assert [r[0] for r in per_token] == ["8", "32"]
     assert all(float(r[1]) > 0 and float(r[3]) > 0 for r in per_token)  # zoo ms/token, cached and not
@@ -144,3 +144,23 @@ def test_peers_do_the_same_work_as_zoo():
     assert n["torch nn.Transformer"] == n["zoo EncoderDecoder"]
     assert n["zoo EncoderDecoder"] - n["HF MarianMTModel"] == 4 * s.d_model  # two final LayerNorms
     assert abs(n["HF MarianMTModel"] / n["zoo EncoderDecoder"] - 1) < 0.03
+
+
+def test_wins_counts_the_repetitions_zoo_was_faster_in():
+    # pairs by repetition: zoo faster in reps 0 and 2, slower in 1, tied in 3 (a tie is not a win)
+    assert wins([1.0, 3.0, 2.0, 4.0], [2.0, 2.0, 2.5, 4.0]) == "2/4"
+    rows = {r[1]: r for r in throughput_rows("s", {"zoo": [1.0, 1.0, 1.0, 1.0, 1.0], "peer": [2.0, 0.5, 2.0, 2.0, 2.0]},
+                                             100, "zoo", {"zoo": 1, "peer": 1}, {"zoo": 0.0, "peer": 0.0})}
+    assert rows["zoo"][-1] == "1.00 (ref)" and rows["peer"][-1] == "2.00 (4/5)"  # median 2.0 s vs 1.0 s
+
+
+def test_compile_runs_every_contender_compiled(no_peers, capsys):
+    assert main(["--quick", "--only", "train_step", "--compile", "--warmup", "0"]) == 2  # compile must not be timed
+    assert "--warmup >= 1" in capsys.readouterr().err
+    opts = Options(quick=True, reps=5, warmup=1, shapes=["tiny"], compile=True)
+    rows = {r[1]: r for r in table_rows(bench_train_step(opts), "| shape")}
+    zoo, torch_gpt = rows["zoo DecoderOnly (compiled)"], rows["torch TransformerEncoder (compiled)"]
+    assert zoo[-1] == "1.00 (ref)" and re.fullmatch(r"\d+\.\d\d \([0-5]/5\)", torch_gpt[-1])
+    assert int(zoo[2].replace(",", "")) == gpt_params(LM_SHAPES["tiny"])
+    assert abs(float(zoo[3]) - 4.174) < 0.15  # loss₀ ~ ln(65): the same initialised model as in eager mode
+    assert rows["HF GPT2LMHeadModel (compiled)"][2] == NOT_INSTALLED

@@ -1,7 +1,7 @@
 """Benchmarks of zoo's models against their PyTorch and third-party peers.
 
     python -m zoo.bench [--quick] [--only NAME,...] [--device cpu|cuda] [--precision fp32|bf16]
-                        [--shapes NAME,...] [--reps N] [--warmup N] [--threads N] [--out FILE.md]
+                        [--shapes NAME,...] [--reps N] [--warmup N] [--threads N] [--compile] [--out FILE.md]
 
 Benchmarks (names for --only; default: all, in this order; one module each in zoo/bench/):
 
@@ -29,7 +29,10 @@ x-transformers). Without it their rows say "not installed" and everything else r
 Method (every timing comparison): all contenders live in ONE process, are warmed up first, then run
 repetition by repetition in alternating order (A B, B A, ...) so that machine-load drifts hit them
 alike; the table reports the median of the repetitions (>= 5). Seeds are fixed (torch.manual_seed).
-Ratio columns are zoo / peer throughput, > 1 = zoo faster. `memory` is the exception: each length
+Ratio columns are zoo / peer throughput, > 1 = zoo faster, followed by the number of repetitions
+zoo won against that peer (its time below the peer's in the same repetition), e.g. '1.03 (9/11)'.
+--compile runs train_step and seq2seq_step with every contender compiled: zoo through its own
+model.compile path (each layer's forward under torch.compile), the peers through torch.compile(model). `memory` is the exception: each length
 runs in its own fresh `python -c` subprocess (peak memory is per process).
 
 --quick (under 2 minutes on a quiet 2-core CPU) uses smaller shapes and fewer steps (GPT-2 small is

@@ -43,6 +43,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help=f"train_step / precision shapes, comma-separated among: {', '.join(LM_SHAPES)}")
     p.add_argument("--reps", type=int, default=None, help="timed repetitions (>= 5; default 5 quick, 7 full)")
     p.add_argument("--warmup", type=int, default=None, help="untimed warm-up rounds (default 1 quick, 2 full)")
+    p.add_argument("--compile", action="store_true",
+                   help="train_step / seq2seq_step: every contender under torch.compile (zoo: model.compile)")
     p.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's own)")
     p.add_argument("--out", default=None, help="also write the Markdown report to this file")
     return p.parse_args(argv)
@@ -64,10 +66,13 @@ def main(argv=None) -> int:
     if reps < 5:
         print(f"--reps {reps}: at least 5 repetitions are needed for a meaningful median", file=sys.stderr)
         return 2
+    if args.compile and args.warmup == 0:
+        print("--compile needs --warmup >= 1: the first step compiles and must not be timed", file=sys.stderr)
+        return 2
     if args.threads is not None:
         torch.set_num_threads(args.threads)
     warmup = args.warmup if args.warmup is not None else (1 if args.quick else 2)
-    opts = Options(quick=args.quick, device=args.device, precision=args.precision, reps=reps, warmup=max(0, warmup),
+    opts = Options(quick=args.quick, device=args.device, precision=args.precision, reps=reps, warmup=max(0, warmup), compile=args.compile,
                    shapes=[s.strip() for s in args.shapes.split(",")] if args.shapes else None)
     if opts.shapes:
         try:

@@ -19,6 +19,8 @@ from zoo.bench.shapes import LMShape, Seq2SeqShape
 from zoo.bench.steps import initial_loss, train_step
 from zoo.bench.torch_models import TorchGPT, TorchSeq2Seq
 from zoo.model import DecoderOnly, EncoderDecoder, ModelConfig
+from zoo.model.base import TransformerBase
+from zoo.tasks.base import compile_layers
 
 
 @dataclass
@@ -190,19 +192,28 @@ def notes_lines(contenders: List[Contender]) -> List[str]:
     return [f"- {c.name}: {c.note}." for c in contenders if c.note]
 
 
-def training_steps(contenders: List[Contender], inputs: tuple, targets, precision: str, device: str):
+def training_steps(contenders: List[Contender], inputs: tuple, targets, precision: str, device: str,
+                   compile: bool = False):
     """Build each installed contender from torch.manual_seed(0) and its timed training step on `inputs`
-    (idx,) or (src, tgt) against targets (B, T). Returns (steps {name: closure}, params {name: count},
-    loss0 {name: initial loss, nats}, missing {name: why it cannot run})."""
+    (idx,) or (src, tgt) against targets (B, T). compile: zoo models switch to their model.compile
+    training path (zoo.tasks.base.compile_layers: each layer's forward compiled), every peer runs through
+    torch.compile(model); names get ' (compiled)'. Compilation happens in the first (warm-up) step.
+    Returns (steps {name: closure}, params {name: count}, loss0 {name: initial loss, nats},
+    missing {name: why it cannot run})."""
     steps, params, loss0, missing = {}, {}, {}, {}
     for c in contenders:
+        name = c.name + (" (compiled)" if compile else "")
         if c.missing:
-            missing[c.name] = c.missing
+            missing[name] = c.missing
             continue
         torch.manual_seed(0)
         model = c.build().to(device).train()
-        forward = (lambda f: lambda m: f(m, *inputs))(c.forward)
-        params[c.name] = count_params(model)
-        loss0[c.name] = initial_loss(model, forward, targets)
-        steps[c.name] = train_step(model, forward, targets, precision)
+        params[name] = count_params(model)
+        loss0[name] = initial_loss(model, (lambda f: lambda m: f(m, *inputs))(c.forward), targets)
+        runs = model
+        if compile and isinstance(model, TransformerBase):
+            compile_layers(model)
+        elif compile:
+            runs = torch.compile(model)
+        steps[name] = train_step(model, (lambda f, r: lambda m: f(r, *inputs))(c.forward, runs), targets, precision)
     return steps, params, loss0, missing

@@ -7,10 +7,13 @@ from typing import List, Optional
 class Options:
     """quick: the short mode (smaller shapes, fewer steps). device: cpu | cuda. precision: fp32 | bf16
     (train_step's forward passes). reps: timed repetitions (the median is reported, >= 5). warmup: untimed
-    rounds before them. shapes: train_step / precision shape names (None = the mode's default)."""
+    rounds before them. shapes: train_step / precision shape names (None = the mode's default). compile:
+    train_step / seq2seq_step run every contender under torch.compile (zoo: model.compile's per-layer
+    compilation)."""
     quick: bool = False
     device: str = "cpu"
     precision: str = "fp32"
     reps: int = 7
     warmup: int = 2
     shapes: Optional[List[str]] = None
+    compile: bool = False

@@ -105,11 +105,20 @@ def progress(msg: str) -> None:
 THROUGHPUT_HEADERS = ["shape", "contender", "params", "loss₀", "ms (median)", "ms (min–max)", "tokens/s", "zoo/peer"]
 
 
+def wins(zoo: Sequence[float], peer: Sequence[float]) -> str:
+    """'k/n': in k of the n repetitions zoo's time was below the peer's time of the same repetition
+    (`interleaved` runs them back to back, so each pair shares the machine's state). With no real
+    difference k follows Binomial(n, 1/2): 9/11 or better happens by chance with probability 0.033
+    (one-sided sign test), 7/7 with 0.008."""
+    return f"{sum(z < p for z, p in zip(zoo, peer))}/{min(len(zoo), len(peer))}"
+
+
 def throughput_rows(label: str, times: Dict[str, List[float]], tokens: int, zoo_name: str,
                     params: Dict[str, int], loss0: Dict[str, float],
                     missing: Optional[Dict[str, str]] = None) -> List[List[str]]:
     """Rows of THROUGHPUT_HEADERS: label | contender | trainable parameters | initial loss | median ms |
-    min–max ms | tokens/s | zoo/peer (zoo tokens/s over the contender's; > 1 = zoo faster).
+    min–max ms | tokens/s | zoo/peer: zoo tokens/s over the contender's (> 1 = zoo faster), then in
+    parentheses the repetitions zoo won (`wins`), e.g. '1.03 (9/11)'.
     `missing` (name -> why, e.g. NOT_INSTALLED) contenders get a row with the reason."""
     zoo_tps = tokens / median(times[zoo_name])
     rows = []
@@ -117,6 +126,6 @@ def throughput_rows(label: str, times: Dict[str, List[float]], tokens: int, zoo_
         m = median(ts)
         rows.append([label, name, fmt_params(params[name]), f"{loss0[name]:.3f}", fmt(1e3 * m),
                      f"{fmt(1e3 * min(ts))}–{fmt(1e3 * max(ts))}", fmt(tokens / m),
-                     "1.00 (ref)" if name == zoo_name else ratio(zoo_tps, tokens / m)])
+                     "1.00 (ref)" if name == zoo_name else f"{ratio(zoo_tps, tokens / m)} ({wins(times[zoo_name], ts)})"])
     rows += [[label, name, why, "—", "—", "—", "—", "—"] for name, why in (missing or {}).items()]
     return rows

@@ -25,15 +25,16 @@ def bench_seq2seq_step(opts: Options, shape: Seq2SeqShape = None) -> str:
     tgt = random_tokens((s.batch, s.tgt_len), s.vocab, opts.device, seed=2)
     labels = random_tokens((s.batch, s.tgt_len), s.vocab, opts.device, seed=3)
     contenders = seq2seq_contenders(s)
-    steps, params, loss0, missing = training_steps(contenders, (src, tgt), labels, "fp32", opts.device)
+    steps, params, loss0, missing = training_steps(contenders, (src, tgt), labels, "fp32", opts.device, opts.compile)
     times = interleaved(steps, opts.reps, opts.warmup, opts.device)
     label = f"{s.n_layers}+{s.n_layers} L, b{s.batch}"
-    rows = throughput_rows(label, times, s.batch * s.tgt_len, "zoo EncoderDecoder", params, loss0, missing)
+    zoo_name = "zoo EncoderDecoder" + (" (compiled)" if opts.compile else "")
+    rows = throughput_rows(label, times, s.batch * s.tgt_len, zoo_name, params, loss0, missing)
     return "\n".join([
         "## seq2seq_step: encoder-decoder training step (forward + backward + AdamW)",
         "",
         f"{s.describe()}; post-LN, ReLU, sinusoidal positions, dropout 0 (the paper trains with 0.1: off here "
-        "for timing fairness), fp32. tokens/s counts target tokens; zoo/peer > 1 = zoo faster. params: "
+        f"for timing fairness), fp32{'; every contender compiled (zoo: model.compile; peers: torch.compile)' if opts.compile else ''}. tokens/s counts target tokens; zoo/peer > 1 = zoo faster. params: "
         "trainable, tied counted once; loss₀: the initialised model's loss (~ln(vocab)).",
         "",
         markdown_table(THROUGHPUT_HEADERS, rows, label_columns=2),

@@ -27,9 +27,11 @@ def bench_train_step(opts: Options) -> str:
         idx = random_tokens((s.batch, s.block), s.vocab, opts.device, seed=1)
         targets = random_tokens((s.batch, s.block), s.vocab, opts.device, seed=2)
         contenders = lm_contenders(s)
-        steps, params, loss0, missing = training_steps(contenders, (idx,), targets, opts.precision, opts.device)
+        steps, params, loss0, missing = training_steps(contenders, (idx,), targets, opts.precision, opts.device,
+                                                       opts.compile)
         times = interleaved(steps, opts.reps, opts.warmup, opts.device)
-        rows += throughput_rows(s.name, times, s.batch * s.block, "zoo DecoderOnly", params, loss0, missing)
+        zoo_name = "zoo DecoderOnly" + (" (compiled)" if opts.compile else "")
+        rows += throughput_rows(s.name, times, s.batch * s.block, zoo_name, params, loss0, missing)
         sections.append(s.describe())
         contenders_seen = contenders
         del steps
@@ -38,7 +40,8 @@ def bench_train_step(opts: Options) -> str:
         "## train_step: decoder-only LM training step (forward + backward + AdamW)",
         "",
         f"Shapes: {'; '.join(sections)}. Precision: {opts.precision}"
-        f"{' (bf16 autocast on every contender forward)' if opts.precision == 'bf16' else ''}. "
+        f"{' (bf16 autocast on every contender forward)' if opts.precision == 'bf16' else ''}"
+        f"{'; every contender compiled (zoo: model.compile, per layer; peers: torch.compile(model))' if opts.compile else ''}. "
         "tokens/s = batch x block / step time; zoo/peer = zoo tokens/s / peer tokens/s (> 1 = zoo faster). "
         "params = trainable parameters (tied counted once); loss₀ = the initialised model's loss on the batch "
         "(~ln(vocab) for every contender: same numerical regime).",
