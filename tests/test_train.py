@@ -291,6 +291,10 @@ def test_checkpoint_of_another_task_or_an_unreadable_file_is_refused(tmp_path):
     (["task.scheduler.kind=linear"], "decoder_only", "task.scheduler.kind='linear' is unknown"),
     (["task.scheduler.warmup_steps=0"], "encoder_decoder", "noam needs task.scheduler.warmup_steps >= 1"),
     (["model.share_embeddings=true", "data.joint_vocab=false"], "encoder_decoder", "set data.joint_vocab=true"),
+    (["task.monitor=val/los"], "decoder_only", "task.monitor=val/los is not a validation metric of LanguageModeling"),
+    (["task.monitor=val/accuracy"], "encoder_only", "it logs val/loss, val/acc, val/f1"),
+    (["task.monitor_mode=maximum"], "encoder_decoder", "task.monitor_mode='maximum' is unknown"),
+    (["+optimized_metric=val/BLEU"], "encoder_decoder", "optimized_metric=val/BLEU is not a validation metric"),
 ])
 def test_contradictory_settings_are_refused(tmp_path, overrides, arch, message):
     with pytest.raises(ConfigError, match=message):

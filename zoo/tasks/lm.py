@@ -45,6 +45,7 @@ class LanguageModeling(TaskBase):
 
     ARCHS = ("decoder_only", "encoder_only", "encoder_decoder")
     DATA = ("zoo.data.shakespeare.TinyShakespeare",)  # datamodules (data._target_) whose batches this task reads
+    VAL_METRICS = ("val/loss", "val/ppl", "val/bpc", "val/cont_loss", "val/mlm_acc")  # what task.monitor may name
     MASKS = {"decoder_only": (None, "causal", "sliding"),  # others would see the next token
              "encoder_decoder": (None, "causal", "sliding")}
     OBJECTIVES = {"decoder_only": "causal_lm", "encoder_only": "masked_lm", "encoder_decoder": "prefix_continuation"}

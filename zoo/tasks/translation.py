@@ -68,6 +68,7 @@ class Translation(TaskBase):
 
     ARCHS = ("encoder_decoder", "decoder_only", "encoder_only")
     DATA = ("zoo.data.multi30k.Multi30k",)  # datamodules (data._target_) whose batches this task reads
+    VAL_METRICS = ("val/loss", "val/bleu", "val/chrf", "val/length_acc")  # what task.monitor may name
     MASKS = {"encoder_decoder": (None, "causal", "sliding"),  # the decoder must not see the next target token
              "decoder_only": (None, "causal", "prefix", "sliding"),  # prefix: bidirectional over the source only
              "encoder_only": (None, "bidirectional")}  # predicted target tokens are <mask> in the input
