@@ -19,6 +19,7 @@ from zoo.bench.report import NOT_INSTALLED, throughput_rows, wins
 from zoo.bench.seq2seq_step import bench_seq2seq_step
 from zoo.bench.shapes import LM_SHAPES, SEQ2SEQ_SHAPES, LMShape
 from zoo.bench.train_step import bench_train_step
+from zoo.bench.timing import interleaved, order
 
 REPO = Path(__file__).resolve().parents[1]
 PEERS = all(contenders_module.import_error(m) is None for m in ("transformers", "x_transformers"))
@@ -88,7 +89,10 @@ def test_quick_train_step_prints_table_with_ratio(tmp_path):
 
 def test_bad_arguments_exit_2(capsys):
     for args, why in ((["--only", "nope"], "unknown benchmark"), (["--reps", "3"], "at least 5 repetitions"),
-                      (["--shapes", "nope"], "unknown shapes")):
+                      (["--shapes", "nope"], "unknown shapes"), (["--only", ","], "no benchmark"),
+                      (["--warmup", "-1"], "give a count >= 0"), (["--compile", "--warmup", "0"], ">= 1 with --compile"),
+                      (["--threads", "0"], "positive number of threads"),
+                      (["--out", "/nonexistent-dir/x.md"], "does not exist or is not writable")):
         assert main(args) == 2, args
         captured = capsys.readouterr()
         assert why in captured.err and not captured.out, args
@@ -154,9 +158,7 @@ def test_wins_counts_the_repetitions_zoo_was_faster_in():
     assert rows["zoo"][-1] == "1.00 (ref)" and rows["peer"][-1] == "2.00 (4/5)"  # median 2.0 s vs 1.0 s
 
 
-def test_compile_runs_every_contender_compiled(no_peers, capsys):
-    assert main(["--quick", "--only", "train_step", "--compile", "--warmup", "0"]) == 2  # compile must not be timed
-    assert "--warmup >= 1" in capsys.readouterr().err
+def test_compile_runs_every_contender_compiled(no_peers):
     opts = Options(quick=True, reps=5, warmup=1, shapes=["tiny"], compile=True)
     rows = {r[1]: r for r in table_rows(bench_train_step(opts), "| shape")}
     zoo, torch_gpt = rows["zoo DecoderOnly (compiled)"], rows["torch TransformerEncoder (compiled)"]
@@ -164,3 +166,14 @@ def test_compile_runs_every_contender_compiled(no_peers, capsys):
     assert int(zoo[2].replace(",", "")) == gpt_params(LM_SHAPES["tiny"])
     assert abs(float(zoo[3]) - 4.174) < 0.15  # loss₀ ~ ln(65): the same initialised model as in eager mode
     assert rows["HF GPT2LMHeadModel (compiled)"][2] == NOT_INSTALLED
+
+
+def test_interleaved_order_alternates_and_rotates():
+    names = ["A", "B", "C"]
+    assert [order(names, r) for r in range(4)] == [["A", "B", "C"], ["C", "B", "A"], ["B", "C", "A"], ["A", "C", "B"]]
+    firsts = [order(names, r)[0] for r in range(12)]
+    assert sorted(firsts.count(n) for n in names) == [4, 4, 4]  # each contender is timed first equally often
+    runs = []
+    times = interleaved({n: (lambda n=n: runs.append(n)) for n in names}, reps=4, warmup=1)
+    assert runs == names + sum((order(names, r) for r in range(4)), [])  # warm-up round, then the 4 orders
+    assert all(len(t) == 4 and all(x >= 0 for x in t) for t in times.values())

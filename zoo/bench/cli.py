@@ -1,5 +1,6 @@
 """The command line of zoo.bench: argument checks, the header, one section per benchmark."""
 import argparse
+import os
 import sys
 import time
 import traceback
@@ -54,26 +55,37 @@ def main(argv=None) -> int:
     """Run the chosen benchmarks, print the Markdown report (and write --out). Returns the exit status:
     0, 1 when a benchmark failed (its section says why; the others still run), 2 for bad arguments."""
     args = parse_args(argv)
-    names = list(BENCHMARKS) if not args.only else [n.strip() for n in args.only.split(",") if n.strip()]
+    names = list(BENCHMARKS) if args.only is None else [n.strip() for n in args.only.split(",") if n.strip()]
     unknown = [n for n in names if n not in BENCHMARKS]
-    if unknown:
-        print(f"unknown benchmark(s) {unknown}; choose among: {', '.join(BENCHMARKS)}", file=sys.stderr)
+    if unknown or not names:
+        what = f"unknown benchmark(s) {unknown}" if unknown else "no benchmark named"
+        print(f"--only {args.only!r}: {what}; choose among: {', '.join(BENCHMARKS)}", file=sys.stderr)
         return 2
     if args.device == "cuda" and not torch.cuda.is_available():
-        print("--device cuda: CUDA is not available", file=sys.stderr)
+        print("--device cuda: CUDA is not available to this torch; use --device cpu, or install a CUDA build of "
+              "torch on a machine with a GPU", file=sys.stderr)
         return 2
     reps = args.reps if args.reps is not None else (5 if args.quick else 7)
     if reps < 5:
         print(f"--reps {reps}: at least 5 repetitions are needed for a meaningful median", file=sys.stderr)
         return 2
-    if args.compile and args.warmup == 0:
-        print("--compile needs --warmup >= 1: the first step compiles and must not be timed", file=sys.stderr)
+    warmup = args.warmup if args.warmup is not None else (1 if args.quick else 2)
+    if warmup < 0 or (args.compile and warmup < 1):
+        print(f"--warmup {warmup}: give a count >= 0 (>= 1 with --compile: the first step compiles and must not be "
+              "timed)", file=sys.stderr)
+        return 2
+    if args.threads is not None and args.threads < 1:
+        print(f"--threads {args.threads}: give a positive number of threads (or leave it out for torch's default)",
+              file=sys.stderr)
+        return 2
+    if args.out and not os.access(Path(args.out).resolve().parent, os.W_OK):
+        print(f"--out {args.out}: its folder does not exist or is not writable; create it or pick another path",
+              file=sys.stderr)
         return 2
     if args.threads is not None:
         torch.set_num_threads(args.threads)
-    warmup = args.warmup if args.warmup is not None else (1 if args.quick else 2)
-    opts = Options(quick=args.quick, device=args.device, precision=args.precision, reps=reps, warmup=max(0, warmup), compile=args.compile,
-                   shapes=[s.strip() for s in args.shapes.split(",")] if args.shapes else None)
+    opts = Options(quick=args.quick, device=args.device, precision=args.precision, reps=reps, warmup=warmup,
+                   compile=args.compile, shapes=[s.strip() for s in args.shapes.split(",")] if args.shapes else None)
     if opts.shapes:
         try:
             default_lm_shapes(opts)

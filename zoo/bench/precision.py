@@ -25,7 +25,9 @@ def bench_precision(opts: Options) -> str:
     TinyShakespeare, fp32 and bf16, from the same seed and the same batches; the training loss (mean of the
     last LAST steps) and the validation loss (fp32 evaluation of the first 8 fixed validation batches).
     The wall time of these single runs is shown too (one run each, not a median).
+    Raises DataError (before any timing) when Tiny Shakespeare cannot be found (set ZOO_DATA_MIRROR).
     """
+    prepared = shakespeare()
     rows = []
     for s in default_lm_shapes(opts):
         progress(f"precision speed {s.name}")
@@ -46,7 +48,6 @@ def bench_precision(opts: Options) -> str:
 
     K = 60 if opts.quick else 500
     progress(f"precision loss: {K} recipe steps in fp32 and bf16")
-    prepared = shakespeare()
     loss_rows, final = [], {}
     for p in ("fp32", "bf16"):
         seconds, losses, model = plain_run(prepared, K, opts.device, p, record_losses=True)

@@ -88,7 +88,8 @@ def header(opts: Options) -> str:
     load = load_average()
     line = (f"torch {torch.__version__} | {device_name(opts.device)} | threads {torch.get_num_threads()} "
             f"(of {os.cpu_count()} CPUs) | device {opts.device} | mode {mode} | reps {opts.reps} (median), "
-            f"warmup {opts.warmup} | train_step precision {opts.precision} | {peer_versions()}")
+            f"warmup {opts.warmup} | train_step precision {opts.precision}"
+            f"{' | compiled (train_step, seq2seq_step)' if opts.compile else ''} | {peer_versions()}")
     if load is not None:
         line += f" | load avg {load:.2f} at start"
         if opts.device == "cpu" and load >= 0.5 * (os.cpu_count() or 1):

@@ -17,11 +17,20 @@ def sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
+def order(names: List[str], r: int) -> List[str]:
+    """The running order of repetition r: `names` rotated left by r // 2, reversed when r is odd."""
+    k = (r // 2) % len(names)
+    rotated = names[k:] + names[:k]
+    return rotated if r % 2 == 0 else rotated[::-1]
+
+
 def interleaved(contenders: Dict[str, Callable[[], object]], reps: int, warmup: int,
                 device: str = "cpu") -> Dict[str, List[float]]:
     """Time each contender `reps` times, interleaved: repetition r runs every contender once, in the
-    given order for even r and reversed for odd r (A B C, C B A, ...), so slow drifts of the machine
-    load are shared. First `warmup` untimed rounds of every contender (allocator, kernels, caches).
+    order `order(names, r)` (A B C, C B A, B C A, A C B, ...): the order alternates direction, so slow
+    drifts of the machine load are shared, and rotates every second repetition, so that no contender is
+    always the first one timed or always the one that follows a given other. First `warmup` untimed
+    rounds of every contender (allocator, kernels, caches).
 
     contenders: name -> zero-argument callable. Its wall-clock time (seconds, GPU synchronised before and
     after) is recorded, unless it returns a `Timed`, which is then taken as its own measured seconds.
@@ -40,7 +49,7 @@ def interleaved(contenders: Dict[str, Callable[[], object]], reps: int, warmup: 
     gc.freeze()
     try:
         for r in range(reps):
-            for name in (names if r % 2 == 0 else names[::-1]):
+            for name in order(names, r):
                 gc.collect()
                 sync(device)
                 t0 = time.perf_counter()
