@@ -158,7 +158,9 @@ def test_wins_counts_the_repetitions_zoo_was_faster_in():
     assert rows["zoo"][-1] == "1.00 (ref)" and rows["peer"][-1] == "2.00 (4/5)"  # median 2.0 s vs 1.0 s
 
 
+@pytest.mark.slow  # inductor compiles two models: about a minute on a cold cache
 def test_compile_runs_every_contender_compiled(no_peers):
+    """--compile: every contender compiled (inductor, C++ on the CPU), its row named '(compiled)'."""
     opts = Options(quick=True, reps=5, warmup=1, shapes=["tiny"], compile=True)
     rows = {r[1]: r for r in table_rows(bench_train_step(opts), "| shape")}
     zoo, torch_gpt = rows["zoo DecoderOnly (compiled)"], rows["torch TransformerEncoder (compiled)"]
