@@ -16,7 +16,8 @@ from torch import nn
 from torch.utils.flop_counter import FlopCounterMode, flop_registry, sdpa_flop_count
 
 from zoo.model import ModelConfig, build_model
-from zoo.model.cost import (LAYER_TERMS, TERMS, activation_memory, flops_per_token, forward_flops,
+from zoo.model.cost import (LAYER_TERMS, TERMS, activation_memory, classify_flops_per_token, flops_per_token,
+                            forward_flops,
                             forward_flops_by_stack, layer_flops, n_layers, param_count, summary,
                             train_flops_per_token)
 
@@ -209,6 +210,20 @@ def test_flops_per_token(arch):
     assert train_flops_per_token(m, N, src) == 3 * total / (3 * N)
     if arch == "decoder_only":  # per token: L (24 d^2 + 4 N d) + 2 d V
         assert flops_per_token(m, N) == L * (24 * D * D + 4 * N * D) + 2 * D * V == 217600
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_classify_flops_per_token_matches_flop_counter(arch):
+    """classify() runs no LM head: FlopCounterMode (CPU SDPA counted with torch's formula) over
+    model.classify on b sequences of N tokens, divided by b * N, equals classify_flops_per_token exactly."""
+    m = make(arch, num_classes=3)
+    ids = torch.randint(3, V, (B, N))
+    with torch.no_grad(), FlopCounterMode(display=False, custom_mapping={CPU_SDPA: _cpu_sdpa_flop}) as fc:
+        m.classify(ids)
+    assert classify_flops_per_token(m, N) == fc.get_total_flops() / (B * N)
+    assert classify_flops_per_token(m, N) < flops_per_token(m, N, N if arch == "encoder_decoder" else None)
+    with pytest.raises(ValueError, match="num_classes > 0"):
+        classify_flops_per_token(make(arch), N)
 
 
 def test_activation_memory_closed_form():

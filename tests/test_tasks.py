@@ -6,6 +6,7 @@ import torch
 import torch.nn.functional as F
 
 from zoo.model import ModelConfig, build_model
+from zoo.model.cost import classify_flops_per_token
 from zoo.data.bpe import SubwordTokenizer, train_bpe
 from zoo.tasks.translation import Translation, join_source_target
 from zoo.train import ConfigError, run
@@ -81,6 +82,8 @@ def test_classification_run(tmp_path, arch):
     assert n == 1821
     assert abs(acc - right / n) < 1e-6
     assert 0 <= results["final"]["test/f1"] <= 1
+    # FLOPs per token of classify() (no LM head) at the training examples' mean length
+    assert results["flops_per_token"] == classify_flops_per_token(model, dm.model_info()["seq_len"])
 
 
 @pytest.mark.parametrize("arch,mask", [("encoder_decoder", "causal"), ("decoder_only", "causal"),

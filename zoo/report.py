@@ -5,7 +5,8 @@ and each run's Lightning CSV log (`<run dir>/csv/metrics.csv`), and writes into 
 multirun dir):
 
 - report.md: one table row per (cell, metric): cell (task / arch), objective, metric, value, parameters,
-  forward FLOPs per token (zoo.model.cost.flops_per_token), train time (the run's wall_seconds: data setup,
+  forward FLOPs per token (results.json: zoo.model.cost.flops_per_token, classify_flops_per_token for
+  classification), train time (the run's wall_seconds: data setup,
   training, validation and test). Language-modeling cells whose objective is not the causal LM (encoder_only's
   masked LM) are marked as a different objective.
 - val_<task>.png: the validation curves of each task (x = optimizer step), one line per architecture, one

@@ -20,7 +20,8 @@ from omegaconf import DictConfig, OmegaConf
 from zoo.checkpoint_io import AtomicCheckpointIO
 from zoo.data.resolver import DataError
 from zoo.model import ModelConfig
-from zoo.model.cost import flops_per_token
+from zoo.model.cost import classify_flops_per_token, flops_per_token
+from zoo.tasks.classification import Classification
 
 NO_ARCH = ("zoo needs an architecture. Pick one of the three with +arch=...: "
            "`python -m zoo +arch=encoder_only` (bidirectional encoder, classification), "
@@ -216,7 +217,8 @@ def run(cfg: DictConfig) -> float:
     seq_len, src_len = info["seq_len"], info.get("src_len")
     if cfg.arch != "encoder_decoder":  # one input sequence: decoder-only translation reads source + target
         seq_len, src_len = seq_len + (src_len or 0) * getattr(type(task), "JOINS_SOURCE_AND_TARGET", False), None
-    fpt = flops_per_token(task.model, seq_len, src_len)
+    fpt = (classify_flops_per_token(task.model, info["seq_len"]) if isinstance(task, Classification)  # no LM head
+           else flops_per_token(task.model, seq_len, src_len))
     log.info("model: %d parameters, %.4g forward FLOPs per token", n_params, fpt)
     # one flat config per run (W&B columns, parallel coordinates); Lightning's own nested copies of the
     # module's and datamodule's hparams would repeat it under clashing names (save_hyperparameters(logger=False))

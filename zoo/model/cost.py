@@ -166,6 +166,24 @@ def flops_per_token(model: nn.Module, seq_len: int, src_len: Optional[int] = Non
     return forward_flops(model, 1, seq_len, src_len)["total"] / seq_len
 
 
+def classify_flops_per_token(model: nn.Module, seq_len: int) -> float:
+    """Forward FLOPs per input token of model.classify(ids (b, seq_len)): no LM head over the vocabulary,
+    instead the classifier 2*d*num_classes once per sequence. EncoderOnly / DecoderOnly: their stack over
+    seq_len tokens (pooling is not counted); EncoderDecoder: the encoder over the seq_len source tokens
+    and the decoder over its single BOS token with cross-attention to them (EncoderDecoder.classify).
+    Raises ValueError when the model has no classification head (model.num_classes = 0) or seq_len < 1."""
+    if getattr(model, "classifier", None) is None:
+        raise ValueError("classify_flops_per_token needs a classification head: build the model with num_classes > 0")
+    seq_len = _check_len("seq_len", seq_len)
+    if isinstance(model, EncoderDecoder):
+        stacks = forward_flops_by_stack(model, 1, 1, src_len=seq_len)
+    else:
+        stacks = forward_flops_by_stack(model, 1, seq_len)
+    body = sum(v for stack, terms in stacks.items() if stack != "head" for v in terms.values())
+    classifier = 2 * model.classifier.in_features * model.classifier.out_features
+    return (body + classifier) / seq_len
+
+
 def train_flops_per_token(model: nn.Module, seq_len: int, src_len: Optional[int] = None) -> float:
     """Training FLOPs per token (forward + backward, no activation recomputation) = 3 * flops_per_token
     (Kaplan et al. 2020, sec. 2.1; Narayanan et al. 2021 count 4x because they add the forward
