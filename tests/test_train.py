@@ -9,6 +9,7 @@ import torch
 from zoo.data.resolver import DataError
 from zoo.model import ModelConfig, build_model
 from zoo.model.cost import flops_per_token, param_count
+from zoo.optim import warmup_cosine
 from zoo.train import ConfigError, run
 from zoo_run import TINY, make_cfg, run_cli
 
@@ -55,6 +56,19 @@ def test_resume_is_exact(tmp_path):
     assert resumed == full[5:]
     steps = [[r["step"] for r in csv.DictReader(open(tmp_path / d / "csv" / "metrics.csv"))] for d in ("full", "resumed")]
     assert steps[1] == steps[0][-len(steps[1]):]  # the resumed run logs at the same steps as the uninterrupted one
+
+
+def test_resume_with_more_steps_follows_the_new_schedule(tmp_path):
+    """A 4-step run (cosine horizon 4 = its max_steps) resumed with trainer.max_steps=8 decays over 8
+    steps: the lr it logs at each step s equals warmup_cosine(s, warmup 1, decay 8, lr, min_lr), not the
+    first run's horizon (torch's LambdaLR would restore that from the checkpoint)."""
+    base = TINY + ["logger=csv", "task.scheduler.warmup_steps=1"]
+    run(make_cfg(tmp_path / "a", base + ["trainer.max_steps=4"]))
+    run(make_cfg(tmp_path / "b", base + ["trainer.max_steps=8", f"ckpt_path={tmp_path / 'a/checkpoints/last.ckpt'}"]))
+    rows = [r for r in csv.DictReader(open(tmp_path / "b" / "csv" / "metrics.csv")) if r.get("lr")]
+    assert [int(r["step"]) for r in rows] == [4, 5, 6, 7]
+    for r in rows:
+        assert float(r["lr"]) == pytest.approx(warmup_cosine(int(r["step"]), 1, 8, 2e-3, 1e-4), rel=1e-6), r
 
 
 def validate_checkpoint(cfg, ckpt) -> float:

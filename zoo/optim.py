@@ -48,3 +48,29 @@ class Noam:
     def __call__(self, step: int) -> float:
         s = step + 1
         return min(s ** -0.5, s * self.warmup_steps ** -1.5) * self.warmup_steps ** 0.5
+
+
+class ConfigLambdaLR(torch.optim.lr_scheduler.LambdaLR):
+    """LambdaLR whose multiplier always comes from this run's config, never from a checkpoint.
+
+    torch's LambdaLR saves the __dict__ of callable-object multipliers (WarmupCosine's warmup_steps,
+    decay_steps, lr, min_lr) and load_state_dict puts them back, so a run resumed with a larger
+    trainer.max_steps would keep decaying to the first run's horizon. Here the checkpoint keeps only the
+    step count and base learning rates, and the resumed run follows its own schedule (as nanoGPT's get_lr
+    and the Hugging Face Trainer do); with an unchanged config the schedule is the same, so resuming stays
+    exact. Checkpoints written before this class still hold the multipliers: they are ignored too.
+    """
+
+    def state_dict(self) -> dict:
+        state = super().state_dict()
+        state["lr_lambdas"] = [None] * len(self.lr_lambdas)
+        return state
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        super().load_state_dict({**state_dict, "lr_lambdas": [None] * len(self.lr_lambdas)})
+        # the restored optimizer holds the lr the first run's schedule set; the next step uses this run's
+        lrs = [base * fn(self.last_epoch) for base, fn in zip(self.base_lrs, self.lr_lambdas)]
+        for group, lr in zip(self.optimizer.param_groups, lrs):
+            group["lr"] = lr
+        self._last_lr = lrs
+

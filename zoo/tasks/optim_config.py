@@ -1,7 +1,5 @@
 """The optimizer and LR schedule of every task, from the task config's optimizer / scheduler keys."""
-import torch
-
-from zoo.optim import Noam, WarmupCosine, adamw
+from zoo.optim import ConfigLambdaLR, Noam, WarmupCosine, adamw
 
 
 def configure_optimizers(model, optimizer: dict, scheduler: dict, max_steps: int):
@@ -18,5 +16,5 @@ def configure_optimizers(model, optimizer: dict, scheduler: dict, max_steps: int
         fn = Noam(scheduler["warmup_steps"])
     else:
         raise ValueError(f"task.scheduler.kind={kind!r} is unknown; allowed: cosine, noam")
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, fn)
+    sched = ConfigLambdaLR(opt, fn)  # a resumed run follows its own config's schedule
     return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
