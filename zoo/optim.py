@@ -73,4 +73,3 @@ class ConfigLambdaLR(torch.optim.lr_scheduler.LambdaLR):
         for group, lr in zip(self.optimizer.param_groups, lrs):
             group["lr"] = lr
         self._last_lr = lrs
-

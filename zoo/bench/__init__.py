@@ -27,13 +27,15 @@ Third-party peers come with the optional extra: pip install -e ".[bench]" (pinne
 x-transformers). Without it their rows say "not installed" and everything else runs.
 
 Method (every timing comparison): all contenders live in ONE process, are warmed up first, then run
-repetition by repetition in alternating order (A B, B A, ...) so that machine-load drifts hit them
-alike; the table reports the median of the repetitions (>= 5). Seeds are fixed (torch.manual_seed).
-Ratio columns are zoo / peer throughput, > 1 = zoo faster, followed by the number of repetitions
-zoo won against that peer (its time below the peer's in the same repetition), e.g. '1.03 (9/11)'.
+repetition by repetition in an order that alternates and rotates (A B C, C B A, B C A, ...; see
+zoo.bench.timing.order) so that machine-load drifts hit them alike; the table reports the median of the
+repetitions (>= 5). Seeds are fixed (torch.manual_seed). Ratio columns are zoo / peer throughput, > 1 =
+zoo faster, followed by the number of repetitions zoo won against that peer (its time below the peer's
+in the same repetition), e.g. '1.03 (9/11)'. `memory` is the exception: each length runs in its own
+fresh `python -c` subprocess (peak memory is per process).
+
 --compile runs train_step and seq2seq_step with every contender compiled: zoo through its own
-model.compile path (each layer's forward under torch.compile), the peers through torch.compile(model). `memory` is the exception: each length
-runs in its own fresh `python -c` subprocess (peak memory is per process).
+model.compile path (each layer's forward under torch.compile), the peers through torch.compile(model).
 
 --quick (under 2 minutes on a quiet 2-core CPU) uses smaller shapes and fewer steps (GPT-2 small is
 skipped on CPU): see QUICK in each benchmark's docstring. CPU timings need a quiet machine: with other

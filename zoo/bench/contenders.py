@@ -192,6 +192,14 @@ def notes_lines(contenders: List[Contender]) -> List[str]:
     return [f"- {c.name}: {c.note}." for c in contenders if c.note]
 
 
+COMPILED_NOTE = "; every contender compiled (zoo: model.compile, per layer; peers: torch.compile(model))"
+
+
+def label(name: str, compile: bool) -> str:
+    """A contender's table name: `name`, with ' (compiled)' when it runs under torch.compile."""
+    return name + (" (compiled)" if compile else "")
+
+
 def training_steps(contenders: List[Contender], inputs: tuple, targets, precision: str, device: str,
                    compile: bool = False):
     """Build each installed contender from torch.manual_seed(0) and its timed training step on `inputs`
@@ -202,7 +210,7 @@ def training_steps(contenders: List[Contender], inputs: tuple, targets, precisio
     missing {name: why it cannot run})."""
     steps, params, loss0, missing = {}, {}, {}, {}
     for c in contenders:
-        name = c.name + (" (compiled)" if compile else "")
+        name = label(c.name, compile)
         if c.missing:
             missing[name] = c.missing
             continue

@@ -127,6 +127,7 @@ def throughput_rows(label: str, times: Dict[str, List[float]], tokens: int, zoo_
         m = median(ts)
         rows.append([label, name, fmt_params(params[name]), f"{loss0[name]:.3f}", fmt(1e3 * m),
                      f"{fmt(1e3 * min(ts))}–{fmt(1e3 * max(ts))}", fmt(tokens / m),
-                     "1.00 (ref)" if name == zoo_name else f"{ratio(zoo_tps, tokens / m)} ({wins(times[zoo_name], ts)})"])
+                     "1.00 (ref)" if name == zoo_name
+                     else f"{ratio(zoo_tps, tokens / m)} ({wins(times[zoo_name], ts)})"])
     rows += [[label, name, why, "—", "—", "—", "—", "—"] for name, why in (missing or {}).items()]
     return rows

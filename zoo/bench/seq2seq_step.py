@@ -1,6 +1,5 @@
 """Benchmark 2: the encoder-decoder training step at the paper's base shape, zoo vs its peers."""
-
-from zoo.bench.contenders import notes_lines, seq2seq_contenders, training_steps
+from zoo.bench.contenders import COMPILED_NOTE, label, notes_lines, seq2seq_contenders, training_steps
 from zoo.bench.options import Options
 from zoo.bench.report import THROUGHPUT_HEADERS, markdown_table, progress, throughput_rows
 from zoo.bench.shapes import SEQ2SEQ_SHAPES, Seq2SeqShape
@@ -27,14 +26,15 @@ def bench_seq2seq_step(opts: Options, shape: Seq2SeqShape = None) -> str:
     contenders = seq2seq_contenders(s)
     steps, params, loss0, missing = training_steps(contenders, (src, tgt), labels, "fp32", opts.device, opts.compile)
     times = interleaved(steps, opts.reps, opts.warmup, opts.device)
-    label = f"{s.n_layers}+{s.n_layers} L, b{s.batch}"
-    zoo_name = "zoo EncoderDecoder" + (" (compiled)" if opts.compile else "")
-    rows = throughput_rows(label, times, s.batch * s.tgt_len, zoo_name, params, loss0, missing)
+    shape_label = f"{s.n_layers}+{s.n_layers} L, b{s.batch}"
+    rows = throughput_rows(shape_label, times, s.batch * s.tgt_len, label("zoo EncoderDecoder", opts.compile),
+                           params, loss0, missing)
     return "\n".join([
         "## seq2seq_step: encoder-decoder training step (forward + backward + AdamW)",
         "",
         f"{s.describe()}; post-LN, ReLU, sinusoidal positions, dropout 0 (the paper trains with 0.1: off here "
-        f"for timing fairness), fp32{'; every contender compiled (zoo: model.compile; peers: torch.compile)' if opts.compile else ''}. tokens/s counts target tokens; zoo/peer > 1 = zoo faster. params: "
+        f"for timing fairness), fp32{COMPILED_NOTE if opts.compile else ''}. tokens/s counts target tokens; "
+        "zoo/peer > 1 = zoo faster. params: "
         "trainable, tied counted once; loss₀: the initialised model's loss (~ln(vocab)).",
         "",
         markdown_table(THROUGHPUT_HEADERS, rows, label_columns=2),

@@ -1,8 +1,7 @@
 """Benchmark 1: the decoder-only LM training step, zoo vs its peers."""
 import gc
 
-
-from zoo.bench.contenders import lm_contenders, notes_lines, training_steps
+from zoo.bench.contenders import COMPILED_NOTE, label, lm_contenders, notes_lines, training_steps
 from zoo.bench.options import Options
 from zoo.bench.report import THROUGHPUT_HEADERS, markdown_table, progress, throughput_rows
 from zoo.bench.shapes import default_lm_shapes
@@ -30,8 +29,8 @@ def bench_train_step(opts: Options) -> str:
         steps, params, loss0, missing = training_steps(contenders, (idx,), targets, opts.precision, opts.device,
                                                        opts.compile)
         times = interleaved(steps, opts.reps, opts.warmup, opts.device)
-        zoo_name = "zoo DecoderOnly" + (" (compiled)" if opts.compile else "")
-        rows += throughput_rows(s.name, times, s.batch * s.block, zoo_name, params, loss0, missing)
+        rows += throughput_rows(s.name, times, s.batch * s.block, label("zoo DecoderOnly", opts.compile), params,
+                                loss0, missing)
         sections.append(s.describe())
         contenders_seen = contenders
         del steps
@@ -41,7 +40,7 @@ def bench_train_step(opts: Options) -> str:
         "",
         f"Shapes: {'; '.join(sections)}. Precision: {opts.precision}"
         f"{' (bf16 autocast on every contender forward)' if opts.precision == 'bf16' else ''}"
-        f"{'; every contender compiled (zoo: model.compile, per layer; peers: torch.compile(model))' if opts.compile else ''}. "
+        f"{COMPILED_NOTE if opts.compile else ''}. "
         "tokens/s = batch x block / step time; zoo/peer = zoo tokens/s / peer tokens/s (> 1 = zoo faster). "
         "params = trainable parameters (tied counted once); loss₀ = the initialised model's loss on the batch "
         "(~ln(vocab) for every contender: same numerical regime).",
