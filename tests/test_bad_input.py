@@ -31,7 +31,8 @@ def test_n_heads_not_divisible_by_n_kv_heads():
 
 
 @pytest.mark.parametrize("key,value", [("activation", "tanh"), ("norm", "batchnorm"), ("position", "t5"),
-                                       ("mask", "diagonal"), ("init", "kaiming"), ("pooling", "max")])
+                                       ("mask", "diagonal"), ("init", "kaiming"), ("pooling", "max"),
+                                       ("compile_scope", "everything")])
 def test_unknown_choice(key, value):
     with pytest.raises(ValueError, match=rf"model\.{key}='{value}' is unknown"):
         cfg(**{key: value})

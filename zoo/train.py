@@ -33,7 +33,8 @@ NO_ARCH = ("zoo needs an architecture. Pick one of the three with +arch=...: "
 log = logging.getLogger("zoo")
 
 FROM_DATA = ("vocab_size", "src_vocab_size", "num_classes")  # model keys the datamodule fills in
-RUNTIME = ("compile", "activation_checkpointing")  # model keys that do not change the math: free on resume
+# model keys that do not change the math: free to change on resume
+RUNTIME = ("compile", "compile_scope", "activation_checkpointing")
 
 
 def model_dict(cfg: DictConfig) -> dict:

@@ -34,8 +34,8 @@ zoo faster, followed by the number of repetitions zoo won against that peer (its
 in the same repetition), e.g. '1.03 (9/11)'. `memory` is the exception: each length runs in its own
 fresh `python -c` subprocess (peak memory is per process).
 
---compile runs train_step and seq2seq_step with every contender compiled: zoo through its own
-model.compile path (each layer's forward under torch.compile), the peers through torch.compile(model).
+--compile runs train_step and seq2seq_step with every contender compiled alike: torch.compile(model),
+zoo's model included (its whole forward; the shared loss stays eager).
 
 --quick (under 2 minutes on a quiet 2-core CPU) uses smaller shapes and fewer steps (GPT-2 small is
 skipped on CPU): see QUICK in each benchmark's docstring. CPU timings need a quiet machine: with other

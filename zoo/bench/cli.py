@@ -45,7 +45,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--reps", type=int, default=None, help="timed repetitions (>= 5; default 5 quick, 7 full)")
     p.add_argument("--warmup", type=int, default=None, help="untimed warm-up rounds (default 1 quick, 2 full)")
     p.add_argument("--compile", action="store_true",
-                   help="train_step / seq2seq_step: every contender under torch.compile (zoo: model.compile)")
+                   help="train_step / seq2seq_step: every contender as torch.compile(model)")
     p.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's own)")
     p.add_argument("--out", default=None, help="also write the Markdown report to this file")
     return p.parse_args(argv)

@@ -19,8 +19,6 @@ from zoo.bench.shapes import LMShape, Seq2SeqShape
 from zoo.bench.steps import initial_loss, train_step
 from zoo.bench.torch_models import TorchGPT, TorchSeq2Seq
 from zoo.model import DecoderOnly, EncoderDecoder, ModelConfig
-from zoo.model.base import TransformerBase
-from zoo.tasks.base import compile_layers
 
 
 @dataclass
@@ -192,7 +190,7 @@ def notes_lines(contenders: List[Contender]) -> List[str]:
     return [f"- {c.name}: {c.note}." for c in contenders if c.note]
 
 
-COMPILED_NOTE = "; every contender compiled (zoo: model.compile, per layer; peers: torch.compile(model))"
+COMPILED_NOTE = "; every contender compiled alike, torch.compile(model) (the shared loss stays eager)"
 
 
 def label(name: str, compile: bool) -> str:
@@ -203,9 +201,10 @@ def label(name: str, compile: bool) -> str:
 def training_steps(contenders: List[Contender], inputs: tuple, targets, precision: str, device: str,
                    compile: bool = False):
     """Build each installed contender from torch.manual_seed(0) and its timed training step on `inputs`
-    (idx,) or (src, tgt) against targets (B, T). compile: zoo models switch to their model.compile
-    training path (zoo.tasks.base.compile_layers: each layer's forward compiled), every peer runs through
-    torch.compile(model); names get ' (compiled)'. Compilation happens in the first (warm-up) step.
+    (idx,) or (src, tgt) against targets (B, T). compile: every contender, zoo's included, runs through
+    torch.compile(model) (the whole forward; zoo's model.compile_scope=model also compiles the loss, which
+    here stays the shared eager one); names get ' (compiled)'. Compilation happens in the first (warm-up)
+    step.
     Returns (steps {name: closure}, params {name: count}, loss0 {name: initial loss, nats},
     missing {name: why it cannot run})."""
     steps, params, loss0, missing = {}, {}, {}, {}
@@ -218,10 +217,6 @@ def training_steps(contenders: List[Contender], inputs: tuple, targets, precisio
         model = c.build().to(device).train()
         params[name] = count_params(model)
         loss0[name] = initial_loss(model, (lambda f: lambda m: f(m, *inputs))(c.forward), targets)
-        runs = model
-        if compile and isinstance(model, TransformerBase):
-            compile_layers(model)
-        elif compile:
-            runs = torch.compile(model)
+        runs = torch.compile(model) if compile else model
         steps[name] = train_step(model, (lambda f, r: lambda m: f(r, *inputs))(c.forward, runs), targets, precision)
     return steps, params, loss0, missing

@@ -8,8 +8,7 @@ class Options:
     """quick: the short mode (smaller shapes, fewer steps). device: cpu | cuda. precision: fp32 | bf16
     (train_step's forward passes). reps: timed repetitions (the median is reported, >= 5). warmup: untimed
     rounds before them. shapes: train_step / precision shape names (None = the mode's default). compile:
-    train_step / seq2seq_step run every contender under torch.compile (zoo: model.compile's per-layer
-    compilation)."""
+    train_step / seq2seq_step run every contender as torch.compile(model)."""
     quick: bool = False
     device: str = "cpu"
     precision: str = "fp32"

@@ -11,6 +11,7 @@ POSITIONS = ("sinusoidal", "learned", "rope", "alibi", "none")
 MASKS = ("causal", "bidirectional", "prefix", "sliding")
 INITS = ("xavier", "gpt2")
 POOLINGS = ("cls", "mean", "last")
+COMPILE_SCOPES = ("layers", "model")
 
 
 @dataclass
@@ -44,8 +45,11 @@ class ModelConfig:
     activation_checkpointing: in training, each encoder / decoder layer keeps only its input and recomputes
         its activations in backward (torch.utils.checkpoint, use_reentrant=False): less memory, one more
         forward per layer; the same loss and gradients.
-    compile: read by the training task, not by the model: torch.compile each layer's training forward
-        (zoo.tasks.base.compile_layers).
+    compile: read by the training task, not by the model: torch.compile its training forward.
+    compile_scope: what compile covers: layers = each encoder / decoder layer's forward, one graph shared by
+        all layers of a kind (zoo.tasks.base.compile_layers: compile time does not grow with depth) | model =
+        the whole training loss, embeddings to cross-entropy, as one graph, as nanoGPT compiles its model
+        (zoo.tasks.base.compile_training_loss: slower to compile, faster steps).
     """
 
     vocab_size: int = 65
@@ -83,6 +87,7 @@ class ModelConfig:
     eos_id: int = 2
     activation_checkpointing: bool = False
     compile: bool = False
+    compile_scope: str = "layers"
 
     def __post_init__(self):
         self.validate()
@@ -114,7 +119,7 @@ class ModelConfig:
     def validate(self) -> None:
         """Raise ValueError naming the key, the value and what is allowed."""
         choices = {"activation": ACTIVATIONS, "norm": NORMS, "position": POSITIONS, "init": INITS,
-                   "pooling": POOLINGS}
+                   "pooling": POOLINGS, "compile_scope": COMPILE_SCOPES}
         for key, allowed in choices.items():
             value = getattr(self, key)
             if value not in allowed:

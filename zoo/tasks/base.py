@@ -42,6 +42,19 @@ def compile_layers(model: nn.Module, **compile_kwargs) -> int:
     return n
 
 
+def compile_training_loss(task: "TaskBase", **compile_kwargs) -> bool:
+    """Whole-model compilation: task.training_loss (embeddings, every layer, head and cross-entropy) runs as
+    torch.compile(task.training_loss, **compile_kwargs), as nanoGPT compiles its model with the loss. Only
+    the training step calls training_loss, so evaluation, generation and beam search stay eager. Compile
+    time grows with depth (the layers are unrolled into one graph); data-dependent shapes (encoder_only's
+    masked positions) split the graph there. Parameters, state_dict and checkpoints are unchanged.
+    Idempotent; returns True if this call compiled it."""
+    if "training_loss" in vars(task):
+        return False
+    task.training_loss = torch.compile(task.training_loss, **compile_kwargs)
+    return True
+
+
 class TaskBase(pl.LightningModule):
     """Subclasses set self.model (a zoo.model architecture) and save hparams with optimizer, scheduler,
     monitor and monitor_mode. `best` holds the best value of each validation metric ("loss" metrics: min,
@@ -87,10 +100,19 @@ class TaskBase(pl.LightningModule):
         if 0 < self.trainer.max_steps <= self.trainer.global_step:
             self.trainer.should_stop = True
 
+    def training_loss(self, batch) -> torch.Tensor:
+        """The training objective of a batch: a scalar (nats per token, or per example for classification)
+        that training_step backpropagates. Every task overrides it; model.compile_scope=model compiles it."""
+        raise NotImplementedError
+
     def configure_model(self):
         """Lightning hook, run before DDP / FSDP wrap the module: model.compile=true compiles the layers
-        (compile_layers)."""
-        if self.model.cfg.compile:
+        (compile_layers) or, with model.compile_scope=model, the whole training loss (compile_training_loss)."""
+        if not self.model.cfg.compile:
+            return
+        if self.model.cfg.compile_scope == "model":
+            compile_training_loss(self)
+        else:
             compile_layers(self.model)
 
     def configure_optimizers(self):

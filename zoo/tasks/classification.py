@@ -43,8 +43,12 @@ class Classification(TaskBase):
         """Class logits (B, num_classes)."""
         return self.model.classify(batch["ids"], batch["key_padding_mask"])
 
+    def training_loss(self, batch) -> torch.Tensor:
+        """Mean cross-entropy (nats per example) of the class logits against batch["labels"] (B,)."""
+        return F.cross_entropy(self(batch).float(), batch["labels"])
+
     def training_step(self, batch, batch_idx):
-        loss = F.cross_entropy(self(batch).float(), batch["labels"])
+        loss = self.training_loss(batch)
         self.log_train_step(loss, batch["ids"].numel())
         return loss
 

@@ -94,14 +94,15 @@ class LanguageModeling(TaskBase):
         target = x[chosen]
         return {"loss": F.cross_entropy(logits, target), "acc": (logits.argmax(-1) == target).float().mean()}
 
-    def loss(self, batch) -> torch.Tensor:
+    def training_loss(self, batch) -> torch.Tensor:
+        """The "loss" of `losses` (nats per token)."""
         return self.losses(batch)["loss"]
 
     def forward(self, idx: torch.Tensor) -> torch.Tensor:
         return self.model(idx)
 
     def training_step(self, batch, batch_idx):
-        loss = self.loss(batch)
+        loss = self.training_loss(batch)
         self.log_train_step(loss, batch[0].numel())
         return loss
 

@@ -141,8 +141,12 @@ class Translation(TaskBase):
         acc = (length_logits.argmax(-1) == lengths).float().mean()
         return {"token": token, "length": length, "length_acc": acc, "n_masked": chosen.sum()}
 
+    def training_loss(self, batch) -> torch.Tensor:
+        """`loss` of a training batch (encoder_only: masks drawn from the global RNG)."""
+        return self.loss(batch)
+
     def training_step(self, batch, batch_idx):
-        loss = self.loss(batch)
+        loss = self.training_loss(batch)
         tokens = (~batch["src_key_padding_mask"]).sum() + (~batch["tgt_key_padding_mask"]).sum()
         self.log_train_step(loss, tokens)
         return loss
