@@ -207,6 +207,25 @@ class FSDPStrategy(HydraLaunch, _FSDPStrategy):
             return super().load_checkpoint(checkpoint_path, weights_only)
 
 
+def is_fsdp(module) -> bool:
+    """True when `module` (e.g. trainer.strategy.model) is wrapped in FSDP."""
+    from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+
+    return isinstance(module, FSDP)
+
+
+def root_params(module):
+    """A context for decoding outside the training forward under FSDP (validation samples, BLEU): the root
+    unit's own parameters (embeddings, tied head, final norms: everything not in a layer unit) get their
+    real shapes; each layer unit still gathers its own in its forward, which is a collective, so every rank
+    must run the same forward calls. A no-op for any other module."""
+    from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+
+    if is_fsdp(module):
+        return FSDP.summon_full_params(module, recurse=False, writeback=False)
+    return nullcontext()
+
+
 def layer_classes(enabled: bool = True):
     """{EncoderLayer, DecoderLayer}: the Transformer layer classes, as FSDP's auto-wrap (one unit per layer)
     and activation-checkpointing policies; None when not enabled (the policy is off)."""

@@ -19,6 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from zoo.checkpoint_io import AtomicCheckpointIO
 from zoo.data.resolver import DataError
+from zoo.distributed import is_fsdp
 from zoo.model import ModelConfig
 from zoo.model.cost import classify_flops_per_token, flops_per_token
 from zoo.tasks.classification import Classification
@@ -235,6 +236,10 @@ def run(cfg: DictConfig) -> float:
     final = {k: float(v) for k, v in trainer.callback_metrics.items() if v.numel() == 1}
     if is_overridden("test_step", task) and not trainer.fast_dev_run:
         best = getattr(trainer.checkpoint_callback, "best_model_path", None)
+        if is_fsdp(trainer.strategy.model):
+            # FSDP left the fitted task's own parameters (embeddings, head) as flat shards, and Lightning does not
+            # wrap an already wrapped task again: test a fresh one, which loads the checkpoint after wrapping
+            task = instantiate(cfg.task, arch=cfg.arch, model=model_cfg, tokenizer=info["tokenizer"], _convert_="all")
         trainer.test(task, datamodule=datamodule, ckpt_path=best or None, verbose=False)  # best by the monitor
         final.update({k: float(v) for k, v in trainer.callback_metrics.items() if k.startswith("test/")})
     results = {

@@ -9,6 +9,7 @@ from lightning.pytorch.loggers import WandbLogger
 from torchmetrics import MeanMetric
 
 from zoo.data.char_tokenizer import CharTokenizer
+from zoo.distributed import is_fsdp, root_params
 from zoo.generate import sample
 from zoo.model import ModelConfig, build_model
 from zoo.tasks.base import TaskBase
@@ -129,12 +130,24 @@ class LanguageModeling(TaskBase):
         self.log_validation(metrics)
         if self.trainer.sanity_checking:
             return
-        if self.hparams.arch == "decoder_only" and self.hparams.sample and self.trainer.is_global_zero:
-            self.print_sample()
+        if self.hparams.arch != "decoder_only" or not self.hparams.sample:
+            return
+        wrapped = getattr(self.trainer.strategy, "model", None)
+        if is_fsdp(wrapped):  # every rank decodes the same sample (the layer units gather collectively)
+            with root_params(wrapped):
+                text = self.sample_text()
+            if self.trainer.is_global_zero:
+                self.print_sample(text)
+        elif self.trainer.is_global_zero:
+            self.print_sample(self.sample_text())
 
-    def print_sample(self):
+    def sample_text(self) -> str:
+        """task.sample's text: its prompt continued by max_new_tokens tokens (seed 0)."""
         s = self.hparams.sample
-        text = self.generate_text(s["prompt"], s["max_new_tokens"], s["temperature"], s.get("top_k"), seed=0)
+        return self.generate_text(s["prompt"], s["max_new_tokens"], s["temperature"], s.get("top_k"), seed=0)
+
+    def print_sample(self, text: str):
+        """Print the validation sample and log it (W&B: the table of every sample so far)."""
         self.print(f"\n--- sample at step {self.global_step} ---\n{text}\n---")
         self.samples.append([self.global_step, text])
         for logger in self.loggers:
