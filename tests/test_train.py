@@ -320,3 +320,16 @@ def test_constructor_errors_exit_2_with_one_message(tmp_path):
     out = run_cli(["+arch=encoder_decoder", "data.src_lang=xx", "logger=csv", f"hydra.run.dir={tmp_path}"],
                   cwd=tmp_path)
     assert out.returncode == 2 and "zoo: error: Multi30k split" in out.stderr and "Traceback" not in out.stderr
+
+
+@pytest.mark.parametrize("max_epochs,expected", [(-1, "Epoch 3"), (10, "Epoch 3/9")])
+def test_progress_bar_epoch_label(max_epochs, expected):
+    """zoo's rich progress bar names the epoch without Lightning's "Epoch 3/-2" when max_steps bounds the
+    run (max_epochs=-1), and with the last epoch's index when max_epochs does."""
+    from types import SimpleNamespace
+
+    from zoo.callbacks.progress import ProgressBar
+
+    bar = ProgressBar()
+    bar._trainer = SimpleNamespace(max_epochs=max_epochs)
+    assert bar._get_train_description(3).rstrip() == expected
