@@ -215,15 +215,13 @@ def is_fsdp(module) -> bool:
 
 
 def root_params(module):
-    """A context for decoding outside the training forward under FSDP (validation samples, BLEU): the root
+    """A context for decoding outside FSDP's forward (the LM's validation sample, run from a hook): the root
     unit's own parameters (embeddings, tied head, final norms: everything not in a layer unit) get their
     real shapes; each layer unit still gathers its own in its forward, which is a collective, so every rank
     must run the same forward calls. A no-op for any other module."""
     from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
 
-    if is_fsdp(module):
-        return FSDP.summon_full_params(module, recurse=False, writeback=False)
-    return nullcontext()
+    return FSDP.summon_full_params(module, recurse=False, writeback=False) if is_fsdp(module) else nullcontext()
 
 
 def layer_classes(enabled: bool = True):
@@ -241,6 +239,4 @@ def full_params(module: nn.Module):
     it trains the sharded parameters."""
     from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
 
-    if isinstance(module, FSDP):
-        return FSDP.summon_full_params(module, writeback=False)
-    return nullcontext()
+    return FSDP.summon_full_params(module, writeback=False) if is_fsdp(module) else nullcontext()

@@ -7,7 +7,7 @@ import lightning.pytorch as pl
 import torch
 from torch import nn
 
-from zoo.distributed import full_params
+from zoo.distributed import full_params, is_fsdp
 from zoo.model.decoder_layer import DecoderLayer
 from zoo.model.encoder_layer import EncoderLayer
 from zoo.tasks.optim_config import configure_optimizers
@@ -124,10 +124,8 @@ class TaskBase(pl.LightningModule):
     def configure_gradient_clipping(self, optimizer, gradient_clip_val=None, gradient_clip_algorithm=None):
         """trainer.gradient_clip_val clips the global gradient norm; under FSDP with FSDP's own
         clip_grad_norm_ (torch.nn.utils.clip_grad_norm_ would see only this process's shards)."""
-        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
-
         wrapped = getattr(self.trainer.strategy, "model", None)
-        if isinstance(wrapped, FSDP) and gradient_clip_val and gradient_clip_algorithm in (None, "norm"):
+        if is_fsdp(wrapped) and gradient_clip_val and gradient_clip_algorithm in (None, "norm"):
             wrapped.clip_grad_norm_(gradient_clip_val)
             return
         super().configure_gradient_clipping(optimizer, gradient_clip_val, gradient_clip_algorithm)
