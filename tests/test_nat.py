@@ -199,3 +199,28 @@ def test_tiny_model_overfits_a_reversal_task():
                 break
     assert right == 16, f"{right}/16 exact after {step} steps"
     assert task.nat_losses(batch)["length_acc"] == 1.0
+
+
+def test_compiled_training_loss_at_two_lengths():
+    """model.compile_scope=model on encoder_only translation: the compiled training loss (aot_eager, dynamic
+    shapes: the second batch has other lengths) equals eager with the same seed. The CMLM mask's uniform draws
+    once failed to trace at symbolic shapes (torch.rand(shape, generator=None))."""
+    from zoo.tasks.base import compile_training_loss
+
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    task = nat_task().train()
+    a = toy_batch()
+    b = {k: torch.cat([v, v[:, :1]], 1) for k, v in a.items()}  # one column longer (padding)
+    b["src"][:, -1] = 0
+    b["src_key_padding_mask"][:, -1] = True
+    b["tgt_out"][:, -1] = 0
+    b["tgt_key_padding_mask"][:, -1] = True
+    eager = []
+    for batch in (a, b, a):
+        torch.manual_seed(5)
+        eager.append(task.training_loss(batch).item())
+    compile_training_loss(task, backend="aot_eager", dynamic=True)
+    for batch, want in zip((a, b, a), eager):
+        torch.manual_seed(5)
+        assert abs(task.training_loss(batch).item() - want) < 1e-5

@@ -55,13 +55,22 @@ def rank_in_row(scores: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
     return s.argsort(dim=1, stable=True).argsort(dim=1, stable=True)
 
 
+def uniform(like: torch.Tensor, generator: Optional[torch.Generator] = None) -> torch.Tensor:
+    """U[0, 1) floats of like's shape and device, drawn from `generator`, else from the default generator by
+    torch.rand_like (the same draws as torch.rand in eager mode; torch.compile traces it at symbolic shapes,
+    where torch.rand(shape, generator=None) fails)."""
+    if generator is not None:
+        return torch.rand(like.shape, generator=generator, device=like.device)
+    return torch.rand_like(like, dtype=torch.float)
+
+
 def cmlm_mask(slots: torch.Tensor, generator: Optional[torch.Generator] = None) -> torch.Tensor:
     """The CMLM training mask (Ghazvininejad et al. 2019, sec. 2): per row, n ~ Uniform{1, ..., L} with L the
     row's slot count, then n slots chosen uniformly at random. slots: (B, N) bool. Returns (B, N) bool, a
     subset of slots (empty for a row with L = 0)."""
     L = slots.sum(1)  # (B,)
-    u = torch.rand(slots.shape, generator=generator, device=slots.device)
-    n = (torch.rand(L.shape, generator=generator, device=slots.device) * L).long() + 1  # 1..L
+    u = uniform(slots, generator)  # (B, N)
+    n = (uniform(L, generator) * L).long() + 1  # (B,) 1..L
     n = torch.minimum(n, L)
     return (rank_in_row(u, slots) < n.unsqueeze(1)) & slots
 
