@@ -140,3 +140,11 @@ def test_block_constructors_reject_unknown_names():
         init_weights(torch.nn.Linear(2, 2), "kaiming")
     with pytest.raises(ValueError, match="arch='gpt'"):
         build_model("gpt", cfg())
+
+
+@pytest.mark.parametrize("key,value", [("compile", "no"), ("bias", 1), ("final_norm", "off")])
+def test_switches_must_be_booleans(key, value):
+    """A yes/no key given anything but true / false (Hydra reads `model.compile=no` as the string 'no',
+    which Python would take as true) is refused by name."""
+    with pytest.raises(ValueError, match=rf"model\.{key}={value!r} must be true or false"):
+        cfg(**{key: value})

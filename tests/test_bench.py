@@ -87,8 +87,8 @@ def test_quick_train_step_prints_table_with_ratio(tmp_path):
     assert out_file.read_text().strip().splitlines()[2] == header
 
 
-def test_bad_arguments_exit_2(capsys):
-    for args, why in ((["--only", "nope"], "unknown benchmark"), (["--reps", "3"], "at least 5 repetitions"),
+def test_bad_arguments_exit_2(capsys, tmp_path):
+    for args, why in ((["--out", str(tmp_path)], "is a folder; give a file path"), (["--only", "nope"], "unknown benchmark"), (["--reps", "3"], "at least 5 repetitions"),
                       (["--shapes", "nope"], "unknown shapes"), (["--only", ","], "no benchmark"),
                       (["--warmup", "-1"], "give a count >= 0"), (["--compile", "--warmup", "0"], ">= 1 with --compile"),
                       (["--threads", "0"], "positive number of threads"),

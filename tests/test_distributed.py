@@ -452,3 +452,5 @@ def test_fsdp_decodes_like_ddp(tmp_path):
     fsdp, ddp = results(tmp_path / "mt_fsdp")["final"], results(tmp_path / "mt_ddp")["final"]
     assert abs(fsdp["test/loss"] - ddp["test/loss"]) <= 1e-5
     assert abs(fsdp["test/bleu"] - ddp["test/bleu"]) <= 1e-6
+    best = results(tmp_path / "mt_fsdp")["best"]  # the fitted task's best metrics, not the tested copy's (empty)
+    assert best and best == results(tmp_path / "mt_ddp")["best"]

@@ -236,12 +236,18 @@ def run(cfg: DictConfig) -> float:
     final = {k: float(v) for k, v in trainer.callback_metrics.items() if v.numel() == 1}
     if is_overridden("test_step", task) and not trainer.fast_dev_run:
         best = getattr(trainer.checkpoint_callback, "best_model_path", None)
+        tested = task
         if is_fsdp(trainer.strategy.model):
             # FSDP left the fitted task's own parameters (embeddings, head) as flat shards, and Lightning does not
             # wrap an already wrapped task again: test a fresh one, which loads the checkpoint after wrapping
-            task = instantiate(cfg.task, arch=cfg.arch, model=model_cfg, tokenizer=info["tokenizer"], _convert_="all")
-        trainer.test(task, datamodule=datamodule, ckpt_path=best or None, verbose=False)  # best by the monitor
-        final.update({k: float(v) for k, v in trainer.callback_metrics.items() if k.startswith("test/")})
+            tested = instantiate(cfg.task, arch=cfg.arch, model=model_cfg, tokenizer=info["tokenizer"],
+                                 _convert_="all") if best else None
+            if not best:
+                log.warning("test phase skipped: under FSDP it needs a checkpoint of the trained weights, and this run "
+                            "wrote none (keep callbacks=default, or test later with the run's checkpoint)")
+        if tested is not None:
+            trainer.test(tested, datamodule=datamodule, ckpt_path=best or None, verbose=False)  # best by the monitor
+            final.update({k: float(v) for k, v in trainer.callback_metrics.items() if k.startswith("test/")})
     results = {
         "arch": cfg.arch, "task": task_name, "dataset": data_name, "objective": getattr(task, "objective", task_name),
         "final": final, "best": task.best,

@@ -78,6 +78,9 @@ def main(argv=None) -> int:
         print(f"--threads {args.threads}: give a positive number of threads (or leave it out for torch's default)",
               file=sys.stderr)
         return 2
+    if args.out and Path(args.out).is_dir():
+        print(f"--out {args.out}: is a folder; give a file path such as {Path(args.out) / 'bench.md'}", file=sys.stderr)
+        return 2
     if args.out and not os.access(Path(args.out).resolve().parent, os.W_OK):
         print(f"--out {args.out}: its folder does not exist or is not writable; create it or pick another path",
               file=sys.stderr)
