@@ -210,7 +210,10 @@ def run(cfg: DictConfig) -> float:
     info = datamodule.model_info()  # vocabulary sizes, classes, tokenizer state, typical lengths
     model_cfg = model_dict(cfg)
     model_cfg.update({k: info[k] for k in FROM_DATA if k in info})
-    task = instantiate(cfg.task, arch=cfg.arch, model=model_cfg, tokenizer=info["tokenizer"], _convert_="all")
+
+    def new_task():
+        return instantiate(cfg.task, arch=cfg.arch, model=model_cfg, tokenizer=info["tokenizer"], _convert_="all")
+    task = new_task()
     loggers = make_loggers(cfg, tags)
     callbacks = [instantiate(c) for c in (cfg.get("callbacks") or {}).values()]
     trainer = instantiate(cfg.trainer, logger=loggers or False, callbacks=callbacks, plugins=[AtomicCheckpointIO()])
@@ -240,9 +243,8 @@ def run(cfg: DictConfig) -> float:
         if is_fsdp(trainer.strategy.model):
             # FSDP left the fitted task's own parameters (embeddings, head) as flat shards, and Lightning does not
             # wrap an already wrapped task again: test a fresh one, which loads the checkpoint after wrapping
-            tested = instantiate(cfg.task, arch=cfg.arch, model=model_cfg, tokenizer=info["tokenizer"],
-                                 _convert_="all") if best else None
-            if not best:
+            tested = new_task() if best else None
+            if tested is None:
                 log.warning("test phase skipped: under FSDP it needs a checkpoint of the trained weights, and this run "
                             "wrote none (keep callbacks=default, or test later with the run's checkpoint)")
         if tested is not None:

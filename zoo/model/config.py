@@ -126,8 +126,8 @@ class ModelConfig:
                 raise ValueError(f"model.{key}={value!r} is unknown; allowed: {', '.join(allowed)}")
         for f in fields(self):
             value = getattr(self, f.name)
-            if f.type in (bool, Optional[bool], "bool", "Optional[bool]") and not (
-                    isinstance(value, bool) or (value is None and f.type in (Optional[bool], "Optional[bool]"))):
+            switch = f.type is bool or (f.type == Optional[bool] and value is not None)
+            if switch and not isinstance(value, bool):
                 raise ValueError(f"model.{f.name}={value!r} must be true or false")
         if self.mask is not None and self.mask not in MASKS:
             raise ValueError(f"model.mask={self.mask!r} is unknown; allowed: {', '.join(MASKS)} (or null)")
