@@ -134,16 +134,19 @@ def check_checkpoint(cfg: DictConfig) -> None:
 
 
 def route_lightning_logs() -> None:
-    """Send Lightning's messages to the handlers Hydra configured (console and <run dir>/train.log).
-    Lightning, imported before Hydra sets up logging, gives its logger a private stream handler and turns
-    propagation off, so its messages would never reach train.log."""
+    """Send Lightning's messages, once each, to the handlers Hydra configured (console and <run dir>/train.log).
+    Lightning, imported before Hydra sets up logging, gives its loggers private console handlers ("lightning":
+    "INFO: ..."; "lightning.pytorch" and "lightning.fabric" with propagation off), so its messages would
+    print twice on the console, or never reach train.log. Those console handlers are removed and the
+    messages propagate to the root logger."""
     if not logging.getLogger().handlers:  # logging not configured (zoo.train.run called as a library)
         return
-    lightning_log = logging.getLogger("lightning.pytorch")
-    for handler in list(lightning_log.handlers):
-        if type(handler) is logging.StreamHandler:
-            lightning_log.removeHandler(handler)
-    lightning_log.propagate = True
+    for name in ("lightning", "lightning.pytorch", "lightning.fabric"):
+        lightning_log = logging.getLogger(name)
+        for handler in list(lightning_log.handlers):
+            if type(handler) is logging.StreamHandler:
+                lightning_log.removeHandler(handler)
+        lightning_log.propagate = True
 
 
 def wandb_group(cfg: DictConfig) -> str:
