@@ -324,6 +324,23 @@ def test_constructor_errors_exit_2_with_one_message(tmp_path):
     assert out.returncode == 2 and "zoo: error: Multi30k split" in out.stderr and "Traceback" not in out.stderr
 
 
+def test_callbacks_none_writes_no_checkpoint(tmp_path):
+    """callbacks=none: no checkpoint anywhere under the run dir (Lightning's default ModelCheckpoint used to
+    write csv/checkpoints/epoch=0-step=10.ckpt) and results.json names none; zoo's progress bar replaces
+    Lightning's default one; trainer.* settings win."""
+    from zoo.callbacks.progress import ProgressBar
+    from zoo.train import trainer_callbacks
+
+    run(make_cfg(tmp_path, TINY + ["logger=csv", "callbacks=none", "task.sample=null"]))
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert results["steps"] == 10 and results["best_checkpoint"] is None
+    assert not list(tmp_path.rglob("*.ckpt"))
+    kwargs = trainer_callbacks([], make_cfg(tmp_path, TINY).trainer)
+    assert kwargs["enable_checkpointing"] is False and [type(c) for c in kwargs["callbacks"]] == [ProgressBar]
+    quiet = make_cfg(tmp_path, TINY + ["+trainer.enable_progress_bar=false", "+trainer.enable_checkpointing=true"])
+    assert trainer_callbacks([], quiet.trainer) == {"callbacks": []}
+
+
 @pytest.mark.parametrize("max_epochs,expected", [(-1, "Epoch 3"), (10, "Epoch 3/9")])
 def test_progress_bar_epoch_label(max_epochs, expected):
     """zoo's rich progress bar names the epoch without Lightning's "Epoch 3/-2" when max_steps bounds the

@@ -13,10 +13,13 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.errors import InstantiationException
 from hydra.types import RunMode
 from hydra.utils import get_class, instantiate
+from lightning.pytorch.callbacks import ModelCheckpoint
+from lightning.pytorch.callbacks.progress import ProgressBar as ProgressBarBase
 from lightning.pytorch.loggers import WandbLogger
 from lightning.pytorch.utilities.model_helpers import is_overridden
 from omegaconf import DictConfig, OmegaConf
 
+from zoo.callbacks.progress import ProgressBar
 from zoo.checkpoint_io import AtomicCheckpointIO
 from zoo.data.resolver import DataError
 from zoo.distributed import is_fsdp
@@ -149,6 +152,21 @@ def route_lightning_logs() -> None:
         lightning_log.propagate = True
 
 
+def trainer_callbacks(callbacks: list, trainer_cfg: DictConfig) -> dict:
+    """The Trainer's callback arguments for the configured `callbacks`. Without a ModelCheckpoint among them
+    (callbacks=none) no checkpoint is written: Lightning would otherwise add its default one under the
+    logger's folder, and the test phase would load it; enable_checkpointing=False, unless trainer.* sets it.
+    Without a progress bar among them, zoo's ProgressBar (unless +trainer.enable_progress_bar=false), so the
+    bar reads "Epoch 3", not Lightning's default "Epoch 3/-2"."""
+    kwargs = {"callbacks": list(callbacks)}
+    if not any(isinstance(c, ModelCheckpoint) for c in callbacks) and trainer_cfg.get("enable_checkpointing") is None:
+        kwargs["enable_checkpointing"] = False
+    if (not any(isinstance(c, ProgressBarBase) for c in callbacks)
+            and trainer_cfg.get("enable_progress_bar") is not False):
+        kwargs["callbacks"].append(ProgressBar())
+    return kwargs
+
+
 def wandb_group(cfg: DictConfig) -> str:
     """The W&B group of a run: logger.wandb.group if set; else, in a Hydra multirun (a -m sweep, Optuna,
     submitit), the sweep dir, so one sweep's runs form one group; else experiment_name."""
@@ -219,7 +237,8 @@ def run(cfg: DictConfig) -> float:
     task = new_task()
     loggers = make_loggers(cfg, tags)
     callbacks = [instantiate(c) for c in (cfg.get("callbacks") or {}).values()]
-    trainer = instantiate(cfg.trainer, logger=loggers or False, callbacks=callbacks, plugins=[AtomicCheckpointIO()])
+    trainer = instantiate(cfg.trainer, logger=loggers or False, plugins=[AtomicCheckpointIO()],
+                          **trainer_callbacks(callbacks, cfg.trainer))
 
     n_params = task.model.num_params()
     seq_len, src_len = info["seq_len"], info.get("src_len")
