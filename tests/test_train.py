@@ -309,6 +309,8 @@ def test_checkpoint_of_another_task_or_an_unreadable_file_is_refused(tmp_path):
     (["model.share_embeddings=true", "data.joint_vocab=false"], "encoder_decoder", "set data.joint_vocab=true"),
     (["task.monitor=val/los"], "decoder_only", "task.monitor=val/los is not a validation metric of LanguageModeling"),
     (["task.monitor=val/accuracy"], "encoder_only", "it logs val/loss, val/acc, val/f1"),
+    (["task.monitor=val/mlm_acc"], "decoder_only",  # only the masked LM (encoder_only) logs it
+     "not a validation metric of LanguageModeling with \\+arch=decoder_only; it logs val/loss, val/ppl, val/bpc, val/cont_loss$"),
     (["task.monitor_mode=maximum"], "encoder_decoder", "task.monitor_mode='maximum' is unknown"),
     (["+optimized_metric=val/BLEU"], "encoder_decoder", "optimized_metric=val/BLEU is not a validation metric"),
 ])

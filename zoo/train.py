@@ -63,11 +63,11 @@ def check_config(cfg: DictConfig) -> None:
                       if OmegaConf.load(p).get("_target_") in task_cls.DATA)
         raise ConfigError(f"{task_cls.__name__} cannot read the batches of data._target_={cfg.data.get('_target_')}; "
                           f"use data={' or data='.join(fits)} (or another datamodule listed in {task_cls.__name__}.DATA)")
-    metrics = getattr(task_cls, "VAL_METRICS", ())
+    metrics = getattr(task_cls, "VAL_METRICS", {}).get(cfg.arch, ())
     for key, name in (("task.monitor", cfg.task.get("monitor")), ("optimized_metric", cfg.get("optimized_metric"))):
         if metrics and name is not None and name not in metrics:
-            raise ConfigError(f"{key}={name} is not a validation metric of {task_cls.__name__}; it logs "
-                              f"{', '.join(metrics)}")
+            raise ConfigError(f"{key}={name} is not a validation metric of {task_cls.__name__} with "
+                              f"+arch={cfg.arch}; it logs {', '.join(metrics)}")
     if cfg.task.get("monitor_mode", "min") not in ("min", "max"):
         raise ConfigError(f"task.monitor_mode={cfg.task.get('monitor_mode')!r} is unknown; allowed: min, max")
     sched = cfg.task.get("scheduler") or {}

@@ -23,7 +23,7 @@ class Classification(TaskBase):
 
     ARCHS = ("encoder_only", "decoder_only", "encoder_decoder")
     DATA = ("zoo.data.sst2.SST2",)  # datamodules (data._target_) whose batches this task reads
-    VAL_METRICS = ("val/loss", "val/acc", "val/f1")  # what task.monitor may name
+    VAL_METRICS = {arch: ("val/loss", "val/acc", "val/f1") for arch in ARCHS}  # per arch, what task.monitor may name
 
     def __init__(self, arch: str, model: dict, tokenizer: dict, optimizer: dict, scheduler: dict,
                  monitor: str = "val/acc", monitor_mode: str = "max"):

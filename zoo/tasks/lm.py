@@ -46,7 +46,10 @@ class LanguageModeling(TaskBase):
 
     ARCHS = ("decoder_only", "encoder_only", "encoder_decoder")
     DATA = ("zoo.data.shakespeare.TinyShakespeare",)  # datamodules (data._target_) whose batches this task reads
-    VAL_METRICS = ("val/loss", "val/ppl", "val/bpc", "val/cont_loss", "val/mlm_acc")  # what task.monitor may name
+    VAL_METRICS = {  # per arch, what task.monitor may name: the validation metrics it logs
+        "decoder_only": ("val/loss", "val/ppl", "val/bpc", "val/cont_loss"),
+        "encoder_decoder": ("val/loss", "val/ppl", "val/bpc", "val/cont_loss"),
+        "encoder_only": ("val/loss", "val/ppl", "val/bpc", "val/mlm_acc")}
     MASKS = {"decoder_only": (None, "causal", "sliding"),  # others would see the next token
              "encoder_decoder": (None, "causal", "sliding")}
     OBJECTIVES = {"decoder_only": "causal_lm", "encoder_only": "masked_lm", "encoder_decoder": "prefix_continuation"}

@@ -68,7 +68,10 @@ class Translation(TaskBase):
 
     ARCHS = ("encoder_decoder", "decoder_only", "encoder_only")
     DATA = ("zoo.data.multi30k.Multi30k",)  # datamodules (data._target_) whose batches this task reads
-    VAL_METRICS = ("val/loss", "val/bleu", "val/chrf", "val/length_acc")  # what task.monitor may name
+    VAL_METRICS = {  # per arch, what task.monitor may name: the validation metrics it logs
+        "encoder_decoder": ("val/loss", "val/bleu", "val/chrf"),
+        "decoder_only": ("val/loss", "val/bleu", "val/chrf"),
+        "encoder_only": ("val/loss", "val/bleu", "val/chrf", "val/length_acc")}  # the length head's accuracy
     MASKS = {"encoder_decoder": (None, "causal", "sliding"),  # the decoder must not see the next target token
              "decoder_only": (None, "causal", "prefix", "sliding"),  # prefix: bidirectional over the source only
              "encoder_only": (None, "bidirectional")}  # predicted target tokens are <mask> in the input
