@@ -136,9 +136,10 @@ def test_mask_predict_remasks_the_closed_form_count(T):
     g = torch.Generator().manual_seed(T)
     calls = []
 
-    def step(tokens):
+    def step(tokens, at):
         calls.append(tokens.clone())
-        return torch.randn(*tokens.shape, 30, generator=g)
+        assert torch.equal(at, tokens == MASK_ID)  # logits asked only where this round predicts
+        return torch.randn(int(at.sum()), 30, generator=g)
 
     tokens, log_probs = mask_predict(step, seq, slots, T, MASK_ID, NAT_BANNED)
     expected = [L.tolist()] + [[l * (T - t) // T for l in L.tolist()] for t in range(1, T)]
@@ -169,6 +170,26 @@ def test_batched_decoding_equals_one_row_at_a_time():
              for r in rows]
     assert together == alone
     assert all(len(h) >= 1 for h in together)
+
+
+def test_length_candidates_stop_at_source_length_plus_max_len_b():
+    """A length head that wants the longest lengths (an untrained one may) gets at most source tokens +
+    task.max_len_b slots, the autoregressive decoders' limit, not every slot up to model.max_len (a
+    30-step run's test phase took minutes and 8 GB decoding 500-slot candidates)."""
+    torch.manual_seed(0)
+    task = nat_task(nat_iterations=2, max_len_b=3).eval()
+    head = task.model.length_head.proj
+    with torch.no_grad():
+        head.weight.zero_()
+        head.bias.copy_(torch.arange(head.bias.numel(), dtype=torch.float))  # the longer, the likelier
+    batch = toy_batch()  # 3 and 4 source tokens
+    hyps = task.translate_nat(batch["src"], batch["src_key_padding_mask"])
+    assert [len(h) for h in hyps] == [3 + 3, 4 + 3]  # the one candidate: the longest allowed
+    hyps = task.translate_nat(batch["src"], batch["src_key_padding_mask"], length_beam=3)
+    assert [len(h) for h in hyps] in ([a, b] for a in (4, 5, 6) for b in (5, 6, 7))  # the 3 longest allowed
+    task.hparams.max_len_b = 100  # now model.max_len (32) limits: 32 - (1 + source tokens) slots
+    hyps = task.translate_nat(batch["src"], batch["src_key_padding_mask"])
+    assert [len(h) for h in hyps] == [32 - 4, 32 - 5]
 
 
 def test_tiny_model_overfits_a_reversal_task():

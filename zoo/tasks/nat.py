@@ -89,7 +89,7 @@ def lowest(probs: torch.Tensor, slots: torch.Tensor, n: torch.Tensor) -> torch.T
 
 
 @torch.no_grad()
-def mask_predict(step: Callable[[torch.Tensor], torch.Tensor], seq: torch.Tensor, slots: torch.Tensor,
+def mask_predict(step: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], seq: torch.Tensor, slots: torch.Tensor,
                  iterations: int, mask_id: int, banned: tuple = ()):
     """Mask-predict decoding (Ghazvininejad et al. 2019, sec. 3.1) of rows whose target slots hold <mask>.
 
@@ -97,7 +97,9 @@ def mask_predict(step: Callable[[torch.Tensor], torch.Tensor], seq: torch.Tensor
     t = 1 .. T-1 re-mask the n = floor(L (T - t) / T) slots of lowest p_i (`num_to_mask`) and re-predict only
     those, updating their y_i and p_i; the others keep their tokens and probabilities. T = 1 is one-pass NAT.
 
-    step: seq (B, N) -> token logits (B, N, V). seq: (B, N) long; slots: (B, N) bool. banned: token ids never
+    step: (seq (B, N), at (B, N) bool) -> token logits (n, V) at the n positions of `at` in row-major order (the
+    masked slots of the round: no logits for the source or the kept slots). seq: (B, N) long; slots: (B, N) bool.
+    banned: token ids never
     predicted (specials such as <pad>, <mask>). Returns (tokens (B, N): seq with the slots filled,
     log_probs (B, N) float: log p_i at the slots, 0 elsewhere). Raises ValueError for iterations < 1.
     """
@@ -112,10 +114,10 @@ def mask_predict(step: Callable[[torch.Tensor], torch.Tensor], seq: torch.Tensor
             if not masked.any():
                 break
             tokens = tokens.masked_fill(masked, mask_id)
-        logp = step(tokens).float().log_softmax(-1)  # (B, N, V)
+        logp = step(tokens, masked).float().log_softmax(-1)  # (n masked, V)
         if banned:
-            logp[..., list(banned)] = float("-inf")
-        best, arg = logp.max(-1)  # (B, N)
-        tokens = torch.where(masked, arg, tokens)
-        log_probs = torch.where(masked, best, log_probs)
+            logp[:, list(banned)] = float("-inf")
+        best, arg = logp.max(-1)  # (n,)
+        tokens = tokens.masked_scatter(masked, arg)
+        log_probs = log_probs.masked_scatter(masked, best)
     return tokens, log_probs

@@ -193,14 +193,17 @@ class Translation(TaskBase):
                       iterations: Optional[int] = None) -> list:
         """Non-autoregressive decoding (Ghazvininejad et al. 2019, sec. 3): the length head on a source-only
         pass ([<cls>] source; the source side never sees the slots, so this equals its value in any later
-        pass) gives the `length_beam` most likely lengths L >= 1 that fit in model.max_len; each candidate
+        pass) gives the `length_beam` most likely lengths 1 <= L <= source tokens + task.max_len_b that fit in
+        model.max_len (the autoregressive decoders' limit); each candidate
         starts with L <mask> slots and runs `iterations` (default task.nat_iterations) rounds of
         zoo.tasks.nat.mask_predict; per source the candidate with the highest mean log-probability of its
         tokens wins. src (B, S) right-padded, src_kpm (B, S) True = padding. Returns B token-id lists."""
         B, T = src.shape[0], iterations or self.hparams.nat_iterations
         seq, kpm, _, source_len = nat_inputs(src, src_kpm, torch.zeros_like(src[:, 0]), self.pad_id, CLS_ID, MASK_ID)
         _, length_logits = self.model.cmlm(seq, kpm, source_len)  # (B, C)
-        room = self.model.cfg.max_len - source_len  # (B,) slots that still fit
+        # (B,) at most: the slots that still fit, and source tokens + max_len_b (the autoregressive decoders' rule;
+        # an untrained length head would otherwise ask for every slot up to model.max_len)
+        room = torch.minimum(self.model.cfg.max_len - source_len, (~src_kpm).sum(1) + self.hparams.max_len_b)
         cand = torch.arange(length_logits.shape[1], device=src.device).unsqueeze(0)
         length_logits = length_logits.masked_fill((cand < 1) | (cand > room.unsqueeze(1)), float("-inf"))
         k = max(1, min(length_beam, length_logits.shape[1] - 1))
@@ -209,8 +212,8 @@ class Translation(TaskBase):
         lengths = lengths.flatten()  # (B k,) row b's candidates at b k .. b k + k - 1
         seq, kpm, slots, source_len = nat_inputs(src.repeat_interleave(k, 0), src_kpm.repeat_interleave(k, 0),
                                                  lengths, self.pad_id, CLS_ID, MASK_ID)
-        tokens, log_probs = mask_predict(lambda s: self.model.cmlm(s, kpm, source_len)[0], seq, slots, T, MASK_ID,
-                                         NAT_BANNED)
+        tokens, log_probs = mask_predict(lambda s, at: self.model.cmlm(s, kpm, source_len, at)[0], seq, slots, T,
+                                         MASK_ID, NAT_BANNED)
         score = (log_probs * slots).sum(1) / lengths.clamp(min=1)  # mean log p over the slots
         best = score.view(B, k).argmax(1) + torch.arange(B, device=src.device) * k  # (B,) row indices
         return [tokens[r][slots[r]].tolist() for r in best.tolist()]
