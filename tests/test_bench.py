@@ -179,3 +179,29 @@ def test_interleaved_order_alternates_and_rotates():
     times = interleaved({n: (lambda n=n: runs.append(n)) for n in names}, reps=4, warmup=1)
     assert runs == names + sum((order(names, r) for r in range(4)), [])  # warm-up round, then the 4 orders
     assert all(len(t) == 4 and all(x >= 0 for x in t) for t in times.values())
+
+
+def test_bench_scripts_run_at_the_tiny_shape():
+    """paired_steps.py and step_faults.py, behind BENCHMARKS.md's session 4 and 5 numbers, run (tiny shape,
+    one thread) and print what they measure: paired_steps the two medians and the repetitions zoo won of 5;
+    step_faults the medians of 3 steps, a page-fault count and a peak RSS above torch's own size."""
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(REPO))
+    scripts = REPO / "experiments" / "bench_scripts"
+
+    def script(*args):
+        res = subprocess.run([sys.executable, *map(str, args)], capture_output=True, text=True, cwd=REPO, env=env,
+                             timeout=120)
+        assert res.returncode == 0, res.stderr[-2000:]
+        return res.stdout.strip().splitlines()[-1]
+
+    out = script(scripts / "paired_steps.py", "lm", "tiny", "torch TransformerEncoder", "--reps", "5", "--warmup", "1")
+    assert re.fullmatch(r"tiny: zoo DecoderOnly [\d,]+ ms, torch TransformerEncoder [\d,]+ ms, zoo/peer \d+\.\d\d "
+                        r"\(zoo won [0-5]/5\); built two, zoo first; torch threads 1", out), out
+    out = script(scripts / "step_faults.py", "seq2seq", "tiny", "zoo EncoderDecoder", "--steps", "3", "--warmup", "1")
+    m = re.fullmatch(r"tiny zoo EncoderDecoder: median of 3 steps: wall (\d+\.\d\d) s, user \d+\.\d\d s, system "
+                     r"\d+\.\d\d s, ([\d,]+) minor page faults; peak RSS (\d+\.\d\d) GiB", out)
+    assert m, out
+    assert float(m.group(3)) > 0.1  # torch alone takes more than 100 MiB
+    res = subprocess.run([sys.executable, str(scripts / "step_faults.py"), "lm", "tiny", "nope"], capture_output=True,
+                         text=True, cwd=REPO, env=env, timeout=120)
+    assert res.returncode == 2 and "unknown contender 'nope'" in res.stderr
