@@ -245,3 +245,15 @@ def test_compiled_training_loss_at_two_lengths():
     for batch, want in zip((a, b, a), eager):
         torch.manual_seed(5)
         assert abs(task.training_loss(batch).item() - want) < 1e-5
+
+
+@pytest.mark.parametrize("arch", ["encoder_decoder", "decoder_only", "encoder_only"])
+def test_forward_flops_per_token_reads_the_sequences_each_arch_reads(arch):
+    """results.json's flops_per_token for translation: encoder_decoder at (target 9, source 7) tokens apart;
+    the one-sequence archs over source + target joined (16 tokens), zoo.model.cost.flops_per_token."""
+    from zoo.model.cost import flops_per_token
+
+    model = dict(vocab_size=30, d_model=32, n_heads=2, d_ff=64, n_layers=2, dropout=0.0, max_len=32)
+    task = Translation(arch, model, {"src": TOK, "tgt": TOK}, {"lr": 3e-3}, {"warmup_steps": 1})
+    expected = flops_per_token(task.model, 9, 7) if arch == "encoder_decoder" else flops_per_token(task.model, 16)
+    assert task.forward_flops_per_token(9, 7) == expected > 0

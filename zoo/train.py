@@ -24,8 +24,6 @@ from zoo.checkpoint_io import AtomicCheckpointIO
 from zoo.data.resolver import DataError
 from zoo.distributed import is_fsdp
 from zoo.model import ModelConfig
-from zoo.model.cost import classify_flops_per_token, flops_per_token
-from zoo.tasks.classification import Classification
 
 NO_ARCH = ("zoo needs an architecture. Pick one of the three with +arch=...: "
            "`python -m zoo +arch=encoder_only` (bidirectional encoder, classification), "
@@ -97,7 +95,7 @@ def check_config(cfg: DictConfig) -> None:
         n = cfg.data.get(key)
         if n is None:
             continue
-        if getattr(task_cls, "JOINS_SOURCE_AND_TARGET", False) and cfg.arch != "encoder_decoder":
+        if task_cls.JOINS_SOURCE_AND_TARGET and cfg.arch != "encoder_decoder":
             n, key = 2 * n, f"2 x data.{key} (source + target in one sequence)"
         else:
             key = f"data.{key}"
@@ -241,11 +239,7 @@ def run(cfg: DictConfig) -> float:
                           **trainer_callbacks(callbacks, cfg.trainer))
 
     n_params = task.model.num_params()
-    seq_len, src_len = info["seq_len"], info.get("src_len")
-    if cfg.arch != "encoder_decoder":  # one input sequence: decoder-only translation reads source + target
-        seq_len, src_len = seq_len + (src_len or 0) * getattr(type(task), "JOINS_SOURCE_AND_TARGET", False), None
-    fpt = (classify_flops_per_token(task.model, info["seq_len"]) if isinstance(task, Classification)  # no LM head
-           else flops_per_token(task.model, seq_len, src_len))
+    fpt = task.forward_flops_per_token(info["seq_len"], info.get("src_len"))
     log.info("model: %d parameters, %.4g forward FLOPs per token", n_params, fpt)
     # one flat config per run (W&B columns, parallel coordinates); Lightning's own nested copies of the
     # module's and datamodule's hparams would repeat it under clashing names (save_hyperparameters(logger=False))

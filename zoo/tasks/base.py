@@ -2,12 +2,14 @@
 runtime options model.compile and FSDP's sharded parameters."""
 import time
 import types
+from typing import Optional
 
 import lightning.pytorch as pl
 import torch
 from torch import nn
 
 from zoo.distributed import full_params, is_fsdp
+from zoo.model.cost import flops_per_token
 from zoo.model.decoder_layer import DecoderLayer
 from zoo.model.encoder_layer import EncoderLayer
 from zoo.tasks.optim_config import configure_optimizers
@@ -60,10 +62,21 @@ class TaskBase(pl.LightningModule):
     monitor and monitor_mode. `best` holds the best value of each validation metric ("loss" metrics: min,
     others: max); the monitored one is what zoo.train returns to sweepers."""
 
+    JOINS_SOURCE_AND_TARGET = False  # True: one-sequence archs read source + target as one sequence
+
     def __init__(self):
         super().__init__()
         self.best = {}
         self._t_last = None
+
+    def forward_flops_per_token(self, seq_len: int, src_len: Optional[int] = None) -> float:
+        """Forward FLOPs per token of this task's model at the data's typical lengths (tokens): seq_len the
+        target (or only) sequence, src_len the source. encoder_decoder reads them apart; the one-sequence
+        archs read source + target joined when the task joins them (JOINS_SOURCE_AND_TARGET), else seq_len
+        alone. See zoo.model.cost.flops_per_token (Kaplan et al. 2020's 2 x parameters per token plus attention)."""
+        if self.hparams.arch != "encoder_decoder":
+            seq_len, src_len = seq_len + (src_len or 0) * self.JOINS_SOURCE_AND_TARGET, None
+        return flops_per_token(self.model, seq_len, src_len)
 
     def log_train_step(self, loss: torch.Tensor, tokens) -> None:
         """Log train/loss, lr and tokens/s (tokens of this batch over the time since the previous step)."""

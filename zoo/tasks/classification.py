@@ -5,6 +5,7 @@ from torchmetrics import MeanMetric
 from torchmetrics.classification import MulticlassAccuracy, MulticlassF1Score
 
 from zoo.model import ModelConfig, build_model
+from zoo.model.cost import classify_flops_per_token
 from zoo.tasks.base import TaskBase
 
 
@@ -38,6 +39,11 @@ class Classification(TaskBase):
             for split in ("val", "test")
             for name, metric, avg in (("acc", MulticlassAccuracy, "micro"), ("f1", MulticlassF1Score, "macro"))})
         self.losses = torch.nn.ModuleDict({split: MeanMetric() for split in ("val", "test")})
+
+    def forward_flops_per_token(self, seq_len: int, src_len=None) -> float:
+        """Forward FLOPs per input token of model.classify on seq_len tokens: the classifier instead of the LM
+        head (zoo.model.cost.classify_flops_per_token). src_len is unused (one input sequence)."""
+        return classify_flops_per_token(self.model, seq_len)
 
     def forward(self, batch) -> torch.Tensor:
         """Class logits (B, num_classes)."""
