@@ -205,3 +205,6 @@ def test_bench_scripts_run_at_the_tiny_shape():
     res = subprocess.run([sys.executable, str(scripts / "step_faults.py"), "lm", "tiny", "nope"], capture_output=True,
                          text=True, cwd=REPO, env=env, timeout=120)
     assert res.returncode == 2 and "unknown contender 'nope'" in res.stderr
+    res = subprocess.run([sys.executable, str(scripts / "paired_steps.py"), "lm", "base", "x"], capture_output=True,
+                         text=True, cwd=REPO, env=env, timeout=120)
+    assert res.returncode == 2 and "unknown shape 'base'; known: tiny, nanogpt" in res.stderr

@@ -15,10 +15,8 @@ import statistics
 
 import torch
 
-from zoo.bench.contenders import lm_contenders, seq2seq_contenders, training_steps
+from zoo.bench.contenders import comparison, training_steps
 from zoo.bench.report import wins
-from zoo.bench.shapes import LM_SHAPES, SEQ2SEQ_SHAPES
-from zoo.bench.steps import random_tokens
 from zoo.bench.timing import interleaved
 
 
@@ -32,17 +30,10 @@ def main():
     p.add_argument("--peer-first", action="store_true", help="build the peer before zoo")
     p.add_argument("--build-all", action="store_true", help="build every contender, time only zoo and the peer")
     args = p.parse_args()
-    if args.kind == "lm":
-        s = LM_SHAPES[args.shape]
-        inputs = (random_tokens((s.batch, s.block), s.vocab, "cpu", seed=1),)
-        targets = random_tokens((s.batch, s.block), s.vocab, "cpu", seed=2)
-        contenders = lm_contenders(s)
-    else:
-        s = SEQ2SEQ_SHAPES[args.shape]
-        inputs = (random_tokens((s.batch, s.src_len), s.vocab, "cpu", seed=1),
-                  random_tokens((s.batch, s.tgt_len), s.vocab, "cpu", seed=3))
-        targets = random_tokens((s.batch, s.tgt_len), s.vocab, "cpu", seed=2)
-        contenders = seq2seq_contenders(s)
+    try:
+        s, contenders, inputs, targets = comparison(args.kind, args.shape)
+    except ValueError as e:
+        p.error(str(e))
     zoo = contenders[0].name
     if args.peer not in [c.name for c in contenders]:
         p.error(f"unknown peer {args.peer!r}; choose from {[c.name for c in contenders[1:]]}")

@@ -14,9 +14,7 @@ import resource
 import statistics
 import time
 
-from zoo.bench.contenders import lm_contenders, seq2seq_contenders, training_steps
-from zoo.bench.shapes import LM_SHAPES, SEQ2SEQ_SHAPES
-from zoo.bench.steps import random_tokens
+from zoo.bench.contenders import comparison, training_steps
 
 
 def main():
@@ -27,17 +25,10 @@ def main():
     p.add_argument("--steps", type=int, default=5)
     p.add_argument("--warmup", type=int, default=3)
     args = p.parse_args()
-    if args.kind == "lm":
-        s = LM_SHAPES[args.shape]
-        inputs = (random_tokens((s.batch, s.block), s.vocab, "cpu", seed=1),)
-        targets = random_tokens((s.batch, s.block), s.vocab, "cpu", seed=2)
-        contenders = lm_contenders(s)
-    else:
-        s = SEQ2SEQ_SHAPES[args.shape]
-        inputs = (random_tokens((s.batch, s.src_len), s.vocab, "cpu", seed=1),
-                  random_tokens((s.batch, s.tgt_len), s.vocab, "cpu", seed=3))
-        targets = random_tokens((s.batch, s.tgt_len), s.vocab, "cpu", seed=2)
-        contenders = seq2seq_contenders(s)
+    try:
+        s, contenders, inputs, targets = comparison(args.kind, args.shape)
+    except ValueError as e:
+        p.error(str(e))
     chosen = [c for c in contenders if c.name == args.contender]
     if not chosen:
         p.error(f"unknown contender {args.contender!r}; choose from {[c.name for c in contenders]}")

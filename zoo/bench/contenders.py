@@ -9,14 +9,14 @@ so. Each peer is matched to zoo as closely as its options allow; what still diff
 import importlib
 import warnings
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Tuple
 
 import torch
 from torch import nn
 
 from zoo.bench.report import NOT_INSTALLED
-from zoo.bench.shapes import LMShape, Seq2SeqShape
-from zoo.bench.steps import initial_loss, train_step
+from zoo.bench.shapes import LM_SHAPES, SEQ2SEQ_SHAPES, LMShape, Seq2SeqShape
+from zoo.bench.steps import initial_loss, random_tokens, train_step
 from zoo.bench.torch_models import TorchGPT, TorchSeq2Seq
 from zoo.model import DecoderOnly, EncoderDecoder, ModelConfig
 
@@ -220,3 +220,31 @@ def training_steps(contenders: List[Contender], inputs: tuple, targets, precisio
         runs = torch.compile(model) if compile else model
         steps[name] = train_step(model, (lambda f, r: lambda m: f(r, *inputs))(c.forward, runs), targets, precision)
     return steps, params, loss0, missing
+
+
+def lm_batch(s: LMShape, device: str = "cpu") -> Tuple[tuple, torch.Tensor]:
+    """The timed LM batch at shape s: inputs (idx (batch, block),) and targets (batch, block), seeded token ids."""
+    return ((random_tokens((s.batch, s.block), s.vocab, device, seed=1),),
+            random_tokens((s.batch, s.block), s.vocab, device, seed=2))
+
+
+def seq2seq_batch(s: Seq2SeqShape, device: str = "cpu") -> Tuple[tuple, torch.Tensor]:
+    """The timed seq2seq batch at shape s: inputs (src (batch, src_len), tgt (batch, tgt_len)) and targets
+    (batch, tgt_len), seeded token ids."""
+    return ((random_tokens((s.batch, s.src_len), s.vocab, device, seed=1),
+             random_tokens((s.batch, s.tgt_len), s.vocab, device, seed=2)),
+            random_tokens((s.batch, s.tgt_len), s.vocab, device, seed=3))
+
+
+def comparison(kind: str, shape: str, device: str = "cpu"):
+    """kind 'lm' or 'seq2seq' and a shape name of zoo.bench.shapes -> (the shape, its contenders, inputs,
+    targets), as the train_step / seq2seq_step benchmarks build them (for the experiments/bench_scripts).
+    Raises ValueError for an unknown kind or shape name."""
+    shapes = {"lm": LM_SHAPES, "seq2seq": SEQ2SEQ_SHAPES}.get(kind)
+    if shapes is None or shape not in shapes:
+        known = ", ".join(shapes) if shapes else "lm, seq2seq"
+        raise ValueError(f"unknown {'shape ' + repr(shape) if shapes else 'kind ' + repr(kind)}; known: {known}")
+    s = shapes[shape]
+    if kind == "lm":
+        return (s, lm_contenders(s), *lm_batch(s, device))
+    return (s, seq2seq_contenders(s), *seq2seq_batch(s, device))

@@ -1,9 +1,9 @@
 """Benchmark 2: the encoder-decoder training step at the paper's base shape, zoo vs its peers."""
-from zoo.bench.contenders import COMPILED_NOTE, label, notes_lines, seq2seq_contenders, training_steps
+from zoo.bench.contenders import (COMPILED_NOTE, label, notes_lines, seq2seq_batch, seq2seq_contenders,
+                                  training_steps)
 from zoo.bench.options import Options
 from zoo.bench.report import THROUGHPUT_HEADERS, markdown_table, progress, throughput_rows
 from zoo.bench.shapes import SEQ2SEQ_SHAPES, Seq2SeqShape
-from zoo.bench.steps import random_tokens
 from zoo.bench.timing import interleaved
 
 
@@ -20,11 +20,9 @@ def bench_seq2seq_step(opts: Options, shape: Seq2SeqShape = None) -> str:
     """
     s = shape or SEQ2SEQ_SHAPES["base-quick" if opts.quick else "base"]
     progress(f"seq2seq_step {s.name}")
-    src = random_tokens((s.batch, s.src_len), s.vocab, opts.device, seed=1)
-    tgt = random_tokens((s.batch, s.tgt_len), s.vocab, opts.device, seed=2)
-    labels = random_tokens((s.batch, s.tgt_len), s.vocab, opts.device, seed=3)
+    inputs, labels = seq2seq_batch(s, opts.device)
     contenders = seq2seq_contenders(s)
-    steps, params, loss0, missing = training_steps(contenders, (src, tgt), labels, "fp32", opts.device, opts.compile)
+    steps, params, loss0, missing = training_steps(contenders, inputs, labels, "fp32", opts.device, opts.compile)
     times = interleaved(steps, opts.reps, opts.warmup, opts.device)
     shape_label = f"{s.n_layers}+{s.n_layers} L, b{s.batch}"
     rows = throughput_rows(shape_label, times, s.batch * s.tgt_len, label("zoo EncoderDecoder", opts.compile),

@@ -1,11 +1,10 @@
 """Benchmark 1: the decoder-only LM training step, zoo vs its peers."""
 import gc
 
-from zoo.bench.contenders import COMPILED_NOTE, label, lm_contenders, notes_lines, training_steps
+from zoo.bench.contenders import COMPILED_NOTE, label, lm_batch, lm_contenders, notes_lines, training_steps
 from zoo.bench.options import Options
 from zoo.bench.report import THROUGHPUT_HEADERS, markdown_table, progress, throughput_rows
 from zoo.bench.shapes import default_lm_shapes
-from zoo.bench.steps import random_tokens
 from zoo.bench.timing import interleaved
 
 
@@ -23,10 +22,9 @@ def bench_train_step(opts: Options) -> str:
     sections, rows, contenders_seen = [], [], []
     for s in default_lm_shapes(opts):
         progress(f"train_step {s.name}")
-        idx = random_tokens((s.batch, s.block), s.vocab, opts.device, seed=1)
-        targets = random_tokens((s.batch, s.block), s.vocab, opts.device, seed=2)
+        inputs, targets = lm_batch(s, opts.device)
         contenders = lm_contenders(s)
-        steps, params, loss0, missing = training_steps(contenders, (idx,), targets, opts.precision, opts.device,
+        steps, params, loss0, missing = training_steps(contenders, inputs, targets, opts.precision, opts.device,
                                                        opts.compile)
         times = interleaved(steps, opts.reps, opts.warmup, opts.device)
         rows += throughput_rows(s.name, times, s.batch * s.block, label("zoo DecoderOnly", opts.compile), params,
