@@ -111,7 +111,7 @@ def test_checkpoint_from_other_model_is_refused(tmp_path):
     other = torch.load(ckpt, weights_only=True)
     other["hyper_parameters"]["arch"] = "encoder_only"
     torch.save(other, tmp_path / "other.ckpt")
-    with pytest.raises(ConfigError, match="encoder_only checkpoint"):
+    with pytest.raises(ConfigError, match="was trained with \\+arch=encoder_only, but this run is \\+arch=decoder_only"):
         run(make_cfg(tmp_path / "c", TINY + ["logger=csv", f"ckpt_path={tmp_path / 'other.ckpt'}"]))
     with pytest.raises(ConfigError, match="does not exist"):
         run(make_cfg(tmp_path / "d", TINY + ["logger=csv", f"ckpt_path={tmp_path / 'missing.ckpt'}"]))
@@ -183,7 +183,7 @@ def test_ddp_cpu_matches_one_process(tmp_path):
     log = (tmp_path / "one" / "train.log").read_text()  # Hydra's job log gets Lightning's and zoo's messages
     assert "`Trainer.fit` stopped: `max_steps=50` reached." in log
     assert (one.stdout + one.stderr).count("`Trainer.fit` stopped") == 1  # on the console once, not twice
-    assert f"'val/loss': {round(r1['final']['val/loss'], 4)}" in log
+    assert f"'val/loss': {float(format(r1['final']['val/loss'], '.5g'))}" in log  # 5 significant digits
 
 
 def test_generate_cli_samples_from_checkpoint(tmp_path, capsys):
@@ -312,11 +312,23 @@ def test_checkpoint_of_another_task_or_an_unreadable_file_is_refused(tmp_path):
     (["task.monitor=val/mlm_acc"], "decoder_only",  # only the masked LM (encoder_only) logs it
      "not a validation metric of LanguageModeling with \\+arch=decoder_only; it logs val/loss, val/ppl, val/bpc, val/cont_loss$"),
     (["task.monitor_mode=maximum"], "encoder_decoder", "task.monitor_mode='maximum' is unknown"),
+    (["task.monitor=val/loss"], "encoder_only",  # classification's mode is max: the best checkpoint would be the worst
+     "task.monitor=val/loss is better lower, but task.monitor_mode=max; add task.monitor_mode=min"),
+    (["task=lm", "data=tiny_shakespeare", "task.monitor=val/mlm_acc"], "encoder_only",
+     "task.monitor=val/mlm_acc is better higher, but task.monitor_mode=min; add task.monitor_mode=max"),
     (["+optimized_metric=val/BLEU"], "encoder_decoder", "optimized_metric=val/BLEU is not a validation metric"),
 ])
 def test_contradictory_settings_are_refused(tmp_path, overrides, arch, message):
     with pytest.raises(ConfigError, match=message):
         run(make_cfg(tmp_path, overrides + ["logger=csv"], arch=arch))
+
+
+def test_monitor_with_its_direction_is_accepted(tmp_path):
+    from zoo.train import check_config
+
+    check_config(make_cfg(tmp_path, ["task.monitor=val/loss", "task.monitor_mode=min"], arch="encoder_only"))
+    check_config(make_cfg(tmp_path, ["task=lm", "data=tiny_shakespeare", "task.monitor=val/mlm_acc",
+                                     "task.monitor_mode=max"], arch="encoder_only"))
 
 
 def test_constructor_errors_exit_2_with_one_message(tmp_path):
@@ -341,6 +353,15 @@ def test_callbacks_none_writes_no_checkpoint(tmp_path):
     assert kwargs["enable_checkpointing"] is False and [type(c) for c in kwargs["callbacks"]] == [ProgressBar]
     quiet = make_cfg(tmp_path, TINY + ["+trainer.enable_progress_bar=false", "+trainer.enable_checkpointing=true"])
     assert trainer_callbacks([], quiet.trainer) == {"callbacks": []}
+    assert trainer_callbacks([ProgressBar()], quiet.trainer) == {"callbacks": []}  # default callbacks, bar off
+
+
+def test_progress_bar_off_with_the_default_callbacks(tmp_path):
+    """+trainer.enable_progress_bar=false with callbacks=default trains (Lightning refused the default bar's
+    callback: "Trainer was configured with enable_progress_bar=False but found ProgressBar")."""
+    run(make_cfg(tmp_path, TINY + ["logger=csv", "task.sample=null", "+trainer.enable_progress_bar=false"]))
+    assert json.loads((tmp_path / "results.json").read_text())["steps"] == 10
+    assert (tmp_path / "checkpoints" / "last.ckpt").is_file()
 
 
 @pytest.mark.parametrize("max_epochs,expected", [(-1, "Epoch 3"), (10, "Epoch 3/9")])

@@ -28,7 +28,7 @@ def load(ckpt_path: str, device: str = "cpu"):
         raise ValueError(f"ckpt_path={ckpt_path} is not a readable checkpoint ({type(e).__name__}: {e})") from None
     hp = ckpt.get("hyper_parameters", {})
     if hp.get("arch") != "decoder_only":
-        raise ValueError(f"{ckpt_path} is a {hp.get('arch')} checkpoint; zoo.generate samples from decoder_only "
+        raise ValueError(f"{ckpt_path} was trained with +arch={hp.get('arch')}; zoo.generate samples from decoder_only "
                          f"language models (task=lm)")
     if "chars" not in hp.get("tokenizer", {}) or "model" not in hp:
         raise ValueError(f"{ckpt_path} is not a checkpoint of a character language model (task=lm); "

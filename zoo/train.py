@@ -24,6 +24,7 @@ from zoo.checkpoint_io import AtomicCheckpointIO
 from zoo.data.resolver import DataError
 from zoo.distributed import is_fsdp
 from zoo.model import ModelConfig
+from zoo.tasks.base import metric_mode
 
 NO_ARCH = ("zoo needs an architecture. Pick one of the three with +arch=...: "
            "`python -m zoo +arch=encoder_only` (bidirectional encoder, classification), "
@@ -66,8 +67,13 @@ def check_config(cfg: DictConfig) -> None:
         if metrics and name is not None and name not in metrics:
             raise ConfigError(f"{key}={name} is not a validation metric of {task_cls.__name__} with "
                               f"+arch={cfg.arch}; it logs {', '.join(metrics)}")
-    if cfg.task.get("monitor_mode", "min") not in ("min", "max"):
-        raise ConfigError(f"task.monitor_mode={cfg.task.get('monitor_mode')!r} is unknown; allowed: min, max")
+    mode = cfg.task.get("monitor_mode", "min")
+    if mode not in ("min", "max"):
+        raise ConfigError(f"task.monitor_mode={mode!r} is unknown; allowed: min, max")
+    for key, name in (("task.monitor", cfg.task.get("monitor")), ("optimized_metric", cfg.get("optimized_metric"))):
+        if name is not None and metric_mode(name) != mode:  # the best checkpoint (and a sweep) would be the worst
+            raise ConfigError(f"{key}={name} is better {'lower' if metric_mode(name) == 'min' else 'higher'}, but "
+                              f"task.monitor_mode={mode}; add task.monitor_mode={metric_mode(name)}")
     sched = cfg.task.get("scheduler") or {}
     if sched.get("kind", "cosine") not in ("cosine", "noam"):
         raise ConfigError(f"task.scheduler.kind={sched.get('kind')!r} is unknown; allowed: cosine, noam")
@@ -122,7 +128,7 @@ def check_checkpoint(cfg: DictConfig) -> None:
         raise ConfigError(f"ckpt_path={path} was trained by task {ckpt['zoo_task']}, but this run's task is "
                           f"{task_name}; resume with the task (and data) it was trained on")
     if hp.get("arch") != cfg.arch:
-        raise ConfigError(f"ckpt_path={path} is a {hp.get('arch')} checkpoint, but this run is +arch={cfg.arch}; "
+        raise ConfigError(f"ckpt_path={path} was trained with +arch={hp.get('arch')}, but this run is +arch={cfg.arch}; "
                           f"resume with +arch={hp.get('arch')} or start without ckpt_path")
     model = {k: v for k, v in model_dict(cfg).items() if k not in FROM_DATA + RUNTIME}
     diff = {k: (hp["model"].get(k), v) for k, v in model.items() if hp["model"].get(k) != v}
@@ -154,13 +160,14 @@ def trainer_callbacks(callbacks: list, trainer_cfg: DictConfig) -> dict:
     """The Trainer's callback arguments for the configured `callbacks`. Without a ModelCheckpoint among them
     (callbacks=none) no checkpoint is written: Lightning would otherwise add its default one under the
     logger's folder, and the test phase would load it; enable_checkpointing=False, unless trainer.* sets it.
-    Without a progress bar among them, zoo's ProgressBar (unless +trainer.enable_progress_bar=false), so the
-    bar reads "Epoch 3", not Lightning's default "Epoch 3/-2"."""
+    Without a progress bar among them, zoo's ProgressBar, so the bar reads "Epoch 3", not Lightning's default
+    "Epoch 3/-2"; +trainer.enable_progress_bar=false drops every bar (Lightning refuses one in the list)."""
     kwargs = {"callbacks": list(callbacks)}
     if not any(isinstance(c, ModelCheckpoint) for c in callbacks) and trainer_cfg.get("enable_checkpointing") is None:
         kwargs["enable_checkpointing"] = False
-    if (not any(isinstance(c, ProgressBarBase) for c in callbacks)
-            and trainer_cfg.get("enable_progress_bar") is not False):
+    if trainer_cfg.get("enable_progress_bar") is False:
+        kwargs["callbacks"] = [c for c in callbacks if not isinstance(c, ProgressBarBase)]
+    elif not any(isinstance(c, ProgressBarBase) for c in callbacks):
         kwargs["callbacks"].append(ProgressBar())
     return kwargs
 
@@ -277,8 +284,8 @@ def run(cfg: DictConfig) -> float:
     if trainer.is_global_zero:
         path = Path(cfg.paths.output_dir) / "results.json"
         path.write_text(json.dumps(results, indent=2))
-        log.info("final %s; best %s; %d steps in %.0f s", {k: round(v, 4) for k, v in final.items()},
-                 {k: round(v, 4) for k, v in task.best.items()}, results["steps"], results["wall_seconds"])
+        log.info("final %s; best %s; %d steps in %.0f s", {k: float(f"{v:.5g}") for k, v in final.items()},
+                 {k: float(f"{v:.5g}") for k, v in task.best.items()}, results["steps"], results["wall_seconds"])
         for logger in loggers:
             if isinstance(logger, WandbLogger):
                 logger.experiment.summary.update({"wall_seconds": results["wall_seconds"],  # best/<metric>: sweeps

@@ -35,7 +35,7 @@ def main():
     except ValueError as e:
         p.error(str(e))
     zoo = contenders[0].name
-    if args.peer not in [c.name for c in contenders]:
+    if args.peer == zoo or args.peer not in [c.name for c in contenders]:
         p.error(f"unknown peer {args.peer!r}; choose from {[c.name for c in contenders[1:]]}")
     if not args.build_all:
         contenders = [c for c in contenders if c.name in (zoo, args.peer)]

@@ -71,4 +71,4 @@ def bench_precision(opts: Options) -> str:
         "",
         markdown_table(["precision", "step-0 loss", "train loss", "val loss", "wall s", "tokens/s"], loss_rows),
         "",
-        f"bf16 - fp32: train loss {d_train:+.4f}, val loss {d_val:+.4f}."])
+        f"bf16 - fp32: train loss {round(d_train, 4) + 0.0:+.4f}, val loss {round(d_val, 4) + 0.0:+.4f}."])

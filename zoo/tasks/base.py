@@ -14,6 +14,14 @@ from zoo.model.decoder_layer import DecoderLayer
 from zoo.model.encoder_layer import EncoderLayer
 from zoo.tasks.optim_config import configure_optimizers
 
+LOWER_IS_BETTER = ("loss", "ppl", "bpc")  # metric name endings; every other metric (acc, f1, bleu, ...) is better higher
+
+
+def metric_mode(name: str) -> str:
+    """'min' for a metric that is better lower (its name ends in loss, ppl or bpc), else 'max'."""
+    return "min" if name.endswith(LOWER_IS_BETTER) else "max"
+
+
 _COMPILED = {}  # (layer class, compile options) -> torch.compile(layer class's forward), shared by all its layers
 
 
@@ -93,7 +101,7 @@ class TaskBase(pl.LightningModule):
         if self.trainer.sanity_checking:
             return
         for k, v in metrics.items():
-            better = min if k.endswith(("loss", "ppl", "bpc")) else max
+            better = min if metric_mode(k) == "min" else max
             self.best[k] = better(self.best.get(k, float(v)), float(v))
         self._t_last = None  # validation time is not training throughput
 

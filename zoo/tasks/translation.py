@@ -98,7 +98,8 @@ class Translation(TaskBase):
         self.tgt_tokenizer = SubwordTokenizer.from_state_dict(tokenizer["tgt"])
         self.pad_id = self.model.cfg.pad_id
         self.losses = torch.nn.ModuleDict({s: MeanMetric() for s in ("val", "test")})
-        self.length_acc = torch.nn.ModuleDict({s: MeanMetric() for s in ("val", "test")})
+        self.length_acc = (torch.nn.ModuleDict({s: MeanMetric() for s in ("val", "test")})  # the NAT length head's
+                           if arch == "encoder_only" else None)
         self.hyps = {"val": {}, "test": {}, "test_beam": {}}
         self._validations = 0
 
