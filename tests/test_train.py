@@ -316,6 +316,12 @@ def test_checkpoint_of_another_task_or_an_unreadable_file_is_refused(tmp_path):
      "task.monitor=val/loss is better lower, but task.monitor_mode=max; add task.monitor_mode=min"),
     (["task=lm", "data=tiny_shakespeare", "task.monitor=val/mlm_acc"], "encoder_only",
      "task.monitor=val/mlm_acc is better higher, but task.monitor_mode=min; add task.monitor_mode=max"),
+    (["callbacks.model_checkpoint.mode=min"], "encoder_only",  # the callback's own keys are checked too
+     "callbacks.model_checkpoint.monitor=val/acc is better higher, but callbacks.model_checkpoint.mode=min; add "
+     "callbacks.model_checkpoint.mode=max"),
+    (["callbacks.model_checkpoint.monitor=val/los"], "encoder_only", "callbacks.model_checkpoint.monitor=val/los is not"),
+    (["task.monitor=val/loss", "task.monitor_mode=min", "+optimized_metric=val/acc"], "encoder_only",
+     "task.monitor=val/loss and optimized_metric=val/acc point in opposite directions"),
     (["+optimized_metric=val/BLEU"], "encoder_decoder", "optimized_metric=val/BLEU is not a validation metric"),
 ])
 def test_contradictory_settings_are_refused(tmp_path, overrides, arch, message):

@@ -49,6 +49,35 @@ class ConfigError(ValueError):
     """A bad or contradictory config, found before any training starts."""
 
 
+def check_monitors(cfg: DictConfig, metrics, task_name: str) -> None:
+    """Every metric that picks something (task.monitor: the best checkpoint; optimized_metric: a sweep's
+    objective; a callback's own `monitor`, e.g. callbacks.model_checkpoint.monitor) must be one the task logs
+    (`metrics`; empty: unchecked), and its direction must be its mode's: min for a loss, max for an accuracy
+    or BLEU (zoo.tasks.base.metric_mode, the rule of results.json's `best`). A contradiction would keep the
+    worst checkpoint, or sweep toward the worst run. Raises ConfigError naming the key and the fix."""
+    mode = cfg.task.get("monitor_mode", "min")
+    if mode not in ("min", "max"):
+        raise ConfigError(f"task.monitor_mode={mode!r} is unknown; allowed: min, max")
+    picks = [("task.monitor", cfg.task.get("monitor"), "task.monitor_mode", mode),
+             ("optimized_metric", cfg.get("optimized_metric"), "task.monitor_mode", mode)]
+    for name, cb in (cfg.get("callbacks") or {}).items():
+        if isinstance(cb, DictConfig) and cb.get("monitor") is not None:
+            picks.append((f"callbacks.{name}.monitor", cb.monitor, f"callbacks.{name}.mode", cb.get("mode", "min")))
+    for key, name, _, _ in picks:
+        if metrics and name is not None and name not in metrics:
+            raise ConfigError(f"{key}={name} is not a validation metric of {task_name} with +arch={cfg.arch}; it "
+                              f"logs {', '.join(metrics)}")
+    monitor, optimized = cfg.task.get("monitor"), cfg.get("optimized_metric")
+    if monitor is not None and optimized is not None and metric_mode(monitor) != metric_mode(optimized):
+        raise ConfigError(f"task.monitor={monitor} and optimized_metric={optimized} point in opposite directions "
+                          f"(one is better lower, one higher), and task.monitor_mode serves both; choose metrics "
+                          f"that agree (optimized_metric defaults to task.monitor)")
+    for key, name, mode_key, mode in picks:
+        if name is not None and metric_mode(name) != mode:  # the best checkpoint (or a sweep) would be the worst
+            raise ConfigError(f"{key}={name} is better {'lower' if metric_mode(name) == 'min' else 'higher'}, but "
+                              f"{mode_key}={mode}; add {mode_key}={metric_mode(name)}")
+
+
 def check_config(cfg: DictConfig) -> None:
     """Raise ConfigError (a ValueError) for a bad model config or contradictions between groups."""
     if cfg.get("data") is None:
@@ -62,18 +91,7 @@ def check_config(cfg: DictConfig) -> None:
                       if OmegaConf.load(p).get("_target_") in task_cls.DATA)
         raise ConfigError(f"{task_cls.__name__} cannot read the batches of data._target_={cfg.data.get('_target_')}; "
                           f"use data={' or data='.join(fits)} (or another datamodule listed in {task_cls.__name__}.DATA)")
-    metrics = getattr(task_cls, "VAL_METRICS", {}).get(cfg.arch, ())
-    for key, name in (("task.monitor", cfg.task.get("monitor")), ("optimized_metric", cfg.get("optimized_metric"))):
-        if metrics and name is not None and name not in metrics:
-            raise ConfigError(f"{key}={name} is not a validation metric of {task_cls.__name__} with "
-                              f"+arch={cfg.arch}; it logs {', '.join(metrics)}")
-    mode = cfg.task.get("monitor_mode", "min")
-    if mode not in ("min", "max"):
-        raise ConfigError(f"task.monitor_mode={mode!r} is unknown; allowed: min, max")
-    for key, name in (("task.monitor", cfg.task.get("monitor")), ("optimized_metric", cfg.get("optimized_metric"))):
-        if name is not None and metric_mode(name) != mode:  # the best checkpoint (and a sweep) would be the worst
-            raise ConfigError(f"{key}={name} is better {'lower' if metric_mode(name) == 'min' else 'higher'}, but "
-                              f"task.monitor_mode={mode}; add task.monitor_mode={metric_mode(name)}")
+    check_monitors(cfg, getattr(task_cls, "VAL_METRICS", {}).get(cfg.arch, ()), task_cls.__name__)
     sched = cfg.task.get("scheduler") or {}
     if sched.get("kind", "cosine") not in ("cosine", "noam"):
         raise ConfigError(f"task.scheduler.kind={sched.get('kind')!r} is unknown; allowed: cosine, noam")
