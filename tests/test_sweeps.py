@@ -192,3 +192,15 @@ def test_wandb_sweep_command_lines_are_accepted(path):
 
 def test_there_are_wandb_sweeps():
     assert len(SWEEPS) >= 2
+
+
+def test_optuna_direction_against_the_metric_is_refused(tmp_path):
+    """hydra.sweeper.direction=minimize while optimized_metric is val/acc (better higher) would sweep toward the
+    worst trials: the first trial stops before training with the fix (exit 2)."""
+    r = run_cli(["+arch=encoder_only", "hparams_search=optuna", "hydra.sweeper.n_trials=1",
+                 "hydra.sweeper.direction=minimize", "logger=csv", f"hydra.sweep.dir={tmp_path / 'optuna'}"],
+                cwd=tmp_path)
+    assert r.returncode == 2, r.stderr[-2000:]
+    assert ("hydra.sweeper.direction=minimize, but optimized_metric=val/acc is better higher; leave the direction "
+            "to hparams_search") in r.stderr
+    assert not list(tmp_path.rglob("*.ckpt"))

@@ -51,7 +51,8 @@ class ConfigError(ValueError):
 
 def check_monitors(cfg: DictConfig, metrics, task_name: str) -> None:
     """Every metric that picks something (task.monitor: the best checkpoint; optimized_metric: a sweep's
-    objective; a callback's own `monitor`, e.g. callbacks.model_checkpoint.monitor) must be one the task logs
+    objective, whose direction a sweeper such as Optuna's also sets; a callback's own `monitor`, e.g.
+    callbacks.model_checkpoint.monitor) must be one the task logs
     (`metrics`; empty: unchecked), and its direction must be its mode's: min for a loss, max for an accuracy
     or BLEU (zoo.tasks.base.metric_mode, the rule of results.json's `best`). A contradiction would keep the
     worst checkpoint, or sweep toward the worst run. Raises ConfigError naming the key and the fix."""
@@ -76,6 +77,12 @@ def check_monitors(cfg: DictConfig, metrics, task_name: str) -> None:
         if name is not None and metric_mode(name) != mode:  # the best checkpoint (or a sweep) would be the worst
             raise ConfigError(f"{key}={name} is better {'lower' if metric_mode(name) == 'min' else 'higher'}, but "
                               f"{mode_key}={mode}; add {mode_key}={metric_mode(name)}")
+    direction = HydraConfig.get().sweeper.get("direction") if HydraConfig.initialized() else None
+    if isinstance(direction, str) and direction in ("minimize", "maximize") and optimized is not None:
+        if direction != metric_mode(optimized) + "imize":  # a sweep (Optuna) toward the worst runs
+            raise ConfigError(f"hydra.sweeper.direction={direction}, but optimized_metric={optimized} is better "
+                              f"{'lower' if metric_mode(optimized) == 'min' else 'higher'}; leave the direction to "
+                              f"hparams_search (it follows task.monitor_mode)")
 
 
 def check_config(cfg: DictConfig) -> None:
