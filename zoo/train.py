@@ -73,16 +73,19 @@ def check_monitors(cfg: DictConfig, metrics, task_name: str) -> None:
         raise ConfigError(f"task.monitor={monitor} and optimized_metric={optimized} point in opposite directions "
                           f"(one is better lower, one higher), and task.monitor_mode serves both; choose metrics "
                           f"that agree (optimized_metric defaults to task.monitor)")
-    for key, name, mode_key, mode in picks:
-        if name is not None and metric_mode(name) != mode:  # the best checkpoint (or a sweep) would be the worst
-            raise ConfigError(f"{key}={name} is better {'lower' if metric_mode(name) == 'min' else 'higher'}, but "
-                              f"{mode_key}={mode}; add {mode_key}={metric_mode(name)}")
+
+    def better(name: str) -> str:
+        return "lower" if metric_mode(name) == "min" else "higher"
+    for key, name, mode_key, its_mode in picks:
+        if name is not None and metric_mode(name) != its_mode:  # the best checkpoint (or a sweep) would be the worst
+            raise ConfigError(f"{key}={name} is better {better(name)}, but {mode_key}={its_mode}; add "
+                              f"{mode_key}={metric_mode(name)}")
     direction = HydraConfig.get().sweeper.get("direction") if HydraConfig.initialized() else None
     if isinstance(direction, str) and direction in ("minimize", "maximize") and optimized is not None:
         if direction != metric_mode(optimized) + "imize":  # a sweep (Optuna) toward the worst runs
             raise ConfigError(f"hydra.sweeper.direction={direction}, but optimized_metric={optimized} is better "
-                              f"{'lower' if metric_mode(optimized) == 'min' else 'higher'}; leave the direction to "
-                              f"hparams_search (it follows task.monitor_mode)")
+                              f"{better(optimized)}; leave the direction to hparams_search (it follows "
+                              f"task.monitor_mode)")
 
 
 def check_config(cfg: DictConfig) -> None:

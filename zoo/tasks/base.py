@@ -67,8 +67,8 @@ def compile_training_loss(task: "TaskBase", **compile_kwargs) -> bool:
 
 class TaskBase(pl.LightningModule):
     """Subclasses set self.model (a zoo.model architecture) and save hparams with optimizer, scheduler,
-    monitor and monitor_mode. `best` holds the best value of each validation metric ("loss" metrics: min,
-    others: max); the monitored one is what zoo.train returns to sweepers."""
+    monitor and monitor_mode. `best` holds the best value of each validation metric (direction:
+    metric_mode, min for loss / ppl / bpc, else max); the monitored one is what zoo.train returns to sweepers."""
 
     JOINS_SOURCE_AND_TARGET = False  # True: one-sequence archs read source + target as one sequence
 
