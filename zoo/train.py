@@ -156,8 +156,8 @@ def check_checkpoint(cfg: DictConfig) -> None:
         raise ConfigError(f"ckpt_path={path} was trained by task {ckpt['zoo_task']}, but this run's task is "
                           f"{task_name}; resume with the task (and data) it was trained on")
     if hp.get("arch") != cfg.arch:
-        raise ConfigError(f"ckpt_path={path} was trained with +arch={hp.get('arch')}, but this run is +arch={cfg.arch}; "
-                          f"resume with +arch={hp.get('arch')} or start without ckpt_path")
+        raise ConfigError(f"ckpt_path={path} was trained with +arch={hp.get('arch')}, but this run is "
+                          f"+arch={cfg.arch}; resume with +arch={hp.get('arch')} or start without ckpt_path")
     model = {k: v for k, v in model_dict(cfg).items() if k not in FROM_DATA + RUNTIME}
     diff = {k: (hp["model"].get(k), v) for k, v in model.items() if hp["model"].get(k) != v}
     if diff:

@@ -14,7 +14,7 @@ from zoo.model.decoder_layer import DecoderLayer
 from zoo.model.encoder_layer import EncoderLayer
 from zoo.tasks.optim_config import configure_optimizers
 
-LOWER_IS_BETTER = ("loss", "ppl", "bpc")  # metric name endings; every other metric (acc, f1, bleu, ...) is better higher
+LOWER_IS_BETTER = ("loss", "ppl", "bpc")  # metric name endings; any other metric (acc, f1, bleu, ...): higher
 
 
 def metric_mode(name: str) -> str:
