@@ -16,32 +16,64 @@ from zoo.model.kv_cache import KVCache
 from zoo.model.positions import apply_rotary
 
 
+def _check_shape(name: str, t: torch.Tensor, full: Tuple[int, ...]) -> None:
+    try:
+        ok = torch.broadcast_shapes(t.shape, full) == full
+    except RuntimeError:
+        ok = False
+    if not ok:
+        raise ValueError(f"attention {name} of shape {tuple(t.shape)} does not broadcast to (B, h, T_q, T_k) = "
+                         f"{full}; over cached keys it must cover all of them (T_k = cached + new)")
+
+
 def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: Optional[torch.Tensor] = None,
            bias: Optional[torch.Tensor] = None, is_causal: bool = False, dropout_p: float = 0.0,
            need_weights: bool = False) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
-    """softmax(q k^T / sqrt(d_head) + bias) v, safe with every mask.
+    """softmax(q k^T / sqrt(d_head) + bias + mask) v, safe with every mask (Vaswani et al. 2017, eq. 1).
 
     q: (B, h, T_q, d_head); k, v: (B, h_kv, T_k, d_head) with h % h_kv == 0.
     mask: bool broadcastable to (B, h, T_q, T_k), True = may attend. bias: float, same broadcast (ALiBi).
-    is_causal: SDPA's fused causal path (top-left aligned; only with mask None and bias None).
+    is_causal: the queries are the last T_q positions of the keys, and a query at absolute position
+        p = T_k - T_q + i sees keys 0..p (bottom-right aligned, so a cached decoding step is causal too).
+        With a mask, a query attends where both allow. Every input combination gives the same result on
+        the fused SDPA path and the need_weights path.
     A query row whose keys are all masked outputs zeros (never NaN, in forward and backward).
     Returns (out (B, h, T_q, d_head), weights (B, h, T_q, T_k) if need_weights else None).
+    Raises ValueError for a non-bool mask, a mask or bias that does not broadcast to (B, h, T_q, T_k), or
+    is_causal with more queries than keys.
     """
+    B, h, T_q, T_k = q.shape[0], q.shape[1], q.shape[2], k.shape[2]
+    full = (B, h, T_q, T_k)
+    if mask is not None:
+        if mask.dtype != torch.bool:
+            raise ValueError(f"attention mask must be bool (True = may attend), got {mask.dtype}; pass an "
+                             f"additive float mask as bias=")
+        _check_shape("mask", mask, full)
+    if bias is not None:
+        _check_shape("bias", bias, full)
+    sdpa_causal = False
+    if is_causal:
+        if T_q > T_k:
+            raise ValueError(f"is_causal=True with {T_q} queries but {T_k} keys: causal queries are the last T_q "
+                             f"keys; pass is_causal=False with an explicit mask")
+        if mask is None and bias is None and T_q == T_k and not need_weights:
+            sdpa_causal = True  # SDPA's fused path: top-left = bottom-right when T_q == T_k
+        elif T_q > 1:  # one query at the end sees every key: nothing to mask
+            causal = torch.ones(T_q, T_k, dtype=torch.bool, device=q.device).tril(T_k - T_q)  # (T_q, T_k)
+            mask = causal if mask is None else mask & causal
     row_ok = None
     if mask is not None:
-        row_ok = mask.any(-1, keepdim=True)  # (B, 1|h, T_q, 1)
+        row_ok = mask.any(-1, keepdim=True)  # (B|1, 1|h, T_q, 1)
         mask = mask | ~row_ok  # an empty row attends everywhere, then is zeroed below
     attn_mask = mask
     if bias is not None:
         bias = bias.to(q.dtype)
         attn_mask = bias if mask is None else bias.masked_fill(~mask, float("-inf"))
     if need_weights:
-        if k.shape[1] != q.shape[1]:
-            k = repeat(k, "b g t d -> b (g r) t d", r=q.shape[1] // k.shape[1])
-            v = repeat(v, "b g t d -> b (g r) t d", r=q.shape[1] // v.shape[1])
+        if k.shape[1] != h:
+            k = repeat(k, "b g t d -> b (g r) t d", r=h // k.shape[1])
+            v = repeat(v, "b g t d -> b (g r) t d", r=h // v.shape[1])
         scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (B, h, T_q, T_k)
-        if is_causal:
-            attn_mask = torch.ones(q.shape[2], k.shape[2], dtype=torch.bool, device=q.device).tril()
         if attn_mask is not None:
             scores = scores.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype == torch.bool else scores + attn_mask
         weights = scores.softmax(dim=-1)
@@ -49,9 +81,8 @@ def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: Optional[tor
             weights = weights.masked_fill(~row_ok, 0.0)
         out = F.dropout(weights, dropout_p) @ v  # (B, h, T_q, d_head)
         return out, weights
-    out = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, dropout_p=dropout_p,
-                                         is_causal=is_causal and attn_mask is None,
-                                         enable_gqa=k.shape[1] != q.shape[1])
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=sdpa_causal,
+                                         enable_gqa=k.shape[1] != h)
     if row_ok is not None:
         out = out.masked_fill(~row_ok, 0.0)
     return out, None
@@ -89,11 +120,18 @@ class MultiHeadAttention(nn.Module):
                 bias: Optional[torch.Tensor] = None, cache: Optional[KVCache] = None, need_weights: bool = False):
         """x: (B, T_q, d_model); memory: (B, T_k, d_model) for cross-attention.
 
-        mask / bias / is_causal: as `attend`, over all keys (cached ones included).
+        mask / bias / is_causal: as `attend`, over all keys (cached ones included): with a cache holding
+            `pos` tokens, mask and bias are (.., T_q, pos + T_q), and is_causal lets the query at absolute
+            position pos + i see keys 0..pos + i.
         rope: (cos, sin) of the new positions, each (B|1, 1, T_q, d_head), applied to q and k.
         cache: self-attention appends the new K/V; cross-attention computes the memory's K/V once.
         Returns (y (B, T_q, d_model), weights (B, n_heads, T_q, T_k) or None).
+        Raises ValueError for is_causal in cross-attention (the memory has no order relative to x), and as
+        `attend`.
         """
+        if self.cross and is_causal:
+            raise ValueError("is_causal=True in cross-attention: the memory's positions are not the queries'; "
+                             "pass a mask over the memory (memory_key_padding_mask) instead")
         d_q = self.n_heads * self.head_dim
         if self.cross:
             q = self.q_proj(x)  # (B, T_q, d_model)
