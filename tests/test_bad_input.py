@@ -50,7 +50,10 @@ def test_rope_odd_head_dim():
                                     (dict(src_vocab_size=0), "src_vocab_size=0"),
                                     (dict(src_vocab_size=-5), "src_vocab_size=-5"),
                                     (dict(share_embeddings=True, src_vocab_size=40),
-                                     "share_embeddings.*src_vocab_size=40")])
+                                     "share_embeddings.*src_vocab_size=40"),
+                                    (dict(pad_id=2), "pad_id=2 and model.eos_id=2 are the same id"),
+                                    (dict(bos_id=2), "bos_id=2 and model.eos_id=2 are the same id"),
+                                    (dict(bos_id=0), "pad_id=0 and model.bos_id=0 are the same id")])
 def test_other_bad_values(kw, key):
     with pytest.raises(ValueError, match=rf"model\.{key}"):
         cfg(**kw)

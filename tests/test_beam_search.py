@@ -2,12 +2,13 @@
 it finds the optimum when the beam holds every hypothesis, the memory's K/V are computed once, finished
 hypotheses are never extended."""
 import itertools
+import math
 
 import pytest
 import torch
 
 from zoo.model import DecoderOnly, EncoderDecoder, ModelConfig
-from zoo.model.beam_search import _top, beam_search, beam_search_decoder_only, length_penalty_factor, penalised
+from zoo.model.beam_search import _top, beam_core, beam_search, beam_search_decoder_only, length_penalty_factor, penalised
 from zoo.model.generate import left_pad
 
 V = 40
@@ -121,7 +122,7 @@ def score(case, b, hyp, alpha):
     return penalised(case.teacher_forced(b, [hyp])[0].sum().item(), len(hyp), alpha)
 
 
-def reference_beam(case, b, K, max_new, alpha, early_stopping=True):
+def reference_beam(case, b, K, max_new, alpha, early_stopping="never"):
     """Plain beam search over python lists, the full decoder recomputed at every step (no cache).
     Same rules as zoo.model.beam_search: 2K candidates ranked by (score desc, beam slot * V + token);
     EOS among the first K ranks finishes; the first K non-EOS stay alive; at max_new all alive finish."""
@@ -143,12 +144,12 @@ def reference_beam(case, b, K, max_new, alpha, early_stopping=True):
             finished += [(penalised(s, t, alpha), h) for h, s in alive]
             break
         if len(finished) >= K:
-            if early_stopping:
+            if early_stopping is True or K == 1:
                 break
             worst = sorted((f[0] for f in finished), reverse=True)[K - 1]
-            bound = max(s for _, s in alive) / max(length_penalty_factor(t + 1, alpha),
-                                                   length_penalty_factor(max_new, alpha))
-            if bound <= worst:
+            lp = (max(length_penalty_factor(t + 1, alpha), length_penalty_factor(max_new, alpha))
+                  if early_stopping == "never" else length_penalty_factor(t, alpha))
+            if max(s for _, s in alive) / lp <= worst:
                 break
     return max(finished, key=lambda f: f[0])
 
@@ -253,7 +254,7 @@ def test_exhaustive_small_vocabulary(arch, max_new):
     for seed, alpha in [(0, 0.6), (1, 1.0), (2, 0.0)]:
         case = ARCHS[arch](seed=seed, vocab=vocab, lengths=(4, 3))
         want = [enumerate_best(case, b, max_new, alpha, vocab) for b in range(2)]
-        for early_stopping in (True, False):
+        for early_stopping in (True, False, "never"):
             out, scores = case.beam(K, max_new, alpha, early_stopping)
             for b in range(2):
                 assert hypothesis(case, out, b, max_new) == want[b][1], (seed, b, out[b], want[b])
@@ -261,7 +262,7 @@ def test_exhaustive_small_vocabulary(arch, max_new):
 
 
 @pytest.mark.parametrize("arch", ARCHS)
-@pytest.mark.parametrize("early_stopping", [True, False])
+@pytest.mark.parametrize("early_stopping", [True, False, "never"])
 def test_cached_equals_uncached_reference(arch, early_stopping):
     n, alpha, K = 8, 0.6, 3
     for seed, eos_boost in [(0, 1.5), (3, 1.5), (1, 0.0)]:
@@ -278,8 +279,52 @@ def test_exact_stopping_never_worse(arch):
     for seed in range(3):
         case = ARCHS[arch](seed=seed, eos_boost=2.5)
         _, early = case.beam(4, 12, 1.0, early_stopping=True)
-        _, exact = case.beam(4, 12, 1.0, early_stopping=False)
+        _, exact = case.beam(4, 12, 1.0, early_stopping="never")
         assert (exact >= early - 1e-6).all(), (early, exact)
+
+
+def markov_step(rows: dict, vocab: int = 6):
+    """A step function whose next-token distribution depends on the last token only: rows[last] = {token:
+    probability}; unlisted tokens get 1e-9."""
+    table = torch.full((vocab, vocab), 1e-9)
+    for last, probs in rows.items():
+        for tok, p in probs.items():
+            table[last, tok] = p
+    table = (table / table.sum(-1, keepdim=True)).log()
+
+    def step(tokens, _kpm, _n_new):
+        return table[tokens[:, -1]][:, None, :]  # (B*K, 1, V)
+    return step
+
+
+A, B_, C = 3, 4, 5  # tokens a, b, c (BOS = 1, EOS = 2)
+# beam 2, alpha = 3: after two steps [b, EOS] (log .35) and [a, EOS] (log .30) are finished, the two best of
+# four candidates, while [a, c] (log .247) is alive; it ends as [a, c, EOS] at log(.247 * .95) / lp(3) = -0.612,
+# above [b, EOS]'s -1.050 / lp(2) = -0.661
+TRAP = {BOS: {A: 0.65, B_: 0.35}, A: {EOS: 0.30 / 0.65, C: 0.247 / 0.65, B_: 0.103 / 0.65}, B_: {EOS: 1.0},
+        C: {EOS: 0.95, A: 0.05}}
+
+
+def test_default_never_loses_a_reachable_better_hypothesis():
+    step = markov_step(TRAP)
+    bos = torch.tensor([[BOS]])
+    results = {es: beam_core(step, None, bos, None, 2, 4, 3.0, EOS, PAD, es) for es in (True, False, "never")}
+    expect = {True: ([BOS, B_, EOS], math.log(0.35) / length_penalty_factor(2, 3.0)),
+              False: ([BOS, B_, EOS], math.log(0.35) / length_penalty_factor(2, 3.0)),
+              "never": ([BOS, A, C, EOS], math.log(0.247 * 0.95) / length_penalty_factor(3, 3.0))}
+    for es, (out, score_) in results.items():
+        assert out[0].tolist() == expect[es][0], es
+        assert score_.item() == pytest.approx(expect[es][1], abs=1e-5), es
+    assert results["never"][1].item() > results[True][1].item() + 0.04
+    default = beam_core(step, None, bos, None, 2, 4, 3.0, EOS, PAD)
+    assert torch.equal(default[0], results["never"][0])  # the default is the exact rule
+    greedy = beam_core(step, None, bos, None, 1, 4, 3.0, EOS, PAD)[0]
+    assert greedy[0].tolist() == [BOS, A, EOS]  # beam 1 is greedy: argmax a, then argmax EOS, and stops
+
+
+def test_unknown_early_stopping_refused():
+    with pytest.raises(ValueError, match="early_stopping='sometimes' is unknown; allowed: true, false, never"):
+        beam_core(markov_step(TRAP), None, torch.tensor([[BOS]]), None, 2, 4, early_stopping="sometimes")
 
 
 # ---- the cache, EOS, errors -----------------------------------------------------------------------------------

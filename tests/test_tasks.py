@@ -46,6 +46,32 @@ def test_translation_loss_ignores_padding_exactly():
     assert abs(got.item() - torch.stack(terms).mean().item()) < 1e-5
 
 
+@pytest.mark.parametrize("arch", ["encoder_decoder", "decoder_only"])
+def test_translation_loss_masks_padding_by_position(arch):
+    """A real target token whose id equals the pad id still counts: padding is chosen by the key padding mask,
+    never by token id (so the loss cannot silently skip a real token)."""
+    tok = SubwordTokenizer(train_bpe(["ein hund läuft", "a dog runs"], 30)).state_dict()
+    model = dict(vocab_size=20, d_model=16, n_heads=2, d_ff=32, n_layers=1, dropout=0.0)
+    task = Translation(arch, model, {"src": tok, "tgt": tok}, {"lr": 1e-3}, {"warmup_steps": 1}, label_smoothing=0.0)
+    src = torch.tensor([[5, 6, 2], [7, 2, 0]])
+    src_kpm = torch.tensor([[False, False, False], [False, False, True]])
+    tgt_out = torch.tensor([[8, 0, 2], [10, 2, 0]])  # row 0's second token is a real token with the pad id
+    tgt_kpm = torch.tensor([[False, False, False], [False, False, True]])
+    tgt_in = torch.cat([torch.ones(2, 1, dtype=torch.long), tgt_out[:, :-1]], 1)
+    batch = {"src": src, "src_key_padding_mask": src_kpm, "tgt_in": tgt_in, "tgt_out": tgt_out,
+             "tgt_key_padding_mask": tgt_kpm}
+    got = task.loss(batch)
+    if arch == "encoder_decoder":
+        logp = task.model(src, tgt_in, src_kpm, tgt_kpm).log_softmax(-1)  # (B, T, V)
+        terms = [-logp[b, t, tgt_out[b, t]] for b in range(2) for t in range(3) if not tgt_kpm[b, t]]
+    else:  # source + target as one sequence: the token at position p is predicted at p - 1
+        seq, kpm, src_len, seq_len = join_source_target(src, src_kpm, tgt_out, tgt_kpm, 0)
+        logp = task.model(seq[:, :-1], key_padding_mask=kpm[:, :-1], prefix_len=src_len).log_softmax(-1)
+        terms = [-logp[b, p - 1, seq[b, p]] for b in range(2) for p in range(int(src_len[b]), int(seq_len[b]))]
+    assert len(terms) == 5  # the pad-id token of row 0 is among them
+    assert abs(got.item() - torch.stack(terms).mean().item()) < 1e-5
+
+
 def test_task_and_data_that_do_not_fit_are_refused_before_work(tmp_path):
     """A task given another task's dataset names the datasets it reads, before any data is touched."""
     with pytest.raises(ConfigError, match="LanguageModeling cannot read .*SST2; use data=tiny_shakespeare"):

@@ -323,6 +323,17 @@ def test_checkpoint_of_another_task_or_an_unreadable_file_is_refused(tmp_path):
     (["task.monitor=val/loss", "task.monitor_mode=min", "+optimized_metric=val/acc"], "encoder_only",
      "task.monitor=val/loss and optimized_metric=val/acc point in opposite directions"),
     (["+optimized_metric=val/BLEU"], "encoder_decoder", "optimized_metric=val/BLEU is not a validation metric"),
+    # special ids: a collision (pad = eos: the loss would ignore every EOS), or an id the data's tokenizer does
+    # not use, in every task
+    (["model.pad_id=2"], "decoder_only", "model.pad_id=2 and model.eos_id=2 are the same id"),
+    (["model.pad_id=2"], "encoder_only", "model.pad_id=2 and model.eos_id=2 are the same id"),
+    (["model.bos_id=0"], "encoder_decoder", "model.pad_id=0 and model.bos_id=0 are the same id"),
+    (["model.pad_id=7"], "encoder_only", "model.pad_id=7, but data=SST2's tokenizer puts that token at 0; set "
+     "model.pad_id=0"),
+    (["model.eos_id=3"], "encoder_decoder", "model.eos_id=3, but data=Multi30k's tokenizer puts that token at 2"),
+    (["task=translation", "data=multi30k", "model.bos_id=5"], "decoder_only", "model.bos_id=5, but data=Multi30k's"),
+    (["task.early_stopping=sometimes"], "encoder_decoder",
+     "task.early_stopping='sometimes' is unknown; allowed: true, false, never"),
 ])
 def test_contradictory_settings_are_refused(tmp_path, overrides, arch, message):
     with pytest.raises(ConfigError, match=message):

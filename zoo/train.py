@@ -24,6 +24,7 @@ from zoo.checkpoint_io import AtomicCheckpointIO
 from zoo.data.resolver import DataError
 from zoo.distributed import is_fsdp
 from zoo.model import ModelConfig
+from zoo.model.beam_search import check_early_stopping
 from zoo.tasks.base import metric_mode
 
 NO_ARCH = ("zoo needs an architecture. Pick one of the three with +arch=...: "
@@ -117,6 +118,16 @@ def check_config(cfg: DictConfig) -> None:
         ModelConfig(**{**model, "vocab_size": model.get("vocab_size") or 1})  # vocab_size comes from the data
     except (TypeError, ValueError) as e:
         raise ConfigError(str(e)) from None
+    data_ids = getattr(get_class(cfg.data._target_), "special_ids", {}) if cfg.data.get("_target_") else {}
+    for key, data_id in data_ids.items():
+        if cfg.model.get(key, data_id) != data_id:
+            raise ConfigError(f"model.{key}={cfg.model.get(key)}, but data={cfg.data._target_.rsplit('.', 1)[-1]}'s "
+                              f"tokenizer puts that token at {data_id}; set model.{key}={data_id} (or drop the override)")
+    if "early_stopping" in cfg.task:
+        try:
+            check_early_stopping(cfg.task.early_stopping)
+        except ValueError as e:
+            raise ConfigError(f"task.{e}") from None
     allowed = getattr(task_cls, "MASKS", {}).get(cfg.arch)
     if allowed is not None and cfg.model.get("mask") not in allowed:
         raise ConfigError(f"model.mask={cfg.model.mask} would let {cfg.arch} see the tokens it predicts in "

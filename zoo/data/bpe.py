@@ -23,6 +23,7 @@ from zoo.data.resolver import DataError
 PAD, BOS, EOS, UNK, MASK, CLS = "<pad>", "<s>", "</s>", "<unk>", "<mask>", "<cls>"
 SPECIAL_TOKENS = [PAD, BOS, EOS, UNK, MASK, CLS]  # id = position in this list
 PAD_ID, BOS_ID, EOS_ID, UNK_ID, MASK_ID, CLS_ID = range(len(SPECIAL_TOKENS))
+MODEL_IDS = {"pad_id": PAD_ID, "bos_id": BOS_ID, "eos_id": EOS_ID}  # the model keys that must hold these ids
 
 
 def train_bpe(texts: Iterable[str], vocab_size: int) -> Tokenizer:

@@ -17,8 +17,8 @@ from torch.utils.data import Dataset
 
 from zoo.data import resolver
 from zoo.data.batching import BatchedDataModule, epoch_generator, pack_by_tokens, pad, shuffled
-from zoo.data.bpe import BOS_ID, EOS_ID, PAD_ID, SubwordTokenizer
-from zoo.data.resolver import DataError, resolve
+from zoo.data.bpe import BOS_ID, EOS_ID, MODEL_IDS, PAD_ID, SubwordTokenizer
+from zoo.data.resolver import DataError, dataset_name, resolve
 
 
 def split_languages(split: str) -> list[str]:
@@ -142,6 +142,7 @@ class Multi30k(BatchedDataModule):
     """
 
     pad_id = PAD_ID
+    special_ids = MODEL_IDS  # model.pad_id / bos_id / eos_id must equal these (zoo.train.check_config)
     collate = staticmethod(collate_translation)
 
     def __init__(self, src_lang: str = "de", tgt_lang: str = "en", max_tokens: int = 4096, max_len: int = 256,

@@ -15,8 +15,8 @@ from lightning.pytorch.utilities import rank_zero_info
 from torch.utils.data import Dataset
 
 from zoo.data.batching import BatchedDataModule, epoch_generator, pad, shuffled
-from zoo.data.bpe import CLS_ID, EOS_ID, PAD_ID, SubwordTokenizer
-from zoo.data.resolver import DataError, resolve
+from zoo.data.bpe import CLS_ID, EOS_ID, MODEL_IDS, PAD_ID, SubwordTokenizer
+from zoo.data.resolver import FILES, DataError, dataset_name, file_entry, locate
 
 SPLITS = {"train": "sst2/sentiment-train", "val": "sst2/sentiment-dev", "test": "sst2/sentiment-test"}
 CHUNK_BATCHES = 100  # length bucketing sorts chunks of this many batches
@@ -123,6 +123,7 @@ class SST2(BatchedDataModule):
 
     num_classes = 2
     pad_id = PAD_ID
+    special_ids = MODEL_IDS  # model.pad_id / bos_id / eos_id must equal these (zoo.train.check_config)
     collate = staticmethod(collate_classification)
 
     def __init__(self, batch_size: int = 64, max_len: int = 128, vocab_size: int = 8000,

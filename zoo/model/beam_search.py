@@ -18,14 +18,17 @@ its length-penalised score, never extended); the first beam_size non-EOS candida
 at least that many: each beam proposes one EOS at most). At the row's maximum length every alive
 hypothesis is finished with its current score (no EOS appended).
 
-Stopping rule of a row, `early_stopping`:
-    True (default; fairseq, HF early_stopping=True): the row is done as soon as it has beam_size finished
-        hypotheses. This keeps beam_size 1 equal to greedy decoding whatever the length penalty.
-    False (exact): the row is done when it has beam_size finished hypotheses and no alive hypothesis can
-        still beat the worst of the best beam_size of them: an alive hypothesis with log-probability
-        s <= 0 after t tokens ends with log-probability <= s at a length L in t+1 .. max_new, so its score
-        is at most s / max(lp(t + 1), lp(max_new)) (lp is monotone in the length). Slower; the result is
-        never worse than early_stopping=True's (same beams, more finished hypotheses).
+Stopping rule of a row, `early_stopping` (Hugging Face's meaning of the same argument):
+    "never" (default; exact): the row is done when it has beam_size finished hypotheses and no alive
+        hypothesis can still beat the worst of the best beam_size of them: an alive hypothesis with
+        log-probability s <= 0 after t tokens ends with log-probability <= s at a length L in t+1 .. max_new,
+        so its score is at most s / max(lp(t + 1), lp(max_new)) (lp is monotone in the length). The best
+        hypothesis the beams can reach is never lost.
+    True (fairseq; HF early_stopping=True): the row is done as soon as it has beam_size finished hypotheses.
+        With a length penalty alpha > 0 a live beam may still have scored higher.
+    False (HF's heuristic): done when the best alive hypothesis scored at its current length, s / lp(t),
+        cannot beat the worst of the best beam_size finished ones; with alpha > 0 also inexact.
+beam_size 1 always stops at its first finished hypothesis, so that it is greedy decoding whatever the rule.
 Either way a row is done at its maximum length; the loop ends when every row is done.
 
 Cost: one decoder step over B * beam_size rows per token (rows already done stay in the batch, frozen,
@@ -39,6 +42,13 @@ from typing import Callable, List, Optional, Sequence, Union
 import torch
 
 NEG_INF = float("-inf")
+EARLY_STOPPING = (True, False, "never")
+
+
+def check_early_stopping(early_stopping) -> None:
+    """Raise ValueError unless early_stopping is True, False or "never" (see the module docstring)."""
+    if not any(early_stopping is v if isinstance(v, bool) else early_stopping == v for v in EARLY_STOPPING):
+        raise ValueError(f"early_stopping={early_stopping!r} is unknown; allowed: true, false, never")
 
 
 def length_penalty_factor(length: int, alpha: float) -> float:
@@ -71,7 +81,7 @@ def _top(scores: torch.Tensor, n: int):
 def beam_core(step: Callable, reorder: Optional[Callable], prefix: torch.Tensor,
               key_padding_mask: Optional[torch.Tensor], beam_size: int, max_new: Union[int, Sequence[int]],
               length_penalty: float = 0.6, eos_id: Optional[int] = None, pad_id: int = 0,
-              early_stopping: bool = True):
+              early_stopping: Union[bool, str] = "never"):
     """Beam search continuing prefix (B, T0) (BOS for an encoder-decoder, the left-padded prompt for a
     decoder-only model); see the module docstring for the scoring and the stopping rule.
 
@@ -83,13 +93,18 @@ def beam_core(step: Callable, reorder: Optional[Callable], prefix: torch.Tensor,
     key_padding_mask: (B, T0) True = padding, or None; new tokens are never padding.
     max_new: maximum new tokens, int or one per row (B,).
     eos_id: None = no EOS (every hypothesis runs to its maximum length).
+    early_stopping: True | False | "never" (module docstring).
     Returns (tokens (B, T0 + L) long: the prefix, then the best hypothesis of each row, pad_id after its end;
     L = the longest best hypothesis; scores (B,) float: their length-penalised log-probabilities).
+    Raises ValueError for beam_size < 1, a bad max_new or an unknown early_stopping.
     """
     B, T0 = prefix.shape
     K = beam_size
     if K < 1:
         raise ValueError(f"beam_size must be >= 1, got {K}")
+    check_early_stopping(early_stopping)
+    if K == 1:
+        early_stopping = True  # greedy
     device = prefix.device
     max_new = [int(max_new)] * B if isinstance(max_new, int) else [int(m) for m in max_new]
     if len(max_new) != B or min(max_new) < 0:
@@ -149,14 +164,17 @@ def beam_core(step: Callable, reorder: Optional[Callable], prefix: torch.Tensor,
         for b in range(B):
             if done[b] or len(finished[b]) < K:
                 continue
-            if early_stopping:
+            if early_stopping is True:
                 done[b] = True
-            else:
-                worst = sorted((f[0] for f in finished[b]), reverse=True)[K - 1]
+                continue
+            worst = sorted((f[0] for f in finished[b]), reverse=True)[K - 1]
+            if early_stopping == "never":  # the largest normaliser an alive hypothesis can still reach
                 lp = max(length_penalty_factor(t + 1, length_penalty),
                          length_penalty_factor(max_new[b], length_penalty))
-                if float(new_running[b].max()) / lp <= worst:
-                    done[b] = True
+            else:
+                lp = length_penalty_factor(t, length_penalty)
+            if float(new_running[b].max()) / lp <= worst:
+                done[b] = True
         if all(done):
             break
         done_t = torch.tensor(done, device=device)[:, None]
@@ -188,7 +206,7 @@ def beam_core(step: Callable, reorder: Optional[Callable], prefix: torch.Tensor,
 @torch.no_grad()
 def beam_search(model, src: torch.Tensor, src_key_padding_mask: Optional[torch.Tensor] = None,
                 beam_size: int = 4, max_len: Optional[int] = None, length_penalty: float = 0.6,
-                return_scores: bool = False, early_stopping: bool = True):
+                return_scores: bool = False, early_stopping: Union[bool, str] = "never"):
     """Translate src (B, S) with an EncoderDecoder by beam search (scoring and stopping: module docstring).
 
     src_key_padding_mask: (B, S) True = padding, or None.
@@ -236,7 +254,7 @@ def beam_search(model, src: torch.Tensor, src_key_padding_mask: Optional[torch.T
 def beam_search_decoder_only(model, idx: torch.Tensor, key_padding_mask: Optional[torch.Tensor] = None,
                              beam_size: int = 4, max_new_tokens: int = 50, length_penalty: float = 0.6,
                              eos_id: Optional[int] = None, prefix_len=None, return_scores: bool = False,
-                             early_stopping: bool = True):
+                             early_stopping: Union[bool, str] = "never"):
     """Beam search continuation of prompts idx (B, T) with a DecoderOnly (e.g. translation with
     source + separator as the prompt); scoring and stopping: module docstring.
 

@@ -2,6 +2,7 @@
 
 Each field is one constructor argument of one block; `conf/model/*.yaml` sets them by name.
 """
+import itertools
 from dataclasses import dataclass, fields
 from typing import Optional
 
@@ -41,7 +42,8 @@ class ModelConfig:
         head); pooling: how EncoderOnly pools its states for it (cls | mean | last).
     length_classes: classes of EncoderOnly's target-length head (zoo.model.length_head.LengthHead), built
         when > 0: lengths 0 .. length_classes - 1 (non-autoregressive translation sets it; 0 = no head).
-    pad_id, bos_id, eos_id: special token ids.
+    pad_id, bos_id, eos_id: special token ids, distinct; a datamodule with a subword tokenizer fixes them
+        (zoo.data.bpe: 0, 1, 2), and zoo.train refuses other values.
     activation_checkpointing: in training, each encoder / decoder layer keeps only its input and recomputes
         its activations in backward (torch.utils.checkpoint, use_reentrant=False): less memory, one more
         forward per layer; the same loss and gradients.
@@ -158,6 +160,11 @@ class ModelConfig:
             raise ValueError(f"model.length_classes={self.length_classes} must be >= 0 (0 = no length head)")
         if self.prefix_len < 0:
             raise ValueError(f"model.prefix_len={self.prefix_len} must be >= 0")
+        ids = {"model.pad_id": self.pad_id, "model.bos_id": self.bos_id, "model.eos_id": self.eos_id}
+        for (key_a, a), (key_b, b) in itertools.combinations(ids.items(), 2):
+            if a == b:  # e.g. pad = eos: the loss would ignore every real EOS, and the model never stops
+                raise ValueError(f"{key_a}={a} and {key_b}={b} are the same id; special tokens need distinct ids "
+                                 f"(the subword tokenizer's are pad 0, bos 1, eos 2)")
         if self.share_embeddings and self.src_vocab_size not in (None, self.vocab_size):
             raise ValueError(f"model.share_embeddings=true needs one vocabulary, but src_vocab_size="
                              f"{self.src_vocab_size} != vocab_size={self.vocab_size}; set share_embeddings=false")

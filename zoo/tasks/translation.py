@@ -12,11 +12,12 @@ from torchmetrics import MeanMetric
 from zoo.data.bpe import BOS_ID, CLS_ID, EOS_ID, MASK_ID, PAD_ID, SubwordTokenizer
 from zoo.data.resolver import DataError
 from zoo.model import ModelConfig, build_model
-from zoo.model.beam_search import beam_search, beam_search_decoder_only
+from zoo.model.beam_search import beam_search, beam_search_decoder_only, check_early_stopping
 from zoo.model.generate import left_pad
 from zoo.tasks.base import TaskBase
 from zoo.tasks.nat import cmlm_mask, mask_predict, nat_inputs
 
+IGNORE = -100  # target positions the loss skips, chosen by position (padding, source), never by token id
 NAT_BANNED = (PAD_ID, BOS_ID, EOS_ID, MASK_ID, CLS_ID)  # never predicted in a target slot
 
 def join_source_target(src, src_kpm, tgt_out, tgt_kpm, pad_id: int):
@@ -38,7 +39,7 @@ def join_source_target(src, src_kpm, tgt_out, tgt_kpm, pad_id: int):
 
 class Translation(TaskBase):
     """Label-smoothed cross-entropy with teacher forcing (target shifted right, BOS first), padding ignored
-    exactly (F.cross_entropy(ignore_index=pad, label_smoothing)); sacreBLEU and chrF on detokenized text.
+    exactly by position (F.cross_entropy(ignore_index=IGNORE, label_smoothing)); sacreBLEU and chrF on detokenized text.
 
     encoder_decoder: the encoder reads the source, the decoder reads tgt_in and predicts tgt_out.
     decoder_only: the sequence source + EOS + target + EOS, loss on the target tokens only; model.mask
@@ -46,7 +47,7 @@ class Translation(TaskBase):
     Validation: val/loss each epoch, and val/bleu, val/chrf from greedy decoding (KV cache) every
     `bleu_every` validations. Test (the best checkpoint): test/bleu (greedy), test/chrf, and with
     beam_size > 1 test/bleu_beam, test/chrf_beam (beam search, GNMT length penalty, max length = source
-    length + max_len_b).
+    length + max_len_b, stopping rule early_stopping: never | true | false, zoo.model.beam_search).
     Batches: zoo.data.multi30k.collate_translation dicts.
 
     encoder_only, non-autoregressive (Mask-Predict, Ghazvininejad et al. 2019; fairseq's cmlm): one row
@@ -80,8 +81,9 @@ class Translation(TaskBase):
     def __init__(self, arch: str, model: dict, tokenizer: dict, optimizer: dict, scheduler: dict,
                  label_smoothing: float = 0.1, beam_size: int = 4, length_penalty: float = 0.6, max_len_b: int = 50,
                  bleu_every: int = 1, table_rows: int = 20, monitor: str = "val/bleu", monitor_mode: str = "max",
-                 nat_iterations: int = 4, length_loss_factor: float = 0.1):
+                 nat_iterations: int = 4, length_loss_factor: float = 0.1, early_stopping="never"):
         super().__init__()
+        check_early_stopping(early_stopping)
         if arch not in self.ARCHS:
             raise ValueError(f"task=translation trains arch in {self.ARCHS}; got arch={arch!r}")
         if arch == "encoder_only":
@@ -114,15 +116,15 @@ class Translation(TaskBase):
         if self.hparams.arch == "encoder_decoder":
             logits = self.model(batch["src"], batch["tgt_in"], batch["src_key_padding_mask"],
                                 batch["tgt_key_padding_mask"])  # (B, T, V)
-            target = batch["tgt_out"].masked_fill(batch["tgt_key_padding_mask"], self.pad_id)
+            target = batch["tgt_out"].masked_fill(batch["tgt_key_padding_mask"], IGNORE)
         else:
             seq, kpm, src_len, seq_len = join_source_target(batch["src"], batch["src_key_padding_mask"],
                                                             batch["tgt_out"], batch["tgt_key_padding_mask"], self.pad_id)
             logits = self.model(seq[:, :-1], key_padding_mask=kpm[:, :-1], prefix_len=src_len)  # (B, L-1, V)
             pos = torch.arange(1, seq.shape[1], device=seq.device).unsqueeze(0)  # position of each target token
             on_target = (pos >= src_len.unsqueeze(1)) & (pos < seq_len.unsqueeze(1))
-            target = seq[:, 1:].masked_fill(~on_target, self.pad_id)
-        return F.cross_entropy(logits.flatten(0, 1).float(), target.flatten(), ignore_index=self.pad_id,
+            target = seq[:, 1:].masked_fill(~on_target, IGNORE)
+        return F.cross_entropy(logits.flatten(0, 1).float(), target.flatten(), ignore_index=IGNORE,
                                label_smoothing=self.hparams.label_smoothing)
 
     def nat_losses(self, batch, generator: Optional[torch.Generator] = None) -> dict:
@@ -167,7 +169,8 @@ class Translation(TaskBase):
         if self.hparams.arch == "encoder_decoder":
             max_new = min(int((~src_kpm).sum(1).max()) + b, cfg.max_len - 1)
             if beam_size > 1:
-                out = beam_search(self.model, src, src_kpm, beam_size, None, self.hparams.length_penalty)
+                out = beam_search(self.model, src, src_kpm, beam_size, None, self.hparams.length_penalty,
+                                  early_stopping=self.hparams.early_stopping)
             else:
                 out = self.model.generate(src, max_new, src_key_padding_mask=src_kpm, temperature=0.0)
             out = out[:, 1:]
@@ -178,7 +181,8 @@ class Translation(TaskBase):
             prefix = torch.full((idx.shape[0],), idx.shape[1], device=src.device)  # the whole (padded) prompt
             if beam_size > 1:
                 out = beam_search_decoder_only(self.model, idx, kpm, beam_size, max_new, self.hparams.length_penalty,
-                                               cfg.eos_id, prefix_len=prefix)
+                                               cfg.eos_id, prefix_len=prefix,
+                                               early_stopping=self.hparams.early_stopping)
             else:
                 out = self.model.generate(idx, max_new, key_padding_mask=kpm, temperature=0.0, eos_id=cfg.eos_id,
                                           prefix_len=prefix)
