@@ -335,7 +335,9 @@ def run(cfg: DictConfig) -> float:
     return task.best.get(monitor, final.get(monitor, float("nan")))
 
 
-CONF_DIR = str(Path(__file__).resolve().parents[1] / "conf")  # the repo's conf/ (zoo is installed editable)
+_PKG = Path(__file__).resolve().parent
+# a wheel installs conf/ as zoo/conf (pyproject.toml); an editable install runs zoo/ from the repo, beside conf/
+CONF_DIR = str(_PKG / "conf" if (_PKG / "conf").is_dir() else _PKG.parent / "conf")
 
 
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")
