@@ -190,8 +190,15 @@ def test_wandb_sweep_command_lines_are_accepted(path):
     assert sweep["metric"] == {"name": f"best/{cfg.task.monitor}", "goal": goal}
 
 
-def test_there_are_wandb_sweeps():
-    assert len(SWEEPS) >= 2
+def test_wandb_sweeps_are_the_documented_ones():
+    """experiments/sweeps/ holds README's two sweeps (an empty folder would leave the test above with no
+    case), each named after the +arch its agent starts, with a `program` that exists."""
+    assert [p.stem for p in SWEEPS] == ["decoder_only_lm", "encoder_only_sst2"]
+    for path in SWEEPS:
+        sweep = yaml.safe_load(path.read_text())
+        (arch,) = [c.removeprefix("+arch=") for c in sweep["command"] if c.startswith("+arch=")]
+        assert path.stem.startswith(f"{arch}_"), (path.name, arch)
+        assert (REPO / sweep["program"]).is_file()
 
 
 def test_optuna_direction_against_the_metric_is_refused(tmp_path):

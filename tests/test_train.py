@@ -340,12 +340,21 @@ def test_contradictory_settings_are_refused(tmp_path, overrides, arch, message):
         run(make_cfg(tmp_path, overrides + ["logger=csv"], arch=arch))
 
 
-def test_monitor_with_its_direction_is_accepted(tmp_path):
+@pytest.mark.parametrize("overrides, monitor, mode", [
+    (["task.monitor=val/loss", "task.monitor_mode=min"], "val/loss", "min"),  # classification's default: val/acc, max
+    (["task=lm", "data=tiny_shakespeare", "task.monitor=val/mlm_acc", "task.monitor_mode=max"], "val/mlm_acc", "max"),
+])
+def test_monitor_with_its_direction_is_accepted(tmp_path, overrides, monitor, mode):
+    """A monitor other than the task's default, given with its own direction, passes check_config, and the
+    best-checkpoint callback built from the config keeps the best by it, in that direction."""
+    from hydra.utils import instantiate
+
     from zoo.train import check_config
 
-    check_config(make_cfg(tmp_path, ["task.monitor=val/loss", "task.monitor_mode=min"], arch="encoder_only"))
-    check_config(make_cfg(tmp_path, ["task=lm", "data=tiny_shakespeare", "task.monitor=val/mlm_acc",
-                                     "task.monitor_mode=max"], arch="encoder_only"))
+    cfg = make_cfg(tmp_path, overrides, arch="encoder_only")
+    check_config(cfg)
+    best = instantiate(cfg.callbacks.model_checkpoint)
+    assert (best.monitor, best.mode) == (monitor, mode)
 
 
 def test_constructor_errors_exit_2_with_one_message(tmp_path):
