@@ -72,13 +72,15 @@ def test_table_equals_results_json(sweep, reported):
     assert len(body) == len(table)
     for r, line in zip(table, body):
         cells = [c.strip() for c in line.strip("|").split("|")]
-        assert cells[0] == r["cell"] and cells[2] == r["metric"]
-        assert float(cells[3]) == pytest.approx(r["value"], abs=5e-5)
-        assert int(cells[4].replace(",", "")) == r["params"]
-        assert float(cells[5].split()[0]) == pytest.approx(r["flops_per_token"] / 1e6, abs=0.005)
-        assert float(cells[6]) == pytest.approx(r["train_seconds"], abs=0.5)
-        assert cells[1].startswith(r["objective"])
-        assert ("not comparable" in cells[1]) == (r["arch"] == "encoder_only" and r["task"] == "lm")
+        assert cells[0] == r["cell"] and cells[3] == r["metric"]
+        assert cells[1] == r["dataset"] == {"lm": "tiny_shakespeare", "classification": "sst2",
+                                            "translation": "multi30k"}[r["task"]]
+        assert float(cells[4]) == pytest.approx(r["value"], abs=5e-5)
+        assert int(cells[5].replace(",", "")) == r["params"]
+        assert float(cells[6].split()[0]) == pytest.approx(r["flops_per_token"] / 1e6, abs=0.005)
+        assert float(cells[7]) == pytest.approx(r["train_seconds"], abs=0.5)
+        assert cells[2].startswith(r["objective"])
+        assert ("not comparable" in cells[2]) == (r["arch"] == "encoder_only" and r["task"] == "lm")
     assert {r["objective"] for r in table if r["task"] == "lm"} == {"masked_lm", "causal_lm", "prefix_continuation"}
 
 

@@ -1,5 +1,6 @@
 """`python -m zoo.generate ckpt_path=... prompt="ROMEO:" max_new_tokens=200 temperature=0.8 top_k=40`:
-sample text from a checkpoint of a language-modeling run."""
+sample text from a checkpoint of a language-modeling run. The checkpoint's data settings (zoo.data.info:
+the text it was trained on, its tokenizer) decide what it accepts, and messages name that data."""
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -9,30 +10,39 @@ import torch
 import yaml
 
 from zoo.data.char_tokenizer import CharTokenizer
+from zoo.data.info import from_checkpoint
 from zoo.model import ModelConfig, build_model
 
 DEFAULTS = {"ckpt_path": None, "prompt": "\n", "max_new_tokens": 200, "temperature": 0.8, "top_k": None,
             "top_p": None, "seed": None, "device": "cpu"}
 
 
-def load(ckpt_path: str, device: str = "cpu"):
-    """(model in eval mode, tokenizer, context_len) from a zoo LM checkpoint (torch.load(weights_only=True));
-    context_len is the training block_size (None for checkpoints that did not record it).
+def read_checkpoint(ckpt_path: str, device: str = "cpu") -> dict:
+    """The checkpoint at ckpt_path, read with torch.load(weights_only=True).
     Raises FileNotFoundError / ValueError with what to do."""
     path = Path(ckpt_path)
     if not path.is_file():
         raise FileNotFoundError(f"ckpt_path={ckpt_path} does not exist; use a .ckpt from a run's checkpoints/ dir")
     try:
-        ckpt = torch.load(path, map_location=device, weights_only=True)
+        return torch.load(path, map_location=device, weights_only=True)
     except Exception as e:  # a truncated or foreign file: pickle, zip or weights_only errors
         raise ValueError(f"ckpt_path={ckpt_path} is not a readable checkpoint ({type(e).__name__}: {e})") from None
-    hp = ckpt.get("hyper_parameters", {})
+
+
+def load(ckpt_path: str, device: str = "cpu", ckpt: Optional[dict] = None):
+    """(model in eval mode, tokenizer, context_len) from a zoo LM checkpoint (read_checkpoint, unless the
+    loaded `ckpt` is passed); context_len is the training block_size (None for checkpoints that did not
+    record it). Raises FileNotFoundError / ValueError with what to do, naming the data it was trained on."""
+    ckpt = read_checkpoint(ckpt_path, device) if ckpt is None else ckpt
+    hp, data = ckpt.get("hyper_parameters", {}), from_checkpoint(ckpt)
+    trained_on = f" (trained on {data['dataset']})" if data["stored"] else ""
     if hp.get("arch") != "decoder_only":
-        raise ValueError(f"{ckpt_path} was trained with +arch={hp.get('arch')}; zoo.generate samples from decoder_only "
-                         f"language models (task=lm)")
-    if "chars" not in hp.get("tokenizer", {}) or "model" not in hp:
-        raise ValueError(f"{ckpt_path} is not a checkpoint of a character language model (task=lm); "
-                         f"zoo.generate samples from those")
+        raise ValueError(f"{ckpt_path} was trained with +arch={hp.get('arch')}{trained_on}; zoo.generate samples from "
+                         f"decoder_only language models (task=lm)")
+    kind = data.get("tokenizer", {}).get("kind") or ("char" if "chars" in hp.get("tokenizer", {}) else None)
+    if kind != "char" or "model" not in hp:
+        raise ValueError(f"{ckpt_path} is not a checkpoint of a character language model (task=lm){trained_on}"
+                         + (f", its tokenizer is {kind}" if kind else "") + "; zoo.generate samples from those")
     model = build_model(hp["arch"], ModelConfig(**hp["model"]))
     state = {k[len("model."):]: v for k, v in ckpt["state_dict"].items() if k.startswith("model.")}
     model.load_state_dict(state)
@@ -81,7 +91,9 @@ def main(argv=None) -> int:
         return 2
     try:
         check_args(args)
-        model, tokenizer, context_len = load(str(args.ckpt_path), args.device)
+        ckpt = read_checkpoint(str(args.ckpt_path), args.device)
+        model, tokenizer, context_len = load(str(args.ckpt_path), args.device, ckpt)
+        check_prompt(tokenizer, str(args.prompt), from_checkpoint(ckpt))
         text = sample(model, tokenizer, str(args.prompt), args.max_new_tokens, args.temperature, args.top_k,
                       args.top_p, args.seed, context_len)
     except (FileNotFoundError, ValueError) as e:  # bad input: say what and how to fix, no traceback
@@ -89,6 +101,17 @@ def main(argv=None) -> int:
         return 2
     print(text)
     return 0
+
+
+def check_prompt(tokenizer, prompt: str, data: dict) -> None:
+    """Raise ValueError for a prompt character the checkpoint's tokenizer lacks, naming the training text
+    (the checkpoint's data settings, zoo.data.info) whose characters the vocabulary holds."""
+    try:
+        tokenizer.encode(prompt)
+    except ValueError as e:
+        text = data["dataset"] if data["stored"] else "the model's training text"
+        raise ValueError(f"prompt: {e}: its {tokenizer.vocab_size} characters are those of {text}; write the prompt "
+                         f"with those") from None
 
 
 def check_args(args) -> None:

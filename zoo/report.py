@@ -4,7 +4,8 @@ Reads only local files (no network): every `results.json` below the multirun dir
 and each run's Lightning CSV log (`<run dir>/csv/metrics.csv`), and writes into --out (default: the
 multirun dir):
 
-- report.md: one table row per (cell, metric): cell (task / arch), objective, metric, value, parameters,
+- report.md: one table row per (cell, metric): cell (task / arch), dataset (results.json's: the built-in
+  dataset's name or the user's file), objective, metric, value, parameters,
   forward FLOPs per token (results.json: zoo.model.cost.flops_per_token, classify_flops_per_token for
   classification), train time (the run's wall_seconds: data setup,
   training, validation and test). Language-modeling cells whose objective is not the causal LM (encoder_only's
@@ -12,7 +13,8 @@ multirun dir):
 - val_<task>.png: the validation curves of each task (x = optimizer step), one line per architecture, one
   panel per metric in CURVES.
 - attention_<arch>.png (translation runs whose model has cross-attention, i.e. encoder_decoder): the
-  cross-attention of the best checkpoint on one test sentence, greedy-translated; rows = target tokens
+  cross-attention of the best checkpoint on one test sentence in the checkpoint's source language (its
+  stored data settings, zoo.data.info; --sentence picks another), greedy-translated; rows = target tokens
   (the token predicted at each decoder position), columns = source tokens, labels = BPE pieces; weights of
   one decoder layer (--layer, default the last) averaged over heads, so each row sums to 1.
 
@@ -27,6 +29,8 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 import torch
+
+from zoo.data.info import LEGACY_LANGS, from_checkpoint
 
 TASK_ORDER = ("classification", "lm", "translation")
 ARCH_ORDER = ("encoder_only", "decoder_only", "encoder_decoder")
@@ -51,8 +55,11 @@ NOTES = {  # printed under the table
                          "does not",
 }
 SPACE = "\u2581"  # the BPE's word-start mark (Metaspace)
-# The first source sentence of Multi30k test_2016_flickr (de); --sentence picks another
-DEFAULT_SENTENCE = {"de": "Ein Mann mit einem orangefarbenen Hut, der etwas anstarrt."}
+# The first sentence of Multi30k test_2016_flickr in each of its languages; --sentence picks another
+DEFAULT_SENTENCE = {"de": "Ein Mann mit einem orangefarbenen Hut, der etwas anstarrt.",
+                    "en": "A man in an orange hat starring at something.",
+                    "fr": "Un homme avec un chapeau orange regardant quelque chose.",
+                    "cs": "Mu\u017e v oran\u017eov\u00e9m klobouku na n\u011bco z\u00edr\u00e1."}
 
 
 class ReportError(ValueError):
@@ -109,7 +116,8 @@ def read_curves(run_dir: Path) -> Dict[str, List[Tuple[int, float]]]:
 
 # ---- the table -------------------------------------------------------------------------------------------
 def rows(runs: List[dict]) -> List[dict]:
-    """Table rows: one per (run, metric present in its results.json) with keys cell, task, arch, objective,
+    """Table rows: one per (run, metric present in its results.json) with keys cell, task, arch, dataset
+    (results.json's; "?" for one written before it named the data), objective,
     note (DIFFERENT for an objective outside the task's comparable ones, else ""), metric, value, params,
     flops_per_token, train_seconds, run_dir. Tasks not in METRICS report every test/
     metric of "final" and every metric of "best"."""
@@ -126,6 +134,7 @@ def rows(runs: List[dict]) -> List[dict]:
             if value is None:
                 continue
             out.append({"cell": f"{r['task']} / {r['arch']}", "task": r["task"], "arch": r["arch"],
+                        "dataset": str(r.get("dataset", "?")),
                         "objective": objective, "note": note, "metric": metric + (" (best)" if where == "best" else ""),
                         "value": float(value), "params": int(r["params"]),
                         "flops_per_token": float(r["flops_per_token"]), "train_seconds": float(r["wall_seconds"]),
@@ -139,11 +148,12 @@ def fmt_value(v: float) -> str:
 
 def markdown_table(table: List[dict]) -> str:
     """The rows as a Markdown table (value with 4 decimals, FLOPs/token in millions, time in seconds)."""
-    lines = ["| cell | objective | metric | value | params | FLOPs/token | train time (s) |",
-             "|---|---|---|---|---|---|---|"]
+    lines = ["| cell | dataset | objective | metric | value | params | FLOPs/token | train time (s) |",
+             "|---|---|---|---|---|---|---|---|"]
     for r in table:
         obj = r["objective"] + (f" ({r['note']})" if r["note"] else "")
-        lines.append(f"| {r['cell']} | {obj} | {r['metric']} | {fmt_value(r['value'])} | {r['params']:,} | "
+        dataset = r["dataset"].replace("|", "\\|")  # a user's file path may hold a pipe
+        lines.append(f"| {r['cell']} | {dataset} | {obj} | {r['metric']} | {fmt_value(r['value'])} | {r['params']:,} | "
                      f"{r['flops_per_token'] / 1e6:.2f} M | {r['train_seconds']:.0f} |")
     return "\n".join(lines)
 
@@ -194,9 +204,11 @@ def plot_curves(runs: List[dict], out_dir: Path) -> List[Path]:
 
 # ---- cross-attention -------------------------------------------------------------------------------------
 def load_translation_model(run: dict):
-    """(model in eval mode, src tokenizer, tgt tokenizer, datamodule hparams, task hparams) from the run's best
+    """(model in eval mode, src tokenizer, tgt tokenizer, data settings, task hparams) from the run's best
     checkpoint (last.ckpt if it has none) and the tokenizer files in the run dir (the checkpoint's copy if
     absent); None when the run's model has no cross-attention (nothing to plot: its weights are not loaded).
+    The data settings are zoo.data.info.from_checkpoint's (src_lang, tgt_lang, ...; a checkpoint from before
+    they were stored: "stored": False and the languages of its datamodule hyperparameters, else LEGACY_LANGS).
     Raises ReportError when the run has no checkpoint."""
     from zoo.data.bpe import SubwordTokenizer
     from zoo.model import ModelConfig, build_model
@@ -208,22 +220,24 @@ def load_translation_model(run: dict):
     if not Path(ckpt).is_file():
         raise ReportError(f"{run_dir}: no checkpoint (best_checkpoint in results.json nor checkpoints/last.ckpt)")
     state = torch.load(ckpt, map_location="cpu", weights_only=True)  # zoo's checkpoints hold plain data only
-    hp, dm = state["hyper_parameters"], state.get("datamodule_hyper_parameters", {})
+    hp, data = state["hyper_parameters"], from_checkpoint(state)
     model = build_model(hp["arch"], ModelConfig(**hp["model"]))
     if not has_cross_attention(model):
         return None
     model.load_state_dict({k[len("model."):]: v for k, v in state["state_dict"].items() if k.startswith("model.")})
     model.eval()
-    src_lang, tgt_lang = dm.get("src_lang", "de"), dm.get("tgt_lang", "en")
+    data.setdefault("src_lang", LEGACY_LANGS[0])  # a checkpoint that names no languages at all
+    data.setdefault("tgt_lang", LEGACY_LANGS[1])
+    src_lang, tgt_lang = data["src_lang"], data["tgt_lang"]
     toks = {}
     for side, lang in (("src", src_lang), ("tgt", tgt_lang)):
         names = [f"tokenizer.{'+'.join(sorted((src_lang, tgt_lang)))}.json", f"tokenizer.{lang}.json"]
-        if dm.get("joint_vocab") is False:
+        if data.get("tokenizer", {}).get("joint") is False:
             names.reverse()
         path = next((run_dir / n for n in names if (run_dir / n).is_file()), None)
         toks[side] = (SubwordTokenizer.from_state_dict({"json": path.read_text()}) if path is not None
                       else SubwordTokenizer.from_state_dict(hp["tokenizer"][side]))
-    return model, toks["src"], toks["tgt"], dm, hp
+    return model, toks["src"], toks["tgt"], data, hp
 
 
 def has_cross_attention(model) -> bool:
@@ -277,8 +291,11 @@ def plot_attention(weights: torch.Tensor, src_pieces: List[str], tgt_pieces: Lis
     return path
 
 
-def attention_maps(runs: List[dict], out_dir: Path, sentence: Optional[str] = None, layer: int = -1) -> List[Path]:
-    """attention_<arch>.png for each translation run whose model has cross-attention. Returns the paths."""
+def attention_maps(runs: List[dict], out_dir: Path, sentence: Optional[str] = None, layer: int = -1,
+                   skipped: Optional[List[str]] = None) -> List[Path]:
+    """attention_<arch>.png for each translation run whose model has cross-attention, on `sentence` or the
+    DEFAULT_SENTENCE of the checkpoint's source language. Returns the paths; a run whose source language has
+    no default sentence gets no map, and a line saying so is appended to `skipped`."""
     written = []
     for run in runs:
         if run["task"] != "translation":
@@ -286,15 +303,20 @@ def attention_maps(runs: List[dict], out_dir: Path, sentence: Optional[str] = No
         loaded = load_translation_model(run)
         if loaded is None:
             continue
-        model, src_tok, tgt_tok, dm, hp = loaded
-        lang = dm.get("src_lang", "de")
-        text = sentence or DEFAULT_SENTENCE.get(lang)
+        model, src_tok, tgt_tok, data, hp = loaded
+        pair = f"{data['src_lang']}->{data['tgt_lang']}"
+        if not data["stored"]:
+            pair += f" ({data.get('note', 'assumed')})"
+        text = sentence or DEFAULT_SENTENCE.get(data["src_lang"])
         if text is None:
-            raise ReportError(f"no default test sentence in {lang!r}: pass one with --sentence")
+            if skipped is not None:
+                skipped.append(f"{run['run_dir']}: no example sentence in {data['src_lang']!r}, the source language of "
+                               f"its checkpoint ({pair}); pass one with --sentence")
+            continue
         w, src_pieces, tgt_pieces = cross_attention(model, src_tok, tgt_tok, text, layer, hp.get("max_len_b", 50))
         n = len(model.decoder.layers)
         hyp = "".join(tgt_pieces[:-1]).replace(SPACE, " ").strip()
-        title = (f"{run['arch']}: cross-attention, decoder layer {layer % n + 1} of {n}, mean of heads\n"
+        title = (f"{run['arch']} ({pair}): cross-attention, decoder layer {layer % n + 1} of {n}, mean of heads\n"
                  f"{text}\n-> {hyp if len(hyp) <= 90 else hyp[:87] + '...'}")
         written.append(plot_attention(w, src_pieces, tgt_pieces, title, out_dir / f"attention_{run['arch']}.png"))
     return written
@@ -303,14 +325,16 @@ def attention_maps(runs: List[dict], out_dir: Path, sentence: Optional[str] = No
 # ---- main ------------------------------------------------------------------------------------------------
 def report(root: Path, out_dir: Optional[Path] = None, sentence: Optional[str] = None, layer: int = -1) -> dict:
     """Write report.md, val_<task>.png and attention_<arch>.png into out_dir (default root).
-    Returns {"table": rows, "report": path, "curves": [paths], "attention": [paths]}."""
+    Returns {"table": rows, "report": path, "curves": [paths], "attention": [paths], "skipped": [attention maps
+    not drawn, why]}."""
     root = Path(root)
     runs = find_runs(root)
     out_dir = Path(out_dir) if out_dir is not None else root
     out_dir.mkdir(parents=True, exist_ok=True)
     table = rows(runs)
     curves = plot_curves(runs, out_dir)
-    attention = attention_maps(runs, out_dir, sentence, layer)
+    skipped: List[str] = []
+    attention = attention_maps(runs, out_dir, sentence, layer, skipped)
     notes = [f"- {o}: {NOTES[o]}" for o in dict.fromkeys(r["objective"] for r in table) if o in NOTES]
     text = [f"# Comparison report: {root}", "",
             f"{len(runs)} runs. value: test metrics on the checkpoint with the best validation score "
@@ -322,9 +346,11 @@ def report(root: Path, out_dir: Optional[Path] = None, sentence: Optional[str] =
     text += ["Validation curves: " + ", ".join(f"[{p.name}]({p.name})" for p in curves)]
     if attention:
         text += ["", "Cross-attention: " + ", ".join(f"[{p.name}]({p.name})" for p in attention)]
+    if skipped:
+        text += ["", "Cross-attention not drawn:", "", *(f"- {line}" for line in skipped)]
     path = out_dir / "report.md"
     path.write_text("\n".join(text) + "\n")
-    return {"table": table, "report": path, "curves": curves, "attention": attention}
+    return {"table": table, "report": path, "curves": curves, "attention": attention, "skipped": skipped}
 
 
 def main(argv=None) -> int:
@@ -332,7 +358,7 @@ def main(argv=None) -> int:
     parser.add_argument("multirun_dir", help="a dir with runs' results.json below it (outputs/compare/<date>_<time>)")
     parser.add_argument("--out", default=None, help="where to write report.md and the PNGs (default: multirun_dir)")
     parser.add_argument("--sentence", default=None, help="source sentence of the attention maps "
-                        "(default: the first test_2016_flickr German sentence)")
+                        "(default: the first test_2016_flickr sentence in each checkpoint's source language)")
     parser.add_argument("--layer", type=int, default=-1, help="decoder layer of the attention maps (default -1: last)")
     args = parser.parse_args(argv)
     try:

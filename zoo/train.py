@@ -224,7 +224,8 @@ def wandb_group(cfg: DictConfig) -> str:
 
 def flat_config(cfg: DictConfig, top: dict) -> dict:
     """The resolved config with nested keys joined by dots (model.d_model, task.optimizer.lr: the names of
-    Hydra overrides and W&B sweep parameters), then the `top` keys (arch, task, dataset, params, ...)."""
+    Hydra overrides and W&B sweep parameters), then the `top` keys (arch, task, dataset, params, ...), nested
+    ones joined the same way (data_info.tokenizer.kind)."""
     out = {}
 
     def walk(prefix: str, node) -> None:
@@ -235,7 +236,17 @@ def flat_config(cfg: DictConfig, top: dict) -> dict:
                 out[f"{prefix}{k}"] = v
 
     walk("", OmegaConf.to_container(cfg, resolve=True))
-    return {**out, **top}
+    walk("", top)
+    return out
+
+
+def data_tag(data: dict) -> str:
+    """The W&B tag of the data a run read: a built-in dataset's name, else the user's file names joined
+    by "+" ("file:my.txt"), cut to W&B's 64 characters."""
+    if data.get("builtin", True):
+        return str(data["dataset"])[:64]
+    names = dict.fromkeys(Path(p).name for p in data.get("files", {}).values() if Path(p).is_absolute())
+    return ("file:" + "+".join(names))[:64]
 
 
 def make_loggers(cfg: DictConfig, tags):
@@ -264,15 +275,18 @@ def run(cfg: DictConfig) -> float:
     check_config(cfg)
     check_checkpoint(cfg)
     choices = HydraConfig.get().runtime.choices if HydraConfig.initialized() else {}
-    task_name, data_name = choices.get("task", "lm"), choices.get("data", "tiny_shakespeare")
-    tags = [cfg.arch, task_name, data_name, *cfg.get("tags", [])]
+    task_name = choices.get("task", "lm")
     pl.seed_everything(cfg.seed, workers=True)
-    log.info("arch=%s task=%s data=%s output_dir=%s", cfg.arch, task_name, data_name, cfg.paths.output_dir)
 
     datamodule = instantiate(cfg.data)
     datamodule.prepare_data()
     datamodule.setup()
     info = datamodule.model_info()  # vocabulary sizes, classes, tokenizer state, typical lengths
+    # the data actually read (a user's data.file=... is not the config group's name)
+    data = datamodule.data_info() if hasattr(datamodule, "data_info") else {"dataset": choices.get("data", "?")}
+    data_name = data["dataset"]
+    tags = [cfg.arch, task_name, data_tag(data), *cfg.get("tags", [])]
+    log.info("arch=%s task=%s data=%s output_dir=%s", cfg.arch, task_name, data_name, cfg.paths.output_dir)
     model_cfg = model_dict(cfg)
     model_cfg.update({k: info[k] for k in FROM_DATA if k in info})
 
@@ -292,6 +306,7 @@ def run(cfg: DictConfig) -> float:
     task._log_hyperparams = datamodule._log_hyperparams = False
     for logger in loggers:
         logger.log_hyperparams(flat_config(cfg, {"arch": cfg.arch, "task": task_name, "dataset": data_name,
+                                                 "data_info": data,
                                                  "objective": getattr(task, "objective", task_name),
                                                  "params": n_params, "flops_per_token": fpt}))
         if isinstance(logger, WandbLogger) and trainer.is_global_zero:
@@ -313,7 +328,8 @@ def run(cfg: DictConfig) -> float:
             trainer.test(tested, datamodule=datamodule, ckpt_path=best or None, verbose=False)  # best by the monitor
             final.update({k: float(v) for k, v in trainer.callback_metrics.items() if k.startswith("test/")})
     results = {
-        "arch": cfg.arch, "task": task_name, "dataset": data_name, "objective": getattr(task, "objective", task_name),
+        "arch": cfg.arch, "task": task_name, "dataset": data_name, "data": data,
+        "objective": getattr(task, "objective", task_name),
         "final": final, "best": task.best,
         "params": n_params, "flops_per_token": fpt,
         "steps": trainer.global_step, "wall_seconds": time.time() - start,

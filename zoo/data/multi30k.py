@@ -278,3 +278,22 @@ class Multi30k(BatchedDataModule):
                 "tokenizer": {"src": self.src_tokenizer.state_dict(), "tgt": self.tgt_tokenizer.state_dict()},
                 "seq_len": round(sum(len(t) for t in self.train_set.tgt_out) / n),
                 "src_len": round(sum(len(t) for t in self.train_set.src) / n)}
+
+    def data_info(self) -> dict:
+        """The data this module reads, as plain data (kept in checkpoints and results.json): dataset
+        ("multi30k"), builtin, src_lang, tgt_lang, test_split, files {"<split>.<lang>": resolver name},
+        tokenizer {kind: "bpe", joint, file / vocab_size (the target's), src_file / src_vocab_size}; a
+        file is the resolved path of the tokenizer's file, or None when it lives in memory only."""
+        self.setup()
+        files = {f"{split}.{lang}": self.file_name(split, lang) for split in self.splits
+                 for lang in (self.src_lang, self.tgt_lang)}
+
+        def where(*langs):
+            path = self.tokenizer_path(*langs)
+            return None if path is None else str(path.resolve())
+        src, tgt = ((self.src_lang, self.tgt_lang),) * 2 if self.joint_vocab else ((self.src_lang,), (self.tgt_lang,))
+        return {"dataset": dataset_name(files.values()), "builtin": True, "src_lang": self.src_lang,
+                "tgt_lang": self.tgt_lang, "test_split": self.test_split, "files": files,
+                "tokenizer": {"kind": "bpe", "joint": self.joint_vocab, "file": where(*tgt),
+                              "vocab_size": self.tgt_vocab_size, "src_file": where(*src),
+                              "src_vocab_size": self.src_vocab_size}}

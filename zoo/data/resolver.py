@@ -7,7 +7,8 @@ A name is a path relative to a dataset root, e.g. "tiny_shakespeare/input.txt". 
    used in place, never copied) or a URL base (http://, https://, file://) downloaded into the data dir;
 3. the upstream URL of the dataset, downloaded into the data dir.
 
-Every file is checked against the SHA-256 in FILES before it is returned.
+Every file is checked against the SHA-256 in FILES before it is returned. A user's own file is not a name:
+`locate` takes either, and uses a path of the user's as it is, never checksummed.
 """
 
 import hashlib
@@ -142,7 +143,10 @@ def resolve(name: str, data_dir: str | Path | None = None, mirror: str | None = 
         if actual == expected:
             return local
         raise DataError(_mismatch(name, local, expected, actual)
-                        + f"\nFix: delete {local} and re-run (it will be fetched again).")
+                        + f": it is not the published {name}, and zoo leaves it as it is.\nFix: to train on that "
+                        f"file as your own, pass its path ({local}) instead of the name {name!r} (your own files are "
+                        f"not checksummed); for the published dataset, set data.data_dir (or ZOO_DATA_DIR) to "
+                        f"another folder and re-run.")
     tried.append(f"{local}: not found (data dir)")
 
     # (b) the mirror, then (c) upstream
@@ -178,3 +182,54 @@ def resolve(name: str, data_dir: str | Path | None = None, mirror: str | None = 
         f"  - put the file at {local} (or set ZOO_DATA_DIR to a folder that has {name});\n"
         "  - run with network access so it can be downloaded from upstream."
     )
+
+
+def looks_like_path(value: str) -> bool:
+    """True for a value meant as a file path rather than a dataset name: it has a path separator or a
+    suffix (".txt"), or starts with "~" or "."."""
+    return "/" in value or os.sep in value or value.startswith(("~", ".")) or Path(value).suffix != ""
+
+
+def locate(value: str, data_dir: str | Path | None = None, mirror: str | None = None, progress: bool = True,
+           names: tuple[str, ...] = ()) -> Path:
+    """The file behind a dataset setting: a resolver name (one of FILES: found or downloaded and checksummed
+    by `resolve`), or the path of the user's own file, "~" expanded, returned resolved and never checksummed.
+    A name wins over a relative path spelled the same; write "./<name>" for a file of yours there.
+
+    Args:
+        value: a resolver name (e.g. "tiny_shakespeare/input.txt") or a file path.
+        data_dir, mirror, progress: passed to `resolve` for a name.
+        names: the resolver names that fit the caller, listed when `value` is neither a name nor a file.
+    Returns:
+        the file's path.
+    Raises:
+        DataError: "not found: PATH" for a path-like value (looks_like_path) that does not exist, a
+            directory, a value that is neither a name nor a file, or resolve's errors for a name.
+    """
+    value = str(value)
+    if value in FILES:
+        return resolve(value, data_dir, mirror, progress)
+    path = Path(value).expanduser()
+    if path.is_file():
+        return path.resolve()
+    shown = str(path.absolute()) + ("" if str(path.absolute()) == value else f" (from {value!r})")
+    builtin = f", or a built-in dataset name: {', '.join(names)}" if names else ""
+    if path.is_dir():
+        raise DataError(f"{shown} is a directory.\nFix: pass the path of a file in it{builtin}")
+    if looks_like_path(value):
+        raise DataError(f"not found: {shown}\nFix: check the path of your file{builtin}")
+    raise DataError(f"{value!r} is neither a built-in dataset name nor an existing file (there is no "
+                    f"{path.absolute()}).\nFix: pass the path of your own file{builtin}")
+
+
+def file_entry(value: str) -> str:
+    """How a dataset setting is recorded (checkpoints, results.json): a resolver name as it is, a path of the
+    user's resolved ("~" expanded, absolute)."""
+    return value if value in FILES else str(Path(str(value)).expanduser().resolve())
+
+
+def dataset_name(values) -> str:
+    """The name of the data behind dataset settings: the built-in datasets' folders ("sst2") and the
+    user's files' resolved paths, each once, in order, joined by ", "."""
+    out = [v.split("/", 1)[0] if v in FILES else file_entry(v) for v in values]
+    return ", ".join(dict.fromkeys(out))

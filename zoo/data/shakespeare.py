@@ -18,7 +18,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset, Sampler
 
 from zoo.data.char_tokenizer import CharTokenizer
-from zoo.data.resolver import FILES, DataError, resolve, sha256sum
+from zoo.data.resolver import FILES, DataError, dataset_name, file_entry, locate, sha256sum
 from zoo.data.token_file import Tokens, open_token_file, write_token_file
 
 _MASK = (1 << 64) - 1
@@ -122,7 +122,8 @@ class TinyShakespeare(pl.LightningDataModule):
             windows); zoo validates and checkpoints at each epoch end, so a resumed run restarts exactly.
         seed: seed of the training windows.
         data_dir, mirror: passed to zoo.data.resolver.resolve.
-        file: resolver name of the text file, or the path of your own UTF-8 text file.
+        file: resolver name of the text file, or the path of your own UTF-8 text file (used as it is, never
+            checksummed; see zoo.data.resolver.locate).
         token_dir: where the token file is written (once per distinct text); default <data_dir>/tokens,
             where data_dir is as for the resolver (data_dir, else $ZOO_DATA_DIR, else ./data).
 
@@ -152,10 +153,18 @@ class TinyShakespeare(pl.LightningDataModule):
         self._tokens(self.path())
 
     def path(self) -> Path:
-        """`file` as a dataset name known to the resolver (checksummed), or a path to any local text file."""
-        if self.file not in FILES and Path(self.file).expanduser().is_file():
-            return Path(self.file).expanduser()
-        return resolve(self.file, self.data_dir, self.mirror)
+        """`file` as a dataset name known to the resolver (checksummed), or a path to any local text file.
+        Raises DataError ("not found: PATH" for a missing file of yours; see zoo.data.resolver.locate)."""
+        return locate(self.file, self.data_dir, self.mirror, names=("tiny_shakespeare/input.txt",))
+
+    def data_info(self) -> dict:
+        """The data this module reads, as plain data (kept in checkpoints and results.json): dataset (the
+        built-in "tiny_shakespeare", or the resolved path of your own file), builtin, files {"text": resolver
+        name or path}, tokenizer {kind: "char", file: the token file holding it, vocab_size}."""
+        self.setup()
+        return {"dataset": dataset_name([self.file]), "builtin": self.file in FILES,
+                "files": {"text": file_entry(self.file)},
+                "tokenizer": {"kind": "char", "file": str(self.token_path.resolve()), "vocab_size": self.vocab_size}}
 
     def _tokens(self, path: Path) -> Tokens:
         """The token file of the text at `path`: opened if a complete one made from this exact text (by

@@ -1,6 +1,7 @@
 """SST-2 binary sentiment classification as a LightningDataModule, with a BPE tokenizer and length bucketing.
 
-Files (via the resolver): sst2/sentiment-train, sentiment-dev, sentiment-test; UTF-8, one example a line,
+Files (via the resolver, or your own: train_file / val_file / test_file): sst2/sentiment-train,
+sentiment-dev, sentiment-test; UTF-8, one example a line,
 `<sentence> \\t<label>` (lowercased, PTB-tokenized text, a space, a tab, then 0 = negative or 1 = positive).
 The published files have 67,349 / 872 / 1,821 lines and no empty ones.
 
@@ -45,7 +46,7 @@ def parse_sst2(path: Path) -> tuple[list[str], list[int], int]:
 
     Raises:
         DataError: naming the file, line number and value, for a line without a tab or with a label
-            that is not 0 or 1.
+            that is not 0 or 1 (before any training: the classifier has exactly these two classes).
     """
     sentences, labels, skipped = [], [], 0
     for n, line in enumerate(read_lines(path), 1):
@@ -56,7 +57,8 @@ def parse_sst2(path: Path) -> tuple[list[str], list[int], int]:
         if not tab:
             raise DataError(f"{path}, line {n}: expected '<sentence>\\t<label>', found no tab in {line[:80]!r}")
         if label.strip() not in ("0", "1"):
-            raise DataError(f"{path}, line {n}: label {label.strip()!r} is not 0 or 1 (binary sentiment)")
+            raise DataError(f"{path}, line {n}: label {label.strip()!r} is not 0 or 1 (binary sentiment: 0 = "
+                            f"negative, 1 = positive).\nFix: write 0 or 1 after the tab on that line")
         sentences.append(sentence.strip())
         labels.append(int(label))
     return sentences, labels, skipped
@@ -116,6 +118,8 @@ class SST2(BatchedDataModule):
         seed: seed of the training order.
         data_dir, mirror: passed to zoo.data.resolver.resolve.
         limit: keep only the first `limit` training examples (None: all); for quick runs and tests.
+        train_file, val_file, test_file: each a resolver name (the defaults: SPLITS) or the path of your
+            own file in the same format (used as it is, never checksummed; see zoo.data.resolver.locate).
 
     After setup(): `tokenizer` (SubwordTokenizer), `vocab_size`, `num_classes` (2), `pad_id`,
     `train_set` / `val_set` / `test_set` (ClassificationSet), `skipped` and `truncated` (split -> count).
@@ -128,7 +132,8 @@ class SST2(BatchedDataModule):
 
     def __init__(self, batch_size: int = 64, max_len: int = 128, vocab_size: int = 8000,
                  tokenizer_path: str | None = None, bucket: bool = True, num_workers: int = 0,
-                 seed: int = 1337, data_dir=None, mirror=None, limit: int | None = None):
+                 seed: int = 1337, data_dir=None, mirror=None, limit: int | None = None,
+                 train_file: str = SPLITS["train"], val_file: str = SPLITS["val"], test_file: str = SPLITS["test"]):
         super().__init__()
         self.save_hyperparameters()
         if batch_size < 1 or max_len < 3:
@@ -136,6 +141,7 @@ class SST2(BatchedDataModule):
         self.batch_size, self.max_len, self.vocab_size_wanted = batch_size, max_len, vocab_size
         self.tokenizer_path, self.bucket, self.num_workers, self.seed = tokenizer_path, bucket, num_workers, seed
         self.data_dir, self.mirror, self.limit = data_dir, mirror, limit
+        self.files = {"train": train_file, "val": val_file, "test": test_file}
         self.tokenizer: SubwordTokenizer | None = None
         self.vocab_size: int | None = None
         self.skipped: dict[str, int] = {}
@@ -144,21 +150,25 @@ class SST2(BatchedDataModule):
 
     def prepare_data(self) -> None:
         """Find or download the three files (runs once per node under Lightning)."""
-        for name in SPLITS.values():
-            resolve(name, self.data_dir, self.mirror)
+        for name in self.files.values():
+            self.path(name)
+
+    def path(self, value: str) -> Path:
+        """A file setting as a path (zoo.data.resolver.locate; DataError "not found: PATH" for a missing one)."""
+        return locate(value, self.data_dir, self.mirror, names=tuple(SPLITS.values()))
 
     def setup(self, stage: str | None = None) -> None:
         """Read, check and tokenize all splits (training the tokenizer if needed). Idempotent.
 
         Raises:
-            DataError: if a file cannot be resolved, is not UTF-8, has a malformed line or a label other
-                than 0/1 (file and line named), or a saved tokenizer does not match vocab_size.
+            DataError: if a file cannot be found or resolved, is not UTF-8, has a malformed line or a label
+                other than 0/1 (file and line named), or a saved tokenizer does not match vocab_size.
         """
         if self.train_set is not None:
             return
         data = {}
-        for split, name in SPLITS.items():
-            sentences, labels, self.skipped[split] = parse_sst2(resolve(name, self.data_dir, self.mirror))
+        for split, name in self.files.items():
+            sentences, labels, self.skipped[split] = parse_sst2(self.path(name))
             if split == "train" and self.limit is not None:
                 sentences, labels = sentences[: self.limit], labels[: self.limit]
             if not sentences:
@@ -203,3 +213,13 @@ class SST2(BatchedDataModule):
         lengths = [len(x) for x in self.train_set.ids]
         return {"vocab_size": self.vocab_size, "num_classes": self.num_classes,
                 "tokenizer": self.tokenizer.state_dict(), "seq_len": round(sum(lengths) / len(lengths))}
+
+    def data_info(self) -> dict:
+        """The data this module reads, as plain data (kept in checkpoints and results.json): dataset ("sst2",
+        or the resolved paths of your own files), builtin, files {split: resolver name or path}, classes,
+        tokenizer {kind: "bpe", file (tokenizer_path resolved, or None), vocab_size}."""
+        self.setup()
+        path = self.tokenizer_path and str(Path(self.tokenizer_path).expanduser().resolve())
+        return {"dataset": dataset_name(self.files.values()), "builtin": all(v in FILES for v in self.files.values()),
+                "files": {split: file_entry(v) for split, v in self.files.items()}, "classes": self.num_classes,
+                "tokenizer": {"kind": "bpe", "file": path, "vocab_size": self.vocab_size}}

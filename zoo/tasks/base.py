@@ -8,6 +8,7 @@ import lightning.pytorch as pl
 import torch
 from torch import nn
 
+from zoo.data.info import CHECKPOINT_KEY
 from zoo.distributed import full_params, is_fsdp
 from zoo.model.cost import flops_per_token
 from zoo.model.decoder_layer import DecoderLayer
@@ -106,8 +107,13 @@ class TaskBase(pl.LightningModule):
         self._t_last = None  # validation time is not training throughput
 
     def on_save_checkpoint(self, checkpoint: dict) -> None:
-        """Record the task class, so a checkpoint from another task is refused before training (zoo.train)."""
+        """Record the task class, so a checkpoint from another task is refused before training (zoo.train),
+        and the datamodule's data settings (its data_info(), under zoo.data.info.CHECKPOINT_KEY), which
+        zoo.report and zoo.generate read."""
         checkpoint["zoo_task"] = type(self).__name__
+        data_info = getattr(self.trainer.datamodule, "data_info", None)
+        if data_info is not None:
+            checkpoint[CHECKPOINT_KEY] = data_info()
 
     def on_train_batch_start(self, batch, batch_idx) -> None:
         """Keep the step that loggers record equal to the optimizer step. Lightning counts it separately
