@@ -126,6 +126,20 @@ class SubwordTokenizer:
         return cls(load_or_train(path, texts_fn, vocab_size), path)
 
     @classmethod
+    def load(cls, path: str | Path) -> "SubwordTokenizer":
+        """A pretrained tokenizer.json, used as it is (never retrained or written). Raises DataError when
+        it cannot be read, or its special tokens lack zoo's fixed ids (module docstring)."""
+        path = Path(path)
+        try:
+            tok = Tokenizer.from_file(str(path))
+        except Exception as e:  # tokenizers raises a bare Exception on bad JSON
+            raise DataError(f"cannot read the tokenizer {path}: {str(e)[:200]}.\nFix: pass a tokenizer.json "
+                            f"written by the Hugging Face tokenizers library (or data.tokenizer=bpe)") from None
+        check_special_ids(tok, f"tokenizer {path} (zoo's tasks need these special tokens at these ids; use "
+                               f"data.tokenizer=bpe, or a tokenizer.json zoo trained)")
+        return cls(tok, path)
+
+    @classmethod
     def from_state_dict(cls, state: dict) -> "SubwordTokenizer":
         """Rebuild a tokenizer from state_dict() output (e.g. stored in checkpoint hyperparameters)."""
         return cls(Tokenizer.from_str(state["json"]))

@@ -1,0 +1,286 @@
+"""Bring your own data: TextClassification, ParallelText and TextCorpus read the formats a user brings, give
+the same examples as the built-in presets, and refuse bad input with the file, the line and the fix.
+
+Fixtures are written into tmp_path from the shared datasets (SST-2, Multi30k, Tiny Shakespeare)."""
+import gzip
+import json
+import logging
+import os
+import subprocess
+import sys
+
+import pytest
+
+from zoo.data.parallel_text import ParallelText
+from zoo.data.resolver import DataError
+from zoo.data.text_classification import TextClassification
+from zoo.data.text_corpus import TextCorpus
+from conftest import SHARED_DATA
+
+MIRROR = str(SHARED_DATA)
+N = 400  # training examples of the classification / translation fixtures
+
+
+def sst2_rows(split: str, n: int = N) -> list[tuple[str, str]]:
+    name = {"train": "sentiment-train", "val": "sentiment-dev", "test": "sentiment-test"}[split]
+    rows = []
+    with open(os.path.join(MIRROR, "sst2", name), encoding="utf-8") as f:
+        for line in f:
+            text, _, label = line.rstrip("\n").rpartition("\t")
+            rows.append((text.strip(), label.strip()))
+            if len(rows) == n:
+                break
+    return rows
+
+
+def multi30k_pairs(split: str, n: int = N) -> list[tuple[str, str]]:
+    out = []
+    for lang in ("de", "en"):
+        with gzip.open(os.path.join(MIRROR, "multi30k", f"{split}.{lang}.gz"), "rt", encoding="utf-8") as f:
+            out.append([next(f).rstrip("\n") for _ in range(n)])
+    return list(zip(*out))
+
+
+def common(tmp_path, **kw):
+    return dict(vocab_size=300, data_dir=str(tmp_path / "data"), mirror=MIRROR, **kw)
+
+
+def examples(dm):
+    dm.setup()
+    return {s: (getattr(dm, f"{s}_set").ids, getattr(dm, f"{s}_set").labels) for s in ("train", "val", "test")}
+
+
+@pytest.fixture(scope="module")
+def sst2_files(tmp_path_factory):
+    """SST-2's first rows in four formats: tsv (the preset's), csv with a header, JSON Lines, label-first,
+    and one file per label."""
+    d = tmp_path_factory.mktemp("sst2")
+    rows = {s: sst2_rows(s, N if s == "train" else 120) for s in ("train", "val", "test")}
+    for s, rs in rows.items():
+        (d / f"{s}.tsv").write_text("".join(f"{t} \t{lab}\n" for t, lab in rs), encoding="utf-8")
+        with open(d / f"{s}.csv", "w", newline="", encoding="utf-8") as f:
+            import csv
+            w = csv.writer(f)
+            w.writerow(["id", "sentence", "sentiment"])
+            w.writerows((i, t, lab) for i, (t, lab) in enumerate(rs))
+        (d / f"{s}.jsonl").write_text("".join(json.dumps({"text": t, "label": int(lab)}) + "\n" for t, lab in rs))
+        (d / f"{s}.lf.txt").write_text("".join(f"{lab} {t}\n" for t, lab in rs), encoding="utf-8")
+        for lab in ("0", "1"):  # one file per label loses the order across labels: compare as sets
+            (d / f"{s}.{lab}.txt").write_text("".join(f"{t}\n" for t, la in rs if la == lab), encoding="utf-8")
+    return d
+
+
+def test_classification_formats_give_the_presets_examples(tmp_path, sst2_files):
+    d = sst2_files
+    splits = lambda ext: {s: str(d / f"{s}.{ext}") for s in ("train", "val", "test")}  # noqa: E731
+    preset = examples(TextClassification(**splits("tsv"), format="tsv", header=False, text_column=0, label_column=1,
+                                         **common(tmp_path)))
+    assert len(preset["train"][0]) == N and set(preset["train"][1]) == {0, 1}
+    same = [TextClassification(**splits("csv"), text_column="sentence", label_column="sentiment", **common(tmp_path)),
+            TextClassification(**splits("csv"), text_column=1, label_column=2, **common(tmp_path)),
+            TextClassification(**splits("jsonl"), **common(tmp_path)),
+            TextClassification(**splits("lf.txt"), format="label_first", **common(tmp_path))]
+    for dm in same:
+        assert examples(dm) == preset, dm.sources
+    per_label = TextClassification(**{s: {lab: str(d / f"{s}.{lab}.txt") for lab in ("0", "1")}
+                                      for s in ("train", "val", "test")}, **common(tmp_path))
+    got = examples(per_label)
+    for s in preset:
+        assert sorted(zip(*got[s])) == sorted(zip(*preset[s]))
+    info = per_label.data_info()
+    assert info["classes"] == ["0", "1"] and info["files"]["train"]["1"] == str(d / "train.1.txt")
+
+
+def test_regex_layout_string_labels_and_carved_splits(tmp_path):
+    """A TREC-like `COARSE:fine text` file, string labels, no val / test files: both carved out of train,
+    stratified by label."""
+    rows = sst2_rows("train", 300)
+    names = {"0": "NEG", "1": "POS"}
+    f = tmp_path / "questions.txt"
+    f.write_text("".join(f"{names[lab]}:x {t}\n" for t, lab in rows), encoding="utf-8")
+    dm = TextClassification(train=str(f), format="regex", pattern=r"(?P<label>[A-Z]+):\S+ (?P<text>.*)",
+                            val_fraction=0.2, test_fraction=0.1, **common(tmp_path))
+    dm.setup()
+    assert dm.classes == ["NEG", "POS"]
+    sizes = {s: len(getattr(dm, f"{s}_set")) for s in ("train", "val", "test")}
+    assert sum(sizes.values()) == 300 and sizes["test"] == pytest.approx(30, abs=2)
+    n_pos = sum(lab == "1" for _, lab in rows)
+    # stratified: val holds 20% of each class
+    assert sum(dm.val_set.labels) == round(n_pos * 0.2)
+    assert "0.2 of train, stratified by label" in dm.data_info()["files"]["val"]
+
+
+def test_integer_labels_sort_by_value(tmp_path):
+    f = tmp_path / "five.jsonl"
+    rows = sst2_rows("train", 200)
+    f.write_text("".join(json.dumps({"text": t, "label": i % 11}) + "\n" for i, (t, _) in enumerate(rows)))
+    dm = TextClassification(train=str(f), **common(tmp_path))
+    dm.setup()
+    assert dm.classes == [str(i) for i in range(11)]  # 2 before 10, as integers
+
+
+def bad(tmp_path, **kw):
+    dm = TextClassification(**common(tmp_path), **kw)
+    dm.setup()
+
+
+def test_classification_bad_input(tmp_path, sst2_files, caplog):
+    d = sst2_files
+    with pytest.raises(DataError, match=r"not found: .*nope\.csv"):
+        bad(tmp_path, train=str(tmp_path / "nope.csv"))
+    with pytest.raises(DataError, match=r"no column 'review' for data.text_column; the columns are: id, sentence, sentiment"):
+        bad(tmp_path, train=str(d / "train.csv"), text_column="review")
+    with pytest.raises(DataError, match="data.val_fraction=1.5 must be in"):
+        bad(tmp_path, train=str(d / "train.csv"), val_fraction=1.5)
+    latin = tmp_path / "latin.tsv"
+    latin.write_bytes(b"good one \t1\nbad \xe9t\xe9 \t0\n")
+    with pytest.raises(DataError, match=r"latin.tsv, line 2: not valid utf-8"):
+        bad(tmp_path, train=str(latin), format="tsv", header=False, text_column=0, label_column=1)
+    one = tmp_path / "one.jsonl"
+    one.write_text("".join(json.dumps({"text": t, "label": 1}) + "\n" for t, _ in sst2_rows("train", 30)))
+    with pytest.raises(DataError, match="has a single class"):
+        bad(tmp_path, train=str(one))
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text(json.dumps({"text": " ", "label": 1}) + "\n")
+    with pytest.raises(DataError, match=r"the test split .*empty.jsonl.* has no examples"):
+        bad(tmp_path, train=str(d / "train.jsonl"), val=str(d / "val.jsonl"), test=str(empty))
+    unseen = tmp_path / "test.jsonl"
+    unseen.write_text("".join(json.dumps({"text": t, "label": 7 if i == 2 else 0}) + "\n"
+                              for i, (t, _) in enumerate(sst2_rows("test", 5))))
+    with pytest.raises(DataError, match=r"test.jsonl, line 3: label '7' is not one of the classes of the training split"):
+        bad(tmp_path, train=str(d / "train.jsonl"), test=str(unseen))
+    with pytest.raises(DataError, match=r"longer than data.max_len=8 tokens, the first at .*train.jsonl, line \d+"):
+        bad(tmp_path, train=str(d / "train.jsonl"), max_len=8, truncate=False)
+    with caplog.at_level(logging.WARNING, logger="zoo"):
+        bad(tmp_path, train=str(d / "train.jsonl"), test=str(d / "train.jsonl"))
+    assert f"{N} test texts also appear in train" in caplog.text or "test texts also appear in train" in caplog.text
+
+
+@pytest.fixture(scope="module")
+def multi30k_files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("m30k")
+    for split, n in (("train", N), ("val", 100), ("test_2016_flickr", 100)):
+        pairs = multi30k_pairs(split, n)
+        (d / f"{split}.tsv").write_text("id\tgerman\tenglish\n" + "".join(f"{i}\t{a}\t{b}\n" for i, (a, b) in
+                                                                           enumerate(pairs)), encoding="utf-8")
+        (d / f"{split}.de").write_text("".join(a + "\n" for a, _ in pairs), encoding="utf-8")
+        (d / f"{split}.en").write_text("".join(b + "\n" for _, b in pairs), encoding="utf-8")
+    return d
+
+
+def pairs(dm):
+    dm.setup()
+    return {s: (getattr(dm, f"{s}_set").src, getattr(dm, f"{s}_set").tgt_out) for s in ("train", "val", "test")}
+
+
+def test_parallel_formats_give_the_same_pairs(tmp_path, multi30k_files):
+    d = multi30k_files
+    names = {"train": "train", "val": "val", "test": "test_2016_flickr"}
+    two = ParallelText(**{s: {"src": str(d / f"{n}.de"), "tgt": str(d / f"{n}.en")} for s, n in names.items()},
+                       src_lang="de", tgt_lang="en", **common(tmp_path))
+    table = ParallelText(**{s: str(d / f"{n}.tsv") for s, n in names.items()}, src_lang="de", tgt_lang="en",
+                         src_column="german", tgt_column="english", **common(tmp_path))
+    assert pairs(two) == pairs(table)
+    assert len(two.train_set) == N and two.train_batches(1) == table.train_batches(1)
+    info = table.data_info()
+    assert (info["src_lang"], info["tgt_lang"]) == ("de", "en") and info["files"]["val"] == str(d / "val.tsv")
+
+
+def test_parallel_bad_input(tmp_path, multi30k_files):
+    d = multi30k_files
+    short = tmp_path / "short.en"
+    short.write_text("one line\n")
+    with pytest.raises(DataError, match="parallel files differ in length"):
+        ParallelText(train={"src": str(d / "val.de"), "tgt": str(short)}, **common(tmp_path)).setup()
+    with pytest.raises(DataError, match="no column 'src' for data.src_column; the columns are: id, german, english"):
+        ParallelText(train=str(d / "train.tsv"), **common(tmp_path)).setup()
+    with pytest.raises(DataError, match="both 'en'"):
+        ParallelText(train=str(d / "train.tsv"), src_lang="en", tgt_lang="en")
+
+
+def write_plays(root, n=12):
+    """Tiny Shakespeare cut into n documents in a folder tree (every third one a level down), plus a
+    README.md to exclude."""
+    text = open(os.path.join(MIRROR, "tiny_shakespeare", "input.txt"), encoding="utf-8").read()[:240_000]
+    step = len(text) // n
+    (root / "act").mkdir(parents=True)
+    docs = {}
+    for i in range(n):
+        p = (root / "act" if i % 3 == 0 else root) / f"play{i:02d}.txt"
+        p.write_text(text[i * step:(i + 1) * step], encoding="utf-8")
+        docs[p.resolve()] = text[i * step:(i + 1) * step]
+    (root / "README.md").write_text("notes, not a play")
+    return docs
+
+
+@pytest.mark.parametrize("tokenizer", ["char", "bpe"])
+def test_corpus_folder_splits_by_document(tmp_path, tokenizer):
+    docs = write_plays(tmp_path / "plays")
+    kw = dict(block_size=32, batch_size=4, batches_per_epoch=2, val_windows=8, data_dir=str(tmp_path / "data"),
+              mirror=MIRROR)
+    dm = TextCorpus(file=str(tmp_path / "plays"), exclude=["*.md"], tokenizer=tokenizer, vocab_size=300,
+                    val_fraction=0.25, **kw)
+    dm.setup()
+    train, val = dm.docs["train"], dm.docs["val"]
+    assert len(val) == 3 and len(train) == 9 and not set(train) & set(val) and set(train) | set(val) == set(docs)
+    joined = lambda ds: "".join(docs[p] if docs[p].endswith("\n") else docs[p] + "\n" for p in ds)  # noqa: E731
+    if tokenizer == "char":  # the token file holds exactly the train documents, then (its own file) the val ones
+        assert dm.tokenizer.decode(dm.train_data[0:len(dm.train_data)].tolist()) == joined(train)
+        assert dm.tokenizer.decode(dm.val_data[0:len(dm.val_data)].tolist()) == joined(val)
+    else:
+        assert dm.vocab_size == 300 and 0 < len(dm.train_data) < len(joined(train))
+    same = TextCorpus(file=str(tmp_path / "plays/**/*.txt"), tokenizer=tokenizer, vocab_size=300,
+                      val_fraction=0.25, **kw)
+    same.setup()
+    assert same.docs == dm.docs and same.token_path == dm.token_path  # the same key: tokenized once
+
+
+def test_corpus_bad_input(tmp_path):
+    kw = dict(block_size=32, batch_size=4, data_dir=str(tmp_path / "data"))
+    with pytest.raises(DataError, match="not found: .*missing.txt"):
+        TextCorpus(file=str(tmp_path / "missing.txt"), **kw).setup()
+    with pytest.raises(DataError, match="the glob matches no file"):
+        TextCorpus(file=str(tmp_path / "*.nothing"), **kw).setup()
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(DataError, match="has no files"):
+        TextCorpus(file=str(tmp_path / "empty"), **kw).setup()
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.txt").write_text("to be or not to be\n" * 50)
+    (docs / "b.txt").write_bytes(b"fine\nfine\n\xff broken\n")
+    with pytest.raises(DataError, match=r"b.txt, line 3: not valid utf-8"):
+        TextCorpus(file=str(docs), **kw).setup()
+    with pytest.raises(DataError, match="leaves none of its 2 files"):
+        TextCorpus(file=str(docs), exclude=["*.txt"], **kw).setup()
+    with pytest.raises(DataError, match="data.val_fraction=0 must be in"):
+        TextCorpus(file=str(docs), val_fraction=0, **kw)
+
+
+MEMORY_SCRIPT = """
+import resource, sys
+from zoo.data.text_corpus import TextCorpus
+dm = TextCorpus(file=sys.argv[1], block_size=32, batch_size=4, data_dir=sys.argv[2])
+dm.setup()
+print(len(dm.train_data) + len(dm.val_data), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
+"""
+
+
+def test_corpus_tokenizing_memory_does_not_grow_with_its_size(tmp_path):
+    """Peak resident memory (MB) tokenizing a 40 MB and a 240 MB corpus (each in a fresh process) differs by
+    less than a tenth of the size difference: the pass is streaming."""
+    text = open(os.path.join(MIRROR, "tiny_shakespeare", "input.txt"), encoding="utf-8").read()
+    peaks = {}
+    for mb in (40, 240):
+        d = tmp_path / f"c{mb}"
+        d.mkdir()
+        reps = mb * 1_000_000 // len(text) + 1
+        with open(d / "corpus.txt", "w", encoding="utf-8") as f:
+            for _ in range(reps):
+                f.write(text)
+        out = subprocess.run([sys.executable, "-c", MEMORY_SCRIPT, str(d / "corpus.txt"), str(tmp_path / "data")],
+                             capture_output=True, text=True, timeout=600, check=True)
+        tokens, peak = map(int, out.stdout.split())
+        assert tokens == reps * len(text)
+        peaks[mb] = peak
+        (d / "corpus.txt").unlink()
+    assert peaks[240] - peaks[40] < 20, peaks  # 200 MB more text, < 20 MB more memory

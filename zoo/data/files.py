@@ -1,0 +1,146 @@
+"""A user's own data files: find them, check their encoding, read their records with Hugging Face `datasets`.
+
+zoo parses no CSV, JSON or Parquet itself: `read_records` hands the file to `datasets.load_dataset` (its
+packaged csv / json / parquet builders) and picks columns by name or index. Plain-text layouts (one example a
+line) are read line by line here, after the encoding check, so every error names the file and the line.
+"""
+import codecs
+import csv
+import re
+from pathlib import Path
+
+from zoo.data.resolver import DataError, locate
+
+FORMATS = ("csv", "tsv", "json", "parquet", "lines", "label_first", "regex")
+SUFFIXES = {".csv": "csv", ".tsv": "tsv", ".jsonl": "json", ".json": "json", ".parquet": "parquet",
+            ".txt": "lines"}
+TABLES = ("csv", "tsv", "json", "parquet")
+
+
+def find(value, data_dir=None, mirror=None, names: tuple[str, ...] = ()) -> Path:
+    """A file setting (a resolver name, or a path of the user's with "~" expanded) as an existing Path.
+    Raises DataError "not found: PATH" (zoo.data.resolver.locate)."""
+    return locate(str(value), data_dir, mirror, names=names)
+
+
+def file_format(path: Path, fmt: str | None) -> str:
+    """The format of `path`: `fmt` when given, else from its suffix (SUFFIXES). Raises DataError for an
+    unknown format or suffix."""
+    if fmt is not None:
+        if fmt not in FORMATS:
+            raise DataError(f"data.format={fmt!r} is unknown; allowed: {', '.join(FORMATS)}")
+        return fmt
+    suffix = path.suffix.lower()
+    if suffix not in SUFFIXES:
+        raise DataError(f"{path}: cannot tell the format from the suffix {suffix or '(none)'!r}.\nFix: set "
+                        f"data.format to one of {', '.join(FORMATS)}")
+    return SUFFIXES[suffix]
+
+
+def check_encoding(path: Path, encoding: str = "utf-8", chunk: int = 1 << 20) -> None:
+    """Decode the whole file in chunks (memory stays at one chunk). Raises DataError naming the file, the line
+    and the byte offset of the first undecodable byte, or an unknown encoding."""
+    try:
+        decoder = codecs.getincrementaldecoder(encoding)()
+    except LookupError:
+        raise DataError(f"data.encoding={encoding!r} is not an encoding Python knows (e.g. utf-8, latin-1)") from None
+    line, offset = 1, 0
+    with open(path, "rb") as f:
+        while True:
+            block = f.read(chunk)
+            try:
+                decoder.decode(block, final=not block)
+            except UnicodeDecodeError as e:
+                start = max(e.start, 0)  # within this block (a character cut across blocks: its first byte)
+                bad, line = offset + start, line + block[:start].count(b"\n")
+                raise DataError(f"{path}, line {line}: not valid {encoding} (byte offset {bad}: {e.reason}).\nFix: "
+                                f"convert the file to {encoding}, or set data.encoding to the file's "
+                                f"encoding") from None
+            if not block:
+                return
+            line += block.count(b"\n")
+            offset += len(block)
+
+
+def read_lines(path: Path, encoding: str = "utf-8") -> list[tuple[int, str]]:
+    """(line number, text) of every non-blank line, after check_encoding; a trailing "\\r" is dropped."""
+    check_encoding(path, encoding)
+    with open(path, encoding=encoding, newline="") as f:
+        return [(n, ln.rstrip("\r\n")) for n, ln in enumerate(f, 1) if ln.strip()]
+
+
+def read_records(path: Path, fmt: str, header: bool = True, delimiter: str | None = None,
+                 encoding: str = "utf-8", cache_dir: str | None = None):
+    """The rows of a table file as a `datasets.Dataset` (Hugging Face's csv / json / parquet builders).
+
+    fmt: csv | tsv | json (JSON Lines, or a JSON array) | parquet. header: the first csv / tsv row names the
+        columns (else they are "0", "1", ...). delimiter: overrides "," (csv) or a tab (tsv); tsv reads
+        quotes as text (QUOTE_NONE), csv as quoting.
+    Raises DataError naming the file when `datasets` cannot read it.
+    """
+    import datasets  # imported here: a second of start-up that only a user's table file needs
+
+    datasets.disable_progress_bars()
+    kwargs = {}
+    if fmt in ("csv", "tsv"):
+        check_encoding(path, encoding)
+        kwargs = dict(sep=delimiter or ("\t" if fmt == "tsv" else ","), header=0 if header else None,
+                      quoting=csv.QUOTE_NONE if fmt == "tsv" else csv.QUOTE_MINIMAL, keep_default_na=False,
+                      na_filter=False, encoding=encoding)
+    elif fmt == "json":
+        check_encoding(path, encoding)
+        kwargs = dict(encoding=encoding)
+    builder = "csv" if fmt == "tsv" else fmt
+    try:
+        return datasets.load_dataset(builder, data_files=str(path), split="train", cache_dir=cache_dir, **kwargs)
+    except Exception as e:  # pandas / pyarrow parser errors: many types, one message
+        raise DataError(f"{path}: cannot be read as {fmt} ({type(e).__name__}: {str(e).splitlines()[0][:200]}).\n"
+                        f"Fix: check data.format, data.header and data.delimiter") from None
+
+
+def column(records, key, path: Path, what: str) -> list:
+    """Column `key` (a name, or an index into the columns) of `records`. Raises DataError listing the
+    columns when there is no such column."""
+    names = records.column_names
+    if isinstance(key, int) and not isinstance(key, bool) and str(key) not in names:
+        if not 0 <= key < len(names):
+            raise DataError(f"{path}: data.{what}={key} is out of range: the file has {len(names)} columns "
+                            f"({', '.join(names)})")
+        key = names[key]
+    if str(key) not in names:
+        raise DataError(f"{path}: no column {key!r} for data.{what}; the columns are: {', '.join(names)}.\n"
+                        f"Fix: set data.{what} to one of them (or to a 0-based index)")
+    return list(records[str(key)])
+
+
+def first_row_line(fmt: str, header: bool) -> int:
+    """The file line of the first record (1-based) for error messages: after the header of a csv / tsv."""
+    return 2 if fmt in ("csv", "tsv") and header else 1
+
+
+def split_line(text: str, fmt: str, pattern: re.Pattern | None, path: Path, n: int) -> tuple[str, str]:
+    """(text, label) of one line: label_first `<label> <text>`, or regex with named groups text and label.
+    Raises DataError naming the file and line when the line does not fit."""
+    if fmt == "label_first":
+        label, _, body = text.strip().partition(" ")
+        if not body.strip():
+            raise DataError(f"{path}, line {n}: expected '<label> <text>', found {text[:80]!r}")
+        return body.strip(), label
+    m = pattern.fullmatch(text.strip())
+    if m is None:
+        raise DataError(f"{path}, line {n}: does not match data.pattern={pattern.pattern!r}: {text[:80]!r}")
+    return m.group("text").strip(), m.group("label")
+
+
+def compile_pattern(pattern: str | None) -> re.Pattern:
+    """data.pattern as a regex with groups `text` and `label`. Raises DataError otherwise."""
+    if not pattern:
+        raise DataError("data.format=regex needs data.pattern, a regex with named groups (?P<label>...) and "
+                        "(?P<text>...), e.g. '(?P<label>\\S+?):\\S+ (?P<text>.*)'")
+    try:
+        rx = re.compile(pattern)
+    except re.error as e:
+        raise DataError(f"data.pattern={pattern!r} is not a valid regex: {e}") from None
+    if not {"text", "label"} <= set(rx.groupindex):
+        raise DataError(f"data.pattern={pattern!r} needs named groups (?P<text>...) and (?P<label>...)")
+    return rx

@@ -1,0 +1,264 @@
+"""Translation from a user's own parallel corpus, by config alone (conf/data/parallel_text.yaml).
+
+Each of train / val / test is a table file (CSV, TSV, JSON Lines, Parquet, read by Hugging Face `datasets`)
+with a source and a target column, or {src: FILE, tgt: FILE}, two line-aligned text files (gzip allowed). A
+missing val or test split is carved out of train (seeded). src_lang / tgt_lang are free names, kept in the
+checkpoint, results.json and the W&B config. Batches are zoo.data.multi30k.collate_translation dicts under
+a token budget, as Multi30k's.
+"""
+import gzip
+import hashlib
+import logging
+from pathlib import Path
+
+import torch
+
+from zoo.data.batching import BatchedDataModule, epoch_generator, pack_by_tokens, shuffled
+from zoo.data.bpe import MODEL_IDS, PAD_ID, SubwordTokenizer
+from zoo.data.files import TABLES, check_encoding, column, file_format, find, read_records
+from zoo.data.multi30k import TranslationSet, collate_translation
+from zoo.data.resolver import DataError, file_entry
+
+log = logging.getLogger("zoo")
+
+
+def aligned_lines(path: Path, encoding: str = "utf-8") -> list[str]:
+    """Every line of a text file (gzip when it ends in .gz), blank ones kept so that two files stay aligned;
+    split on "\\n" only. Raises DataError for a bad gzip file or encoding (with the line)."""
+    if path.suffix == ".gz":
+        try:
+            raw = gzip.decompress(path.read_bytes())
+        except (OSError, EOFError) as e:
+            raise DataError(f"{path}: not a valid gzip file ({e})") from None
+        try:
+            text = raw.decode(encoding)
+        except UnicodeDecodeError as e:
+            line = raw[: e.start].count(b"\n") + 1
+            raise DataError(f"{path}, line {line}: not valid {encoding} ({e.reason})") from None
+    else:
+        check_encoding(path, encoding)
+        text = path.read_text(encoding=encoding)
+    lines = text.split("\n")  # not splitlines(): it also splits at U+2028, U+0085, ... and breaks alignment
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
+
+
+class ParallelText(BatchedDataModule):
+    """Translation batches from parallel files (see zoo.data.multi30k.collate_translation for the keys).
+
+    Args:
+        train, val, test: a table file, or {src: FILE, tgt: FILE}; val / test None = carved out of train
+            (val_fraction, test_fraction, in (0, 1); split_seed).
+        src_lang, tgt_lang: names of the two sides (any strings, different).
+        format, header, delimiter, encoding: of table files (None = format from the suffix).
+        src_column, tgt_column: the two columns of a table (names or 0-based indices; None = src_lang /
+            tgt_lang).
+        max_tokens, max_len, vocab_size, joint_vocab, num_workers, seed, limit: as zoo.data.multi30k.Multi30k.
+        tokenizer: bpe (trained on the training split) or the path of a zoo tokenizer.json (both sides).
+        tokenizer_dir: where trained tokenizers are saved, named by a digest of their training text (so a
+            tokenizer of other data is never reused); None = in memory only.
+        truncate: cut sentences longer than max_len (counted) or refuse them.
+        data_dir, mirror: the resolver's (built-in names). name: the dataset's name in reports.
+    Raises DataError at setup for missing files or columns, misaligned files, bad encodings, empty splits,
+    fractions outside (0, 1), equal language names, too-long sentences with truncate=false.
+    """
+
+    pad_id = PAD_ID
+    special_ids = MODEL_IDS
+    collate = staticmethod(collate_translation)
+    BATCH = "translation"
+
+    def __init__(self, train=None, val=None, test=None, src_lang: str = "src", tgt_lang: str = "tgt",
+                 format: str | None = None, header: bool = True, delimiter: str | None = None,
+                 encoding: str = "utf-8", src_column=None, tgt_column=None, val_fraction: float = 0.05,
+                 test_fraction: float = 0.05, split_seed: int = 0, max_tokens: int = 4096, max_len: int = 128,
+                 vocab_size: int = 8000, joint_vocab: bool = True, tokenizer: str = "bpe",
+                 tokenizer_dir: str | None = None, truncate: bool = True, num_workers: int = 0, seed: int = 1337,
+                 data_dir=None, mirror=None, limit: int | None = None, name: str | None = None):
+        super().__init__()
+        self.save_hyperparameters()
+        if train is None:
+            raise DataError("data.train is not set: give a table file with two columns, or {src: FILE, tgt: FILE}")
+        if src_lang == tgt_lang:
+            raise DataError(f"data.src_lang and data.tgt_lang are both {src_lang!r}; name the two sides differently")
+        for key, f in (("val_fraction", val_fraction), ("test_fraction", test_fraction)):
+            if not 0.0 < f < 1.0:
+                raise DataError(f"data.{key}={f} must be in (0, 1)")
+        if val is None and test is None and val_fraction + test_fraction >= 1.0:
+            raise DataError(f"data.val_fraction + data.test_fraction = {val_fraction + test_fraction:g} leaves no "
+                            f"training data; their sum must be below 1")
+        if max_len < 2 or max_tokens < 4:
+            raise DataError(f"need data.max_len >= 2 and data.max_tokens >= 4, got {max_len} and {max_tokens}")
+        self.sources = {"train": train, "val": val, "test": test}
+        self.src_lang, self.tgt_lang = src_lang, tgt_lang
+        self.format, self.header, self.delimiter, self.encoding = format, header, delimiter, encoding
+        self.columns = (src_lang if src_column is None else src_column, tgt_lang if tgt_column is None else tgt_column)
+        self.fractions, self.split_seed = {"val": val_fraction, "test": test_fraction}, split_seed
+        self.max_tokens, self.max_len, self.vocab_size_wanted = max_tokens, max_len, vocab_size
+        self.joint_vocab, self.tokenizer_kind, self.tokenizer_dir = joint_vocab, tokenizer, tokenizer_dir
+        self.truncate, self.num_workers, self.seed = truncate, num_workers, seed
+        self.data_dir, self.mirror, self.limit, self.name = data_dir, mirror, limit, name
+        self.train_set = self.val_set = self.test_set = None
+        self.skipped: dict[str, int] = {}
+        self.truncated: dict[str, int] = {}
+        self.carved: dict[str, str] = {}
+        self._train_cut: list[int] | None = None
+
+    # ---- reading ---------------------------------------------------------------------------------------
+    def read_pairs(self, split: str, value) -> tuple[list[str], list[str]]:
+        """(sources, targets) of one split, blank pairs dropped (counted in skipped[split])."""
+        if hasattr(value, "items"):
+            if set(value) != {"src", "tgt"}:
+                raise DataError(f"data.{split} as two files needs exactly the keys src and tgt, got {sorted(value)}")
+            paths = [find(value[k], self.data_dir, self.mirror) for k in ("src", "tgt")]
+            src, tgt = (aligned_lines(p, self.encoding) for p in paths)
+            if len(src) != len(tgt):
+                raise DataError(f"parallel files differ in length: {paths[0]} has {len(src)} lines, {paths[1]} "
+                                f"has {len(tgt)} lines; they must be line-aligned")
+        else:
+            path = find(value, self.data_dir, self.mirror)
+            fmt = file_format(path, self.format)
+            if fmt not in TABLES:
+                raise DataError(f"{path}: a parallel corpus in one file must be a table (csv, tsv, json, parquet), "
+                                f"not {fmt}; or give data.{split}={{src: FILE, tgt: FILE}}")
+            records = read_records(path, fmt, self.header, self.delimiter, self.encoding)
+            src = [str(x) for x in column(records, self.columns[0], path, "src_column")]
+            tgt = [str(x) for x in column(records, self.columns[1], path, "tgt_column")]
+        keep = [i for i in range(len(src)) if src[i].strip() and tgt[i].strip()]
+        self.skipped[split] = len(src) - len(keep)
+        return [src[i].strip() for i in keep], [tgt[i].strip() for i in keep]
+
+    def read(self) -> dict[str, tuple[list[str], list[str]]]:
+        """Every split's pairs; a missing val / test carved out of train in a seeded random order."""
+        data = {s: self.read_pairs(s, v) for s, v in self.sources.items() if v is not None}
+        if self.limit is not None:
+            data["train"] = tuple(x[: self.limit] for x in data["train"])
+        left = 1.0  # the part of the training file still in train: each fraction is of the whole file
+        for i, split in enumerate(("val", "test")):
+            if split in data:
+                continue
+            src, tgt = data["train"]
+            n = max(1, round(len(src) * self.fractions[split] / left))
+            left -= self.fractions[split]
+            order = torch.randperm(len(src), generator=torch.Generator().manual_seed(self.split_seed + i)).tolist()
+            carved, keep = sorted(order[:n]), sorted(order[n:])
+            data[split] = ([src[j] for j in carved], [tgt[j] for j in carved])
+            data["train"] = ([src[j] for j in keep], [tgt[j] for j in keep])
+            self.carved[split] = f"{self.fractions[split]:g} of train, seed {self.split_seed}"
+        for split, (src, _) in data.items():
+            if not src:
+                raise DataError(f"the {split} split ({self.where(split)}) has no {self.src_lang}-{self.tgt_lang} pairs")
+        dup = len(set(zip(*data["train"])) & set(zip(*data["test"])))
+        if dup:
+            log.warning("%d test pairs also appear in train (%s); their test scores measure memory", dup,
+                        self.where("test"))
+        return data
+
+    def where(self, split: str) -> str:
+        value = self.sources[split]
+        return self.carved.get(split) or (", ".join(map(str, value.values())) if hasattr(value, "items") else str(value))
+
+    # ---- setup -----------------------------------------------------------------------------------------
+    def tokenizer_for(self, texts: list[str], side: str) -> SubwordTokenizer:
+        """The BPE of `side` (joint, or a language), keyed by a digest of its training texts; or the given
+        tokenizer.json."""
+        if self.tokenizer_kind != "bpe":
+            return SubwordTokenizer.load(find(self.tokenizer_kind))
+        path = None
+        if self.tokenizer_dir is not None:
+            digest = hashlib.sha256("\n".join(texts).encode()).hexdigest()[:16]
+            path = Path(self.tokenizer_dir).expanduser() / f"tokenizer.{side}.{digest}.json"
+        return SubwordTokenizer.build(lambda: texts, self.vocab_size_wanted, path)
+
+    def setup(self, stage: str | None = None) -> None:
+        """Read, check and tokenize the three splits (idempotent); DataError as the class docstring says."""
+        if self.train_set is not None:
+            return
+        data = self.read()
+        train_src, train_tgt = data["train"]
+        if self.joint_vocab:
+            self.src_tokenizer = self.tgt_tokenizer = self.tokenizer_for(train_src + train_tgt, "joint")
+        else:
+            self.src_tokenizer = self.tokenizer_for(train_src, self.src_lang)
+            self.tgt_tokenizer = self.tokenizer_for(train_tgt, self.tgt_lang)
+        self.src_vocab_size, self.tgt_vocab_size = self.src_tokenizer.vocab_size, self.tgt_tokenizer.vocab_size
+        sets, body = {}, self.max_len - 1
+        for split, (src, tgt) in data.items():
+            src_ids, tgt_ids = self.src_tokenizer.encode_batch(src), self.tgt_tokenizer.encode_batch(tgt)
+            long = [i for i, (s, t) in enumerate(zip(src_ids, tgt_ids)) if len(s) > body or len(t) > body]
+            if long and not self.truncate:
+                raise DataError(f"{len(long)} {split} pairs are longer than data.max_len={self.max_len} tokens, the "
+                                f"first is pair {long[0] + 1} ({src[long[0]][:60]!r}).\nFix: raise data.max_len "
+                                f"(and model.max_len), or set data.truncate=true to cut them")
+            self.truncated[split] = len(long)
+            sets[split] = TranslationSet([s[:body] for s in src_ids], [t[:body] for t in tgt_ids], src, tgt)
+            longest = max(a + b for a, b in zip(sets[split].src_lens, sets[split].tgt_lens))
+            if longest > self.max_tokens:
+                raise DataError(f"a {split} pair has {longest} source + target tokens, more than data.max_tokens="
+                                f"{self.max_tokens}; raise max_tokens or lower max_len={self.max_len}")
+        self.train_set, self.val_set, self.test_set = sets["train"], sets["val"], sets["test"]
+        self.val_srcs, self.val_refs = self.val_set.srcs, self.val_set.refs
+        self.test_srcs, self.test_refs = self.test_set.srcs, self.test_set.refs
+        log.info("%s %s->%s: %s pairs; vocab %d/%d (%s); skipped blank pairs %s; truncated to data.max_len=%d: %s%s",
+                 self.dataset_name(), self.src_lang, self.tgt_lang,
+                 ", ".join(f"{s} {len(d)}" for s, d in sets.items()), self.src_vocab_size, self.tgt_vocab_size,
+                 "joint" if self.joint_vocab else "separate", self.skipped, self.max_len, self.truncated,
+                 "".join(f"; {s} = {how}" for s, how in self.carved.items()))
+
+    def train_batches(self, epoch: int) -> list[list[int]]:
+        """All training batches of `epoch` before rank sharding: a random order (seed, epoch) stably sorted by
+        (source, target) length, cut within max_tokens (the same cut every epoch), batch order shuffled."""
+        ds = self.train_set
+        g = epoch_generator(self.seed, epoch)
+        order = sorted(torch.randperm(len(ds), generator=g).tolist(), key=lambda i: (ds.src_lens[i], ds.tgt_lens[i]))
+        if self._train_cut is None:
+            self._train_cut = [len(b) for b in pack_by_tokens(order, ds.src_lens, ds.tgt_lens, self.max_tokens)]
+        batches, start = [], 0
+        for size in self._train_cut:
+            batches.append(order[start : start + size])
+            start += size
+        return shuffled(batches, g)
+
+    def eval_batches(self, dataset: TranslationSet) -> list[list[int]]:
+        """Token-budget batches of pairs sorted by source length (ties by index)."""
+        order = sorted(range(len(dataset)), key=dataset.src_lens.__getitem__)
+        return pack_by_tokens(order, dataset.src_lens, dataset.tgt_lens, self.max_tokens)
+
+    # ---- what the run records --------------------------------------------------------------------------
+    def dataset_name(self) -> str:
+        if self.name:
+            return self.name
+        files = [f for v in self.sources.values() if v is not None
+                 for f in (v.values() if hasattr(v, "items") else [v])]
+        return ", ".join(dict.fromkeys(file_entry(str(f)) for f in files))
+
+    def model_info(self) -> dict:
+        """vocab_size (target), src_vocab_size, the tokenizers' states {"src", "tgt"}, seq_len / src_len."""
+        self.setup()
+        n = len(self.train_set)
+        return {"vocab_size": self.tgt_vocab_size, "src_vocab_size": self.src_vocab_size,
+                "tokenizer": {"src": self.src_tokenizer.state_dict(), "tgt": self.tgt_tokenizer.state_dict()},
+                "seq_len": round(sum(len(t) for t in self.train_set.tgt_out) / n),
+                "src_len": round(sum(len(t) for t in self.train_set.src) / n)}
+
+    def data_info(self) -> dict:
+        """The data this module reads (checkpoints, results.json): dataset, builtin False, src_lang, tgt_lang,
+        files {split: path, {src, tgt} paths, or the carving}, tokenizer {kind, joint, file, vocab_size,
+        src_file, src_vocab_size}."""
+        self.setup()
+        files = {}
+        for split, value in self.sources.items():
+            if split in self.carved:
+                files[split] = self.carved[split]
+            elif hasattr(value, "items"):
+                files[split] = {k: file_entry(str(f)) for k, f in value.items()}
+            else:
+                files[split] = file_entry(str(value))
+        return {"dataset": self.dataset_name(), "builtin": False, "src_lang": self.src_lang, "tgt_lang": self.tgt_lang,
+                "files": files, "tokenizer": {"kind": "bpe" if self.tokenizer_kind == "bpe" else "pretrained",
+                                              "joint": self.joint_vocab,
+                                              "file": self.tgt_tokenizer.path and str(self.tgt_tokenizer.path),
+                                              "vocab_size": self.tgt_vocab_size,
+                                              "src_file": self.src_tokenizer.path and str(self.src_tokenizer.path),
+                                              "src_vocab_size": self.src_vocab_size}}

@@ -1,0 +1,285 @@
+"""Text classification from a user's own files, by config alone (conf/data/text_classification.yaml).
+
+Files: CSV, TSV, JSON Lines, Parquet (read by Hugging Face `datasets`, columns by name or index), or plain
+text: `lines` (one example a line, with one file per label: `train: {pos: a.txt, neg: b.txt}`),
+`label_first` (`<label> <text>`), `regex` (named groups text and label). Each of train / val / test is a file
+or a {label: file} mapping; a missing val or test split is carved out of train (stratified by label, seeded).
+Labels may be strings or integers; the classes are the training split's labels, sorted (integers by value),
+unless `labels` lists them. Batches are zoo.data.sst2.collate_classification dicts.
+"""
+import hashlib
+import logging
+from pathlib import Path
+
+import torch
+
+from zoo.data.batching import BatchedDataModule, epoch_generator, shuffled
+from zoo.data.bpe import CLS_ID, EOS_ID, MODEL_IDS, PAD_ID, SubwordTokenizer
+from zoo.data.files import (TABLES, column, compile_pattern, file_format, find, first_row_line,
+                            read_lines, read_records, split_line)
+from zoo.data.resolver import DataError, file_entry
+from zoo.data.sst2 import CHUNK_BATCHES, ClassificationSet, collate_classification
+
+log = logging.getLogger("zoo")
+SPLITS = ("train", "val", "test")
+
+
+class Example:
+    """One example as read: text, label (str), and where it came from (file, line) for messages."""
+    __slots__ = ("text", "label", "file", "line")
+
+    def __init__(self, text: str, label: str, file: Path, line: int):
+        self.text, self.label, self.file, self.line = text, label, file, line
+
+
+def label_key(label: str):
+    """Sort key of a label: integers by value, before any other label, which sorts as a string."""
+    try:
+        return (0, int(label), "")
+    except ValueError:
+        return (1, 0, label)
+
+
+def stratified_split(labels: list[str], fraction: float, seed: int) -> tuple[list[int], list[int]]:
+    """(kept, carved) indices: `fraction` of each label's examples (rounded, at least one of a label with
+    two or more) carved out in a seeded random order; both lists ascending."""
+    g = torch.Generator().manual_seed(seed)
+    carved = []
+    for lab in sorted(set(labels), key=label_key):
+        idx = [i for i, x in enumerate(labels) if x == lab]
+        n = round(len(idx) * fraction)
+        n = max(n, 1) if len(idx) > 1 else 0
+        carved += [idx[j] for j in torch.randperm(len(idx), generator=g)[:n].tolist()]
+    carved_set = set(carved)
+    return [i for i in range(len(labels)) if i not in carved_set], sorted(carved)
+
+
+class TextClassification(BatchedDataModule):
+    """Classification batches from files: "ids" (B, T) long (<cls> text </s>, right-padded with PAD_ID),
+    "key_padding_mask" (B, T) bool (True = padding), "labels" (B,) long class indices, "index" (B,) long.
+
+    Args:
+        train, val, test: a file (resolver name or path, "~" expanded) or a {label: file} mapping (one file
+            per label, format lines); val / test may be None: carved from train (val_fraction, test_fraction).
+        format: csv | tsv | json | parquet | lines | label_first | regex; None = from the suffix.
+        text_column, label_column: column names or 0-based indices (table formats).
+        header: the first csv / tsv row names the columns. delimiter: overrides csv's "," / tsv's tab.
+        encoding: of every text file (checked line by line). pattern: the regex of format=regex.
+        labels: the classes, in order (None = the sorted labels of train); any other label is refused.
+        val_fraction, test_fraction: in (0, 1), used for a missing split. split_seed: their random order.
+        tokenizer: bpe (trained on the training texts, vocab_size) or the path of a tokenizer.json that zoo
+            trained (its special ids fixed, zoo.data.bpe). tokenizer_path: where the trained BPE is saved (and
+            reused when it was trained on the same texts).
+        max_len: most tokens per example, <cls> and </s> included; truncate: cut longer ones (counted, logged)
+            or refuse them. batch_size, bucket, num_workers, seed: as zoo.data.sst2.SST2.
+        data_dir, mirror: the resolver's (for built-in names). limit: keep the first `limit` training examples.
+        name: the dataset's name in reports (None = the files' paths).
+    Raises DataError (at setup, before any training) for missing files, columns, labels or encodings, empty or
+    one-class splits, fractions outside (0, 1), labels of val / test that train lacks, too-long examples with
+    truncate=false.
+    """
+
+    pad_id = PAD_ID
+    special_ids = MODEL_IDS
+    collate = staticmethod(collate_classification)
+    BATCH = "classification"
+
+    def __init__(self, train=None, val=None, test=None, format: str | None = None, text_column="text",
+                 label_column="label", header: bool = True, delimiter: str | None = None, encoding: str = "utf-8",
+                 pattern: str | None = None, labels: list | None = None, val_fraction: float = 0.1,
+                 test_fraction: float = 0.1, split_seed: int = 0, tokenizer: str = "bpe", vocab_size: int = 8000,
+                 tokenizer_path: str | None = None, max_len: int = 128, truncate: bool = True, batch_size: int = 64,
+                 bucket: bool = True, num_workers: int = 0, seed: int = 1337, data_dir=None, mirror=None,
+                 limit: int | None = None, name: str | None = None):
+        super().__init__()
+        self.save_hyperparameters()
+        if train is None:
+            raise DataError("data.train is not set: give the training file (data.train=PATH) or a {label: file} "
+                            "mapping")
+        for key, f in (("val_fraction", val_fraction), ("test_fraction", test_fraction)):
+            if not 0.0 < f < 1.0:
+                raise DataError(f"data.{key}={f} must be in (0, 1)")
+        if val is None and test is None and val_fraction + test_fraction >= 1.0:
+            raise DataError(f"data.val_fraction + data.test_fraction = {val_fraction + test_fraction:g} leaves no "
+                            f"training data; their sum must be below 1")
+        if batch_size < 1 or max_len < 3:
+            raise DataError(f"need data.batch_size >= 1 and data.max_len >= 3, got {batch_size} and {max_len}")
+        self.sources = {"train": train, "val": val, "test": test}
+        self.format, self.text_column, self.label_column = format, text_column, label_column
+        self.header, self.delimiter, self.encoding, self.pattern = header, delimiter, encoding, pattern
+        self.fixed_labels = [str(x) for x in labels] if labels is not None else None
+        self.fractions = {"val": val_fraction, "test": test_fraction}
+        self.split_seed, self.tokenizer_kind, self.vocab_size_wanted = split_seed, tokenizer, vocab_size
+        self.tokenizer_path, self.max_len, self.truncate = tokenizer_path, max_len, truncate
+        self.batch_size, self.bucket, self.num_workers, self.seed = batch_size, bucket, num_workers, seed
+        self.data_dir, self.mirror, self.limit, self.name = data_dir, mirror, limit, name
+        self.train_set = self.val_set = self.test_set = None
+        self.classes: list[str] | None = None
+        self.truncated: dict[str, int] = {}
+        self.carved: dict[str, str] = {}
+
+    # ---- reading ---------------------------------------------------------------------------------------
+    def _read_file(self, value, label: str | None = None) -> list[Example]:
+        path = find(value, self.data_dir, self.mirror)
+        fmt = file_format(path, self.format if label is None else (self.format or "lines"))
+        if label is not None:  # one file per label: every line is one text
+            if fmt != "lines":
+                raise DataError(f"{path}: a {{label: file}} mapping reads one text a line (format lines), not {fmt}")
+            return [Example(t.strip(), label, path, n) for n, t in read_lines(path, self.encoding)]
+        if fmt == "lines":
+            raise DataError(f"{path}: format lines has no labels; give {{label: file}} files, or set data.format "
+                            f"to label_first or regex (or csv / tsv / json / parquet)")
+        if fmt in TABLES:
+            records = read_records(path, fmt, self.header, self.delimiter, self.encoding)
+            texts = column(records, self.text_column, path, "text_column")
+            labels = column(records, self.label_column, path, "label_column")
+            first = first_row_line(fmt, self.header)
+            return [Example(str(t).strip(), str(lab).strip(), path, first + i)
+                    for i, (t, lab) in enumerate(zip(texts, labels)) if str(t).strip()]
+        rx = compile_pattern(self.pattern) if fmt == "regex" else None
+        return [Example(*split_line(t, fmt, rx, path, n), path, n) for n, t in read_lines(path, self.encoding)]
+
+    def _read_split(self, value) -> list[Example]:
+        if isinstance(value, (dict,)) or hasattr(value, "items"):
+            return [ex for lab, f in value.items() for ex in self._read_file(f, str(lab))]
+        return self._read_file(value)
+
+    def read(self) -> dict[str, list[Example]]:
+        """Every split's examples; missing val / test carved out of train (logged with their sizes)."""
+        data = {s: self._read_split(v) for s, v in self.sources.items() if v is not None}
+        if self.limit is not None:
+            data["train"] = data["train"][: self.limit]
+        left = 1.0  # the part of the training file still in train: each fraction is of the whole file
+        for split in ("val", "test"):
+            if split in data:
+                continue
+            keep, carved = stratified_split([e.label for e in data["train"]], min(self.fractions[split] / left, 1.0),
+                                            self.split_seed + SPLITS.index(split))
+            left -= self.fractions[split]
+            data[split] = [data["train"][i] for i in carved]
+            data["train"] = [data["train"][i] for i in keep]
+            self.carved[split] = f"{self.fractions[split]:g} of train, stratified by label, seed {self.split_seed}"
+        return data
+
+    def check(self, data: dict[str, list[Example]]) -> None:
+        """The classes, and the refusals of the class docstring; warns about train / test duplicates."""
+        train_labels = sorted({e.label for e in data["train"]}, key=label_key)
+        self.classes = self.fixed_labels or train_labels
+        known = set(self.classes)
+        for split in SPLITS:
+            exs = data[split]
+            if not exs:
+                raise DataError(f"the {split} split ({self.where(split)}) has no examples")
+            for e in exs:
+                if e.label not in known:
+                    whose = "data.labels" if self.fixed_labels else "the training split"
+                    raise DataError(f"{e.file}, line {e.line}: label {e.label!r} is not one of the classes of "
+                                    f"{whose} ({', '.join(self.classes)}).\nFix: correct the label, or "
+                                    f"{'add it to data.labels' if self.fixed_labels else 'add examples of it to train'}")
+            if len({e.label for e in exs}) < 2 and split == "train":
+                raise DataError(f"the train split ({self.where('train')}) has a single class "
+                                f"({exs[0].label!r}); classification needs two or more")
+        dup = len({e.text for e in data["train"]} & {e.text for e in data["test"]})
+        if dup:
+            log.warning("%d test texts also appear in train (%s); their test scores measure memory", dup,
+                        self.where("test"))
+
+    def where(self, split: str) -> str:
+        value = self.sources[split]
+        return self.carved.get(split) or (", ".join(map(str, value.values())) if hasattr(value, "items") else str(value))
+
+    # ---- setup -----------------------------------------------------------------------------------------
+    def build_tokenizer(self, texts: list[str]) -> SubwordTokenizer:
+        """bpe: trained on `texts`, saved at tokenizer_path next to a digest of them, and reused only when
+        the digest matches; else the given tokenizer.json, loaded as it is."""
+        if self.tokenizer_kind != "bpe":
+            return SubwordTokenizer.load(find(self.tokenizer_kind))
+        digest = hashlib.sha256("\n".join(texts).encode()).hexdigest()[:16]
+        path = None
+        if self.tokenizer_path is not None:  # keyed by the training texts, not only by the vocabulary size
+            p = Path(self.tokenizer_path).expanduser()
+            path = p.with_name(f"{p.stem}.{digest}{p.suffix or '.json'}")
+        return SubwordTokenizer.build(lambda: texts, self.vocab_size_wanted, path)
+
+    def setup(self, stage: str | None = None) -> None:
+        """Read, check, tokenize (idempotent). Raises DataError as the class docstring says."""
+        if self.train_set is not None:
+            return
+        data = self.read()
+        self.check(data)
+        self.tokenizer = self.build_tokenizer([e.text for e in data["train"]])
+        self.vocab_size = self.tokenizer.vocab_size
+        index = {c: i for i, c in enumerate(self.classes)}
+        body, sets = self.max_len - 2, {}
+        for split, exs in data.items():
+            encoded = self.tokenizer.encode_batch([e.text for e in exs])
+            long = [i for i, ids in enumerate(encoded) if len(ids) > body]
+            if long and not self.truncate:
+                e = exs[long[0]]
+                raise DataError(f"{len(long)} {split} examples are longer than data.max_len={self.max_len} tokens, "
+                                f"the first at {e.file}, line {e.line}.\nFix: raise data.max_len (and "
+                                f"model.max_len), or set data.truncate=true to cut them")
+            self.truncated[split] = len(long)
+            sets[split] = ClassificationSet([[CLS_ID] + ids[:body] + [EOS_ID] for ids in encoded],
+                                            [index[e.label] for e in exs])
+        self.train_set, self.val_set, self.test_set = sets["train"], sets["val"], sets["test"]
+        log.info("%s: %s examples; %d classes (%s); vocab %d; truncated to data.max_len=%d: %s%s", self.dataset_name(),
+                 ", ".join(f"{s} {len(d)}" for s, d in sets.items()), len(self.classes), ", ".join(self.classes),
+                 self.vocab_size, self.max_len, self.truncated,
+                 "".join(f"; {s} = {how}" for s, how in self.carved.items()))
+
+    @property
+    def num_classes(self) -> int:
+        self.setup()
+        return len(self.classes)
+
+    def train_batches(self, epoch: int) -> list[list[int]]:
+        """All training batches of `epoch` before rank sharding: shuffled, with bucket=True sorted by length
+        within chunks of CHUNK_BATCHES batches, then the batch order shuffled (a function of (seed, epoch))."""
+        n, b = len(self.train_set), self.batch_size
+        g = epoch_generator(self.seed, epoch)
+        order = torch.randperm(n, generator=g).tolist()
+        if not self.bucket:
+            return [order[i : i + b] for i in range(0, n, b)]
+        lengths, batches = self.train_set.lengths, []
+        for c in range(0, n, CHUNK_BATCHES * b):
+            chunk = sorted(order[c : c + CHUNK_BATCHES * b], key=lengths.__getitem__)  # stable
+            batches += [chunk[i : i + b] for i in range(0, len(chunk), b)]
+        return shuffled(batches, g)
+
+    def eval_batches(self, dataset: ClassificationSet) -> list[list[int]]:
+        """Batches of batch_size examples in order of length (ties by index)."""
+        order = sorted(range(len(dataset)), key=dataset.lengths.__getitem__)
+        return [order[i : i + self.batch_size] for i in range(0, len(order), self.batch_size)]
+
+    # ---- what the run records --------------------------------------------------------------------------
+    def dataset_name(self) -> str:
+        if self.name:
+            return self.name
+        files = [f for v in self.sources.values() if v is not None
+                 for f in (v.values() if hasattr(v, "items") else [v])]
+        return ", ".join(dict.fromkeys(file_entry(str(f)) for f in files))
+
+    def model_info(self) -> dict:
+        """vocab_size, num_classes, the tokenizer's state, classes, seq_len (mean training length, tokens)."""
+        self.setup()
+        lengths = self.train_set.lengths
+        return {"vocab_size": self.vocab_size, "num_classes": len(self.classes), "classes": list(self.classes),
+                "tokenizer": self.tokenizer.state_dict(), "seq_len": round(sum(lengths) / len(lengths))}
+
+    def data_info(self) -> dict:
+        """The data this module reads (checkpoints, results.json): dataset, builtin False, files {split: path
+        or carving}, classes (the label of each class index), tokenizer {kind, file, vocab_size}."""
+        self.setup()
+        files = {}
+        for split, value in self.sources.items():
+            if split in self.carved:
+                files[split] = self.carved[split]
+            elif hasattr(value, "items"):
+                files[split] = {str(k): file_entry(str(f)) for k, f in value.items()}
+            else:
+                files[split] = file_entry(str(value))
+        return {"dataset": self.dataset_name(), "builtin": False, "files": files, "classes": list(self.classes),
+                "tokenizer": {"kind": "bpe" if self.tokenizer_kind == "bpe" else "pretrained",
+                              "file": self.tokenizer.path and str(self.tokenizer.path),
+                              "vocab_size": self.vocab_size}}

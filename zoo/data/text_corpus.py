@@ -1,0 +1,228 @@
+"""Language modeling on a user's own plain-text corpus, by config alone (conf/data/text_corpus.yaml).
+
+`file` is one text file, a folder (every file under it, recursively), or a glob, less `exclude` patterns;
+each file is a document. Several documents are split into train / val by document (val_fraction of them,
+seeded), never by a cut through the joined text; a single document is cut at 1 - val_fraction of its tokens
+(Tiny Shakespeare's usual split). The corpus is tokenized once, in a streaming pass (memory: one chunk),
+into a memory-mapped token file keyed by the documents' contents and the settings; windows are drawn from it
+as TinyShakespeare's.
+"""
+import codecs
+import fnmatch
+import glob as globlib
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from zoo.data.bpe import SubwordTokenizer, train_bpe
+from zoo.data.char_tokenizer import CharTokenizer
+from zoo.data.resolver import FILES, DataError, file_entry, locate, sha256sum
+from zoo.data.shakespeare import FixedWindows, RandomWindows, TinyShakespeare
+from zoo.data.token_file import open_token_file, write_token_file
+
+CHUNK = 1 << 22  # bytes read and tokenized at a time
+
+
+def documents(spec: str, exclude=(), data_dir=None, mirror=None) -> list[Path]:
+    """The documents of `spec`: a resolver name or a file (one document), a folder (its files, recursively),
+    or a glob; sorted, less those whose path relative to the folder / glob root, or name, matches a pattern
+    of `exclude`. Raises DataError for a missing path, an empty folder or glob, or everything excluded."""
+    spec = str(spec)
+    if spec in FILES or Path(spec).expanduser().is_file():
+        return [locate(spec, data_dir, mirror)]
+    root = Path(spec).expanduser()
+    if root.is_dir():
+        found = sorted(p for p in root.rglob("*") if p.is_file() and not p.name.startswith("."))
+        base = root
+    elif any(c in spec for c in "*?["):
+        found = sorted(Path(p) for p in globlib.glob(str(root), recursive=True) if Path(p).is_file())
+        base = Path(globlib.escape(str(root)).split("*")[0]).parent if found else root.parent
+        if not found:
+            raise DataError(f"data.file={spec}: the glob matches no file.\nFix: check the pattern (** matches folders)")
+    else:
+        return [locate(spec, data_dir, mirror)]  # "not found: PATH"
+    if not found:
+        raise DataError(f"data.file={spec}: the folder {root.resolve()} has no files")
+
+    def excluded(p: Path) -> bool:
+        rel = str(p.relative_to(base)) if p.is_relative_to(base) else p.name
+        return any(fnmatch.fnmatch(rel, pat) or fnmatch.fnmatch(p.name, pat) for pat in exclude)
+    kept = [p.resolve() for p in found if not excluded(p)]
+    if not kept:
+        raise DataError(f"data.file={spec}: data.exclude={list(exclude)} leaves none of its {len(found)} files")
+    return kept
+
+
+def text_chunks(path: Path, encoding: str = "utf-8", chunk: int = CHUNK):
+    """The decoded text of a file, chunk by chunk (memory: one chunk). Raises DataError naming the file and
+    line of the first undecodable byte."""
+    decoder = codecs.getincrementaldecoder(encoding)()
+    line, offset = 1, 0
+    with open(path, "rb") as f:
+        while True:
+            block = f.read(chunk)
+            try:
+                text = decoder.decode(block, final=not block)
+            except UnicodeDecodeError as e:
+                start = max(e.start, 0)
+                line += block[:start].count(b"\n")
+                raise DataError(f"{path}, line {line}: not valid {encoding} (byte offset {offset + start}: "
+                                f"{e.reason}).\nFix: convert the file to {encoding}, or set data.encoding, or leave "
+                                f"it out with data.exclude") from None
+            if text:
+                yield text
+            if not block:
+                return
+            line, offset = line + block.count(b"\n"), offset + len(block)
+
+
+def char_ids(text: str, codepoints: np.ndarray) -> np.ndarray:
+    """Ids of the characters of `text` in the sorted code point table `codepoints` (CharTokenizer order)."""
+    cps = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+    return np.searchsorted(codepoints, cps).astype(np.int64)
+
+
+class TextCorpus(TinyShakespeare):
+    """Batches of (x, y) windows (batch_size, block_size) long from a plain-text corpus (module docstring).
+
+    Args, beyond TinyShakespeare's (block_size, batch_size, batches_per_epoch, val_windows, num_workers,
+    pin_memory, seed, data_dir, mirror, token_dir):
+        file: a resolver name, a file, a folder or a glob. exclude: glob patterns of files to leave out.
+        encoding: of every document (checked as it is read; an error names the file and line).
+        val_fraction: in (0, 1): documents (or, for one document, tokens) for validation. split_seed: which.
+        tokenizer: char (one id per character of the corpus) | bpe (trained on the training documents,
+            vocab_size). name: the dataset's name in reports (None = the file setting, resolved).
+    Raises DataError at setup for a missing path, empty folder or glob, bad encoding, a fraction outside
+    (0, 1), a corpus of one document per split impossible, or a split shorter than block_size + 1 tokens.
+    """
+
+    BATCH = "lm"
+
+    def __init__(self, file: str = "tiny_shakespeare/input.txt", exclude=(), encoding: str = "utf-8",
+                 val_fraction: float = 0.1, split_seed: int = 0, tokenizer: str = "char", vocab_size: int = 8000,
+                 name: str | None = None, **kwargs):
+        super().__init__(file=file, **kwargs)
+        if not 0.0 < val_fraction < 1.0:
+            raise DataError(f"data.val_fraction={val_fraction} must be in (0, 1)")
+        if tokenizer not in ("char", "bpe"):
+            raise DataError(f"data.tokenizer={tokenizer!r} is unknown for a text corpus; allowed: char, bpe")
+        self.exclude, self.encoding, self.val_fraction = list(exclude or ()), encoding, val_fraction
+        self.split_seed, self.tokenizer_kind, self.vocab_size_wanted, self.name = split_seed, tokenizer, vocab_size, name
+        self.docs: dict[str, list[Path]] = {}
+
+    def split_documents(self) -> dict[str, list[Path]]:
+        """{"train": [...], "val": [...]} by document; one document: both [it] (cut by tokens at setup)."""
+        docs = documents(self.file, self.exclude, self.data_dir, self.mirror)
+        if len(docs) == 1:
+            return {"train": docs, "val": docs}
+        n_val = min(max(1, round(len(docs) * self.val_fraction)), len(docs) - 1)
+        order = torch.randperm(len(docs), generator=torch.Generator().manual_seed(self.split_seed)).tolist()
+        val = set(order[:n_val])
+        return {"train": [d for i, d in enumerate(docs) if i not in val],
+                "val": [d for i, d in enumerate(docs) if i in val]}
+
+    def _key(self) -> str:
+        """A digest of the documents' contents and every setting that changes the tokens."""
+        h = hashlib.sha256(json.dumps({"tokenizer": self.tokenizer_kind, "vocab": self.vocab_size_wanted,
+                                       "val_fraction": self.val_fraction, "encoding": self.encoding}).encode())
+        for split, docs in self.docs.items():
+            for d in docs:
+                h.update(f"{split}:{sha256sum(d)}\n".encode())
+        return h.hexdigest()
+
+    def _doc_text(self, docs):
+        single = len(docs) == 1
+        for d in docs:  # documents of a corpus end with a newline, so two never run into one word
+            last = ""
+            for text in text_chunks(d, self.encoding):
+                last = text
+                yield text
+            if not single and last and not last.endswith("\n"):
+                yield "\n"
+
+    def _encode(self, tokenizer, docs):
+        """Token id arrays of the documents' text, chunk by chunk."""
+        if isinstance(tokenizer, CharTokenizer):
+            table = np.array(sorted(ord(c) for c in tokenizer.chars), dtype=np.uint32)
+            for text in self._doc_text(docs):
+                yield char_ids(text, table)
+            return
+        rest = ""
+        for text in self._doc_text(docs):  # whole lines only: a chunk boundary never cuts a word
+            head, _, rest = (rest + text).rpartition("\n")
+            if head:
+                yield np.array(tokenizer.encode(head + "\n"), dtype=np.int64)
+        if rest:
+            yield np.array(tokenizer.encode(rest), dtype=np.int64)
+
+    def _build_tokenizer(self):
+        """char: every character of the corpus (train and val documents); bpe: trained on the train ones."""
+        if self.tokenizer_kind == "char":
+            chars = set()
+            for text in self._doc_text(list(dict.fromkeys(self.docs["train"] + self.docs["val"]))):
+                chars.update(text)
+            return CharTokenizer(sorted(chars))
+        return SubwordTokenizer(train_bpe(self._doc_text(self.docs["train"]), self.vocab_size_wanted))
+
+    def _tokens(self, path=None):
+        """The token files of the corpus, {"train", "val"} (one "all" file for a single document, cut at setup):
+        opened when files of the same key exist, else written in one streaming pass each."""
+        self.docs = self.split_documents()
+        key = self._key()
+        single = self.docs["train"] == self.docs["val"]
+        stem = self.docs["train"][0].name if single else "corpus"  # the key, not the name, tells corpora apart
+        parts = ("all",) if single else ("train", "val")
+        self.token_paths = {p: self.token_dir / f"{stem}.{self.tokenizer_kind}.{key[:16]}.{p}.bin" for p in parts}
+        self.token_path = self.token_paths[parts[0]]
+        out = {p: open_token_file(self.token_paths[p], source_sha256=key) for p in parts}
+        if all(t is not None for t in out.values()):
+            return out
+        tok = self._build_tokenizer()
+        meta = {"tokenizer": tok.state_dict(), "kind": self.tokenizer_kind, "source": str(self.file)}
+        for p in parts:
+            try:
+                out[p] = write_token_file(self.token_paths[p], self._encode(tok, self.docs["train" if single else p]),
+                                          tok.vocab_size, source_sha256=key, meta=meta)
+            except OSError as e:
+                raise DataError(f"cannot write the token file {self.token_paths[p]}: {e}. Set data.token_dir (or "
+                                f"data.data_dir) to a writable folder") from None
+            if len(out[p]) == 0:
+                raise DataError(f"data.file={self.file}: the {p} documents are empty")
+        return out
+
+    def setup(self, stage: str | None = None) -> None:
+        """Tokenize (first use) or open the token files, and split (idempotent). DataError as the class says."""
+        if self.train_data is not None:
+            return
+        files = self._tokens()
+        meta = next(iter(files.values())).info["meta"]
+        tok = (CharTokenizer.from_state_dict(meta["tokenizer"]) if meta.get("kind", "char") == "char"
+               else SubwordTokenizer.from_state_dict(meta["tokenizer"]))
+        if "all" in files:  # one document: the first 1 - val_fraction of its tokens train
+            data = files["all"]
+            n = int((1 - self.val_fraction) * len(data))
+            train_data, val_data = data.view(0, n), data.view(n, len(data))
+        else:
+            train_data, val_data = files["train"], files["val"]
+        for split, d in (("train", train_data), ("val", val_data)):
+            if len(d) < self.block_size + 1:
+                raise DataError(f"data.file={self.file}: the {split} split has {len(d)} tokens, fewer than "
+                                f"data.block_size + 1 = {self.block_size + 1}; use a smaller block_size or more text")
+        self.tokenizer, self.vocab_size = tok, tok.vocab_size
+        self.train_set = RandomWindows(train_data, self.block_size, self.train_windows_per_epoch, self.seed)
+        self.val_set = FixedWindows(val_data, self.block_size, self.val_windows)
+        self.train_data, self.val_data = train_data, val_data
+
+    def data_info(self) -> dict:
+        """The data this module reads (checkpoints, results.json): dataset, builtin, files {"text": the file
+        setting, "documents": {split: count}}, tokenizer {kind, file: the token file, vocab_size}."""
+        self.setup()
+        builtin = str(self.file) in FILES
+        name = self.name or (str(self.file).split("/", 1)[0] if builtin else file_entry(str(self.file)))
+        return {"dataset": name, "builtin": builtin,
+                "files": {"text": file_entry(str(self.file)), "documents": {s: len(d) for s, d in self.docs.items()}},
+                "tokenizer": {"kind": self.tokenizer_kind, "file": str(self.token_path.resolve()),
+                              "vocab_size": self.vocab_size}}
