@@ -2,6 +2,7 @@
 the shared datasets (a user's copy of Tiny Shakespeare's first 20 kB, an SST-2 file with a bad label), the
 resolver's name / path split, results.json, W&B, checkpoints and what zoo.report / zoo.generate read back."""
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -80,6 +81,11 @@ def test_run_on_a_user_file_names_it_everywhere(my_text, tmp_path, capsys):
     assert res["dataset"] == str(my_text) and res["data"]["files"] == {"text": str(my_text)}
     assert res["data"]["builtin"] is False and res["data"]["tokenizer"]["kind"] == "char"
     w = wandb_records(out)
+    for _ in range(50):  # in-process, wandb's writer may not have flushed the offline file when finish() returns
+        if "run" in w and "data_info.files.text" in w["config"]:
+            break
+        time.sleep(0.2)
+        w = wandb_records(out)
     assert list(w["run"].tags) == ["decoder_only", "lm", "file:input.txt"]
     assert w["config"]["dataset"] == str(my_text) and w["config"]["data_info.files.text"] == str(my_text)
     assert w["config"]["data.file"] == str(my_text)
