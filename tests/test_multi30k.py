@@ -128,15 +128,17 @@ def test_separate_vocabularies_and_tokenizer_files(tmp_path):
     dm = Multi30k(**kw)
     dm.setup()
     assert len(dm.train_set) == 2000 and dm.src_tokenizer is not dm.tgt_tokenizer
-    assert sorted(p.name for p in (tmp_path / "tok").iterdir()) == ["tokenizer.en.json", "tokenizer.fr.json"]
+    names = sorted(p.name for p in (tmp_path / "tok").iterdir())  # tokenizer.<lang>.<digest of its data>.json
+    assert [n.split(".")[1] for n in names] == ["en", "fr"] and all(len(n.split(".")[2]) == 16 for n in names)
     assert dm.src_vocab_size == dm.tgt_vocab_size == 500
     assert dm.src_tokenizer.decode(dm.train_set.src[0]) == dm.train_set.srcs[0]
     assert all(cost(b, dm.train_set) <= 1024 for b in dm.train_batches(0))
     again = Multi30k(**kw)
     again.setup()  # loads the saved files
     assert again.tgt_tokenizer.state_dict() == dm.tgt_tokenizer.state_dict()
-    with pytest.raises(DataError, match="delete it or change vocab_size"):
-        Multi30k(**{**kw, "vocab_size": 400}).setup()
+    other = Multi30k(**{**kw, "vocab_size": 400, "limit": 1000})  # other data: its own files, never the cached ones
+    other.setup()
+    assert other.src_vocab_size == 400 and len(list((tmp_path / "tok").iterdir())) == 4
 
 
 def test_missing_language_pair():

@@ -145,7 +145,8 @@ def test_translation_checkpoint_keeps_its_languages_and_the_report_follows(tmp_p
     data = ckpt[CHECKPOINT_KEY]
     assert (data["dataset"], data["src_lang"], data["tgt_lang"]) == ("multi30k", "en", "de")
     assert data["files"]["train.en"] == "multi30k/train.en.gz" and data["tokenizer"]["joint"] is True
-    assert data["tokenizer"]["file"] == str((out / "tokenizer.de+en.json").resolve())
+    tok_file = Path(data["tokenizer"]["file"])  # the run dir's tokenizer, named by a digest of its data
+    assert tok_file.parent == out.resolve() and tok_file.name.startswith("tokenizer.joint.") and tok_file.is_file()
     seen, cross_attention = [], rep.cross_attention
 
     def spy(model, src_tok, tgt_tok, sentence, *args):

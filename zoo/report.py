@@ -205,8 +205,7 @@ def plot_curves(runs: List[dict], out_dir: Path) -> List[Path]:
 # ---- cross-attention -------------------------------------------------------------------------------------
 def load_translation_model(run: dict):
     """(model in eval mode, src tokenizer, tgt tokenizer, data settings, task hparams) from the run's best
-    checkpoint (last.ckpt if it has none) and the tokenizer files in the run dir (the checkpoint's copy if
-    absent); None when the run's model has no cross-attention (nothing to plot: its weights are not loaded).
+    checkpoint (last.ckpt if it has none), tokenizers as the checkpoint keeps them; None when the run's model has no cross-attention (nothing to plot: its weights are not loaded).
     The data settings are zoo.data.info.from_checkpoint's (src_lang, tgt_lang, ...; a checkpoint from before
     they were stored: "stored": False and the languages of its datamodule hyperparameters, else LEGACY_LANGS).
     Raises ReportError when the run has no checkpoint."""
@@ -228,15 +227,7 @@ def load_translation_model(run: dict):
     model.eval()
     data.setdefault("src_lang", LEGACY_LANGS[0])  # a checkpoint that names no languages at all
     data.setdefault("tgt_lang", LEGACY_LANGS[1])
-    src_lang, tgt_lang = data["src_lang"], data["tgt_lang"]
-    toks = {}
-    for side, lang in (("src", src_lang), ("tgt", tgt_lang)):
-        names = [f"tokenizer.{'+'.join(sorted((src_lang, tgt_lang)))}.json", f"tokenizer.{lang}.json"]
-        if data.get("tokenizer", {}).get("joint") is False:
-            names.reverse()
-        path = next((run_dir / n for n in names if (run_dir / n).is_file()), None)
-        toks[side] = (SubwordTokenizer.from_state_dict({"json": path.read_text()}) if path is not None
-                      else SubwordTokenizer.from_state_dict(hp["tokenizer"][side]))
+    toks = {side: SubwordTokenizer.from_state_dict(hp["tokenizer"][side]) for side in ("src", "tgt")}
     return model, toks["src"], toks["tgt"], data, hp
 
 

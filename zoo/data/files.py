@@ -6,6 +6,7 @@ line) are read line by line here, after the encoding check, so every error names
 """
 import codecs
 import csv
+import hashlib
 import re
 from pathlib import Path
 
@@ -144,3 +145,12 @@ def compile_pattern(pattern: str | None) -> re.Pattern:
     if not {"text", "label"} <= set(rx.groupindex):
         raise DataError(f"data.pattern={pattern!r} needs named groups (?P<text>...) and (?P<label>...)")
     return rx
+
+
+def text_digest(texts, vocab_size: int) -> str:
+    """16 hex digits of SHA-256 over the texts and the vocabulary size: the name of a tokenizer trained on them."""
+    h = hashlib.sha256(f"{vocab_size}\n".encode())
+    for t in texts:
+        h.update(t.encode())
+        h.update(b"\n")
+    return h.hexdigest()[:16]

@@ -3,23 +3,56 @@
 Each of train / val / test is a table file (CSV, TSV, JSON Lines, Parquet, read by Hugging Face `datasets`)
 with a source and a target column, or {src: FILE, tgt: FILE}, two line-aligned text files (gzip allowed). A
 missing val or test split is carved out of train (seeded). src_lang / tgt_lang are free names, kept in the
-checkpoint, results.json and the W&B config. Batches are zoo.data.multi30k.collate_translation dicts under
-a token budget, as Multi30k's.
+checkpoint, results.json and the W&B config. Batches are collate_translation dicts under a token budget.
+zoo.data.multi30k.Multi30k is this module on the published Multi30k files.
 """
 import gzip
-import hashlib
 import logging
 from pathlib import Path
 
 import torch
+from lightning.pytorch.utilities import rank_zero_info
+from torch.utils.data import Dataset
 
-from zoo.data.batching import BatchedDataModule, epoch_generator, pack_by_tokens, shuffled
-from zoo.data.bpe import MODEL_IDS, PAD_ID, SubwordTokenizer
-from zoo.data.files import TABLES, check_encoding, column, file_format, find, read_records
-from zoo.data.multi30k import TranslationSet, collate_translation
-from zoo.data.resolver import DataError, file_entry
+from zoo.data.batching import BatchedDataModule, epoch_generator, pack_by_tokens, pad, shuffled
+from zoo.data.bpe import BOS_ID, EOS_ID, MODEL_IDS, PAD_ID, SubwordTokenizer
+from zoo.data.files import TABLES, check_encoding, column, file_format, find, read_records, text_digest
+from zoo.data.resolver import FILES, DataError, dataset_name, file_entry
 
 log = logging.getLogger("zoo")
+
+
+class TranslationSet(Dataset):
+    """Token-id rows of a split; item i is (i, src, tgt_in, tgt_out).
+
+    src = encode(source) + [EOS]; tgt_in = [BOS] + encode(target); tgt_out = encode(target) + [EOS].
+    `srcs` / `refs` hold the raw source / target lines (no newline), indexed like the examples.
+    """
+
+    def __init__(self, src: list[list[int]], tgt: list[list[int]], srcs: list[str], refs: list[str]):
+        self.src = [s + [EOS_ID] for s in src]
+        self.tgt_in = [[BOS_ID] + t for t in tgt]
+        self.tgt_out = [t + [EOS_ID] for t in tgt]
+        self.srcs, self.refs = srcs, refs
+        self.src_lens = [len(s) for s in self.src]
+        self.tgt_lens = [len(t) for t in self.tgt_in]
+
+    def __len__(self) -> int:
+        return len(self.src)
+
+    def __getitem__(self, i: int):
+        return i, self.src[i], self.tgt_in[i], self.tgt_out[i]
+
+
+def collate_translation(items) -> dict[str, torch.Tensor]:
+    """Pad (index, src, tgt_in, tgt_out) items with PAD_ID: "src" (B, S), "src_key_padding_mask" (B, S),
+    "tgt_in" / "tgt_out" (B, T), "tgt_key_padding_mask" (B, T) (bool, True = padding), "index" (B,) long."""
+    index, src, tgt_in, tgt_out = zip(*items)
+    src, src_mask = pad(src, PAD_ID)
+    tgt_in, tgt_mask = pad(tgt_in, PAD_ID)
+    tgt_out, _ = pad(tgt_out, PAD_ID)
+    return {"src": src, "src_key_padding_mask": src_mask, "tgt_in": tgt_in, "tgt_out": tgt_out,
+            "tgt_key_padding_mask": tgt_mask, "index": torch.tensor(index, dtype=torch.long)}
 
 
 def aligned_lines(path: Path, encoding: str = "utf-8") -> list[str]:
@@ -45,7 +78,12 @@ def aligned_lines(path: Path, encoding: str = "utf-8") -> list[str]:
 
 
 class ParallelText(BatchedDataModule):
-    """Translation batches from parallel files (see zoo.data.multi30k.collate_translation for the keys).
+    """Translation batches from parallel files (collate_translation has the keys).
+
+    Training batches: every epoch the training pairs are put in a random order (a function of (seed, epoch))
+    and stably sorted by (source length, target length), cut greedily into batches within max_tokens (the
+    same cut every epoch, as Lightning needs one length) and the batch order shuffled. Under DDP every process
+    takes whole batches (zoo.data.batching). Val and test batches hold pairs sorted by source length.
 
     Args:
         train, val, test: a table file, or {src: FILE, tgt: FILE}; val / test None = carved out of train
@@ -127,7 +165,7 @@ class ParallelText(BatchedDataModule):
             tgt = [str(x) for x in column(records, self.columns[1], path, "tgt_column")]
         keep = [i for i in range(len(src)) if src[i].strip() and tgt[i].strip()]
         self.skipped[split] = len(src) - len(keep)
-        return [src[i].strip() for i in keep], [tgt[i].strip() for i in keep]
+        return [src[i] for i in keep], [tgt[i] for i in keep]
 
     def read(self) -> dict[str, tuple[list[str], list[str]]]:
         """Every split's pairs; a missing val / test carved out of train in a seeded random order."""
@@ -161,13 +199,13 @@ class ParallelText(BatchedDataModule):
 
     # ---- setup -----------------------------------------------------------------------------------------
     def tokenizer_for(self, texts: list[str], side: str) -> SubwordTokenizer:
-        """The BPE of `side` (joint, or a language), keyed by a digest of its training texts; or the given
-        tokenizer.json."""
+        """The BPE of `side` (joint, or a language), saved under a digest of its training texts and vocabulary
+        size (text_digest), so a tokenizer of other data is never reused; or the given tokenizer.json."""
         if self.tokenizer_kind != "bpe":
             return SubwordTokenizer.load(find(self.tokenizer_kind))
         path = None
         if self.tokenizer_dir is not None:
-            digest = hashlib.sha256("\n".join(texts).encode()).hexdigest()[:16]
+            digest = text_digest(texts, self.vocab_size_wanted)
             path = Path(self.tokenizer_dir).expanduser() / f"tokenizer.{side}.{digest}.json"
         return SubwordTokenizer.build(lambda: texts, self.vocab_size_wanted, path)
 
@@ -200,11 +238,11 @@ class ParallelText(BatchedDataModule):
         self.train_set, self.val_set, self.test_set = sets["train"], sets["val"], sets["test"]
         self.val_srcs, self.val_refs = self.val_set.srcs, self.val_set.refs
         self.test_srcs, self.test_refs = self.test_set.srcs, self.test_set.refs
-        log.info("%s %s->%s: %s pairs; vocab %d/%d (%s); skipped blank pairs %s; truncated to data.max_len=%d: %s%s",
-                 self.dataset_name(), self.src_lang, self.tgt_lang,
-                 ", ".join(f"{s} {len(d)}" for s, d in sets.items()), self.src_vocab_size, self.tgt_vocab_size,
-                 "joint" if self.joint_vocab else "separate", self.skipped, self.max_len, self.truncated,
-                 "".join(f"; {s} = {how}" for s, how in self.carved.items()))
+        rank_zero_info(f"{self.dataset_name()} {self.src_lang}->{self.tgt_lang}: "
+                       f"{', '.join(f'{s} {len(d)}' for s, d in sets.items())} pairs; vocab {self.src_vocab_size}/"
+                       f"{self.tgt_vocab_size} ({'joint' if self.joint_vocab else 'separate'}); skipped blank pairs "
+                       f"{self.skipped}; truncated to data.max_len={self.max_len}: {self.truncated}"
+                       + "".join(f"; {s} = {how}" for s, how in self.carved.items()))
 
     def train_batches(self, epoch: int) -> list[list[int]]:
         """All training batches of `epoch` before rank sharding: a random order (seed, epoch) stably sorted by
@@ -226,12 +264,14 @@ class ParallelText(BatchedDataModule):
         return pack_by_tokens(order, dataset.src_lens, dataset.tgt_lens, self.max_tokens)
 
     # ---- what the run records --------------------------------------------------------------------------
+    def file_settings(self) -> list[str]:
+        """Every file setting of the splits that have one, in order."""
+        return [str(f) for v in self.sources.values() if v is not None
+                for f in (v.values() if hasattr(v, "items") else [v])]
+
     def dataset_name(self) -> str:
-        if self.name:
-            return self.name
-        files = [f for v in self.sources.values() if v is not None
-                 for f in (v.values() if hasattr(v, "items") else [v])]
-        return ", ".join(dict.fromkeys(file_entry(str(f)) for f in files))
+        """`name`, else the built-in datasets' folders and the user's files' paths (resolver.dataset_name)."""
+        return self.name or dataset_name(self.file_settings())
 
     def model_info(self) -> dict:
         """vocab_size (target), src_vocab_size, the tokenizers' states {"src", "tgt"}, seq_len / src_len."""
@@ -243,7 +283,7 @@ class ParallelText(BatchedDataModule):
                 "src_len": round(sum(len(t) for t in self.train_set.src) / n)}
 
     def data_info(self) -> dict:
-        """The data this module reads (checkpoints, results.json): dataset, builtin False, src_lang, tgt_lang,
+        """The data this module reads (checkpoints, results.json): dataset, builtin, src_lang, tgt_lang,
         files {split: path, {src, tgt} paths, or the carving}, tokenizer {kind, joint, file, vocab_size,
         src_file, src_vocab_size}."""
         self.setup()
@@ -255,7 +295,8 @@ class ParallelText(BatchedDataModule):
                 files[split] = {k: file_entry(str(f)) for k, f in value.items()}
             else:
                 files[split] = file_entry(str(value))
-        return {"dataset": self.dataset_name(), "builtin": False, "src_lang": self.src_lang, "tgt_lang": self.tgt_lang,
+        builtin = all(f in FILES for f in self.file_settings())
+        return {"dataset": self.dataset_name(), "builtin": builtin, "src_lang": self.src_lang, "tgt_lang": self.tgt_lang,
                 "files": files, "tokenizer": {"kind": "bpe" if self.tokenizer_kind == "bpe" else "pretrained",
                                               "joint": self.joint_vocab,
                                               "file": self.tgt_tokenizer.path and str(self.tgt_tokenizer.path),

@@ -7,7 +7,6 @@ or a {label: file} mapping; a missing val or test split is carved out of train (
 Labels may be strings or integers; the classes are the training split's labels, sorted (integers by value),
 unless `labels` lists them. Batches are zoo.data.sst2.collate_classification dicts.
 """
-import hashlib
 import logging
 from pathlib import Path
 
@@ -15,7 +14,7 @@ import torch
 
 from zoo.data.batching import BatchedDataModule, epoch_generator, shuffled
 from zoo.data.bpe import CLS_ID, EOS_ID, MODEL_IDS, PAD_ID, SubwordTokenizer
-from zoo.data.files import (TABLES, column, compile_pattern, file_format, find, first_row_line,
+from zoo.data.files import (TABLES, column, text_digest, compile_pattern, file_format, find, first_row_line,
                             read_lines, read_records, split_line)
 from zoo.data.resolver import DataError, file_entry
 from zoo.data.sst2 import CHUNK_BATCHES, ClassificationSet, collate_classification
@@ -190,11 +189,11 @@ class TextClassification(BatchedDataModule):
 
     # ---- setup -----------------------------------------------------------------------------------------
     def build_tokenizer(self, texts: list[str]) -> SubwordTokenizer:
-        """bpe: trained on `texts`, saved at tokenizer_path next to a digest of them, and reused only when
-        the digest matches; else the given tokenizer.json, loaded as it is."""
+        """bpe: trained on `texts`, saved at tokenizer_path with a digest of them and the vocabulary size in its
+        name (<stem>.<digest>.json: reused only for the same data); else the given tokenizer.json, as it is."""
         if self.tokenizer_kind != "bpe":
             return SubwordTokenizer.load(find(self.tokenizer_kind))
-        digest = hashlib.sha256("\n".join(texts).encode()).hexdigest()[:16]
+        digest = text_digest(texts, self.vocab_size_wanted)
         path = None
         if self.tokenizer_path is not None:  # keyed by the training texts, not only by the vocabulary size
             p = Path(self.tokenizer_path).expanduser()
