@@ -109,7 +109,7 @@ def test_rank_sharding_partitions_batches(dm):
         kept = full[: len(full) // world * world]
         assert sorted(map(tuple, sum(shards, []))) == sorted(map(tuple, kept))  # disjoint and complete
         assert len(full) - len(kept) < world
-    resumed = EpochBatchSampler(dm.train_batches, progress_fn=lambda: (1, 1, 5))
+    resumed = EpochBatchSampler(dm.train_batches, progress_fn=lambda: (1, 5))
     assert list(resumed) == dm.train_batches(1)[5:]
 
 

@@ -1,12 +1,13 @@
 """Batch samplers and padding shared by the sentence-level data modules (SST-2, Multi30k).
 
 A training epoch is a list of batches (lists of example indices) that is a pure function of (seed, epoch).
-EpochBatchSampler reads the epoch, and how many of this epoch's batches are already done, from the
-trainer's loop progress when the epoch's iteration starts, so a run resumed from a checkpoint sees exactly
-the batches an uninterrupted run would: from an epoch-end checkpoint (saved at train-epoch end or at
-validation end) or a mid-epoch one, with or without DataLoader workers (tests/test_sst2.py checks these
-under a real Trainer). With workers, the DataLoader draws its first batches when Lightning creates the
-iterator, before it resets the counters of a resumed run; EpochBatchSampler.position handles that case.
+EpochBatchSampler reads the epoch in progress (trainer.current_epoch), and how many of its batches are
+already done, from the trainer's loop progress when the epoch's iteration starts, so a run resumed from a
+checkpoint sees exactly the batches an uninterrupted run would: from an epoch-end checkpoint (saved at
+train-epoch end or at validation end) or a mid-epoch one (max_steps or val_check_interval), with or without
+DataLoader workers (tests/test_sst2.py and tests/test_resume.py check these under a real Trainer). With
+workers, the DataLoader draws its first batches when Lightning creates the iterator, before it resets the
+counters of a resumed run; EpochBatchSampler.position handles that case.
 """
 
 from collections.abc import Callable, Sequence
@@ -81,13 +82,13 @@ class EpochBatchSampler(Sampler):
     Args:
         make_batches: epoch -> list of batches (lists of example indices), deterministic.
         rank, world_size: this process and the number of processes.
-        progress_fn: returns the trainer's (epochs processed, epochs completed, batches of this rank ready in
-            the current epoch), read when iteration starts (see trainer_hooks); the epoch drawn and the
-            batches skipped follow from it. None: draw the epoch given to set_epoch(), from its start.
+        progress_fn: returns the trainer's (epoch in progress, batches of this rank ready in it), read when
+            iteration starts (see trainer_hooks); the epoch drawn and the batches skipped follow from it.
+            None: draw the epoch given to set_epoch(), from its start.
     """
 
     def __init__(self, make_batches: Callable[[int], list[list[int]]], rank: int = 0, world_size: int = 1,
-                 progress_fn: Callable[[], tuple[int, int, int]] | None = None):
+                 progress_fn: Callable[[], tuple[int, int]] | None = None):
         if not 0 <= rank < world_size:
             raise ValueError(f"rank {rank} is not in range(world_size={world_size})")
         self.make_batches, self.rank, self.world_size = make_batches, rank, world_size
@@ -103,10 +104,10 @@ class EpochBatchSampler(Sampler):
         """(epoch to draw, batches of it to skip) now."""
         if self.progress_fn is None:
             return self.epoch, 0
-        processed, completed, ready = (int(x) for x in self.progress_fn())
+        epoch, ready = (int(x) for x in self.progress_fn())
         if ready >= len(self):  # counters of a finished epoch, not yet reset (resume, iterator made early)
-            return completed + 1, 0
-        return processed, ready
+            return epoch + 1, 0
+        return epoch, ready
 
     def all_batches(self, epoch: int) -> list[list[int]]:
         """Every rank's batches of `epoch`, cut to a multiple of world_size (cached for the last epoch asked)."""
@@ -130,20 +131,20 @@ class EpochBatchSampler(Sampler):
         yield from self.batches(epoch)[skip:]
 
 
-def trainer_hooks(trainer) -> tuple[int, int, Callable[[], tuple[int, int, int]] | None]:
+def trainer_hooks(trainer) -> tuple[int, int, Callable[[], tuple[int, int]] | None]:
     """(rank, world_size, progress_fn) for EpochBatchSampler from a Lightning trainer (or None: 0, 1, None).
 
-    progress_fn returns the fit loop's processed and completed epoch counts (the first is what Lightning
-    passes to set_epoch) and the epoch loop's ready-batch count of the current epoch; all are restored from
-    a checkpoint on resume.
+    progress_fn returns the fit loop's completed epoch count (trainer.current_epoch: the epoch in progress)
+    and the epoch loop's ready-batch count of that epoch; both are restored from a checkpoint on resume.
+    Not the processed count, which Lightning passes to set_epoch: a checkpoint saved in on_train_epoch_end
+    has it one ahead (see zoo.checkpoint_io.settle_epoch_end).
     """
     if trainer is None:
         return 0, 1, None
     loop = trainer.fit_loop
 
-    def progress_fn() -> tuple[int, int, int]:
-        epochs = loop.epoch_progress.current
-        return epochs.processed, epochs.completed, loop.epoch_loop.batch_progress.current.ready
+    def progress_fn() -> tuple[int, int]:
+        return loop.epoch_progress.current.completed, loop.epoch_loop.batch_progress.current.ready
 
     return trainer.global_rank, trainer.world_size, progress_fn
 

@@ -8,6 +8,7 @@ import lightning.pytorch as pl
 import torch
 from torch import nn
 
+from zoo.checkpoint_io import settle_epoch_end
 from zoo.data.info import CHECKPOINT_KEY
 from zoo.distributed import full_params, is_fsdp
 from zoo.model.cost import flops_per_token
@@ -114,6 +115,12 @@ class TaskBase(pl.LightningModule):
         data_info = getattr(self.trainer.datamodule, "data_info", None)
         if data_info is not None:
             checkpoint[CHECKPOINT_KEY] = data_info()
+
+    def on_load_checkpoint(self, checkpoint: dict) -> None:
+        """Before Lightning restores its loops from an epoch-end checkpoint, record whether that epoch finished
+        or max_steps cut it (zoo.checkpoint_io.settle_epoch_end): the resumed run then reads the batches, and
+        validates and checkpoints at the steps, of an uninterrupted run."""
+        settle_epoch_end(checkpoint)
 
     def on_train_batch_start(self, batch, batch_idx) -> None:
         """Keep the step that loggers record equal to the optimizer step. Lightning counts it separately
