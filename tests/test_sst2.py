@@ -204,7 +204,12 @@ def test_tokenizer_file_saved_and_reused(tmp_path, monkeypatch):
     path = tmp_path / "out" / "tokenizer.json"
     dm = SST2(vocab_size=40, tokenizer_path=str(path), data_dir=data)
     dm.setup()
-    assert path.is_file() and dm.tokenizer.path == path
+    saved = dm.tokenizer.path  # tokenizer.<digest of the training texts and vocab_size>.json, next to path
+    assert saved.is_file() and saved.parent == path.parent and saved.name.startswith("tokenizer.")
     again = SST2(vocab_size=40, tokenizer_path=str(path), data_dir=data)
     again.setup()
-    assert again.tokenizer.state_dict() == dm.tokenizer.state_dict()
+    assert again.tokenizer.path == saved and again.tokenizer.state_dict() == dm.tokenizer.state_dict()
+    write_sst2(data, monkeypatch, "a dull film \t0\nan awful film \t0\na fine film \t1\n")
+    other = SST2(vocab_size=40, tokenizer_path=str(path), data_dir=data)
+    other.setup()  # other training texts: a tokenizer of their own, never the cached one
+    assert other.tokenizer.path != saved and len(list(path.parent.glob("tokenizer.*.json"))) == 2

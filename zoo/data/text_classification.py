@@ -5,22 +5,48 @@ text: `lines` (one example a line, with one file per label: `train: {pos: a.txt,
 `label_first` (`<label> <text>`), `regex` (named groups text and label). Each of train / val / test is a file
 or a {label: file} mapping; a missing val or test split is carved out of train (stratified by label, seeded).
 Labels may be strings or integers; the classes are the training split's labels, sorted (integers by value),
-unless `labels` lists them. Batches are zoo.data.sst2.collate_classification dicts.
+unless `labels` lists them. Batches are collate_classification dicts. zoo.data.sst2.SST2 is this module
+with SST-2's own line format.
 """
 import logging
 from pathlib import Path
 
 import torch
+from lightning.pytorch.utilities import rank_zero_info
+from torch.utils.data import Dataset
 
-from zoo.data.batching import BatchedDataModule, epoch_generator, shuffled
+from zoo.data.batching import BatchedDataModule, epoch_generator, pad, shuffled
 from zoo.data.bpe import CLS_ID, EOS_ID, MODEL_IDS, PAD_ID, SubwordTokenizer
-from zoo.data.files import (TABLES, column, text_digest, compile_pattern, file_format, find, first_row_line,
-                            read_lines, read_records, split_line)
-from zoo.data.resolver import DataError, file_entry
-from zoo.data.sst2 import CHUNK_BATCHES, ClassificationSet, collate_classification
+from zoo.data.files import (TABLES, column, compile_pattern, file_format, find, first_row_line, read_lines,
+                            read_records, split_line, text_digest)
+from zoo.data.resolver import FILES, DataError, dataset_name, file_entry
 
 log = logging.getLogger("zoo")
 SPLITS = ("train", "val", "test")
+CHUNK_BATCHES = 100  # length bucketing sorts chunks of this many batches
+
+
+class ClassificationSet(Dataset):
+    """Token-id rows and labels (class indices); item i is (i, ids, label)."""
+
+    def __init__(self, ids: list[list[int]], labels: list[int]):
+        self.ids, self.labels = ids, labels
+        self.lengths = [len(r) for r in ids]
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __getitem__(self, i: int):
+        return i, self.ids[i], self.labels[i]
+
+
+def collate_classification(items) -> dict[str, torch.Tensor]:
+    """Pad (index, ids, label) items: ids (B, T) long, key_padding_mask (B, T) bool (True = padding),
+    labels (B,) long, index (B,) long (the examples' indices in their split)."""
+    index, rows, labels = zip(*items)
+    ids, mask = pad(rows, PAD_ID)
+    return {"ids": ids, "key_padding_mask": mask, "labels": torch.tensor(labels, dtype=torch.long),
+            "index": torch.tensor(index, dtype=torch.long)}
 
 
 class Example:
@@ -138,14 +164,15 @@ class TextClassification(BatchedDataModule):
         rx = compile_pattern(self.pattern) if fmt == "regex" else None
         return [Example(*split_line(t, fmt, rx, path, n), path, n) for n, t in read_lines(path, self.encoding)]
 
-    def _read_split(self, value) -> list[Example]:
-        if isinstance(value, (dict,)) or hasattr(value, "items"):
+    def _read_split(self, split: str, value) -> list[Example]:
+        """The examples of one split's file setting (a file, or a {label: file} mapping)."""
+        if hasattr(value, "items"):
             return [ex for lab, f in value.items() for ex in self._read_file(f, str(lab))]
         return self._read_file(value)
 
     def read(self) -> dict[str, list[Example]]:
         """Every split's examples; missing val / test carved out of train (logged with their sizes)."""
-        data = {s: self._read_split(v) for s, v in self.sources.items() if v is not None}
+        data = {s: self._read_split(s, v) for s, v in self.sources.items() if v is not None}
         if self.limit is not None:
             data["train"] = data["train"][: self.limit]
         left = 1.0  # the part of the training file still in train: each fraction is of the whole file
@@ -222,10 +249,10 @@ class TextClassification(BatchedDataModule):
             sets[split] = ClassificationSet([[CLS_ID] + ids[:body] + [EOS_ID] for ids in encoded],
                                             [index[e.label] for e in exs])
         self.train_set, self.val_set, self.test_set = sets["train"], sets["val"], sets["test"]
-        log.info("%s: %s examples; %d classes (%s); vocab %d; truncated to data.max_len=%d: %s%s", self.dataset_name(),
-                 ", ".join(f"{s} {len(d)}" for s, d in sets.items()), len(self.classes), ", ".join(self.classes),
-                 self.vocab_size, self.max_len, self.truncated,
-                 "".join(f"; {s} = {how}" for s, how in self.carved.items()))
+        rank_zero_info(f"{self.dataset_name()}: {', '.join(f'{s} {len(d)}' for s, d in sets.items())} examples; "
+                       f"{len(self.classes)} classes ({', '.join(self.classes)}); vocab {self.vocab_size}; truncated "
+                       f"to data.max_len={self.max_len}: {self.truncated}"
+                       + "".join(f"; {s} = {how}" for s, how in self.carved.items()))
 
     @property
     def num_classes(self) -> int:
@@ -252,12 +279,14 @@ class TextClassification(BatchedDataModule):
         return [order[i : i + self.batch_size] for i in range(0, len(order), self.batch_size)]
 
     # ---- what the run records --------------------------------------------------------------------------
+    def file_settings(self) -> list[str]:
+        """Every file setting of the splits that have one, in order."""
+        return [str(f) for v in self.sources.values() if v is not None
+                for f in (v.values() if hasattr(v, "items") else [v])]
+
     def dataset_name(self) -> str:
-        if self.name:
-            return self.name
-        files = [f for v in self.sources.values() if v is not None
-                 for f in (v.values() if hasattr(v, "items") else [v])]
-        return ", ".join(dict.fromkeys(file_entry(str(f)) for f in files))
+        """`name`, else the built-in datasets' folders and the user's files' paths (resolver.dataset_name)."""
+        return self.name or dataset_name(self.file_settings())
 
     def model_info(self) -> dict:
         """vocab_size, num_classes, the tokenizer's state, classes, seq_len (mean training length, tokens)."""
@@ -267,7 +296,7 @@ class TextClassification(BatchedDataModule):
                 "tokenizer": self.tokenizer.state_dict(), "seq_len": round(sum(lengths) / len(lengths))}
 
     def data_info(self) -> dict:
-        """The data this module reads (checkpoints, results.json): dataset, builtin False, files {split: path
+        """The data this module reads (checkpoints, results.json): dataset, builtin, files {split: path
         or carving}, classes (the label of each class index), tokenizer {kind, file, vocab_size}."""
         self.setup()
         files = {}
@@ -278,7 +307,8 @@ class TextClassification(BatchedDataModule):
                 files[split] = {str(k): file_entry(str(f)) for k, f in value.items()}
             else:
                 files[split] = file_entry(str(value))
-        return {"dataset": self.dataset_name(), "builtin": False, "files": files, "classes": list(self.classes),
+        builtin = all(f in FILES for f in self.file_settings())
+        return {"dataset": self.dataset_name(), "builtin": builtin, "files": files, "classes": list(self.classes),
                 "tokenizer": {"kind": "bpe" if self.tokenizer_kind == "bpe" else "pretrained",
                               "file": self.tokenizer.path and str(self.tokenizer.path),
                               "vocab_size": self.vocab_size}}
