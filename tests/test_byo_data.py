@@ -134,7 +134,7 @@ def test_classification_bad_input(tmp_path, sst2_files, caplog):
         bad(tmp_path, train=str(d / "train.csv"), val_fraction=1.5)
     latin = tmp_path / "latin.tsv"
     latin.write_bytes(b"good one \t1\nbad \xe9t\xe9 \t0\n")
-    with pytest.raises(DataError, match=r"latin.tsv, line 2: not valid utf-8"):
+    with pytest.raises(DataError, match=r"latin.tsv, line 2: not valid UTF-8"):
         bad(tmp_path, train=str(latin), format="tsv", header=False, text_column=0, label_column=1)
     one = tmp_path / "one.jsonl"
     one.write_text("".join(json.dumps({"text": t, "label": 1}) + "\n" for t, _ in sst2_rows("train", 30)))
@@ -248,7 +248,7 @@ def test_corpus_bad_input(tmp_path):
     docs.mkdir()
     (docs / "a.txt").write_text("to be or not to be\n" * 50)
     (docs / "b.txt").write_bytes(b"fine\nfine\n\xff broken\n")
-    with pytest.raises(DataError, match=r"b.txt, line 3: not valid utf-8"):
+    with pytest.raises(DataError, match=r"b.txt, line 3: not valid UTF-8"):
         TextCorpus(file=str(docs), **kw).setup()
     with pytest.raises(DataError, match="leaves none of its 2 files"):
         TextCorpus(file=str(docs), exclude=["*.txt"], **kw).setup()

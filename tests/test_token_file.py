@@ -11,7 +11,6 @@ import pytest
 import torch
 from torch.utils.data import DataLoader
 
-from zoo.data.char_tokenizer import CharTokenizer
 from zoo.data.shakespeare import RandomWindows, TinyShakespeare
 from zoo.data.token_file import Tokens, open_token_file, read_info, sidecar, token_dtype, write_token_file
 
@@ -131,11 +130,14 @@ def test_shakespeare_token_file_is_written_once(tmp_path, monkeypatch):
     assert dm.token_path.parent == tmp_path / "data" / "tokens" and dm.token_path.stat().st_size == 2 * len(text)
     info = read_info(dm.token_path)
     assert info["dtype"] == "uint16" and info["length"] == len(text) and info["vocab_size"] == 65
-    assert info["source_sha256"] == "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed"
+    assert info["source_sha256"] == dm._key()  # the text's content and the tokenizing settings
+    monkeypatch.setattr("zoo.data.text_corpus.sha256sum", lambda p: "another text")
+    assert dm._key() != info["source_sha256"]
+    monkeypatch.undo()
     assert isinstance(dm.train_data, Tokens) and dm.tokenizer.decode(dm.train_data[:40]) == text[:40]
     batches = [b for b in dm.train_dataloader()] + [b for b in dm.val_dataloader()]
     # a second datamodule reuses the file: the text is not tokenized again, and the batches are identical
-    monkeypatch.setattr(CharTokenizer, "encode", lambda self, s: pytest.fail("tokenized the text again"))
+    monkeypatch.setattr("zoo.data.text_corpus.write_token_file", lambda *a, **k: pytest.fail("tokenized again"))
     again = make_dm(tmp_path)
     assert again.tokenizer.chars == dm.tokenizer.chars
     for (x, y), (x2, y2) in zip(batches, [b for b in again.train_dataloader()] + [b for b in again.val_dataloader()]):

@@ -16,7 +16,7 @@ import lightning.pytorch as pl
 import torch
 from torch.utils.data import DataLoader, Sampler
 
-from zoo.data.shakespeare import _MASK, _mix64
+from zoo.data.windows import _MASK, _mix64
 
 
 def epoch_generator(seed: int, epoch: int) -> torch.Generator:

@@ -54,7 +54,7 @@ def check_encoding(path: Path, encoding: str = "utf-8", chunk: int = 1 << 20) ->
             except UnicodeDecodeError as e:
                 start = max(e.start, 0)  # within this block (a character cut across blocks: its first byte)
                 bad, line = offset + start, line + block[:start].count(b"\n")
-                raise DataError(f"{path}, line {line}: not valid {encoding} (byte offset {bad}: {e.reason}).\nFix: "
+                raise DataError(f"{path}, line {line}: not valid {encoding.upper()} (byte offset {bad}: {e.reason}).\nFix: "
                                 f"convert the file to {encoding}, or set data.encoding to the file's "
                                 f"encoding") from None
             if not block:

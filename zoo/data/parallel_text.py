@@ -67,7 +67,7 @@ def aligned_lines(path: Path, encoding: str = "utf-8") -> list[str]:
             text = raw.decode(encoding)
         except UnicodeDecodeError as e:
             line = raw[: e.start].count(b"\n") + 1
-            raise DataError(f"{path}, line {line}: not valid {encoding} ({e.reason})") from None
+            raise DataError(f"{path}, line {line}: not valid {encoding.upper()} ({e.reason})") from None
     else:
         check_encoding(path, encoding)
         text = path.read_text(encoding=encoding)

@@ -14,14 +14,18 @@ import hashlib
 import json
 from pathlib import Path
 
+import os
+
+import lightning.pytorch as pl
 import numpy as np
 import torch
+from torch.utils.data import DataLoader
 
 from zoo.data.bpe import SubwordTokenizer, train_bpe
 from zoo.data.char_tokenizer import CharTokenizer
-from zoo.data.resolver import FILES, DataError, file_entry, locate, sha256sum
-from zoo.data.shakespeare import FixedWindows, RandomWindows, TinyShakespeare
+from zoo.data.resolver import FILES, DataError, dataset_name, file_entry, locate, sha256sum
 from zoo.data.token_file import open_token_file, write_token_file
+from zoo.data.windows import FixedWindows, RandomWindows, StreamSampler
 
 CHUNK = 1 << 22  # bytes read and tokenized at a time
 
@@ -69,7 +73,7 @@ def text_chunks(path: Path, encoding: str = "utf-8", chunk: int = CHUNK):
             except UnicodeDecodeError as e:
                 start = max(e.start, 0)
                 line += block[:start].count(b"\n")
-                raise DataError(f"{path}, line {line}: not valid {encoding} (byte offset {offset + start}: "
+                raise DataError(f"{path}, line {line}: not valid {encoding.upper()} (byte offset {offset + start}: "
                                 f"{e.reason}).\nFix: convert the file to {encoding}, or set data.encoding, or leave "
                                 f"it out with data.exclude") from None
             if text:
@@ -85,33 +89,58 @@ def char_ids(text: str, codepoints: np.ndarray) -> np.ndarray:
     return np.searchsorted(codepoints, cps).astype(np.int64)
 
 
-class TextCorpus(TinyShakespeare):
-    """Batches of (x, y) windows (batch_size, block_size) long from a plain-text corpus (module docstring).
+class TextCorpus(pl.LightningDataModule):
+    """Batches of (x, y) token tensors (batch_size, block_size) long, y = x shifted left by one, from a plain-text
+    corpus (module docstring). A training "epoch" is batches_per_epoch batches of windows at pseudo-random
+    offsets (zoo.data.windows: resumable exactly); validation reads val_windows fixed, evenly spaced windows.
 
-    Args, beyond TinyShakespeare's (block_size, batch_size, batches_per_epoch, val_windows, num_workers,
-    pin_memory, seed, data_dir, mirror, token_dir):
+    Args:
         file: a resolver name, a file, a folder or a glob. exclude: glob patterns of files to leave out.
         encoding: of every document (checked as it is read; an error names the file and line).
         val_fraction: in (0, 1): documents (or, for one document, tokens) for validation. split_seed: which.
         tokenizer: char (one id per character of the corpus) | bpe (trained on the training documents,
-            vocab_size). name: the dataset's name in reports (None = the file setting, resolved).
+            vocab_size). name: the dataset's name in reports (None = the file setting).
+        block_size: context length T; windows have T+1 tokens. batch_size: the global batch (split over DDP
+            processes). batches_per_epoch: training batches of an epoch (validation and checkpoint at its end
+            unless trainer.val_check_interval says otherwise). val_windows: validation windows.
+        num_workers, pin_memory: the DataLoaders'. seed: of the training windows.
+        data_dir, mirror: the resolver's (built-in names). token_dir: where token files go (default
+            <data_dir>/tokens, data_dir as for the resolver: data_dir, else $ZOO_DATA_DIR, else ./data).
+    After setup(): `tokenizer`, `vocab_size`, `train_data` / `val_data` (read-only Tokens views), `docs`
+    ({split: documents}), `token_path`.
     Raises DataError at setup for a missing path, empty folder or glob, bad encoding, a fraction outside
-    (0, 1), a corpus of one document per split impossible, or a split shorter than block_size + 1 tokens.
+    (0, 1), or a split shorter than block_size + 1 tokens.
     """
 
     BATCH = "lm"
 
     def __init__(self, file: str = "tiny_shakespeare/input.txt", exclude=(), encoding: str = "utf-8",
                  val_fraction: float = 0.1, split_seed: int = 0, tokenizer: str = "char", vocab_size: int = 8000,
-                 name: str | None = None, **kwargs):
-        super().__init__(file=file, **kwargs)
+                 name: str | None = None, block_size: int = 256, batch_size: int = 64, num_workers: int = 0,
+                 pin_memory: bool = False, val_windows: int = 500, batches_per_epoch: int = 250, seed: int = 1337,
+                 data_dir=None, mirror=None, token_dir=None):
+        super().__init__()
+        self.save_hyperparameters()
         if not 0.0 < val_fraction < 1.0:
             raise DataError(f"data.val_fraction={val_fraction} must be in (0, 1)")
         if tokenizer not in ("char", "bpe"):
             raise DataError(f"data.tokenizer={tokenizer!r} is unknown for a text corpus; allowed: char, bpe")
-        self.exclude, self.encoding, self.val_fraction = list(exclude or ()), encoding, val_fraction
+        self.file, self.exclude, self.encoding, self.val_fraction = file, list(exclude or ()), encoding, val_fraction
         self.split_seed, self.tokenizer_kind, self.vocab_size_wanted, self.name = split_seed, tokenizer, vocab_size, name
+        self.block_size, self.batch_size = block_size, batch_size
+        self.num_workers, self.pin_memory = num_workers, pin_memory
+        self.val_windows, self.seed = val_windows, seed
+        self.train_windows_per_epoch = batches_per_epoch * batch_size
+        self.data_dir, self.mirror = data_dir, mirror
+        self.token_dir = Path(token_dir or Path(data_dir or os.environ.get("ZOO_DATA_DIR") or "data") / "tokens")
+        self.token_path: Path | None = None
+        self.tokenizer = self.vocab_size = None
+        self.train_data = self.val_data = None
         self.docs: dict[str, list[Path]] = {}
+
+    def prepare_data(self) -> None:
+        """Find (or download) the documents and write the token files (once per node under Lightning)."""
+        self._tokens()
 
     def split_documents(self) -> dict[str, list[Path]]:
         """{"train": [...], "val": [...]} by document; one document: both [it] (cut by tokens at setup)."""
@@ -180,6 +209,9 @@ class TextCorpus(TinyShakespeare):
         out = {p: open_token_file(self.token_paths[p], source_sha256=key) for p in parts}
         if all(t is not None for t in out.values()):
             return out
+        if all(d.stat().st_size == 0 for split in self.docs.values() for d in split):
+            where = self.docs["train"][0] if single else f"data.file={self.file}"
+            raise DataError(f"{where} is empty: there is no text to train on")
         tok = self._build_tokenizer()
         meta = {"tokenizer": tok.state_dict(), "kind": self.tokenizer_kind, "source": str(self.file)}
         for p in parts:
@@ -190,7 +222,8 @@ class TextCorpus(TinyShakespeare):
                 raise DataError(f"cannot write the token file {self.token_paths[p]}: {e}. Set data.token_dir (or "
                                 f"data.data_dir) to a writable folder") from None
             if len(out[p]) == 0:
-                raise DataError(f"data.file={self.file}: the {p} documents are empty")
+                raise DataError(f"data.file={self.file}: the {p} documents are empty; add text or lower "
+                                f"data.val_fraction")
         return out
 
     def setup(self, stage: str | None = None) -> None:
@@ -217,12 +250,44 @@ class TextCorpus(TinyShakespeare):
         self.train_data, self.val_data = train_data, val_data
 
     def data_info(self) -> dict:
-        """The data this module reads (checkpoints, results.json): dataset, builtin, files {"text": the file
-        setting, "documents": {split: count}}, tokenizer {kind, file: the token file, vocab_size}."""
+        """The data this module reads (checkpoints, results.json): dataset (`name`, the built-in dataset's
+        name, or the file setting resolved), builtin, files {"text": resolver name or path}, documents {split:
+        count}, tokenizer {kind, file: the token file, vocab_size}."""
         self.setup()
-        builtin = str(self.file) in FILES
-        name = self.name or (str(self.file).split("/", 1)[0] if builtin else file_entry(str(self.file)))
-        return {"dataset": name, "builtin": builtin,
-                "files": {"text": file_entry(str(self.file)), "documents": {s: len(d) for s, d in self.docs.items()}},
+        return {"dataset": self.name or dataset_name([str(self.file)]), "builtin": str(self.file) in FILES,
+                "files": {"text": file_entry(str(self.file))},
+                "documents": {s: len(d) for s, d in self.docs.items()},
                 "tokenizer": {"kind": self.tokenizer_kind, "file": str(self.token_path.resolve()),
                               "vocab_size": self.vocab_size}}
+
+    def model_info(self) -> dict:
+        """What the model and task take from the data: vocab_size, the tokenizer's state, seq_len (tokens)."""
+        self.setup()
+        return {"vocab_size": self.vocab_size, "tokenizer": self.tokenizer.state_dict(), "seq_len": self.block_size}
+
+    def _loader(self, dataset, sampler=None, batch_size=None) -> DataLoader:
+        # its own generator: creating an iterator must not draw from the global RNG (exact resume)
+        return DataLoader(dataset, batch_size=batch_size or self.batch_size, sampler=sampler, shuffle=False,
+                          drop_last=sampler is not None, num_workers=self.num_workers,
+                          generator=torch.Generator().manual_seed(self.seed),
+                          pin_memory=self.pin_memory, persistent_workers=self.num_workers > 0)
+
+    def train_dataloader(self) -> DataLoader:
+        """batch_size is the global batch: each of the trainer's world_size processes loads
+        batch_size / world_size windows of every step (DataError if not divisible)."""
+        self.setup()
+        rank, world, done = 0, 1, lambda: 0
+        if self.trainer is not None:
+            rank, world = self.trainer.global_rank, self.trainer.world_size
+            progress = self.trainer.fit_loop.epoch_loop.batch_progress
+            done = lambda: progress.total.completed  # noqa: E731  training batches so far, resumed runs included
+        if self.batch_size % world:
+            raise DataError(f"data.batch_size={self.batch_size} (the global batch) is not divisible by the "
+                            f"{world} training processes; choose a multiple of {world}")
+        sampler = StreamSampler(len(self.train_set), self.batch_size, done, rank, world)
+        return self._loader(self.train_set, sampler, self.batch_size // world)
+
+    def val_dataloader(self) -> DataLoader:
+        """Every process evaluates the whole fixed validation set (the mean is the same on all)."""
+        self.setup()
+        return self._loader(self.val_set)
