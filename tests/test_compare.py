@@ -60,7 +60,7 @@ def test_parameters_match_within_ten_percent(cell, model_info, tmp_path):
 
 
 def test_cells_set_their_budgets():
-    """The cell's training budget overrides the arch's (encoder_only's natural 2106 steps)."""
+    """The cell's training budget overrides the arch's (encoder_only's natural two epochs): steps alone."""
     steps = {}
     for cell in CELLS:
         with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
@@ -68,6 +68,6 @@ def test_cells_set_their_budgets():
         with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
             alone = compose("config", overrides=[f"+cell={cell}"])
         steps[cell] = cfg.trainer.max_steps
-        assert cfg.trainer.max_steps == alone.trainer.max_steps and cfg.trainer.max_steps != 2106
+        assert cfg.trainer.max_steps == alone.trainer.max_steps > 0 and cfg.trainer.max_epochs == -1
         assert cfg.trainer.val_check_interval == alone.trainer.val_check_interval < cfg.trainer.max_steps
     assert len(steps) == 3

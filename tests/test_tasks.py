@@ -73,13 +73,19 @@ def test_translation_loss_masks_padding_by_position(arch):
 
 
 def test_task_and_data_that_do_not_fit_are_refused_before_work(tmp_path):
-    """A task given another task's dataset names the datasets it reads, before any data is touched."""
-    with pytest.raises(ConfigError, match="LanguageModeling cannot read .*SST2; use data=tiny_shakespeare"):
+    """A task given a datamodule of another kind of batch names the data configs that fit, before any data is
+    touched; a task without data= gets its natural dataset."""
+    with pytest.raises(ConfigError, match="LanguageModeling reads lm batches, but data._target_=zoo.data.sst2.SST2 "
+                                          "gives classification batches; use data=text_corpus or data=tiny_shakespeare"):
         run(make_cfg(tmp_path, ["data=sst2", "data.data_dir=/nonexistent", "data.mirror=/nonexistent"]))
-    with pytest.raises(ConfigError, match="Translation cannot read .*TinyShakespeare; use data=multi30k"):
-        run(make_cfg(tmp_path, ["task=translation"], arch="decoder_only"))
-    with pytest.raises(ConfigError, match="Classification cannot read .*Multi30k; use data=sst2"):
+    with pytest.raises(ConfigError, match="Translation reads translation batches, .*TinyShakespeare gives lm "
+                                          "batches; use data=multi30k or data=parallel_text"):
+        run(make_cfg(tmp_path, ["task=translation", "data=tiny_shakespeare"], arch="decoder_only"))
+    with pytest.raises(ConfigError, match="Classification reads .* use data=sst2 or data=text_classification"):
         run(make_cfg(tmp_path, ["data=multi30k"], arch="encoder_only"))
+    natural = {"lm": "TinyShakespeare", "classification": "SST2", "translation": "Multi30k"}
+    for task, data in natural.items():  # task= alone picks its dataset, whatever the arch's own task
+        assert make_cfg(tmp_path, [f"task={task}"], arch="encoder_only").data._target_.endswith(data)
 
 
 @pytest.mark.parametrize("arch", ["encoder_only", "decoder_only", "encoder_decoder"])

@@ -9,7 +9,7 @@ from typing import Optional
 import torch
 import yaml
 
-from zoo.data.char_tokenizer import CharTokenizer
+from zoo.data.bpe import tokenizer_from_state
 from zoo.data.info import from_checkpoint
 from zoo.model import ModelConfig, build_model
 
@@ -39,14 +39,15 @@ def load(ckpt_path: str, device: str = "cpu", ckpt: Optional[dict] = None):
     if hp.get("arch") != "decoder_only":
         raise ValueError(f"{ckpt_path} was trained with +arch={hp.get('arch')}{trained_on}; zoo.generate samples from "
                          f"decoder_only language models (task=lm)")
-    kind = data.get("tokenizer", {}).get("kind") or ("char" if "chars" in hp.get("tokenizer", {}) else None)
-    if kind != "char" or "model" not in hp:
-        raise ValueError(f"{ckpt_path} is not a checkpoint of a character language model (task=lm){trained_on}"
+    tok_state = hp.get("tokenizer", {})
+    kind = data.get("tokenizer", {}).get("kind") or ("char" if "chars" in tok_state else None)
+    if kind not in ("char", "bpe") or "model" not in hp or not ({"chars", "json"} & set(tok_state)):
+        raise ValueError(f"{ckpt_path} is not a checkpoint of a language model (task=lm){trained_on}"
                          + (f", its tokenizer is {kind}" if kind else "") + "; zoo.generate samples from those")
     model = build_model(hp["arch"], ModelConfig(**hp["model"]))
     state = {k[len("model."):]: v for k, v in ckpt["state_dict"].items() if k.startswith("model.")}
     model.load_state_dict(state)
-    return model.to(device).eval(), CharTokenizer.from_state_dict(hp["tokenizer"]), hp.get("context_len")
+    return model.to(device).eval(), tokenizer_from_state(tok_state), hp.get("context_len")
 
 
 def sample(model, tokenizer, prompt: str, max_new_tokens: int, temperature: float = 0.8, top_k=None, top_p=None,

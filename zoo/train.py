@@ -97,11 +97,16 @@ def check_config(cfg: DictConfig) -> None:
     if cfg.arch not in task_cls.ARCHS:
         raise ConfigError(f"{task_cls.__name__} does not train +arch={cfg.arch} yet; it trains "
                           f"{', '.join(task_cls.ARCHS)}")
-    if cfg.data.get("_target_") not in getattr(task_cls, "DATA", (cfg.data.get("_target_"),)):
-        fits = sorted(p.stem for p in (Path(CONF_DIR) / "data").glob("*.yaml")
-                      if OmegaConf.load(p).get("_target_") in task_cls.DATA)
-        raise ConfigError(f"{task_cls.__name__} cannot read the batches of data._target_={cfg.data.get('_target_')}; "
-                          f"use data={' or data='.join(fits)} (or another datamodule listed in {task_cls.__name__}.DATA)")
+    data_batch = getattr(get_class(cfg.data._target_), "BATCH", None) if cfg.data.get("_target_") else None
+    if data_batch is not None and task_cls.BATCH is not None and data_batch != task_cls.BATCH:
+        fits = []
+        for p in sorted((Path(CONF_DIR) / "data").glob("*.yaml")):
+            target = OmegaConf.load(p).get("_target_")
+            if target and getattr(get_class(target), "BATCH", None) == task_cls.BATCH:
+                fits.append(p.stem)
+        raise ConfigError(f"{task_cls.__name__} reads {task_cls.BATCH} batches, but data._target_="
+                          f"{cfg.data._target_} gives {data_batch} batches; use data={' or data='.join(fits)} (or a "
+                          f"datamodule whose batches keep {task_cls.__name__}.BATCH_CONTRACT)")
     check_monitors(cfg, getattr(task_cls, "VAL_METRICS", {}).get(cfg.arch, ()), task_cls.__name__)
     sched = cfg.task.get("scheduler") or {}
     if sched.get("kind", "cosine") not in ("cosine", "noam"):
@@ -147,6 +152,34 @@ def check_config(cfg: DictConfig) -> None:
         if n > cfg.model.max_len:
             raise ConfigError(f"{key}={n} is larger than model.max_len={cfg.model.max_len}; "
                               f"lower it or raise model.max_len")
+
+
+TASK_OF_BATCH = {"lm": "lm", "classification": "classification", "translation": "translation"}  # conf/task/
+
+
+def task_for_data(cfg: DictConfig) -> DictConfig:
+    """The config, with the task that reads the data's kind of batch when the command line chose data= but no
+    task= (so `+arch=decoder_only data=my_topics` classifies; the arch's natural task reads other batches):
+    composed again with task=<that task> added to the same overrides. Any other config is returned as it is,
+    and so is one composed outside a Hydra app (nothing to compose with)."""
+    from hydra import compose
+    from hydra.core.global_hydra import GlobalHydra
+
+    if not (HydraConfig.initialized() and GlobalHydra.instance().is_initialized()) or not cfg.get("data"):
+        return cfg
+    overrides = list(HydraConfig.get().overrides.task)
+    keys = [o.split("=", 1)[0].lstrip("+~") for o in overrides]
+    if "task" in keys or "data" not in keys or "+cell" in overrides:
+        return cfg
+    data_kind = getattr(get_class(cfg.data._target_), "BATCH", None)
+    task_kind = getattr(get_class(cfg.task._target_), "BATCH", None)
+    if data_kind is None or task_kind is None or data_kind == task_kind or data_kind not in TASK_OF_BATCH:
+        return cfg
+    log.info("task=%s follows data=%s (it gives %s batches); add task=... to choose another", TASK_OF_BATCH[data_kind],
+             HydraConfig.get().runtime.choices.get("data"), data_kind)
+    searchpath = [o for o in HydraConfig.get().overrides.hydra if o.startswith("hydra.searchpath")]
+    return compose(HydraConfig.get().job.config_name,
+                   overrides=searchpath + overrides + [f"task={TASK_OF_BATCH[data_kind]}"])
 
 
 def check_checkpoint(cfg: DictConfig) -> None:
@@ -272,10 +305,11 @@ def run(cfg: DictConfig) -> float:
         sys.exit(2)
     start = time.time()
     route_lightning_logs()
+    cfg = task_for_data(cfg)
     check_config(cfg)
     check_checkpoint(cfg)
     choices = HydraConfig.get().runtime.choices if HydraConfig.initialized() else {}
-    task_name = choices.get("task", "lm")
+    task_name = TASK_OF_BATCH.get(get_class(cfg.task._target_).BATCH, choices.get("task", "lm"))  # task_for_data
     pl.seed_everything(cfg.seed, workers=True)
 
     datamodule = instantiate(cfg.data)

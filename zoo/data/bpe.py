@@ -166,3 +166,15 @@ class SubwordTokenizer:
 
     def __repr__(self) -> str:
         return f"SubwordTokenizer(vocab_size={self.vocab_size}, path={self.path})"
+
+
+def tokenizer_from_state(state: dict):
+    """The tokenizer a state_dict() describes: CharTokenizer ({"chars"}) or SubwordTokenizer ({"json"}).
+    Raises ValueError for anything else."""
+    from zoo.data.char_tokenizer import CharTokenizer
+
+    if "chars" in state:
+        return CharTokenizer.from_state_dict(state)
+    if "json" in state:
+        return SubwordTokenizer.from_state_dict(state)
+    raise ValueError(f"not a tokenizer state (keys {sorted(state)}; expected 'chars' or 'json')")

@@ -73,6 +73,9 @@ class TaskBase(pl.LightningModule):
     metric_mode, min for loss / ppl / bpc, else max); the monitored one is what zoo.train returns to sweepers."""
 
     JOINS_SOURCE_AND_TARGET = False  # True: one-sequence archs read source + target as one sequence
+    BATCH = None  # the kind of batch it reads ("lm", "classification", "translation"), as datamodules declare it
+    # what a batch must hold: {key: (dtype, ndim)} for dict batches, or a tuple of (dtype, ndim) for tuples
+    BATCH_CONTRACT: "dict | tuple" = {}
 
     def __init__(self):
         super().__init__()
@@ -122,10 +125,36 @@ class TaskBase(pl.LightningModule):
         validates and checkpoints at the steps, of an uninterrupted run."""
         settle_epoch_end(checkpoint)
 
+    def check_batch(self, batch) -> None:
+        """Raise ValueError naming the datamodule, the key and what was expected when `batch` breaks
+        BATCH_CONTRACT (a missing key, another dtype or number of dimensions)."""
+        source = type(getattr(self.trainer, "datamodule", None)).__name__ if self._trainer is not None else "the data"
+        contract = self.BATCH_CONTRACT
+        if isinstance(contract, dict):
+            if not isinstance(batch, dict):
+                raise ValueError(f"{type(self).__name__} reads dict batches with keys {', '.join(contract)}, but "
+                                 f"{source} gives {type(batch).__name__} batches")
+            items = [(f"batch[{k!r}]", batch.get(k), want) for k, want in contract.items()]
+        else:
+            if not isinstance(batch, (tuple, list)) or len(batch) != len(contract):
+                raise ValueError(f"{type(self).__name__} reads batches of {len(contract)} tensors (x, y), but "
+                                 f"{source} gives {type(batch).__name__} batches")
+            items = [(f"batch[{i}]", t, want) for i, (t, want) in enumerate(zip(batch, contract))]
+        for name, t, (dtype, ndim) in items:
+            if not isinstance(t, torch.Tensor) or t.dtype != dtype or t.dim() != ndim:
+                got = "missing" if t is None else (f"{t.dtype} with {t.dim()} dims" if isinstance(t, torch.Tensor)
+                                                   else type(t).__name__)
+                raise ValueError(f"{type(self).__name__} needs {name} as {dtype} with {ndim} dims, but {source} "
+                                 f"gives {got}; see {type(self).__name__}'s docstring for the batch it reads")
+
     def on_train_batch_start(self, batch, batch_idx) -> None:
-        """Keep the step that loggers record equal to the optimizer step. Lightning counts it separately
+        """Check the first batch against BATCH_CONTRACT, before any training step. Keep the step that loggers
+        record equal to the optimizer step. Lightning counts it separately
         (_batches_that_stepped) and adds one when it resumes from a checkpoint it assumes was written inside
         a batch; zoo's last.ckpt is written at the epoch end, so resumed runs would log every step one late."""
+        if not getattr(self, "_batch_checked", False):
+            self.check_batch(batch)
+            self._batch_checked = True
         self.trainer.fit_loop.epoch_loop._batches_that_stepped = self.trainer.global_step
 
     def on_train_batch_end(self, outputs, batch, batch_idx) -> None:
@@ -151,9 +180,10 @@ class TaskBase(pl.LightningModule):
 
     def configure_optimizers(self):
         # under FSDP the parameters are flat 1-D shards here; weight decay picks matrices by their real shape
+        # a run bounded by epochs (max_steps -1) decays over the steps those epochs of its data take
+        steps = self.trainer.max_steps if self.trainer.max_steps > 0 else int(self.trainer.estimated_stepping_batches)
         with full_params(getattr(self.trainer.strategy, "model", None)):
-            return configure_optimizers(self.model, self.hparams.optimizer, self.hparams.scheduler,
-                                        self.trainer.max_steps)
+            return configure_optimizers(self.model, self.hparams.optimizer, self.hparams.scheduler, steps)
 
     def configure_gradient_clipping(self, optimizer, gradient_clip_val=None, gradient_clip_algorithm=None):
         """trainer.gradient_clip_val clips the global gradient norm; under FSDP with FSDP's own

@@ -23,7 +23,8 @@ class Classification(TaskBase):
     """
 
     ARCHS = ("encoder_only", "decoder_only", "encoder_decoder")
-    DATA = ("zoo.data.sst2.SST2",)  # datamodules (data._target_) whose batches this task reads
+    BATCH = "classification"  # the batches it reads: any datamodule whose batches keep BATCH_CONTRACT
+    BATCH_CONTRACT = {"ids": (torch.long, 2), "key_padding_mask": (torch.bool, 2), "labels": (torch.long, 1)}
     VAL_METRICS = {arch: ("val/loss", "val/acc", "val/f1") for arch in ARCHS}  # per arch, what task.monitor may name
 
     def __init__(self, arch: str, model: dict, tokenizer: dict, optimizer: dict, scheduler: dict,

@@ -8,7 +8,7 @@ import torch.nn.functional as F
 from lightning.pytorch.loggers import WandbLogger
 from torchmetrics import MeanMetric
 
-from zoo.data.char_tokenizer import CharTokenizer
+from zoo.data.bpe import tokenizer_from_state
 from zoo.distributed import is_fsdp, root_params
 from zoo.generate import sample
 from zoo.model import ModelConfig, build_model
@@ -45,7 +45,8 @@ class LanguageModeling(TaskBase):
     """
 
     ARCHS = ("decoder_only", "encoder_only", "encoder_decoder")
-    DATA = ("zoo.data.shakespeare.TinyShakespeare",)  # datamodules (data._target_) whose batches this task reads
+    BATCH = "lm"  # the batches it reads: any datamodule whose batches keep BATCH_CONTRACT
+    BATCH_CONTRACT = ((torch.long, 2), (torch.long, 2))  # (x, y): (B, T) token ids, y = x shifted left by one
     VAL_METRICS = {  # per arch, what task.monitor may name: the validation metrics it logs
         "decoder_only": ("val/loss", "val/ppl", "val/bpc", "val/cont_loss"),
         "encoder_decoder": ("val/loss", "val/ppl", "val/bpc", "val/cont_loss"),
@@ -66,7 +67,7 @@ class LanguageModeling(TaskBase):
             self.mask_id = model["vocab_size"]  # <mask>: one id past the data's vocabulary
             model = {**model, "vocab_size": model["vocab_size"] + 1}
         self.model = build_model(arch, ModelConfig(**model))
-        self.tokenizer = CharTokenizer.from_state_dict(tokenizer)
+        self.tokenizer = tokenizer_from_state(tokenizer)  # char or BPE, as the data's
         self.val_loss, self.cont_loss, self.mlm_acc = MeanMetric(), MeanMetric(), MeanMetric()
         self.samples = []
 

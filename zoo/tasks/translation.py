@@ -68,7 +68,9 @@ class Translation(TaskBase):
     """
 
     ARCHS = ("encoder_decoder", "decoder_only", "encoder_only")
-    DATA = ("zoo.data.multi30k.Multi30k",)  # datamodules (data._target_) whose batches this task reads
+    BATCH = "translation"  # the batches it reads: any datamodule whose batches keep BATCH_CONTRACT
+    BATCH_CONTRACT = {"src": (torch.long, 2), "src_key_padding_mask": (torch.bool, 2), "tgt_in": (torch.long, 2),
+                      "tgt_out": (torch.long, 2), "tgt_key_padding_mask": (torch.bool, 2), "index": (torch.long, 1)}
     VAL_METRICS = {  # per arch, what task.monitor may name: the validation metrics it logs
         "encoder_decoder": ("val/loss", "val/bleu", "val/chrf"),
         "decoder_only": ("val/loss", "val/bleu", "val/chrf"),
