@@ -16,6 +16,7 @@ from zoo.data.resolver import DataError
 from zoo.data.text_classification import TextClassification
 from zoo.data.text_corpus import TextCorpus
 from conftest import SHARED_DATA
+from zoo_run import run_cli
 
 MIRROR = str(SHARED_DATA)
 N = 400  # training examples of the classification / translation fixtures
@@ -284,3 +285,97 @@ def test_corpus_tokenizing_memory_does_not_grow_with_its_size(tmp_path):
         peaks[mb] = peak
         (d / "corpus.txt").unlink()
     assert peaks[240] - peaks[40] < 20, peaks  # 200 MB more text, < 20 MB more memory
+
+
+# ---- by config alone, through the main job -------------------------------------------------------------------
+SMALL_MODEL = ["model.d_model=32", "model.n_heads=2", "model.d_ff=64", "model.n_layers=1", "model.max_len=128",
+               "trainer.enable_model_summary=false", "logger=csv"]
+
+
+def user_conf(root, name: str, text: str):
+    """A data config of the user's own, in root/conf/data/<name>.yaml (outside the repo)."""
+    (root / "conf" / "data").mkdir(parents=True, exist_ok=True)
+    (root / "conf" / "data" / f"{name}.yaml").write_text(text)
+    return f"hydra.searchpath=[file://{root / 'conf'}]"
+
+
+def test_user_classification_config_compares_the_three_archs(tmp_path, sst2_files):
+    """The README's workflow: a data config in the user's folder, `~` in its paths, -m over the three archs; each
+    run classifies (the task follows the data) and results.json and the report name the dataset."""
+    home = tmp_path / "home"
+    (home / "corpora").mkdir(parents=True)
+    for split in ("train", "test"):
+        (home / "corpora" / f"{split}.csv").write_bytes((sst2_files / f"{split}.csv").read_bytes())
+    searchpath = user_conf(home / "exp", "my_topics", "defaults: [text_classification]\ntrain: ~/corpora/train.csv\n"
+                           "test: ~/corpora/test.csv\ntext_column: sentence\nlabel_column: sentiment\n"
+                           "name: my_topics\nvocab_size: 300\n")
+    sweep = tmp_path / "sweep"
+    out = run_cli(["-m", "+arch=encoder_only,decoder_only,encoder_decoder", "data=my_topics", searchpath,
+                   "trainer.max_epochs=1", *SMALL_MODEL, f"hydra.sweep.dir={sweep}"], cwd=tmp_path,
+                  env={"HOME": str(home)})
+    assert out.returncode == 0, out.stderr[-3000:]
+    results = [json.loads((sweep / str(i) / "results.json").read_text()) for i in range(3)]
+    assert [r["arch"] for r in results] == ["encoder_only", "decoder_only", "encoder_decoder"]
+    for r in results:
+        assert (r["task"], r["dataset"]) == ("classification", "my_topics") and 0 <= r["final"]["test/acc"] <= 1
+        assert r["data"]["files"]["train"] == str(home / "corpora" / "train.csv")  # "~" expanded
+        labels = [lab for _, lab in sst2_rows("train")]
+        kept = N - sum(round(labels.count(c) * 0.1) for c in ("0", "1"))  # val: 0.1 of each class carved out
+        assert r["data"]["classes"] == ["0", "1"] and r["steps"] == -(-kept // 64)  # one epoch of batch 64
+    rep = subprocess.run([sys.executable, "-m", "zoo.report", str(sweep)], capture_output=True, text=True, timeout=300)
+    assert rep.returncode == 0, rep.stderr[-2000:]
+    table = (sweep / "report.md").read_text()
+    assert all(f"| classification / {a} | my_topics |" in table for a in ("encoder_only", "decoder_only"))
+
+
+def test_user_parallel_and_corpus_configs_train(tmp_path, multi30k_files):
+    """--config-dir with two aligned files (decoder_only: the task follows the data to translation), and a
+    folder of plays as a corpus."""
+    d = multi30k_files
+    user_conf(tmp_path / "exp", "my_pairs", f"defaults: [parallel_text]\ntrain: {{src: {d / 'train.de'}, tgt: "
+              f"{d / 'train.en'}}}\nval: {{src: {d / 'val.de'}, tgt: {d / 'val.en'}}}\nsrc_lang: de\ntgt_lang: en\n"
+              f"vocab_size: 300\nmax_tokens: 1024\nmax_len: 48\n")
+    run_dir = tmp_path / "pairs"
+    out = run_cli(["--config-dir", str(tmp_path / "exp" / "conf"), "+arch=decoder_only", "data=my_pairs",
+                   "trainer.max_steps=6", *SMALL_MODEL, f"hydra.run.dir={run_dir}"], cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    r = json.loads((run_dir / "results.json").read_text())
+    assert r["task"] == "translation" and (r["data"]["src_lang"], r["data"]["tgt_lang"]) == ("de", "en")
+    assert r["data"]["files"]["test"] == "0.05 of train, seed 0" and "test/bleu" in r["final"]
+    write_plays(tmp_path / "plays")
+    searchpath = user_conf(tmp_path / "exp", "my_plays", f"defaults: [text_corpus]\nfile: {tmp_path / 'plays'}\n"
+                           f"exclude: ['*.md']\nname: plays\nblock_size: 32\nbatch_size: 8\nval_windows: 16\n")
+    run_dir = tmp_path / "plays_run"
+    out = run_cli(["+arch=encoder_decoder", "task=lm", "data=my_plays", searchpath, "trainer.max_steps=6", *SMALL_MODEL,
+                   "task.sample.max_new_tokens=8", f"hydra.run.dir={run_dir}"], cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    r = json.loads((run_dir / "results.json").read_text())
+    assert (r["task"], r["dataset"], r["data"]["documents"]) == ("lm", "plays", {"train": 11, "val": 1})
+
+
+class NoLabels(TextClassification):
+    """A user's datamodule whose batches lack the labels Classification reads."""
+
+    @staticmethod
+    def collate(items):
+        batch = TextClassification.collate(items)
+        del batch["labels"]
+        return batch
+
+
+def test_a_batch_that_breaks_the_contract_is_refused_at_the_first_step(tmp_path, sst2_files):
+    import lightning.pytorch as pl
+
+    from zoo.tasks.classification import Classification
+
+    dm = NoLabels(train=str(sst2_files / "train.jsonl"), **common(tmp_path))
+    info = dm.model_info()
+    task = Classification("encoder_only", dict(vocab_size=info["vocab_size"], num_classes=2, d_model=16, n_heads=2,
+                                               d_ff=32, n_layers=1, max_len=128), info["tokenizer"],
+                          {"lr": 1e-3}, {"warmup_steps": 1})
+    trainer = pl.Trainer(max_steps=1, logger=False, enable_checkpointing=False, enable_progress_bar=False,
+                         enable_model_summary=False, num_sanity_val_steps=0)
+    with pytest.raises(ValueError, match=r"Classification needs batch\['labels'\] as torch.int64 with 1 dims, but "
+                                         r"NoLabels gives missing"):
+        trainer.fit(task, datamodule=dm)
+    assert trainer.global_step == 0

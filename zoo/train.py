@@ -274,12 +274,21 @@ def flat_config(cfg: DictConfig, top: dict) -> dict:
 
 
 def data_tag(data: dict) -> str:
-    """The W&B tag of the data a run read: a built-in dataset's name, else the user's file names joined
-    by "+" ("file:my.txt"), cut to W&B's 64 characters."""
-    if data.get("builtin", True):
-        return str(data["dataset"])[:64]
-    names = dict.fromkeys(Path(p).name for p in data.get("files", {}).values() if Path(p).is_absolute())
-    return ("file:" + "+".join(names))[:64]
+    """The W&B tag of the data a run read: a built-in dataset's name, or the name a user's config gave it, else
+    the user's file names joined by "+" ("file:my.txt"), cut to W&B's 64 characters."""
+    name = str(data["dataset"])
+    if data.get("builtin", True) or "/" not in name:
+        return name[:64]
+    paths = []
+
+    def walk(value) -> None:
+        if isinstance(value, dict):
+            for v in value.values():
+                walk(v)
+        elif isinstance(value, str) and Path(value).is_absolute():
+            paths.append(Path(value).name)
+    walk(data.get("files", {}))
+    return ("file:" + "+".join(dict.fromkeys(paths)))[:64]
 
 
 def make_loggers(cfg: DictConfig, tags):
@@ -312,7 +321,7 @@ def run(cfg: DictConfig) -> float:
     task_name = TASK_OF_BATCH.get(get_class(cfg.task._target_).BATCH, choices.get("task", "lm"))  # task_for_data
     pl.seed_everything(cfg.seed, workers=True)
 
-    datamodule = instantiate(cfg.data)
+    datamodule = instantiate(cfg.data, _convert_="all")  # plain lists and dicts: checkpoints hold no omegaconf
     datamodule.prepare_data()
     datamodule.setup()
     info = datamodule.model_info()  # vocabulary sizes, classes, tokenizer state, typical lengths
