@@ -11,6 +11,7 @@ also the separator), `<unk>`=3, `<mask>`=4, `<cls>`=5. encode() adds none of the
 what their task needs.
 """
 
+import json
 import os
 import tempfile
 from collections.abc import Callable, Iterable
@@ -50,6 +51,21 @@ def train_bpe(texts: Iterable[str], vocab_size: int) -> Tokenizer:
     return tok
 
 
+def train_chars(texts: Iterable[str]) -> Tokenizer:
+    """A character-level tokenizer with zoo's special ids: BPE (as train_bpe) with no merges, so each character
+    of the NFKC-normalized text (a space as "▁") is one token. Raises ValueError for texts without characters."""
+    texts = list(texts)
+    normalizer = normalizers.NFKC()
+    alphabet = {"\u2581"} | {c for t in texts for c in normalizer.normalize_str(t).replace(" ", "\u2581")}
+    if alphabet == {"\u2581"}:
+        raise ValueError("no characters to build a character vocabulary from")
+    tok = train_bpe(texts, len(SPECIAL_TOKENS) + len(alphabet))
+    merges = json.loads(tok.to_str())["model"]["merges"]
+    if merges:  # the alphabet was larger than the trainer's: never seen, but a merge would make it subword
+        raise ValueError(f"the character vocabulary learned {len(merges)} merges")
+    return tok
+
+
 def check_special_ids(tok: Tokenizer, where: str) -> None:
     """Raise DataError (naming `where`) unless every special token has its fixed id."""
     wrong = {t: tok.token_to_id(t) for i, t in enumerate(SPECIAL_TOKENS) if tok.token_to_id(t) != i}
@@ -58,7 +74,8 @@ def check_special_ids(tok: Tokenizer, where: str) -> None:
         raise DataError(f"{where}: special token ids {wrong} differ from the fixed ids {expected}")
 
 
-def load_or_train(path: str | Path, texts_fn: Callable[[], Iterable[str]], vocab_size: int) -> Tokenizer:
+def load_or_train(path: str | Path, texts_fn: Callable[[], Iterable[str]], vocab_size: int,
+                  chars: bool = False) -> Tokenizer:
     """Load the tokenizer saved at `path`, or train one on texts_fn() and save it there.
 
     The file is a cache keyed by its path only: delete it when the training text changes. Saving is
@@ -69,6 +86,7 @@ def load_or_train(path: str | Path, texts_fn: Callable[[], Iterable[str]], vocab
         path: a tokenizer.json file (its folder is created if needed).
         texts_fn: returns the training text; called only when training.
         vocab_size: the wanted vocabulary size, specials included.
+        chars: a character vocabulary (train_chars; vocab_size unused).
     Returns:
         the tokenizers.Tokenizer.
     Raises:
@@ -82,6 +100,8 @@ def load_or_train(path: str | Path, texts_fn: Callable[[], Iterable[str]], vocab
         except Exception as e:  # tokenizers raises a bare Exception on bad JSON
             raise DataError(f"cannot read the tokenizer {path}: {e}\nFix: delete it (it will be retrained).") from None
         check_special_ids(tok, f"tokenizer {path} (delete it to retrain)")
+        if chars:
+            return tok
         have = tok.get_vocab_size()
         # a small corpus saturates below vocab_size: accept the file if retraining would give the same size
         saturated = have < vocab_size and train_bpe(texts_fn(), vocab_size).get_vocab_size() == have
@@ -89,7 +109,7 @@ def load_or_train(path: str | Path, texts_fn: Callable[[], Iterable[str]], vocab
             raise DataError(f"tokenizer {path} has vocab size {have}, but vocab_size={vocab_size} was asked for; "
                             f"delete it or change vocab_size to {have}")
         return tok
-    tok = train_bpe(texts_fn(), vocab_size)
+    tok = train_chars(texts_fn()) if chars else train_bpe(texts_fn(), vocab_size)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
@@ -119,11 +139,12 @@ class SubwordTokenizer:
 
     @classmethod
     def build(cls, texts_fn: Callable[[], Iterable[str]], vocab_size: int,
-              path: str | Path | None = None) -> "SubwordTokenizer":
-        """load_or_train(path, ...) when path is given, else train_bpe(texts_fn(), ...) kept in memory only."""
+              path: str | Path | None = None, chars: bool = False) -> "SubwordTokenizer":
+        """load_or_train(path, ...) when path is given, else train_bpe(texts_fn(), ...) (train_chars with
+        chars=True) kept in memory only."""
         if path is None:
-            return cls(train_bpe(texts_fn(), vocab_size))
-        return cls(load_or_train(path, texts_fn, vocab_size), path)
+            return cls(train_chars(texts_fn()) if chars else train_bpe(texts_fn(), vocab_size))
+        return cls(load_or_train(path, texts_fn, vocab_size, chars), path)
 
     @classmethod
     def load(cls, path: str | Path) -> "SubwordTokenizer":

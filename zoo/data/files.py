@@ -154,3 +154,25 @@ def text_digest(texts, vocab_size: int) -> str:
         h.update(t.encode())
         h.update(b"\n")
     return h.hexdigest()[:16]
+
+
+HUB_SPLITS = {"train": "train", "validation": "val", "valid": "val", "dev": "val", "test": "test"}
+
+
+def read_hub(hf_path: str, hf_name: str | None = None, cache_dir: str | None = None) -> dict:
+    """{split: datasets.Dataset} of a Hugging Face dataset: a hub id (online), or a local folder of data files
+    named by split (train.csv, test.jsonl, ...; offline). Split names map through HUB_SPLITS (validation ->
+    val). Raises DataError naming the dataset when `datasets` cannot load it, or it has no train split."""
+    import datasets
+
+    datasets.disable_progress_bars()
+    try:
+        loaded = datasets.load_dataset(hf_path, hf_name, cache_dir=cache_dir)
+    except Exception as e:  # offline, unknown id, missing config name: many types, one message
+        raise DataError(f"data.hf_path={hf_path}{f' data.hf_name={hf_name}' if hf_name else ''} cannot be loaded "
+                        f"({type(e).__name__}: {str(e).splitlines()[0][:200]}).\nFix: check the id (and that "
+                        f"this machine is online), or pass local files as data.train / val / test") from None
+    out = {HUB_SPLITS[k]: v for k, v in loaded.items() if k in HUB_SPLITS}
+    if "train" not in out:
+        raise DataError(f"data.hf_path={hf_path} has no train split (it has {', '.join(loaded)})")
+    return out

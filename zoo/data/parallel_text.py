@@ -93,7 +93,8 @@ class ParallelText(BatchedDataModule):
         src_column, tgt_column: the two columns of a table (names or 0-based indices; None = src_lang /
             tgt_lang).
         max_tokens, max_len, vocab_size, joint_vocab, num_workers, seed, limit: as zoo.data.multi30k.Multi30k.
-        tokenizer: bpe (trained on the training split) or the path of a zoo tokenizer.json (both sides).
+        tokenizer: bpe (trained on the training split), char (one token per character), or the path of a zoo
+            tokenizer.json (both sides).
         tokenizer_dir: where trained tokenizers are saved, named by a digest of their training text (so a
             tokenizer of other data is never reused); None = in memory only.
         truncate: cut sentences longer than max_len (counted) or refuse them.
@@ -201,13 +202,14 @@ class ParallelText(BatchedDataModule):
     def tokenizer_for(self, texts: list[str], side: str) -> SubwordTokenizer:
         """The BPE of `side` (joint, or a language), saved under a digest of its training texts and vocabulary
         size (text_digest), so a tokenizer of other data is never reused; or the given tokenizer.json."""
-        if self.tokenizer_kind != "bpe":
+        if self.tokenizer_kind not in ("bpe", "char"):
             return SubwordTokenizer.load(find(self.tokenizer_kind))
+        chars = self.tokenizer_kind == "char"
         path = None
         if self.tokenizer_dir is not None:
-            digest = text_digest(texts, self.vocab_size_wanted)
-            path = Path(self.tokenizer_dir).expanduser() / f"tokenizer.{side}.{digest}.json"
-        return SubwordTokenizer.build(lambda: texts, self.vocab_size_wanted, path)
+            digest = text_digest(texts, 0 if chars else self.vocab_size_wanted)
+            path = Path(self.tokenizer_dir).expanduser() / f"tokenizer.{side}.{'char.' if chars else ''}{digest}.json"
+        return SubwordTokenizer.build(lambda: texts, self.vocab_size_wanted, path, chars=chars)
 
     def setup(self, stage: str | None = None) -> None:
         """Read, check and tokenize the three splits (idempotent); DataError as the class docstring says."""
@@ -297,7 +299,8 @@ class ParallelText(BatchedDataModule):
                 files[split] = file_entry(str(value))
         builtin = all(f in FILES for f in self.file_settings())
         return {"dataset": self.dataset_name(), "builtin": builtin, "src_lang": self.src_lang, "tgt_lang": self.tgt_lang,
-                "files": files, "tokenizer": {"kind": "bpe" if self.tokenizer_kind == "bpe" else "pretrained",
+                "files": files, "tokenizer": {"kind": self.tokenizer_kind if self.tokenizer_kind in ("bpe", "char")
+                                              else "pretrained",
                                               "joint": self.joint_vocab,
                                               "file": self.tgt_tokenizer.path and str(self.tgt_tokenizer.path),
                                               "vocab_size": self.tgt_vocab_size,

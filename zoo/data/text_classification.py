@@ -17,8 +17,8 @@ from torch.utils.data import Dataset
 
 from zoo.data.batching import BatchedDataModule, epoch_generator, pad, shuffled
 from zoo.data.bpe import CLS_ID, EOS_ID, MODEL_IDS, PAD_ID, SubwordTokenizer
-from zoo.data.files import (TABLES, column, compile_pattern, file_format, find, first_row_line, read_lines,
-                            read_records, split_line, text_digest)
+from zoo.data.files import (TABLES, column, compile_pattern, file_format, find, first_row_line, read_hub,
+                            read_lines, read_records, split_line, text_digest)
 from zoo.data.resolver import FILES, DataError, dataset_name, file_entry
 
 log = logging.getLogger("zoo")
@@ -92,13 +92,15 @@ class TextClassification(BatchedDataModule):
         encoding: of every text file (checked line by line). pattern: the regex of format=regex.
         labels: the classes, in order (None = the sorted labels of train); any other label is refused.
         val_fraction, test_fraction: in (0, 1), used for a missing split. split_seed: their random order.
-        tokenizer: bpe (trained on the training texts, vocab_size) or the path of a tokenizer.json that zoo
-            trained (its special ids fixed, zoo.data.bpe). tokenizer_path: where the trained BPE is saved (and
+        tokenizer: bpe (trained on the training texts, vocab_size), char (one token per character), or the
+            path of a tokenizer.json that zoo trained (its special ids fixed, zoo.data.bpe). tokenizer_path: where the trained BPE is saved (and
             reused when it was trained on the same texts).
         max_len: most tokens per example, <cls> and </s> included; truncate: cut longer ones (counted, logged)
             or refuse them. batch_size, bucket, num_workers, seed: as zoo.data.sst2.SST2.
         data_dir, mirror: the resolver's (for built-in names). limit: keep the first `limit` training examples.
         name: the dataset's name in reports (None = the files' paths).
+        hf_path, hf_name: a Hugging Face dataset (hub id when online, or a local folder of split files), for
+            the splits no file is given for (its validation split is val); columns as for a table.
     Raises DataError (at setup, before any training) for missing files, columns, labels or encodings, empty or
     one-class splits, fractions outside (0, 1), labels of val / test that train lacks, too-long examples with
     truncate=false.
@@ -115,12 +117,13 @@ class TextClassification(BatchedDataModule):
                  test_fraction: float = 0.1, split_seed: int = 0, tokenizer: str = "bpe", vocab_size: int = 8000,
                  tokenizer_path: str | None = None, max_len: int = 128, truncate: bool = True, batch_size: int = 64,
                  bucket: bool = True, num_workers: int = 0, seed: int = 1337, data_dir=None, mirror=None,
-                 limit: int | None = None, name: str | None = None):
+                 limit: int | None = None, name: str | None = None, hf_path: str | None = None,
+                 hf_name: str | None = None):
         super().__init__()
         self.save_hyperparameters()
-        if train is None:
-            raise DataError("data.train is not set: give the training file (data.train=PATH) or a {label: file} "
-                            "mapping")
+        if train is None and hf_path is None:
+            raise DataError("data.train is not set: give the training file (data.train=PATH), a {label: file} "
+                            "mapping, or a Hugging Face dataset (data.hf_path)")
         for key, f in (("val_fraction", val_fraction), ("test_fraction", test_fraction)):
             if not 0.0 < f < 1.0:
                 raise DataError(f"data.{key}={f} must be in (0, 1)")
@@ -138,6 +141,7 @@ class TextClassification(BatchedDataModule):
         self.tokenizer_path, self.max_len, self.truncate = tokenizer_path, max_len, truncate
         self.batch_size, self.bucket, self.num_workers, self.seed = batch_size, bucket, num_workers, seed
         self.data_dir, self.mirror, self.limit, self.name = data_dir, mirror, limit, name
+        self.hf_path, self.hf_name = hf_path, hf_name
         self.train_set = self.val_set = self.test_set = None
         self.classes: list[str] | None = None
         self.truncated: dict[str, int] = {}
@@ -156,13 +160,16 @@ class TextClassification(BatchedDataModule):
                             f"to label_first or regex (or csv / tsv / json / parquet)")
         if fmt in TABLES:
             records = read_records(path, fmt, self.header, self.delimiter, self.encoding)
-            texts = column(records, self.text_column, path, "text_column")
-            labels = column(records, self.label_column, path, "label_column")
-            first = first_row_line(fmt, self.header)
-            return [Example(str(t).strip(), str(lab).strip(), path, first + i)
-                    for i, (t, lab) in enumerate(zip(texts, labels)) if str(t).strip()]
+            return self._from_records(records, path, first_row_line(fmt, self.header))
         rx = compile_pattern(self.pattern) if fmt == "regex" else None
         return [Example(*split_line(t, fmt, rx, path, n), path, n) for n, t in read_lines(path, self.encoding)]
+
+    def _from_records(self, records, where, first: int) -> list[Example]:
+        """Examples of a table's rows (text_column, label_column); `first` is the line of row 0."""
+        texts = column(records, self.text_column, where, "text_column")
+        labels = column(records, self.label_column, where, "label_column")
+        return [Example(str(t).strip(), str(lab).strip(), where, first + i)
+                for i, (t, lab) in enumerate(zip(texts, labels)) if str(t).strip()]
 
     def _read_split(self, split: str, value) -> list[Example]:
         """The examples of one split's file setting (a file, or a {label: file} mapping)."""
@@ -173,6 +180,11 @@ class TextClassification(BatchedDataModule):
     def read(self) -> dict[str, list[Example]]:
         """Every split's examples; missing val / test carved out of train (logged with their sizes)."""
         data = {s: self._read_split(s, v) for s, v in self.sources.items() if v is not None}
+        if self.hf_path is not None:  # the hub dataset's splits, where no file is given
+            for split, records in read_hub(self.hf_path, self.hf_name).items():
+                if split not in data:
+                    self.carved[split] = f"{self.hf_path}{f'/{self.hf_name}' if self.hf_name else ''}[{split}]"
+                    data[split] = self._from_records(records, Path(self.carved[split]), 1)
         if self.limit is not None:
             data["train"] = data["train"][: self.limit]
         left = 1.0  # the part of the training file still in train: each fraction is of the whole file
@@ -216,16 +228,18 @@ class TextClassification(BatchedDataModule):
 
     # ---- setup -----------------------------------------------------------------------------------------
     def build_tokenizer(self, texts: list[str]) -> SubwordTokenizer:
-        """bpe: trained on `texts`, saved at tokenizer_path with a digest of them and the vocabulary size in its
-        name (<stem>.<digest>.json: reused only for the same data); else the given tokenizer.json, as it is."""
-        if self.tokenizer_kind != "bpe":
+        """bpe (or char: one token per character, zoo.data.bpe.train_chars): trained on `texts`, saved at
+        tokenizer_path with a digest of them and the vocabulary size in its name (<stem>.<digest>.json: reused
+        only for the same data); else the given tokenizer.json, as it is."""
+        if self.tokenizer_kind not in ("bpe", "char"):
             return SubwordTokenizer.load(find(self.tokenizer_kind))
-        digest = text_digest(texts, self.vocab_size_wanted)
+        chars = self.tokenizer_kind == "char"
         path = None
         if self.tokenizer_path is not None:  # keyed by the training texts, not only by the vocabulary size
             p = Path(self.tokenizer_path).expanduser()
-            path = p.with_name(f"{p.stem}.{digest}{p.suffix or '.json'}")
-        return SubwordTokenizer.build(lambda: texts, self.vocab_size_wanted, path)
+            digest = text_digest(texts, 0 if chars else self.vocab_size_wanted)
+            path = p.with_name(f"{p.stem}.{'char.' if chars else ''}{digest}{p.suffix or '.json'}")
+        return SubwordTokenizer.build(lambda: texts, self.vocab_size_wanted, path, chars=chars)
 
     def setup(self, stage: str | None = None) -> None:
         """Read, check, tokenize (idempotent). Raises DataError as the class docstring says."""
@@ -286,7 +300,8 @@ class TextClassification(BatchedDataModule):
 
     def dataset_name(self) -> str:
         """`name`, else the built-in datasets' folders and the user's files' paths (resolver.dataset_name)."""
-        return self.name or dataset_name(self.file_settings())
+        hub = self.hf_path and (self.hf_path + (f"/{self.hf_name}" if self.hf_name else ""))
+        return self.name or ", ".join(x for x in (hub, self.file_settings() and dataset_name(self.file_settings())) if x)
 
     def model_info(self) -> dict:
         """vocab_size, num_classes, the tokenizer's state, classes, seq_len (mean training length, tokens)."""
@@ -307,8 +322,8 @@ class TextClassification(BatchedDataModule):
                 files[split] = {str(k): file_entry(str(f)) for k, f in value.items()}
             else:
                 files[split] = file_entry(str(value))
-        builtin = all(f in FILES for f in self.file_settings())
+        builtin = self.hf_path is None and all(f in FILES for f in self.file_settings())
         return {"dataset": self.dataset_name(), "builtin": builtin, "files": files, "classes": list(self.classes),
-                "tokenizer": {"kind": "bpe" if self.tokenizer_kind == "bpe" else "pretrained",
+                "tokenizer": {"kind": self.tokenizer_kind if self.tokenizer_kind in ("bpe", "char") else "pretrained",
                               "file": self.tokenizer.path and str(self.tokenizer.path),
                               "vocab_size": self.vocab_size}}
