@@ -183,7 +183,7 @@ def test_classification_bad_input(tmp_path, sst2_files, caplog):
     with pytest.raises(DataError, match=r"longer than data.max_len=8 tokens, the first at .*train.jsonl, line \d+"):
         bad(tmp_path, train=str(d / "train.jsonl"), max_len=8, truncate=False)
     with caplog.at_level(logging.WARNING, logger="zoo"):
-        bad(tmp_path, train=str(d / "train.jsonl"), test=str(d / "train.jsonl"))
+        bad(tmp_path, train=str(d / "train.jsonl"), val=str(d / "val.jsonl"), test=str(d / "train.jsonl"))
     shared = len({t for t, _ in sst2_rows("train")})  # test = train: every distinct text is shared
     assert f"{shared} test texts also appear in train" in caplog.text
 
