@@ -366,13 +366,15 @@ def test_user_parallel_and_corpus_configs_train(tmp_path, multi30k_files):
     user_conf(tmp_path / "exp", "my_pairs", f"defaults: [parallel_text]\ntrain: {{src: {d / 'train.de'}, tgt: "
               f"{d / 'train.en'}}}\nval: {{src: {d / 'val.de'}, tgt: {d / 'val.en'}}}\nsrc_lang: de\ntgt_lang: en\n"
               f"vocab_size: 300\nmax_tokens: 1024\nmax_len: 48\n")
-    run_dir = tmp_path / "pairs"
-    out = run_cli(["--config-dir", str(tmp_path / "exp" / "conf"), "+arch=decoder_only", "data=my_pairs",
-                   "trainer.max_steps=6", *SMALL_MODEL, f"hydra.run.dir={run_dir}"], cwd=tmp_path)
+    sweep = tmp_path / "pairs"
+    out = run_cli(["--config-dir", str(tmp_path / "exp" / "conf"), "-m", "+arch=encoder_decoder,decoder_only",
+                   "data=my_pairs", "trainer.max_steps=6", *SMALL_MODEL, f"hydra.sweep.dir={sweep}"], cwd=tmp_path)
     assert out.returncode == 0, out.stderr[-3000:]
-    r = json.loads((run_dir / "results.json").read_text())
-    assert r["task"] == "translation" and (r["data"]["src_lang"], r["data"]["tgt_lang"]) == ("de", "en")
-    assert r["data"]["files"]["test"] == "0.05 of train, seed 0" and "test/bleu" in r["final"]
+    for i in range(2):
+        r = json.loads((sweep / str(i) / "results.json").read_text())
+        assert r["task"] == "translation" and (r["data"]["src_lang"], r["data"]["tgt_lang"]) == ("de", "en")
+        assert r["data"]["files"]["test"] == "0.05 of train, seed 0" and "test/bleu" in r["final"]
+        assert r["dataset"] == f"{d / 'train.de'}, {d / 'train.en'}, {d / 'val.de'}, {d / 'val.en'}"
     write_plays(tmp_path / "plays")
     searchpath = user_conf(tmp_path / "exp", "my_plays", f"defaults: [text_corpus]\nfile: {tmp_path / 'plays'}\n"
                            f"exclude: ['*.md']\nname: plays\nblock_size: 32\nbatch_size: 8\nval_windows: 16\n")

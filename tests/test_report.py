@@ -85,7 +85,11 @@ def test_table_equals_results_json(sweep, reported):
 
 
 def test_curves_come_from_the_csv_logs(sweep):
-    for res in find_runs(sweep):
+    runs = find_runs(sweep)
+    assert sorted(Path(r["run_dir"]).name for r in runs) == ["classification-encoder_only", "lm-decoder_only",
+                                                             "lm-encoder_decoder", "lm-encoder_only",
+                                                             "translation-encoder_decoder"]
+    for res in runs:
         curves = read_curves(Path(res["run_dir"]))
         rows = list(csv.DictReader(open(Path(res["run_dir"]) / "csv" / "metrics.csv")))
         for name, best in res["best"].items():
