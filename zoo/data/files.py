@@ -10,7 +10,7 @@ import hashlib
 import re
 from pathlib import Path
 
-from zoo.data.resolver import DataError, locate
+from zoo.data.resolver import DataError, file_entry, locate
 
 FORMATS = ("csv", "tsv", "json", "parquet", "lines", "label_first", "regex")
 SUFFIXES = {".csv": "csv", ".tsv": "tsv", ".jsonl": "json", ".json": "json", ".parquet": "parquet",
@@ -176,3 +176,43 @@ def read_hub(hf_path: str, hf_name: str | None = None, cache_dir: str | None = N
     if "train" not in out:
         raise DataError(f"data.hf_path={hf_path} has no train split (it has {', '.join(loaded)})")
     return out
+
+
+def check_fractions(val, test, val_fraction: float, test_fraction: float) -> None:
+    """Raise DataError for a split fraction outside (0, 1), or two carved splits that leave no training data."""
+    for key, f in (("val_fraction", val_fraction), ("test_fraction", test_fraction)):
+        if not 0.0 < f < 1.0:
+            raise DataError(f"data.{key}={f} must be in (0, 1)")
+    if val is None and test is None and val_fraction + test_fraction >= 1.0:
+        raise DataError(f"data.val_fraction + data.test_fraction = {val_fraction + test_fraction:g} leaves no "
+                        f"training data; their sum must be below 1")
+
+
+class FileSplits:
+    """The train / val / test settings of a datamodule that reads a user's files: `sources` {split: a file
+    setting, a {key: file} mapping, or None}, and `carved` {split: how a split without a file came about}."""
+
+    sources: dict
+    carved: dict
+
+    def where(self, split: str) -> str:
+        """Where a split's examples come from, for messages."""
+        value = self.sources[split]
+        return self.carved.get(split) or (", ".join(map(str, value.values())) if hasattr(value, "items") else str(value))
+
+    def file_settings(self) -> list[str]:
+        """Every file setting of the splits that have one, in order."""
+        return [str(f) for v in self.sources.values() if v is not None
+                for f in (v.values() if hasattr(v, "items") else [v])]
+
+    def files_info(self) -> dict:
+        """{split: a resolver name or resolved path, {key: ...} for a mapping, or how the split came about}."""
+        files = {}
+        for split, value in self.sources.items():
+            if split in self.carved:
+                files[split] = self.carved[split]
+            elif hasattr(value, "items"):
+                files[split] = {str(k): file_entry(str(f)) for k, f in value.items()}
+            else:
+                files[split] = file_entry(str(value))
+        return files

@@ -16,8 +16,9 @@ from torch.utils.data import Dataset
 
 from zoo.data.batching import BatchedDataModule, epoch_generator, pack_by_tokens, pad, shuffled
 from zoo.data.bpe import BOS_ID, EOS_ID, MODEL_IDS, PAD_ID, SubwordTokenizer
-from zoo.data.files import TABLES, check_encoding, column, file_format, find, read_records, text_digest
-from zoo.data.resolver import FILES, DataError, dataset_name, file_entry
+from zoo.data.files import (TABLES, FileSplits, check_encoding, check_fractions, column, file_format, find,
+                            read_records, text_digest)
+from zoo.data.resolver import FILES, DataError, dataset_name
 
 log = logging.getLogger("zoo")
 
@@ -77,7 +78,7 @@ def aligned_lines(path: Path, encoding: str = "utf-8") -> list[str]:
     return [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
 
 
-class ParallelText(BatchedDataModule):
+class ParallelText(BatchedDataModule, FileSplits):
     """Translation batches from parallel files (collate_translation has the keys).
 
     Training batches: every epoch the training pairs are put in a random order (a function of (seed, epoch))
@@ -121,12 +122,7 @@ class ParallelText(BatchedDataModule):
             raise DataError("data.train is not set: give a table file with two columns, or {src: FILE, tgt: FILE}")
         if src_lang == tgt_lang:
             raise DataError(f"data.src_lang and data.tgt_lang are both {src_lang!r}; name the two sides differently")
-        for key, f in (("val_fraction", val_fraction), ("test_fraction", test_fraction)):
-            if not 0.0 < f < 1.0:
-                raise DataError(f"data.{key}={f} must be in (0, 1)")
-        if val is None and test is None and val_fraction + test_fraction >= 1.0:
-            raise DataError(f"data.val_fraction + data.test_fraction = {val_fraction + test_fraction:g} leaves no "
-                            f"training data; their sum must be below 1")
+        check_fractions(val, test, val_fraction, test_fraction)
         if max_len < 2 or max_tokens < 4:
             raise DataError(f"need data.max_len >= 2 and data.max_tokens >= 4, got {max_len} and {max_tokens}")
         self.sources = {"train": train, "val": val, "test": test}
@@ -193,10 +189,6 @@ class ParallelText(BatchedDataModule):
             log.warning("%d test pairs also appear in train (%s); their test scores measure memory", dup,
                         self.where("test"))
         return data
-
-    def where(self, split: str) -> str:
-        value = self.sources[split]
-        return self.carved.get(split) or (", ".join(map(str, value.values())) if hasattr(value, "items") else str(value))
 
     # ---- setup -----------------------------------------------------------------------------------------
     def tokenizer_for(self, texts: list[str], side: str) -> SubwordTokenizer:
@@ -266,11 +258,6 @@ class ParallelText(BatchedDataModule):
         return pack_by_tokens(order, dataset.src_lens, dataset.tgt_lens, self.max_tokens)
 
     # ---- what the run records --------------------------------------------------------------------------
-    def file_settings(self) -> list[str]:
-        """Every file setting of the splits that have one, in order."""
-        return [str(f) for v in self.sources.values() if v is not None
-                for f in (v.values() if hasattr(v, "items") else [v])]
-
     def dataset_name(self) -> str:
         """`name`, else the built-in datasets' folders and the user's files' paths (resolver.dataset_name)."""
         return self.name or dataset_name(self.file_settings())
@@ -289,14 +276,7 @@ class ParallelText(BatchedDataModule):
         files {split: path, {src, tgt} paths, or the carving}, tokenizer {kind, joint, file, vocab_size,
         src_file, src_vocab_size}."""
         self.setup()
-        files = {}
-        for split, value in self.sources.items():
-            if split in self.carved:
-                files[split] = self.carved[split]
-            elif hasattr(value, "items"):
-                files[split] = {k: file_entry(str(f)) for k, f in value.items()}
-            else:
-                files[split] = file_entry(str(value))
+        files = self.files_info()
         builtin = all(f in FILES for f in self.file_settings())
         return {"dataset": self.dataset_name(), "builtin": builtin, "src_lang": self.src_lang, "tgt_lang": self.tgt_lang,
                 "files": files, "tokenizer": {"kind": self.tokenizer_kind if self.tokenizer_kind in ("bpe", "char")

@@ -17,9 +17,9 @@ from torch.utils.data import Dataset
 
 from zoo.data.batching import BatchedDataModule, epoch_generator, pad, shuffled
 from zoo.data.bpe import CLS_ID, EOS_ID, MODEL_IDS, PAD_ID, SubwordTokenizer
-from zoo.data.files import (TABLES, column, compile_pattern, file_format, find, first_row_line, read_hub,
-                            read_lines, read_records, split_line, text_digest)
-from zoo.data.resolver import FILES, DataError, dataset_name, file_entry
+from zoo.data.files import (TABLES, FileSplits, check_fractions, column, compile_pattern, file_format, find,
+                            first_row_line, read_hub, read_lines, read_records, split_line, text_digest)
+from zoo.data.resolver import FILES, DataError, dataset_name
 
 log = logging.getLogger("zoo")
 SPLITS = ("train", "val", "test")
@@ -79,7 +79,7 @@ def stratified_split(labels: list[str], fraction: float, seed: int) -> tuple[lis
     return [i for i in range(len(labels)) if i not in carved_set], sorted(carved)
 
 
-class TextClassification(BatchedDataModule):
+class TextClassification(BatchedDataModule, FileSplits):
     """Classification batches from files: "ids" (B, T) long (<cls> text </s>, right-padded with PAD_ID),
     "key_padding_mask" (B, T) bool (True = padding), "labels" (B,) long class indices, "index" (B,) long.
 
@@ -124,12 +124,7 @@ class TextClassification(BatchedDataModule):
         if train is None and hf_path is None:
             raise DataError("data.train is not set: give the training file (data.train=PATH), a {label: file} "
                             "mapping, or a Hugging Face dataset (data.hf_path)")
-        for key, f in (("val_fraction", val_fraction), ("test_fraction", test_fraction)):
-            if not 0.0 < f < 1.0:
-                raise DataError(f"data.{key}={f} must be in (0, 1)")
-        if val is None and test is None and val_fraction + test_fraction >= 1.0:
-            raise DataError(f"data.val_fraction + data.test_fraction = {val_fraction + test_fraction:g} leaves no "
-                            f"training data; their sum must be below 1")
+        check_fractions(val, test, val_fraction, test_fraction)
         if batch_size < 1 or max_len < 3:
             raise DataError(f"need data.batch_size >= 1 and data.max_len >= 3, got {batch_size} and {max_len}")
         self.sources = {"train": train, "val": val, "test": test}
@@ -222,10 +217,6 @@ class TextClassification(BatchedDataModule):
             log.warning("%d test texts also appear in train (%s); their test scores measure memory", dup,
                         self.where("test"))
 
-    def where(self, split: str) -> str:
-        value = self.sources[split]
-        return self.carved.get(split) or (", ".join(map(str, value.values())) if hasattr(value, "items") else str(value))
-
     # ---- setup -----------------------------------------------------------------------------------------
     def build_tokenizer(self, texts: list[str]) -> SubwordTokenizer:
         """bpe (or char: one token per character, zoo.data.bpe.train_chars): trained on `texts`, saved at
@@ -293,11 +284,6 @@ class TextClassification(BatchedDataModule):
         return [order[i : i + self.batch_size] for i in range(0, len(order), self.batch_size)]
 
     # ---- what the run records --------------------------------------------------------------------------
-    def file_settings(self) -> list[str]:
-        """Every file setting of the splits that have one, in order."""
-        return [str(f) for v in self.sources.values() if v is not None
-                for f in (v.values() if hasattr(v, "items") else [v])]
-
     def dataset_name(self) -> str:
         """`name`, else the built-in datasets' folders and the user's files' paths (resolver.dataset_name)."""
         hub = self.hf_path and (self.hf_path + (f"/{self.hf_name}" if self.hf_name else ""))
@@ -314,14 +300,7 @@ class TextClassification(BatchedDataModule):
         """The data this module reads (checkpoints, results.json): dataset, builtin, files {split: path
         or carving}, classes (the label of each class index), tokenizer {kind, file, vocab_size}."""
         self.setup()
-        files = {}
-        for split, value in self.sources.items():
-            if split in self.carved:
-                files[split] = self.carved[split]
-            elif hasattr(value, "items"):
-                files[split] = {str(k): file_entry(str(f)) for k, f in value.items()}
-            else:
-                files[split] = file_entry(str(value))
+        files = self.files_info()
         builtin = self.hf_path is None and all(f in FILES for f in self.file_settings())
         return {"dataset": self.dataset_name(), "builtin": builtin, "files": files, "classes": list(self.classes),
                 "tokenizer": {"kind": self.tokenizer_kind if self.tokenizer_kind in ("bpe", "char") else "pretrained",
