@@ -297,6 +297,7 @@ print(len(dm.train_data) + len(dm.val_data), resource.getrusage(resource.RUSAGE_
 """
 
 
+@pytest.mark.slow  # about 30 s: writes and tokenizes 280 MB of text
 def test_corpus_tokenizing_memory_does_not_grow_with_its_size(tmp_path):
     """Peak resident memory (MB) tokenizing a 40 MB and a 240 MB corpus (each in a fresh process) differs by
     less than a tenth of the size difference: the pass is streaming."""
