@@ -9,9 +9,9 @@ which validates at batches 2 and 4 of each epoch but not at its last, batch 5): 
 last.ckpt of step 5. The resumed run writes into the stopped run's folder, as a requeued job does, so the
 best-checkpoint callback continues from its saved state (Lightning forgets it in a new folder).
 
-One difference is by design: a run that max_steps stops mid-epoch validates its final weights, and that
-score stays in the best-checkpoint history of the resumed run, which saves a best checkpoint exactly when
-a validation beats every earlier one, that one included (the uninterrupted run never scored those weights).
+A run that max_steps stops mid-epoch validates its final weights (its own test phase sees them); the
+resumed run leaves that score out of its choice of the best checkpoint (zoo.callbacks.checkpoint), so it
+saves at the very steps the uninterrupted run does.
 """
 import hashlib
 import json
@@ -180,10 +180,7 @@ def check_resume(uninterrupted, tmp_path, task, val_check, stop):
     assert steps(resumed["ckpt"], "last") == steps(expected["ckpt"], "last")
     assert resumed["train"] == expected["train"]  # steps, epochs and losses too
     assert resumed["val"] == expected["val"]  # and the same scores
-    history = [r for r in stopped["val"] if r["step"] <= resume_step] + resumed["val"]
-    assert steps(resumed["ckpt"], "best") == [s for s in improving(history, task) if s > resume_step]
-    if stop == "validation":  # no validation of its own: the very checkpoints of the uninterrupted run
-        assert resumed["ckpt"] == expected["ckpt"]
+    assert resumed["ckpt"] == expected["ckpt"]  # the very checkpoint saves of the uninterrupted run
 
 
 CASES = [(task, val_check, stop) for task in TASKS for val_check in VAL_CHECK for stop in ("max_steps", "validation")]

@@ -8,6 +8,7 @@ import lightning.pytorch as pl
 import torch
 from torch import nn
 
+from zoo.callbacks.checkpoint import validation_due
 from zoo.checkpoint_io import settle_epoch_end
 from zoo.data.info import CHECKPOINT_KEY
 from zoo.distributed import full_params, is_fsdp
@@ -159,9 +160,11 @@ class TaskBase(pl.LightningModule):
 
     def on_train_batch_end(self, outputs, batch, batch_idx) -> None:
         """Reaching trainer.max_steps mid-epoch sets trainer.should_stop, so Lightning validates (and the
-        checkpoint callback scores) the final weights instead of ending on the last epoch's numbers."""
+        checkpoint callback scores) the final weights instead of ending on the last epoch's numbers; where the
+        schedule would not have validated, stop_validation marks it (zoo.callbacks.checkpoint.BestCheckpoint)."""
         if 0 < self.trainer.max_steps <= self.trainer.global_step:
             self.trainer.should_stop = True
+            self.stop_validation = not validation_due(self.trainer, batch_idx)  # read by BestCheckpoint
 
     def training_loss(self, batch) -> torch.Tensor:
         """The training objective of a batch: a scalar (nats per token, or per example for classification)
