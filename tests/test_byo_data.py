@@ -216,6 +216,13 @@ def test_parallel_formats_give_the_same_pairs(tmp_path, multi30k_files):
     assert len(two.train_set) == N and two.train_batches(1) == table.train_batches(1)
     info = table.data_info()
     assert (info["src_lang"], info["tgt_lang"]) == ("de", "en") and info["files"]["val"] == str(d / "val.tsv")
+    hub = tmp_path / "hub"  # a Hugging Face dataset folder: train / validation / test files
+    hub.mkdir()
+    for s, n in names.items():
+        (hub / f"{'validation' if s == 'val' else s}.tsv").write_bytes((d / f"{n}.tsv").read_bytes())
+    from_hub = ParallelText(hf_path=str(hub), src_lang="de", tgt_lang="en", src_column="german",
+                            tgt_column="english", **common(tmp_path))
+    assert pairs(from_hub) == pairs(table) and from_hub.data_info()["files"]["test"] == f"{hub}[test]"
 
 
 def test_parallel_bad_input(tmp_path, multi30k_files):
@@ -361,17 +368,17 @@ def test_user_classification_config_compares_the_three_archs(tmp_path, sst2_file
 
 
 def test_user_parallel_and_corpus_configs_train(tmp_path, multi30k_files):
-    """--config-dir with two aligned files (decoder_only: the task follows the data to translation), and a
-    folder of plays as a corpus."""
+    """--config-dir with two aligned files, -m over the three archs (the task follows the data to translation),
+    and a folder of plays as a corpus."""
     d = multi30k_files
     user_conf(tmp_path / "exp", "my_pairs", f"defaults: [parallel_text]\ntrain: {{src: {d / 'train.de'}, tgt: "
               f"{d / 'train.en'}}}\nval: {{src: {d / 'val.de'}, tgt: {d / 'val.en'}}}\nsrc_lang: de\ntgt_lang: en\n"
               f"vocab_size: 300\nmax_tokens: 1024\nmax_len: 48\n")
     sweep = tmp_path / "pairs"
-    out = run_cli(["--config-dir", str(tmp_path / "exp" / "conf"), "-m", "+arch=encoder_decoder,decoder_only",
+    out = run_cli(["--config-dir", str(tmp_path / "exp" / "conf"), "-m", "+arch=encoder_decoder,decoder_only,encoder_only",
                    "data=my_pairs", "trainer.max_steps=6", *SMALL_MODEL, f"hydra.sweep.dir={sweep}"], cwd=tmp_path)
     assert out.returncode == 0, out.stderr[-3000:]
-    for i in range(2):
+    for i in range(3):
         r = json.loads((sweep / str(i) / "results.json").read_text())
         assert r["task"] == "translation" and (r["data"]["src_lang"], r["data"]["tgt_lang"]) == ("de", "en")
         assert r["data"]["files"]["test"] == "0.05 of train, seed 0" and "test/bleu" in r["final"]

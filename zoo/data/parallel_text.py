@@ -17,7 +17,7 @@ from torch.utils.data import Dataset
 from zoo.data.batching import BatchedDataModule, epoch_generator, pack_by_tokens, pad, shuffled
 from zoo.data.bpe import BOS_ID, EOS_ID, MODEL_IDS, PAD_ID, SubwordTokenizer
 from zoo.data.files import (TABLES, FileSplits, check_encoding, check_fractions, column, file_format, find,
-                            read_records, text_digest)
+                            read_hub, read_records, text_digest)
 from zoo.data.resolver import FILES, DataError, dataset_name
 
 log = logging.getLogger("zoo")
@@ -100,6 +100,8 @@ class ParallelText(BatchedDataModule, FileSplits):
             tokenizer of other data is never reused); None = in memory only.
         truncate: cut sentences longer than max_len (counted) or refuse them.
         data_dir, mirror: the resolver's (built-in names). name: the dataset's name in reports.
+        hf_path, hf_name: a Hugging Face dataset (hub id when online, or a local folder of split files) for the
+            splits no file is given for; its columns src_column / tgt_column.
     Raises DataError at setup for missing files or columns, misaligned files, bad encodings, empty splits,
     fractions outside (0, 1), equal language names, too-long sentences with truncate=false.
     """
@@ -115,11 +117,13 @@ class ParallelText(BatchedDataModule, FileSplits):
                  test_fraction: float = 0.05, split_seed: int = 0, max_tokens: int = 4096, max_len: int = 128,
                  vocab_size: int = 8000, joint_vocab: bool = True, tokenizer: str = "bpe",
                  tokenizer_dir: str | None = None, truncate: bool = True, num_workers: int = 0, seed: int = 1337,
-                 data_dir=None, mirror=None, limit: int | None = None, name: str | None = None):
+                 data_dir=None, mirror=None, limit: int | None = None, name: str | None = None,
+                 hf_path: str | None = None, hf_name: str | None = None):
         super().__init__()
         self.save_hyperparameters()
-        if train is None:
-            raise DataError("data.train is not set: give a table file with two columns, or {src: FILE, tgt: FILE}")
+        if train is None and hf_path is None:
+            raise DataError("data.train is not set: give a table file with two columns, {src: FILE, tgt: FILE}, or "
+                            "a Hugging Face dataset (data.hf_path)")
         if src_lang == tgt_lang:
             raise DataError(f"data.src_lang and data.tgt_lang are both {src_lang!r}; name the two sides differently")
         check_fractions(val, test, val_fraction, test_fraction)
@@ -134,6 +138,7 @@ class ParallelText(BatchedDataModule, FileSplits):
         self.joint_vocab, self.tokenizer_kind, self.tokenizer_dir = joint_vocab, tokenizer, tokenizer_dir
         self.truncate, self.num_workers, self.seed = truncate, num_workers, seed
         self.data_dir, self.mirror, self.limit, self.name = data_dir, mirror, limit, name
+        self.hf_path, self.hf_name = hf_path, hf_name
         self.train_set = self.val_set = self.test_set = None
         self.skipped: dict[str, int] = {}
         self.truncated: dict[str, int] = {}
@@ -167,6 +172,15 @@ class ParallelText(BatchedDataModule, FileSplits):
     def read(self) -> dict[str, tuple[list[str], list[str]]]:
         """Every split's pairs; a missing val / test carved out of train in a seeded random order."""
         data = {s: self.read_pairs(s, v) for s, v in self.sources.items() if v is not None}
+        if self.hf_path is not None:  # the hub dataset's splits, where no file is given
+            for split, records in read_hub(self.hf_path, self.hf_name).items():
+                if split not in data:
+                    self.carved[split] = f"{self.hf_path}{f'/{self.hf_name}' if self.hf_name else ''}[{split}]"
+                    src, tgt = (column(records, c, Path(self.carved[split]), k)
+                                for c, k in zip(self.columns, ("src_column", "tgt_column")))
+                    keep = [i for i in range(len(src)) if str(src[i]).strip() and str(tgt[i]).strip()]
+                    self.skipped[split] = len(src) - len(keep)
+                    data[split] = ([str(src[i]) for i in keep], [str(tgt[i]) for i in keep])
         if self.limit is not None:
             data["train"] = tuple(x[: self.limit] for x in data["train"])
         left = 1.0  # the part of the training file still in train: each fraction is of the whole file
@@ -260,7 +274,8 @@ class ParallelText(BatchedDataModule, FileSplits):
     # ---- what the run records --------------------------------------------------------------------------
     def dataset_name(self) -> str:
         """`name`, else the built-in datasets' folders and the user's files' paths (resolver.dataset_name)."""
-        return self.name or dataset_name(self.file_settings())
+        hub = self.hf_path and (self.hf_path + (f"/{self.hf_name}" if self.hf_name else ""))
+        return self.name or ", ".join(x for x in (hub, self.file_settings() and dataset_name(self.file_settings())) if x)
 
     def model_info(self) -> dict:
         """vocab_size (target), src_vocab_size, the tokenizers' states {"src", "tgt"}, seq_len / src_len."""
@@ -277,7 +292,7 @@ class ParallelText(BatchedDataModule, FileSplits):
         src_file, src_vocab_size}."""
         self.setup()
         files = self.files_info()
-        builtin = all(f in FILES for f in self.file_settings())
+        builtin = self.hf_path is None and all(f in FILES for f in self.file_settings())
         return {"dataset": self.dataset_name(), "builtin": builtin, "src_lang": self.src_lang, "tgt_lang": self.tgt_lang,
                 "files": files, "tokenizer": {"kind": self.tokenizer_kind if self.tokenizer_kind in ("bpe", "char")
                                               else "pretrained",
