@@ -175,6 +175,15 @@ def test_classification_bad_input(tmp_path, sst2_files, caplog):
     empty.write_text(json.dumps({"text": " ", "label": 1}) + "\n")
     with pytest.raises(DataError, match=r"the test split .*empty.jsonl.* has no examples"):
         bad(tmp_path, train=str(d / "train.jsonl"), val=str(d / "val.jsonl"), test=str(empty))
+    for content, what in ((b"", "empty.jsonl"), (b"sentence,label\n", "header.csv")):  # no rows at all
+        f = tmp_path / what
+        f.write_bytes(content)
+        with pytest.raises(DataError, match=rf"{what} has no rows \(the file is empty"):
+            bad(tmp_path, train=str(d / "train.jsonl"), test=str(f), text_column="text")
+    blanks = tmp_path / "blanks.csv"
+    blanks.write_text("text,label\ngood film,pos\n,neg\nbad film,\n")
+    with pytest.raises(DataError, match=r"blanks.csv, line 4: the label is empty"):
+        bad(tmp_path, train=str(blanks))
     unseen = tmp_path / "test.jsonl"
     unseen.write_text("".join(json.dumps({"text": t, "label": 7 if i == 2 else 0}) + "\n"
                               for i, (t, _) in enumerate(sst2_rows("test", 5))))
@@ -233,6 +242,11 @@ def test_parallel_bad_input(tmp_path, multi30k_files):
         ParallelText(train={"src": str(d / "val.de"), "tgt": str(short)}, **common(tmp_path)).setup()
     with pytest.raises(DataError, match="no column 'src' for data.src_column; the columns are: id, german, english"):
         ParallelText(train=str(d / "train.tsv"), **common(tmp_path)).setup()
+    ragged = tmp_path / "ragged.tsv"
+    ragged.write_text("id\tgerman\tenglish\n0\tein hund\ta dog\n1\tzwei\thunde\ttwo dogs\n")
+    with pytest.raises(DataError, match=r"ragged.tsv: cannot be read as tsv \(ParserError: .*Expected 3 fields in "
+                                        r"line 3, saw 4"):
+        ParallelText(train=str(ragged), src_column="german", tgt_column="english", **common(tmp_path)).setup()
     with pytest.raises(DataError, match="both 'en'"):
         ParallelText(train=str(d / "train.tsv"), src_lang="en", tgt_lang="en")
 

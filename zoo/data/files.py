@@ -77,9 +77,14 @@ def read_records(path: Path, fmt: str, header: bool = True, delimiter: str | Non
     fmt: csv | tsv | json (JSON Lines, or a JSON array) | parquet. header: the first csv / tsv row names the
         columns (else they are "0", "1", ...). delimiter: overrides "," (csv) or a tab (tsv); tsv reads
         quotes as text (QUOTE_NONE), csv as quoting.
-    Raises DataError naming the file when `datasets` cannot read it.
+    Raises DataError naming the file when it has no rows, or `datasets` cannot read it.
     """
     import datasets  # imported here: a second of start-up that only a user's table file needs
+
+    empty = DataError(f"{path} has no rows (the file is empty{', or only a header' if header else ''}).\nFix: "
+                      f"put examples in it, or leave the split out so that it is carved out of train")
+    if path.stat().st_size == 0:
+        raise empty
 
     datasets.disable_progress_bars()
     kwargs = {}
@@ -94,9 +99,15 @@ def read_records(path: Path, fmt: str, header: bool = True, delimiter: str | Non
     builder = "csv" if fmt == "tsv" else fmt
     try:
         return datasets.load_dataset(builder, data_files=str(path), split="train", cache_dir=cache_dir, **kwargs)
-    except Exception as e:  # pandas / pyarrow parser errors: many types, one message
-        raise DataError(f"{path}: cannot be read as {fmt} ({type(e).__name__}: {str(e).splitlines()[0][:200]}).\n"
-                        f"Fix: check data.format, data.header and data.delimiter") from None
+    except Exception as e:  # pandas / pyarrow parser errors, wrapped by datasets: the innermost names the line
+        if "corresponds to no data" in str(e):  # datasets' word for a file without rows
+            raise empty from None
+        while (e.__cause__ or e.__context__) is not None:
+            e = e.__cause__ or e.__context__
+        first = (str(e).splitlines() or [""])[0][:200]
+        raise DataError(f"{path}: cannot be read as {fmt} ({type(e).__name__}: {first}).\n"
+                        f"Fix: check data.format, data.header and data.delimiter (a tab or delimiter inside a "
+                        f"field needs quoting, or another delimiter)") from None
 
 
 def column(records, key, path: Path, what: str) -> list:

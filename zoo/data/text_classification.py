@@ -141,6 +141,7 @@ class TextClassification(BatchedDataModule, FileSplits):
         self.classes: list[str] | None = None
         self.truncated: dict[str, int] = {}
         self.carved: dict[str, str] = {}
+        self.skipped_rows = 0  # table rows without text
 
     # ---- reading ---------------------------------------------------------------------------------------
     def _read_file(self, value, label: str | None = None) -> list[Example]:
@@ -163,8 +164,16 @@ class TextClassification(BatchedDataModule, FileSplits):
         """Examples of a table's rows (text_column, label_column); `first` is the line of row 0."""
         texts = column(records, self.text_column, where, "text_column")
         labels = column(records, self.label_column, where, "label_column")
-        return [Example(str(t).strip(), str(lab).strip(), where, first + i)
-                for i, (t, lab) in enumerate(zip(texts, labels)) if str(t).strip()]
+        out = []
+        for i, (t, lab) in enumerate(zip(texts, labels)):
+            if not str(t).strip():  # a row without text: skipped, counted in the setup line
+                self.skipped_rows += 1
+                continue
+            if lab is None or not str(lab).strip():
+                raise DataError(f"{where}, line {first + i}: the label is empty.\nFix: write the example's label "
+                                f"in data.label_column={self.label_column!r}, or remove the row")
+            out.append(Example(str(t).strip(), str(lab).strip(), where, first + i))
+        return out
 
     def _read_split(self, split: str, value) -> list[Example]:
         """The examples of one split's file setting (a file, or a {label: file} mapping)."""
@@ -256,8 +265,8 @@ class TextClassification(BatchedDataModule, FileSplits):
         self.train_set, self.val_set, self.test_set = sets["train"], sets["val"], sets["test"]
         rank_zero_info(f"{self.dataset_name()}: {', '.join(f'{s} {len(d)}' for s, d in sets.items())} examples; "
                        f"{len(self.classes)} classes ({', '.join(self.classes)}); vocab {self.vocab_size}; truncated "
-                       f"to data.max_len={self.max_len}: {self.truncated}"
-                       + "".join(f"; {s} = {how}" for s, how in self.carved.items()))
+                       f"to data.max_len={self.max_len}: {self.truncated}; rows without text skipped: "
+                       f"{self.skipped_rows}" + "".join(f"; {s} = {how}" for s, how in self.carved.items()))
 
     @property
     def num_classes(self) -> int:

@@ -74,8 +74,8 @@ def text_chunks(path: Path, encoding: str = "utf-8", chunk: int = CHUNK):
                 start = max(e.start, 0)
                 line += block[:start].count(b"\n")
                 raise DataError(f"{path}, line {line}: not valid {encoding.upper()} (byte offset {offset + start}: "
-                                f"{e.reason}).\nFix: convert the file to {encoding}, or set data.encoding, or leave "
-                                f"it out with data.exclude") from None
+                                f"{e.reason}).\nFix: convert the file to {encoding.upper()} (with data=text_corpus, "
+                                f"data.encoding names another encoding and data.exclude leaves a file out)") from None
             if text:
                 yield text
             if not block:
