@@ -88,7 +88,7 @@ def test_load_or_train_caches(tmp_path):
     assert os.listdir(path.parent) == ["tokenizer.json"]  # atomic save left no temp file
     t2 = load_or_train(path, texts, 30)  # loaded: texts not needed
     assert calls == [1] and t2.to_str() == t1.to_str()
-    with pytest.raises(DataError, match="delete it or change vocab_size"):
+    with pytest.raises(DataError, match="set vocab_size to .*, or point the tokenizer path elsewhere"):
         load_or_train(path, texts, 33)
     wrapped = SubwordTokenizer.build(texts, 30, path)
     assert wrapped.path == path and wrapped.vocab_size == 30
@@ -100,14 +100,14 @@ def test_load_or_train_saturated_corpus(tmp_path):
     size = load_or_train(path, lambda: TINY, 1000).get_vocab_size()
     assert size < 1000
     assert load_or_train(path, lambda: TINY, 1000).get_vocab_size() == size
-    with pytest.raises(DataError, match="delete it"):
+    with pytest.raises(DataError, match="point the tokenizer path"):
         load_or_train(path, lambda: TINY + ["many more new words appear here now"], 1000)
 
 
 def test_load_or_train_bad_files(tmp_path):
     path = tmp_path / "tokenizer.json"
     path.write_text("{not json")
-    with pytest.raises(DataError, match="delete it"):
+    with pytest.raises(DataError, match="point the tokenizer path"):
         load_or_train(path, lambda: TINY, 100)
     # a tokenizer whose specials are in another order
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers

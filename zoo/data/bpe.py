@@ -78,7 +78,8 @@ def load_or_train(path: str | Path, texts_fn: Callable[[], Iterable[str]], vocab
                   chars: bool = False) -> Tokenizer:
     """Load the tokenizer saved at `path`, or train one on texts_fn() and save it there.
 
-    The file is a cache keyed by its path only: delete it when the training text changes. Saving is
+    The file is a cache keyed by its path only (the datamodules put a digest of the training text and the
+    vocabulary size in the name, so other data gets another file). Saving is
     atomic (a temp file in the same folder, then os.replace), so concurrent processes (DDP ranks) and
     interrupted runs never leave a partial file.
 
@@ -91,15 +92,17 @@ def load_or_train(path: str | Path, texts_fn: Callable[[], Iterable[str]], vocab
         the tokenizers.Tokenizer.
     Raises:
         DataError: if the file cannot be read as a tokenizer, or its vocabulary size or special ids
-            differ from the wanted ones (the message says to delete it or change vocab_size).
+            differ from the wanted ones (the message names another path or vocab_size as the fix).
     """
     path = Path(path).expanduser()
     if path.is_file():
         try:
             tok = Tokenizer.from_file(str(path))
         except Exception as e:  # tokenizers raises a bare Exception on bad JSON
-            raise DataError(f"cannot read the tokenizer {path}: {e}\nFix: delete it (it will be retrained).") from None
-        check_special_ids(tok, f"tokenizer {path} (delete it to retrain)")
+            raise DataError(f"cannot read the tokenizer {path}: {e}\nFix: point the tokenizer path (data.tokenizer_path "
+                            f"or data.tokenizer_dir) at another place, and zoo trains a new one there") from None
+        check_special_ids(tok, f"tokenizer {path} (to train a new one, point data.tokenizer_path or "
+                               f"data.tokenizer_dir elsewhere)")
         if chars:
             return tok
         have = tok.get_vocab_size()
@@ -107,7 +110,7 @@ def load_or_train(path: str | Path, texts_fn: Callable[[], Iterable[str]], vocab
         saturated = have < vocab_size and train_bpe(texts_fn(), vocab_size).get_vocab_size() == have
         if have != vocab_size and not saturated:
             raise DataError(f"tokenizer {path} has vocab size {have}, but vocab_size={vocab_size} was asked for; "
-                            f"delete it or change vocab_size to {have}")
+                            f"set vocab_size to {have}, or point the tokenizer path elsewhere to train a new one")
         return tok
     tok = train_chars(texts_fn()) if chars else train_bpe(texts_fn(), vocab_size)
     path.parent.mkdir(parents=True, exist_ok=True)
