@@ -74,6 +74,17 @@ def check_special_ids(tok: Tokenizer, where: str) -> None:
         raise DataError(f"{where}: special token ids {wrong} differ from the fixed ids {expected}")
 
 
+def read_tokenizer(path: Path, fix: str) -> Tokenizer:
+    """The tokenizer.json at `path`, its special ids checked. Raises DataError naming the file and `fix` when it
+    cannot be read or a special token sits at another id."""
+    try:
+        tok = Tokenizer.from_file(str(path))
+    except Exception as e:  # tokenizers raises a bare Exception on bad JSON
+        raise DataError(f"cannot read the tokenizer {path}: {str(e)[:200]}\nFix: {fix}") from None
+    check_special_ids(tok, f"tokenizer {path} (fix: {fix})")
+    return tok
+
+
 def load_or_train(path: str | Path, texts_fn: Callable[[], Iterable[str]], vocab_size: int,
                   chars: bool = False) -> Tokenizer:
     """Load the tokenizer saved at `path`, or train one on texts_fn() and save it there.
@@ -96,13 +107,8 @@ def load_or_train(path: str | Path, texts_fn: Callable[[], Iterable[str]], vocab
     """
     path = Path(path).expanduser()
     if path.is_file():
-        try:
-            tok = Tokenizer.from_file(str(path))
-        except Exception as e:  # tokenizers raises a bare Exception on bad JSON
-            raise DataError(f"cannot read the tokenizer {path}: {e}\nFix: point the tokenizer path (data.tokenizer_path "
-                            f"or data.tokenizer_dir) at another place, and zoo trains a new one there") from None
-        check_special_ids(tok, f"tokenizer {path} (to train a new one, point data.tokenizer_path or "
-                               f"data.tokenizer_dir elsewhere)")
+        tok = read_tokenizer(path, "point the tokenizer path (data.tokenizer_path or data.tokenizer_dir) at another "
+                                   "place, and zoo trains a new one there")
         if chars:
             return tok
         have = tok.get_vocab_size()
@@ -154,14 +160,8 @@ class SubwordTokenizer:
         """A pretrained tokenizer.json, used as it is (never retrained or written). Raises DataError when
         it cannot be read, or its special tokens lack zoo's fixed ids (module docstring)."""
         path = Path(path)
-        try:
-            tok = Tokenizer.from_file(str(path))
-        except Exception as e:  # tokenizers raises a bare Exception on bad JSON
-            raise DataError(f"cannot read the tokenizer {path}: {str(e)[:200]}.\nFix: pass a tokenizer.json "
-                            f"written by the Hugging Face tokenizers library (or data.tokenizer=bpe)") from None
-        check_special_ids(tok, f"tokenizer {path} (zoo's tasks need these special tokens at these ids; use "
-                               f"data.tokenizer=bpe, or a tokenizer.json zoo trained)")
-        return cls(tok, path)
+        return cls(read_tokenizer(path, "pass a tokenizer.json zoo trained (its special tokens at the ids above), or "
+                                        "data.tokenizer=bpe"), path)
 
     @classmethod
     def from_state_dict(cls, state: dict) -> "SubwordTokenizer":

@@ -10,7 +10,7 @@ import hashlib
 import re
 from pathlib import Path
 
-from zoo.data.resolver import DataError, file_entry, locate
+from zoo.data.resolver import FILES, DataError, dataset_name, file_entry, locate
 
 FORMATS = ("csv", "tsv", "json", "parquet", "lines", "label_first", "regex")
 SUFFIXES = {".csv": "csv", ".tsv": "tsv", ".jsonl": "json", ".json": "json", ".parquet": "parquet",
@@ -205,6 +205,9 @@ class FileSplits:
 
     sources: dict
     carved: dict
+    name: str | None = None
+    hf_path: str | None = None
+    hf_name: str | None = None
 
     def where(self, split: str) -> str:
         """Where a split's examples come from, for messages."""
@@ -215,6 +218,18 @@ class FileSplits:
         """Every file setting of the splits that have one, in order."""
         return [str(f) for v in self.sources.values() if v is not None
                 for f in (v.values() if hasattr(v, "items") else [v])]
+
+    def dataset_name(self) -> str:
+        """`name`, else the Hugging Face dataset and the built-in datasets' folders and the user's files' paths
+        (resolver.dataset_name)."""
+        hub = self.hf_path and (self.hf_path + (f"/{self.hf_name}" if self.hf_name else ""))
+        files = self.file_settings()
+        return self.name or ", ".join(x for x in (hub, files and dataset_name(files)) if x)
+
+    @property
+    def builtin(self) -> bool:
+        """Whether every split is a built-in dataset of the resolver's."""
+        return self.hf_path is None and all(f in FILES for f in self.file_settings())
 
     def files_info(self) -> dict:
         """{split: a resolver name or resolved path, {key: ...} for a mapping, or how the split came about}."""

@@ -18,7 +18,7 @@ from zoo.data.batching import BatchedDataModule, epoch_generator, pack_by_tokens
 from zoo.data.bpe import BOS_ID, EOS_ID, MODEL_IDS, PAD_ID, SubwordTokenizer
 from zoo.data.files import (TABLES, FileSplits, check_encoding, check_fractions, column, file_format, find,
                             read_hub, read_records, text_digest)
-from zoo.data.resolver import FILES, DataError, dataset_name
+from zoo.data.resolver import DataError
 
 log = logging.getLogger("zoo")
 
@@ -272,11 +272,6 @@ class ParallelText(BatchedDataModule, FileSplits):
         return pack_by_tokens(order, dataset.src_lens, dataset.tgt_lens, self.max_tokens)
 
     # ---- what the run records --------------------------------------------------------------------------
-    def dataset_name(self) -> str:
-        """`name`, else the built-in datasets' folders and the user's files' paths (resolver.dataset_name)."""
-        hub = self.hf_path and (self.hf_path + (f"/{self.hf_name}" if self.hf_name else ""))
-        return self.name or ", ".join(x for x in (hub, self.file_settings() and dataset_name(self.file_settings())) if x)
-
     def model_info(self) -> dict:
         """vocab_size (target), src_vocab_size, the tokenizers' states {"src", "tgt"}, seq_len / src_len."""
         self.setup()
@@ -292,8 +287,7 @@ class ParallelText(BatchedDataModule, FileSplits):
         src_file, src_vocab_size}."""
         self.setup()
         files = self.files_info()
-        builtin = self.hf_path is None and all(f in FILES for f in self.file_settings())
-        return {"dataset": self.dataset_name(), "builtin": builtin, "src_lang": self.src_lang, "tgt_lang": self.tgt_lang,
+        return {"dataset": self.dataset_name(), "builtin": self.builtin, "src_lang": self.src_lang, "tgt_lang": self.tgt_lang,
                 "files": files, "tokenizer": {"kind": self.tokenizer_kind if self.tokenizer_kind in ("bpe", "char")
                                               else "pretrained",
                                               "joint": self.joint_vocab,

@@ -19,7 +19,7 @@ from zoo.data.batching import BatchedDataModule, epoch_generator, pad, shuffled
 from zoo.data.bpe import CLS_ID, EOS_ID, MODEL_IDS, PAD_ID, SubwordTokenizer
 from zoo.data.files import (TABLES, FileSplits, check_fractions, column, compile_pattern, file_format, find,
                             first_row_line, read_hub, read_lines, read_records, split_line, text_digest)
-from zoo.data.resolver import FILES, DataError, dataset_name
+from zoo.data.resolver import DataError
 
 log = logging.getLogger("zoo")
 SPLITS = ("train", "val", "test")
@@ -293,11 +293,6 @@ class TextClassification(BatchedDataModule, FileSplits):
         return [order[i : i + self.batch_size] for i in range(0, len(order), self.batch_size)]
 
     # ---- what the run records --------------------------------------------------------------------------
-    def dataset_name(self) -> str:
-        """`name`, else the built-in datasets' folders and the user's files' paths (resolver.dataset_name)."""
-        hub = self.hf_path and (self.hf_path + (f"/{self.hf_name}" if self.hf_name else ""))
-        return self.name or ", ".join(x for x in (hub, self.file_settings() and dataset_name(self.file_settings())) if x)
-
     def model_info(self) -> dict:
         """vocab_size, num_classes, the tokenizer's state, classes, seq_len (mean training length, tokens)."""
         self.setup()
@@ -310,8 +305,7 @@ class TextClassification(BatchedDataModule, FileSplits):
         or carving}, classes (the label of each class index), tokenizer {kind, file, vocab_size}."""
         self.setup()
         files = self.files_info()
-        builtin = self.hf_path is None and all(f in FILES for f in self.file_settings())
-        return {"dataset": self.dataset_name(), "builtin": builtin, "files": files, "classes": list(self.classes),
+        return {"dataset": self.dataset_name(), "builtin": self.builtin, "files": files, "classes": list(self.classes),
                 "tokenizer": {"kind": self.tokenizer_kind if self.tokenizer_kind in ("bpe", "char") else "pretrained",
                               "file": self.tokenizer.path and str(self.tokenizer.path),
                               "vocab_size": self.vocab_size}}
