@@ -1,0 +1,169 @@
+"""python -m zoo.dashboard, offline: the workspace object it builds (sections, panels, axes, grouping, filter,
+columns) and its wire form, main with W&B's save and API replaced, and bad input exiting 2."""
+import subprocess
+import sys
+import types
+import warnings
+
+import pytest
+import wandb
+
+with warnings.catch_warnings():  # the library's pydantic v1-style validators
+    warnings.simplefilter("ignore", DeprecationWarning)
+    import wandb_workspaces.reports.v2 as wr
+    import wandb_workspaces.workspaces as ws
+
+from zoo.dashboard import KEYS, build_workspace, main
+
+GROUP = "outputs/compare/2026-01-02_03-04-05"
+STEP, FLOPS = "trainer/global_step", "cost/flops"
+VAL = {"classification": ["val/acc", "val/f1"], "lm": ["val/cont_loss", "val/bpc"],
+       "translation": ["val/bleu", "val/chrf"]}
+BEST = {"classification": "best/val/acc", "lm": "best/val/cont_loss", "translation": "best/val/bleu"}
+
+
+@pytest.fixture(autouse=True)
+def _offline(monkeypatch):
+    monkeypatch.setenv("WANDB_MODE", "offline")
+
+
+@pytest.fixture
+def workspace():
+    return build_workspace("zoo", "team", GROUP)
+
+
+def names(metrics):
+    """(type, name) pairs: the library's metric classes overload ==."""
+    return [(type(m).__name__, m.name) for m in metrics]
+
+
+def spec(workspace):
+    return workspace._spec["spec"]["section"]
+
+
+def test_one_section_per_task(workspace):
+    assert (workspace.entity, workspace.project, workspace.name) == ("team", "zoo", f"zoo comparison ({GROUP})")
+    assert [s.name for s in workspace.sections] == ["classification", "lm", "translation"]
+    for section in workspace.sections:
+        assert [type(p).__name__ for p in section.panels] == ["LinePlot"] * 4 + ["ScatterPlot"] * 2 + [
+            "ParallelCoordinatesPlot"]
+        assert section.is_open and (section.layout_settings.columns, section.layout_settings.rows) == (2, 4)
+    assert workspace.auto_generate_panels is False
+
+
+def test_line_plots_against_step_and_flops(workspace):
+    for section in workspace.sections:
+        lines = [p for p in section.panels if isinstance(p, wr.LinePlot)]
+        a, b = VAL[section.name]
+        assert [(p.x, p.y) for p in lines] == [(STEP, [a]), (FLOPS, [a]), (STEP, [b]), (FLOPS, [b])]
+        assert [p.title for p in lines] == [f"{a} vs step", f"{a} vs training FLOPs", f"{b} vs step",
+                                            f"{b} vs training FLOPs"]
+        assert {(p.groupby_aggfunc, p.groupby_rangefunc) for p in lines} == {("mean", "stddev")}
+    wire = spec(workspace)["panelBankConfig"]["sections"][2]["panels"][1]["config"]
+    assert (wire["xAxis"], wire["metrics"], wire["groupArea"]) == (FLOPS, ["val/bleu"], "stddev")
+
+
+def test_runs_grouped_by_arch_in_the_group(workspace):
+    rs = workspace.runset_settings
+    assert names(rs.groupby) == [("Config", "arch")]
+    assert rs.filters == f"Metric(\"Group\") == '{GROUP}'"
+    runset = spec(workspace)["runSets"][0]
+    assert runset["grouping"] == [{"section": "config", "name": "arch.value"}]
+    assert runset["filters"]["filters"] == [{"key": {"section": "run", "name": "group"}, "op": "=", "value": GROUP,
+                                             "disabled": False}]
+
+
+def test_no_group_no_filter_and_flat_groupby_keys():
+    workspace = build_workspace("zoo", by=["arch", "arch_config", "model.position"])
+    assert (workspace.entity, workspace.name, workspace.runset_settings.filters) == ("", "zoo comparison", "")
+    runset = spec(workspace)["runSets"][0]
+    assert runset["filters"]["filters"] == []
+    assert runset["grouping"] == [{"section": "config", "name": "arch.value"},
+                                  {"section": "config", "name": "arch_config.value"},
+                                  {"section": "config", "name": "model.position.value"}]
+
+
+def test_group_with_a_quote():
+    workspace = build_workspace("zoo", "team", "runs/it's")
+    assert spec(workspace)["runSets"][0]["filters"]["filters"][0]["value"] == "runs/it's"
+
+
+def test_parallel_coordinates_over_the_keys(workspace):
+    assert KEYS == ("arch", "seed", "model.d_model", "model.n_layers", "task.optimizer.lr", "params")
+    for i, section in enumerate(workspace.sections):
+        pc = section.panels[-1]
+        assert names(c.metric for c in pc.columns) == [("Config", k) for k in KEYS] + [
+            ("SummaryMetric", BEST[section.name])]
+        wire = spec(workspace)["panelBankConfig"]["sections"][i]["panels"][-1]["config"]["columns"]
+        assert [c["accessor"] for c in wire] == [  # zoo's config keys are flat: the .value goes last
+            "config:arch.value", "config:seed.value", "config:model.d_model.value", "config:model.n_layers.value",
+            "config:task.optimizer.lr.value", "config:params.value", f"summary:{BEST[section.name]}"]
+
+
+def test_scatter_of_params_and_flops_against_the_best_metric(workspace):
+    for i, section in enumerate(workspace.sections):
+        params, flops = (p for p in section.panels if isinstance(p, wr.ScatterPlot))
+        best = BEST[section.name]
+        assert names([params.x, params.y, flops.x, flops.y]) == [
+            ("Config", "params"), ("SummaryMetric", best), ("SummaryMetric", "cost/train_flops"),
+            ("SummaryMetric", best)]
+        wire = [p["config"] for p in spec(workspace)["panelBankConfig"]["sections"][i]["panels"][4:6]]
+        assert [(c["xAxis"], c["yAxis"]) for c in wire] == [("config:params.value", f"summary:{best}"),
+                                                            ("summary:cost/train_flops", f"summary:{best}")]
+
+
+@pytest.fixture
+def saved(monkeypatch):
+    """Workspace.save replaced: the workspaces main would save."""
+    out = []
+    monkeypatch.setattr(ws.Workspace, "save", lambda self: out.append(self) or self)
+    return out
+
+
+def test_main_saves_with_keys_and_entity(saved, capsys):
+    assert main(["--project", "zoo", "--entity", "team", "--group", GROUP, "--keys", "arch, model.activation"]) == 0
+    (workspace,) = saved
+    assert (workspace.entity, workspace.project, workspace.runset_settings.filters) == (
+        "team", "zoo", f"Metric(\"Group\") == '{GROUP}'")
+    assert names(c.metric for c in workspace.sections[1].panels[-1].columns) == [
+        ("Config", "arch"), ("Config", "model.activation"), ("SummaryMetric", "best/val/cont_loss")]
+    assert capsys.readouterr().out == f"saved 'zoo comparison ({GROUP})' in team/zoo\n"
+
+
+def test_main_takes_the_default_entity(saved, monkeypatch):
+    monkeypatch.setattr(wandb, "Api", lambda: types.SimpleNamespace(default_entity="me"))
+    assert main(["--project", "zoo"]) == 0
+    assert saved[0].entity == "me"
+
+
+def test_main_without_an_entity_exits_2(saved, monkeypatch, capsys):
+    def no_key():
+        raise wandb.errors.UsageError("No API key configured. Use `wandb login` to log in.")
+    monkeypatch.setattr(wandb, "Api", no_key)
+    assert main(["--project", "zoo"]) == 2
+    err = capsys.readouterr().err
+    assert err == ("zoo.dashboard: error: no W&B entity (No API key configured. Use `wandb login` to log in.): "
+                   "pass --entity E, or log in with `wandb login`\n")
+    assert saved == []
+
+
+def test_bad_input_exits_2(saved, monkeypatch, capsys):
+    for args, why in (([], "--project is required"), (["--project", " "], "no W&B project: pass --project P"),
+                      (["--project", "zoo", "--keys", "arch,,seed"], "--keys: give run config keys"),
+                      (["--project", "zoo", "--by", ""], "--by: give run config keys"),
+                      (["--project", "zoo", "--nope"], "unrecognized arguments: --nope")):
+        assert main(args) == 2, args
+        captured = capsys.readouterr()
+        assert why in captured.err and captured.err.count("\n") == 1 and not captured.out, args
+    monkeypatch.setitem(sys.modules, "wandb_workspaces", None)  # import fails as if not installed
+    assert main(["--project", "zoo", "--entity", "team"]) == 2
+    assert "wandb-workspaces is not installed" in capsys.readouterr().err
+    assert saved == []
+
+
+def test_cli_bad_input_exit_code():
+    proc = subprocess.run([sys.executable, "-m", "zoo.dashboard", "--entity", "team"], capture_output=True,
+                          text=True, timeout=120)
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr == "zoo.dashboard: error: --project is required: python -m zoo.dashboard --project P " \
+                          "[--entity E]\n"
