@@ -16,7 +16,7 @@ with warnings.catch_warnings():  # the library's pydantic v1-style validators
 from zoo.dashboard import KEYS, build_workspace, main
 
 GROUP = "outputs/compare/2026-01-02_03-04-05"
-STEP, FLOPS = "trainer/global_step", "cost/flops"
+STEP, FLOPS, SECONDS = "trainer/global_step", "cost/flops", "cost/seconds"
 VAL = {"classification": ["val/acc", "val/f1"], "lm": ["val/cont_loss", "val/bpc"],
        "translation": ["val/bleu", "val/chrf"]}
 BEST = {"classification": "best/val/acc", "lm": "best/val/cont_loss", "translation": "best/val/bleu"}
@@ -45,19 +45,20 @@ def test_one_section_per_task(workspace):
     assert (workspace.entity, workspace.project, workspace.name) == ("team", "zoo", f"zoo comparison ({GROUP})")
     assert [s.name for s in workspace.sections] == ["classification", "lm", "translation"]
     for section in workspace.sections:
-        assert [type(p).__name__ for p in section.panels] == ["LinePlot"] * 4 + ["ScatterPlot"] * 2 + [
+        assert [type(p).__name__ for p in section.panels] == ["LinePlot"] * 6 + ["ScatterPlot"] * 2 + [
             "ParallelCoordinatesPlot"]
         assert section.is_open and (section.layout_settings.columns, section.layout_settings.rows) == (2, 4)
     assert workspace.auto_generate_panels is False
 
 
-def test_line_plots_against_step_and_flops(workspace):
+def test_line_plots_against_step_flops_and_seconds(workspace):
     for section in workspace.sections:
         lines = [p for p in section.panels if isinstance(p, wr.LinePlot)]
         a, b = VAL[section.name]
-        assert [(p.x, p.y) for p in lines] == [(STEP, [a]), (FLOPS, [a]), (STEP, [b]), (FLOPS, [b])]
-        assert [p.title for p in lines] == [f"{a} vs step", f"{a} vs training FLOPs", f"{b} vs step",
-                                            f"{b} vs training FLOPs"]
+        assert [(p.x, p.y) for p in lines] == [(STEP, [a]), (FLOPS, [a]), (SECONDS, [a]), (STEP, [b]),
+                                               (FLOPS, [b]), (SECONDS, [b])]
+        assert [p.title for p in lines] == [f"{a} vs step", f"{a} vs training FLOPs", f"{a} vs training seconds",
+                                            f"{b} vs step", f"{b} vs training FLOPs", f"{b} vs training seconds"]
         assert {(p.groupby_aggfunc, p.groupby_rangefunc) for p in lines} == {("mean", "stddev")}
     wire = spec(workspace)["panelBankConfig"]["sections"][2]["panels"][1]["config"]
     assert (wire["xAxis"], wire["metrics"], wire["groupArea"]) == (FLOPS, ["val/bleu"], "stddev")
@@ -65,10 +66,11 @@ def test_line_plots_against_step_and_flops(workspace):
 
 def test_runs_grouped_by_arch_in_the_group(workspace):
     rs = workspace.runset_settings
-    assert names(rs.groupby) == [("Config", "arch")]
+    assert names(rs.groupby) == [("Config", "arch"), ("Config", "arch_config")]
     assert rs.filters == f"Metric(\"Group\") == '{GROUP}'"
     runset = spec(workspace)["runSets"][0]
-    assert runset["grouping"] == [{"section": "config", "name": "arch.value"}]
+    assert runset["grouping"] == [{"section": "config", "name": "arch.value"},
+                                  {"section": "config", "name": "arch_config.value"}]
     assert runset["filters"]["filters"] == [{"key": {"section": "run", "name": "group"}, "op": "=", "value": GROUP,
                                              "disabled": False}]
 
@@ -107,7 +109,7 @@ def test_scatter_of_params_and_flops_against_the_best_metric(workspace):
         assert names([params.x, params.y, flops.x, flops.y]) == [
             ("Config", "params"), ("SummaryMetric", best), ("SummaryMetric", "cost/train_flops"),
             ("SummaryMetric", best)]
-        wire = [p["config"] for p in spec(workspace)["panelBankConfig"]["sections"][i]["panels"][4:6]]
+        wire = [p["config"] for p in spec(workspace)["panelBankConfig"]["sections"][i]["panels"][6:8]]
         assert [(c["xAxis"], c["yAxis"]) for c in wire] == [("config:params.value", f"summary:{best}"),
                                                             ("summary:cost/train_flops", f"summary:{best}")]
 

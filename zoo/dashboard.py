@@ -1,7 +1,8 @@
 """`python -m zoo.dashboard --project P [--entity E] [--group G] [--keys K,...] [--by K,...]`: save the W&B
 workspace that compares zoo's runs, built with wandb-workspaces (`pip install 'zoo[dashboard]'`).
 
-One section per task; runs grouped by `arch`; the task's validation metrics against step and training FLOPs,
+One section per task; runs grouped by `arch` and `arch_config`; the task's validation metrics against step,
+training FLOPs and training seconds,
 its best metric against params and training FLOPs, parallel coordinates over --keys. --group keeps one W&B
 group (a multirun's sweep dir). `build_workspace` needs no network; `main` saves (needs `wandb login`).
 Bad input exits 2 with a one-line message, before any network.
@@ -11,9 +12,10 @@ import sys
 from typing import Optional, Sequence
 
 KEYS = ("arch", "seed", "model.d_model", "model.n_layers", "task.optimizer.lr", "params")
-BY = ("arch",)
+BY = ("arch", "arch_config")  # arch_config keeps prefix_lm (arch decoder_only, mask prefix) its own group
 STEP = "trainer/global_step"
 FLOPS = "cost/flops"
+SECONDS = "cost/seconds"
 # task -> (validation metrics, the summary's best metric)
 TASKS = {
     "classification": (("val/acc", "val/f1"), "best/val/acc"),
@@ -67,7 +69,7 @@ def build_workspace(project: str, entity: Optional[str] = None, group: Optional[
     for task, (metrics, best) in TASKS.items():
         panels = []
         for metric in metrics:
-            for x, x_title in ((STEP, "step"), (FLOPS, "training FLOPs")):
+            for x, x_title in ((STEP, "step"), (FLOPS, "training FLOPs"), (SECONDS, "training seconds")):
                 panels.append(wr.LinePlot(title=f"{metric} vs {x_title}", x=x, y=[metric], title_x=x_title,
                                           title_y=metric, groupby_aggfunc="mean", groupby_rangefunc="stddev"))
         panels.append(wr.ScatterPlot(title=f"{best} vs params", x=wr.Config("params"), y=wr.SummaryMetric(best)))
