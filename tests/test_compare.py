@@ -1,6 +1,6 @@
-"""experiment=compare: the sweep covers the 9 arch x task cells, each cell composes its own task and data, and
-the three architectures of a task have parameter counts within 10% of each other (built with the real data's
-vocabularies, as a run builds them)."""
+"""experiment=compare: the sweep covers the 4 arch x 3 task cells once per seed, each cell composes its own
+task and data, and the architectures of a task have parameter counts within 10% of each other (built with the
+real data's vocabularies, as a run builds them)."""
 import pytest
 from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
@@ -9,19 +9,22 @@ from zoo.model.cost import param_count
 from zoo.train import CONF_DIR, FROM_DATA, check_config, model_dict
 from zoo_run import make_cfg
 
-ARCHS = ("encoder_only", "decoder_only", "encoder_decoder")
+ARCHS = ("encoder_only", "decoder_only", "encoder_decoder", "prefix_lm")  # +arch choices; prefix_lm: decoder_only
 CELLS = {"classification": ("sst2", "zoo.tasks.classification.Classification"),
          "lm": ("tiny_shakespeare", "zoo.tasks.lm.LanguageModeling"),
          "translation": ("multi30k", "zoo.tasks.translation.Translation")}
 
 
-def test_sweep_lists_the_nine_cells():
+@pytest.mark.parametrize("seeds, expected", [(None, "1,2,3"), (1, "1"), (5, "1,2,3,4,5")])
+def test_sweep_lists_every_cell_and_seed(seeds, expected):
+    extra = [] if seeds is None else [f"compare.seeds={seeds}"]
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-        cfg = compose("config", overrides=["experiment=compare"], return_hydra_config=True)
+        cfg = compose("config", overrides=["experiment=compare", *extra], return_hydra_config=True)
     params = cfg.hydra.sweeper.params
-    assert list(params) == ["+arch", "+cell"]  # arch first: the cell's task / data / steps win over the arch's
+    assert list(params) == ["+arch", "+cell", "seed"]  # arch first: the cell's task / data / steps win over the arch's
     assert sorted(params["+arch"].split(",")) == sorted(ARCHS)
     assert sorted(params["+cell"].split(",")) == sorted(CELLS)
+    assert params["seed"] == expected
     assert cfg.experiment_name == "compare"
 
 
@@ -53,7 +56,7 @@ def test_parameters_match_within_ten_percent(cell, model_info, tmp_path):
         check_config(cfg)  # every cell is a valid run (the task trains this arch)
         model = model_dict(cfg)
         model.update({k: info[k] for k in FROM_DATA if k in info})
-        task = instantiate(cfg.task, arch=arch, model=model, tokenizer=info["tokenizer"], _convert_="all")
+        task = instantiate(cfg.task, arch=cfg.arch, model=model, tokenizer=info["tokenizer"], _convert_="all")
         params[arch] = param_count(task.model)
     spread = (max(params.values()) - min(params.values())) / max(params.values())
     assert spread <= 0.10, f"{cell}: parameter counts {params} differ by {spread:.1%} (> 10%)"

@@ -38,6 +38,23 @@ class WarmupCosine:
         return warmup_cosine(step, self.warmup_steps, self.decay_steps, self.lr, self.min_lr) / self.lr
 
 
+class BudgetCosine:
+    """LambdaLR multiplier for a run bounded by tokens, FLOPs or time rather than steps (whose step count is not
+    known in advance): linear warmup over warmup_steps, then cosine from lr to min_lr over the budget's spent
+    fraction p = progress() in [0, 1] (lr(p) = min_lr + (lr - min_lr) (1 + cos(pi p)) / 2; budget-aware
+    schedules, Li et al. 2020, "Budgeted Training"). progress is read at each step, so a resumed run (its cost
+    restored from the checkpoint) continues the same curve."""
+
+    def __init__(self, warmup_steps: int, progress, lr: float, min_lr: float):
+        self.warmup_steps, self.progress, self.lr, self.min_lr = warmup_steps, progress, lr, min_lr
+
+    def __call__(self, step: int) -> float:
+        if step < self.warmup_steps:
+            return (step + 1) / self.warmup_steps
+        p = min(1.0, max(0.0, float(self.progress())))
+        return (self.min_lr + 0.5 * (1.0 + math.cos(math.pi * p)) * (self.lr - self.min_lr)) / self.lr
+
+
 class Noam:
     """LambdaLR multiplier of the paper's schedule (Vaswani et al. 2017, eq. 3), normalised so the peak,
     at step warmup_steps, is the optimizer's lr: min((s+1)^-0.5, (s+1) * warmup^-1.5) * warmup^0.5."""

@@ -1,5 +1,4 @@
 """The main job: compose the config with Hydra, build data, model and trainer, train, write results.json."""
-import json
 import logging
 import os
 import sys
@@ -19,12 +18,14 @@ from lightning.pytorch.loggers import WandbLogger
 from lightning.pytorch.utilities.model_helpers import is_overridden
 from omegaconf import DictConfig, OmegaConf
 
+from zoo.budget import BudgetError, apply_budget
 from zoo.callbacks.progress import ProgressBar
 from zoo.checkpoint_io import AtomicCheckpointIO
 from zoo.data.resolver import DataError
 from zoo.distributed import is_fsdp
 from zoo.model import ModelConfig
 from zoo.model.beam_search import check_early_stopping
+from zoo.results import arch_config, failed_record, job_overrides, write_examples, write_json
 from zoo.tasks.base import metric_mode
 
 NO_ARCH = ("zoo needs an architecture. Pick one of the three with +arch=...: "
@@ -35,8 +36,12 @@ NO_ARCH = ("zoo needs an architecture. Pick one of the three with +arch=...: "
 
 
 log = logging.getLogger("zoo")
+# ${zoo_seeds:3} -> "1,2,3": the seeds a sweep runs (conf/experiment/compare.yaml's compare.seeds)
+OmegaConf.register_new_resolver("zoo_seeds", lambda n: ",".join(str(i) for i in range(1, int(n) + 1)),
+                                replace=True)
 
-FROM_DATA = ("vocab_size", "src_vocab_size", "num_classes")  # model keys the datamodule fills in
+# model keys the datamodule fills in (the special ids: its tokenizer's, zoo.data.bpe)
+FROM_DATA = ("vocab_size", "src_vocab_size", "num_classes", "pad_id", "bos_id", "eos_id")
 # model keys that do not change the math: free to change on resume
 RUNTIME = ("compile", "compile_scope", "activation_checkpointing")
 
@@ -123,11 +128,34 @@ def check_config(cfg: DictConfig) -> None:
         ModelConfig(**{**model, "vocab_size": model.get("vocab_size") or 1})  # vocab_size comes from the data
     except (TypeError, ValueError) as e:
         raise ConfigError(str(e)) from None
-    data_ids = getattr(get_class(cfg.data._target_), "special_ids", {}) if cfg.data.get("_target_") else {}
-    for key, data_id in data_ids.items():
-        if cfg.model.get(key, data_id) != data_id:
-            raise ConfigError(f"model.{key}={cfg.model.get(key)}, but data={cfg.data._target_.rsplit('.', 1)[-1]}'s "
-                              f"tokenizer puts that token at {data_id}; set model.{key}={data_id} (or drop the override)")
+    # the special ids the data gives the model: zoo's fixed ones, or a pretrained tokenizer.json's (read here)
+    from dataclasses import fields
+
+    from zoo.data.bpe import FIXED_IDS
+    data_cls = get_class(cfg.data._target_) if cfg.data.get("_target_") else None
+    ids = (data_cls.config_ids(cfg.data) if hasattr(data_cls, "config_ids")
+           else {"model": getattr(data_cls, "special_ids", {}), "roles": None, "pretrained": None})
+    set_here = ({o.split("=", 1)[0].lstrip("+~") for o in HydraConfig.get().overrides.task}
+                if HydraConfig.initialized() else set())
+    default = {f.name: f.default for f in fields(ModelConfig)}
+    for key, data_id in ids["model"].items():
+        value = cfg.model.get(key, data_id)
+        # zoo's tokenizers: any other value; a pretrained one: a value set on purpose (not the model default)
+        if value != data_id and (not ids["pretrained"] or value != default[key] or f"model.{key}" in set_here):
+            whose = (f"the tokenizer {ids['pretrained']}" if ids["pretrained"]
+                     else f"data={cfg.data._target_.rsplit('.', 1)[-1]}'s tokenizer")
+            raise ConfigError(f"model.{key}={value}, but {whose} puts that token at {data_id}; set "
+                              f"model.{key}={data_id} (or drop the override)")
+    if ids["pretrained"] and cfg.arch == "encoder_only" and task_cls.BATCH == "translation":
+        # the non-autoregressive task writes zoo.data.bpe's constants (CLS_ID, MASK_ID, ...) into its inputs
+        wrong = {r: ids["roles"].get(r) for r in ("pad", "bos", "eos", "mask", "cls")
+                 if ids["roles"].get(r) != FIXED_IDS[r]}
+        if wrong:
+            raise ConfigError(f"+arch=encoder_only translation (non-autoregressive) needs zoo's fixed special ids "
+                              f"({', '.join(f'{r}={FIXED_IDS[r]}' for r in wrong)}), but the tokenizer "
+                              f"{ids['pretrained']} has {', '.join(f'{r}={i}' for r, i in wrong.items())}; use "
+                              f"data.tokenizer=bpe (or a tokenizer.json zoo trained), or +arch=encoder_decoder or "
+                              f"decoder_only")
     if "early_stopping" in cfg.task:
         try:
             check_early_stopping(cfg.task.early_stopping)
@@ -316,6 +344,7 @@ def run(cfg: DictConfig) -> float:
     route_lightning_logs()
     cfg = task_for_data(cfg)
     check_config(cfg)
+    budget = apply_budget(cfg)
     check_checkpoint(cfg)
     choices = HydraConfig.get().runtime.choices if HydraConfig.initialized() else {}
     task_name = TASK_OF_BATCH.get(get_class(cfg.task._target_).BATCH, choices.get("task", "lm"))  # task_for_data
@@ -336,6 +365,8 @@ def run(cfg: DictConfig) -> float:
     def new_task():
         return instantiate(cfg.task, arch=cfg.arch, model=model_cfg, tokenizer=info["tokenizer"], _convert_="all")
     task = new_task()
+    if budget["kind"] != "steps":
+        task.budget = (budget["kind"], budget["value"])
     loggers = make_loggers(cfg, tags)
     callbacks = [instantiate(c) for c in (cfg.get("callbacks") or {}).values()]
     trainer = instantiate(cfg.trainer, logger=loggers or False, plugins=[AtomicCheckpointIO()],
@@ -348,7 +379,8 @@ def run(cfg: DictConfig) -> float:
     # module's and datamodule's hparams would repeat it under clashing names (save_hyperparameters(logger=False))
     task._log_hyperparams = datamodule._log_hyperparams = False
     for logger in loggers:
-        logger.log_hyperparams(flat_config(cfg, {"arch": cfg.arch, "task": task_name, "dataset": data_name,
+        logger.log_hyperparams(flat_config(cfg, {"arch": cfg.arch, "arch_config": arch_config(cfg),
+                                                 "task": task_name, "dataset": data_name,
                                                  "data_info": data,
                                                  "objective": getattr(task, "objective", task_name),
                                                  "params": n_params, "flops_per_token": fpt}))
@@ -357,6 +389,7 @@ def run(cfg: DictConfig) -> float:
 
     trainer.fit(task, datamodule=datamodule, ckpt_path=cfg.get("ckpt_path"))
     final = {k: float(v) for k, v in trainer.callback_metrics.items() if v.numel() == 1}
+    fitted = task
     if is_overridden("test_step", task) and not trainer.fast_dev_run:
         best = getattr(trainer.checkpoint_callback, "best_model_path", None)
         tested = task
@@ -370,28 +403,36 @@ def run(cfg: DictConfig) -> float:
         if tested is not None:
             trainer.test(tested, datamodule=datamodule, ckpt_path=best or None, verbose=False)  # best by the monitor
             final.update({k: float(v) for k, v in trainer.callback_metrics.items() if k.startswith("test/")})
+            task = tested
     results = {
-        "arch": cfg.arch, "task": task_name, "dataset": data_name, "data": data,
-        "objective": getattr(task, "objective", task_name),
-        "final": final, "best": task.best,
+        "status": "ok", "arch": cfg.arch, "arch_config": arch_config(cfg), "task": task_name,
+        "dataset": data_name, "data": data, "objective": getattr(fitted, "objective", task_name),
+        "seed": cfg.seed, "overrides": job_overrides(), "budget": budget,
+        "final": final, "best": fitted.best,
         "params": n_params, "flops_per_token": fpt,
+        "cost": {"train_flops": fitted.cost["flops"], "tokens": fitted.cost["tokens"],
+                 "train_seconds": fitted.cost["seconds"],
+                 "inference_flops_per_token": fitted.inference_flops_per_token(info["seq_len"], info.get("src_len")),
+                 "ms_per_example": getattr(task, "ms_per_example", getattr(fitted, "ms_per_example", None))},
         "steps": trainer.global_step, "wall_seconds": time.time() - start,
         "output_dir": str(Path(cfg.paths.output_dir).resolve()),
         "best_checkpoint": getattr(trainer.checkpoint_callback, "best_model_path", None) or None,
+        "examples": None,
     }
     if trainer.is_global_zero:
-        path = Path(cfg.paths.output_dir) / "results.json"
-        path.write_text(json.dumps(results, indent=2))
+        results["examples"] = write_examples(cfg.paths.output_dir, task if getattr(task, "examples", None) else fitted)
+        path = write_json(Path(cfg.paths.output_dir) / "results.json", results)
         log.info("final %s; best %s; %d steps in %.0f s", {k: float(f"{v:.5g}") for k, v in final.items()},
-                 {k: float(f"{v:.5g}") for k, v in task.best.items()}, results["steps"], results["wall_seconds"])
+                 {k: float(f"{v:.5g}") for k, v in fitted.best.items()}, results["steps"], results["wall_seconds"])
         for logger in loggers:
             if isinstance(logger, WandbLogger):
                 logger.experiment.summary.update({"wall_seconds": results["wall_seconds"],  # best/<metric>: sweeps
-                                                  **{f"best/{k}": v for k, v in task.best.items()}})
+                                                  "cost/train_flops": fitted.cost["flops"],
+                                                  **{f"best/{k}": v for k, v in fitted.best.items()}})
                 logger.experiment.finish()  # flush now, so the results path below is the last line printed
         print(path.resolve())
-    monitor = cfg.get("optimized_metric") or task.hparams.get("monitor", "val/loss")  # hparams_search sets it
-    return task.best.get(monitor, final.get(monitor, float("nan")))
+    monitor = cfg.get("optimized_metric") or fitted.hparams.get("monitor", "val/loss")  # hparams_search sets it
+    return fitted.best.get(monitor, final.get(monitor, float("nan")))
 
 
 _PKG = Path(__file__).resolve().parent
@@ -403,11 +444,20 @@ CONF_DIR = str(_PKG / "conf" if (_PKG / "conf").is_dir() else _PKG.parent / "con
 def main(cfg: DictConfig) -> float:
     try:
         return run(cfg)
-    except (ConfigError, DataError) as e:  # bad input: the message says what and how to fix, no traceback
-        print(f"zoo: error: {e}", file=sys.stderr)
+    except BaseException as e:  # a run that fails leaves a results.json saying so (zoo.report lists it)
+        if not isinstance(e, KeyboardInterrupt) and cfg.get("arch") is not None:
+            try:
+                write_json(Path(cfg.paths.output_dir) / "results.json", failed_record(cfg, e))
+            except Exception:  # noqa: BLE001 -- never hide the run's own error behind this one
+                pass
+        return handle_error(e)
+
+
+def handle_error(e: BaseException) -> float:
+    """Bad input (ConfigError, DataError, BudgetError, a constructor's ValueError): print its message and exit
+    with 2; re-raise anything else."""
+    cause = e.__cause__ if isinstance(e, InstantiationException) else e  # a datamodule's or task's constructor
+    if isinstance(cause, (ConfigError, DataError, BudgetError)) or (cause is not e and isinstance(cause, ValueError)):
+        print(f"zoo: error: {cause}", file=sys.stderr)  # the message says what and how to fix, no traceback
         sys.exit(2)
-    except InstantiationException as e:  # a datamodule's or task's constructor refused the config
-        if isinstance(e.__cause__, (ConfigError, DataError, ValueError)):
-            print(f"zoo: error: {e.__cause__}", file=sys.stderr)
-            sys.exit(2)
-        raise
+    raise e

@@ -154,6 +154,17 @@ def forward_flops(model: nn.Module, batch_size: int, seq_len: int, src_len: Opti
     return out
 
 
+def batch_flops(model: nn.Module, batch_size: int, seq_len: int, src_len: Optional[int] = None,
+                scored: Optional[int] = None) -> float:
+    """Forward FLOPs of one batch at its padded shape: forward_flops(...)["total"], with the LM head counted
+    over `scored` output positions (e.g. only the masked ones a masked LM projects) instead of all
+    batch_size * seq_len; scored=0 leaves the head out (a classifier's few FLOPs are not counted)."""
+    out = forward_flops(model, batch_size, seq_len, src_len)
+    if scored is None:
+        return float(out["total"])
+    return float(out["total"] - out["logits"] + out["logits"] * scored / (batch_size * seq_len))
+
+
 def flops_per_token(model: nn.Module, seq_len: int, src_len: Optional[int] = None) -> float:
     """Forward FLOPs per token: forward_flops(model, b, seq_len, src_len)["total"] / (b * seq_len)
     (independent of b). Tokens are the seq_len tokens the model outputs logits for; for EncoderDecoder

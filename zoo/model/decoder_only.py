@@ -51,11 +51,15 @@ class DecoderOnly(TransformerBase):
         return (logits, attn) if return_attention else logits
 
     def classify(self, idx: torch.Tensor, key_padding_mask: Optional[torch.Tensor] = None) -> torch.Tensor:
-        """Class logits (B, num_classes) from the causal state at each row's last real token (right padding:
-        padding after the text does not change it). Raises ValueError without a classification head."""
+        """Class logits (B, num_classes) from the state at each row's last real token (right padding: padding
+        after the text does not change it); causal, or with mask=prefix bidirectional over the whole text (the
+        text is the prefix, T5's prefix LM). Raises ValueError without a classification head."""
         if self.classifier is None:
             raise ValueError("this model has no classification head: build it with model.num_classes > 0")
-        h, _ = self.features(idx, key_padding_mask)  # (B, T, d_model)
+        prefix_len = None
+        if self.mask_kind == "prefix":
+            prefix_len = idx.shape[1] if key_padding_mask is None else (~key_padding_mask).sum(1)  # (B,)
+        h, _ = self.features(idx, key_padding_mask, prefix_len=prefix_len)  # (B, T, d_model)
         return self.classifier(pool(h, key_padding_mask, "last"))
 
     def new_cache(self, batch_size: int, max_len: int, device=None, dtype=None) -> DecodingCache:

@@ -17,7 +17,8 @@ from zoo.model.decoder_layer import DecoderLayer
 from zoo.model.encoder_layer import EncoderLayer
 from zoo.tasks.optim_config import configure_optimizers
 
-LOWER_IS_BETTER = ("loss", "ppl", "bpc")  # metric name endings; any other metric (acc, f1, bleu, ...): higher
+LOWER_IS_BETTER = ("loss", "ppl", "bpc")
+BUDGET_COST = {"tokens": "tokens", "flops": "flops", "time": "seconds"}  # budget kind -> its key of TaskBase.cost  # metric name endings; any other metric (acc, f1, bleu, ...): higher
 
 
 def metric_mode(name: str) -> str:
@@ -82,6 +83,20 @@ class TaskBase(pl.LightningModule):
         super().__init__()
         self.best = {}
         self._t_last = None
+        self._t_batch = None
+        # cumulative training cost of the run (all ranks; kept in checkpoints): forward + backward FLOPs
+        # (3 x the forward FLOPs of the padded batches, zoo.model.cost), tokens read, seconds in training steps
+        self.cost = {"flops": 0.0, "tokens": 0, "seconds": 0.0}
+        self.budget = None  # (kind: tokens | flops | time, value): the run stops when cost reaches it (zoo.train)
+
+    def budget_progress(self) -> float:
+        """The fraction of the run's budget spent: cost[kind] / value (tokens, flops, seconds), else
+        global_step / max_steps; 0.0 when the run is unbounded."""
+        if self.budget is not None:
+            kind, value = self.budget
+            return self.cost[BUDGET_COST[kind]] / value
+        max_steps = self.trainer.max_steps if self._trainer is not None else -1
+        return self.global_step / max_steps if max_steps > 0 else 0.0
 
     def forward_flops_per_token(self, seq_len: int, src_len: Optional[int] = None) -> float:
         """Forward FLOPs per token of this task's model at the data's typical lengths (tokens): seq_len the
@@ -92,8 +107,13 @@ class TaskBase(pl.LightningModule):
             seq_len, src_len = seq_len + (src_len or 0) * self.JOINS_SOURCE_AND_TARGET, None
         return flops_per_token(self.model, seq_len, src_len)
 
-    def log_train_step(self, loss: torch.Tensor, tokens) -> None:
-        """Log train/loss, lr and tokens/s (tokens of this batch over the time since the previous step)."""
+    def log_train_step(self, loss: torch.Tensor, tokens, forward_flops: float) -> None:
+        """Log train/loss, lr and tokens/s (tokens of this batch over the time since the previous step), and add
+        the batch to `cost`: tokens, and 3 x forward_flops (the FLOPs of this batch's forward pass at its padded
+        shape; backward = 2 x forward, Kaplan et al. 2020 sec. 2.1), both times the number of processes."""
+        world = self.trainer.world_size if self._trainer is not None else 1
+        self.cost["flops"] += 3.0 * float(forward_flops) * world
+        self.cost["tokens"] += int(tokens) * world
         now = time.perf_counter()
         if self._t_last is not None:
             self.log("tokens/s", float(tokens) / (now - self._t_last), on_step=True, on_epoch=False)
@@ -106,6 +126,8 @@ class TaskBase(pl.LightningModule):
         self.log_dict(metrics, prog_bar=True)
         if self.trainer.sanity_checking:
             return
+        # the training cost behind these scores: curves against FLOPs and seconds (zoo.report, zoo.dashboard)
+        self.log_dict({f"cost/{k}": float(v) for k, v in self.cost.items()})
         for k, v in metrics.items():
             better = min if metric_mode(k) == "min" else max
             self.best[k] = better(self.best.get(k, float(v)), float(v))
@@ -116,6 +138,7 @@ class TaskBase(pl.LightningModule):
         and the datamodule's data settings (its data_info(), under zoo.data.info.CHECKPOINT_KEY), which
         zoo.report and zoo.generate read."""
         checkpoint["zoo_task"] = type(self).__name__
+        checkpoint["zoo_cost"] = dict(self.cost)
         data_info = getattr(self.trainer.datamodule, "data_info", None)
         if data_info is not None:
             checkpoint[CHECKPOINT_KEY] = data_info()
@@ -125,6 +148,7 @@ class TaskBase(pl.LightningModule):
         or max_steps cut it (zoo.checkpoint_io.settle_epoch_end): the resumed run then reads the batches, and
         validates and checkpoints at the steps, of an uninterrupted run."""
         settle_epoch_end(checkpoint)
+        self.cost.update(checkpoint.get("zoo_cost", {}))
 
     def check_batch(self, batch) -> None:
         """Raise ValueError naming the datamodule, the key and what was expected when `batch` breaks
@@ -157,14 +181,25 @@ class TaskBase(pl.LightningModule):
             self.check_batch(batch)
             self._batch_checked = True
         self.trainer.fit_loop.epoch_loop._batches_that_stepped = self.trainer.global_step
+        self._t_batch = time.perf_counter()
 
     def on_train_batch_end(self, outputs, batch, batch_idx) -> None:
-        """Reaching trainer.max_steps mid-epoch sets trainer.should_stop, so Lightning validates (and the
+        """Reaching trainer.max_steps, or the budget (self.budget), mid-epoch sets trainer.should_stop, so Lightning validates (and the
         checkpoint callback scores) the final weights instead of ending on the last epoch's numbers; where the
-        schedule would not have validated, stop_validation marks it (zoo.callbacks.checkpoint.BestCheckpoint)."""
-        if 0 < self.trainer.max_steps <= self.trainer.global_step:
+        schedule would not have validated, stop_validation marks it (zoo.callbacks.checkpoint.BestCheckpoint).
+        The batch's wall time (training step, backward, optimizer step) is added to cost["seconds"]."""
+        if self._t_batch is not None:
+            self.cost["seconds"] += time.perf_counter() - self._t_batch
+            self._t_batch = None
+        if 0 < self.trainer.max_steps <= self.trainer.global_step or (self.budget and self.budget_progress() >= 1):
             self.trainer.should_stop = True
             self.stop_validation = not validation_due(self.trainer, batch_idx)  # read by BestCheckpoint
+
+    def inference_flops_per_token(self, seq_len: int, src_len: Optional[int] = None) -> float:
+        """Forward FLOPs per generated (or classified) token at the data's typical lengths: with a KV cache a new
+        token costs about one token's forward pass, forward_flops_per_token. Objectives that re-read the whole
+        sequence at each step (no cache) override it."""
+        return self.forward_flops_per_token(seq_len, src_len)
 
     def training_loss(self, batch) -> torch.Tensor:
         """The training objective of a batch: a scalar (nats per token, or per example for classification)
@@ -184,9 +219,11 @@ class TaskBase(pl.LightningModule):
     def configure_optimizers(self):
         # under FSDP the parameters are flat 1-D shards here; weight decay picks matrices by their real shape
         # a run bounded by epochs (max_steps -1) decays over the steps those epochs of its data take
-        steps = self.trainer.max_steps if self.trainer.max_steps > 0 else int(self.trainer.estimated_stepping_batches)
+        steps = self.trainer.max_steps if self.trainer.max_steps > 0 or self.budget is not None \
+            else int(self.trainer.estimated_stepping_batches)
         with full_params(getattr(self.trainer.strategy, "model", None)):
-            return configure_optimizers(self.model, self.hparams.optimizer, self.hparams.scheduler, steps)
+            return configure_optimizers(self.model, self.hparams.optimizer, self.hparams.scheduler, steps,
+                                        self.budget_progress if self.budget is not None else None)
 
     def configure_gradient_clipping(self, optimizer, gradient_clip_val=None, gradient_clip_algorithm=None):
         """trainer.gradient_clip_val clips the global gradient norm; under FSDP with FSDP's own

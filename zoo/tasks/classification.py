@@ -1,4 +1,6 @@
 """Text classification as a LightningModule, for each of the three architectures."""
+import time
+
 import torch
 import torch.nn.functional as F
 from torchmetrics import MeanMetric
@@ -20,6 +22,8 @@ class Classification(TaskBase):
     arch, model (ModelConfig fields; num_classes from the data), tokenizer (state kept in the checkpoint),
     optimizer {lr, betas, weight_decay}, scheduler {kind: cosine | noam, warmup_steps, decay_steps, min_lr},
     monitor / monitor_mode: the validation metric that selects checkpoints and is returned to sweepers.
+    After test: `examples` {task, split, ids, pred, label} (per test example, for paired tests; one process
+    only) and `ms_per_example` (test wall time per example).
     """
 
     ARCHS = ("encoder_only", "decoder_only", "encoder_decoder")
@@ -56,11 +60,14 @@ class Classification(TaskBase):
 
     def training_step(self, batch, batch_idx):
         loss = self.training_loss(batch)
-        self.log_train_step(loss, batch["ids"].numel())
+        B, T = batch["ids"].shape
+        self.log_train_step(loss, (~batch["key_padding_mask"]).sum(), classify_flops_per_token(self.model, T) * B * T)
         return loss
 
     def _eval_step(self, batch, split):
         logits = self(batch).float()
+        if split == "test":  # per-example predictions for paired tests between runs (zoo.report)
+            self._test_rows += zip(batch["index"].tolist(), logits.argmax(-1).tolist(), batch["labels"].tolist())
         self.losses[split].update(F.cross_entropy(logits, batch["labels"]), weight=len(batch["labels"]))
         for name in ("acc", "f1"):
             self.metrics[f"{split}_{name}"].update(logits, batch["labels"])
@@ -82,8 +89,15 @@ class Classification(TaskBase):
     def on_validation_epoch_end(self):
         self._eval_end("val")
 
+    def on_test_epoch_start(self):
+        self._test_rows, self._t_test = [], time.perf_counter()
+
     def test_step(self, batch, batch_idx):
         self._eval_step(batch, "test")
 
     def on_test_epoch_end(self):
         self._eval_end("test")
+        rows = sorted(self._test_rows)
+        self.examples = {"task": "classification", "split": "test", "ids": [r[0] for r in rows],
+                         "pred": [r[1] for r in rows], "label": [r[2] for r in rows]}
+        self.ms_per_example = 1000 * (time.perf_counter() - self._t_test) / max(1, len(rows))

@@ -1,15 +1,19 @@
 """The optimizer and LR schedule of every task, from the task config's optimizer / scheduler keys."""
-from zoo.optim import ConfigLambdaLR, Noam, WarmupCosine, adamw
+from zoo.optim import BudgetCosine, ConfigLambdaLR, Noam, WarmupCosine, adamw
 
 
-def configure_optimizers(model, optimizer: dict, scheduler: dict, max_steps: int):
+def configure_optimizers(model, optimizer: dict, scheduler: dict, max_steps: int, progress=None):
     """AdamW (decay on matrices only) + a per-step LambdaLR: scheduler.kind cosine (linear warmup, cosine to
     min_lr at decay_steps, default max_steps) or noam (Vaswani et al. 2017 eq. 3, peak lr at warmup_steps).
+    progress: a function returning the fraction of a token / FLOP / time budget spent; given, cosine decays
+    over it instead of over steps (BudgetCosine; noam has no horizon and ignores it).
     Returns Lightning's optimizer dict. Raises ValueError for an unknown kind."""
     opt = adamw(model, optimizer["lr"], optimizer.get("betas", (0.9, 0.999)), optimizer.get("weight_decay", 0.1),
                 optimizer.get("eps", 1e-8))
     kind = scheduler.get("kind", "cosine")
-    if kind == "cosine":
+    if kind == "cosine" and progress is not None:
+        fn = BudgetCosine(scheduler["warmup_steps"], progress, optimizer["lr"], scheduler.get("min_lr", 0.0))
+    elif kind == "cosine":
         decay = scheduler.get("decay_steps") or max_steps
         fn = WarmupCosine(scheduler["warmup_steps"], decay, optimizer["lr"], scheduler.get("min_lr", 0.0))
     elif kind == "noam":

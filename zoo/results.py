@@ -1,0 +1,67 @@
+"""What a run leaves for zoo.report: results.json (one record per run, failed runs included) and
+examples.json (per-example outputs for paired significance tests between runs)."""
+import json
+import os
+import tempfile
+import traceback
+from pathlib import Path
+from typing import Optional
+
+from omegaconf import DictConfig
+
+EXAMPLES = "examples.json"
+
+
+def job_overrides() -> list:
+    """The command-line overrides of this Hydra job (e.g. ["+arch=decoder_only", "seed=2"]); [] outside Hydra."""
+    from hydra.core.hydra_config import HydraConfig
+
+    return list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else []
+
+
+def arch_config(cfg: DictConfig) -> Optional[str]:
+    """The +arch choice (a conf/arch/ file name, e.g. prefix_lm); the arch itself outside Hydra."""
+    from hydra.core.hydra_config import HydraConfig
+
+    if HydraConfig.initialized():
+        return HydraConfig.get().runtime.choices.get("arch") or cfg.get("arch")
+    return cfg.get("arch")
+
+
+def write_json(path: Path, record: dict) -> Path:
+    """Write record as JSON to path atomically (a temp file in the same folder, then os.replace)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(record, f, indent=2)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return path
+
+
+def write_examples(output_dir: str, task) -> Optional[str]:
+    """Write the task's `examples` (per-example outputs of its test, or of its best validation for lm) to
+    <output_dir>/examples.json; returns the file name (relative to output_dir), None when it has none."""
+    examples = getattr(task, "examples", None)
+    if not examples:
+        return None
+    write_json(Path(output_dir) / EXAMPLES, examples)
+    return EXAMPLES
+
+
+def failed_record(cfg: DictConfig, error: BaseException, task_name: Optional[str] = None) -> dict:
+    """The results.json of a run that raised: status "failed", its error, and what identifies the run (arch,
+    task, seed, overrides), so that zoo.report lists it instead of dropping it."""
+    from hydra.core.hydra_config import HydraConfig
+
+    if task_name is None:
+        choices = HydraConfig.get().runtime.choices if HydraConfig.initialized() else {}
+        task_name = choices.get("task") or choices.get("cell") or "?"
+    lines = traceback.format_exception_only(type(error), error)
+    return {"status": "failed", "error": "".join(lines).strip(), "arch": cfg.get("arch"), "arch_config": arch_config(cfg),
+            "task": task_name, "dataset": "?", "seed": cfg.get("seed"), "overrides": job_overrides(),
+            "final": {}, "best": {}, "params": 0, "flops_per_token": 0.0, "steps": 0, "wall_seconds": 0.0}
