@@ -10,9 +10,11 @@ import torch
 
 from zoo.report import (METRICS, ReportError, cross_attention, find_runs, load_translation_model, main, read_curves,
                         report)
+from zoo.tasks.lm import LanguageModeling
 from zoo.train import run
 from zoo_run import TINY, make_cfg, run_cli
 
+LM_ARCHS = ("decoder_only", "encoder_decoder", "encoder_only")  # sorted
 TINY_MODEL = ["model.d_model=32", "model.n_heads=2", "model.d_ff=64", "model.n_layers=1", "logger=csv",
               "trainer.enable_model_summary=false", "trainer.max_steps=12", "trainer.val_check_interval=6"]
 
@@ -20,12 +22,12 @@ TINY_MODEL = ["model.d_model=32", "model.n_heads=2", "model.d_ff=64", "model.n_l
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory):
     """A small sweep dir: the three lm cells from the real `python -m zoo -m experiment=compare` command line
-    (tiny models, 10 steps), plus classification / encoder_only and translation / encoder_decoder run in-process
-    into the same dir."""
+    with two seeds each (tiny models, 10 steps), plus classification / encoder_only and translation /
+    encoder_decoder run in-process into the same dir (one seed each)."""
     root = tmp_path_factory.mktemp("multirun")
     lm = [a for a in TINY if not a.startswith("trainer.max_steps")] + ["trainer.max_steps=10"]
     proc = run_cli(["-m", "experiment=compare", "+arch=encoder_only,decoder_only,encoder_decoder", "+cell=lm",
-                    f"hydra.sweep.dir={root}", "logger=csv", "trainer.val_check_interval=5", *lm], cwd=root)
+                    "compare.seeds=2", f"hydra.sweep.dir={root}", "logger=csv", "trainer.val_check_interval=5", *lm], cwd=root)
     assert proc.returncode == 0, proc.stderr[-3000:]
     run(make_cfg(root / "classification-encoder_only",
                  ["experiment=compare", "+cell=classification", *TINY_MODEL, "data.limit=320", "data.vocab_size=300",
@@ -45,50 +47,93 @@ def reported(sweep, tmp_path_factory):
 
 def test_sweep_dirs(sweep):
     names = sorted(p.parent.name for p in sweep.rglob("results.json"))
-    assert names == ["classification-encoder_only", "lm-decoder_only", "lm-encoder_decoder", "lm-encoder_only",
+    assert names == ["classification-encoder_only", *[f"lm-{a}-seed{s}" for a in LM_ARCHS for s in (1, 2)],
                      "translation-encoder_decoder"]
 
 
 def test_table_equals_results_json(sweep, reported):
+    """One row per (cell, metric): the mean of its seeds' results.json values with a Student-t interval (the lm
+    cells have two seeds), the others one seed ("n/a (1 seed)")."""
     out = reported
     table = out["table"]
-    expected = []
+    expected = {}  # (task, arch, objective, metric) -> per-seed values, params, FLOPs/token, wall seconds
     for path in sorted(sweep.rglob("results.json")):
         res = json.loads(path.read_text())
         for metric, where in METRICS[res["task"]]:
             if metric in res[where]:
-                expected.append((res["task"], res["arch"], res["objective"], metric, res[where][metric],
-                                 res["params"], res["flops_per_token"], res["wall_seconds"]))
-    got = [(r["task"], r["arch"], r["objective"], r["metric"].replace(" (best)", ""), r["value"], r["params"],
-            r["flops_per_token"], r["train_seconds"]) for r in table]
-    assert sorted(got) == sorted(expected)
+                e = expected.setdefault((res["task"], res["arch"], res["objective"], metric), ([], [], [], []))
+                for lst, v in zip(e, (res[where][metric], res["params"], res["flops_per_token"], res["wall_seconds"])):
+                    lst.append(v)
+    assert sorted((r["task"], r["arch"], r["objective"], r["metric"].replace(" (best)", "")) for r in table) == \
+        sorted(expected)
+    for r in table:
+        values, params, fpt, wall = expected[(r["task"], r["arch"], r["objective"], r["metric"].replace(" (best)", ""))]
+        assert r["n"] == len(values) == (2 if r["task"] == "lm" else 1) and r["values"] == values
+        assert r["mean"] == pytest.approx(sum(values) / len(values))
+        assert r["params"] == pytest.approx(sum(params) / len(params))
+        assert r["flops_per_token"] == pytest.approx(sum(fpt) / len(fpt))
+        assert r["wall_seconds"] == pytest.approx(sum(wall) / len(wall))
+        if len(values) == 2:  # t_{.975,1} = 12.7062: half-width t * |a - b| / 2
+            assert r["half"] == pytest.approx(12.706204736174707 * abs(values[0] - values[1]) / 2, rel=1e-6)
+        else:
+            assert r["std"] is None and r["lo"] is None
     # every lm cell reports its best val/loss; test metrics of the other tasks are there
     assert {(r["task"], r["arch"]) for r in table if r["metric"] == "val/loss (best)"} == {
         ("lm", "encoder_only"), ("lm", "decoder_only"), ("lm", "encoder_decoder")}
     assert {r["metric"] for r in table if r["task"] != "lm"} == {"test/acc", "test/f1", "test/bleu", "test/chrf"}
-    # the Markdown: one line per row with the formatted value; masked LM marked as a different objective
+    # the Markdown: one line per row with the formatted value; a masked LM marked as a different objective
     md = out["report"].read_text().splitlines()
-    body = [line for line in md if line.startswith("| ") and not line.startswith("| cell")]
-    assert len(body) == len(table)
+    start = md.index(next(line for line in md if line.startswith("| cell |")))
+    body = md[start + 2:start + 2 + len(table)]
+    assert all(line.startswith("| ") for line in body) and not md[start + 2 + len(table)].startswith("|")
+    runs = {r["run_dir"]: r for r in find_runs(sweep)}
     for r, line in zip(table, body):
         cells = [c.strip() for c in line.strip("|").split("|")]
-        assert cells[0] == r["cell"] and cells[3] == r["metric"]
+        seeds = [runs[d] for d in r["run_dirs"]]
+        assert cells[0] == r["cell"] == f"{r['task']} / {r['arch']}" and cells[4] == r["metric"]
         assert cells[1] == r["dataset"] == {"lm": "tiny_shakespeare", "classification": "sst2",
                                             "translation": "multi30k"}[r["task"]]
-        assert float(cells[4]) == pytest.approx(r["value"], abs=5e-5)
-        assert int(cells[5].replace(",", "")) == r["params"]
-        assert float(cells[6].split()[0]) == pytest.approx(r["flops_per_token"] / 1e6, abs=0.005)
-        assert float(cells[7]) == pytest.approx(r["train_seconds"], abs=0.5)
-        assert cells[2].startswith(r["objective"])
-        assert ("not comparable" in cells[2]) == (r["arch"] == "encoder_only" and r["task"] == "lm")
-    assert {r["objective"] for r in table if r["task"] == "lm"} == {"masked_lm", "causal_lm", "prefix_continuation"}
+        assert cells[2] == f"steps {seeds[0]['budget']['value']}"
+        assert cells[5] == str(r["n"])
+        if r["n"] == 1:
+            assert float(cells[6]) == pytest.approx(r["value"], abs=5e-5) and cells[7] == "n/a (1 seed)"
+        else:
+            mean, std = cells[6].split(" ± ")
+            assert float(mean) == pytest.approx(r["mean"], abs=5e-5) and float(std) == pytest.approx(r["std"], abs=5e-5)
+            lo, hi = cells[7].strip("[]").split(", ")
+            assert (float(lo), float(hi)) == pytest.approx((r["lo"], r["hi"]), abs=5e-5)
+        assert int(cells[8].replace(",", "")) == r["params"] == seeds[0]["params"]
+        cost = [s["cost"] for s in seeds]
+
+        def mean_cost(key, scale=1.0):  # "-" where the runs recorded none
+            values = [c[key] for c in cost if c.get(key) is not None]
+            return sum(values) / len(values) / scale if values else None
+        for cell, key in ((cells[9], "train_flops"), (cells[10], "tokens")):
+            assert float(cell) == pytest.approx(mean_cost(key), rel=6e-3)  # 3 significant digits
+        train_s, wall_s = cells[11].rstrip(")").split(" (")
+        assert float(train_s) == pytest.approx(mean_cost("train_seconds"), abs=0.01, rel=0.01)
+        assert float(wall_s) == pytest.approx(r["wall_seconds"], abs=0.01, rel=0.01)
+        assert float(cells[12].split()[0]) == pytest.approx(mean_cost("inference_flops_per_token", 1e6), abs=0.005)
+        ms = mean_cost("ms_per_example")
+        assert cells[13] == "-" if ms is None else float(cells[13]) == pytest.approx(ms, abs=0.005)
+        assert cells[3].startswith(r["objective"])
+        assert ("not comparable" in cells[3]) == (r["objective"] == "masked_lm")
+    assert {(r["arch"], r["objective"]) for r in table if r["task"] == "lm"} == {
+        (a, LanguageModeling.OBJECTIVES[a][0]) for a in LM_ARCHS}  # each arch's default objective
+    # the lm cells: a paired bootstrap over the same validation windows, each pair of the three
+    text = out["report"].read_text()
+    lm = text[text.index("### lm"):]
+    assert "paired bootstrap over the same validation windows" in lm
+    assert "p-values, val/cont_loss (best) (paired bootstrap (token-weighted windows))" in lm
+    rec = out["records"]["lm"][0]
+    assert len(rec["order"]) == 3 and all(p is not None for _, _, p in rec["pairs"].values())
 
 
 def test_curves_come_from_the_csv_logs(sweep):
     runs = find_runs(sweep)
-    assert sorted(Path(r["run_dir"]).name for r in runs) == ["classification-encoder_only", "lm-decoder_only",
-                                                             "lm-encoder_decoder", "lm-encoder_only",
-                                                             "translation-encoder_decoder"]
+    assert sorted(Path(r["run_dir"]).name for r in runs) == [
+        "classification-encoder_only", *[f"lm-{a}-seed{s}" for a in LM_ARCHS for s in (1, 2)],
+        "translation-encoder_decoder"]
     for res in runs:
         curves = read_curves(Path(res["run_dir"]))
         rows = list(csv.DictReader(open(Path(res["run_dir"]) / "csv" / "metrics.csv")))

@@ -1,0 +1,114 @@
+"""Validation curves of zoo.report: per task, one panel per (x axis, metric), one line per group of runs.
+
+x axes: the optimizer step, the cumulative training FLOPs (the CSV log's cost/flops) and the training wall
+seconds (cost/seconds) at each validation, the latter two when the runs logged them. A group with several
+seeds is drawn as the mean over seeds with a min-max band: each seed's curve is linearly interpolated
+(numpy.interp) onto the union of the seeds' x values inside the range every seed covers (the common x
+points), so the band spans the seeds at the same x. One seed: its curve, no band.
+"""
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+
+from zoo.report_runs import read_curves
+from zoo.report_table import DIFFERENT, STANDARD_OBJECTIVE
+
+CURVES = {"classification": ["val/acc", "val/loss"], "lm": ["val/loss", "val/cont_loss"],
+          "translation": ["val/bleu", "val/loss"]}
+X_AXES = (("step", None, "optimizer step"), ("flops", "cost/flops", "training FLOPs"),
+          ("seconds", "cost/seconds", "training wall seconds"))
+
+
+def _plt():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def curve_xy(curves: Dict[str, List[Tuple[int, float]]], name: str, x_key: Optional[str]) -> Tuple[list, list]:
+    """(x, y) of metric `name` against the step (x_key None) or a cost column (its value logged at the same step;
+    points whose step has no cost value are left out)."""
+    points = curves.get(name, [])
+    if x_key is None:
+        return [s for s, _ in points], [v for _, v in points]
+    cost = dict(curves.get(x_key, []))
+    kept = [(cost[s], v) for s, v in points if s in cost]
+    return [x for x, _ in kept], [v for _, v in kept]
+
+
+def band(series: List[Tuple[list, list]]) -> Optional[Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+    """(x, mean, min, max) of several seeds' (x, y) curves at their common x points (module docstring); None when
+    their x ranges do not overlap."""
+    series = [(np.asarray(x, float), np.asarray(y, float)) for x, y in series if len(x)]
+    if not series:
+        return None
+    series = [(x[np.argsort(x, kind="stable")], y[np.argsort(x, kind="stable")]) for x, y in series]
+    lo, hi = max(x[0] for x, _ in series), min(x[-1] for x, _ in series)
+    if lo > hi:
+        return None
+    grid = np.unique(np.concatenate([x[(x >= lo) & (x <= hi)] for x, _ in series]))
+    ys = np.stack([np.interp(grid, x, y) for x, y in series])
+    return grid, ys.mean(0), ys.min(0), ys.max(0)
+
+
+def group_label(group: dict) -> str:
+    """A group's legend entry: its label, plus its objective when that is not the task's standard one."""
+    task, objective = group["task"], group["objective"]
+    label = group["label"]
+    if task in STANDARD_OBJECTIVE and objective not in STANDARD_OBJECTIVE[task]:
+        label += f" ({objective}: {DIFFERENT})"
+    elif objective not in (task, *STANDARD_OBJECTIVE.get(task, ())):
+        label += f" ({objective})"
+    n = len(group["ok"])
+    return label + (f", {n} seeds" if n > 1 else "")
+
+
+def plot_curves(groups: List[dict], out_dir: Path) -> List[Path]:
+    """val_<task>.png per task: a grid of panels, rows = the x axes of X_AXES some run logged, columns = the
+    metrics of CURVES[task] (every val/ metric for another task) some run logged; one line per group (mean over
+    seeds, min-max band). Returns the paths."""
+    plt = _plt()
+    written = []
+    for task in dict.fromkeys(g["task"] for g in groups):
+        task_groups = [(g, [read_curves(Path(r["run_dir"])) for r in g["ok"]]) for g in groups
+                       if g["task"] == task and g["ok"]]
+        all_curves = [c for _, cs in task_groups for c in cs]
+        names = CURVES.get(task) or sorted({k for c in all_curves for k in c if k.startswith("val/")})
+        names = [n for n in names if any(n in c for c in all_curves)]
+        axes_ = [ax for ax in X_AXES if ax[1] is None or any(ax[1] in c for c in all_curves)]
+        if not names:
+            continue
+        fig, axes = plt.subplots(len(axes_), len(names), figsize=(5.5 * len(names), 4 * len(axes_)), squeeze=False)
+        for row, (_, x_key, x_label) in zip(axes, axes_):
+            for ax, name in zip(row, names):
+                for k, (g, cs) in enumerate(task_groups):
+                    series = [curve_xy(c, name, x_key) for c in cs]
+                    series = [s for s in series if s[0]]
+                    if not series:
+                        continue
+                    color = f"C{k % 10}"
+                    if len(series) == 1:
+                        ax.plot(*series[0], marker="o", markersize=3, color=color, label=group_label(g))
+                        continue
+                    b = band(series)
+                    if b is None:
+                        continue
+                    x, mean, lo, hi = b
+                    ax.plot(x, mean, marker="o", markersize=3, color=color, label=group_label(g) + " (mean, min-max)")
+                    ax.fill_between(x, lo, hi, color=color, alpha=0.2, linewidth=0)
+                if x_key is not None:
+                    ax.ticklabel_format(axis="x", style="sci", scilimits=(-3, 4))
+                ax.set_xlabel(x_label)
+                ax.set_ylabel(name)
+                ax.set_title(f"{task}: {name}")
+                ax.grid(alpha=0.3)
+                if ax.get_legend_handles_labels()[0]:
+                    ax.legend(fontsize=7)
+        fig.tight_layout()
+        path = out_dir / f"val_{task}.png"
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
+        written.append(path)
+    return written
