@@ -123,11 +123,6 @@ def check_config(cfg: DictConfig) -> None:
     if cfg.model.get("share_embeddings") and cfg.data.get("joint_vocab") is False:
         raise ConfigError("model.share_embeddings=true needs one vocabulary for source and target: set "
                           "data.joint_vocab=true (or model.share_embeddings=false)")
-    model = model_dict(cfg)
-    try:
-        ModelConfig(**{**model, "vocab_size": model.get("vocab_size") or 1})  # vocab_size comes from the data
-    except (TypeError, ValueError) as e:
-        raise ConfigError(str(e)) from None
     # the special ids the data gives the model: zoo's fixed ones, or a pretrained tokenizer.json's (read here)
     from dataclasses import fields
 
@@ -138,6 +133,13 @@ def check_config(cfg: DictConfig) -> None:
     set_here = ({o.split("=", 1)[0].lstrip("+~") for o in HydraConfig.get().overrides.task}
                 if HydraConfig.initialized() else set())
     default = {f.name: f.default for f in fields(ModelConfig)}
+    model = model_dict(cfg)
+    if ids["pretrained"]:  # its ids replace the config's (a contradicting override is refused below)
+        model.update(ids["model"])
+    try:
+        ModelConfig(**{**model, "vocab_size": model.get("vocab_size") or 1})  # vocab_size comes from the data
+    except (TypeError, ValueError) as e:
+        raise ConfigError(str(e)) from None
     for key, data_id in ids["model"].items():
         value = cfg.model.get(key, data_id)
         # zoo's tokenizers: any other value; a pretrained one: a value set on purpose (not the model default)
@@ -455,9 +457,11 @@ def main(cfg: DictConfig) -> float:
 
 def handle_error(e: BaseException) -> float:
     """Bad input (ConfigError, DataError, BudgetError, a constructor's ValueError): print its message and exit
-    with 2; re-raise anything else."""
+    with 2; in a multirun, raise it instead, so Hydra runs the other jobs and fails at the end. Re-raise
+    anything else."""
     cause = e.__cause__ if isinstance(e, InstantiationException) else e  # a datamodule's or task's constructor
     if isinstance(cause, (ConfigError, DataError, BudgetError)) or (cause is not e and isinstance(cause, ValueError)):
         print(f"zoo: error: {cause}", file=sys.stderr)  # the message says what and how to fix, no traceback
-        sys.exit(2)
+        if not (HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN):
+            sys.exit(2)
     raise e
