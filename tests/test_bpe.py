@@ -1,10 +1,13 @@
-"""Tests for zoo.data.bpe: fixed special ids, reversibility on real Multi30k sentences, the tokenizer cache."""
+"""Tests for zoo.data.bpe: fixed special ids, reversibility on real Multi30k sentences, the tokenizer cache, the
+presets' token ids (unchanged)."""
 
+import hashlib
 import os
 import pickle
 import unicodedata
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -118,3 +121,52 @@ def test_load_or_train_bad_files(tmp_path):
     bad.save(str(path))
     with pytest.raises(DataError, match="special token ids"):
         load_or_train(path, lambda: TINY, 50)
+
+
+def digest(rows) -> str:
+    """16 hex digits of SHA-256 over token-id rows (int64 bytes, each row closed by "|")."""
+    h = hashlib.sha256()
+    for r in rows:
+        h.update(np.asarray(r, dtype=np.int64).tobytes())
+        h.update(b"|")
+    return h.hexdigest()[:16]
+
+
+@needs_shared
+def test_presets_keep_their_token_ids(tmp_path):
+    """zoo's own tokenizers give the presets the token ids, tokenizer files and token file names they gave before
+    pretrained tokenizer.json files got their own ids (digests recorded with that code): SST-2 and Multi30k
+    (BPE 8000), Tiny Shakespeare (char), and TextCorpus BPE on it; model_info gives the fixed ids."""
+    from zoo.data.multi30k import Multi30k
+    from zoo.data.shakespeare import TinyShakespeare
+    from zoo.data.sst2 import SST2
+    from zoo.data.text_corpus import TextCorpus
+
+    def file_digest(path) -> str:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+    kw = dict(mirror=str(SHARED), data_dir=str(tmp_path))
+    sst2 = SST2(tokenizer_path=str(tmp_path / "tok" / "tokenizer.json"), **kw)
+    sst2.setup()
+    assert {s: digest(getattr(sst2, f"{s}_set").ids) for s in ("train", "val", "test")} == \
+        {"train": "9b18f1bb47283e47", "val": "21acf931d4423033", "test": "e95707cd14102d91"}
+    assert file_digest(sst2.tokenizer.path) == "bde92071fd1344ff"
+    info = sst2.model_info()
+    assert {k: info[k] for k in ("pad_id", "bos_id", "eos_id")} == {"pad_id": 0, "bos_id": 1, "eos_id": 2}
+    m30k = Multi30k(tokenizer_dir=str(tmp_path / "mtok"), **kw)
+    m30k.setup()
+    got = {s: [digest(getattr(getattr(m30k, f"{s}_set"), k)) for k in ("src", "tgt_in", "tgt_out")]
+           for s in ("train", "val", "test")}
+    assert got == {"train": ["c15a49143f215f43", "82744a2939aeb69f", "2f49fe1101bce977"],
+                   "val": ["ed63eeb2986c7e64", "6a31ddfdb6713eac", "ec9d3c8f8a5aeb09"],
+                   "test": ["7cb0cd5091ae7083", "12b3dfaa59eba882", "44627d287f769073"]}
+    assert file_digest(m30k.tgt_tokenizer.path) == "c650ca22a5a61cad" and m30k.pad_id == PAD_ID
+    chars = TinyShakespeare(**kw)
+    chars.setup()
+    assert [digest([d[0:len(d)]]) for d in (chars.train_data, chars.val_data)] == \
+        ["0ffebc38e7a411df", "0b6150d6593d9304"]
+    assert chars.token_path.name == "input.txt.char.fb29234c0f158205.all.bin" and "pad_id" not in chars.model_info()
+    bpe = TextCorpus(file="tiny_shakespeare/input.txt", tokenizer="bpe", vocab_size=1000, **kw)
+    bpe.setup()
+    flat = [np.asarray(d[0:len(d)], dtype=np.int64).tobytes() for d in (bpe.train_data, bpe.val_data)]
+    assert [hashlib.sha256(b).hexdigest()[:16] for b in flat] == ["9ab3a8f7f43fc19a", "bb1e463c73646413"]
+    assert bpe.token_path.name == "input.txt.bpe.eba0cf3be403eef9.all.bin"

@@ -412,8 +412,8 @@ class NoLabels(TextClassification):
     """A user's datamodule whose batches lack the labels Classification reads."""
 
     @staticmethod
-    def collate(items):
-        batch = TextClassification.collate(items)
+    def collate(items, pad_id):
+        batch = TextClassification.collate(items, pad_id)
         del batch["labels"]
         return batch
 

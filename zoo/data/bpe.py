@@ -6,15 +6,18 @@ the text, words are split at "▁") -> BPE with `<unk>` for unseen characters; t
 separated by single spaces, no leading space, characters seen in training, and s already in NFKC form
 (NFKC maps e.g. a no-break space U+00A0 to a plain space, so only NFKC(s) comes back).
 
-Special tokens come first in the vocabulary, always with these ids: `<pad>`=0, `<s>`=1 (BOS), `</s>`=2 (EOS,
-also the separator), `<unk>`=3, `<mask>`=4, `<cls>`=5. encode() adds none of them; the data modules add
-what their task needs.
+Special tokens. zoo's own tokenizers (train_bpe, train_chars) put them first, always with these ids: `<pad>`=0,
+`<s>`=1 (BOS), `</s>`=2 (EOS, also the separator), `<unk>`=3, `<mask>`=4, `<cls>`=5. A pretrained tokenizer.json
+(SubwordTokenizer.load, e.g. BERT's or RoBERTa's) keeps its own ids: each role of ROLES is the first name of
+ROLE_NAMES[role] among the file's special tokens (unk: else its model's unk_token), or the token that an
+override {role: token} names (data.special_tokens in the configs). encode() adds none of them; the data
+modules add what their task needs, with the tokenizer's ids (SubwordTokenizer.special_ids).
 """
 
 import json
 import os
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
@@ -25,6 +28,16 @@ PAD, BOS, EOS, UNK, MASK, CLS = "<pad>", "<s>", "</s>", "<unk>", "<mask>", "<cls
 SPECIAL_TOKENS = [PAD, BOS, EOS, UNK, MASK, CLS]  # id = position in this list
 PAD_ID, BOS_ID, EOS_ID, UNK_ID, MASK_ID, CLS_ID = range(len(SPECIAL_TOKENS))
 MODEL_IDS = {"pad_id": PAD_ID, "bos_id": BOS_ID, "eos_id": EOS_ID}  # the model keys that must hold these ids
+ROLES = ("pad", "bos", "eos", "unk", "mask", "cls")  # the special tokens' roles, in SPECIAL_TOKENS order
+FIXED_IDS = dict(zip(ROLES, range(len(ROLES))))  # role -> id in zoo's own tokenizers
+MODEL_KEYS = {"pad_id": "pad", "bos_id": "bos", "eos_id": "eos"}  # ModelConfig key -> role
+# the names a role goes by in pretrained files (zoo's, BERT's, RoBERTa's, GPT-2's), first match wins
+ROLE_NAMES = {"pad": ("<pad>", "[PAD]"), "bos": ("<s>", "<bos>", "[CLS]", "<|endoftext|>"),
+              "eos": ("</s>", "<eos>", "[SEP]", "<|endoftext|>"), "unk": ("<unk>", "[UNK]"),
+              "mask": ("<mask>", "[MASK]"), "cls": ("<cls>", "[CLS]", "<s>")}
+PURPOSE = {"pad": "pad the batches", "bos": "start every target", "eos": "end every sequence",
+           "cls": "start every example (the classifier may pool its state)", "unk": "stand for unknown text",
+           "mask": "mask tokens"}
 
 
 def train_bpe(texts: Iterable[str], vocab_size: int) -> Tokenizer:
@@ -74,14 +87,44 @@ def check_special_ids(tok: Tokenizer, where: str) -> None:
         raise DataError(f"{where}: special token ids {wrong} differ from the fixed ids {expected}")
 
 
-def read_tokenizer(path: Path, fix: str) -> Tokenizer:
-    """The tokenizer.json at `path`, its special ids checked. Raises DataError naming the file and `fix` when it
-    cannot be read or a special token sits at another id."""
+def special_tokens_of(tok: Tokenizer) -> dict[str, int]:
+    """{token: id} of the tokenizer's special added tokens."""
+    return {t.content: i for i, t in sorted(tok.get_added_tokens_decoder().items()) if t.special}
+
+
+def special_roles(tok: Tokenizer, overrides: Mapping | None = None, where: str = "the tokenizer") -> dict[str, int]:
+    """{role: id} of the roles (ROLES) the tokenizer has: by ROLE_NAMES among its special tokens (unk: else its
+    model's unk_token), then `overrides` ({role: token}, any token of the vocabulary). zoo's own tokenizers
+    give FIXED_IDS. Raises DataError naming `where` for an unknown role or a token not in the vocabulary."""
+    specials = special_tokens_of(tok)
+    roles = {}
+    for role in ROLES:
+        name = next((n for n in ROLE_NAMES[role] if n in specials), None)
+        if name is not None:
+            roles[role] = specials[name]
+    unk = getattr(tok.model, "unk_token", None)
+    if "unk" not in roles and unk and tok.token_to_id(unk) is not None:
+        roles["unk"] = tok.token_to_id(unk)
+    for role, token in (overrides or {}).items():
+        if role not in ROLES:
+            raise DataError(f"data.special_tokens.{role}: no such role; the roles are {', '.join(ROLES)}")
+        i = tok.token_to_id(str(token))
+        if i is None:
+            raise DataError(f"data.special_tokens.{role}={token!r} is not a token of {where}.\nFix: name one of "
+                            f"its tokens, e.g. a special one: {', '.join(specials) or '(it has none)'}")
+        roles[role] = i
+    return roles
+
+
+def read_tokenizer(path: Path, fix: str, fixed_ids: bool = True) -> Tokenizer:
+    """The tokenizer.json at `path`, its special ids checked (fixed_ids: zoo's own). Raises DataError naming the
+    file and `fix` when it cannot be read or (fixed_ids) a special token sits at another id."""
     try:
         tok = Tokenizer.from_file(str(path))
     except Exception as e:  # tokenizers raises a bare Exception on bad JSON
         raise DataError(f"cannot read the tokenizer {path}: {str(e)[:200]}\nFix: {fix}") from None
-    check_special_ids(tok, f"tokenizer {path} (fix: {fix})")
+    if fixed_ids:
+        check_special_ids(tok, f"tokenizer {path} (fix: {fix})")
     return tok
 
 
@@ -132,52 +175,122 @@ def load_or_train(path: str | Path, texts_fn: Callable[[], Iterable[str]], vocab
 
 
 class SubwordTokenizer:
-    """A tokenizers.Tokenizer with zoo's interface (like CharTokenizer): encode/decode, vocab_size, state_dict.
+    """A tokenizers.Tokenizer with zoo's interface (like CharTokenizer): encode/decode, vocab_size, state_dict,
+    and its special tokens' ids.
 
     Args:
-        tokenizer: a tokenizer from train_bpe / load_or_train (special ids are checked).
-        path: the file it was loaded from or saved to, if any (informational).
+        tokenizer: a tokenizer from train_bpe / load_or_train (zoo's fixed ids), or a pretrained one.
+        path: the file it was loaded from or saved to, if any (informational, and named in messages).
+        special_tokens: {role: token} overrides of the roles found by name (special_roles).
+    Attributes:
+        special_ids: {role: id} of the roles it has (FIXED_IDS for zoo's own tokenizers).
     Raises:
-        DataError: if the special tokens do not have their fixed ids.
+        DataError: for an override of an unknown role or a token not in the vocabulary.
     """
 
-    def __init__(self, tokenizer: Tokenizer, path: str | Path | None = None):
-        check_special_ids(tokenizer, f"tokenizer {path}" if path else "tokenizer")
+    def __init__(self, tokenizer: Tokenizer, path: str | Path | None = None, special_tokens: Mapping | None = None):
         self.tokenizer = tokenizer
         self.path = Path(path) if path is not None else None
+        self.overrides = {str(k): str(v) for k, v in (special_tokens or {}).items()}
+        self.special_ids = special_roles(tokenizer, self.overrides, self.where)
+        self._skip = set(self.special_ids.values())  # decode drops them, special added tokens or not
+
+    @property
+    def where(self) -> str:
+        return f"the tokenizer {self.path}" if self.path else "the tokenizer"
 
     @classmethod
     def build(cls, texts_fn: Callable[[], Iterable[str]], vocab_size: int,
               path: str | Path | None = None, chars: bool = False) -> "SubwordTokenizer":
         """load_or_train(path, ...) when path is given, else train_bpe(texts_fn(), ...) (train_chars with
-        chars=True) kept in memory only."""
+        chars=True) kept in memory only. Special ids: zoo's fixed ones (checked)."""
         if path is None:
             return cls(train_chars(texts_fn()) if chars else train_bpe(texts_fn(), vocab_size))
         return cls(load_or_train(path, texts_fn, vocab_size, chars), path)
 
     @classmethod
-    def load(cls, path: str | Path) -> "SubwordTokenizer":
-        """A pretrained tokenizer.json, used as it is (never retrained or written). Raises DataError when
-        it cannot be read, or its special tokens lack zoo's fixed ids (module docstring)."""
+    def load(cls, path: str | Path, special_tokens: Mapping | None = None) -> "SubwordTokenizer":
+        """A pretrained tokenizer.json (Hugging Face `tokenizers` format, e.g. BERT's or GPT-2's), used as it is
+        (never retrained or written), with its own special ids (special_roles; `special_tokens` overrides).
+        Raises DataError when it cannot be read, or for a bad override."""
         path = Path(path)
-        return cls(read_tokenizer(path, "pass a tokenizer.json zoo trained (its special tokens at the ids above), or "
-                                        "data.tokenizer=bpe"), path)
+        tok = read_tokenizer(path, "pass a tokenizer.json file (Hugging Face tokenizers format), or "
+                                   "data.tokenizer=bpe", fixed_ids=False)
+        return cls(tok, path, special_tokens)
 
     @classmethod
     def from_state_dict(cls, state: dict) -> "SubwordTokenizer":
         """Rebuild a tokenizer from state_dict() output (e.g. stored in checkpoint hyperparameters)."""
-        return cls(Tokenizer.from_str(state["json"]))
+        return cls(Tokenizer.from_str(state["json"]), special_tokens=state.get("special_tokens"))
 
     def state_dict(self) -> dict:
-        """Return {"json": str}: the whole tokenizer as its JSON text (plain, YAML/pickle-friendly data)."""
-        return {"json": self.tokenizer.to_str()}
+        """Return {"json": str} (the whole tokenizer as its JSON text), plus "special_tokens" ({role: token})
+        when overrides were given: plain, YAML/pickle-friendly data."""
+        state = {"json": self.tokenizer.to_str()}
+        if self.overrides:
+            state["special_tokens"] = dict(self.overrides)
+        return state
 
     @property
     def vocab_size(self) -> int:
         return self.tokenizer.get_vocab_size()
 
+    def id_of(self, role: str, needed_for: str = "") -> int:
+        """The id of `role`. Raises DataError naming the role, the file and the fix when the tokenizer has none."""
+        if role not in self.special_ids:
+            specials = ", ".join(special_tokens_of(self.tokenizer)) or "(it has none)"
+            raise DataError(f"{self.where} has no {role} token (looked for {', '.join(ROLE_NAMES[role])} among its "
+                            f"special tokens: {specials}){needed_for}.\nFix: set data.special_tokens.{role} to a "
+                            f"token of the file (a special token above, or any token of its vocabulary), or use "
+                            f"data.tokenizer=bpe")
+        return self.special_ids[role]
+
+    @property
+    def pad_id(self) -> int:
+        return self.id_of("pad")
+
+    @property
+    def bos_id(self) -> int:
+        return self.id_of("bos")
+
+    @property
+    def eos_id(self) -> int:
+        return self.id_of("eos")
+
+    def model_ids(self, needed: Iterable[str] = (), distinct: Iterable[str] = (),
+                  user: str = "the data") -> dict[str, int]:
+        """The model keys {pad_id, bos_id, eos_id}, which ModelConfig needs distinct. Each `needed` role (those
+        the data's batches hold) must be there, and the `distinct` ones (those the task reads from the model
+        config: translation's pad, bos, eos) must have distinct ids. Each key takes its role's id (needed roles
+        first, then eos, pad, bos) unless another key has it already or the role is missing: then the smallest
+        id no other key has (a placeholder: only the distinct roles' ids are read from the model config).
+        zoo's own tokenizers give MODEL_IDS.
+        Raises DataError naming the role, the file and the fix (data.special_tokens.<role>)."""
+        needed, distinct = tuple(needed), tuple(distinct)
+        for role in dict.fromkeys(needed + distinct):
+            self.id_of(role, f"; {user} needs one to {PURPOSE[role]}")
+        owner: dict[int, str] = {}  # id -> role
+        for role in distinct:
+            i = self.special_ids[role]
+            if i in owner:
+                raise DataError(f"{self.where} gives {owner[i]} and {role} the same token "
+                                f"{self.tokenizer.id_to_token(i)!r} (id {i}), but {user} needs distinct pad, bos and "
+                                f"eos ids.\nFix: set data.special_tokens.{role} to another token of the file")
+            owner[i] = role
+        out = {}
+        first = needed + distinct
+        order = sorted(("eos_id", "pad_id", "bos_id"), key=lambda k: MODEL_KEYS[k] not in first)  # stable
+        for key in order:  # the roles' own ids where free: needed roles first, then eos (generation stops there)
+            i = self.special_ids.get(MODEL_KEYS[key])
+            if i is not None and i not in out.values():
+                out[key] = i
+        for key in MODEL_KEYS:  # placeholders for the rest
+            if key not in out:
+                out[key] = next(j for j in range(len(MODEL_KEYS)) if j not in out.values())
+        return {k: out[k] for k in MODEL_KEYS}
+
     def encode(self, text: str) -> list[int]:
-        """Token ids of text, without special tokens (unseen characters become UNK_ID)."""
+        """Token ids of text, without special tokens (unseen characters become the unk id)."""
         return self.tokenizer.encode(text, add_special_tokens=False).ids
 
     def encode_batch(self, texts: list[str]) -> list[list[int]]:
@@ -185,11 +298,29 @@ class SubwordTokenizer:
         return [e.ids for e in self.tokenizer.encode_batch(texts, add_special_tokens=False)]
 
     def decode(self, ids) -> str:
-        """Text of token ids (ints, list or 1-D tensor); special tokens, UNK included, are skipped."""
-        return self.tokenizer.decode([int(i) for i in ids], skip_special_tokens=True)
+        """Text of token ids (ints, list or 1-D tensor); special tokens are skipped: the file's special added
+        tokens and every role's token (special_ids, UNK included)."""
+        return self.tokenizer.decode([i for i in map(int, ids) if i not in self._skip], skip_special_tokens=True)
 
     def __repr__(self) -> str:
         return f"SubwordTokenizer(vocab_size={self.vocab_size}, path={self.path})"
+
+
+def configured_ids(kind: str, special_tokens: Mapping | None, needed: Iterable[str], distinct: Iterable[str],
+                   own: dict, path_fn, user: str = "the data") -> dict:
+    """The special ids a datamodule's tokenizer setting gives, before any data work (a pretrained file is read,
+    nothing else): {"model": {pad_id, bos_id, eos_id} as SubwordTokenizer.model_ids(needed, distinct),
+    "roles": {role: id}, "pretrained": the file, or None for zoo's own tokenizers}. kind: char | bpe (zoo's
+    own: model ids `own`, FIXED_IDS roles when `own`) | the path of a tokenizer.json, found by path_fn().
+    Raises DataError for special_tokens with zoo's own tokenizers, and SubwordTokenizer.model_ids' errors."""
+    if kind in ("char", "bpe"):
+        if special_tokens:
+            raise DataError(f"data.special_tokens applies to a pretrained tokenizer.json, not to data.tokenizer={kind} "
+                            f"(zoo's own, its special ids fixed).\nFix: drop data.special_tokens, or set "
+                            f"data.tokenizer to the path of a tokenizer.json")
+        return {"model": dict(own), "roles": dict(FIXED_IDS) if own else {}, "pretrained": None}
+    tok = SubwordTokenizer.load(path_fn(), special_tokens)
+    return {"model": tok.model_ids(needed, distinct, user), "roles": dict(tok.special_ids), "pretrained": str(tok.path)}
 
 
 def tokenizer_from_state(state: dict):

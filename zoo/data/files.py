@@ -24,6 +24,18 @@ def find(value, data_dir=None, mirror=None, names: tuple[str, ...] = ()) -> Path
     return locate(str(value), data_dir, mirror, names=names)
 
 
+def find_tokenizer(value, data_dir=None, mirror=None) -> Path:
+    """The tokenizer.json a data.tokenizer setting names (a folder: its tokenizer.json, as Hugging Face ships
+    them), as an existing Path. Raises DataError naming data.tokenizer and the choices for anything else."""
+    path = Path(str(value)).expanduser()
+    if path.is_dir() and (path / "tokenizer.json").is_file():
+        return (path / "tokenizer.json").resolve()
+    try:
+        return find(value, data_dir, mirror)
+    except DataError as e:
+        raise DataError(f"data.tokenizer={value!r} is not char, bpe, or a tokenizer.json file: {e}") from None
+
+
 def file_format(path: Path, fmt: str | None) -> str:
     """The format of `path`: `fmt` when given, else from its suffix (SUFFIXES). Raises DataError for an
     unknown format or suffix."""

@@ -6,18 +6,19 @@ missing val or test split is carved out of train (seeded). src_lang / tgt_lang a
 checkpoint, results.json and the W&B config. Batches are collate_translation dicts under a token budget.
 zoo.data.multi30k.Multi30k is this module on the published Multi30k files.
 """
+import functools
 import gzip
 import logging
 from pathlib import Path
 
 import torch
 from lightning.pytorch.utilities import rank_zero_info
-from torch.utils.data import Dataset
+from torch.utils.data import DataLoader, Dataset
 
 from zoo.data.batching import BatchedDataModule, epoch_generator, pack_by_tokens, pad, shuffled
-from zoo.data.bpe import BOS_ID, EOS_ID, MODEL_IDS, PAD_ID, SubwordTokenizer
+from zoo.data.bpe import BOS_ID, EOS_ID, MODEL_IDS, PAD_ID, SubwordTokenizer, configured_ids
 from zoo.data.files import (TABLES, FileSplits, check_encoding, check_fractions, column, file_format, find,
-                            read_hub, read_records, text_digest)
+                            find_tokenizer, read_hub, read_records, text_digest)
 from zoo.data.resolver import DataError
 
 log = logging.getLogger("zoo")
@@ -26,14 +27,16 @@ log = logging.getLogger("zoo")
 class TranslationSet(Dataset):
     """Token-id rows of a split; item i is (i, src, tgt_in, tgt_out).
 
-    src = encode(source) + [EOS]; tgt_in = [BOS] + encode(target); tgt_out = encode(target) + [EOS].
+    src = encode(source) + [EOS]; tgt_in = [BOS] + encode(target); tgt_out = encode(target) + [EOS], with the
+    tokenizer's bos_id / eos_id (zoo's fixed ones by default).
     `srcs` / `refs` hold the raw source / target lines (no newline), indexed like the examples.
     """
 
-    def __init__(self, src: list[list[int]], tgt: list[list[int]], srcs: list[str], refs: list[str]):
-        self.src = [s + [EOS_ID] for s in src]
-        self.tgt_in = [[BOS_ID] + t for t in tgt]
-        self.tgt_out = [t + [EOS_ID] for t in tgt]
+    def __init__(self, src: list[list[int]], tgt: list[list[int]], srcs: list[str], refs: list[str],
+                 bos_id: int = BOS_ID, eos_id: int = EOS_ID):
+        self.src = [s + [eos_id] for s in src]
+        self.tgt_in = [[bos_id] + t for t in tgt]
+        self.tgt_out = [t + [eos_id] for t in tgt]
         self.srcs, self.refs = srcs, refs
         self.src_lens = [len(s) for s in self.src]
         self.tgt_lens = [len(t) for t in self.tgt_in]
@@ -45,13 +48,13 @@ class TranslationSet(Dataset):
         return i, self.src[i], self.tgt_in[i], self.tgt_out[i]
 
 
-def collate_translation(items) -> dict[str, torch.Tensor]:
-    """Pad (index, src, tgt_in, tgt_out) items with PAD_ID: "src" (B, S), "src_key_padding_mask" (B, S),
+def collate_translation(items, pad_id: int = PAD_ID) -> dict[str, torch.Tensor]:
+    """Pad (index, src, tgt_in, tgt_out) items with pad_id: "src" (B, S), "src_key_padding_mask" (B, S),
     "tgt_in" / "tgt_out" (B, T), "tgt_key_padding_mask" (B, T) (bool, True = padding), "index" (B,) long."""
     index, src, tgt_in, tgt_out = zip(*items)
-    src, src_mask = pad(src, PAD_ID)
-    tgt_in, tgt_mask = pad(tgt_in, PAD_ID)
-    tgt_out, _ = pad(tgt_out, PAD_ID)
+    src, src_mask = pad(src, pad_id)
+    tgt_in, tgt_mask = pad(tgt_in, pad_id)
+    tgt_out, _ = pad(tgt_out, pad_id)
     return {"src": src, "src_key_padding_mask": src_mask, "tgt_in": tgt_in, "tgt_out": tgt_out,
             "tgt_key_padding_mask": tgt_mask, "index": torch.tensor(index, dtype=torch.long)}
 
@@ -94,22 +97,37 @@ class ParallelText(BatchedDataModule, FileSplits):
         src_column, tgt_column: the two columns of a table (names or 0-based indices; None = src_lang /
             tgt_lang).
         max_tokens, max_len, vocab_size, joint_vocab, num_workers, seed, limit: as zoo.data.multi30k.Multi30k.
-        tokenizer: bpe (trained on the training split), char (one token per character), or the path of a zoo
-            tokenizer.json (both sides).
+        tokenizer: bpe (trained on the training split), char (one token per character), or the path of a
+            pretrained tokenizer.json or its folder (both sides), with its own special ids (zoo.data.bpe: pad,
+            bos and eos are needed, distinct). special_tokens: {role: token} for such a file, where its token
+            names differ.
         tokenizer_dir: where trained tokenizers are saved, named by a digest of their training text (so a
             tokenizer of other data is never reused); None = in memory only.
         truncate: cut sentences longer than max_len (counted) or refuse them.
         data_dir, mirror: the resolver's (built-in names). name: the dataset's name in reports.
         hf_path, hf_name: a Hugging Face dataset (hub id when online, or a local folder of split files) for the
             splits no file is given for; its columns src_column / tgt_column.
+    After setup(): src_tokenizer / tgt_tokenizer, their vocab sizes, `pad_id` (the tokenizer's), `model_ids`
+    ({pad_id, bos_id, eos_id}, given to the model), train_set / val_set / test_set.
     Raises DataError at setup for missing files or columns, misaligned files, bad encodings, empty splits,
-    fractions outside (0, 1), equal language names, too-long sentences with truncate=false.
+    fractions outside (0, 1), equal language names, too-long sentences with truncate=false, a tokenizer.json
+    without distinct pad, bos and eos tokens (the message names data.special_tokens).
     """
 
-    pad_id = PAD_ID
-    special_ids = MODEL_IDS
-    collate = staticmethod(collate_translation)
+    pad_id = PAD_ID  # zoo's tokenizers'; after setup, the tokenizer's
+    special_ids = MODEL_IDS  # the model ids of zoo's own tokenizers (bpe, char); config_ids: of any setting
+    SPECIAL_ROLES = ("pad", "bos", "eos")  # the special tokens the batches hold, read from the model config too
+    collate = staticmethod(collate_translation)  # collate(items, pad_id)
     BATCH = "translation"
+
+    @classmethod
+    def config_ids(cls, data) -> dict:
+        """The special ids of the data config `data` (a mapping of this class's arguments), read before any data
+        work: zoo.data.bpe.configured_ids. Raises DataError for a tokenizer.json without distinct pad, bos, eos."""
+        kind = str(data.get("tokenizer") or "bpe")
+        return configured_ids(kind, data.get("special_tokens"), cls.SPECIAL_ROLES, cls.SPECIAL_ROLES, MODEL_IDS,
+                              lambda: find_tokenizer(kind, data.get("data_dir"), data.get("mirror")),
+                              f"data={cls.__name__}")
 
     def __init__(self, train=None, val=None, test=None, src_lang: str = "src", tgt_lang: str = "tgt",
                  format: str | None = None, header: bool = True, delimiter: str | None = None,
@@ -118,9 +136,11 @@ class ParallelText(BatchedDataModule, FileSplits):
                  vocab_size: int = 8000, joint_vocab: bool = True, tokenizer: str = "bpe",
                  tokenizer_dir: str | None = None, truncate: bool = True, num_workers: int = 0, seed: int = 1337,
                  data_dir=None, mirror=None, limit: int | None = None, name: str | None = None,
-                 hf_path: str | None = None, hf_name: str | None = None):
+                 hf_path: str | None = None, hf_name: str | None = None, special_tokens: dict | None = None):
         super().__init__()
         self.save_hyperparameters()
+        if special_tokens and tokenizer in ("bpe", "char"):
+            configured_ids(tokenizer, special_tokens, (), (), MODEL_IDS, None)  # DataError: not for zoo's own
         if train is None and hf_path is None:
             raise DataError("data.train is not set: give a table file with two columns, {src: FILE, tgt: FILE}, or "
                             "a Hugging Face dataset (data.hf_path)")
@@ -138,7 +158,8 @@ class ParallelText(BatchedDataModule, FileSplits):
         self.joint_vocab, self.tokenizer_kind, self.tokenizer_dir = joint_vocab, tokenizer, tokenizer_dir
         self.truncate, self.num_workers, self.seed = truncate, num_workers, seed
         self.data_dir, self.mirror, self.limit, self.name = data_dir, mirror, limit, name
-        self.hf_path, self.hf_name = hf_path, hf_name
+        self.hf_path, self.hf_name, self.special_tokens = hf_path, hf_name, special_tokens
+        self.model_ids = dict(MODEL_IDS)
         self.train_set = self.val_set = self.test_set = None
         self.skipped: dict[str, int] = {}
         self.truncated: dict[str, int] = {}
@@ -207,9 +228,11 @@ class ParallelText(BatchedDataModule, FileSplits):
     # ---- setup -----------------------------------------------------------------------------------------
     def tokenizer_for(self, texts: list[str], side: str) -> SubwordTokenizer:
         """The BPE of `side` (joint, or a language), saved under a digest of its training texts and vocabulary
-        size (text_digest), so a tokenizer of other data is never reused; or the given tokenizer.json."""
+        size (text_digest), so a tokenizer of other data is never reused; or the given tokenizer.json, as it is,
+        with special_tokens."""
         if self.tokenizer_kind not in ("bpe", "char"):
-            return SubwordTokenizer.load(find(self.tokenizer_kind))
+            return SubwordTokenizer.load(find_tokenizer(self.tokenizer_kind, self.data_dir, self.mirror),
+                                         self.special_tokens)
         chars = self.tokenizer_kind == "char"
         path = None
         if self.tokenizer_dir is not None:
@@ -229,6 +252,10 @@ class ParallelText(BatchedDataModule, FileSplits):
             self.src_tokenizer = self.tokenizer_for(train_src, self.src_lang)
             self.tgt_tokenizer = self.tokenizer_for(train_tgt, self.tgt_lang)
         self.src_vocab_size, self.tgt_vocab_size = self.src_tokenizer.vocab_size, self.tgt_tokenizer.vocab_size
+        # both sides: zoo's fixed ids, or the one tokenizer.json
+        roles, user = self.SPECIAL_ROLES, f"data={type(self).__name__}"
+        self.model_ids = self.tgt_tokenizer.model_ids(roles, roles, user)
+        self.pad_id = self.model_ids["pad_id"]
         sets, body = {}, self.max_len - 1
         for split, (src, tgt) in data.items():
             src_ids, tgt_ids = self.src_tokenizer.encode_batch(src), self.tgt_tokenizer.encode_batch(tgt)
@@ -238,7 +265,8 @@ class ParallelText(BatchedDataModule, FileSplits):
                                 f"first is pair {long[0] + 1} ({src[long[0]][:60]!r}).\nFix: raise data.max_len "
                                 f"(and model.max_len), or set data.truncate=true to cut them")
             self.truncated[split] = len(long)
-            sets[split] = TranslationSet([s[:body] for s in src_ids], [t[:body] for t in tgt_ids], src, tgt)
+            sets[split] = TranslationSet([s[:body] for s in src_ids], [t[:body] for t in tgt_ids], src, tgt,
+                                         self.model_ids["bos_id"], self.model_ids["eos_id"])
             longest = max(a + b for a, b in zip(sets[split].src_lens, sets[split].tgt_lens))
             if longest > self.max_tokens:
                 raise DataError(f"a {split} pair has {longest} source + target tokens, more than data.max_tokens="
@@ -271,15 +299,23 @@ class ParallelText(BatchedDataModule, FileSplits):
         order = sorted(range(len(dataset)), key=dataset.src_lens.__getitem__)
         return pack_by_tokens(order, dataset.src_lens, dataset.tgt_lens, self.max_tokens)
 
+    def _loader(self, dataset, batch_sampler) -> DataLoader:
+        """BatchedDataModule's loader, its collate padding with the tokenizer's pad id."""
+        return DataLoader(dataset, batch_sampler=batch_sampler,
+                          collate_fn=functools.partial(type(self).collate, pad_id=self.pad_id),
+                          num_workers=self.num_workers, generator=torch.Generator().manual_seed(self.seed),
+                          persistent_workers=self.num_workers > 0)
+
     # ---- what the run records --------------------------------------------------------------------------
     def model_info(self) -> dict:
-        """vocab_size (target), src_vocab_size, the tokenizers' states {"src", "tgt"}, seq_len / src_len."""
+        """vocab_size (target), src_vocab_size, the tokenizers' states {"src", "tgt"}, seq_len / src_len, and
+        pad_id, bos_id, eos_id (model_ids)."""
         self.setup()
         n = len(self.train_set)
         return {"vocab_size": self.tgt_vocab_size, "src_vocab_size": self.src_vocab_size,
                 "tokenizer": {"src": self.src_tokenizer.state_dict(), "tgt": self.tgt_tokenizer.state_dict()},
                 "seq_len": round(sum(len(t) for t in self.train_set.tgt_out) / n),
-                "src_len": round(sum(len(t) for t in self.train_set.src) / n)}
+                "src_len": round(sum(len(t) for t in self.train_set.src) / n), **self.model_ids}
 
     def data_info(self) -> dict:
         """The data this module reads (checkpoints, results.json): dataset, builtin, src_lang, tgt_lang,

@@ -8,6 +8,7 @@ Labels may be strings or integers; the classes are the training split's labels, 
 unless `labels` lists them. Batches are collate_classification dicts. zoo.data.sst2.SST2 is this module
 with SST-2's own line format.
 """
+import functools
 import logging
 from pathlib import Path
 
@@ -15,10 +16,13 @@ import torch
 from lightning.pytorch.utilities import rank_zero_info
 from torch.utils.data import Dataset
 
+from torch.utils.data import DataLoader
+
 from zoo.data.batching import BatchedDataModule, epoch_generator, pad, shuffled
-from zoo.data.bpe import CLS_ID, EOS_ID, MODEL_IDS, PAD_ID, SubwordTokenizer
+from zoo.data.bpe import MODEL_IDS, PAD_ID, SubwordTokenizer, configured_ids
 from zoo.data.files import (TABLES, FileSplits, check_fractions, column, compile_pattern, file_format, find,
-                            first_row_line, read_hub, read_lines, read_records, split_line, text_digest)
+                            find_tokenizer, first_row_line, read_hub, read_lines, read_records, split_line,
+                            text_digest)
 from zoo.data.resolver import DataError
 
 log = logging.getLogger("zoo")
@@ -40,11 +44,11 @@ class ClassificationSet(Dataset):
         return i, self.ids[i], self.labels[i]
 
 
-def collate_classification(items) -> dict[str, torch.Tensor]:
-    """Pad (index, ids, label) items: ids (B, T) long, key_padding_mask (B, T) bool (True = padding),
-    labels (B,) long, index (B,) long (the examples' indices in their split)."""
+def collate_classification(items, pad_id: int = PAD_ID) -> dict[str, torch.Tensor]:
+    """Pad (index, ids, label) items with pad_id: ids (B, T) long, key_padding_mask (B, T) bool (True =
+    padding), labels (B,) long, index (B,) long (the examples' indices in their split)."""
     index, rows, labels = zip(*items)
-    ids, mask = pad(rows, PAD_ID)
+    ids, mask = pad(rows, pad_id)
     return {"ids": ids, "key_padding_mask": mask, "labels": torch.tensor(labels, dtype=torch.long),
             "index": torch.tensor(index, dtype=torch.long)}
 
@@ -80,7 +84,7 @@ def stratified_split(labels: list[str], fraction: float, seed: int) -> tuple[lis
 
 
 class TextClassification(BatchedDataModule, FileSplits):
-    """Classification batches from files: "ids" (B, T) long (<cls> text </s>, right-padded with PAD_ID),
+    """Classification batches from files: "ids" (B, T) long (<cls> text </s>, right-padded with the pad id),
     "key_padding_mask" (B, T) bool (True = padding), "labels" (B,) long class indices, "index" (B,) long.
 
     Args:
@@ -93,23 +97,37 @@ class TextClassification(BatchedDataModule, FileSplits):
         labels: the classes, in order (None = the sorted labels of train); any other label is refused.
         val_fraction, test_fraction: in (0, 1), used for a missing split. split_seed: their random order.
         tokenizer: bpe (trained on the training texts, vocab_size), char (one token per character), or the
-            path of a tokenizer.json that zoo trained (its special ids fixed, zoo.data.bpe). tokenizer_path: where the trained BPE is saved (and
-            reused when it was trained on the same texts).
+            path of a pretrained tokenizer.json (or its folder), with its own special ids (zoo.data.bpe: cls,
+            eos and pad are needed). special_tokens: {role: token} for such a file, where its token names differ
+            (e.g. {pad: "<|endoftext|>", cls: "<|endoftext|>"} for GPT-2's). tokenizer_path: where the trained
+            BPE is saved (and reused when it was trained on the same texts).
         max_len: most tokens per example, <cls> and </s> included; truncate: cut longer ones (counted, logged)
             or refuse them. batch_size, bucket, num_workers, seed: as zoo.data.sst2.SST2.
         data_dir, mirror: the resolver's (for built-in names). limit: keep the first `limit` training examples.
         name: the dataset's name in reports (None = the files' paths).
         hf_path, hf_name: a Hugging Face dataset (hub id when online, or a local folder of split files), for
             the splits no file is given for (its validation split is val); columns as for a table.
+    After setup(): `tokenizer`, `vocab_size`, `pad_id` (the tokenizer's), `model_ids` ({pad_id, bos_id, eos_id},
+    given to the model), train_set / val_set / test_set, classes.
     Raises DataError (at setup, before any training) for missing files, columns, labels or encodings, empty or
     one-class splits, fractions outside (0, 1), labels of val / test that train lacks, too-long examples with
-    truncate=false.
+    truncate=false, a tokenizer.json without a cls, eos or pad token (the message names data.special_tokens).
     """
 
-    pad_id = PAD_ID
-    special_ids = MODEL_IDS
-    collate = staticmethod(collate_classification)
+    pad_id = PAD_ID  # zoo's tokenizers'; after setup, the tokenizer's
+    special_ids = MODEL_IDS  # the model ids of zoo's own tokenizers (bpe, char); config_ids: of any setting
+    SPECIAL_ROLES = ("cls", "eos", "pad")  # the special tokens the batches hold
+    collate = staticmethod(collate_classification)  # collate(items, pad_id)
     BATCH = "classification"
+
+    @classmethod
+    def config_ids(cls, data) -> dict:
+        """The special ids of the data config `data` (a mapping of this class's arguments), read before any data
+        work: zoo.data.bpe.configured_ids. Raises DataError for a tokenizer.json without a needed role."""
+        kind = str(data.get("tokenizer") or "bpe")
+        return configured_ids(kind, data.get("special_tokens"), cls.SPECIAL_ROLES, (), MODEL_IDS,
+                              lambda: find_tokenizer(kind, data.get("data_dir"), data.get("mirror")),
+                              f"data={cls.__name__}")
 
     def __init__(self, train=None, val=None, test=None, format: str | None = None, text_column="text",
                  label_column="label", header: bool = True, delimiter: str | None = None, encoding: str = "utf-8",
@@ -118,9 +136,11 @@ class TextClassification(BatchedDataModule, FileSplits):
                  tokenizer_path: str | None = None, max_len: int = 128, truncate: bool = True, batch_size: int = 64,
                  bucket: bool = True, num_workers: int = 0, seed: int = 1337, data_dir=None, mirror=None,
                  limit: int | None = None, name: str | None = None, hf_path: str | None = None,
-                 hf_name: str | None = None):
+                 hf_name: str | None = None, special_tokens: dict | None = None):
         super().__init__()
         self.save_hyperparameters()
+        if special_tokens and tokenizer in ("bpe", "char"):
+            configured_ids(tokenizer, special_tokens, (), (), MODEL_IDS, None)  # DataError: not for zoo's own
         if train is None and hf_path is None:
             raise DataError("data.train is not set: give the training file (data.train=PATH), a {label: file} "
                             "mapping, or a Hugging Face dataset (data.hf_path)")
@@ -136,7 +156,8 @@ class TextClassification(BatchedDataModule, FileSplits):
         self.tokenizer_path, self.max_len, self.truncate = tokenizer_path, max_len, truncate
         self.batch_size, self.bucket, self.num_workers, self.seed = batch_size, bucket, num_workers, seed
         self.data_dir, self.mirror, self.limit, self.name = data_dir, mirror, limit, name
-        self.hf_path, self.hf_name = hf_path, hf_name
+        self.hf_path, self.hf_name, self.special_tokens = hf_path, hf_name, special_tokens
+        self.model_ids = dict(MODEL_IDS)
         self.train_set = self.val_set = self.test_set = None
         self.classes: list[str] | None = None
         self.truncated: dict[str, int] = {}
@@ -230,9 +251,10 @@ class TextClassification(BatchedDataModule, FileSplits):
     def build_tokenizer(self, texts: list[str]) -> SubwordTokenizer:
         """bpe (or char: one token per character, zoo.data.bpe.train_chars): trained on `texts`, saved at
         tokenizer_path with a digest of them and the vocabulary size in its name (<stem>.<digest>.json: reused
-        only for the same data); else the given tokenizer.json, as it is."""
+        only for the same data); else the given tokenizer.json, as it is, with special_tokens."""
         if self.tokenizer_kind not in ("bpe", "char"):
-            return SubwordTokenizer.load(find(self.tokenizer_kind))
+            return SubwordTokenizer.load(find_tokenizer(self.tokenizer_kind, self.data_dir, self.mirror),
+                                         self.special_tokens)
         chars = self.tokenizer_kind == "char"
         path = None
         if self.tokenizer_path is not None:  # keyed by the training texts, not only by the vocabulary size
@@ -249,6 +271,8 @@ class TextClassification(BatchedDataModule, FileSplits):
         self.check(data)
         self.tokenizer = self.build_tokenizer([e.text for e in data["train"]])
         self.vocab_size = self.tokenizer.vocab_size
+        self.model_ids = self.tokenizer.model_ids(self.SPECIAL_ROLES, (), f"data={type(self).__name__}")
+        cls_id, eos_id, self.pad_id = (self.tokenizer.id_of(r) for r in self.SPECIAL_ROLES)
         index = {c: i for i, c in enumerate(self.classes)}
         body, sets = self.max_len - 2, {}
         for split, exs in data.items():
@@ -260,7 +284,7 @@ class TextClassification(BatchedDataModule, FileSplits):
                                 f"the first at {e.file}, line {e.line}.\nFix: raise data.max_len (and "
                                 f"model.max_len), or set data.truncate=true to cut them")
             self.truncated[split] = len(long)
-            sets[split] = ClassificationSet([[CLS_ID] + ids[:body] + [EOS_ID] for ids in encoded],
+            sets[split] = ClassificationSet([[cls_id] + ids[:body] + [eos_id] for ids in encoded],
                                             [index[e.label] for e in exs])
         self.train_set, self.val_set, self.test_set = sets["train"], sets["val"], sets["test"]
         rank_zero_info(f"{self.dataset_name()}: {', '.join(f'{s} {len(d)}' for s, d in sets.items())} examples; "
@@ -292,13 +316,22 @@ class TextClassification(BatchedDataModule, FileSplits):
         order = sorted(range(len(dataset)), key=dataset.lengths.__getitem__)
         return [order[i : i + self.batch_size] for i in range(0, len(order), self.batch_size)]
 
+    def _loader(self, dataset, batch_sampler) -> DataLoader:
+        """BatchedDataModule's loader, its collate padding with the tokenizer's pad id."""
+        return DataLoader(dataset, batch_sampler=batch_sampler,
+                          collate_fn=functools.partial(type(self).collate, pad_id=self.pad_id),
+                          num_workers=self.num_workers, generator=torch.Generator().manual_seed(self.seed),
+                          persistent_workers=self.num_workers > 0)
+
     # ---- what the run records --------------------------------------------------------------------------
     def model_info(self) -> dict:
-        """vocab_size, num_classes, the tokenizer's state, classes, seq_len (mean training length, tokens)."""
+        """vocab_size, num_classes, the tokenizer's state, classes, seq_len (mean training length, tokens), and
+        pad_id, bos_id, eos_id (model_ids)."""
         self.setup()
         lengths = self.train_set.lengths
         return {"vocab_size": self.vocab_size, "num_classes": len(self.classes), "classes": list(self.classes),
-                "tokenizer": self.tokenizer.state_dict(), "seq_len": round(sum(lengths) / len(lengths))}
+                "tokenizer": self.tokenizer.state_dict(), "seq_len": round(sum(lengths) / len(lengths)),
+                **self.model_ids}
 
     def data_info(self) -> dict:
         """The data this module reads (checkpoints, results.json): dataset, builtin, files {split: path

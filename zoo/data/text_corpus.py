@@ -4,8 +4,8 @@
 each file is a document. Several documents are split into train / val by document (val_fraction of them,
 seeded), never by a cut through the joined text; a single document is cut at 1 - val_fraction of its tokens
 (Tiny Shakespeare's usual split). The corpus is tokenized once, in a streaming pass (memory: one chunk),
-into a memory-mapped token file keyed by the documents' contents and the settings; windows are drawn from it
-as TinyShakespeare's.
+into a memory-mapped token file keyed by the documents' contents and the settings (for a pretrained
+tokenizer.json, its contents too); windows are drawn from it as TinyShakespeare's.
 """
 import codecs
 import fnmatch
@@ -21,8 +21,9 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader
 
-from zoo.data.bpe import SubwordTokenizer, train_bpe
+from zoo.data.bpe import MODEL_IDS, SubwordTokenizer, configured_ids, train_bpe
 from zoo.data.char_tokenizer import CharTokenizer
+from zoo.data.files import find_tokenizer
 from zoo.data.resolver import FILES, DataError, dataset_name, file_entry, locate, sha256sum
 from zoo.data.token_file import open_token_file, write_token_file
 from zoo.data.windows import FixedWindows, RandomWindows, StreamSampler
@@ -99,7 +100,10 @@ class TextCorpus(pl.LightningDataModule):
         encoding: of every document (checked as it is read; an error names the file and line).
         val_fraction: in (0, 1): documents (or, for one document, tokens) for validation. split_seed: which.
         tokenizer: char (one id per character of the corpus) | bpe (trained on the training documents,
-            vocab_size). name: the dataset's name in reports (None = the file setting).
+            vocab_size) | the path of a pretrained tokenizer.json or its folder (used as it is; no special
+            token is needed, the model config takes its pad / bos / eos ids where it has them).
+            special_tokens: {role: token} overrides for such a file (zoo.data.bpe.special_roles).
+            name: the dataset's name in reports (None = the file setting).
         block_size: context length T; windows have T+1 tokens. batch_size: the global batch (split over DDP
             processes). batches_per_epoch: training batches of an epoch (validation and checkpoint at its end
             unless trainer.val_check_interval says otherwise). val_windows: validation windows.
@@ -108,23 +112,35 @@ class TextCorpus(pl.LightningDataModule):
             <data_dir>/tokens, data_dir as for the resolver: data_dir, else $ZOO_DATA_DIR, else ./data).
     After setup(): `tokenizer`, `vocab_size`, `train_data` / `val_data` (read-only Tokens views), `docs`
     ({split: documents}), `token_path`.
-    Raises DataError at setup for a missing path, empty folder or glob, bad encoding, a fraction outside
-    (0, 1), or a split shorter than block_size + 1 tokens.
+    Raises DataError at setup for a missing path (the corpus or the tokenizer.json), empty folder or glob, bad
+    encoding, a fraction outside (0, 1), or a split shorter than block_size + 1 tokens; at construction for
+    special_tokens with tokenizer=char or bpe.
     """
 
     BATCH = "lm"
+
+    @classmethod
+    def config_ids(cls, data) -> dict:
+        """The special ids of the data config `data` (a mapping of this class's arguments), read before any data
+        work: zoo.data.bpe.configured_ids (char: none; bpe: zoo's fixed ones; a tokenizer.json: its own)."""
+        kind = str(data.get("tokenizer") or "char")
+        return configured_ids(kind, data.get("special_tokens"), (), (), MODEL_IDS if kind == "bpe" else {},
+                              lambda: find_tokenizer(kind, data.get("data_dir"), data.get("mirror")),
+                              f"data={cls.__name__}")
 
     def __init__(self, file: str = "tiny_shakespeare/input.txt", exclude=(), encoding: str = "utf-8",
                  val_fraction: float = 0.1, split_seed: int = 0, tokenizer: str = "char", vocab_size: int = 8000,
                  name: str | None = None, block_size: int = 256, batch_size: int = 64, num_workers: int = 0,
                  pin_memory: bool = False, val_windows: int = 500, batches_per_epoch: int = 250, seed: int = 1337,
-                 data_dir=None, mirror=None, token_dir=None):
+                 data_dir=None, mirror=None, token_dir=None, special_tokens: dict | None = None):
         super().__init__()
         self.save_hyperparameters()
         if not 0.0 < val_fraction < 1.0:
             raise DataError(f"data.val_fraction={val_fraction} must be in (0, 1)")
-        if tokenizer not in ("char", "bpe"):
-            raise DataError(f"data.tokenizer={tokenizer!r} is unknown for a text corpus; allowed: char, bpe")
+        if special_tokens and tokenizer in ("char", "bpe"):
+            configured_ids(tokenizer, special_tokens, (), (), {}, None)  # DataError: not for zoo's own
+        self.kind = tokenizer if tokenizer in ("char", "bpe") else "pretrained"
+        self.special_tokens, self.tokenizer_file = special_tokens, None
         self.file, self.exclude, self.encoding, self.val_fraction = file, list(exclude or ()), encoding, val_fraction
         self.split_seed, self.tokenizer_kind, self.vocab_size_wanted, self.name = split_seed, tokenizer, vocab_size, name
         self.block_size, self.batch_size = block_size, batch_size
@@ -154,9 +170,13 @@ class TextCorpus(pl.LightningDataModule):
                 "val": [d for i, d in enumerate(docs) if i in val]}
 
     def _key(self) -> str:
-        """A digest of the documents' contents and every setting that changes the tokens."""
-        h = hashlib.sha256(json.dumps({"tokenizer": self.tokenizer_kind, "vocab": self.vocab_size_wanted,
-                                       "val_fraction": self.val_fraction, "encoding": self.encoding}).encode())
+        """A digest of the documents' contents and every setting that changes the tokens: a pretrained
+        tokenizer's file contents, or zoo's tokenizer kind and vocabulary size."""
+        settings = {"tokenizer": self.tokenizer_kind, "vocab": self.vocab_size_wanted}
+        if self.kind == "pretrained":
+            settings = {"tokenizer": "pretrained", "tokenizer_sha256": sha256sum(self._tokenizer_file())}
+        h = hashlib.sha256(json.dumps({**settings, "val_fraction": self.val_fraction,
+                                       "encoding": self.encoding}).encode())
         for split, docs in self.docs.items():
             for d in docs:
                 h.update(f"{split}:{sha256sum(d)}\n".encode())
@@ -187,8 +207,17 @@ class TextCorpus(pl.LightningDataModule):
         if rest:
             yield np.array(tokenizer.encode(rest), dtype=np.int64)
 
+    def _tokenizer_file(self) -> Path:
+        """The pretrained tokenizer.json (zoo.data.files.find_tokenizer; DataError when it is not there)."""
+        if self.tokenizer_file is None:
+            self.tokenizer_file = find_tokenizer(self.tokenizer_kind, self.data_dir, self.mirror)
+        return self.tokenizer_file
+
     def _build_tokenizer(self):
-        """char: every character of the corpus (train and val documents); bpe: trained on the train ones."""
+        """char: every character of the corpus (train and val documents); bpe: trained on the train ones;
+        pretrained: the file, as it is (with special_tokens)."""
+        if self.kind == "pretrained":
+            return SubwordTokenizer.load(self._tokenizer_file(), self.special_tokens)
         if self.tokenizer_kind == "char":
             chars = set()
             for text in self._doc_text(list(dict.fromkeys(self.docs["train"] + self.docs["val"]))):
@@ -204,7 +233,7 @@ class TextCorpus(pl.LightningDataModule):
         single = self.docs["train"] == self.docs["val"]
         stem = self.docs["train"][0].name if single else "corpus"  # the key, not the name, tells corpora apart
         parts = ("all",) if single else ("train", "val")
-        self.token_paths = {p: self.token_dir / f"{stem}.{self.tokenizer_kind}.{key[:16]}.{p}.bin" for p in parts}
+        self.token_paths = {p: self.token_dir / f"{stem}.{self.kind}.{key[:16]}.{p}.bin" for p in parts}
         self.token_path = self.token_paths[parts[0]]
         out = {p: open_token_file(self.token_paths[p], source_sha256=key) for p in parts}
         if all(t is not None for t in out.values()):
@@ -213,7 +242,7 @@ class TextCorpus(pl.LightningDataModule):
             where = self.docs["train"][0] if single else f"data.file={self.file}"
             raise DataError(f"{where} is empty: there is no text to train on")
         tok = self._build_tokenizer()
-        meta = {"tokenizer": tok.state_dict(), "kind": self.tokenizer_kind, "source": str(self.file)}
+        meta = {"tokenizer": tok.state_dict(), "kind": self.kind, "source": str(self.file)}
         for p in parts:
             try:
                 out[p] = write_token_file(self.token_paths[p], self._encode(tok, self.docs["train" if single else p]),
@@ -232,8 +261,11 @@ class TextCorpus(pl.LightningDataModule):
             return
         files = self._tokens()
         meta = next(iter(files.values())).info["meta"]
-        tok = (CharTokenizer.from_state_dict(meta["tokenizer"]) if meta.get("kind", "char") == "char"
-               else SubwordTokenizer.from_state_dict(meta["tokenizer"]))
+        if self.kind == "pretrained":  # the file itself: the token file is keyed by its contents, not overrides
+            tok = self._build_tokenizer()
+        else:
+            tok = (CharTokenizer.from_state_dict(meta["tokenizer"]) if meta.get("kind", "char") == "char"
+                   else SubwordTokenizer.from_state_dict(meta["tokenizer"]))
         if "all" in files:  # one document: the first 1 - val_fraction of its tokens train
             data = files["all"]
             n = int((1 - self.val_fraction) * len(data))
@@ -252,18 +284,22 @@ class TextCorpus(pl.LightningDataModule):
     def data_info(self) -> dict:
         """The data this module reads (checkpoints, results.json): dataset (`name`, the built-in dataset's
         name, or the file setting resolved), builtin, files {"text": resolver name or path}, documents {split:
-        count}, tokenizer {kind, file: the token file, vocab_size}."""
+        count}, tokenizer {kind (char, bpe or pretrained), file: the token file, vocab_size; path: the
+        pretrained tokenizer.json}."""
         self.setup()
         return {"dataset": self.name or dataset_name([str(self.file)]), "builtin": str(self.file) in FILES,
                 "files": {"text": file_entry(str(self.file))},
                 "documents": {s: len(d) for s, d in self.docs.items()},
-                "tokenizer": {"kind": self.tokenizer_kind, "file": str(self.token_path.resolve()),
-                              "vocab_size": self.vocab_size}}
+                "tokenizer": {"kind": self.kind, "file": str(self.token_path.resolve()), "vocab_size": self.vocab_size,
+                              **({"path": str(self.tokenizer_file)} if self.kind == "pretrained" else {})}}
 
     def model_info(self) -> dict:
-        """What the model and task take from the data: vocab_size, the tokenizer's state, seq_len (tokens)."""
+        """What the model and task take from the data: vocab_size, the tokenizer's state, seq_len (tokens), and
+        for a subword tokenizer pad_id, bos_id, eos_id (SubwordTokenizer.model_ids: none is needed)."""
         self.setup()
-        return {"vocab_size": self.vocab_size, "tokenizer": self.tokenizer.state_dict(), "seq_len": self.block_size}
+        ids = self.tokenizer.model_ids() if isinstance(self.tokenizer, SubwordTokenizer) else {}
+        return {"vocab_size": self.vocab_size, "tokenizer": self.tokenizer.state_dict(), "seq_len": self.block_size,
+                **ids}
 
     def _loader(self, dataset, sampler=None, batch_size=None) -> DataLoader:
         # its own generator: creating an iterator must not draw from the global RNG (exact resume)
