@@ -5,6 +5,7 @@ import math
 
 import pytest
 import sacrebleu
+import torch
 from omegaconf import OmegaConf
 
 from zoo.budget import BudgetError, apply_budget, cell_value
@@ -114,6 +115,8 @@ def test_results_and_examples_of_a_prefix_lm_run(tmp_path):
     assert res["best"]["val/loss"] == pytest.approx(res["best"]["val/cont_loss"])  # prefix LM: the same tokens
     assert res["cost"]["inference_flops_per_token"] == pytest.approx(res["flops_per_token"])
     assert res["cost"]["ms_per_example"] > 0
+    chars = json.loads((tmp_path / "tokenizer.chars.json").read_text())  # the run's character table
+    assert len(chars["chars"]) == 65
 
 
 def test_examples_of_classification_and_translation_give_their_test_scores(tmp_path):
@@ -123,6 +126,9 @@ def test_examples_of_classification_and_translation_give_their_test_scores(tmp_p
                  arch="encoder_only"))
     res, ex = results(tmp_path / "cls"), json.loads((tmp_path / "cls" / "examples.json").read_text())
     assert ex["ids"] == sorted(ex["ids"]) and len(ex["ids"]) == len(set(ex["ids"]))
+    # the tokenizer is in the run dir, the same as the checkpoint's
+    ckpt = torch.load(res["best_checkpoint"], map_location="cpu", weights_only=True)
+    assert (tmp_path / "cls" / "tokenizer.json").read_text() == ckpt["hyper_parameters"]["tokenizer"]["json"]
     acc = sum(p == y for p, y in zip(ex["pred"], ex["label"])) / len(ex["label"])
     assert acc == pytest.approx(res["final"]["test/acc"], abs=1e-6)
     run(make_cfg(tmp_path / "mt", ["data.limit=300", "data.vocab_size=300", "data.max_tokens=1024", "logger=csv",

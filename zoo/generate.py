@@ -41,7 +41,7 @@ def load(ckpt_path: str, device: str = "cpu", ckpt: Optional[dict] = None):
                          f"decoder_only language models (task=lm)")
     tok_state = hp.get("tokenizer", {})
     kind = data.get("tokenizer", {}).get("kind") or ("char" if "chars" in tok_state else None)
-    if kind not in ("char", "bpe") or "model" not in hp or not ({"chars", "json"} & set(tok_state)):
+    if kind not in ("char", "bpe", "pretrained") or "model" not in hp or not ({"chars", "json"} & set(tok_state)):
         raise ValueError(f"{ckpt_path} is not a checkpoint of a language model (task=lm){trained_on}"
                          + (f", its tokenizer is {kind}" if kind else "") + "; zoo.generate samples from those")
     model = build_model(hp["arch"], ModelConfig(**hp["model"]))

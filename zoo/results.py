@@ -53,6 +53,28 @@ def write_examples(output_dir: str, task) -> Optional[str]:
     return EXAMPLES
 
 
+def save_tokenizers(output_dir: str, state: dict) -> list:
+    """Write the run's tokenizer(s) into its run dir: tokenizer.json (a subword or pretrained tokenizer, the
+    Hugging Face tokenizers format), tokenizer.chars.json (zoo's character table), or tokenizer.src.json and
+    tokenizer.tgt.json for a translation state {"src", "tgt"} (one tokenizer.json when both are the same).
+    Returns the paths written."""
+    out = Path(output_dir)
+    if "src" in state and "tgt" in state:
+        if state["src"] == state["tgt"]:
+            return save_tokenizers(output_dir, state["src"])
+        return [p for side in ("src", "tgt") for p in _save_one(out, state[side], f"tokenizer.{side}")]
+    return _save_one(out, state, "tokenizer")
+
+
+def _save_one(out: Path, state: dict, stem: str) -> list:
+    if "json" in state:
+        path = out / f"{stem}.json"
+        out.mkdir(parents=True, exist_ok=True)
+        path.write_text(state["json"])
+        return [path]
+    return [write_json(out / f"{stem}.chars.json", state)]
+
+
 def failed_record(cfg: DictConfig, error: BaseException, task_name: Optional[str] = None) -> dict:
     """The results.json of a run that raised: status "failed", its error, and what identifies the run (arch,
     task, seed, overrides), so that zoo.report lists it instead of dropping it."""

@@ -16,6 +16,7 @@ from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.callbacks.progress import ProgressBar as ProgressBarBase
 from lightning.pytorch.loggers import WandbLogger
 from lightning.pytorch.utilities.model_helpers import is_overridden
+from lightning.pytorch.utilities.rank_zero import rank_zero_only
 from omegaconf import DictConfig, OmegaConf
 
 from zoo.budget import BudgetError, apply_budget
@@ -25,7 +26,7 @@ from zoo.data.resolver import DataError
 from zoo.distributed import is_fsdp
 from zoo.model import ModelConfig
 from zoo.model.beam_search import check_early_stopping
-from zoo.results import arch_config, failed_record, job_overrides, write_examples, write_json
+from zoo.results import arch_config, failed_record, job_overrides, save_tokenizers, write_examples, write_json
 from zoo.tasks.base import metric_mode
 
 NO_ARCH = ("zoo needs an architecture. Pick one of the three with +arch=...: "
@@ -356,6 +357,8 @@ def run(cfg: DictConfig) -> float:
     datamodule.prepare_data()
     datamodule.setup()
     info = datamodule.model_info()  # vocabulary sizes, classes, tokenizer state, typical lengths
+    if rank_zero_only.rank == 0:
+        save_tokenizers(cfg.paths.output_dir, info["tokenizer"])  # also in every checkpoint's hyperparameters
     # the data actually read (a user's data.file=... is not the config group's name)
     data = datamodule.data_info() if hasattr(datamodule, "data_info") else {"dataset": choices.get("data", "?")}
     data_name = data["dataset"]
