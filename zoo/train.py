@@ -28,6 +28,7 @@ from zoo.model import ModelConfig
 from zoo.model.beam_search import check_early_stopping
 from zoo.results import arch_config, failed_record, job_overrides, save_tokenizers, write_examples, write_json
 from zoo.tasks.base import metric_mode
+from zoo.threads import set_threads
 
 NO_ARCH = ("zoo needs an architecture. Pick one of the three with +arch=...: "
            "`python -m zoo +arch=encoder_only` (bidirectional encoder, classification), "
@@ -348,6 +349,10 @@ def run(cfg: DictConfig) -> float:
     cfg = task_for_data(cfg)
     check_config(cfg)
     budget = apply_budget(cfg)
+    try:
+        set_threads(cfg)
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
     check_checkpoint(cfg)
     choices = HydraConfig.get().runtime.choices if HydraConfig.initialized() else {}
     task_name = TASK_OF_BATCH.get(get_class(cfg.task._target_).BATCH, choices.get("task", "lm"))  # task_for_data
