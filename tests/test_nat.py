@@ -18,7 +18,8 @@ TOK = SubwordTokenizer(train_bpe(["ein hund läuft", "a dog runs"], 30)).state_d
 
 def nat_task(**kw):
     model = dict(vocab_size=30, d_model=32, n_heads=2, d_ff=64, n_layers=2, dropout=0.0, max_len=32)
-    return Translation("encoder_only", model, {"src": TOK, "tgt": TOK}, {"lr": 3e-3}, {"warmup_steps": 1}, **kw)
+    return Translation("encoder_only", model, {"src": TOK, "tgt": TOK}, {"lr": 3e-3}, {"warmup_steps": 1},
+                       objective="cmlm_mask_predict", **kw)
 
 
 def toy_batch():
@@ -45,11 +46,13 @@ def test_length_head_shape_and_default_classes():
 def test_nat_needs_one_vocabulary():
     other = SubwordTokenizer(train_bpe(["eine katze", "a cat"], 30)).state_dict()
     model = dict(vocab_size=30, d_model=16, n_heads=2, d_ff=32, n_layers=1)
-    with pytest.raises(DataError, match="data.joint_vocab=true"):
-        Translation("encoder_only", model, {"src": other, "tgt": TOK}, {"lr": 1e-3}, {"warmup_steps": 1})
+    for objective in ("cmlm_mask_predict", "encoder_ar"):  # both read source + target as one sequence
+        with pytest.raises(DataError, match="data.joint_vocab=true"):
+            Translation("encoder_only", model, {"src": other, "tgt": TOK}, {"lr": 1e-3}, {"warmup_steps": 1},
+                        objective=objective)
     with pytest.raises(ValueError, match="nat_iterations=0"):
         Translation("encoder_only", model, {"src": TOK, "tgt": TOK}, {"lr": 1e-3}, {"warmup_steps": 1},
-                    nat_iterations=0)
+                    nat_iterations=0, objective="cmlm_mask_predict")
 
 
 def test_nat_inputs_by_hand():

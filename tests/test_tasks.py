@@ -119,17 +119,24 @@ def test_classification_run(tmp_path, arch):
 
 
 @pytest.mark.parametrize("arch,mask", [("encoder_decoder", "causal"), ("decoder_only", "causal"),
-                                       ("decoder_only", "prefix")])
+                                       ("decoder_only", "prefix"), ("encoder_only", "bidirectional")])
 def test_translation_run(tmp_path, arch, mask):
+    """A short run per architecture, each with its default objective (encoder_only: encoder_ar, autoregressive)
+    and the same loss, greedy and beam metrics; the cost it reports is its own (encoder_ar: no cache)."""
     over = SMALL + ["data.limit=300", "data.vocab_size=300", "data.max_tokens=1024", f"model.mask={mask}",
                     "task.beam_size=2", "trainer.limit_val_batches=2", "trainer.limit_test_batches=2",
             "trainer.val_check_interval=6"]
     if arch != "encoder_decoder":
         over = ["task=translation", "data=multi30k"] + over
     run(make_cfg(tmp_path, over, arch=arch))
-    f = json.loads((tmp_path / "results.json").read_text())["final"]
+    results = json.loads((tmp_path / "results.json").read_text())
+    f = results["final"]
+    assert results["objective"] == ("encoder_ar" if arch == "encoder_only" else "translation")
     for key in ("val/loss", "val/bleu", "val/chrf", "test/bleu", "test/chrf", "test/bleu_beam", "test/chrf_beam"):
         assert key in f
+    assert "val/length_acc" not in f
+    if arch == "encoder_only":  # a generated token re-reads source + target prefix: > 1 token's forward
+        assert results["cost"]["inference_flops_per_token"] > 5 * results["flops_per_token"]
     assert 0 <= f["test/bleu"] <= 100 and 0 <= f["test/chrf"] <= 100
     assert len(list(tmp_path.glob("tokenizer.joint.*.json"))) == 1  # the joint BPE, saved in the run dir
 
@@ -137,7 +144,7 @@ def test_translation_run(tmp_path, arch, mask):
 def test_translation_run_encoder_only_nat(tmp_path):
     """Non-autoregressive translation (CMLM + mask-predict) through the main job: the same BLEU / chrF keys as
     the other archs, plus val/length_acc; the one-sequence length check uses 2 x data.max_len."""
-    over = ["task=translation", "data=multi30k"] + SMALL + [
+    over = ["task=translation", "data=multi30k", "task.objective=cmlm_mask_predict"] + SMALL + [
         "data.limit=300", "data.vocab_size=300", "data.max_tokens=1024", "task.beam_size=2",
         "task.nat_iterations=2", "trainer.limit_val_batches=2", "trainer.limit_test_batches=2",
         "trainer.val_check_interval=6"]
@@ -153,16 +160,16 @@ def test_translation_run_encoder_only_nat(tmp_path):
     assert 0 <= f["test/bleu"] <= 100 and 0 <= f["val/length_acc"] <= 1
 
 
-def lm_task(arch, **model):
+def lm_task(arch, objective=None, **model):
     from zoo.tasks.lm import LanguageModeling
     cfg = dict(vocab_size=65, d_model=16, n_heads=2, d_ff=32, n_layers=1, dropout=0.0, max_len=64, **model)
     return LanguageModeling(arch, cfg, {"chars": "".join(chr(32 + i) for i in range(65))}, {"lr": 1e-3},
-                            {"warmup_steps": 1})
+                            {"warmup_steps": 1}, objective=objective)
 
 
 def test_bert_masking_proportions():
     """15% chosen; of those 80% <mask>, 10% random, 10% unchanged (Devlin et al. 2019); others untouched."""
-    task = lm_task("encoder_only")
+    task = lm_task("encoder_only", "masked_lm")
     assert task.mask_id == 65 and task.model.cfg.vocab_size == 66
     x = torch.randint(0, 65, (200, 500), generator=torch.Generator().manual_seed(0))
     inputs, chosen = task.mask_tokens(x, torch.Generator().manual_seed(1))
@@ -191,13 +198,27 @@ def test_lm_objectives_by_hand():
     assert abs(out["loss"].item() - F.cross_entropy(logits.transpose(1, 2), y[:, 4:]).item()) < 1e-6
 
 
-@pytest.mark.parametrize("arch,objective,metric", [("encoder_only", "masked_lm", "val/mlm_acc"),
+@pytest.mark.parametrize("arch,objective,metric", [("encoder_only", "entp", "val/cont_loss"),
+                                                   ("encoder_only", "masked_lm", "val/mlm_acc"),
                                                    ("encoder_decoder", "prefix_continuation", "val/cont_loss"),
                                                    ("decoder_only", "causal_lm", "val/cont_loss")])
 def test_lm_run_each_arch(tmp_path, arch, objective, metric):
+    """A short run per objective (masked_lm by task.objective, the others by default). The next-token ones
+    record the best validation's per-window continuation losses (examples.json; all windows hold T - T/2 + 1 =
+    17 targets); where val/loss is the continuation loss (entp, prefix_continuation) their mean is the best
+    val/cont_loss."""
     from zoo_run import TINY
     over = ([] if arch == "decoder_only" else ["task=lm", "data=tiny_shakespeare"]) + TINY + ["logger=csv"]
+    over += ["task.objective=masked_lm"] if objective == "masked_lm" else []
     run(make_cfg(tmp_path, over, arch=arch))
     results = json.loads((tmp_path / "results.json").read_text())
     assert results["objective"] == objective
     assert metric in results["final"] and results["final"]["val/loss"] < 4.8
+    if objective == "masked_lm":
+        assert results["examples"] is None
+        return
+    ex = json.loads((tmp_path / results["examples"]).read_text())
+    assert len(ex["loss"]) == 16 and set(ex["tokens"]) == {17}  # data.val_windows=16, block_size 32
+    if objective != "causal_lm":  # the monitor (val/loss) is the continuation loss
+        assert sum(ex["loss"]) / 16 == pytest.approx(results["best"]["val/cont_loss"], abs=1e-5)
+        assert results["final"]["val/loss"] == pytest.approx(results["final"]["val/cont_loss"], abs=1e-6)

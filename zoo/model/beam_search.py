@@ -1,6 +1,7 @@
-"""Beam search for translation: EncoderDecoder (beam_search) and DecoderOnly with the source as the prompt
-(beam_search_decoder_only). Both run one core, `beam_core`, parameterised by a step function, as
-generate.decode_loop is for greedy decoding and sampling.
+"""Beam search for translation: EncoderDecoder (beam_search), DecoderOnly with the source as the prompt
+(beam_search_decoder_only) and EncoderOnly re-reading source + target prefix at every step
+(beam_search_encoder_only, ENTP-style, no cache). All run one core, `beam_core`, parameterised by a step
+function, as generate.decode_loop is for greedy decoding and sampling.
 
 Scoring (GNMT, Wu et al. 2016, eq. 14, without the coverage penalty):
 
@@ -278,5 +279,35 @@ def beam_search_decoder_only(model, idx: torch.Tensor, key_padding_mask: Optiona
         return model(tokens[:, -n_new:], key_padding_mask=kpm, cache=cache, prefix_len=prefix_len)
 
     out, scores = beam_core(step, cache.reorder, idx, key_padding_mask, K, max_new_tokens, length_penalty,
+                            cfg.eos_id if eos_id is None else eos_id, cfg.pad_id, early_stopping)
+    return (out, scores) if return_scores else out
+
+
+@torch.no_grad()
+def beam_search_encoder_only(model, idx: torch.Tensor, key_padding_mask: Optional[torch.Tensor] = None,
+                             beam_size: int = 4, max_new_tokens: Union[int, Sequence[int]] = 50,
+                             length_penalty: float = 0.6, eos_id: Optional[int] = None, return_scores: bool = False,
+                             early_stopping: Union[bool, str] = "never"):
+    """Beam search continuation of prompts idx (B, T) with an EncoderOnly read autoregressively (ENTP, Ewer et
+    al. 2024; translation's encoder_ar): every step re-encodes each beam's whole sequence bidirectionally and
+    scores the next token at its last position (EncoderOnly.next_token_logits). No cache, so no reorder: the
+    cost of a step is a forward over the full prefix of B * beam_size rows. Scoring and stopping: module docstring.
+
+    idx: LEFT-padded (generate.left_pad); key_padding_mask (B, T) True = padding, or None.
+    max_new_tokens: maximum new tokens (EOS included), int or one per row. eos_id: None = model.cfg.eos_id.
+    Returns tokens (B, T + L) long: the prompt, the best hypothesis, then pad_id; with return_scores, (tokens,
+    scores (B,) float: length-penalised log-probabilities of the new tokens).
+    Raises ValueError when T + max_new_tokens > model.cfg.max_len.
+    """
+    cfg = model.cfg
+    T = idx.shape[1]
+    longest = max_new_tokens if isinstance(max_new_tokens, int) else max(max_new_tokens, default=0)
+    if T + longest > cfg.max_len:
+        raise ValueError(f"prompt {T} + max_new_tokens {longest} > model.max_len={cfg.max_len}")
+
+    def step(tokens, kpm, _n_new):
+        return model.next_token_logits(tokens, kpm).unsqueeze(1)  # (B*K, 1, V)
+
+    out, scores = beam_core(step, None, idx, key_padding_mask, beam_size, max_new_tokens, length_penalty,
                             cfg.eos_id if eos_id is None else eos_id, cfg.pad_id, early_stopping)
     return (out, scores) if return_scores else out

@@ -1,5 +1,7 @@
-"""Encoder-only Transformer (BERT; Devlin et al. 2019): per-token logits, a pooled classifier, and a target-length
-head for non-autoregressive translation (Mask-Predict's conditional masked LM, Ghazvininejad et al. 2019)."""
+"""Encoder-only Transformer (BERT; Devlin et al. 2019): per-token logits, a pooled classifier, a target-length
+head for non-autoregressive translation (Mask-Predict's conditional masked LM, Ghazvininejad et al. 2019), and
+next-token prediction by re-reading the whole prefix bidirectionally at every position (ENTP, Ewer et al.
+2024, "Encoder-only Next Token Prediction"): `next_token_logits`, `prefix_next_logits`, `generate`."""
 from typing import Optional
 
 import torch
@@ -9,6 +11,7 @@ from zoo.model import masks
 from zoo.model.base import TransformerBase
 from zoo.model.config import ModelConfig
 from zoo.model.encoder import Encoder
+from zoo.model.generate import decode_loop
 from zoo.model.init import init_weights
 from zoo.model.length_head import LengthHead
 
@@ -82,6 +85,67 @@ class EncoderOnly(TransformerBase):
             raise ValueError("this model has no length head: build it with model.length_classes > 0")
         h = self.encode(idx, key_padding_mask, source_len=source_len)  # (B, T, d_model)
         return self.lm_head(h if at is None else h[at]), self.length_head(h[:, 0])
+
+    def next_token_logits(self, idx: torch.Tensor, key_padding_mask: Optional[torch.Tensor] = None,
+                          positions: Optional[torch.Tensor] = None) -> torch.Tensor:
+        """ENTP's next-token logits (Ewer et al. 2024): each row idx (B, T) is read whole, bidirectionally (no
+        causal mask, no KV cache), and the LM head runs only on its last non-padding position, predicting the
+        token after it. key_padding_mask (B, T) True = padding, left or right. Returns (B, vocab_size)."""
+        h = self.encode(idx, key_padding_mask, positions)  # (B, T, d_model)
+        return self.lm_head(pool(h, key_padding_mask, "last"))
+
+    @torch.no_grad()
+    def generate(self, idx: torch.Tensor, max_new_tokens: int, key_padding_mask: Optional[torch.Tensor] = None,
+                 temperature: float = 1.0, top_k: Optional[int] = None, top_p: Optional[float] = None,
+                 eos_id: Optional[int] = None, generator: Optional[torch.Generator] = None) -> torch.Tensor:
+        """ENTP decoding: continue prompts idx (B, T), LEFT-padded (generate.left_pad), one token per step, each
+        step re-encoding every token so far (next_token_logits; no cache: a step costs a forward over the whole
+        prefix). temperature 0 = greedy; each row stops at its own eos_id. Returns (B, T + new) long.
+        Raises ValueError when T + max_new_tokens > model.max_len."""
+        T = idx.shape[1]
+        if T + max_new_tokens > self.cfg.max_len:
+            raise ValueError(f"prompt {T} + max_new_tokens {max_new_tokens} > model.max_len={self.cfg.max_len}")
+
+        def step(tokens, kpm, _n_new):
+            return self.next_token_logits(tokens, kpm).unsqueeze(1)  # (B, 1, V)
+        return decode_loop(step, idx, key_padding_mask, max_new_tokens, temperature, top_k, top_p, eos_id,
+                           self.cfg.pad_id, generator)
+
+
+def prefix_rows(seq: torch.Tensor, row: torch.Tensor, length: torch.Tensor, width: Optional[int] = None,
+                pad_id: int = 0):
+    """Right-padded prefixes: idx[r, :length[r]] = seq[row[r], :length[r]], pad_id after.
+    seq (B, L) long; row, length (R,) long, 1 <= length <= width <= L; width None = max(length).
+    Returns (idx (R, width) long, key_padding_mask (R, width) bool, True = padding)."""
+    W = int(length.max()) if width is None else width
+    kpm = torch.arange(W, device=seq.device).unsqueeze(0) >= length.unsqueeze(1)  # (R, W)
+    return seq[row, :W].masked_fill(kpm, pad_id), kpm
+
+
+def prefix_next_logits(model: EncoderOnly, seq: torch.Tensor, row: torch.Tensor, length: torch.Tensor,
+                       width: Optional[int] = None, max_tokens: Optional[int] = None, pad_id: int = 0) -> torch.Tensor:
+    """ENTP's next-token logits after each prefix seq[row[r], :length[r]] (Ewer et al. 2024), every prefix read
+    alone, bidirectionally: row r is its own right-padded sequence (prefix_rows) with key_padding_mask, and
+    the LM head runs on its last real position (EncoderOnly.next_token_logits). Tokens after a prefix never
+    enter its row. seq (B, L); row, length (R,) long (1 <= length <= L).
+    max_tokens None: one forward of (R, width) (width None = max(length)); else the rows sorted by length go
+    in forwards of at most max_tokens padded tokens, each padded to its own longest row (same values, less
+    padding and memory). Returns (R, vocab_size) logits in the order of `row`."""
+    if max_tokens is None:
+        idx, kpm = prefix_rows(seq, row, length, width, pad_id)
+        pos = torch.arange(idx.shape[1], device=seq.device).unsqueeze(0)  # right padding: real tokens at 0 .. n-1
+        return model.next_token_logits(idx, kpm, pos)
+    order = length.argsort()
+    lens = length[order].tolist()
+    parts, start = [], 0
+    while start < len(lens):
+        end = start + 1
+        while end < len(lens) and (end + 1 - start) * lens[end] <= max_tokens:
+            end += 1
+        parts.append(prefix_next_logits(model, seq, row[order[start:end]], length[order[start:end]], pad_id=pad_id))
+        start = end
+    out = torch.cat(parts)
+    return torch.empty_like(out).index_copy_(0, order, out)
 
 
 def pool(h: torch.Tensor, key_padding_mask: Optional[torch.Tensor], pooling: str) -> torch.Tensor:

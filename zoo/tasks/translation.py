@@ -1,6 +1,9 @@
 """Translation as a LightningModule: encoder_decoder (standard), decoder_only (source, separator,
 target as one sequence; mask=causal or mask=prefix: the "LM vs prefix LM" comparison of T5) and encoder_only
-(non-autoregressive: a conditional masked LM with a length head, mask-predict decoding; zoo.tasks.nat)."""
+(autoregressive by default, "encoder_ar": source, separator, target prefix re-read bidirectionally at every
+step, as ENTP; or task.objective=cmlm_mask_predict, non-autoregressive: a conditional masked LM with a length
+head, mask-predict decoding; zoo.tasks.nat)."""
+import time
 from typing import Optional
 
 import sacrebleu
@@ -12,13 +15,17 @@ from torchmetrics import MeanMetric
 from zoo.data.bpe import BOS_ID, CLS_ID, EOS_ID, MASK_ID, PAD_ID, SubwordTokenizer
 from zoo.data.resolver import DataError
 from zoo.model import ModelConfig, build_model
-from zoo.model.beam_search import beam_search, beam_search_decoder_only, check_early_stopping
+from zoo.model.beam_search import (beam_search, beam_search_decoder_only, beam_search_encoder_only,
+                                   check_early_stopping)
+from zoo.model.cost import batch_flops
+from zoo.model.encoder_only import prefix_next_logits
 from zoo.model.generate import left_pad
 from zoo.tasks.base import TaskBase
-from zoo.tasks.nat import cmlm_mask, mask_predict, nat_inputs
+from zoo.tasks.nat import cmlm_mask, mask_predict, nat_inputs, rank_in_row, uniform
 
 IGNORE = -100  # target positions the loss skips, chosen by position (padding, source), never by token id
 NAT_BANNED = (PAD_ID, BOS_ID, EOS_ID, MASK_ID, CLS_ID)  # never predicted in a target slot
+AR_EVAL_TOKENS = 2 ** 16  # padded tokens per forward of encoder_ar's exact loss (bounds its memory)
 
 def join_source_target(src, src_kpm, tgt_out, tgt_kpm, pad_id: int):
     """One decoder-only sequence per pair: the source's real tokens (ending with EOS, the separator), then
@@ -48,9 +55,26 @@ class Translation(TaskBase):
     `bleu_every` validations. Test (the best checkpoint): test/bleu (greedy), test/chrf, and with
     beam_size > 1 test/bleu_beam, test/chrf_beam (beam search, GNMT length penalty, max length = source
     length + max_len_b, stopping rule early_stopping: never | true | false, zoo.model.beam_search).
-    Batches: zoo.data.multi30k.collate_translation dicts.
+    Batches: zoo.data.parallel_text.collate_translation dicts. After test: `examples` {task, split, ids, hyp,
+    ref, hyp_beam} (detokenized test hypotheses, for paired tests; one process only) and `ms_per_example`
+    (test wall time per sentence, greedy and beam decoding included).
 
-    encoder_only, non-autoregressive (Mask-Predict, Ghazvininejad et al. 2019; fairseq's cmlm): one row
+    encoder_only, "encoder_ar" (default): autoregressive as ENTP (Ewer et al. 2024, "Encoder-only Next Token
+    Prediction"): the row source </s> y_1 .. y_{j-1} (decoder_only's joined sequence cut after the prefix)
+    is read whole and bidirectionally, again at every step (no causal mask, no KV cache), and the LM head on
+    its last position predicts y_j (the first target token from source </s>; EOS ends it). val/loss (test/loss):
+    the same label-smoothed next-token loss as the other archs, over every real target token, exact (one
+    right-padded row per target token, zoo.model.encoder_only.prefix_next_logits). Training: per pair
+    k = min(task.encoder_ar_targets, target tokens) distinct target positions drawn uniformly, one row each
+    (width the batch's longest joined sequence - 1), each loss weighted by target tokens / k, over the batch's
+    target tokens: an unbiased estimate of that loss (equal to it when k covers every target). Decoding:
+    greedy (EncoderOnly.generate) and beam search (beam_search_encoder_only: the same beam_core, length penalty
+    and early_stopping), re-encoding every hypothesis each step; at most source tokens + max_len_b new tokens
+    per sentence. A step costs about k forwards of the pair (batch_flops), a token one forward over source +
+    target prefix (inference_flops_per_token).
+
+    encoder_only, "cmlm_mask_predict" (task.objective=cmlm_mask_predict), non-autoregressive (Mask-Predict,
+    Ghazvininejad et al. 2019; fairseq's cmlm): one row
     [<cls>] source </s> y_1 .. y_L (zoo.tasks.nat), the target without EOS. Training (CMLM): L = the true
     length; n ~ Uniform{1..L} target tokens are replaced by <mask>, and the token loss (label smoothed) is on
     those n only; the other target tokens stay visible as observed context. A length head on the <cls>
@@ -64,7 +88,9 @@ class Translation(TaskBase):
     Decoding: the length head on a source-only pass gives the top `beam_size` lengths (1 for val/bleu and
     test/bleu; Mask-Predict's length beam for test/bleu_beam), every slot starts as <mask>, then
     `nat_iterations` rounds of mask-predict (1 = one-pass NAT); the length candidate with the highest mean
-    log-probability wins. Special tokens are never predicted. Needs one vocabulary (data.joint_vocab=true).
+    log-probability wins. Special tokens are never predicted. Both encoder_only objectives need one vocabulary
+    (data.joint_vocab=true). objective: None = the arch's default (OBJECTIVES[arch][0]); one the arch cannot
+    train is refused (ValueError).
     """
 
     ARCHS = ("encoder_decoder", "decoder_only", "encoder_only")
@@ -74,45 +100,64 @@ class Translation(TaskBase):
     VAL_METRICS = {  # per arch, what task.monitor may name: the validation metrics it logs
         "encoder_decoder": ("val/loss", "val/bleu", "val/chrf"),
         "decoder_only": ("val/loss", "val/bleu", "val/chrf"),
-        "encoder_only": ("val/loss", "val/bleu", "val/chrf", "val/length_acc")}  # the length head's accuracy
+        "encoder_only": ("val/loss", "val/bleu", "val/chrf", "val/length_acc")}  # length_acc: cmlm_mask_predict's
+    # per arch, the objectives it trains, its default first
+    OBJECTIVES = {"encoder_decoder": ("translation",), "decoder_only": ("translation",),
+                  "encoder_only": ("encoder_ar", "cmlm_mask_predict")}
     MASKS = {"encoder_decoder": (None, "causal", "sliding"),  # the decoder must not see the next target token
              "decoder_only": (None, "causal", "prefix", "sliding"),  # prefix: bidirectional over the source only
-             "encoder_only": (None, "bidirectional")}  # predicted target tokens are <mask> in the input
+             "encoder_only": (None, "bidirectional")}  # a predicted token is never in its row (ar) or is <mask> (cmlm)
     JOINS_SOURCE_AND_TARGET = True  # decoder_only and encoder_only read source + target as one sequence
 
     def __init__(self, arch: str, model: dict, tokenizer: dict, optimizer: dict, scheduler: dict,
                  label_smoothing: float = 0.1, beam_size: int = 4, length_penalty: float = 0.6, max_len_b: int = 50,
                  bleu_every: int = 1, table_rows: int = 20, monitor: str = "val/bleu", monitor_mode: str = "max",
-                 nat_iterations: int = 4, length_loss_factor: float = 0.1, early_stopping="never"):
+                 nat_iterations: int = 4, length_loss_factor: float = 0.1, early_stopping="never",
+                 objective: Optional[str] = None, encoder_ar_targets: int = 4):
         super().__init__()
         check_early_stopping(early_stopping)
         if arch not in self.ARCHS:
             raise ValueError(f"task=translation trains arch in {self.ARCHS}; got arch={arch!r}")
-        if arch == "encoder_only":
-            if tokenizer["src"] != tokenizer["tgt"]:
-                raise DataError("encoder_only translation reads source and target as one sequence, so it needs "
-                                "one vocabulary: set data.joint_vocab=true")
+        if objective is None:
+            objective = self.OBJECTIVES[arch][0]
+        if objective not in self.OBJECTIVES[arch]:
+            owner = [a for a, objs in self.OBJECTIVES.items() if objective in objs]
+            why = f"it is +arch={owner[0]}'s" if owner else "it is unknown"
+            raise ValueError(f"task.objective={objective} cannot train +arch={arch} in task=translation ({why}); "
+                             f"+arch={arch} trains {', '.join(self.OBJECTIVES[arch])} "
+                             f"(task.objective=null: its default)")
+        if monitor == "val/length_acc" and objective != "cmlm_mask_predict":
+            raise ValueError(f"task.monitor=val/length_acc is logged by task.objective=cmlm_mask_predict only, not "
+                             f"{objective}; monitor val/loss, val/bleu or val/chrf")
+        if encoder_ar_targets < 1:
+            raise ValueError(f"task.encoder_ar_targets={encoder_ar_targets} must be >= 1 (target positions per pair)")
+        self.objective = objective  # results.json; saved resolved, so a checkpoint rebuilds what it trained
+        if arch == "encoder_only" and tokenizer["src"] != tokenizer["tgt"]:
+            raise DataError("encoder_only translation reads source and target as one sequence, so it needs "
+                            "one vocabulary: set data.joint_vocab=true")
+        if objective == "cmlm_mask_predict":
             if nat_iterations < 1:
                 raise ValueError(f"task.nat_iterations={nat_iterations} must be >= 1 (1 = one-pass NAT)")
             model = {**model, "length_classes": model.get("length_classes") or
                      model.get("max_len", ModelConfig.max_len)}  # saved below, so checkpoints rebuild the head
         self.save_hyperparameters()
-        self.objective = "cmlm_mask_predict" if arch == "encoder_only" else "translation"  # results.json
         self.model = build_model(arch, ModelConfig(**model))
         self.tgt_tokenizer = SubwordTokenizer.from_state_dict(tokenizer["tgt"])
         self.pad_id = self.model.cfg.pad_id
         self.losses = torch.nn.ModuleDict({s: MeanMetric() for s in ("val", "test")})
         self.length_acc = (torch.nn.ModuleDict({s: MeanMetric() for s in ("val", "test")})  # the NAT length head's
-                           if arch == "encoder_only" else None)
+                           if objective == "cmlm_mask_predict" else None)
         self.hyps = {"val": {}, "test": {}, "test_beam": {}}
         self._validations = 0
 
     # ---- training ------------------------------------------------------------------------------------
     def loss(self, batch, generator: Optional[torch.Generator] = None) -> torch.Tensor:
-        """Mean label-smoothed cross-entropy (nats) over the target's real tokens; encoder_only: over the
-        masked target tokens, plus length_loss_factor x the length loss (`nat_losses`, masks drawn with
-        `generator`)."""
-        if self.hparams.arch == "encoder_only":
+        """Mean label-smoothed cross-entropy (nats) over the target's real tokens; encoder_ar: its sampled
+        estimate (`encoder_ar_loss`, positions drawn with `generator`); cmlm_mask_predict: over the masked target
+        tokens, plus length_loss_factor x the length loss (`nat_losses`, masks drawn with `generator`)."""
+        if self.objective == "encoder_ar":
+            return self.encoder_ar_loss(batch, self.hparams.encoder_ar_targets, generator)
+        if self.objective == "cmlm_mask_predict":
             out = self.nat_losses(batch, generator)
             return out["token"] + self.hparams.length_loss_factor * out["length"]
         if self.hparams.arch == "encoder_decoder":
@@ -128,6 +173,59 @@ class Translation(TaskBase):
             target = seq[:, 1:].masked_fill(~on_target, IGNORE)
         return F.cross_entropy(logits.flatten(0, 1).float(), target.flatten(), ignore_index=IGNORE,
                                label_smoothing=self.hparams.label_smoothing)
+
+    def batch_flops(self, batch) -> float:
+        """Forward FLOPs of the training forward pass of `batch` at its padded shapes (zoo.model.cost.batch_flops):
+        encoder_decoder source (B, S) and target (B, T); decoder_only the joined sequence (B, S + T - 1);
+        encoder_ar one row per sampled target position (sum over pairs of min(K, target tokens)) of the longest
+        joined sequence - 1 tokens, its LM head on one position per row; cmlm_mask_predict one [<cls>] source
+        target row (B, 1 + S + T), its LM head on about half the target slots (the expected share a CMLM mask
+        chooses)."""
+        (B, S), T = batch["src"].shape, batch["tgt_out"].shape[1]
+        if self.hparams.arch == "encoder_decoder":
+            return batch_flops(self.model, B, T, S)
+        if self.hparams.arch == "decoder_only":
+            return batch_flops(self.model, B, S + T - 1)
+        if self.objective == "encoder_ar":
+            n_src, n_tgt = (~batch["src_key_padding_mask"]).sum(1), (~batch["tgt_key_padding_mask"]).sum(1)
+            rows = int(n_tgt.clamp(max=self.hparams.encoder_ar_targets).sum())
+            return batch_flops(self.model, rows, int((n_src + n_tgt).max()) - 1, scored=rows)
+        return batch_flops(self.model, B, 1 + S + T, scored=B * T // 2)
+
+    def inference_flops_per_token(self, seq_len: int, src_len: Optional[int] = None) -> float:
+        """Forward FLOPs per generated token; encoder_ar has no cache, so a token costs a whole forward over
+        source + target prefix (src_len + seq_len tokens) with the LM head on one position."""
+        if self.objective == "encoder_ar":
+            return batch_flops(self.model, 1, seq_len + (src_len or 0), scored=1)
+        return super().inference_flops_per_token(seq_len, src_len)
+
+    def encoder_ar_loss(self, batch, targets: Optional[int] = None,
+                        generator: Optional[torch.Generator] = None) -> torch.Tensor:
+        """encoder_ar's label-smoothed next-token loss (nats) over the batch's real target tokens (EOS included),
+        each target token y_j predicted from its own row source </s> y_1 .. y_{j-1}, read bidirectionally.
+        targets None: every target token, exact (rows in forwards of at most AR_EVAL_TOKENS padded tokens).
+        targets K: per pair k = min(K, n) of its n target positions drawn uniformly without replacement
+        (`generator`), in one forward whose rows have the longest joined length - 1 tokens; each loss weighted
+        n / k, the sum divided by the batch's target tokens (unbiased; exact when every k = n)."""
+        seq, _, src_len, seq_len = join_source_target(batch["src"], batch["src_key_padding_mask"], batch["tgt_out"],
+                                                      batch["tgt_key_padding_mask"], self.pad_id)
+        n = seq_len - src_len  # (B,) target tokens
+        real = ~batch["tgt_key_padding_mask"]  # (B, T): the first n[b] entries of row b
+        if targets is None:
+            chosen, weight = real, torch.ones_like(n, dtype=torch.float)
+        else:
+            k = n.clamp(max=targets)
+            chosen = (rank_in_row(uniform(real, generator), real) < k.unsqueeze(1)) & real
+            weight = n / k.clamp(min=1)
+        b, j = chosen.nonzero(as_tuple=True)  # (R,) pair and target offset of each row
+        p = src_len[b] + j  # position of the target token in the joined sequence = its prefix length
+        if targets is None:
+            logits = prefix_next_logits(self.model, seq, b, p, max_tokens=AR_EVAL_TOKENS, pad_id=self.pad_id)
+        else:
+            logits = prefix_next_logits(self.model, seq, b, p, width=seq.shape[1] - 1, pad_id=self.pad_id)
+        nll = F.cross_entropy(logits.float(), seq[b, p], reduction="none",
+                              label_smoothing=self.hparams.label_smoothing)  # (R,)
+        return (nll * weight[b]).sum() / n.sum()
 
     def nat_losses(self, batch, generator: Optional[torch.Generator] = None) -> dict:
         """encoder_only's CMLM losses for a batch: {"token": label-smoothed cross-entropy (nats) averaged over
@@ -156,17 +254,20 @@ class Translation(TaskBase):
     def training_step(self, batch, batch_idx):
         loss = self.training_loss(batch)
         tokens = (~batch["src_key_padding_mask"]).sum() + (~batch["tgt_key_padding_mask"]).sum()
-        self.log_train_step(loss, tokens)
+        self.log_train_step(loss, tokens, self.batch_flops(batch))
         return loss
 
     # ---- decoding ------------------------------------------------------------------------------------
     @torch.no_grad()
     def translate(self, batch, beam_size: int = 1) -> list:
         """Hypotheses (token-id lists, specials removed) for a batch; greedy with beam_size 1 (KV cache).
-        encoder_only: mask-predict with beam_size length candidates (`translate_nat`)."""
+        encoder_ar: `translate_ar`; cmlm_mask_predict: mask-predict with beam_size length candidates
+        (`translate_nat`)."""
         src, src_kpm = batch["src"], batch["src_key_padding_mask"]
         cfg, b = self.model.cfg, self.hparams.max_len_b
-        if self.hparams.arch == "encoder_only":
+        if self.objective == "encoder_ar":
+            return self.translate_ar(src, src_kpm, beam_size)
+        if self.objective == "cmlm_mask_predict":
             return self.translate_nat(src, src_kpm, beam_size)
         if self.hparams.arch == "encoder_decoder":
             max_new = min(int((~src_kpm).sum(1).max()) + b, cfg.max_len - 1)
@@ -191,6 +292,30 @@ class Translation(TaskBase):
             out = out[:, idx.shape[1]:]
         hyps = []
         for row in out.tolist():
+            row = row[:row.index(cfg.eos_id)] if cfg.eos_id in row else row
+            hyps.append([t for t in row if t != self.pad_id])
+        return hyps
+
+    @torch.no_grad()
+    def translate_ar(self, src: torch.Tensor, src_kpm: torch.Tensor, beam_size: int = 1) -> list:
+        """encoder_ar decoding: the prompt is each source (ending with </s>), left-padded; every step re-encodes
+        prompt + hypothesis bidirectionally and scores the next token at the last position. beam_size 1:
+        greedy (EncoderOnly.generate, argmax); else beam_search_encoder_only (GNMT length penalty,
+        task.early_stopping). Row b makes at most its source tokens + task.max_len_b new tokens (EOS included),
+        within model.max_len. src (B, S) right-padded, src_kpm (B, S) True = padding. Returns B token-id lists
+        (cut at EOS, padding removed)."""
+        cfg = self.model.cfg
+        idx, kpm = left_pad([r[~m].tolist() for r, m in zip(src, src_kpm)], self.pad_id, device=src.device)
+        S = idx.shape[1]
+        max_new = [max(0, min(n + self.hparams.max_len_b, cfg.max_len - S)) for n in (~src_kpm).sum(1).tolist()]
+        if beam_size > 1:
+            out = beam_search_encoder_only(self.model, idx, kpm, beam_size, max_new, self.hparams.length_penalty,
+                                           cfg.eos_id, early_stopping=self.hparams.early_stopping)
+        else:
+            out = self.model.generate(idx, max(max_new), key_padding_mask=kpm, temperature=0.0, eos_id=cfg.eos_id)
+        hyps = []
+        for row, m in zip(out[:, S:].tolist(), max_new):
+            row = row[:m]  # greedy runs to the longest row's limit; each row stops at its own
             row = row[:row.index(cfg.eos_id)] if cfg.eos_id in row else row
             hyps.append([t for t in row if t != self.pad_id])
         return hyps
@@ -240,10 +365,12 @@ class Translation(TaskBase):
         return not self.trainer.sanity_checking and self._validations % self.hparams.bleu_every == 0
 
     def _update_loss(self, split: str, batch, batch_idx: int) -> None:
-        """Accumulate the split's loss: the token loss over real target tokens, or for encoder_only the
-        masked-token loss (masks seeded by batch_idx: the same at every validation) and the length accuracy."""
-        if self.hparams.arch != "encoder_only":
-            self.losses[split].update(self.loss(batch), weight=(~batch["tgt_key_padding_mask"]).sum())
+        """Accumulate the split's loss: the token loss over real target tokens (encoder_ar: exact, every target
+        token), or for cmlm_mask_predict the masked-token loss (masks seeded by batch_idx: the same at every
+        validation) and the length accuracy."""
+        if self.objective != "cmlm_mask_predict":
+            loss = self.encoder_ar_loss(batch) if self.objective == "encoder_ar" else self.loss(batch)
+            self.losses[split].update(loss, weight=(~batch["tgt_key_padding_mask"]).sum())
             return
         g = torch.Generator(device=batch["src"].device).manual_seed(batch_idx)
         out = self.nat_losses(batch, g)
@@ -253,7 +380,7 @@ class Translation(TaskBase):
     def _loss_metrics(self, split: str) -> dict:
         metrics = {f"{split}/loss": self.losses[split].compute()}
         self.losses[split].reset()
-        if self.hparams.arch == "encoder_only":
+        if self.objective == "cmlm_mask_predict":
             metrics[f"{split}/length_acc"] = self.length_acc[split].compute()
             self.length_acc[split].reset()
         return metrics
@@ -280,8 +407,17 @@ class Translation(TaskBase):
         if self.hparams.beam_size > 1:
             self._decode_into(batch, "test_beam", self.hparams.beam_size)
 
+    def on_test_epoch_start(self):
+        self._t_test = time.perf_counter()
+
     def on_test_epoch_end(self):
         dm = self.trainer.datamodule
+        ids = sorted(self.hyps["test"])
+        self.ms_per_example = 1000 * (time.perf_counter() - self._t_test) / max(1, len(ids))
+        self.examples = {"task": "translation", "split": "test", "ids": ids, "hyp": [self.hyps["test"][i] for i in ids],
+                         "ref": [dm.test_refs[i] for i in ids]}
+        if self.hparams.beam_size > 1:
+            self.examples["hyp_beam"] = [self.hyps["test_beam"][i] for i in ids]
         metrics = self._loss_metrics("test")
         metrics.update({f"test/{k}": v for k, v in self._scores("test", dm.test_refs).items()})
         if self.hparams.beam_size > 1:
