@@ -50,7 +50,7 @@ def test_budget_kinds_set_the_trainer():
     assert (cfg.trainer.max_steps, cfg.trainer.max_epochs) == (-1, -1)  # the budget alone stops the run
     assert cell_value("steps", {"steps": 400}) is None  # the cell's trainer.max_steps holds it
     assert cell_value("flops", {"flops": 2e12}) == 2e12
-    with pytest.raises(BudgetError, match="cell_budget.time"):
+    with pytest.raises(BudgetError, match="compare.budgets.lm.time"):
         cell_value("time", {"time": None})
 
 

@@ -62,15 +62,40 @@ def test_parameters_match_within_ten_percent(cell, model_info, tmp_path):
     assert spread <= 0.10, f"{cell}: parameter counts {params} differ by {spread:.1%} (> 10%)"
 
 
-def test_cells_set_their_budgets():
-    """The cell's training budget overrides the arch's (encoder_only's natural two epochs): steps alone."""
-    steps = {}
+@pytest.mark.parametrize("experiment, steps", [("compare", {"classification": 1000, "lm": 400, "translation": 900}),
+                                               ("compare_gpu", {"classification": 6000, "lm": 5000,
+                                                                "translation": 20000})])
+def test_cells_take_their_budgets_from_the_experiment(experiment, steps):
+    """A cell's steps and validation interval come from its experiment's tables (compare.budgets, val_every),
+    whatever the arch's natural budget (encoder_only: two epochs); compare.budget picks the kind."""
+    for cell, n in steps.items():
+        with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+            cfg = compose("config", overrides=[f"experiment={experiment}", "+arch=encoder_only", f"+cell={cell}"])
+        assert cfg.trainer.max_steps == n and cfg.trainer.max_epochs == -1
+        assert cfg.trainer.val_check_interval == cfg.compare.val_every[cell] < n
+        assert cfg.budget.kind == "steps" and cfg.budget.value is None  # steps: trainer.max_steps binds
+        with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+            cfg = compose("config", overrides=[f"experiment={experiment}", "+arch=encoder_only", f"+cell={cell}",
+                                               "compare.budget=time", f"compare.budgets.{cell}.time=90"])
+        assert (cfg.budget.kind, cfg.budget.value) == ("time", 90)
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        cfg = compose("config", overrides=[f"experiment={experiment}", "+arch=encoder_only", "+cell=lm"])
+    assert cfg.model.d_model == (512 if experiment == "compare_gpu" else 128)
+
+
+BLOCK_OPTIONS = ("norm_first", "norm", "activation", "position", "init", "dropout", "bias", "final_norm",
+                 "scale_embeddings", "tie_embeddings")
+
+
+@pytest.mark.parametrize("experiment", ["compare", "compare_gpu"])
+def test_every_cell_uses_the_same_block_options(experiment):
+    """Within each task, every architecture of the comparison has the same block options (a faster recipe for
+    one arch must not turn the comparison into pre-LN + RoPE against post-LN + sinusoidal)."""
     for cell in CELLS:
-        with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-            cfg = compose("config", overrides=["experiment=compare", "+arch=encoder_only", f"+cell={cell}"])
-        with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-            alone = compose("config", overrides=[f"+cell={cell}"])
-        steps[cell] = cfg.trainer.max_steps
-        assert cfg.trainer.max_steps == alone.trainer.max_steps > 0 and cfg.trainer.max_epochs == -1
-        assert cfg.trainer.val_check_interval == alone.trainer.val_check_interval < cfg.trainer.max_steps
-    assert len(steps) == 3
+        options = {}
+        for arch in ARCHS:
+            with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+                cfg = compose("config", overrides=[f"experiment={experiment}", f"+arch={arch}", f"+cell={cell}"])
+            options[arch] = {k: cfg.model.get(k) for k in BLOCK_OPTIONS}
+        first = options[ARCHS[0]]
+        assert all(o == first for o in options.values()), f"{experiment} {cell}: {options}"

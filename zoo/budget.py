@@ -21,7 +21,8 @@ def cell_value(kind: str, budgets) -> "float | None":
     if kind not in KINDS:
         raise BudgetError(f"compare.budget={kind!r} is unknown; allowed: {', '.join(KINDS)}")
     if budgets is None or budgets.get(kind) is None:
-        raise BudgetError(f"this cell has no {kind} budget: set cell_budget.{kind}")
+        raise BudgetError(f"this cell has no {kind} budget: set one in compare.budgets (e.g. "
+                          f"compare.budgets.lm.{kind}=...), or compare.budget=steps")
     return budgets[kind]
 
 
