@@ -28,7 +28,7 @@ def _check_shape(name: str, t: torch.Tensor, full: Tuple[int, ...]) -> None:
 
 def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: Optional[torch.Tensor] = None,
            bias: Optional[torch.Tensor] = None, is_causal: bool = False, dropout_p: float = 0.0,
-           need_weights: bool = False) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
+           need_weights: bool = False, scale: Optional[float] = None) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
     """softmax(q k^T / sqrt(d_head) + bias + mask) v, safe with every mask (Vaswani et al. 2017, eq. 1).
 
     q: (B, h, T_q, d_head); k, v: (B, h_kv, T_k, d_head) with h % h_kv == 0.
@@ -38,6 +38,7 @@ def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: Optional[tor
         With a mask, a query attends where both allow. Every input combination gives the same result on
         the fused SDPA path and the need_weights path.
     A query row whose keys are all masked outputs zeros (never NaN, in forward and backward).
+    scale: multiplies q k^T instead of 1/sqrt(d_head) (None = 1/sqrt(d_head); T5: 1.0, Raffel et al. 2020).
     Returns (out (B, h, T_q, d_head), weights (B, h, T_q, T_k) if need_weights else None).
     Raises ValueError for a non-bool mask, a mask or bias that does not broadcast to (B, h, T_q, T_k), or
     is_causal with more queries than keys.
@@ -73,7 +74,8 @@ def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: Optional[tor
         if k.shape[1] != h:
             k = repeat(k, "b g t d -> b (g r) t d", r=h // k.shape[1])
             v = repeat(v, "b g t d -> b (g r) t d", r=h // v.shape[1])
-        scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (B, h, T_q, T_k)
+        scores = q @ k.transpose(-2, -1)  # (B, h, T_q, T_k)
+        scores = scores / math.sqrt(q.shape[-1]) if scale is None else scores * scale
         if attn_mask is not None:
             scores = scores.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype == torch.bool else scores + attn_mask
         weights = scores.softmax(dim=-1)
@@ -82,7 +84,7 @@ def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: Optional[tor
         out = F.dropout(weights, dropout_p) @ v  # (B, h, T_q, d_head)
         return out, weights
     out = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=sdpa_causal,
-                                         enable_gqa=k.shape[1] != h)
+                                         enable_gqa=k.shape[1] != h, scale=scale)
     if row_ok is not None:
         out = out.masked_fill(~row_ok, 0.0)
     return out, None
@@ -94,11 +96,12 @@ class MultiHeadAttention(nn.Module):
     d_model: width; n_heads must divide it; n_kv_heads (None = n_heads) must divide n_heads.
     cross: build Q from x and K, V from `memory` (decoder cross-attention).
     bias: biases in the projections. dropout: on the attention weights (training only).
+    scale: of q k^T (None = 1/sqrt(d_head); see `attend`).
     Raises ValueError for indivisible head counts.
     """
 
     def __init__(self, d_model: int, n_heads: int, n_kv_heads: Optional[int] = None, bias: bool = True,
-                 dropout: float = 0.0, cross: bool = False):
+                 dropout: float = 0.0, cross: bool = False, scale: Optional[float] = None):
         super().__init__()
         n_kv_heads = n_kv_heads or n_heads
         if d_model % n_heads:
@@ -106,7 +109,7 @@ class MultiHeadAttention(nn.Module):
         if n_heads % n_kv_heads:
             raise ValueError(f"n_heads={n_heads} is not divisible by n_kv_heads={n_kv_heads}")
         self.n_heads, self.n_kv_heads, self.head_dim = n_heads, n_kv_heads, d_model // n_heads
-        self.cross, self.dropout = cross, dropout
+        self.cross, self.dropout, self.scale = cross, dropout, scale
         kv_dim = n_kv_heads * self.head_dim
         if cross:
             self.q_proj = nn.Linear(d_model, d_model, bias=bias)
@@ -151,6 +154,6 @@ class MultiHeadAttention(nn.Module):
         if cache is not None and not self.cross:
             k, v = cache.update(k, v)  # (B, h_kv, pos + T_q, d_head)
         p = self.dropout if self.training else 0.0
-        out, weights = attend(q, k, v, mask, bias, is_causal, p, need_weights)
+        out, weights = attend(q, k, v, mask, bias, is_causal, p, need_weights, self.scale)
         y = self.out_proj(rearrange(out, "b h t d -> b t (h d)"))  # (B, T_q, d_model)
         return y, weights

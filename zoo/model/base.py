@@ -8,6 +8,7 @@ from zoo.model import masks
 from zoo.model.config import ModelConfig
 from zoo.model.embedding import Embedding
 from zoo.model.kv_cache import DecodingCache, KVCache
+from zoo.model.norm import make_norm
 from zoo.model.positions import ALiBi, LearnedPositions, RotaryPositions, SinusoidalPositions
 
 
@@ -23,11 +24,14 @@ class TransformerBase(nn.Module):
         self.alibi = ALiBi(cfg.n_heads, cfg.max_len) if cfg.position == "alibi" else None
 
     def make_embedding(self, vocab_size: int) -> Embedding:
-        """Token embedding + the configured absolute positions (sinusoidal / learned) + dropout."""
+        """Token embedding + the configured absolute positions (sinusoidal / learned) + dropout, with the
+        token-type row and embedding norm when cfg.type_vocab_size / cfg.embed_norm ask for them."""
         cfg = self.cfg
-        pos = {"sinusoidal": lambda: SinusoidalPositions(cfg.d_model, cfg.max_len),
-               "learned": lambda: LearnedPositions(cfg.d_model, cfg.max_len)}.get(cfg.position, lambda: None)()
-        return Embedding(vocab_size, cfg.d_model, pos, cfg.scale_embeddings, cfg.dropout)
+        pos = {"sinusoidal": lambda: SinusoidalPositions(cfg.d_model, cfg.max_len, cfg.sinusoidal_layout),
+               "learned": lambda: LearnedPositions(cfg.d_model, cfg.max_len, cfg.position_offset),
+               }.get(cfg.position, lambda: None)()
+        norm = make_norm(cfg.norm, cfg.d_model, cfg.norm_eps, cfg.bias) if cfg.embed_norm else None
+        return Embedding(vocab_size, cfg.d_model, pos, cfg.scale_embeddings, cfg.dropout, norm, cfg.type_vocab_size)
 
     def prepare(self, idx: torch.Tensor, embed: Embedding, mask_kind: str,
                 key_padding_mask: Optional[torch.Tensor] = None, positions: Optional[torch.Tensor] = None,

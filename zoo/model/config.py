@@ -6,9 +6,11 @@ import itertools
 from dataclasses import dataclass, fields
 from typing import Optional
 
-ACTIVATIONS = ("relu", "gelu", "swiglu", "geglu")
+ACTIVATIONS = ("relu", "gelu", "swiglu", "geglu", "gelu_tanh", "geglu_tanh", "silu")
+GATED_ACTIVATIONS = ("swiglu", "geglu", "geglu_tanh")  # FeedForward.linear1 gives [gate; up]
 NORMS = ("layernorm", "rmsnorm")
-POSITIONS = ("sinusoidal", "learned", "rope", "alibi", "none")
+POSITIONS = ("sinusoidal", "learned", "rope", "alibi", "none", "t5_relative")
+SINUSOIDAL_LAYOUTS = ("interleaved", "split")
 MASKS = ("causal", "bidirectional", "prefix", "sliding")
 INITS = ("xavier", "gpt2")
 POOLINGS = ("cls", "mean", "last")
@@ -26,7 +28,8 @@ class ModelConfig:
     n_layers: layers per stack; n_encoder_layers / n_decoder_layers override it per stack.
     dropout: residual and embedding dropout; attn_dropout: on attention weights (None = dropout,
         as nn.TransformerEncoderLayer).
-    activation: relu | gelu | swiglu | geglu (Shazeer 2020). norm: layernorm | rmsnorm; norm_eps.
+    activation: relu | gelu | swiglu | geglu (Shazeer 2020) | gelu_tanh (GELU's tanh approximation, GPT-2's
+        gelu_new) | geglu_tanh (gated, T5 v1.1's gated-gelu) | silu (Marian's swish). norm: layernorm | rmsnorm; norm_eps.
     bias: biases in every Linear and LayerNorm.
     norm_first: pre-LN (Xiong et al. 2020) instead of the paper's post-LN.
     final_norm: a norm after each stack (None = on for pre-LN, off for post-LN).
@@ -38,6 +41,21 @@ class ModelConfig:
     tie_embeddings: output head shares the decoder's input embedding (Press & Wolf 2017).
     share_embeddings: encoder-decoder source and target share one embedding (needs one vocabulary).
     init: xavier (as nn.Transformer) | gpt2 (Radford et al. 2019).
+    position=t5_relative: T5's bucketed relative attention bias (Raffel et al. 2020, sec. 2.1), one
+        (rel_buckets, n_heads) table per stack, bidirectional in encoders, causal in decoders;
+        rel_max_distance: distances from it on share the last bucket.
+    position_offset: learned positions read row position + offset of a (max_len + offset)-row table (BART: 2).
+    sinusoidal_layout: interleaved (sin, cos, sin, ...: Vaswani et al. 2017) | split (all sines, then all
+        cosines: Marian).
+    attn_scale: scale of q k^T (None = 1/sqrt(d_head); T5: 1.0, folded into its init).
+    embed_norm: a norm after the embedding sum, before dropout (BERT, BART's layernorm_embedding).
+    type_vocab_size: > 0 adds row 0 of a (type_vocab_size, d_model) token-type table to every token (BERT).
+    share_tokens: encoder-decoder source and target share the token table only, each keeping its own
+        positions and embed_norm (BART); share_embeddings shares the whole embedding.
+    lm_head_transform: dense -> activation -> norm before the output projection (BERT's MLM head);
+        lm_head_bias: an output bias (BERT, BART / Marian's final_logits_bias); lm_head_scale: multiply the
+        states by d_model^-0.5 before it (T5 with tied embeddings).
+    decoder_start_id: the encoder-decoder decoder's first input (None = bos_id; BART: eos, Marian / T5: pad).
     num_classes: classes of the classification head that every architecture builds when > 0 (0 = no
         head); pooling: how EncoderOnly pools its states for it (cls | mean | last).
     length_classes: classes of EncoderOnly's target-length head (zoo.model.length_head.LengthHead), built
@@ -81,6 +99,18 @@ class ModelConfig:
     tie_embeddings: bool = True
     share_embeddings: bool = False
     init: str = "xavier"
+    rel_buckets: int = 32
+    rel_max_distance: int = 128
+    position_offset: int = 0
+    sinusoidal_layout: str = "interleaved"
+    attn_scale: Optional[float] = None
+    embed_norm: bool = False
+    type_vocab_size: int = 0
+    share_tokens: bool = False
+    lm_head_transform: bool = False
+    lm_head_bias: bool = False
+    lm_head_scale: bool = False
+    decoder_start_id: Optional[int] = None
     num_classes: int = 0
     pooling: str = "mean"
     length_classes: int = 0
@@ -121,7 +151,7 @@ class ModelConfig:
     def validate(self) -> None:
         """Raise ValueError naming the key, the value and what is allowed."""
         choices = {"activation": ACTIVATIONS, "norm": NORMS, "position": POSITIONS, "init": INITS,
-                   "pooling": POOLINGS, "compile_scope": COMPILE_SCOPES}
+                   "pooling": POOLINGS, "compile_scope": COMPILE_SCOPES, "sinusoidal_layout": SINUSOIDAL_LAYOUTS}
         for key, allowed in choices.items():
             value = getattr(self, key)
             if value not in allowed:
@@ -158,6 +188,17 @@ class ModelConfig:
             raise ValueError(f"model.num_classes={self.num_classes} must be >= 0 (0 = no classification head)")
         if self.length_classes < 0:
             raise ValueError(f"model.length_classes={self.length_classes} must be >= 0 (0 = no length head)")
+        for key in ("position_offset", "type_vocab_size"):
+            if getattr(self, key) < 0:
+                raise ValueError(f"model.{key}={getattr(self, key)} must be >= 0")
+        if self.rel_buckets < 4 or self.rel_max_distance < self.rel_buckets // 2:
+            raise ValueError(f"model.rel_buckets={self.rel_buckets} must be >= 4 and model.rel_max_distance="
+                             f"{self.rel_max_distance} >= rel_buckets / 2 (T5: 32 and 128)")
+        if self.attn_scale is not None and not self.attn_scale > 0:
+            raise ValueError(f"model.attn_scale={self.attn_scale} must be > 0 (or null = 1/sqrt(d_head))")
+        if self.decoder_start_id is not None and not 0 <= self.decoder_start_id < self.vocab_size:
+            raise ValueError(f"model.decoder_start_id={self.decoder_start_id} is outside the vocabulary "
+                             f"[0, {self.vocab_size}) (null = bos_id)")
         if self.prefix_len < 0:
             raise ValueError(f"model.prefix_len={self.prefix_len} must be >= 0")
         ids = {"model.pad_id": self.pad_id, "model.bos_id": self.bos_id, "model.eos_id": self.eos_id}
@@ -165,6 +206,9 @@ class ModelConfig:
             if a == b:  # e.g. pad = eos: the loss would ignore every real EOS, and the model never stops
                 raise ValueError(f"{key_a}={a} and {key_b}={b} are the same id; special tokens need distinct ids "
                                  f"(the subword tokenizer's are pad 0, bos 1, eos 2)")
+        if self.share_tokens and self.src_vocab_size not in (None, self.vocab_size):
+            raise ValueError(f"model.share_tokens=true needs one vocabulary, but src_vocab_size="
+                             f"{self.src_vocab_size} != vocab_size={self.vocab_size}; set share_tokens=false")
         if self.share_embeddings and self.src_vocab_size not in (None, self.vocab_size):
             raise ValueError(f"model.share_embeddings=true needs one vocabulary, but src_vocab_size="
                              f"{self.src_vocab_size} != vocab_size={self.vocab_size}; set share_embeddings=false")

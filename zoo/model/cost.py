@@ -23,7 +23,7 @@ from typing import Dict, Optional
 
 from torch import nn
 
-from zoo.model.config import ModelConfig
+from zoo.model.config import GATED_ACTIVATIONS, ModelConfig
 from zoo.model.decoder_only import DecoderOnly
 from zoo.model.encoder_decoder import EncoderDecoder
 from zoo.model.encoder_only import EncoderOnly
@@ -79,7 +79,7 @@ def layer_flops(cfg: ModelConfig, batch_size: int, seq_len: int, memory_len: Opt
     b, N = _check_len("batch_size", batch_size), _check_len("seq_len", seq_len)
     d = cfg.n_heads * cfg.head_dim  # = d_model (validated divisible)
     kv_dim = cfg.kv_heads * cfg.head_dim
-    gated = cfg.activation in ("swiglu", "geglu")
+    gated = cfg.activation in GATED_ACTIVATIONS
     out = dict.fromkeys(LAYER_TERMS, 0)
     out["attention_qkv"] = 2 * b * N * d * (d + 2 * kv_dim)
     out["attention_scores"] = 2 * b * N * N * d

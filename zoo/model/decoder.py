@@ -6,6 +6,7 @@ from torch.utils.checkpoint import checkpoint
 from zoo.model.config import ModelConfig
 from zoo.model.decoder_layer import DecoderLayer
 from zoo.model.norm import make_norm
+from zoo.model.positions import RelativePositionBias
 
 
 class Decoder(nn.Module):
@@ -19,6 +20,9 @@ class Decoder(nn.Module):
     cfg.activation_checkpointing: in training (grad enabled, no caches) each layer saves only its inputs and
     recomputes its activations in backward (torch.utils.checkpoint, use_reentrant=False; the RNG state is
     replayed, so dropout masks, loss and gradients equal the plain path's).
+    cfg.position=t5_relative: the stack's own RelativePositionBias (`rel_bias`; causal buckets unless cfg.mask is
+    bidirectional or prefix), computed once per forward, queries at the cache's offset, added to every layer's
+    self-attention scores (T5 computes it in the first layer and shares it; cross-attention gets none).
     """
 
     def __init__(self, cfg: ModelConfig, n_layers: int, cross_attention: bool = True):
@@ -26,11 +30,18 @@ class Decoder(nn.Module):
         self.layers = nn.ModuleList(DecoderLayer(cfg, cross_attention) for _ in range(n_layers))
         self.norm = make_norm(cfg.norm, cfg.d_model, cfg.norm_eps, cfg.bias) if cfg.use_final_norm else None
         self.activation_checkpointing = cfg.activation_checkpointing
+        self.rel_bias = (RelativePositionBias(cfg.n_heads, cfg.rel_buckets, cfg.rel_max_distance,
+                                              bidirectional=cfg.mask in ("bidirectional", "prefix"))
+                         if cfg.position == "t5_relative" else None)
 
     def forward(self, x, memory=None, mask=None, is_causal=False, memory_mask=None, rope=None, bias=None,
                 caches=None, cross_caches=None, need_weights=False):
         recompute = (self.activation_checkpointing and self.training and torch.is_grad_enabled()
                      and not caches and not cross_caches)
+        if self.rel_bias is not None:
+            offset = caches[0].pos if caches else 0
+            rel = self.rel_bias(x.shape[1], offset + x.shape[1], offset)  # (1, h, T, offset + T)
+            bias = rel if bias is None else bias + rel
         weights = []
         for i, layer in enumerate(self.layers):
             if recompute:

@@ -23,12 +23,13 @@ class DecoderLayer(nn.Module):
         super().__init__()
         def norm():
             return make_norm(cfg.norm, cfg.d_model, cfg.norm_eps, cfg.bias)
-        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.n_kv_heads, cfg.bias, cfg.attention_dropout)
+        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.n_kv_heads, cfg.bias, cfg.attention_dropout,
+                                            scale=cfg.attn_scale)
         self.self_attn_sub = Residual(norm(), cfg.dropout, cfg.norm_first)
         self.cross_attn = self.cross_attn_sub = None
         if cross_attention:
             self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.n_kv_heads, cfg.bias,
-                                                 cfg.attention_dropout, cross=True)
+                                                 cfg.attention_dropout, cross=True, scale=cfg.attn_scale)
             self.cross_attn_sub = Residual(norm(), cfg.dropout, cfg.norm_first)
         self.ffn = FeedForward(cfg.d_model, cfg.d_ff, cfg.activation, cfg.dropout, cfg.bias)
         self.ffn_sub = Residual(norm(), cfg.dropout, cfg.norm_first)

@@ -11,6 +11,7 @@ from zoo.model.encoder_only import pool
 from zoo.model.generate import decode_loop
 from zoo.model.init import init_weights
 from zoo.model.kv_cache import DecodingCache
+from zoo.model.lm_head import make_lm_head
 
 
 class DecoderOnly(TransformerBase):
@@ -27,7 +28,7 @@ class DecoderOnly(TransformerBase):
         self.mask_kind = cfg.mask or "causal"
         self.embed = self.make_embedding(cfg.vocab_size)
         self.decoder = Decoder(cfg, cfg.decoder_layers, cross_attention=False)
-        self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        self.lm_head = make_lm_head(cfg, cfg.vocab_size)
         self.classifier = nn.Linear(cfg.d_model, cfg.num_classes) if cfg.num_classes > 0 else None
         init_weights(self, cfg.init, cfg.decoder_layers)
         if cfg.tie_embeddings:

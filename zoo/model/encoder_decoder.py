@@ -12,13 +12,16 @@ from zoo.model.encoder import Encoder
 from zoo.model.generate import decode_loop
 from zoo.model.init import init_weights
 from zoo.model.kv_cache import DecodingCache
+from zoo.model.lm_head import make_lm_head
 
 
 class EncoderDecoder(TransformerBase):
     """src -> Embedding -> Encoder (bidirectional) = memory; tgt (shifted right, BOS first) -> Embedding ->
     Decoder (cfg.mask, default causal; cross-attention over memory) -> LM head.
 
-    share_embeddings: one embedding for src and tgt; tie_embeddings: LM head = target embedding.
+    share_embeddings: one embedding for src and tgt; share_tokens: one token table, positions and embed_norm
+    per stack (BART); tie_embeddings: LM head = target embedding. The decoder starts from cfg.decoder_start_id
+    (None = bos_id).
     """
 
     def __init__(self, cfg: ModelConfig):
@@ -28,11 +31,18 @@ class EncoderDecoder(TransformerBase):
         self.src_embed = self.tgt_embed if cfg.share_embeddings else self.make_embedding(cfg.src_vocab_size or cfg.vocab_size)
         self.encoder = Encoder(cfg, cfg.encoder_layers)
         self.decoder = Decoder(cfg, cfg.decoder_layers, cross_attention=True)
-        self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        self.lm_head = make_lm_head(cfg, cfg.vocab_size)
         self.classifier = nn.Linear(cfg.d_model, cfg.num_classes) if cfg.num_classes > 0 else None
         init_weights(self, cfg.init, cfg.encoder_layers + cfg.decoder_layers)
+        if cfg.share_tokens and not cfg.share_embeddings:
+            self.src_embed.tok.weight = self.tgt_embed.tok.weight
         if cfg.tie_embeddings:
             self.lm_head.weight = self.tgt_embed.tok.weight
+
+    @property
+    def start_id(self) -> int:
+        """The decoder's first input token: cfg.decoder_start_id, or bos_id when that is None."""
+        return self.cfg.bos_id if self.cfg.decoder_start_id is None else self.cfg.decoder_start_id
 
     def encode(self, src: torch.Tensor, src_key_padding_mask: Optional[torch.Tensor] = None,
                return_attention: bool = False):
@@ -69,7 +79,7 @@ class EncoderDecoder(TransformerBase):
         if self.classifier is None:
             raise ValueError("this model has no classification head: build it with model.num_classes > 0")
         memory = self.encode(src, src_key_padding_mask)
-        bos = torch.full((src.shape[0], 1), self.cfg.bos_id, dtype=torch.long, device=src.device)
+        bos = torch.full((src.shape[0], 1), self.start_id, dtype=torch.long, device=src.device)
         h, _ = self.decode_features(bos, memory, memory_key_padding_mask=src_key_padding_mask)  # (B, 1, d_model)
         return self.classifier(h[:, 0])
 
@@ -101,7 +111,7 @@ class EncoderDecoder(TransformerBase):
             raise ValueError(f"1 + max_new_tokens {max_new_tokens} > model.max_len={self.cfg.max_len}")
         memory = self.encode(src, src_key_padding_mask)
         cache = self.new_cache(B, 1 + max_new_tokens, src.shape[1], src.device) if use_cache else None
-        bos = torch.full((B, 1), self.cfg.bos_id, dtype=torch.long, device=src.device)
+        bos = torch.full((B, 1), self.start_id, dtype=torch.long, device=src.device)
 
         def step(tokens, kpm, n_new):
             if cache is None:

@@ -18,7 +18,8 @@ class EncoderLayer(nn.Module):
 
     def __init__(self, cfg: ModelConfig):
         super().__init__()
-        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.n_kv_heads, cfg.bias, cfg.attention_dropout)
+        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.n_kv_heads, cfg.bias, cfg.attention_dropout,
+                                            scale=cfg.attn_scale)
         self.ffn = FeedForward(cfg.d_model, cfg.d_ff, cfg.activation, cfg.dropout, cfg.bias)
         self.self_attn_sub = Residual(make_norm(cfg.norm, cfg.d_model, cfg.norm_eps, cfg.bias), cfg.dropout, cfg.norm_first)
         self.ffn_sub = Residual(make_norm(cfg.norm, cfg.d_model, cfg.norm_eps, cfg.bias), cfg.dropout, cfg.norm_first)

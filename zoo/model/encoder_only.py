@@ -14,6 +14,7 @@ from zoo.model.encoder import Encoder
 from zoo.model.generate import decode_loop
 from zoo.model.init import init_weights
 from zoo.model.length_head import LengthHead
+from zoo.model.lm_head import make_lm_head
 
 
 class EncoderOnly(TransformerBase):
@@ -33,7 +34,7 @@ class EncoderOnly(TransformerBase):
         self.mask_kind = cfg.mask or "bidirectional"
         self.embed = self.make_embedding(cfg.vocab_size)
         self.encoder = Encoder(cfg, cfg.encoder_layers)
-        self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        self.lm_head = make_lm_head(cfg, cfg.vocab_size)
         self.classifier = nn.Linear(cfg.d_model, cfg.num_classes) if cfg.num_classes > 0 else None
         self.length_head = LengthHead(cfg.d_model, cfg.length_classes) if cfg.length_classes > 0 else None
         init_weights(self, cfg.init, cfg.encoder_layers)

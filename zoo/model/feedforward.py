@@ -3,9 +3,17 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from zoo.model.config import ACTIVATIONS
+from zoo.model.config import ACTIVATIONS, GATED_ACTIVATIONS
 
-_ACT = {"relu": F.relu, "gelu": F.gelu, "swiglu": F.silu, "geglu": F.gelu}
+
+def gelu_tanh(x: torch.Tensor) -> torch.Tensor:
+    """GELU's tanh approximation 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (Hendrycks & Gimpel 2016,
+    sec. 2; GPT-2's and T5 v1.1's gelu_new)."""
+    return F.gelu(x, approximate="tanh")
+
+
+_ACT = {"relu": F.relu, "gelu": F.gelu, "swiglu": F.silu, "geglu": F.gelu, "gelu_tanh": gelu_tanh,
+        "geglu_tanh": gelu_tanh, "silu": F.silu}
 
 
 class FeedForward(nn.Module):
@@ -13,7 +21,8 @@ class FeedForward(nn.Module):
 
     relu / gelu: linear2(dropout(act(linear1(x)))), the layout and dropout of nn.TransformerEncoderLayer.
     swiglu / geglu: linear2(dropout(act(gate) * up)) with [gate; up] = linear1(x), linear1: d_model -> 2 d_ff
-    (Shazeer 2020, "GLU Variants Improve Transformer", eq. 5-6).
+    (Shazeer 2020, "GLU Variants Improve Transformer", eq. 5-6). gelu_tanh / silu: ungated, GELU's tanh
+    approximation / x sigmoid(x); geglu_tanh: gated with GELU's tanh approximation (T5 v1.1).
     x: (B, T, d_model) -> (B, T, d_model). Raises ValueError for an unknown activation.
     """
 
@@ -21,7 +30,7 @@ class FeedForward(nn.Module):
         super().__init__()
         if activation not in ACTIVATIONS:
             raise ValueError(f"activation={activation!r} is unknown; allowed: {', '.join(ACTIVATIONS)}")
-        self.gated = activation in ("swiglu", "geglu")
+        self.gated = activation in GATED_ACTIVATIONS
         self.act = _ACT[activation]
         self.linear1 = nn.Linear(d_model, 2 * d_ff if self.gated else d_ff, bias=bias)
         self.linear2 = nn.Linear(d_ff, d_model, bias=bias)
