@@ -1,0 +1,90 @@
+"""Helpers for the Hugging Face interop tests (tiny random HF models, no download) and the family-independent
+checks: an unsupported family is refused naming the supported ones, zoo's special ids, load_into's errors."""
+import json
+
+import pytest
+import torch
+
+tf = pytest.importorskip("transformers")
+pytest.importorskip("safetensors")
+
+from zoo.interop import hf as zhf  # noqa: E402
+from zoo.interop.families import SUPPORTED, Unsupported, zoo_ids  # noqa: E402
+
+TOL = 1e-5
+
+
+def seeded(seed=0):
+    torch.manual_seed(seed)
+
+
+def assert_close(a, b, tol=TOL):
+    diff = (a - b).abs().max().item()
+    assert diff <= tol, f"max |diff| = {diff}"
+
+
+def assert_same_state(m1, m2):
+    """Bit-for-bit: the same keys, the same dtype / shape / values, the same ties."""
+    s1, s2 = m1.state_dict(), m2.state_dict()
+    assert list(s1) == list(s2)
+    for k in s1:
+        assert s1[k].dtype == s2[k].dtype and torch.equal(s1[k], s2[k]), k
+    p1 = {k: v.data_ptr() for k, v in s1.items()}
+    p2 = {k: v.data_ptr() for k, v in s2.items()}
+    assert [sorted(k for k in p1 if p1[k] == p1[j]) for j in p1] == [sorted(k for k in p2 if p2[k] == p2[j]) for j in p2]
+
+
+def saved_keys(d):
+    from safetensors import safe_open
+    with safe_open(str(d / "model.safetensors"), "pt") as f:
+        return set(f.keys())
+
+
+def hf_saved_keys(hf_model, d):
+    """The keys transformers' own save_pretrained writes (tied weights once)."""
+    hf_model.save_pretrained(d)
+    return saved_keys(d)
+
+
+def right_padded(lengths, vocab, pad, low=3):
+    """(ids (B, T) right-padded with pad, key_padding_mask (B, T) True = padding), tokens in [low, vocab)."""
+    T = max(lengths)
+    ids = torch.full((len(lengths), T), pad, dtype=torch.long)
+    kpm = torch.ones(len(lengths), T, dtype=torch.bool)
+    for i, n in enumerate(lengths):
+        ids[i, :n] = torch.randint(low, vocab, (n,))
+        kpm[i, :n] = False
+    return ids, kpm
+
+
+def test_unsupported_family_is_refused_naming_the_supported_ones(tmp_path):
+    cfg = tf.LlamaConfig(vocab_size=50, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                         num_attention_heads=4, num_key_value_heads=4)
+    model = tf.LlamaForCausalLM(cfg)
+    for src in (model, tmp_path):
+        if src is tmp_path:
+            model.save_pretrained(tmp_path)
+        with pytest.raises(Unsupported) as e:
+            zhf.from_hf(src)
+        assert "llama" in str(e.value) and all(f in str(e.value) for f in SUPPORTED)
+
+
+def test_a_directory_without_config_is_refused(tmp_path):
+    with pytest.raises(FileNotFoundError, match="config.json"):
+        zhf.from_hf(tmp_path)
+
+
+def test_zoo_ids_are_distinct_and_keep_hf_ids_where_they_are():
+    assert zoo_ids(0, 1, 2, 10) == {"pad_id": 0, "bos_id": 1, "eos_id": 2}
+    assert zoo_ids(None, 9, 9, 10) == {"pad_id": 0, "bos_id": 1, "eos_id": 9}  # GPT-2: bos = eos, no pad
+    assert zoo_ids(5, None, 1, 10) == {"pad_id": 5, "bos_id": 0, "eos_id": 1}  # T5: no bos
+
+
+def test_hf_config_json_is_what_transformers_reads(tmp_path):
+    from zoo.model import ModelConfig, build_model
+    m = build_model("decoder_only", ModelConfig(vocab_size=40, d_model=16, n_heads=2, d_ff=32, n_layers=1,
+                                                position="learned", norm_first=True, scale_embeddings=False,
+                                                activation="gelu_tanh", max_len=32))
+    zhf.to_hf(m, tmp_path)
+    c = json.loads((tmp_path / "config.json").read_text())
+    assert c["model_type"] == "gpt2" and c["n_layer"] == 1 and c["activation_function"] == "gelu_new"
