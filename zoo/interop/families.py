@@ -235,7 +235,12 @@ class BERT:
             out += _wb("lm_head.dense", p + "transform.dense") + _wb("lm_head.norm", p + "transform.LayerNorm")
         out.append(Entry("lm_head.weight", (p + "decoder.weight",)))
         if cfg.lm_head_bias:
-            out.append(Entry("lm_head.bias", (p + "bias",)))
+            # transformers 5 ties decoder.bias to cls.predictions.bias only with tie_word_embeddings; the forward
+            # reads decoder.bias, so untied that one is the bias, and the other an unused copy
+            if cfg.tie_embeddings:
+                out.append(Entry("lm_head.bias", (p + "bias",)))
+            else:
+                out += [Entry("lm_head.bias", (p + "decoder.bias",)), Entry("lm_head.bias", (p + "bias",), "clone")]
         return out
 
 
