@@ -88,3 +88,13 @@ def test_hf_config_json_is_what_transformers_reads(tmp_path):
     zhf.to_hf(m, tmp_path)
     c = json.loads((tmp_path / "config.json").read_text())
     assert c["model_type"] == "gpt2" and c["n_layer"] == 1 and c["activation_function"] == "gelu_new"
+
+
+def assert_same_config(a, b):
+    """Equal ModelConfigs up to spellings of one value (attn_dropout None = dropout, final_norm None = norm_first)
+    and the init scheme (weights are copied)."""
+    from dataclasses import asdict
+    skip = {"attn_dropout", "final_norm", "init"}
+    da, db = ({k: v for k, v in asdict(c).items() if k not in skip} for c in (a, b))
+    assert da == db, {k: (da[k], db[k]) for k in da if da[k] != db[k]}
+    assert (a.attention_dropout, a.use_final_norm) == (b.attention_dropout, b.use_final_norm)

@@ -325,6 +325,9 @@ class Marian:
         if shared and not cfg.tie_embeddings:
             raise Unsupported("model.share_embeddings=true with tie_embeddings=false has no equivalent in Hugging "
                               "Face marian (its shared table is tied to the head); set tie_embeddings=true")
+        if cfg.pad_id >= min(cfg.vocab_size, cfg.src_vocab_size or cfg.vocab_size):
+            raise Unsupported(f"model.pad_id={cfg.pad_id} is outside the source vocabulary "
+                              f"({cfg.src_vocab_size}); Hugging Face marian pads both stacks with it")
         out = _seq2seq_to_hf(cfg, "marian")
         out.update(vocab_size=cfg.src_vocab_size or cfg.vocab_size, decoder_vocab_size=cfg.vocab_size,
                    share_encoder_decoder_embeddings=shared, tie_word_embeddings=cfg.tie_embeddings)
