@@ -22,6 +22,9 @@ Benchmarks (names for --only; default: all, in this order; one module each in zo
                 Lightning Trainer (zoo.tasks.lm.LanguageModeling). Wall seconds and overhead %.
   precision     zoo's train_step in fp32 vs under bf16 autocast (tokens/s), and the recipe's training /
                 validation loss after K steps in each.
+  loss          the output projection + cross-entropy alone (forward + backward) at GPT-2 small's head
+                (N = 8 x 256, d 768, V 50,257): full logits + F.cross_entropy vs the fused, chunked
+                zoo.model.chunked_ce.linear_cross_entropy; time ratio and peak memory of each.
 
 Third-party peers come with the optional extra: pip install -e ".[bench]" (pinned transformers and
 x-transformers). Without it their rows say "not installed" and everything else runs.

@@ -10,6 +10,7 @@ from typing import Callable, Dict
 import torch
 
 from zoo.bench.generate import bench_generate
+from zoo.bench.loss import bench_loss
 from zoo.bench.memory import bench_memory
 from zoo.bench.options import Options
 from zoo.bench.overhead import bench_overhead
@@ -26,6 +27,7 @@ BENCHMARKS: Dict[str, Callable[[Options], str]] = {
     "memory": bench_memory,
     "overhead": bench_overhead,
     "precision": bench_precision,
+    "loss": bench_loss,
 }
 
 
@@ -39,7 +41,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--only", default=None, help=f"comma-separated subset of: {', '.join(BENCHMARKS)}")
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     p.add_argument("--precision", default="fp32", choices=["fp32", "bf16"],
-                   help="train_step: run the forward passes under bf16 autocast")
+                   help="train_step: run the forward passes under bf16 autocast; loss: the projections")
     p.add_argument("--shapes", default=None,
                    help=f"train_step / precision shapes, comma-separated among: {', '.join(LM_SHAPES)}")
     p.add_argument("--reps", type=int, default=None, help="timed repetitions (>= 5; default 5 quick, 7 full)")

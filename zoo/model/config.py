@@ -70,6 +70,10 @@ class ModelConfig:
         all layers of a kind (zoo.tasks.base.compile_layers: compile time does not grow with depth) | model =
         the whole training loss, embeddings to cross-entropy, as one graph, as nanoGPT compiles its model
         (zoo.tasks.base.compile_training_loss: slower to compile, faster steps).
+    loss_chunk_size: rows (tokens) per chunk of the fused output projection + cross-entropy
+        (zoo.model.chunked_ce.linear_cross_entropy: the (tokens, vocab) logits tensor never exists; same loss and
+        gradients): None = automatic (~64 MB of fp32 logits a chunk, at least 512 rows; on CUDA an installed
+        liger-kernel may run it), 0 = off (full logits and F.cross_entropy), n > 0 = n rows.
     """
 
     vocab_size: int = 65
@@ -120,6 +124,7 @@ class ModelConfig:
     activation_checkpointing: bool = False
     compile: bool = False
     compile_scope: str = "layers"
+    loss_chunk_size: Optional[int] = None
 
     def __post_init__(self):
         self.validate()
@@ -188,6 +193,11 @@ class ModelConfig:
             raise ValueError(f"model.num_classes={self.num_classes} must be >= 0 (0 = no classification head)")
         if self.length_classes < 0:
             raise ValueError(f"model.length_classes={self.length_classes} must be >= 0 (0 = no length head)")
+        if self.loss_chunk_size is not None and (isinstance(self.loss_chunk_size, bool)
+                                                 or not isinstance(self.loss_chunk_size, int)
+                                                 or self.loss_chunk_size < 0):
+            raise ValueError(f"model.loss_chunk_size={self.loss_chunk_size!r} must be an integer >= 0 (0 = full "
+                             f"logits, n = rows per chunk) or null (automatic)")
         for key in ("position_offset", "type_vocab_size"):
             if getattr(self, key) < 0:
                 raise ValueError(f"model.{key}={getattr(self, key)} must be >= 0")

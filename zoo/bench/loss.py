@@ -1,0 +1,170 @@
+"""Benchmark 7: the output projection + cross-entropy alone, plain (full logits) vs fused and chunked
+(zoo.model.chunked_ce.linear_cross_entropy): time of forward + backward, and peak memory."""
+import gc
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Callable, Dict, Tuple
+
+import torch
+import torch.nn.functional as F
+
+from zoo.bench.options import Options
+from zoo.bench.report import fmt, markdown_table, progress, ratio, wins
+from zoo.bench.steps import autocast, random_tokens
+from zoo.bench.timing import interleaved, median
+from zoo.model.chunked_ce import auto_chunk_size, linear_cross_entropy
+
+REPO = Path(__file__).resolve().parents[2]
+MB = 2 ** 20
+LOSS_KINDS = {"plain": "plain (full logits, F.cross_entropy)", "chunked": "fused chunked (linear_cross_entropy)"}
+# (rows N = batch x block, d_model, vocab): GPT-2 small's head at batch 8 x 256 tokens; QUICK: a smaller N and d
+FULL_SHAPE = (8 * 256, 768, 50257)
+QUICK_SHAPE = (2 * 256, 256, 50257)
+
+
+def loss_inputs(n: int, d: int, vocab: int, device: str = "cpu", seed: int = 0):
+    """h (n, d) and the head weight W (vocab, d), both leaves requiring grad (W at GPT-2's init scale 0.02), and
+    targets (n,) uniform in [0, vocab), all from fixed seeds."""
+    g = torch.Generator().manual_seed(seed)
+    h = torch.randn(n, d, generator=g).to(device).requires_grad_()
+    w = (0.02 * torch.randn(vocab, d, generator=g)).to(device).requires_grad_()
+    return h, w, random_tokens((n,), vocab, device, seed=seed + 1)
+
+
+def loss_step(kind: str, h: torch.Tensor, w: torch.Tensor, target: torch.Tensor, precision: str = "fp32",
+              label_smoothing: float = 0.0) -> Callable[[], float]:
+    """One forward + backward of the loss as a closure (returns the loss): plain = F.linear under autocast (if
+    bf16), .float(), F.cross_entropy, as the tasks compute it; chunked = linear_cross_entropy with the automatic
+    chunk. The gradients are set to None after each call (like zero_grad(set_to_none=True))."""
+    if kind not in LOSS_KINDS:
+        raise ValueError(f"loss contender {kind!r} is unknown; known: {', '.join(LOSS_KINDS)}")
+    device = h.device.type
+
+    def step():
+        with autocast(device, precision):
+            if kind == "plain":
+                loss = F.cross_entropy(F.linear(h, w).float(), target, label_smoothing=label_smoothing)
+            else:
+                loss = linear_cross_entropy(h, w, target, label_smoothing=label_smoothing)
+        loss.backward()
+        h.grad = w.grad = None
+        return loss.item()
+    return step
+
+
+def _rss_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def _hwm_bytes() -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    raise OSError("no VmHWM in /proc/self/status")
+
+
+def loss_peak(kind: str, n: int, d: int, vocab: int, device: str = "cpu", precision: str = "fp32",
+              repeats: int = 2) -> Tuple[float, str]:
+    """Peak memory growth (bytes) of one loss forward + backward (loss_step) over the steady state (inputs
+    allocated, one warm-up step done): the median of `repeats` steps. CPU: VmHWM after the step minus the RSS
+    before it (VmHWM reset through /proc/self/clear_refs; run it in a process started with
+    MALLOC_MMAP_THRESHOLD_ low, as run_loss_peak_child does, so that freed tensors leave the RSS); cuda:
+    max_memory_allocated minus memory_allocated before. Returns (bytes, method)."""
+    h, w, target = loss_inputs(n, d, vocab, device)
+    step = loss_step(kind, h, w, target, precision)
+    step()
+    peaks = []
+    for _ in range(repeats):
+        gc.collect()
+        if device == "cuda":
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+            base = torch.cuda.memory_allocated()
+            step()
+            torch.cuda.synchronize()
+            peaks.append(torch.cuda.max_memory_allocated() - base)
+        else:
+            base = _rss_bytes()
+            with open("/proc/self/clear_refs", "w") as f:
+                f.write("5")  # VmHWM := current RSS
+            step()
+            peaks.append(max(0, _hwm_bytes() - base))
+    method = "cuda max_memory_allocated" if device == "cuda" else "RSS high-water mark (VmHWM)"
+    return median(peaks), method
+
+
+def loss_peak_child(kind: str, n: int, d: int, vocab: int, device: str = "cpu", precision: str = "fp32",
+                    threads: int = 0) -> dict:
+    """loss_peak inside a fresh process; prints and returns {"peak_bytes": bytes, "method": str}."""
+    if threads:
+        torch.set_num_threads(threads)
+    peak, method = loss_peak(kind, n, d, vocab, device, precision)
+    out = {"peak_bytes": peak, "method": method}
+    print(json.dumps(out))
+    return out
+
+
+def run_loss_peak_child(kind: str, n: int, d: int, vocab: int, device: str = "cpu", precision: str = "fp32",
+                        threads: int = 0) -> dict:
+    """loss_peak_child in a fresh `python -c` subprocess (glibc told to return freed blocks of >= 64 KB to the
+    OS at once, so the RSS follows the live tensors)."""
+    code = (f"from zoo.bench.loss import loss_peak_child; "
+            f"loss_peak_child({kind!r}, {n}, {d}, {vocab}, {device!r}, {precision!r}, {threads})")
+    pythonpath = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
+    env = dict(os.environ, PYTHONPATH=pythonpath, MALLOC_MMAP_THRESHOLD_="65536", MALLOC_TRIM_THRESHOLD_="131072")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=str(REPO))
+    if res.returncode != 0:
+        raise RuntimeError(f"loss memory child ({kind}) failed:\n{res.stderr[-2000:]}")
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def bench_loss(opts: Options) -> str:
+    """Output projection + cross-entropy alone, forward + backward (gradients wrt h and W), plain vs fused
+    chunked: N = 8 x 256 rows, d_model 768, vocab 50,257 (GPT-2 small's head; QUICK: N 512, d 256).
+    plain = F.cross_entropy(F.linear(h, W).float(), y): the full (N, V) logits, their log-softmax and
+    gradient; chunked = zoo.model.chunked_ce.linear_cross_entropy with the automatic chunk size. Under
+    --precision bf16 both run their projections under bf16 autocast. Times: interleaved in this process
+    (zoo.bench.timing.interleaved), median of --reps; chunked/plain = plain time / chunked time (> 1 = chunked
+    faster), with the repetitions chunked won. Peak memory: growth of the peak over the steady state of one
+    step, each contender in a fresh subprocess (loss_peak).
+    """
+    n, d, vocab = QUICK_SHAPE if opts.quick else FULL_SHAPE
+    progress(f"loss N={n} d={d} V={vocab}: timing")
+    h, w, target = loss_inputs(n, d, vocab, opts.device)
+    steps: Dict[str, Callable[[], float]] = {k: loss_step(k, h, w, target, opts.precision) for k in LOSS_KINDS}
+    losses = {k: step() for k, step in steps.items()}
+    times = interleaved(steps, opts.reps, opts.warmup, opts.device)
+    del steps, h, w, target
+    gc.collect()
+    peaks, method = {}, ""
+    for kind in LOSS_KINDS:
+        progress(f"loss N={n}: peak memory of {kind}")
+        res = run_loss_peak_child(kind, n, d, vocab, opts.device, opts.precision, torch.get_num_threads())
+        peaks[kind], method = res["peak_bytes"], res["method"]
+    base = median(times["plain"])
+    rows = []
+    for kind, label in LOSS_KINDS.items():
+        ts = times[kind]
+        rows.append([label, f"{losses[kind]:.6f}", fmt(1e3 * median(ts)),
+                     f"{fmt(1e3 * min(ts))}–{fmt(1e3 * max(ts))}",
+                     "1.00 (ref)" if kind == "plain" else f"{ratio(base, median(ts))} ({wins(ts, times['plain'])})",
+                     fmt(peaks[kind] / MB), "1.00 (ref)" if kind == "plain" else ratio(peaks[kind], peaks["plain"])])
+    chunk = auto_chunk_size(n, vocab)
+    return "\n".join([
+        "## loss: output projection + cross-entropy, plain vs fused chunked (forward + backward)",
+        "",
+        f"N = {n} rows (tokens), d_model {d}, vocab {vocab}, precision {opts.precision}; gradients wrt h and W. "
+        f"plain = F.cross_entropy(F.linear(h, W).float(), y) (one (N, V) fp32 logits tensor = "
+        f"{fmt(n * vocab * 4 / MB)} MB, plus its log-softmax and gradient); chunked = "
+        f"zoo.model.chunked_ce.linear_cross_entropy, automatic chunk = {chunk} rows ({fmt(chunk * vocab * 4 / MB)} "
+        "MB of fp32 logits). speed = plain ms / chunked ms (> 1 = chunked faster; in parentheses the "
+        "repetitions chunked won); peak = growth of the memory peak over the steady state in one step "
+        f"({method}, a fresh subprocess per contender), MB = 2^20 bytes; peak ratio = contender / plain.",
+        "",
+        markdown_table(["contender", "loss", "ms (median)", "ms (min–max)", "speed vs plain", "peak MB",
+                        "peak ratio"], rows)])
