@@ -14,6 +14,7 @@ from zoo.data.bpe import tokenizer_from_state
 from zoo.distributed import is_fsdp, root_params
 from zoo.generate import sample
 from zoo.model import ModelConfig, build_model
+from zoo.model.chunked_ce import lm_head_cross_entropy
 from zoo.model.cost import batch_flops
 from zoo.model.encoder_only import prefix_next_logits
 from zoo.tasks.base import TaskBase
@@ -168,22 +169,27 @@ class LanguageModeling(TaskBase):
             loss = nll.mean()
             return {"loss": loss, "cont": loss, "cont_windows": nll.mean(1)}
         if self.objective == "prefix_lm":  # bidirectional over x[:, :h]: only the continuation is scored
-            logits = self.model(x, prefix_len=h)[:, h - 1:]  # (B, T - h + 1, V)
-            nll = F.cross_entropy(logits.flatten(0, 1).float(), y[:, h - 1:].flatten(), reduction="none")
-            loss = nll.mean()
-            return {"loss": loss, "cont": loss, "cont_windows": nll.view(x.shape[0], -1).mean(1)}
+            hidden, _ = self.model.features(x, prefix_len=h)  # (B, T, d_model)
+            loss, nll = self.head_loss(hidden[:, h - 1:], y[:, h - 1:])  # nll (B, T - h + 1)
+            return {"loss": loss, "cont": loss, "cont_windows": nll.mean(1)}
         if self.hparams.arch == "decoder_only":
-            nll = F.cross_entropy(self.model(x).flatten(0, 1).float(), y.flatten(), reduction="none").view_as(y)
-            return {"loss": nll.mean(), "cont": nll[:, h - 1:].mean(), "cont_windows": nll[:, h - 1:].mean(1)}
+            hidden, _ = self.model.features(x)  # (B, T, d_model)
+            loss, nll = self.head_loss(hidden, y)
+            return {"loss": loss, "cont": nll[:, h - 1:].mean(), "cont_windows": nll[:, h - 1:].mean(1)}
         if self.hparams.arch == "encoder_decoder":
-            logits = self.model(x[:, :h], x[:, h - 1:])  # (B, T - h + 1, V)
-            nll = F.cross_entropy(logits.flatten(0, 1).float(), y[:, h - 1:].flatten(), reduction="none")
-            loss = nll.mean()
-            return {"loss": loss, "cont": loss, "cont_windows": nll.view(x.shape[0], -1).mean(1)}
+            hidden, _ = self.model.decode_features(x[:, h - 1:], self.model.encode(x[:, :h]))  # (B, T - h + 1, d)
+            loss, nll = self.head_loss(hidden, y[:, h - 1:])
+            return {"loss": loss, "cont": loss, "cont_windows": nll.mean(1)}
         inputs, chosen = self.mask_tokens(x, generator)
         logits = self.model(inputs)[chosen].float()  # (n_chosen, V + 1)
         target = x[chosen]
         return {"loss": F.cross_entropy(logits, target), "acc": (logits.argmax(-1) == target).float().mean()}
+
+    def head_loss(self, hidden: torch.Tensor, target: torch.Tensor):
+        """(mean loss, per-token losses (B, N), detached) of the LM head on hidden (B, N, d_model) against target
+        (B, N): zoo.model.chunked_ce, the (B N, V) logits never built (chunks of model.loss_chunk_size rows)."""
+        return lm_head_cross_entropy(self.model.lm_head, hidden, target, chunk_size=self.model.cfg.loss_chunk_size,
+                                     return_rows=True)
 
     def entp_nll(self, x: torch.Tensor, y: torch.Tensor, cuts: torch.Tensor, width: Optional[int] = None,
                  max_tokens: Optional[int] = None) -> torch.Tensor:

@@ -17,6 +17,7 @@ from zoo.data.resolver import DataError
 from zoo.model import ModelConfig, build_model
 from zoo.model.beam_search import (beam_search, beam_search_decoder_only, beam_search_encoder_only,
                                    check_early_stopping)
+from zoo.model.chunked_ce import lm_head_cross_entropy
 from zoo.model.cost import batch_flops
 from zoo.model.encoder_only import prefix_next_logits
 from zoo.model.generate import left_pad
@@ -161,18 +162,21 @@ class Translation(TaskBase):
             out = self.nat_losses(batch, generator)
             return out["token"] + self.hparams.length_loss_factor * out["length"]
         if self.hparams.arch == "encoder_decoder":
-            logits = self.model(batch["src"], batch["tgt_in"], batch["src_key_padding_mask"],
-                                batch["tgt_key_padding_mask"])  # (B, T, V)
+            memory = self.model.encode(batch["src"], batch["src_key_padding_mask"])  # (B, S, d_model)
+            hidden, _ = self.model.decode_features(batch["tgt_in"], memory, batch["tgt_key_padding_mask"],
+                                                   batch["src_key_padding_mask"])  # (B, T, d_model)
             target = batch["tgt_out"].masked_fill(batch["tgt_key_padding_mask"], IGNORE)
         else:
             seq, kpm, src_len, seq_len = join_source_target(batch["src"], batch["src_key_padding_mask"],
                                                             batch["tgt_out"], batch["tgt_key_padding_mask"], self.pad_id)
-            logits = self.model(seq[:, :-1], key_padding_mask=kpm[:, :-1], prefix_len=src_len)  # (B, L-1, V)
+            hidden, _ = self.model.features(seq[:, :-1], key_padding_mask=kpm[:, :-1], prefix_len=src_len)  # (B, L-1, d)
             pos = torch.arange(1, seq.shape[1], device=seq.device).unsqueeze(0)  # position of each target token
             on_target = (pos >= src_len.unsqueeze(1)) & (pos < seq_len.unsqueeze(1))
             target = seq[:, 1:].masked_fill(~on_target, IGNORE)
-        return F.cross_entropy(logits.flatten(0, 1).float(), target.flatten(), ignore_index=IGNORE,
-                               label_smoothing=self.hparams.label_smoothing)
+        # the LM head and the loss chunk by chunk: the (B T, V) logits are never built (zoo.model.chunked_ce)
+        return lm_head_cross_entropy(self.model.lm_head, hidden, target, ignore_index=IGNORE,
+                                     label_smoothing=self.hparams.label_smoothing,
+                                     chunk_size=self.model.cfg.loss_chunk_size)
 
     def batch_flops(self, batch) -> float:
         """Forward FLOPs of the training forward pass of `batch` at its padded shapes (zoo.model.cost.batch_flops):
