@@ -74,6 +74,21 @@ def test_greedy_generation_matches(over):
     assert torch.equal(m.generate(src, 12, src_key_padding_mask=skpm), want)
 
 
+def test_beam_search_starts_from_the_decoder_start_token():
+    """zoo's beam search on a converted BART starts from its decoder_start_token_id (EOS), so beam size 1 gives
+    HF's greedy tokens."""
+    from zoo.model.beam_search import beam_search
+
+    hf = tiny_bart(logits_bias=False)
+    m, _ = zhf.from_hf(hf)
+    src, skpm, _ = batch()
+    want = hf.generate(src, attention_mask=(~skpm).long(), do_sample=False, num_beams=1, max_new_tokens=12)
+    got = beam_search(m, src, skpm, beam_size=1, max_len=12, length_penalty=0.0)
+    assert got[:, 0].tolist() == [EOS] * 3
+    for row_got, row_want in zip(got.tolist(), want.tolist()):  # HF pads finished rows; zoo pads with pad_id
+        assert row_got[:len(row_want)] == row_want[:len(row_got)]
+
+
 @pytest.mark.parametrize("over", [{}, {"share_tokens": False, "tie_embeddings": False, "lm_head_bias": True,
                                        "scale_embeddings": True}])
 def test_to_hf_loads_in_transformers_with_the_same_logits(tmp_path, over):

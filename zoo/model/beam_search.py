@@ -245,7 +245,7 @@ def beam_search(model, src: torch.Tensor, src_key_padding_mask: Optional[torch.T
         for c in cache.self_attn:  # cross-attention caches: identical within a row (see above)
             c.reorder(index)
 
-    bos = torch.full((B, 1), cfg.bos_id, dtype=torch.long, device=src.device)
+    bos = torch.full((B, 1), model.start_id, dtype=torch.long, device=src.device)  # BART / Marian / T5: their own
     out, scores = beam_core(step, reorder, bos, None, K, max_new, length_penalty, cfg.eos_id, cfg.pad_id,
                             early_stopping)
     return (out, scores) if return_scores else out
