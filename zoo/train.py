@@ -24,6 +24,7 @@ from zoo.callbacks.progress import ProgressBar
 from zoo.checkpoint_io import AtomicCheckpointIO
 from zoo.data.resolver import DataError
 from zoo.distributed import is_fsdp
+from zoo.init_from import InitFromError, init_model_config, init_source, load_weights
 from zoo.model import ModelConfig
 from zoo.model.beam_search import check_early_stopping
 from zoo.results import arch_config, failed_record, job_overrides, save_tokenizers, write_examples, write_json
@@ -50,7 +51,8 @@ RUNTIME = ("compile", "compile_scope", "activation_checkpointing")
 
 def model_dict(cfg: DictConfig) -> dict:
     """The model group as ModelConfig keyword arguments (resolved, without _target_)."""
-    return {k: v for k, v in OmegaConf.to_container(cfg.model, resolve=True).items() if k != "_target_"}
+    return {k: v for k, v in OmegaConf.to_container(cfg.model, resolve=True).items()
+            if k not in ("_target_", "init_from")}  # init_from: weights to start from (zoo.init_from)
 
 
 class ConfigError(ValueError):
@@ -235,6 +237,8 @@ def check_checkpoint(cfg: DictConfig) -> None:
         raise ConfigError(f"ckpt_path={path} was trained with +arch={hp.get('arch')}, but this run is "
                           f"+arch={cfg.arch}; resume with +arch={hp.get('arch')} or start without ckpt_path")
     model = {k: v for k, v in model_dict(cfg).items() if k not in FROM_DATA + RUNTIME}
+    if cfg.model.get("init_from"):  # the shape is the init checkpoint's (zoo.init_from), checked when built
+        model = {}
     diff = {k: (hp["model"].get(k), v) for k, v in model.items() if hp["model"].get(k) != v}
     if diff:
         raise ConfigError(f"ckpt_path={path} was trained with other model settings (checkpoint, now): {diff}")
@@ -354,6 +358,7 @@ def run(cfg: DictConfig) -> float:
     except ValueError as e:
         raise ConfigError(str(e)) from None
     check_checkpoint(cfg)
+    source = init_source(cfg)  # model.init_from: the checkpoint's shape, before any data work
     choices = HydraConfig.get().runtime.choices if HydraConfig.initialized() else {}
     task_name = TASK_OF_BATCH.get(get_class(cfg.task._target_).BATCH, choices.get("task", "lm"))  # task_for_data
     pl.seed_everything(cfg.seed, workers=True)
@@ -371,10 +376,14 @@ def run(cfg: DictConfig) -> float:
     log.info("arch=%s task=%s data=%s output_dir=%s", cfg.arch, task_name, data_name, cfg.paths.output_dir)
     model_cfg = model_dict(cfg)
     model_cfg.update({k: info[k] for k in FROM_DATA if k in info})
+    if source is not None:
+        model_cfg = init_model_config(source, model_cfg, info)
 
     def new_task():
         return instantiate(cfg.task, arch=cfg.arch, model=model_cfg, tokenizer=info["tokenizer"], _convert_="all")
     task = new_task()
+    if source is not None and not cfg.get("ckpt_path"):  # resuming restores its own weights
+        load_weights(task.model, source)
     if budget["kind"] != "steps":
         task.budget = (budget["kind"], budget["value"])
     loggers = make_loggers(cfg, tags)
@@ -468,7 +477,7 @@ def handle_error(e: BaseException) -> float:
     with 2; in a multirun, raise it instead, so Hydra runs the other jobs and fails at the end. Re-raise
     anything else."""
     cause = e.__cause__ if isinstance(e, InstantiationException) else e  # a datamodule's or task's constructor
-    if isinstance(cause, (ConfigError, DataError, BudgetError)) or (cause is not e and isinstance(cause, ValueError)):
+    if isinstance(cause, (ConfigError, DataError, BudgetError, InitFromError)) or (cause is not e and isinstance(cause, ValueError)):
         print(f"zoo: error: {cause}", file=sys.stderr)  # the message says what and how to fix, no traceback
         if not (HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN):
             sys.exit(2)

@@ -63,12 +63,13 @@ class Multi30k(ParallelText):
     def __init__(self, src_lang: str = "de", tgt_lang: str = "en", max_tokens: int = 4096, max_len: int = 256,
                  vocab_size: int = 8000, joint_vocab: bool = True, tokenizer_dir: str | None = None,
                  test_split: str = "test_2016_flickr", num_workers: int = 0, seed: int = 1337,
-                 data_dir=None, mirror=None, limit: int | None = None):
+                 data_dir=None, mirror=None, limit: int | None = None, tokenizer: str = "bpe",
+                 special_tokens: dict | None = None):
         splits = {"train": "train", "val": "val", "test": test_split}
         check_language_pair(list(splits.values()), src_lang, tgt_lang)
         files = {split: {"src": f"multi30k/{name}.{src_lang}.gz", "tgt": f"multi30k/{name}.{tgt_lang}.gz"}
                  for split, name in splits.items()}
-        super().__init__(**files, src_lang=src_lang, tgt_lang=tgt_lang, max_tokens=max_tokens, max_len=max_len,
+        super().__init__(**files, tokenizer=tokenizer, special_tokens=special_tokens, src_lang=src_lang, tgt_lang=tgt_lang, max_tokens=max_tokens, max_len=max_len,
                          vocab_size=vocab_size, joint_vocab=joint_vocab, tokenizer_dir=tokenizer_dir,
                          num_workers=num_workers, seed=seed, data_dir=data_dir, mirror=mirror, limit=limit)
         self.splits, self.test_split = splits, test_split

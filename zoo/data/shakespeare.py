@@ -22,7 +22,7 @@ class TinyShakespeare(TextCorpus):
     def __init__(self, block_size: int = 256, batch_size: int = 64, num_workers: int = 0,
                  pin_memory: bool = False, val_windows: int = 500, batches_per_epoch: int = 250,
                  seed: int = 1337, data_dir=None, mirror=None, file: str = "tiny_shakespeare/input.txt",
-                 token_dir=None):
-        super().__init__(file=file, block_size=block_size, batch_size=batch_size, num_workers=num_workers,
+                 token_dir=None, tokenizer: str = "char", special_tokens: dict | None = None):
+        super().__init__(file=file, tokenizer=tokenizer, special_tokens=special_tokens, block_size=block_size, batch_size=batch_size, num_workers=num_workers,
                          pin_memory=pin_memory, val_windows=val_windows, batches_per_epoch=batches_per_epoch,
                          seed=seed, data_dir=data_dir, mirror=mirror, token_dir=token_dir)

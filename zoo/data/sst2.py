@@ -68,7 +68,8 @@ class SST2(TextClassification):
     the checkpoint, test reports.
 
     Args:
-        batch_size, max_len, vocab_size, tokenizer_path, bucket, num_workers, seed, data_dir, mirror, limit:
+        batch_size, max_len, vocab_size, tokenizer_path, bucket, num_workers, seed, data_dir, mirror, limit,
+            tokenizer, special_tokens:
             TextClassification's.
         train_file, val_file, test_file: each a resolver name (the defaults: SPLITS) or the path of your
             own file in the same format (used as it is, never checksummed; see zoo.data.resolver.locate).
@@ -79,8 +80,10 @@ class SST2(TextClassification):
     def __init__(self, batch_size: int = 64, max_len: int = 128, vocab_size: int = 8000,
                  tokenizer_path: str | None = None, bucket: bool = True, num_workers: int = 0,
                  seed: int = 1337, data_dir=None, mirror=None, limit: int | None = None,
-                 train_file: str = SPLITS["train"], val_file: str = SPLITS["val"], test_file: str = SPLITS["test"]):
+                 train_file: str = SPLITS["train"], val_file: str = SPLITS["val"], test_file: str = SPLITS["test"],
+                 tokenizer: str = "bpe", special_tokens: dict | None = None):
         super().__init__(train=train_file, val=val_file, test=test_file, labels=[0, 1], vocab_size=vocab_size,
+                         tokenizer=tokenizer, special_tokens=special_tokens,
                          tokenizer_path=tokenizer_path, max_len=max_len, batch_size=batch_size, bucket=bucket,
                          num_workers=num_workers, seed=seed, data_dir=data_dir, mirror=mirror, limit=limit)
         self.skipped: dict[str, int] = {}
