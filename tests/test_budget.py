@@ -154,3 +154,20 @@ def test_a_failed_job_leaves_a_failed_record_and_the_sweep_goes_on(tmp_path):
     assert failed["status"] == "failed" and "activation" in failed["error"] and "bogus" in failed["error"]
     assert failed["arch"] == "decoder_only" and "model.activation=bogus" in failed["overrides"]
     assert "zoo: error:" in proc.stderr
+
+
+def test_a_resumed_run_keeps_its_csv_history(tmp_path):
+    """Resuming into the same run dir: metrics.csv holds every step once, the first run's rows unchanged."""
+    def train_losses():
+        rows = [r for r in (tmp_path / "csv" / "metrics.csv").read_text().splitlines()]
+        col = {n: i for i, n in enumerate(rows[0].split(","))}
+        out = [(int(r.split(",")[col["step"]]), r.split(",")[col["train/loss"]]) for r in rows[1:]]
+        return [(s, float(v)) for s, v in out if v]
+
+    run(tiny_lm(tmp_path, "trainer.max_steps=5"))
+    first = train_losses()
+    assert [s for s, _ in first] == list(range(5))
+    run(tiny_lm(tmp_path, "trainer.max_steps=10", f"ckpt_path={tmp_path / 'checkpoints' / 'last.ckpt'}"))
+    both = train_losses()
+    assert [s for s, _ in both] == list(range(10))
+    assert both[:5] == first

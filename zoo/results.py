@@ -75,6 +75,28 @@ def _save_one(out: Path, state: dict, stem: str) -> list:
     return [write_json(out / f"{stem}.chars.json", state)]
 
 
+def keep_csv_history(logger, ckpt_path: str) -> int:
+    """A run resumed into the run dir that wrote ckpt_path keeps its CSV log: Lightning's CSV writer deletes an
+    existing metrics.csv when it starts, so the rows the checkpoint had seen (step < its global_step) are read
+    first and handed back to the writer, which saves them ahead of the resumed run's. Rows after the
+    checkpoint (logged by the interrupted run past its last save) are dropped: the resumed run logs those
+    steps again. Returns the number of rows kept."""
+    import csv
+
+    import torch
+
+    path = Path(logger.log_dir) / "metrics.csv"
+    if not path.is_file():
+        return 0
+    resumed_at = int(torch.load(ckpt_path, map_location="cpu", weights_only=True).get("global_step", 0))
+    with open(path, newline="") as f:
+        rows = [{k: (int(float(v)) if k in ("step", "epoch") else float(v)) for k, v in row.items() if v not in ("", None)}
+                for row in csv.DictReader(f)]
+    rows = [r for r in rows if "step" in r and r["step"] < resumed_at]
+    logger.experiment.metrics = rows + logger.experiment.metrics  # the writer exists now: the old file is gone
+    return len(rows)
+
+
 def failed_record(cfg: DictConfig, error: BaseException, task_name: Optional[str] = None) -> dict:
     """The results.json of a run that raised: status "failed", its error, and what identifies the run (arch,
     task, seed, overrides), so that zoo.report lists it instead of dropping it."""

@@ -14,7 +14,7 @@ from hydra.types import RunMode
 from hydra.utils import get_class, instantiate
 from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.callbacks.progress import ProgressBar as ProgressBarBase
-from lightning.pytorch.loggers import WandbLogger
+from lightning.pytorch.loggers import CSVLogger, WandbLogger
 from lightning.pytorch.utilities.model_helpers import is_overridden
 from lightning.pytorch.utilities.rank_zero import rank_zero_only
 from omegaconf import DictConfig, OmegaConf
@@ -27,7 +27,8 @@ from zoo.distributed import is_fsdp
 from zoo.init_from import InitFromError, init_model_config, init_source, load_weights
 from zoo.model import ModelConfig
 from zoo.model.beam_search import check_early_stopping
-from zoo.results import arch_config, failed_record, job_overrides, save_tokenizers, write_examples, write_json
+from zoo.results import (arch_config, failed_record, job_overrides, keep_csv_history, save_tokenizers,
+                         write_examples, write_json)
 from zoo.tasks.base import metric_mode
 from zoo.threads import set_threads
 
@@ -337,7 +338,10 @@ def make_loggers(cfg: DictConfig, tags):
             if os.environ.get("WANDB_MODE") == "online":
                 kwargs["offline"] = False
             Path(cfg.paths.output_dir).mkdir(parents=True, exist_ok=True)
-        loggers.append(instantiate(lcfg, **kwargs))
+        logger = instantiate(lcfg, **kwargs)
+        if isinstance(logger, CSVLogger) and cfg.get("ckpt_path"):
+            keep_csv_history(logger, cfg.ckpt_path)
+        loggers.append(logger)
     return loggers
 
 
