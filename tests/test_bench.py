@@ -208,3 +208,29 @@ def test_bench_scripts_run_at_the_tiny_shape():
     res = subprocess.run([sys.executable, str(scripts / "paired_steps.py"), "lm", "base", "x"], capture_output=True,
                          text=True, cwd=REPO, env=env, timeout=120)
     assert res.returncode == 2 and "unknown shape 'base'; known: tiny, nanogpt" in res.stderr
+
+
+def test_peak_reports_the_fraction_of_the_matmul_limit(monkeypatch):
+    """bench_peak: the fastest matmul size of each precision is the limit (fraction 1.000), and each step row's
+    fraction is its GFLOP/s over that limit, with zoo.model.cost's 3 x forward FLOPs as the work."""
+    from zoo.bench import peak
+    from zoo.bench.contenders import zoo_lm_config
+    from zoo.bench.shapes import LM_SHAPES
+    from zoo.model import DecoderOnly
+    from zoo.model.cost import forward_flops
+
+    rates = {256: 10e9, 384: 20e9}
+    monkeypatch.setattr(peak, "matmul_flops_per_second", lambda n, dtype, reps, device="cpu": rates[n] * (
+        1 if dtype == torch.float32 else 4))
+    monkeypatch.setattr(peak, "bench_sizes", lambda opts: (256, 384))
+    out = peak.bench_peak(Options(quick=True, reps=5, warmup=0, shapes=["tiny"]))
+    rows = {tuple(c.strip() for c in line.strip("|").split("|")[:3]): [c.strip() for c in line.strip("|").split("|")]
+            for line in out.splitlines() if line.startswith("| ")}
+    assert rows[("matmul", "384 x 384", "fp32")][5] == "1.000" and rows[("matmul", "256 x 256", "fp32")][5] == "0.500"
+    s = LM_SHAPES["tiny"]
+    gflop = 3 * forward_flops(DecoderOnly(zoo_lm_config(s)), s.batch, s.block)["total"] / 1e9
+    step = rows[("tiny", f"{gflop:.2f} GFLOP / step", "fp32")]
+    rate = float(step[4].replace(",", ""))
+    assert float(step[5]) == pytest.approx(rate / 20.0, rel=0.02, abs=2e-3)
+    bf16 = rows[("tiny", f"{gflop:.2f} GFLOP / step", "bf16")]
+    assert float(bf16[5]) == pytest.approx(float(bf16[4].replace(",", "")) / 80.0, rel=0.02, abs=2e-3)

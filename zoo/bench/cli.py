@@ -14,6 +14,7 @@ from zoo.bench.loss import bench_loss
 from zoo.bench.memory import bench_memory
 from zoo.bench.options import Options
 from zoo.bench.overhead import bench_overhead
+from zoo.bench.peak import bench_peak
 from zoo.bench.precision import bench_precision
 from zoo.bench.report import header
 from zoo.bench.seq2seq_step import bench_seq2seq_step
@@ -28,6 +29,7 @@ BENCHMARKS: Dict[str, Callable[[Options], str]] = {
     "overhead": bench_overhead,
     "precision": bench_precision,
     "loss": bench_loss,
+    "peak": bench_peak,
 }
 
 
