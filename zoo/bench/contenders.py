@@ -19,18 +19,22 @@ from zoo.bench.shapes import LM_SHAPES, SEQ2SEQ_SHAPES, LMShape, Seq2SeqShape
 from zoo.bench.steps import initial_loss, random_tokens, train_step
 from zoo.bench.torch_models import TorchGPT, TorchSeq2Seq
 from zoo.model import DecoderOnly, EncoderDecoder, ModelConfig
+from zoo.model.chunked_ce import lm_head_cross_entropy
 
 
 @dataclass
 class Contender:
     """name: the table label. build() -> nn.Module on the CPU (None when `missing`). forward(model,
     *inputs) -> logits (B, T, V) for training: inputs are (idx,) for LMs, (src, tgt) for seq2seq.
-    note: how it differs from zoo's model. missing: why it cannot run (package not importable)."""
+    note: how it differs from zoo's model. missing: why it cannot run (package not importable).
+    loss(model, *inputs, targets) -> scalar: the contender's own standard training loss (zoo: the chunked
+    LM head + cross-entropy of zoo.model.chunked_ce); None = cross-entropy of forward's logits."""
     name: str
     build: Optional[Callable[[], nn.Module]]
     forward: Callable[..., torch.Tensor]
     note: str = ""
     missing: Optional[str] = None
+    loss: Optional[Callable[..., torch.Tensor]] = None
 
 
 def count_params(model: nn.Module) -> int:
@@ -120,14 +124,17 @@ def lm_contenders(s: LMShape, max_len: Optional[int] = None, peers: bool = True)
     x-transformers TransformerWrapper, all at shape s (max_len: position table length, default s.block).
     forward(model, idx (B, T)) -> logits (B, T, vocab)."""
     max_len = max_len or s.block
-    out = [Contender("zoo DecoderOnly", lambda: DecoderOnly(zoo_lm_config(s, max_len)), lambda m, x: m(x)),
+    out = [Contender("zoo DecoderOnly", lambda: DecoderOnly(zoo_lm_config(s, max_len)), lambda m, x: m(x),
+                     loss=lambda m, x, y: lm_head_cross_entropy(m.lm_head, m.features(x)[0], y)),
            Contender("torch TransformerEncoder",
                      lambda: TorchGPT(s.vocab, s.d_model, s.n_heads, s.n_layers, max_len),
                      lambda m, x: m(x), TORCH_GPT_NOTE)]
     if peers:
         out.append(Contender("HF GPT2LMHeadModel", lambda: hf_gpt2(s, max_len),
                              lambda m, x: m(input_ids=x, use_cache=False).logits, HF_GPT2_NOTE,
-                             import_error("transformers")))
+                             import_error("transformers"),
+                             # HF's own loss: labels shifted inside, T - 1 positions
+                             loss=lambda m, x, y: m(input_ids=x, labels=x, use_cache=False).loss))
         out.append(Contender("x-transformers TransformerWrapper", lambda: xt_decoder(s, max_len),
                              lambda m, x: m(x), XT_NOTE, import_error("x_transformers")))
     return out
@@ -174,14 +181,16 @@ def seq2seq_contenders(s: Seq2SeqShape, peers: bool = True) -> List[Contender]:
     """zoo EncoderDecoder, torch nn.Transformer (TorchSeq2Seq), and with peers=True HF MarianMTModel, all
     at shape s. forward(model, src (B, S), tgt (B, T)) -> logits (B, T, vocab)."""
     max_len = max(s.src_len, s.tgt_len)
-    out = [Contender("zoo EncoderDecoder", lambda: EncoderDecoder(zoo_seq2seq_config(s)), lambda m, x, y: m(x, y)),
+    out = [Contender("zoo EncoderDecoder", lambda: EncoderDecoder(zoo_seq2seq_config(s)), lambda m, x, y: m(x, y),
+                     loss=lambda m, x, y, t: lm_head_cross_entropy(m.lm_head, m.decode_features(y, m.encode(x))[0], t)),
            Contender("torch nn.Transformer",
                      lambda: TorchSeq2Seq(s.vocab, s.d_model, s.n_heads, s.d_ff, s.n_layers, max_len),
                      lambda m, x, y: m(x, y), TORCH_SEQ2SEQ_NOTE)]
     if peers:
         out.append(Contender("HF MarianMTModel", lambda: hf_marian(s),
                              lambda m, x, y: m(input_ids=x, decoder_input_ids=y, use_cache=False).logits,
-                             MARIAN_NOTE, import_error("transformers")))
+                             MARIAN_NOTE, import_error("transformers"),
+                             loss=lambda m, x, y, t: m(input_ids=x, decoder_input_ids=y, labels=t, use_cache=False).loss))
     return out
 
 
@@ -218,7 +227,9 @@ def training_steps(contenders: List[Contender], inputs: tuple, targets, precisio
         params[name] = count_params(model)
         loss0[name] = initial_loss(model, (lambda f: lambda m: f(m, *inputs))(c.forward), targets)
         runs = torch.compile(model) if compile else model
-        steps[name] = train_step(model, (lambda f, r: lambda m: f(r, *inputs))(c.forward, runs), targets, precision)
+        own = None if c.loss is None else (lambda f, r: lambda m: f(r, *inputs, targets))(c.loss, runs)
+        steps[name] = train_step(model, (lambda f, r: lambda m: f(r, *inputs))(c.forward, runs), targets, precision,
+                                 loss_fn=own)
     return steps, params, loss0, missing
 
 

@@ -1,6 +1,6 @@
 """The timed units: one training step as a closure, and the inputs it runs on."""
 import contextlib
-from typing import Callable
+from typing import Callable, Optional
 
 import torch
 import torch.nn.functional as F
@@ -25,18 +25,23 @@ def random_tokens(shape, vocab: int, device: str, seed: int = 0) -> torch.Tensor
 
 
 def train_step(model: nn.Module, forward: Callable[[nn.Module], torch.Tensor], targets: torch.Tensor,
-               precision: str = "fp32", lr: float = 1e-4) -> Callable[[], None]:
+               precision: str = "fp32", lr: float = 1e-4,
+               loss_fn: Optional[Callable[[nn.Module], torch.Tensor]] = None) -> Callable[[], None]:
     """One training step as a zero-argument closure: logits = forward(model) (B, T, V) under bf16
-    autocast if precision == 'bf16' -> cross-entropy against targets (B, T) in fp32 -> backward ->
-    AdamW step (zoo.optim.adamw, lr 1e-4, weight decay on matrices only) -> zero_grad(set_to_none=True).
-    The same closure drives every contender, so only the models differ."""
+    autocast if precision == 'bf16' -> cross-entropy against targets (B, T) in fp32 (or loss_fn(model), the
+    contender's own loss, under the same autocast) -> backward -> AdamW step (zoo.optim.adamw, lr 1e-4,
+    weight decay on matrices only) -> zero_grad(set_to_none=True)."""
     opt = adamw(model, lr=lr)
     device = targets.device.type
 
     def step():
         with autocast(device, precision):
-            logits = forward(model)
-        loss = F.cross_entropy(logits.float().flatten(0, 1), targets.flatten())
+            if loss_fn is not None:
+                loss = loss_fn(model)
+            else:
+                logits = forward(model)
+        if loss_fn is None:
+            loss = F.cross_entropy(logits.float().flatten(0, 1), targets.flatten())
         loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
