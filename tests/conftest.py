@@ -12,3 +12,14 @@ def _data_mirror():
     os.environ.setdefault("ZOO_DATA_MIRROR", str(SHARED_DATA))
     os.environ.setdefault("WANDB_MODE", "offline")
     yield
+
+
+@pytest.fixture(scope="module")
+def one_thread():
+    """One intra-op thread for a module's tiny models: much faster on a shared 2-core machine (no OpenMP
+    spinning). Use it per module: pytestmark = pytest.mark.usefixtures("one_thread")."""
+    import torch
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)

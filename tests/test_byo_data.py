@@ -16,22 +16,10 @@ from zoo.data.resolver import DataError
 from zoo.data.text_classification import TextClassification
 from zoo.data.text_corpus import TextCorpus
 from conftest import SHARED_DATA
-from zoo_run import run_cli
+from zoo_run import run_cli, sst2_rows
 
 MIRROR = str(SHARED_DATA)
 N = 400  # training examples of the classification / translation fixtures
-
-
-def sst2_rows(split: str, n: int = N) -> list[tuple[str, str]]:
-    name = {"train": "sentiment-train", "val": "sentiment-dev", "test": "sentiment-test"}[split]
-    rows = []
-    with open(os.path.join(MIRROR, "sst2", name), encoding="utf-8") as f:
-        for line in f:
-            text, _, label = line.rstrip("\n").rpartition("\t")
-            rows.append((text.strip(), label.strip()))
-            if len(rows) == n:
-                break
-    return rows
 
 
 def multi30k_pairs(split: str, n: int = N) -> list[tuple[str, str]]:
@@ -193,7 +181,7 @@ def test_classification_bad_input(tmp_path, sst2_files, caplog):
         bad(tmp_path, train=str(d / "train.jsonl"), max_len=8, truncate=False)
     with caplog.at_level(logging.WARNING, logger="zoo"):
         bad(tmp_path, train=str(d / "train.jsonl"), val=str(d / "val.jsonl"), test=str(d / "train.jsonl"))
-    shared = len({t for t, _ in sst2_rows("train")})  # test = train: every distinct text is shared
+    shared = len({t for t, _ in sst2_rows("train", N)})  # test = train: every distinct text is shared
     assert f"{shared} test texts also appear in train" in caplog.text
 
 
@@ -372,7 +360,7 @@ def test_user_classification_config_compares_the_three_archs(tmp_path, sst2_file
     for r in results:
         assert (r["task"], r["dataset"]) == ("classification", "my_topics") and 0 <= r["final"]["test/acc"] <= 1
         assert r["data"]["files"]["train"] == str(home / "corpora" / "train.csv")  # "~" expanded
-        labels = [lab for _, lab in sst2_rows("train")]
+        labels = [lab for _, lab in sst2_rows("train", N)]
         kept = N - sum(round(labels.count(c) * 0.1) for c in ("0", "1"))  # val: 0.1 of each class carved out
         assert r["data"]["classes"] == ["0", "1"] and r["steps"] == -(-kept // 64)  # one epoch of batch 64
     rep = subprocess.run([sys.executable, "-m", "zoo.report", str(sweep)], capture_output=True, text=True, timeout=300)

@@ -5,8 +5,6 @@ the objective choice, and overfitting a reversal task."""
 import pytest
 import torch
 import torch.nn.functional as F
-from torch.ops import aten
-from torch.utils.flop_counter import FlopCounterMode, sdpa_flop_count
 
 from zoo.data.bpe import SubwordTokenizer, train_bpe
 from zoo.data.multi30k import collate_translation
@@ -14,19 +12,13 @@ from zoo.model.beam_search import beam_search_encoder_only
 from zoo.model.cost import batch_flops
 from zoo.model.generate import left_pad
 from zoo.tasks.translation import Translation
+from zoo_run import counted_flops, reversal_pairs
 
 TOK = SubwordTokenizer(train_bpe(["ein hund läuft", "a dog runs"], 30)).state_dict()
 EOS = 2
-CPU_SDPA = aten._scaled_dot_product_flash_attention_for_cpu
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny models: one intra-op thread is much faster on a shared 2-core machine."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tiny models: one intra-op thread (conftest)
 
 
 def ar_task(arch="encoder_only", **kw):
@@ -154,14 +146,6 @@ def test_sampled_training_loss_is_unbiased():
     assert abs(draws.mean().item() - exact) < 4 * draws.std().item() / 20
 
 
-def counted_flops(fn):
-    """FlopCounterMode's total for fn(), CPU SDPA counted with torch's own formula (as tests/test_cost.py)."""
-    mapping = {CPU_SDPA: lambda q, k, v, *a, **kw: sdpa_flop_count(q, k, v)}
-    with torch.no_grad(), FlopCounterMode(display=False, custom_mapping=mapping) as fc:
-        fn()
-    return fc.get_total_flops()
-
-
 def test_flops_are_the_forwards_it_runs():
     """batch_flops equals FlopCounterMode's count of the training forward (sum of min(K, n) rows of the longest
     joined length - 1 tokens, one head position each); inference_flops_per_token(T, S) is one forward over S + T
@@ -201,11 +185,7 @@ def test_tiny_model_overfits_a_reversal_task():
     positions per pair greedy decoding reproduces at least 15 of 16 targets and the exact loss falls from above
     3 nats to below 0.3 (measured: all 16 exact at step 200, loss 3.97 -> 0.009)."""
     torch.manual_seed(0)
-    g = torch.Generator().manual_seed(0)
-    pairs = []
-    for i in range(16):
-        s = torch.randint(6, 30, (int(torch.randint(3, 9, (1,), generator=g)),), generator=g).tolist()
-        pairs.append((s, s[::-1]))
+    pairs = reversal_pairs(16)
     batch = pairs_batch(pairs)
     task = ar_task(label_smoothing=0.0, encoder_ar_targets=4, max_len_b=2)
     with torch.no_grad():

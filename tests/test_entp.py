@@ -4,24 +4,16 @@ sampled training loss as an unbiased estimate, FLOPs against FlopCounterMode, th
 import pytest
 import torch
 import torch.nn.functional as F
-from torch.ops import aten
-from torch.utils.flop_counter import FlopCounterMode, sdpa_flop_count
 
 from zoo.model.cost import batch_flops
 from zoo.model.encoder_only import prefix_next_logits, prefix_rows
 from zoo.tasks.lm import LanguageModeling, strata, stratified_positions
+from zoo_run import counted_flops
 
 CHARS = {"chars": "".join(chr(32 + i) for i in range(65))}
-CPU_SDPA = aten._scaled_dot_product_flash_attention_for_cpu
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny models: one intra-op thread is much faster on a shared 2-core machine."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tiny models: one intra-op thread (conftest)
 
 
 def lm_task(arch="encoder_only", task=None, **model):
@@ -120,14 +112,6 @@ def test_sampled_training_loss_is_unbiased():
     size = torch.tensor([2, 2, 2, 2, 3, 3, 3, 2, 2, 3, 3, 3]).float()
     assert (freq - 1 / size).abs().max() < 0.025
     assert (stratified_positions(torch.zeros(50, 12), 12, g) == torch.arange(12)).all()  # K = T: every position
-
-
-def counted_flops(fn):
-    """FlopCounterMode's total for fn(), CPU SDPA counted with torch's own formula (as tests/test_cost.py)."""
-    mapping = {CPU_SDPA: lambda q, k, v, *a, **kw: sdpa_flop_count(q, k, v)}
-    with torch.no_grad(), FlopCounterMode(display=False, custom_mapping=mapping) as fc:
-        fn()
-    return fc.get_total_flops()
 
 
 def test_flops_are_the_forwards_it_runs():

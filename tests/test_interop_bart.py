@@ -4,48 +4,30 @@ import torch
 
 tf = pytest.importorskip("transformers")
 
-from test_interop_util import (assert_close, assert_same_config, assert_same_state, hf_saved_keys,  # noqa: E402
-                               right_padded, saved_keys, seeded)
+from test_interop_util import (assert_round_trip_is_bit_for_bit, assert_same_logits, hf_greedy,  # noqa: E402
+                               hf_saved_keys, load_in_transformers, saved_keys, seq2seq_batch, tiny_bart_layout,
+                               zoo_seq2seq)
 from zoo.interop import hf as zhf  # noqa: E402
 from zoo.interop.families import Unsupported  # noqa: E402
-from zoo.model import EncoderDecoder, ModelConfig  # noqa: E402
 
 V, BOS, PAD, EOS = 97, 0, 1, 2
 
 
-def perturb(model, std=0.05):
-    with torch.no_grad():
-        for p in model.parameters():
-            p.add_(torch.randn_like(p) * std)
-    return model
-
-
 def tiny_bart(logits_bias=True, **over):
-    seeded()
-    kw = dict(vocab_size=V, d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
-              decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=64, max_position_embeddings=64,
-              bos_token_id=BOS, pad_token_id=PAD, eos_token_id=EOS, decoder_start_token_id=EOS)
-    hf = perturb(tf.BartForConditionalGeneration(tf.BartConfig(**{**kw, **over}))).eval()
-    if logits_bias:
-        hf.final_logits_bias.normal_()
-    hf.generation_config.forced_eos_token_id = None  # zoo's generate has no forced last token
+    kw = dict(vocab_size=V, bos_token_id=BOS, pad_token_id=PAD, eos_token_id=EOS, decoder_start_token_id=EOS)
+    hf = tiny_bart_layout(tf.BartForConditionalGeneration, tf.BartConfig, {**kw, **over}, logits_bias)
     hf.generation_config.forced_bos_token_id = None
     return hf
 
 
 def zoo_bart_like(**over):
-    seeded(1)
-    kw = dict(vocab_size=V, d_model=32, n_heads=4, d_ff=64, n_layers=2, position="learned", position_offset=2,
-              embed_norm=True, share_tokens=True, scale_embeddings=False, activation="gelu", max_len=64,
-              bos_id=BOS, pad_id=PAD, eos_id=EOS, decoder_start_id=EOS, dropout=0.0)
-    return EncoderDecoder(ModelConfig(**{**kw, **over})).eval()
+    kw = dict(vocab_size=V, position="learned", position_offset=2, embed_norm=True, share_tokens=True,
+              scale_embeddings=False, activation="gelu", bos_id=BOS, pad_id=PAD, eos_id=EOS, decoder_start_id=EOS)
+    return zoo_seq2seq(**{**kw, **over})
 
 
 def batch():
-    src, skpm = right_padded([10, 6, 3], V, PAD)
-    tgt = torch.randint(3, V, (3, 7))
-    tgt[:, 0] = EOS
-    return src, skpm, tgt
+    return seq2seq_batch([10, 6, 3], V, PAD, 7, start=EOS)
 
 
 CASES = [{}, {"tie_word_embeddings": False, "scale_embedding": True, "activation_function": "relu",
@@ -57,12 +39,7 @@ def test_logits_match_with_padding_and_lengths(over):
     hf = tiny_bart(**over)
     m, cfg = zhf.from_hf(hf)
     assert cfg.lm_head_bias and cfg.share_tokens == cfg.tie_embeddings == hf.config.tie_word_embeddings
-    src, skpm, tgt = batch()
-    with torch.no_grad():
-        want = hf(input_ids=src, attention_mask=(~skpm).long(), decoder_input_ids=tgt).logits
-        assert_close(m(src, tgt, src_key_padding_mask=skpm), want)
-        src1 = src[2:, :3]
-        assert_close(m(src1, tgt[2:, :4]), hf(input_ids=src1, decoder_input_ids=tgt[2:, :4]).logits)
+    assert_same_logits(m, hf, *batch(), alone=(3, 4))
 
 
 @pytest.mark.parametrize("over", CASES)
@@ -70,8 +47,7 @@ def test_greedy_generation_matches(over):
     hf = tiny_bart(logits_bias=False, **over)
     m, _ = zhf.from_hf(hf)
     src, skpm, _ = batch()
-    want = hf.generate(src, attention_mask=(~skpm).long(), do_sample=False, num_beams=1, max_new_tokens=12)
-    assert torch.equal(m.generate(src, 12, src_key_padding_mask=skpm), want)
+    assert torch.equal(m.generate(src, 12, src_key_padding_mask=skpm), hf_greedy(hf, src, skpm, 12))
 
 
 def test_beam_search_starts_from_the_decoder_start_token():
@@ -82,7 +58,7 @@ def test_beam_search_starts_from_the_decoder_start_token():
     hf = tiny_bart(logits_bias=False)
     m, _ = zhf.from_hf(hf)
     src, skpm, _ = batch()
-    want = hf.generate(src, attention_mask=(~skpm).long(), do_sample=False, num_beams=1, max_new_tokens=12)
+    want = hf_greedy(hf, src, skpm, 12)
     got = beam_search(m, src, skpm, beam_size=1, max_len=12, length_penalty=0.0)
     assert got[:, 0].tolist() == [EOS] * 3
     for row_got, row_want in zip(got.tolist(), want.tolist()):  # HF pads finished rows; zoo pads with pad_id
@@ -93,23 +69,15 @@ def test_beam_search_starts_from_the_decoder_start_token():
                                        "scale_embeddings": True}])
 def test_to_hf_loads_in_transformers_with_the_same_logits(tmp_path, over):
     m = zoo_bart_like(**over)
-    zhf.to_hf(m, tmp_path)
-    hf = tf.AutoModelForSeq2SeqLM.from_pretrained(tmp_path).eval()
-    assert type(hf).__name__ == "BartForConditionalGeneration"
-    src, skpm, tgt = batch()
-    with torch.no_grad():
-        want = hf(input_ids=src, attention_mask=(~skpm).long(), decoder_input_ids=tgt).logits
-        assert_close(m(src, tgt, src_key_padding_mask=skpm), want)
+    hf = load_in_transformers(m, tmp_path, "BartForConditionalGeneration")
+    assert_same_logits(m, hf, *batch())
     assert saved_keys(tmp_path) == hf_saved_keys(hf, tmp_path / "hf")
 
 
 @pytest.mark.parametrize("over", [{}, {"share_tokens": False, "tie_embeddings": False, "lm_head_bias": True,
                                        "n_decoder_layers": 1}])
 def test_round_trip_is_bit_for_bit(tmp_path, over):
-    m = zoo_bart_like(**over)
-    back, cfg = zhf.from_hf(zhf.to_hf(m, tmp_path))
-    assert_same_state(m, back)
-    assert_same_config(cfg, m.cfg)
+    assert_round_trip_is_bit_for_bit(zoo_bart_like(**over), tmp_path)
 
 
 @pytest.mark.parametrize("over, option", [({"position_offset": 0}, "model.position_offset=0"),

@@ -5,11 +5,11 @@ import torch
 
 tf = pytest.importorskip("transformers")
 
-from test_interop_util import (assert_close, assert_same_config, assert_same_state, hf_saved_keys,  # noqa: E402
-                               right_padded, saved_keys, seeded)
+from test_interop_util import (assert_round_trip_is_bit_for_bit, assert_same_logits, hf_greedy,  # noqa: E402
+                               hf_saved_keys, load_in_transformers, perturb, saved_keys, seeded, seq2seq_batch,
+                               zoo_seq2seq)
 from zoo.interop import hf as zhf  # noqa: E402
 from zoo.interop.families import Unsupported  # noqa: E402
-from zoo.model import EncoderDecoder, ModelConfig  # noqa: E402
 
 V, PAD, EOS = 97, 0, 1
 V10 = {}  # T5 v1.0: ReLU, tied head, output rescale
@@ -21,29 +21,22 @@ def tiny_t5(untie=None, **over):
     seeded()
     kw = dict(vocab_size=V, d_model=32, d_kv=8, num_heads=4, d_ff=64, num_layers=2, relative_attention_num_buckets=8,
               relative_attention_max_distance=20, decoder_start_token_id=PAD, pad_token_id=PAD, eos_token_id=EOS)
-    hf = tf.T5ForConditionalGeneration(tf.T5Config(**{**kw, **over}))
-    with torch.no_grad():
-        for p in hf.parameters():
-            p.add_(torch.randn_like(p) * 0.1)
-        if untie is not False and over.get("tie_word_embeddings") is False:  # a v1.1 checkpoint has its own head
-            hf.lm_head.weight = torch.nn.Parameter(torch.randn(V, 32) * 0.2)
+    hf = perturb(tf.T5ForConditionalGeneration(tf.T5Config(**{**kw, **over})), 0.1)
+    if untie is not False and over.get("tie_word_embeddings") is False:  # a v1.1 checkpoint has its own head
+        hf.lm_head.weight = torch.nn.Parameter(torch.randn(V, 32) * 0.2)
     return hf.eval()
 
 
 def zoo_t5_like(**over):
-    seeded(1)
-    kw = dict(vocab_size=V, d_model=32, n_heads=4, d_ff=64, n_layers=2, position="t5_relative", rel_buckets=8,
-              rel_max_distance=20, norm="rmsnorm", norm_eps=1e-6, bias=False, norm_first=True, attn_scale=1.0,
-              scale_embeddings=False, share_embeddings=True, lm_head_scale=True, activation="relu", max_len=64,
-              pad_id=PAD, eos_id=EOS, bos_id=2, decoder_start_id=PAD, dropout=0.0)
-    return EncoderDecoder(ModelConfig(**{**kw, **over})).eval()
+    kw = dict(vocab_size=V, position="t5_relative", rel_buckets=8, rel_max_distance=20, norm="rmsnorm",
+              norm_eps=1e-6, bias=False, norm_first=True, attn_scale=1.0, scale_embeddings=False,
+              share_embeddings=True, lm_head_scale=True, activation="relu", pad_id=PAD, eos_id=EOS, bos_id=2,
+              decoder_start_id=PAD)
+    return zoo_seq2seq(**{**kw, **over})
 
 
 def batch():
-    src, skpm = right_padded([30, 16, 3], V, PAD)  # distances beyond max_distance: the log buckets
-    tgt = torch.randint(3, V, (3, 25))
-    tgt[:, 0] = PAD
-    return src, skpm, tgt
+    return seq2seq_batch([30, 16, 3], V, PAD, 25, start=PAD)  # distances beyond max_distance: the log buckets
 
 
 @pytest.mark.parametrize("over", [V10, V11, TIED_NO_RESCALE])
@@ -54,12 +47,7 @@ def test_logits_match_with_padding_and_lengths(over):
     assert cfg.lm_head_scale == (over.get("tie_word_embeddings") is not False)
     assert cfg.tie_embeddings == (over is not V11)
     assert cfg.activation == ("geglu_tanh" if over is V11 else "relu")
-    src, skpm, tgt = batch()
-    with torch.no_grad():
-        want = hf(input_ids=src, attention_mask=(~skpm).long(), decoder_input_ids=tgt).logits
-        assert_close(m(src, tgt, src_key_padding_mask=skpm), want)
-        src1 = src[2:, :3]
-        assert_close(m(src1, tgt[2:, :4]), hf(input_ids=src1, decoder_input_ids=tgt[2:, :4]).logits)
+    assert_same_logits(m, hf, *batch(), alone=(3, 4))
 
 
 @pytest.mark.parametrize("over", [V10, V11])
@@ -67,9 +55,8 @@ def test_greedy_generation_matches(over):
     hf = tiny_t5(**over)
     m, _ = zhf.from_hf(hf)
     src, skpm, _ = batch()
-    want = hf.generate(src, attention_mask=(~skpm).long(), do_sample=False, num_beams=1, max_new_tokens=24)
     got = m.generate(src, 24, src_key_padding_mask=skpm)
-    assert torch.equal(got, want)
+    assert torch.equal(got, hf_greedy(hf, src, skpm, 24))
     assert got[:, 1:].ne(PAD).any()  # it generated something
 
 
@@ -77,24 +64,16 @@ def test_greedy_generation_matches(over):
                                   {"lm_head_scale": False}, {"tie_embeddings": False, "activation": "swiglu"}])
 def test_to_hf_loads_in_transformers_with_the_same_logits(tmp_path, over):
     m = zoo_t5_like(**over)
-    zhf.to_hf(m, tmp_path)
-    hf = tf.AutoModelForSeq2SeqLM.from_pretrained(tmp_path).eval()
-    assert type(hf).__name__ == "T5ForConditionalGeneration"
+    hf = load_in_transformers(m, tmp_path, "T5ForConditionalGeneration")
     assert (hf.lm_head.weight.data_ptr() == hf.shared.weight.data_ptr()) == m.cfg.tie_embeddings
-    src, skpm, tgt = batch()
-    with torch.no_grad():
-        want = hf(input_ids=src, attention_mask=(~skpm).long(), decoder_input_ids=tgt).logits
-        assert_close(m(src, tgt, src_key_padding_mask=skpm), want)
+    assert_same_logits(m, hf, *batch())
     assert saved_keys(tmp_path) == hf_saved_keys(hf, tmp_path / "hf")
 
 
 @pytest.mark.parametrize("over", [{}, {"tie_embeddings": False, "lm_head_scale": False, "activation": "geglu_tanh",
                                        "n_decoder_layers": 1}])
 def test_round_trip_is_bit_for_bit(tmp_path, over):
-    m = zoo_t5_like(**over)
-    back, cfg = zhf.from_hf(zhf.to_hf(m, tmp_path))
-    assert_same_state(m, back)
-    assert_same_config(cfg, m.cfg)
+    assert_round_trip_is_bit_for_bit(zoo_t5_like(**over), tmp_path)
 
 
 @pytest.mark.parametrize("over, option", [({"attn_scale": None}, "model.attn_scale=None"),

@@ -10,6 +10,7 @@ pytest.importorskip("safetensors")
 
 from zoo.interop import hf as zhf  # noqa: E402
 from zoo.interop.families import SUPPORTED, Unsupported, zoo_ids  # noqa: E402
+from zoo.model import EncoderDecoder, ModelConfig  # noqa: E402
 
 TOL = 1e-5
 
@@ -55,6 +56,83 @@ def right_padded(lengths, vocab, pad, low=3):
         ids[i, :n] = torch.randint(low, vocab, (n,))
         kpm[i, :n] = False
     return ids, kpm
+
+
+def perturb(model, std=0.05):
+    """Add N(0, std^2) noise to every trainable parameter (not frozen ones such as Marian's sinusoidal tables):
+    no weight keeps its initial value (zeros, ones), so a swapped or dropped weight shows in the logits."""
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.requires_grad:
+                p.add_(torch.randn_like(p) * std)
+    return model
+
+
+# the toy size of the BART-layout HF models (BART, Marian) and of zoo's EncoderDecoders compared with them
+HF_BART_LAYOUT_SIZE = dict(d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
+                           decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=64,
+                           max_position_embeddings=64)
+ZOO_SIZE = dict(d_model=32, n_heads=4, d_ff=64, n_layers=2, max_len=64, dropout=0.0)
+
+
+def tiny_bart_layout(model_cls, config_cls, config, logits_bias=True):
+    """A random HF seq2seq of BART's layout (model_cls(config_cls(...)): BART, Marian) at the toy size, config
+    adding to / overriding it: seeded, perturbed, eval mode, with a random final_logits_bias if logits_bias, and
+    no forced last EOS in generation (zoo's generate has no forced last token)."""
+    seeded()
+    hf = perturb(model_cls(config_cls(**{**HF_BART_LAYOUT_SIZE, **config}))).eval()
+    if logits_bias:
+        hf.final_logits_bias.normal_()
+    hf.generation_config.forced_eos_token_id = None
+    return hf
+
+
+def zoo_seq2seq(**cfg):
+    """zoo's EncoderDecoder at the toy size (ZOO_SIZE, cfg adding to / overriding it), seeded(1), eval mode."""
+    seeded(1)
+    return EncoderDecoder(ModelConfig(**{**ZOO_SIZE, **cfg})).eval()
+
+
+def seq2seq_batch(lengths, vocab, pad, tgt_len, start, tgt_high=None):
+    """(src, src key padding mask, tgt): right_padded(lengths, vocab, pad) sources and random targets
+    (len(lengths), tgt_len) of tokens in [3, tgt_high or vocab), each starting with `start`."""
+    src, skpm = right_padded(lengths, vocab, pad)
+    tgt = torch.randint(3, tgt_high or vocab, (len(lengths), tgt_len))
+    tgt[:, 0] = start
+    return src, skpm, tgt
+
+
+def assert_same_logits(m, hf, src, skpm, tgt, alone=None):
+    """zoo's m gives HF's hf logits (TOL) on the padded batch; with alone=(source length, target length or None),
+    also on the last row alone, unpadded: its first source / target tokens."""
+    with torch.no_grad():
+        want = hf(input_ids=src, attention_mask=(~skpm).long(), decoder_input_ids=tgt).logits
+        assert_close(m(src, tgt, src_key_padding_mask=skpm), want)
+        if alone is not None:
+            src1, tgt1 = src[-1:, :alone[0]], tgt[-1:, :alone[1]]
+            assert_close(m(src1, tgt1), hf(input_ids=src1, decoder_input_ids=tgt1).logits)
+
+
+def hf_greedy(hf, src, skpm, max_new_tokens):
+    """transformers' greedy generate on the padded source batch."""
+    return hf.generate(src, attention_mask=(~skpm).long(), do_sample=False, num_beams=1,
+                       max_new_tokens=max_new_tokens)
+
+
+def load_in_transformers(m, d, class_name):
+    """m written by zoo.interop.hf.to_hf into d and loaded by transformers' AutoModelForSeq2SeqLM (eval mode),
+    asserted to be a `class_name`."""
+    zhf.to_hf(m, d)
+    hf = tf.AutoModelForSeq2SeqLM.from_pretrained(d).eval()
+    assert type(hf).__name__ == class_name
+    return hf
+
+
+def assert_round_trip_is_bit_for_bit(m, d):
+    """zoo -> HF (to_hf into d) -> zoo (from_hf) gives m's state bit for bit and its config."""
+    back, cfg = zhf.from_hf(zhf.to_hf(m, d))
+    assert_same_state(m, back)
+    assert_same_config(cfg, m.cfg)
 
 
 def test_unsupported_family_is_refused_naming_the_supported_ones(tmp_path):

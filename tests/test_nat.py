@@ -12,6 +12,7 @@ from zoo.model.encoder_only import source_blind_mask
 from zoo.model.length_head import LengthHead
 from zoo.tasks.nat import cmlm_mask, lowest, mask_predict, nat_inputs, num_to_mask
 from zoo.tasks.translation import NAT_BANNED, Translation
+from zoo_run import reversal_pairs
 
 TOK = SubwordTokenizer(train_bpe(["ein hund läuft", "a dog runs"], 30)).state_dict()
 
@@ -199,13 +200,9 @@ def test_tiny_model_overfits_a_reversal_task():
     """16 pairs target = reversed source (lengths 3..8, 24 token types): after at most 300 Adam steps (measured:
     all 16 exact at step 125) the length head and 4 rounds of mask-predict reproduce every target exactly."""
     torch.manual_seed(0)
-    g = torch.Generator().manual_seed(0)
-    pairs = []
-    for i in range(16):
-        s = torch.randint(6, 30, (int(torch.randint(3, 9, (1,), generator=g)),), generator=g).tolist()
-        pairs.append((i, s + [2], [1] + s[::-1], s[::-1] + [2]))
-    batch = collate_translation(pairs)
-    gold = [p[3][:-1] for p in pairs]
+    pairs = reversal_pairs(16)
+    batch = collate_translation([(i, s + [2], [1] + t, t + [2]) for i, (s, t) in enumerate(pairs)])
+    gold = [t for _, t in pairs]
     task = nat_task(label_smoothing=0.0)
     opt = torch.optim.Adam(task.parameters(), lr=3e-3)
     right = 0

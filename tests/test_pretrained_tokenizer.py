@@ -21,23 +21,12 @@ from zoo.data.resolver import DataError
 from zoo.data.text_classification import TextClassification
 from zoo.data.text_corpus import TextCorpus
 from zoo.train import ConfigError, check_config, run
-from zoo_run import make_cfg, run_cli
+from zoo_run import make_cfg, run_cli, sst2_rows  # test_init_from imports sst2_rows from here
 
 pytestmark = pytest.mark.skipif(not SHARED_DATA.is_dir(), reason=f"{SHARED_DATA} not available")
 MIRROR = str(SHARED_DATA)
 SMALL = ["model.d_model=32", "model.n_heads=2", "model.d_ff=64", "model.n_layers=1", "model.max_len=128",
          "trainer.enable_model_summary=false", "logger=csv"]
-
-
-def sst2_rows(name: str, n: int) -> list[tuple[str, str]]:
-    rows = []
-    with open(SHARED_DATA / "sst2" / name, encoding="utf-8") as f:
-        for line in f:
-            text, _, label = line.rstrip("\n").rpartition("\t")
-            rows.append((text.strip(), label.strip()))
-            if len(rows) == n:
-                break
-    return rows
 
 
 def bert_like(texts) -> Tokenizer:

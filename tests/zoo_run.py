@@ -1,13 +1,18 @@
-"""Helpers for tests that run zoo's main job: compose configs in-process, or run `python -m zoo`."""
+"""Helpers shared by tests: compose zoo's main job's configs in-process or run `python -m zoo`; read the shared
+SST-2 rows; toy reversal pairs; FlopCounterMode's count of a function."""
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+import torch
 from hydra import compose, initialize_config_dir
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import open_dict
+from torch.ops import aten
+from torch.utils.flop_counter import FlopCounterMode, sdpa_flop_count
 
+from conftest import SHARED_DATA
 from zoo.train import CONF_DIR
 
 REPO = Path(__file__).resolve().parents[1]
@@ -33,3 +38,41 @@ def run_cli(args, cwd, timeout=600, env=None):
     full_env = {**os.environ, "WANDB_MODE": "offline", "HYDRA_FULL_ERROR": "0", **(env or {})}
     return subprocess.run([sys.executable, "-m", "zoo", *args], cwd=cwd, env=full_env, capture_output=True,
                           text=True, timeout=timeout)
+
+
+SST2_FILES = {"train": "sentiment-train", "val": "sentiment-dev", "test": "sentiment-test"}
+
+
+def sst2_rows(split: str, n: int) -> list[tuple[str, str]]:
+    """The first n (text, label) rows, stripped, of the shared SST-2 split: train | val | test, or the file's
+    name (sentiment-train, sentiment-dev, sentiment-test)."""
+    rows = []
+    with open(SHARED_DATA / "sst2" / SST2_FILES.get(split, split), encoding="utf-8") as f:
+        for line in f:
+            text, _, label = line.rstrip("\n").rpartition("\t")
+            rows.append((text.strip(), label.strip()))
+            if len(rows) == n:
+                break
+    return rows
+
+
+def reversal_pairs(n: int = 16, seed: int = 0) -> list[tuple[list[int], list[int]]]:
+    """n toy (source ids, target ids) pairs, target = reversed source: lengths 3..8 of tokens 6..29, drawn from
+    their own generator (the global RNG is left alone)."""
+    g = torch.Generator().manual_seed(seed)
+    pairs = []
+    for _ in range(n):
+        s = torch.randint(6, 30, (int(torch.randint(3, 9, (1,), generator=g)),), generator=g).tolist()
+        pairs.append((s, s[::-1]))
+    return pairs
+
+
+CPU_SDPA = aten._scaled_dot_product_flash_attention_for_cpu
+
+
+def counted_flops(fn):
+    """FlopCounterMode's total for fn(), CPU SDPA counted with torch's own formula (as tests/test_cost.py)."""
+    mapping = {CPU_SDPA: lambda q, k, v, *a, **kw: sdpa_flop_count(q, k, v)}
+    with torch.no_grad(), FlopCounterMode(display=False, custom_mapping=mapping) as fc:
+        fn()
+    return fc.get_total_flops()

@@ -2,22 +2,18 @@
 (zoo.model.chunked_ce.linear_cross_entropy): time of forward + backward, and peak memory."""
 import gc
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 from typing import Callable, Dict, Tuple
 
 import torch
 import torch.nn.functional as F
 
+from zoo.bench.memory import peak_growth, run_child
 from zoo.bench.options import Options
 from zoo.bench.report import fmt, markdown_table, progress, ratio, wins
 from zoo.bench.steps import autocast, random_tokens
 from zoo.bench.timing import interleaved, median
 from zoo.model.chunked_ce import auto_chunk_size, linear_cross_entropy
 
-REPO = Path(__file__).resolve().parents[2]
 MB = 2 ** 20
 LOSS_KINDS = {"plain": "plain (full logits, F.cross_entropy)", "chunked": "fused chunked (linear_cross_entropy)"}
 # (rows N = batch x block, d_model, vocab): GPT-2 small's head at batch 8 x 256 tokens; QUICK: a smaller N and d
@@ -55,47 +51,17 @@ def loss_step(kind: str, h: torch.Tensor, w: torch.Tensor, target: torch.Tensor,
     return step
 
 
-def _rss_bytes() -> int:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-
-
-def _hwm_bytes() -> int:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
-    raise OSError("no VmHWM in /proc/self/status")
-
-
 def loss_peak(kind: str, n: int, d: int, vocab: int, device: str = "cpu", precision: str = "fp32",
               repeats: int = 2) -> Tuple[float, str]:
     """Peak memory growth (bytes) of one loss forward + backward (loss_step) over the steady state (inputs
-    allocated, one warm-up step done): the median of `repeats` steps. CPU: VmHWM after the step minus the RSS
-    before it (VmHWM reset through /proc/self/clear_refs; run it in a process started with
-    MALLOC_MMAP_THRESHOLD_ low, as run_loss_peak_child does, so that freed tensors leave the RSS); cuda:
-    max_memory_allocated minus memory_allocated before. Returns (bytes, method)."""
+    allocated, one warm-up step done): the median of `repeats` steps, measured by zoo.bench.memory.peak_growth.
+    CPU: VmHWM after the step minus the RSS before it (VmHWM reset through /proc/self/clear_refs; run it in a
+    process started with MALLOC_MMAP_THRESHOLD_ low, as run_loss_peak_child does, so that freed tensors leave
+    the RSS); cuda: max_memory_allocated minus memory_allocated before. Returns (bytes, method)."""
     h, w, target = loss_inputs(n, d, vocab, device)
     step = loss_step(kind, h, w, target, precision)
     step()
-    peaks = []
-    for _ in range(repeats):
-        gc.collect()
-        if device == "cuda":
-            torch.cuda.synchronize()
-            torch.cuda.reset_peak_memory_stats()
-            base = torch.cuda.memory_allocated()
-            step()
-            torch.cuda.synchronize()
-            peaks.append(torch.cuda.max_memory_allocated() - base)
-        else:
-            base = _rss_bytes()
-            with open("/proc/self/clear_refs", "w") as f:
-                f.write("5")  # VmHWM := current RSS
-            step()
-            peaks.append(max(0, _hwm_bytes() - base))
-    method = "cuda max_memory_allocated" if device == "cuda" else "RSS high-water mark (VmHWM)"
-    return median(peaks), method
+    return peak_growth(step, device, repeats)
 
 
 def loss_peak_child(kind: str, n: int, d: int, vocab: int, device: str = "cpu", precision: str = "fp32",
@@ -111,16 +77,11 @@ def loss_peak_child(kind: str, n: int, d: int, vocab: int, device: str = "cpu", 
 
 def run_loss_peak_child(kind: str, n: int, d: int, vocab: int, device: str = "cpu", precision: str = "fp32",
                         threads: int = 0) -> dict:
-    """loss_peak_child in a fresh `python -c` subprocess (glibc told to return freed blocks of >= 64 KB to the
-    OS at once, so the RSS follows the live tensors)."""
+    """loss_peak_child in a fresh `python -c` subprocess (zoo.bench.memory.run_child: glibc told to return freed
+    blocks of >= 64 KB to the OS at once, so the RSS follows the live tensors)."""
     code = (f"from zoo.bench.loss import loss_peak_child; "
             f"loss_peak_child({kind!r}, {n}, {d}, {vocab}, {device!r}, {precision!r}, {threads})")
-    pythonpath = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
-    env = dict(os.environ, PYTHONPATH=pythonpath, MALLOC_MMAP_THRESHOLD_="65536", MALLOC_TRIM_THRESHOLD_="131072")
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=str(REPO))
-    if res.returncode != 0:
-        raise RuntimeError(f"loss memory child ({kind}) failed:\n{res.stderr[-2000:]}")
-    return json.loads(res.stdout.strip().splitlines()[-1])
+    return run_child(code, f"loss memory child ({kind})")
 
 
 def bench_loss(opts: Options) -> str:

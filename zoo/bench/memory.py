@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, Optional, Sequence, Tuple
+from typing import Callable, Dict, Optional, Sequence, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -55,6 +55,45 @@ def _reset_hwm() -> bool:
         return False
 
 
+def peak_growth(step: Callable[[], object], device: str, repeats: int) -> Tuple[float, str]:
+    """Peak memory growth (bytes) of step() over the memory in use just before it: the median of `repeats`
+    calls (warm step() up first), and how it was measured. CPU: VmHWM after the call minus the RSS before it
+    (VmHWM reset through /proc/self/clear_refs; where that fails, ru_maxrss growth, said in the method). Run it
+    in a process started with MALLOC_MMAP_THRESHOLD_ low (run_child) so that freed tensors leave the RSS.
+    cuda: torch.cuda.max_memory_allocated minus memory_allocated before."""
+    peaks = []
+    method = "cuda max_memory_allocated" if device == "cuda" else "RSS high-water mark (VmHWM)"
+    for _ in range(repeats):
+        gc.collect()
+        if device == "cuda":
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+            base = torch.cuda.memory_allocated()
+            step()
+            torch.cuda.synchronize()
+            peaks.append(torch.cuda.max_memory_allocated() - base)
+        else:
+            base = _rss_bytes()
+            if not _reset_hwm():
+                method = "ru_maxrss growth (imprecise: VmHWM could not be reset)"
+                base = _hwm_bytes()
+            step()
+            peaks.append(max(0, _hwm_bytes() - base))
+    return median(peaks), method
+
+
+def run_child(code: str, what: str) -> dict:
+    """Run `python -c code` in a fresh process with zoo importable and glibc told to return freed blocks of
+    >= 64 KB to the OS at once (so the RSS follows the live tensors); returns the JSON of its stdout's last
+    line. Raises RuntimeError naming `what` (with the end of its stderr) if it fails."""
+    pythonpath = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
+    env = dict(os.environ, PYTHONPATH=pythonpath, MALLOC_MMAP_THRESHOLD_="65536", MALLOC_TRIM_THRESHOLD_="131072")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=str(REPO))
+    if res.returncode != 0:
+        raise RuntimeError(f"{what} failed:\n{res.stderr[-2000:]}")
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
 MEMORY_CONTENDERS = {
     "zoo": "zoo (is_causal)",
     "peer": "torch float mask",
@@ -95,25 +134,7 @@ def measure_peak(kind: str, seq_len: int, device: str, repeats: int = 3) -> Tupl
         model.zero_grad(set_to_none=False)
 
     step()
-    peaks = []
-    method = "cuda max_memory_allocated" if device == "cuda" else "RSS high-water mark (VmHWM)"
-    for _ in range(repeats):
-        gc.collect()
-        if device == "cuda":
-            torch.cuda.synchronize()
-            torch.cuda.reset_peak_memory_stats()
-            base = torch.cuda.memory_allocated()
-            step()
-            torch.cuda.synchronize()
-            peaks.append(torch.cuda.max_memory_allocated() - base)
-        else:
-            base = _rss_bytes()
-            if not _reset_hwm():
-                method = "ru_maxrss growth (imprecise: VmHWM could not be reset)"
-                base = _hwm_bytes()
-            step()
-            peaks.append(max(0, _hwm_bytes() - base))
-    return median(peaks), method
+    return peak_growth(step, device, repeats)
 
 
 def memory_child(seq_len: int, device: str, kinds: Sequence[str], threads: Optional[int] = None) -> dict:
@@ -134,12 +155,7 @@ def run_memory_child(seq_len: int, device: str, kinds: Sequence[str]) -> dict:
     """memory_child in a fresh `python -c` subprocess (stdout's last line is its JSON)."""
     code = (f"from zoo.bench.memory import memory_child; "
             f"memory_child({seq_len}, {device!r}, {list(kinds)!r}, threads={torch.get_num_threads()})")
-    pythonpath = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
-    env = dict(os.environ, PYTHONPATH=pythonpath, MALLOC_MMAP_THRESHOLD_="65536", MALLOC_TRIM_THRESHOLD_="131072")
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=str(REPO))
-    if res.returncode != 0:
-        raise RuntimeError(f"memory child (N={seq_len}) failed:\n{res.stderr[-2000:]}")
-    return json.loads(res.stdout.strip().splitlines()[-1])
+    return run_child(code, f"memory child (N={seq_len})")
 
 
 def bench_memory(opts: Options) -> str:
