@@ -2,6 +2,7 @@
 the shared datasets (a user's copy of Tiny Shakespeare's first 20 kB, an SST-2 file with a bad label), the
 resolver's name / path split, results.json, W&B, checkpoints and what zoo.report / zoo.generate read back."""
 import json
+import logging
 import time
 from pathlib import Path
 
@@ -10,7 +11,9 @@ import torch
 
 from zoo.data import resolver
 from zoo.data.info import CHECKPOINT_KEY, from_checkpoint
+from zoo.data.parallel_text import ParallelText
 from zoo.data.resolver import DataError, locate
+from zoo.data.text_corpus import TextCorpus
 from zoo.train import run
 from zoo_run import TINY, make_cfg, run_cli
 
@@ -168,3 +171,42 @@ def test_translation_checkpoint_keeps_its_languages_and_the_report_follows(tmp_p
     legacy = from_checkpoint(ckpt)
     assert (legacy["src_lang"], legacy["tgt_lang"], legacy["stored"]) == ("de", "en", False)
     assert "languages assumed: de->en" in legacy["note"]
+
+
+def test_too_long_translation_pair_names_its_file_and_line(tmp_path):
+    """truncate=false: the first too-long pair is named by the user's file and 1-based line (blank pairs and
+    carved splits do not shift it): two line-aligned files, or a table (after its header line)."""
+    src = [f"s{i}" for i in range(30)]
+    tgt = [f"t{i}" for i in range(30)]
+    src[4], tgt[4] = "", ""  # a blank pair, dropped (line 5)
+    src[20] = "a source sentence far longer than max_len"  # line 21
+    (tmp_path / "train.src").write_text("\n".join(src) + "\n")
+    (tmp_path / "train.tgt").write_text("\n".join(tgt) + "\n")
+    kw = dict(tokenizer="char", max_len=8, truncate=False, val_fraction=0.2, test_fraction=0.2)
+    with pytest.raises(DataError, match=rf"1 (train|val|test) pairs are longer than data.max_len=8 tokens, the first "
+                                        rf"at {tmp_path / 'train.src'} and {tmp_path / 'train.tgt'}, line 21 "
+                                        rf"\('a source sentence"):
+        ParallelText(train={"src": str(tmp_path / "train.src"), "tgt": str(tmp_path / "train.tgt")}, **kw).setup()
+    (tmp_path / "train.tsv").write_text("src\ttgt\n" + "".join(f"{a}\t{b}\n" for a, b in zip(src, tgt)))
+    with pytest.raises(DataError, match=rf"the first at {tmp_path / 'train.tsv'}, line 22 "):  # the header: line 1
+        ParallelText(train=str(tmp_path / "train.tsv"), **kw).setup()
+
+
+def test_text_corpus_logs_its_splits(tmp_path, caplog):
+    """The setup line, as text_classification's and parallel_text's: documents and tokens per split, the
+    tokenizer's kind and vocabulary size."""
+    docs = tmp_path / "plays"
+    docs.mkdir()
+    for i in range(4):
+        (docs / f"play{i}.txt").write_text(f"ACT {i}. " + "to be or not to be, that is the question.\n" * 20)
+    lightning_log = logging.getLogger("lightning.pytorch")  # rank_zero_info's; it does not propagate to root
+    lightning_log.addHandler(caplog.handler)
+    try:
+        with caplog.at_level(logging.INFO, logger="lightning.pytorch"):
+            dm = TextCorpus(file=str(docs), val_fraction=0.25, block_size=8, token_dir=str(tmp_path / "tokens"))
+            dm.setup()
+    finally:
+        lightning_log.removeHandler(caplog.handler)
+    n = {s: len(d) for s, d in (("train", dm.train_data), ("val", dm.val_data))}
+    assert (f"plays: train 3 documents, {n['train']} tokens; val 1 document, {n['val']} tokens; tokenizer char, "
+            f"vocab {dm.vocab_size}") in caplog.text

@@ -118,7 +118,12 @@ def check_config(cfg: DictConfig) -> None:
                           f"{cfg.data._target_} gives {data_batch} batches; use data={' or data='.join(fits)} (or a "
                           f"datamodule whose batches keep {task_cls.__name__}.BATCH_CONTRACT)")
     check_monitors(cfg, getattr(task_cls, "VAL_METRICS", {}).get(cfg.arch, ()), task_cls.__name__)
+    from zoo.tasks.optim_config import check_keys as check_optim_keys
     sched = cfg.task.get("scheduler") or {}
+    try:
+        check_optim_keys(cfg.task.get("optimizer"), sched)
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
     if sched.get("kind", "cosine") not in ("cosine", "noam"):
         raise ConfigError(f"task.scheduler.kind={sched.get('kind')!r} is unknown; allowed: cosine, noam")
     if sched.get("kind") == "noam" and not (sched.get("warmup_steps") or 0) >= 1:
@@ -128,6 +133,10 @@ def check_config(cfg: DictConfig) -> None:
     if cfg.model.get("share_embeddings") and cfg.data.get("joint_vocab") is False:
         raise ConfigError("model.share_embeddings=true needs one vocabulary for source and target: set "
                           "data.joint_vocab=true (or model.share_embeddings=false)")
+    if (cfg.arch == "encoder_only" and task_cls.BATCH == "translation" and cfg.data.get("joint_vocab") is False
+            and str(cfg.data.get("tokenizer") or "bpe") in ("bpe", "char")):  # zoo trains one tokenizer a side
+        raise ConfigError("encoder_only translation reads source and target as one sequence, so it needs "
+                          "one vocabulary: set data.joint_vocab=true")
     # the special ids the data gives the model: zoo's fixed ones, or a pretrained tokenizer.json's (read here)
     from dataclasses import fields
 
@@ -379,6 +388,12 @@ def run(cfg: DictConfig) -> float:
     tags = [cfg.arch, task_name, data_tag(data), *cfg.get("tags", [])]
     log.info("arch=%s task=%s data=%s output_dir=%s", cfg.arch, task_name, data_name, cfg.paths.output_dir)
     model_cfg = model_dict(cfg)
+    wanted = model_cfg.get("num_classes") or 0  # 0 (conf/model): the data's count
+    if "num_classes" in info and wanted and wanted != info["num_classes"]:
+        classes = info.get("classes") or []
+        raise ConfigError(f"model.num_classes={wanted}, but the data ({data_name}) has {info['num_classes']} classes"
+                          + (f" ({', '.join(map(str, classes))})" if 0 < len(classes) <= 10 else "")
+                          + "; drop the override (model.num_classes=0, the default, takes the data's count)")
     model_cfg.update({k: info[k] for k in FROM_DATA if k in info})
     if source is not None:
         model_cfg = init_model_config(source, model_cfg, info)

@@ -18,7 +18,7 @@ from torch.utils.data import DataLoader, Dataset
 from zoo.data.batching import BatchedDataModule, epoch_generator, pack_by_tokens, pad, shuffled
 from zoo.data.bpe import BOS_ID, EOS_ID, MODEL_IDS, PAD_ID, SubwordTokenizer, configured_ids
 from zoo.data.files import (TABLES, FileSplits, check_encoding, check_fractions, column, file_format, find,
-                            find_tokenizer, read_hub, read_records, text_digest)
+                            find_tokenizer, first_row_line, read_hub, read_records, text_digest)
 from zoo.data.resolver import DataError
 
 log = logging.getLogger("zoo")
@@ -164,6 +164,8 @@ class ParallelText(BatchedDataModule, FileSplits):
         self.skipped: dict[str, int] = {}
         self.truncated: dict[str, int] = {}
         self.carved: dict[str, str] = {}
+        # {split: (file(s), the line of row 0, "line" | "row", each kept pair's 0-based row there)}: messages
+        self.origins: dict[str, tuple[str, int, str, list[int]]] = {}
         self._train_cut: list[int] | None = None
 
     # ---- reading ---------------------------------------------------------------------------------------
@@ -177,6 +179,7 @@ class ParallelText(BatchedDataModule, FileSplits):
             if len(src) != len(tgt):
                 raise DataError(f"parallel files differ in length: {paths[0]} has {len(src)} lines, {paths[1]} "
                                 f"has {len(tgt)} lines; they must be line-aligned")
+            origin = (f"{paths[0]} and {paths[1]}", 1, "line")
         else:
             path = find(value, self.data_dir, self.mirror)
             fmt = file_format(path, self.format)
@@ -186,8 +189,10 @@ class ParallelText(BatchedDataModule, FileSplits):
             records = read_records(path, fmt, self.header, self.delimiter, self.encoding)
             src = [str(x) for x in column(records, self.columns[0], path, "src_column")]
             tgt = [str(x) for x in column(records, self.columns[1], path, "tgt_column")]
+            origin = (str(path), first_row_line(fmt, self.header), "row" if fmt == "parquet" else "line")
         keep = [i for i in range(len(src)) if src[i].strip() and tgt[i].strip()]
         self.skipped[split] = len(src) - len(keep)
+        self.origins[split] = (*origin, keep)
         return [src[i] for i in keep], [tgt[i] for i in keep]
 
     def read(self) -> dict[str, tuple[list[str], list[str]]]:
@@ -201,9 +206,12 @@ class ParallelText(BatchedDataModule, FileSplits):
                                 for c, k in zip(self.columns, ("src_column", "tgt_column")))
                     keep = [i for i in range(len(src)) if str(src[i]).strip() and str(tgt[i]).strip()]
                     self.skipped[split] = len(src) - len(keep)
+                    self.origins[split] = (self.carved[split], 1, "row", keep)
                     data[split] = ([str(src[i]) for i in keep], [str(tgt[i]) for i in keep])
         if self.limit is not None:
             data["train"] = tuple(x[: self.limit] for x in data["train"])
+            where, first, unit, rows = self.origins["train"]
+            self.origins["train"] = (where, first, unit, rows[: self.limit])
         left = 1.0  # the part of the training file still in train: each fraction is of the whole file
         for i, split in enumerate(("val", "test")):
             if split in data:
@@ -215,6 +223,9 @@ class ParallelText(BatchedDataModule, FileSplits):
             carved, keep = sorted(order[:n]), sorted(order[n:])
             data[split] = ([src[j] for j in carved], [tgt[j] for j in carved])
             data["train"] = ([src[j] for j in keep], [tgt[j] for j in keep])
+            where, first, unit, rows = self.origins["train"]
+            self.origins[split] = (where, first, unit, [rows[j] for j in carved])
+            self.origins["train"] = (where, first, unit, [rows[j] for j in keep])
             self.carved[split] = f"{self.fractions[split]:g} of train, seed {self.split_seed}"
         for split, (src, _) in data.items():
             if not src:
@@ -224,6 +235,12 @@ class ParallelText(BatchedDataModule, FileSplits):
             log.warning("%d test pairs also appear in train (%s); their test scores measure memory", dup,
                         self.where("test"))
         return data
+
+    def origin(self, split: str, i: int) -> str:
+        """Where pair i of a split (after blank pairs are dropped and splits carved) is in the user's file:
+        "FILE, line N" (1-based; two files: both, the same line), "FILE, row N" for Parquet and the hub."""
+        where, first, unit, rows = self.origins[split]
+        return f"{where}, {unit} {first + rows[i]}"
 
     # ---- setup -----------------------------------------------------------------------------------------
     def tokenizer_for(self, texts: list[str], side: str) -> SubwordTokenizer:
@@ -262,8 +279,8 @@ class ParallelText(BatchedDataModule, FileSplits):
             long = [i for i, (s, t) in enumerate(zip(src_ids, tgt_ids)) if len(s) > body or len(t) > body]
             if long and not self.truncate:
                 raise DataError(f"{len(long)} {split} pairs are longer than data.max_len={self.max_len} tokens, the "
-                                f"first is pair {long[0] + 1} ({src[long[0]][:60]!r}).\nFix: raise data.max_len "
-                                f"(and model.max_len), or set data.truncate=true to cut them")
+                                f"first at {self.origin(split, long[0])} ({src[long[0]][:60]!r}).\nFix: raise "
+                                f"data.max_len (and model.max_len), or set data.truncate=true to cut them")
             self.truncated[split] = len(long)
             sets[split] = TranslationSet([s[:body] for s in src_ids], [t[:body] for t in tgt_ids], src, tgt,
                                          self.model_ids["bos_id"], self.model_ids["eos_id"])

@@ -19,6 +19,7 @@ import os
 import lightning.pytorch as pl
 import numpy as np
 import torch
+from lightning.pytorch.utilities import rank_zero_info
 from torch.utils.data import DataLoader
 
 from zoo.data.bpe import MODEL_IDS, SubwordTokenizer, configured_ids, train_bpe
@@ -280,6 +281,12 @@ class TextCorpus(pl.LightningDataModule):
         self.train_set = RandomWindows(train_data, self.block_size, self.train_windows_per_epoch, self.seed)
         self.val_set = FixedWindows(val_data, self.block_size, self.val_windows)
         self.train_data, self.val_data = train_data, val_data
+        cut = (f" (one document: the first {1 - self.val_fraction:g} of its tokens train, the rest val)"
+               if "all" in files else "")
+        rank_zero_info(f"{self.name or dataset_name([str(self.file)])}: "
+                       + "; ".join(f"{s} {len(self.docs[s])} document{'s' * (len(self.docs[s]) != 1)}, {len(d)} "
+                                   f"tokens" for s, d in (("train", train_data), ("val", val_data)))
+                       + f"{cut}; tokenizer {self.kind}, vocab {self.vocab_size}")
 
     def data_info(self) -> dict:
         """The data this module reads (checkpoints, results.json): dataset (`name`, the built-in dataset's
