@@ -491,13 +491,21 @@ def main(cfg: DictConfig) -> float:
         return handle_error(e)
 
 
+def basic_multirun() -> bool:
+    """True in a multirun of Hydra's basic sweeper, whose jobs are independent (a grid): one job's bad input
+    need not stop the others. A search sweeper (Optuna) proposes its next job from the last one's value."""
+    if not (HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN):
+        return False
+    return str(HydraConfig.get().sweeper.get("_target_", "")).endswith("BasicSweeper")
+
+
 def handle_error(e: BaseException) -> float:
     """Bad input (ConfigError, DataError, BudgetError, a constructor's ValueError): print its message and exit
-    with 2; in a multirun, raise it instead, so Hydra runs the other jobs and fails at the end. Re-raise
-    anything else."""
+    with 2; in a grid multirun (basic_multirun), raise it instead, so Hydra runs the other jobs and fails at
+    the end. Re-raise anything else."""
     cause = e.__cause__ if isinstance(e, InstantiationException) else e  # a datamodule's or task's constructor
     if isinstance(cause, (ConfigError, DataError, BudgetError, InitFromError)) or (cause is not e and isinstance(cause, ValueError)):
         print(f"zoo: error: {cause}", file=sys.stderr)  # the message says what and how to fix, no traceback
-        if not (HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN):
+        if not basic_multirun():
             sys.exit(2)
     raise e
