@@ -188,6 +188,7 @@ def test_override_typo_in_a_multirun_exits_2_before_any_job(tmp_path):
     assert not (tmp_path / "sweep").exists()
 
 
+@pytest.mark.slow  # an end-to-end run; `pytest -m slow` runs it
 def test_override_check_leaves_help_cfg_and_good_runs_alone(tmp_path):
     r = run_cli(["--help"], cwd=tmp_path)
     assert r.returncode == 0 and "Configuration groups" in r.stdout, r.stderr

@@ -119,6 +119,7 @@ def test_results_and_examples_of_a_prefix_lm_run(tmp_path):
     assert len(chars["chars"]) == 65
 
 
+@pytest.mark.slow  # an end-to-end run; `pytest -m slow` runs it
 def test_examples_of_classification_and_translation_give_their_test_scores(tmp_path):
     run(make_cfg(tmp_path / "cls", ["data.limit=320", "data.vocab_size=300", "data.batch_size=32", "logger=csv",
                                     "model.d_model=32", "model.n_heads=2", "model.d_ff=64", "model.n_layers=1",

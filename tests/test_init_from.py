@@ -44,6 +44,7 @@ def test_a_run_starts_from_the_checkpoint_weights(bert_dir, tmp_path):
     assert "classifier.weight" in state
 
 
+@pytest.mark.slow  # an end-to-end run; `pytest -m slow` runs it
 def test_fine_tuning_changes_the_weights(bert_dir, tmp_path):
     run(make_cfg(tmp_path, [*RUN, f"model.init_from={bert_dir}"], arch="encoder_only"))
     converted, _ = zhf.from_hf(str(bert_dir))

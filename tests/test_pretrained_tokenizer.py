@@ -250,6 +250,7 @@ def test_corpus_token_file_is_keyed_by_the_tokenizers_content(tmp_path, files):
     assert ".bpe." in zoo_bpe.token_path.name and zoo_bpe.model_info()["pad_id"] == 0
 
 
+@pytest.mark.slow  # an end-to-end run; `pytest -m slow` runs it
 def test_translation_decodes_with_the_files_ids(tmp_path, files):
     """encoder_decoder translation with the BERT file: the decoder starts at [CLS] (bos 101) and stops at [SEP]
     (eos 102); a one-epoch run validates and tests (greedy and beam decoding) with those ids."""
