@@ -245,3 +245,9 @@ def test_num_classes_other_than_the_data_is_refused(tmp_path):
                                           r"the override"):
         run(cfg)
     assert not (tmp_path / "checkpoints").exists()
+
+
+@pytest.mark.parametrize("seed", ["abc", "-1", "1.5"])
+def test_a_bad_seed_exits_2(tmp_path, seed):
+    proc = run_cli(["+arch=decoder_only", f"seed={seed}", "trainer.max_steps=1"], cwd=tmp_path)
+    assert proc.returncode == 2 and "must be a non-negative integer" in proc.stderr, proc.stderr[-1000:]

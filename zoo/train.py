@@ -362,6 +362,11 @@ def run(cfg: DictConfig) -> float:
         print(NO_ARCH, file=sys.stderr)
         sys.exit(2)
     start = time.time()
+    seed = cfg.get("seed")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        print(f"zoo: error: seed={seed!r} must be a non-negative integer (e.g. seed=1; a sweep: seed=1,2,3 or "
+              f"compare.seeds=3)", file=sys.stderr)
+        sys.exit(2)
     route_lightning_logs()
     cfg = task_for_data(cfg)
     check_config(cfg)
