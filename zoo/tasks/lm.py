@@ -279,11 +279,10 @@ class LanguageModeling(TaskBase):
             metrics["val/mlm_acc"] = self.mlm_acc.compute()
         for m in (self.val_loss, self.cont_loss, self.mlm_acc):
             m.reset()
-        monitor, sign = self.hparams.monitor, 1 if self.hparams.monitor_mode == "min" else -1
-        value = float(metrics[monitor]) if monitor in metrics else None
-        # strictly better, as the best checkpoint (ModelCheckpoint keeps the first of equal scores)
-        improved = value is not None and (monitor not in self.best or sign * value < sign * self.best[monitor])
+        before = self.best.get(self.hparams.monitor)
         self.log_validation(metrics)
+        # the best moved: strictly better, as the best checkpoint (ModelCheckpoint keeps the first of equal scores)
+        improved = self.hparams.monitor in metrics and self.best.get(self.hparams.monitor) != before
         if improved and self._windows and not self.trainer.sanity_checking:
             # the validation the best checkpoint scored: its per-window continuation losses (paired tests)
             self.examples = {"task": "lm", "split": "val", "metric": "val/cont_loss",
