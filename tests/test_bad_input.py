@@ -251,3 +251,12 @@ def test_num_classes_other_than_the_data_is_refused(tmp_path):
 def test_a_bad_seed_exits_2(tmp_path, seed):
     proc = run_cli(["+arch=decoder_only", f"seed={seed}", "trainer.max_steps=1"], cwd=tmp_path)
     assert proc.returncode == 2 and "must be a non-negative integer" in proc.stderr, proc.stderr[-1000:]
+
+
+@pytest.mark.parametrize("n", ["0", "two"])
+def test_bad_compare_seeds_exits_2_before_any_job(tmp_path, n):
+    """compare.seeds=0 would sweep no seed at all: refused with a message, and no job starts."""
+    proc = run_cli(["-m", "experiment=compare", f"compare.seeds={n}", f"hydra.sweep.dir={tmp_path}/sweep"],
+                   cwd=tmp_path)
+    assert proc.returncode == 2 and "must be a positive whole number" in proc.stderr, proc.stderr[-1000:]
+    assert "Traceback" not in proc.stderr and "#0 :" not in proc.stderr + proc.stdout

@@ -63,6 +63,20 @@ def test_budget_cosine_follows_the_spent_fraction():
         assert fn(100) * 1e-3 == pytest.approx(want)
 
 
+def test_budget_cosine_warms_up_over_a_fraction_of_the_budget():
+    """warmup_fraction: the warmup is linear in the spent fraction (the same compute for every architecture),
+    whatever the step count; warmup_steps is then unused."""
+    spent = [0.0]
+    fn = BudgetCosine(warmup_steps=1000, progress=lambda: spent[0], lr=1e-3, min_lr=0.0, warmup_fraction=0.1)
+    assert fn(0) == pytest.approx(1e-3)  # p = 0: the first step moves at lr / 1000
+    spent[0] = 0.05
+    assert fn(500) == pytest.approx(0.5)
+    spent[0] = 0.1
+    assert fn(1) == pytest.approx(1.0)  # warmup done at 10% spent, though only one step ran
+    spent[0] = 0.55
+    assert fn(2) == pytest.approx(0.5 * (1 + math.cos(math.pi * 0.55)))
+
+
 def test_tokens_budget_stops_at_the_first_step_that_reaches_it(tmp_path):
     """budget.kind=tokens: 10.5 steps' worth stops after step 11; cost counts 256 tokens a step and 3 x the
     forward FLOPs of the (8, 32) batch (zoo.model.cost), and the CSV log carries the cost at each validation."""

@@ -355,6 +355,7 @@ def test_user_classification_config_compares_the_three_archs(tmp_path, sst2_file
                    "trainer.max_epochs=1", *SMALL_MODEL, f"hydra.sweep.dir={sweep}"], cwd=tmp_path,
                   env={"HOME": str(home)})
     assert out.returncode == 0, out.stderr[-3000:]
+    assert f"zoo: multirun dir: {sweep}" in out.stdout and f"python -m zoo.report {sweep}" in out.stdout
     results = [json.loads((sweep / str(i) / "results.json").read_text()) for i in range(3)]
     assert [r["arch"] for r in results] == ["encoder_only", "decoder_only", "encoder_decoder"]
     for r in results:

@@ -64,3 +64,12 @@ def test_load_into_from_a_zoo_checkpoint_and_a_run(tmp_path):
     arch, cfg = zhf.config_of(tmp_path / "m.ckpt")
     fresh = EncoderDecoder(cfg)
     assert_same_state(zhf.load_into(fresh, tmp_path / "m.ckpt").eval(), m)
+
+
+def test_missing_source_path_exits_2_without_a_hub_lookup(tmp_path, capsys):
+    """A local path that does not exist is named, with what to give instead; no hub request, no traceback."""
+    missing = tmp_path / "no_such_dir"
+    assert main(["from-hf", str(missing), str(tmp_path / "x.ckpt")]) == 2
+    err = capsys.readouterr().err
+    assert f"{missing} does not exist" in err and "hub id" in err
+    assert not (tmp_path / "x.ckpt").exists()

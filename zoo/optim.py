@@ -40,18 +40,24 @@ class WarmupCosine:
 
 class BudgetCosine:
     """LambdaLR multiplier for a run bounded by tokens, FLOPs or time rather than steps (whose step count is not
-    known in advance): linear warmup over warmup_steps, then cosine from lr to min_lr over the budget's spent
-    fraction p = progress() in [0, 1] (lr(p) = min_lr + (lr - min_lr) (1 + cos(pi p)) / 2; budget-aware
-    schedules, Li et al. 2020, "Budgeted Training"). progress is read at each step, so a resumed run (its cost
-    restored from the checkpoint) continues the same curve."""
+    known in advance): linear warmup, then cosine from lr to min_lr over the budget's spent fraction
+    p = progress() in [0, 1] (lr(p) = min_lr + (lr - min_lr) (1 + cos(pi p)) / 2; budget-aware schedules,
+    Li et al. 2020, "Budgeted Training"). The warmup covers the first warmup_fraction of the budget when given
+    (so architectures whose steps cost differently warm up over the same compute), else warmup_steps steps.
+    progress is read at each step, so a resumed run (its cost restored from the checkpoint) continues the
+    same curve."""
 
-    def __init__(self, warmup_steps: int, progress, lr: float, min_lr: float):
+    def __init__(self, warmup_steps: int, progress, lr: float, min_lr: float, warmup_fraction: "float | None" = None):
         self.warmup_steps, self.progress, self.lr, self.min_lr = warmup_steps, progress, lr, min_lr
+        self.warmup_fraction = warmup_fraction
 
     def __call__(self, step: int) -> float:
-        if step < self.warmup_steps:
-            return (step + 1) / self.warmup_steps
         p = min(1.0, max(0.0, float(self.progress())))
+        if self.warmup_fraction:
+            if p < self.warmup_fraction:
+                return max(p / self.warmup_fraction, 1e-3)  # the first step (p = 0) still moves, at lr / 1000
+        elif step < self.warmup_steps:
+            return (step + 1) / self.warmup_steps
         return (self.min_lr + 0.5 * (1.0 + math.cos(math.pi * p)) * (self.lr - self.min_lr)) / self.lr
 
 

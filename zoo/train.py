@@ -40,9 +40,19 @@ NO_ARCH = ("zoo needs an architecture. Pick one of the three with +arch=...: "
 
 
 log = logging.getLogger("zoo")
-# ${zoo_seeds:3} -> "1,2,3": the seeds a sweep runs (conf/experiment/compare.yaml's compare.seeds)
-OmegaConf.register_new_resolver("zoo_seeds", lambda n: ",".join(str(i) for i in range(1, int(n) + 1)),
-                                replace=True)
+
+
+def seed_list(n) -> str:
+    """${zoo_seeds:3} -> "1,2,3": the seeds a sweep runs (conf/experiment/compare.yaml's compare.seeds).
+    Prints a message and exits with 2 for an n that is not a positive whole number."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        print(f"zoo: error: compare.seeds={n!r} must be a positive whole number: the runs of each cell, seeds "
+              f"1 .. N (compare.seeds=1 for one run; seed=5,6,7 picks the seeds themselves)", file=sys.stderr)
+        sys.exit(2)
+    return ",".join(str(i) for i in range(1, n + 1))
+
+
+OmegaConf.register_new_resolver("zoo_seeds", seed_list, replace=True)
 
 # model keys the datamodule fills in (the special ids: its tokenizer's, zoo.data.bpe)
 FROM_DATA = ("vocab_size", "src_vocab_size", "num_classes", "pad_id", "bos_id", "eos_id")

@@ -5,7 +5,7 @@ from zoo.optim import BudgetCosine, ConfigLambdaLR, Noam, WarmupCosine, adamw
 
 # every key configure_optimizers reads; any other (+task.optimizer.lrr=...) would be ignored, so it is refused
 OPTIMIZER_KEYS = ("lr", "betas", "weight_decay", "eps")
-SCHEDULER_KEYS = ("kind", "warmup_steps", "decay_steps", "min_lr")
+SCHEDULER_KEYS = ("kind", "warmup_steps", "decay_steps", "min_lr", "warmup_fraction")
 
 
 def check_keys(optimizer, scheduler) -> None:
@@ -24,14 +24,16 @@ def configure_optimizers(model, optimizer: dict, scheduler: dict, max_steps: int
     """AdamW (decay on matrices only) + a per-step LambdaLR: scheduler.kind cosine (linear warmup, cosine to
     min_lr at decay_steps, default max_steps) or noam (Vaswani et al. 2017 eq. 3, peak lr at warmup_steps).
     progress: a function returning the fraction of a token / FLOP / time budget spent; given, cosine decays
-    over it instead of over steps (BudgetCosine; noam has no horizon and ignores it).
+    over it instead of over steps, warming up over scheduler.warmup_fraction of it when set (BudgetCosine; noam
+    has no horizon and ignores both).
     Returns Lightning's optimizer dict. Raises ValueError for an unknown kind or key (check_keys)."""
     check_keys(optimizer, scheduler)
     opt = adamw(model, optimizer["lr"], optimizer.get("betas", (0.9, 0.999)), optimizer.get("weight_decay", 0.1),
                 optimizer.get("eps", 1e-8))
     kind = scheduler.get("kind", "cosine")
     if kind == "cosine" and progress is not None:
-        fn = BudgetCosine(scheduler["warmup_steps"], progress, optimizer["lr"], scheduler.get("min_lr", 0.0))
+        fn = BudgetCosine(scheduler["warmup_steps"], progress, optimizer["lr"], scheduler.get("min_lr", 0.0),
+                          scheduler.get("warmup_fraction"))
     elif kind == "cosine":
         decay = scheduler.get("decay_steps") or max_steps
         fn = WarmupCosine(scheduler["warmup_steps"], decay, optimizer["lr"], scheduler.get("min_lr", 0.0))
