@@ -172,7 +172,7 @@ def test_alibi_prefix_lm_penalises_future_prefix_keys():
     cfg = ModelConfig(vocab_size=20, d_model=16, n_heads=2, d_ff=32, n_layers=1, dropout=0.0, position="alibi",
                       mask="prefix", prefix_len=4, max_len=16)
     model = DecoderOnly(cfg)
-    _, _, _, _, bias = model.prepare(torch.zeros(1, 6, dtype=torch.long), model.embed, "prefix")
+    bias = model.prepare(torch.zeros(1, 6, dtype=torch.long), model.embed, "prefix")[1].bias
     slopes = alibi_slopes(2)
     for h in range(2):
         for i in range(6):

@@ -5,7 +5,7 @@ nn.MultiheadAttention.in_proj_weight; cross-attention projects Q from the decode
 memory. n_kv_heads < n_heads gives grouped-query / multi-query attention (Ainslie et al. 2023).
 """
 import math
-from typing import Optional, Tuple
+from dataclasses import dataclass, replace
 
 import torch
 import torch.nn.functional as F
@@ -16,7 +16,23 @@ from zoo.model.kv_cache import KVCache
 from zoo.model.positions import apply_rotary
 
 
-def _check_shape(name: str, t: torch.Tensor, full: Tuple[int, ...]) -> None:
+@dataclass(frozen=True)
+class AttentionInputs:
+    """The self-attention inputs of one forward, shared by every layer of a stack; built once by
+    TransformerBase.prepare. T new queries attend over T_k = offset + T keys (offset = tokens already in
+    the KV cache). The fields are `attend`'s arguments of the same names."""
+
+    mask: torch.Tensor | None = None  # bool (T, T_k) or (B | 1, 1, T, T_k), True = may attend; None = no mask
+    is_causal: bool = False  # query i (absolute position offset + i) sees keys 0 .. offset + i
+    rope: tuple[torch.Tensor, torch.Tensor] | None = None  # (cos, sin) of the new positions, each (B | 1, 1, T, d_head)
+    bias: torch.Tensor | None = None  # float (1, h, T, T_k) added to the scores (ALiBi, T5 relative positions)
+
+    def add_bias(self, bias: torch.Tensor) -> "AttentionInputs":
+        """A copy with `bias` (broadcastable to (B, h, T, T_k)) added to the scores."""
+        return replace(self, bias=bias if self.bias is None else self.bias + bias)
+
+
+def _check_shape(name: str, t: torch.Tensor, full: tuple[int, ...]) -> None:
     try:
         ok = torch.broadcast_shapes(t.shape, full) == full
     except RuntimeError:
@@ -26,9 +42,9 @@ def _check_shape(name: str, t: torch.Tensor, full: Tuple[int, ...]) -> None:
                          f"{full}; over cached keys it must cover all of them (T_k = cached + new)")
 
 
-def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: Optional[torch.Tensor] = None,
-           bias: Optional[torch.Tensor] = None, is_causal: bool = False, dropout_p: float = 0.0,
-           need_weights: bool = False, scale: Optional[float] = None) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
+def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None,
+           bias: torch.Tensor | None = None, is_causal: bool = False, dropout_p: float = 0.0,
+           need_weights: bool = False, scale: float | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
     """softmax(q k^T / sqrt(d_head) + bias + mask) v, safe with every mask (Vaswani et al. 2017, eq. 1).
 
     q: (B, h, T_q, d_head); k, v: (B, h_kv, T_k, d_head) with h % h_kv == 0.
@@ -100,8 +116,8 @@ class MultiHeadAttention(nn.Module):
     Raises ValueError for indivisible head counts.
     """
 
-    def __init__(self, d_model: int, n_heads: int, n_kv_heads: Optional[int] = None, bias: bool = True,
-                 dropout: float = 0.0, cross: bool = False, scale: Optional[float] = None):
+    def __init__(self, d_model: int, n_heads: int, n_kv_heads: int | None = None, bias: bool = True,
+                 dropout: float = 0.0, cross: bool = False, scale: float | None = None):
         super().__init__()
         n_kv_heads = n_kv_heads or n_heads
         if d_model % n_heads:
@@ -118,9 +134,10 @@ class MultiHeadAttention(nn.Module):
             self.qkv_proj = nn.Linear(d_model, d_model + 2 * kv_dim, bias=bias)
         self.out_proj = nn.Linear(d_model, d_model, bias=bias)
 
-    def forward(self, x: torch.Tensor, memory: Optional[torch.Tensor] = None, mask: Optional[torch.Tensor] = None,
-                is_causal: bool = False, rope: Optional[Tuple[torch.Tensor, torch.Tensor]] = None,
-                bias: Optional[torch.Tensor] = None, cache: Optional[KVCache] = None, need_weights: bool = False):
+    def forward(self, x: torch.Tensor, memory: torch.Tensor | None = None, mask: torch.Tensor | None = None,
+                is_causal: bool = False, rope: tuple[torch.Tensor, torch.Tensor] | None = None,
+                bias: torch.Tensor | None = None, cache: KVCache | None = None,
+                need_weights: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
         """x: (B, T_q, d_model); memory: (B, T_k, d_model) for cross-attention.
 
         mask / bias / is_causal: as `attend`, over all keys (cached ones included): with a cache holding

@@ -1,10 +1,9 @@
 """What the three architectures share: position schemes, the per-forward attention inputs, caches."""
-from typing import Optional
-
 import torch
 from torch import nn
 
 from zoo.model import masks
+from zoo.model.attention import AttentionInputs
 from zoo.model.config import ModelConfig
 from zoo.model.embedding import Embedding
 from zoo.model.kv_cache import DecodingCache, KVCache
@@ -34,15 +33,16 @@ class TransformerBase(nn.Module):
         return Embedding(vocab_size, cfg.d_model, pos, cfg.scale_embeddings, cfg.dropout, norm, cfg.type_vocab_size)
 
     def prepare(self, idx: torch.Tensor, embed: Embedding, mask_kind: str,
-                key_padding_mask: Optional[torch.Tensor] = None, positions: Optional[torch.Tensor] = None,
-                offset: int = 0, prefix_len=None):
+                key_padding_mask: torch.Tensor | None = None, positions: torch.Tensor | None = None,
+                offset: int = 0, prefix_len: int | torch.Tensor | None = None) -> tuple[torch.Tensor, AttentionInputs]:
         """Embed idx (B, T) and build the self-attention inputs of every layer.
 
         key_padding_mask: (B, offset + T) bool, True = padding, over all keys (cached ones included).
         positions: (B, T) long; default: per row, the count of non-padding tokens before each token, so
         left-padded prompts start at position 0; without padding offset .. offset+T-1, shaped (1, T) and
         broadcast over the batch (a (B, T) index would make the learned-position backward B times the work).
-        Returns (x (B, T, d_model), mask, is_causal, rope (cos, sin) | None, bias (1, h, T, offset+T) | None).
+        prefix_len: int | (B,) for mask_kind=prefix (None = cfg.prefix_len).
+        Returns (x (B, T, d_model), the AttentionInputs every layer's self-attention reads).
         Raises ValueError when the sequence is longer than model.max_len.
         """
         B, T = idx.shape
@@ -66,9 +66,10 @@ class TransformerBase(nn.Module):
         # causal masks use the signed distance
         bias = (self.alibi(T, T_k, offset, causal=mask_kind in ("causal", "sliding"))
                 if self.alibi is not None else None)
-        return x, mask, is_causal, rope, bias
+        return x, AttentionInputs(mask=mask, is_causal=is_causal, rope=rope, bias=bias)
 
-    def new_caches(self, n_layers: int, batch_size: int, max_len: int, device=None, dtype=None):
+    def new_caches(self, n_layers: int, batch_size: int, max_len: int, device: torch.device | str | None = None,
+                   dtype: torch.dtype | None = None) -> list[KVCache]:
         """n_layers preallocated KVCaches of max_len tokens each."""
         cfg = self.cfg
         dtype = dtype or next(self.parameters()).dtype

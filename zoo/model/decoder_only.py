@@ -39,10 +39,9 @@ class DecoderOnly(TransformerBase):
                  prefix_len=None, return_attention: bool = False):
         """Final hidden states (B, T, d_model) and the per-layer attention weights (or None)."""
         offset = cache.offset if cache is not None else 0
-        x, mask, is_causal, rope, bias = self.prepare(idx, self.embed, self.mask_kind, key_padding_mask, positions,
-                                                      offset, prefix_len)
-        return self.decoder(x, mask=mask, is_causal=is_causal, rope=rope, bias=bias,
-                            caches=cache.self_attn if cache is not None else None, need_weights=return_attention)
+        x, inputs = self.prepare(idx, self.embed, self.mask_kind, key_padding_mask, positions, offset, prefix_len)
+        return self.decoder(x, attn=inputs, caches=cache.self_attn if cache is not None else None,
+                            need_weights=return_attention)
 
     def forward(self, idx: torch.Tensor, key_padding_mask: Optional[torch.Tensor] = None,
                 positions: Optional[torch.Tensor] = None, cache: Optional[DecodingCache] = None,

@@ -47,8 +47,8 @@ class EncoderDecoder(TransformerBase):
     def encode(self, src: torch.Tensor, src_key_padding_mask: Optional[torch.Tensor] = None,
                return_attention: bool = False):
         """src (B, S), src_key_padding_mask (B, S) True = padding -> memory (B, S, d_model)."""
-        x, mask, is_causal, rope, bias = self.prepare(src, self.src_embed, "bidirectional", src_key_padding_mask)
-        x, attn = self.encoder(x, mask=mask, is_causal=is_causal, rope=rope, bias=bias, need_weights=return_attention)
+        x, inputs = self.prepare(src, self.src_embed, "bidirectional", src_key_padding_mask)
+        x, attn = self.encoder(x, attn=inputs, need_weights=return_attention)
         return (x, attn) if return_attention else x
 
     def decode(self, tgt: torch.Tensor, memory: torch.Tensor, tgt_key_padding_mask: Optional[torch.Tensor] = None,
@@ -65,11 +65,10 @@ class EncoderDecoder(TransformerBase):
                         cache=None, return_attention=False):
         """The decoder's final hidden states (B, T, d_model) and per-layer (self, cross) weights (or None)."""
         offset = cache.offset if cache is not None else 0
-        x, mask, is_causal, rope, bias = self.prepare(tgt, self.tgt_embed, self.mask_kind, tgt_key_padding_mask,
-                                                      positions, offset)
+        x, inputs = self.prepare(tgt, self.tgt_embed, self.mask_kind, tgt_key_padding_mask, positions, offset)
         memory_mask = masks.padding(memory_key_padding_mask) if memory_key_padding_mask is not None else None
-        return self.decoder(x, memory, mask=mask, is_causal=is_causal, memory_mask=memory_mask, rope=rope,
-                            bias=bias, caches=cache.self_attn if cache is not None else None,
+        return self.decoder(x, attn=inputs, memory=memory, memory_mask=memory_mask,
+                            caches=cache.self_attn if cache is not None else None,
                             cross_caches=cache.cross_attn if cache is not None else None,
                             need_weights=return_attention)
 

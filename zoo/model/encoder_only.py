@@ -2,6 +2,7 @@
 head for non-autoregressive translation (Mask-Predict's conditional masked LM, Ghazvininejad et al. 2019), and
 next-token prediction by re-reading the whole prefix bidirectionally at every position (ENTP, Ewer et al.
 2024, "Encoder-only Next Token Prediction"): `next_token_logits`, `prefix_next_logits`, `generate`."""
+from dataclasses import replace
 from typing import Optional
 
 import torch
@@ -46,10 +47,11 @@ class EncoderOnly(TransformerBase):
                source_len: Optional[torch.Tensor] = None):
         """idx (B, T), key_padding_mask (B, T) True = padding -> hidden states (B, T, d_model)
         (and per-layer weights (B, h, T, T) with return_attention). source_len (B,): see the class."""
-        x, mask, is_causal, rope, bias = self.prepare(idx, self.embed, self.mask_kind, key_padding_mask, positions)
+        x, inputs = self.prepare(idx, self.embed, self.mask_kind, key_padding_mask, positions)
         if source_len is not None:
-            mask, is_causal = masks.combine(mask, source_blind_mask(idx.shape[1], source_len)), False
-        x, attn = self.encoder(x, mask=mask, is_causal=is_causal, rope=rope, bias=bias, need_weights=return_attention)
+            inputs = replace(inputs, mask=masks.combine(inputs.mask, source_blind_mask(idx.shape[1], source_len)),
+                             is_causal=False)
+        x, attn = self.encoder(x, attn=inputs, need_weights=return_attention)
         return (x, attn) if return_attention else x
 
     def forward(self, idx: torch.Tensor, key_padding_mask: Optional[torch.Tensor] = None,
