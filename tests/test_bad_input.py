@@ -6,13 +6,14 @@ import pytest
 import torch
 
 from zoo.cli_overrides import typos
+from zoo.config_checks import CONF_DIR, ConfigError, check_config
 from zoo.model import DecoderOnly, EncoderDecoder, EncoderOnly, ModelConfig, build_model
 from zoo.model.feedforward import FeedForward
 from zoo.model.generate import sample_next
 from zoo.model.init import init_weights
 from zoo.model.norm import make_norm
 from zoo.tasks.optim_config import configure_optimizers
-from zoo.train import CONF_DIR, ConfigError, check_config, run
+from zoo.train import run
 from zoo_run import TINY, make_cfg, run_cli
 
 SMALL = dict(vocab_size=50, d_model=16, n_heads=4, d_ff=32, n_layers=2, dropout=0.0, max_len=16)

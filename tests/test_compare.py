@@ -5,8 +5,9 @@ import pytest
 from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 
+from zoo.config_checks import CONF_DIR, check_config
 from zoo.model.cost import param_count
-from zoo.train import CONF_DIR, FROM_DATA, check_config, model_dict
+from zoo.model_config_from_data import FROM_DATA, model_dict
 from zoo_run import make_cfg
 
 ARCHS = ("encoder_only", "decoder_only", "encoder_decoder", "prefix_lm")  # +arch choices; prefix_lm: decoder_only

@@ -15,12 +15,13 @@ import torch
 from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 
 from conftest import SHARED_DATA
+from zoo.config_checks import ConfigError, check_config
 from zoo.data.bpe import FIXED_IDS, SubwordTokenizer, train_bpe
 from zoo.data.parallel_text import ParallelText
 from zoo.data.resolver import DataError
 from zoo.data.text_classification import TextClassification
 from zoo.data.text_corpus import TextCorpus
-from zoo.train import ConfigError, check_config, run
+from zoo.train import run
 from zoo_run import make_cfg, run_cli, sst2_rows  # test_init_from imports sst2_rows from here
 
 pytestmark = pytest.mark.skipif(not SHARED_DATA.is_dir(), reason=f"{SHARED_DATA} not available")

@@ -10,7 +10,7 @@ import yaml
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from zoo.train import CONF_DIR, check_config
+from zoo.config_checks import CONF_DIR, check_config
 from zoo_run import REPO, run_cli
 
 SWEEPS = sorted((REPO / "experiments" / "sweeps").glob("*.yaml"))

@@ -9,7 +9,8 @@ from zoo.model import ModelConfig, build_model
 from zoo.model.cost import classify_flops_per_token
 from zoo.data.bpe import SubwordTokenizer, train_bpe
 from zoo.tasks.translation import Translation, join_source_target
-from zoo.train import ConfigError, run
+from zoo.config_checks import ConfigError
+from zoo.train import run
 from zoo_run import make_cfg
 
 SMALL = ["model.d_model=32", "model.n_heads=2", "model.d_ff=64", "model.n_layers=1", "logger=csv",

@@ -6,11 +6,12 @@ from pathlib import Path
 import pytest
 import torch
 
+from zoo.config_checks import ConfigError
 from zoo.data.resolver import DataError
 from zoo.model import ModelConfig, build_model
 from zoo.model.cost import flops_per_token, param_count
 from zoo.optim import warmup_cosine
-from zoo.train import ConfigError, run
+from zoo.train import run
 from zoo_run import TINY, make_cfg, run_cli
 
 
@@ -349,7 +350,7 @@ def test_monitor_with_its_direction_is_accepted(tmp_path, overrides, monitor, mo
     best-checkpoint callback built from the config keeps the best by it, in that direction."""
     from hydra.utils import instantiate
 
-    from zoo.train import check_config
+    from zoo.config_checks import check_config
 
     cfg = make_cfg(tmp_path, overrides, arch="encoder_only")
     check_config(cfg)

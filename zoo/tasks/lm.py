@@ -17,6 +17,7 @@ from zoo.model import ModelConfig, build_model
 from zoo.model.chunked_ce import lm_head_cross_entropy
 from zoo.model.cost import batch_flops
 from zoo.model.encoder_only import prefix_next_logits
+from zoo.model_config_from_data import for_objective
 from zoo.tasks.base import TaskBase
 from zoo.tasks.nat import uniform
 
@@ -122,8 +123,7 @@ class LanguageModeling(TaskBase):
         self.save_hyperparameters()
         if self.objective == "masked_lm":
             self.mask_id = model["vocab_size"]  # <mask>: one id past the data's vocabulary
-            model = {**model, "vocab_size": model["vocab_size"] + 1}
-        self.model = build_model(arch, ModelConfig(**model))
+        self.model = build_model(arch, ModelConfig(**for_objective(self.objective, model)))
         self.tokenizer = tokenizer_from_state(tokenizer)  # char or BPE, as the data's
         self.val_loss, self.cont_loss, self.mlm_acc = MeanMetric(), MeanMetric(), MeanMetric()
         self.samples = []

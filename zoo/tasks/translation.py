@@ -21,6 +21,7 @@ from zoo.model.chunked_ce import lm_head_cross_entropy
 from zoo.model.cost import batch_flops
 from zoo.model.encoder_only import prefix_next_logits
 from zoo.model.generate import left_pad
+from zoo.model_config_from_data import for_objective
 from zoo.tasks.base import TaskBase
 from zoo.tasks.nat import cmlm_mask, mask_predict, nat_inputs, rank_in_row, uniform
 
@@ -139,8 +140,7 @@ class Translation(TaskBase):
         if objective == "cmlm_mask_predict":
             if nat_iterations < 1:
                 raise ValueError(f"task.nat_iterations={nat_iterations} must be >= 1 (1 = one-pass NAT)")
-            model = {**model, "length_classes": model.get("length_classes") or
-                     model.get("max_len", ModelConfig.max_len)}  # saved below, so checkpoints rebuild the head
+        model = for_objective(objective, model)  # saved below, so checkpoints rebuild the length head
         self.save_hyperparameters()
         self.model = build_model(arch, ModelConfig(**model))
         self.tgt_tokenizer = SubwordTokenizer.from_state_dict(tokenizer["tgt"])
