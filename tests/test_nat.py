@@ -11,7 +11,8 @@ from zoo.model import EncoderOnly, ModelConfig
 from zoo.model.encoder_only import source_blind_mask
 from zoo.model.length_head import LengthHead
 from zoo.tasks.nat import cmlm_mask, lowest, mask_predict, nat_inputs, num_to_mask
-from zoo.tasks.translation import NAT_BANNED, Translation
+from zoo.tasks.translation import Translation
+from zoo.tasks.translation_encoder_only import NAT_BANNED
 from zoo_run import reversal_pairs
 
 TOK = SubwordTokenizer(train_bpe(["ein hund läuft", "a dog runs"], 30)).state_dict()

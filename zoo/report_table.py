@@ -166,12 +166,12 @@ def markdown_table(table: List[dict]) -> str:
         train_s = (fmt_seconds(r["train_seconds"]) if r["train_seconds_measured"] else "-") + \
             f" ({fmt_seconds(r['wall_seconds'])})"
         if r["inference_flops_per_token"] is not None:
-            fpt = fmt_num(r["inference_flops_per_token"], " M", 1e6, ".2f")
+            flops_per_token = fmt_num(r["inference_flops_per_token"], " M", 1e6, ".2f")
         else:
-            fpt = fmt_num(r["flops_per_token"], " M†", 1e6, ".2f")
+            flops_per_token = fmt_num(r["flops_per_token"], " M†", 1e6, ".2f")
         params = "-" if r["params"] is None else f"{round(r['params']):,}"
         cells = [r["cell"], r["dataset"], r["budget"], obj, r["metric"], r["seeds"], fmt_mean_std(r), fmt_ci(r),
-                 params, fmt_num(r["train_flops"]), fmt_num(r["tokens"]), train_s, fpt,
+                 params, fmt_num(r["train_flops"]), fmt_num(r["tokens"]), train_s, flops_per_token,
                  fmt_num(r["ms_per_example"], digits=".2f")]
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
     return "\n".join(lines)

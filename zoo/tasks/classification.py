@@ -43,7 +43,7 @@ class Classification(TaskBase):
             f"{split}_{name}": metric(num_classes=n, average=avg)
             for split in ("val", "test")
             for name, metric, avg in (("acc", MulticlassAccuracy, "micro"), ("f1", MulticlassF1Score, "macro"))})
-        self.losses = torch.nn.ModuleDict({split: MeanMetric() for split in ("val", "test")})
+        self.mean_loss = torch.nn.ModuleDict({split: MeanMetric() for split in ("val", "test")})
 
     def forward_flops_per_token(self, seq_len: int, src_len=None) -> float:
         """Forward FLOPs per input token of model.classify on seq_len tokens: the classifier instead of the LM
@@ -68,14 +68,14 @@ class Classification(TaskBase):
         logits = self(batch).float()
         if split == "test":  # per-example predictions for paired tests between runs (zoo.report)
             self._test_rows += zip(batch["index"].tolist(), logits.argmax(-1).tolist(), batch["labels"].tolist())
-        self.losses[split].update(F.cross_entropy(logits, batch["labels"]), weight=len(batch["labels"]))
+        self.mean_loss[split].update(F.cross_entropy(logits, batch["labels"]), weight=len(batch["labels"]))
         for name in ("acc", "f1"):
             self.metrics[f"{split}_{name}"].update(logits, batch["labels"])
 
     def _eval_end(self, split):
-        metrics = {f"{split}/loss": self.losses[split].compute()}
+        metrics = {f"{split}/loss": self.mean_loss[split].compute()}
         metrics.update({f"{split}/{name}": self.metrics[f"{split}_{name}"].compute() for name in ("acc", "f1")})
-        self.losses[split].reset()
+        self.mean_loss[split].reset()
         for name in ("acc", "f1"):
             self.metrics[f"{split}_{name}"].reset()
         if split == "val":
