@@ -22,9 +22,9 @@ def test_sweep_lists_every_cell_and_seed(seeds, expected):
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
         cfg = compose("config", overrides=["experiment=compare", *extra], return_hydra_config=True)
     params = cfg.hydra.sweeper.params
-    assert list(params) == ["+arch", "+cell", "seed"]  # arch first: the cell's task / data / steps win over the arch's
+    assert list(params) == ["+arch", "+benchmark", "seed"]  # arch first: the cell's task / data / steps win over the arch's
     assert sorted(params["+arch"].split(",")) == sorted(ARCHS)
-    assert sorted(params["+cell"].split(",")) == sorted(CELLS)
+    assert sorted(params["+benchmark"].split(",")) == sorted(CELLS)
     assert params["seed"] == expected
     assert cfg.experiment_name == "compare"
 
@@ -34,7 +34,7 @@ def model_info(tmp_path_factory):
     """model_info() of each cell's real datamodule (BPE vocabularies trained as in a run), keyed by cell."""
     infos = {}
     for cell in CELLS:
-        cfg = make_cfg(tmp_path_factory.mktemp(cell), ["experiment=compare", f"+cell={cell}"], arch="decoder_only")
+        cfg = make_cfg(tmp_path_factory.mktemp(cell), ["experiment=compare", f"+benchmark={cell}"], arch="decoder_only")
         dm = instantiate(cfg.data)
         dm.prepare_data()
         dm.setup()
@@ -50,7 +50,7 @@ def test_parameters_match_within_ten_percent(cell, model_info, tmp_path):
     info = model_info[cell]
     params = {}
     for arch in ARCHS:
-        cfg = make_cfg(tmp_path / arch, ["experiment=compare", f"+cell={cell}"], arch=arch)
+        cfg = make_cfg(tmp_path / arch, ["experiment=compare", f"+benchmark={cell}"], arch=arch)
         assert cfg.task._target_ == task_target and cfg.data._target_.endswith(
             {"sst2": "SST2", "tiny_shakespeare": "TinyShakespeare", "multi30k": "Multi30k"}[data])
         assert cfg.experiment_name == "compare"
@@ -71,16 +71,16 @@ def test_cells_take_their_budgets_from_the_experiment(experiment, steps):
     whatever the arch's natural budget (encoder_only: two epochs); compare.budget picks the kind."""
     for cell, n in steps.items():
         with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-            cfg = compose("config", overrides=[f"experiment={experiment}", "+arch=encoder_only", f"+cell={cell}"])
+            cfg = compose("config", overrides=[f"experiment={experiment}", "+arch=encoder_only", f"+benchmark={cell}"])
         assert cfg.trainer.max_steps == n and cfg.trainer.max_epochs == -1
         assert cfg.trainer.val_check_interval == cfg.compare.val_every[cell] < n
         assert cfg.budget.kind == "steps" and cfg.budget.value is None  # steps: trainer.max_steps binds
         with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-            cfg = compose("config", overrides=[f"experiment={experiment}", "+arch=encoder_only", f"+cell={cell}",
+            cfg = compose("config", overrides=[f"experiment={experiment}", "+arch=encoder_only", f"+benchmark={cell}",
                                                "compare.budget=time", f"compare.budgets.{cell}.time=90"])
         assert (cfg.budget.kind, cfg.budget.value) == ("time", 90)
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-        cfg = compose("config", overrides=[f"experiment={experiment}", "+arch=encoder_only", "+cell=lm"])
+        cfg = compose("config", overrides=[f"experiment={experiment}", "+arch=encoder_only", "+benchmark=lm"])
     assert cfg.model.d_model == (512 if experiment == "compare_gpu" else 128)
 
 
@@ -96,7 +96,7 @@ def test_every_cell_uses_the_same_block_options(experiment):
         options = {}
         for arch in ARCHS:
             with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-                cfg = compose("config", overrides=[f"experiment={experiment}", f"+arch={arch}", f"+cell={cell}"])
+                cfg = compose("config", overrides=[f"experiment={experiment}", f"+arch={arch}", f"+benchmark={cell}"])
             options[arch] = {k: cfg.model.get(k) for k in BLOCK_OPTIONS}
         first = options[ARCHS[0]]
         assert all(o == first for o in options.values()), f"{experiment} {cell}: {options}"

@@ -26,14 +26,14 @@ def sweep(tmp_path_factory):
     encoder_decoder run in-process into the same dir (one seed each)."""
     root = tmp_path_factory.mktemp("multirun")
     lm = [a for a in TINY if not a.startswith("trainer.max_steps")] + ["trainer.max_steps=10"]
-    proc = run_cli(["-m", "experiment=compare", "+arch=encoder_only,decoder_only,encoder_decoder", "+cell=lm",
+    proc = run_cli(["-m", "experiment=compare", "+arch=encoder_only,decoder_only,encoder_decoder", "+benchmark=lm",
                     "compare.seeds=2", f"hydra.sweep.dir={root}", "logger=csv", "trainer.val_check_interval=5", *lm], cwd=root)
     assert proc.returncode == 0, proc.stderr[-3000:]
     run(make_cfg(root / "classification-encoder_only",
-                 ["experiment=compare", "+cell=classification", *TINY_MODEL, "data.limit=320", "data.vocab_size=300",
+                 ["experiment=compare", "+benchmark=classification", *TINY_MODEL, "data.limit=320", "data.vocab_size=300",
                   "data.batch_size=32", "model.max_len=128"], arch="encoder_only"))
     run(make_cfg(root / "translation-encoder_decoder",
-                 ["experiment=compare", "+cell=translation", *TINY_MODEL, "data.limit=300", "data.vocab_size=300",
+                 ["experiment=compare", "+benchmark=translation", *TINY_MODEL, "data.limit=300", "data.vocab_size=300",
                   "data.max_tokens=1024", "trainer.limit_val_batches=2", "trainer.limit_test_batches=2",
                   "task.optimizer.lr=3e-3"], arch="encoder_decoder"))
     return root

@@ -131,7 +131,7 @@ def test_activation_sweep_groups_into_two_rows_of_three_seeds(tmp_path):
     for (act, seed), v in values.items():
         write_run(tmp_path, f"{act}-{seed}", task="lm", arch="decoder_only", seed=seed, dataset="tiny_shakespeare",
                   budget=("steps", 400), best={"val/loss": v + 0.1, "val/cont_loss": v},
-                  overrides=["+arch=decoder_only", "+cell=lm", f"model.activation={act}", f"seed={seed}"])
+                  overrides=["+arch=decoder_only", "+benchmark=lm", f"model.activation={act}", f"seed={seed}"])
     runs = find_runs(tmp_path)
     assert swept_keys(runs) == ["model.activation", "seed"]
     groups = group_runs(runs)
@@ -352,7 +352,7 @@ def _translation_sweep(root, bleu, worse_of):
         for seed, v in zip((1, 2, 3), values):
             write_run(root, f"{arch}-{seed}", arch="decoder_only" if arch == "prefix_lm" else arch, arch_config=arch,
                       seed=seed, final={"test/bleu": v, "test/chrf": v + 20},
-                      overrides=[f"+arch={arch}", "+cell=translation", f"seed={seed}"],
+                      overrides=[f"+arch={arch}", "+benchmark=translation", f"seed={seed}"],
                       examples=translation_examples(worse if arch in worse_of else REFS))
 
 

@@ -14,8 +14,9 @@ UNITS = {"steps": "optimizer steps", "tokens": "tokens", "flops": "training FLOP
 
 
 def cell_value(kind: str, budgets) -> "float | None":
-    """The budget of `kind` among a cell's budgets ({steps, tokens, flops, time}); None for steps, which the
-    cell's trainer.max_steps already holds (so a trainer.max_steps override still bounds the run)."""
+    """The budget of `kind` among a benchmark's budgets ({steps, tokens, flops, time}, conf/benchmark/); None for
+    steps, which the benchmark's trainer.max_steps already holds (so a trainer.max_steps override still bounds
+    the run)."""
     if kind == "steps":
         return None
     if kind not in KINDS:
@@ -26,7 +27,7 @@ def cell_value(kind: str, budgets) -> "float | None":
     return budgets[kind]
 
 
-# ${zoo_budget:${compare.budget},${cell_budget}} in conf/experiment/compare.yaml
+# ${zoo_budget:${compare.budget},${benchmark_budget}} in conf/experiment/compare.yaml
 OmegaConf.register_new_resolver("zoo_budget", cell_value, replace=True)
 
 

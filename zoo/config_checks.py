@@ -224,7 +224,7 @@ def task_for_data(cfg: DictConfig) -> DictConfig:
         return cfg
     overrides = list(HydraConfig.get().overrides.task)
     keys = [o.split("=", 1)[0].lstrip("+~") for o in overrides]
-    if "task" in keys or "data" not in keys or "+cell" in overrides:
+    if "task" in keys or "data" not in keys or "+benchmark" in overrides:
         return cfg
     data_kind = getattr(get_class(cfg.data._target_), "BATCH", None)
     task_kind = getattr(get_class(cfg.task._target_), "BATCH", None)

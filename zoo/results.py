@@ -104,7 +104,7 @@ def failed_record(cfg: DictConfig, error: BaseException, task_name: Optional[str
 
     if task_name is None:
         choices = HydraConfig.get().runtime.choices if HydraConfig.initialized() else {}
-        task_name = choices.get("task") or choices.get("cell") or "?"
+        task_name = choices.get("task") or choices.get("benchmark") or "?"
     lines = traceback.format_exception_only(type(error), error)
     return {"status": "failed", "error": "".join(lines).strip(), "arch": cfg.get("arch"), "arch_config": arch_config(cfg),
             "task": task_name, "dataset": "?", "seed": cfg.get("seed"), "overrides": job_overrides(),
