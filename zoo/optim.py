@@ -81,7 +81,7 @@ class ConfigLambdaLR(torch.optim.lr_scheduler.LambdaLR):
     trainer.max_steps would keep decaying to the first run's horizon. Here the checkpoint keeps only the
     step count and base learning rates, and the resumed run follows its own schedule (as nanoGPT's get_lr
     and the Hugging Face Trainer do); with an unchanged config the schedule is the same, so resuming stays
-    exact. Checkpoints written before this class still hold the multipliers: they are ignored too.
+    exact. Multipliers a checkpoint does hold (torch's own state_dict) are ignored too.
     """
 
     def state_dict(self) -> dict:
