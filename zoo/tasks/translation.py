@@ -84,9 +84,8 @@ class Translation(EncoderOnlyTranslation, TaskBase):
         if arch == "encoder_only" and tokenizer["src"] != tokenizer["tgt"]:
             raise DataError("encoder_only translation reads source and target as one sequence, so it needs "
                             "one vocabulary: set data.joint_vocab=true")
-        if objective == "cmlm_mask_predict":
-            if nat_iterations < 1:
-                raise ValueError(f"task.nat_iterations={nat_iterations} must be >= 1 (1 = one-pass NAT)")
+        if objective == "cmlm_mask_predict" and nat_iterations < 1:
+            raise ValueError(f"task.nat_iterations={nat_iterations} must be >= 1 (1 = one-pass NAT)")
         model = for_objective(objective, model)  # saved below, so checkpoints rebuild the length head
         self.save_hyperparameters()
         self.model = build_model(arch, ModelConfig(**model))
