@@ -49,9 +49,18 @@ def _header(lines: list[str]) -> tuple[str | None, str]:
         s = line.strip()
         if not s.startswith("#"):
             break
-        body = s.lstrip("#").strip()
+        raw = s[1:]
+        body = raw.strip()
         if body.startswith("@package"):
             package = body.split(None, 1)[1].strip() if len(body.split()) > 1 else ""
+        elif raw.startswith("   ") and body:  # an indented example command: code, without its own comment
+            command = body.split("  #")[0].strip()
+            if text and text[-1].endswith(" \\`"):  # the previous line continues here
+                text[-1] = text[-1][:-3] + " " + command + "`"
+            else:
+                text.append(f"`{command}`")
+            if command.endswith("\\"):
+                text[-1] = text[-1][:-2].rstrip() + " \\`"
         else:
             text.append(body)
     return package, " ".join(t for t in text if t)
