@@ -37,8 +37,8 @@ def interleaved(contenders: Dict[str, Callable[[], object]], reps: int, warmup: 
     Returns name -> list of `reps` durations (seconds), in repetition order.
 
     Python's cyclic garbage collector runs before each timed call, never inside it: the objects alive at
-    the start (models, imported libraries) are frozen out of its scans (gc.freeze), so that collection
-    costs microseconds instead of the ~0.5 s a full scan takes once transformers is imported.
+    the start (models, imported libraries) are frozen out of its scans (gc.freeze), so that a collection
+    does not rescan them (a full scan is slow once transformers is imported).
     """
     names = list(contenders)
     for _ in range(warmup):

@@ -169,19 +169,19 @@ def beam_core(step: Callable, reorder: Callable | None, prefix: torch.Tensor,
         raise ValueError(f"max_new must be one non-negative int per row ({B}), got {max_new}")
     eos = -1 if eos_id is None else eos_id
     hyps = FinishedHypotheses(max_new, K, length_penalty, early_stopping)
-    tokens, kpm = _expand(prefix, key_padding_mask, K)
+    tokens, key_padding_mask = _expand(prefix, key_padding_mask, K)
     running = torch.full((B, K), NEG_INF, device=prefix.device)  # summed log-probs of the alive hypotheses
     running[:, 0] = 0.0  # all beams start equal: only beam 0 proposes at the first step
     n_new = T0
     for t in range(1, max(max_new) + 1):
         if hyps.all_done():
             break
-        cand = _rank(running, step(tokens, kpm, n_new)[:, -1].float(), eos)
+        cand = _rank(running, step(tokens, key_padding_mask, n_new)[:, -1].float(), eos)
         _finish(hyps, cand, tokens[:, T0:], t, eos)
         hyps.update_done(cand.running, t)
         if hyps.all_done():
             break
-        tokens, kpm = _advance(tokens, kpm, reorder, cand, hyps.done, pad_id)
+        tokens, key_padding_mask = _advance(tokens, key_padding_mask, reorder, cand, hyps.done, pad_id)
         running = cand.running
         n_new = 1
     return hyps.best(prefix, pad_id)
@@ -218,11 +218,11 @@ def beam_search(model, src: torch.Tensor, src_key_padding_mask: torch.Tensor | N
             raise ValueError(f"1 + max_len {max_len} > model.max_len={cfg.max_len}")
         max_new = [max_len] * B
     memory = model.encode(src, src_key_padding_mask).repeat_interleave(K, dim=0)  # (B*K, S, d_model)
-    memory_kpm = src_key_padding_mask.repeat_interleave(K, dim=0) if src_key_padding_mask is not None else None
+    memory_padding = src_key_padding_mask.repeat_interleave(K, dim=0) if src_key_padding_mask is not None else None
     cache = model.new_cache(B * K, max(max_new) + 1, S, src.device)
 
-    def step(tokens, _kpm, n_new):
-        return model.decode(tokens[:, -n_new:], memory, memory_key_padding_mask=memory_kpm, cache=cache)
+    def step(tokens, _key_padding_mask, n_new):
+        return model.decode(tokens[:, -n_new:], memory, memory_key_padding_mask=memory_padding, cache=cache)
 
     def reorder(index):
         for c in cache.self_attn:  # cross-attention caches: identical within a row (see above)
@@ -237,8 +237,8 @@ def beam_search(model, src: torch.Tensor, src_key_padding_mask: torch.Tensor | N
 @torch.no_grad()
 def beam_search_decoder_only(model, idx: torch.Tensor, key_padding_mask: torch.Tensor | None = None,
                              beam_size: int = 4, max_new_tokens: int = 50, length_penalty: float = 0.6,
-                             eos_id: int | None = None, prefix_len=None, return_scores: bool = False,
-                             early_stopping: bool | str = "never"):
+                             eos_id: int | None = None, prefix_len: int | torch.Tensor | None = None,
+                             return_scores: bool = False, early_stopping: bool | str = "never"):
     """Beam search continuation of prompts idx (B, T) with a DecoderOnly (e.g. translation with
     source + separator as the prompt); scoring and stopping: module docstring.
 
@@ -258,8 +258,8 @@ def beam_search_decoder_only(model, idx: torch.Tensor, key_padding_mask: torch.T
         prefix_len = prefix_len.repeat_interleave(K, dim=0)
     cache = model.new_cache(B * K, T + max_new_tokens, idx.device)
 
-    def step(tokens, kpm, n_new):
-        return model(tokens[:, -n_new:], key_padding_mask=kpm, cache=cache, prefix_len=prefix_len)
+    def step(tokens, key_padding_mask, n_new):
+        return model(tokens[:, -n_new:], key_padding_mask=key_padding_mask, cache=cache, prefix_len=prefix_len)
 
     out, scores = beam_core(step, cache.reorder, idx, key_padding_mask, K, max_new_tokens, length_penalty,
                             cfg.eos_id if eos_id is None else eos_id, cfg.pad_id, early_stopping)
@@ -288,8 +288,8 @@ def beam_search_encoder_only(model, idx: torch.Tensor, key_padding_mask: torch.T
     if T + longest > cfg.max_len:
         raise ValueError(f"prompt {T} + max_new_tokens {longest} > model.max_len={cfg.max_len}")
 
-    def step(tokens, kpm, _n_new):
-        return model.next_token_logits(tokens, kpm).unsqueeze(1)  # (B*K, 1, V)
+    def step(tokens, key_padding_mask, _n_new):
+        return model.next_token_logits(tokens, key_padding_mask).unsqueeze(1)  # (B*K, 1, V)
 
     out, scores = beam_core(step, None, idx, key_padding_mask, beam_size, max_new_tokens, length_penalty,
                             cfg.eos_id if eos_id is None else eos_id, cfg.pad_id, early_stopping)

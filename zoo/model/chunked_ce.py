@@ -33,7 +33,7 @@ from zoo.model.chunk_pass import chunk_pass
 
 IGNORE_INDEX = -100
 LOGITS_CHUNK_BYTES = 64 * 2 ** 20  # automatic chunk: about this many bytes of fp32 logits per chunk
-MIN_CHUNK_ROWS = 512  # ... but at least this many rows: each chunk streams W (V x d) through 3 GEMMs (measured on CPU)
+MIN_CHUNK_ROWS = 512  # ... but at least this many rows: each chunk streams W (V x d) through 3 GEMMs
 REDUCTIONS = ("mean", "sum", "none")
 
 

@@ -4,7 +4,6 @@ Each field is one constructor argument of one block; `conf/model/*.yaml` sets th
 """
 import itertools
 from dataclasses import dataclass, fields
-from typing import Optional
 
 ACTIVATIONS = ("relu", "gelu", "swiglu", "geglu", "gelu_tanh", "geglu_tanh", "silu")
 GATED_ACTIVATIONS = ("swiglu", "geglu", "geglu_tanh")  # FeedForward.linear1 gives [gate; up]
@@ -77,26 +76,26 @@ class ModelConfig:
     """
 
     vocab_size: int = 65
-    src_vocab_size: Optional[int] = None
+    src_vocab_size: int | None = None
     d_model: int = 128
     n_heads: int = 4
-    n_kv_heads: Optional[int] = None
+    n_kv_heads: int | None = None
     d_ff: int = 512
     n_layers: int = 4
-    n_encoder_layers: Optional[int] = None
-    n_decoder_layers: Optional[int] = None
+    n_encoder_layers: int | None = None
+    n_decoder_layers: int | None = None
     dropout: float = 0.1
-    attn_dropout: Optional[float] = None
+    attn_dropout: float | None = None
     activation: str = "relu"
     norm: str = "layernorm"
     norm_eps: float = 1e-5
     bias: bool = True
     norm_first: bool = False
-    final_norm: Optional[bool] = None
+    final_norm: bool | None = None
     position: str = "sinusoidal"
     max_len: int = 1024
     rope_base: float = 10000.0
-    mask: Optional[str] = None
+    mask: str | None = None
     prefix_len: int = 0
     window: int = 128
     scale_embeddings: bool = True
@@ -107,14 +106,14 @@ class ModelConfig:
     rel_max_distance: int = 128
     position_offset: int = 0
     sinusoidal_layout: str = "interleaved"
-    attn_scale: Optional[float] = None
+    attn_scale: float | None = None
     embed_norm: bool = False
     type_vocab_size: int = 0
     share_tokens: bool = False
     lm_head_transform: bool = False
     lm_head_bias: bool = False
     lm_head_scale: bool = False
-    decoder_start_id: Optional[int] = None
+    decoder_start_id: int | None = None
     num_classes: int = 0
     pooling: str = "mean"
     length_classes: int = 0
@@ -124,7 +123,7 @@ class ModelConfig:
     activation_checkpointing: bool = False
     compile: bool = False
     compile_scope: str = "layers"
-    loss_chunk_size: Optional[int] = None
+    loss_chunk_size: int | None = None
 
     def __post_init__(self):
         self.validate()
@@ -163,7 +162,7 @@ class ModelConfig:
                 raise ValueError(f"model.{key}={value!r} is unknown; allowed: {', '.join(allowed)}")
         for f in fields(self):
             value = getattr(self, f.name)
-            switch = f.type is bool or (f.type == Optional[bool] and value is not None)
+            switch = f.type is bool or (f.type == (bool | None) and value is not None)
             if switch and not isinstance(value, bool):
                 raise ValueError(f"model.{f.name}={value!r} must be true or false")
         if self.mask is not None and self.mask not in MASKS:

@@ -5,7 +5,6 @@ nn.TransformerDecoder and nn.Transformer, giving the keys of zoo's EncoderLayer,
 Decoder, and (Encoder, Decoder) under "encoder." / "decoder." as in EncoderDecoder.
 """
 import re
-from typing import Dict
 
 import torch
 
@@ -21,7 +20,7 @@ _DECODER_NORMS = {"norm1.": "self_attn_sub.norm.", "norm2.": "cross_attn_sub.nor
 _LAYER_KEY = re.compile(r"^(.*?)(self_attn\.|multihead_attn\.|linear[12]\.|norm[123]\.|dropout)")
 
 
-def from_torch_transformer(state_dict: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
+def from_torch_transformer(state_dict: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """Map a torch.nn.Transformer-family state dict to zoo's names.
 
     nn.MultiheadAttention's in_proj_weight [W_q; W_k; W_v] is zoo's fused qkv_proj for self-attention;

@@ -34,7 +34,8 @@ class Decoder(nn.Module):
 
     def forward(self, x: torch.Tensor, attn: AttentionInputs | None = None, memory: torch.Tensor | None = None,
                 memory_mask: torch.Tensor | None = None, caches: list[KVCache] | None = None,
-                cross_caches: list[KVCache] | None = None, need_weights: bool = False) -> tuple[torch.Tensor, list | None]:
+                cross_caches: list[KVCache] | None = None,
+                need_weights: bool = False) -> tuple[torch.Tensor, list | None]:
         """x: (B, T, d_model); attn: every layer's self-attention inputs (None = no mask, positions or bias);
         memory: (B, S, d_model) or None; memory_mask: (B, 1, 1, S) bool, True = may attend;
         caches, cross_caches: one KVCache per layer each, or None.

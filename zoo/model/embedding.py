@@ -1,6 +1,5 @@
 """Token embedding plus absolute positions, with the paper's sqrt(d_model) scaling and dropout."""
 import math
-from typing import Optional
 
 import torch
 from torch import nn
@@ -29,8 +28,8 @@ class Embedding(nn.Module):
     Raises ValueError for a token id outside the vocabulary.
     """
 
-    def __init__(self, vocab_size: int, d_model: int, positions: Optional[nn.Module] = None,
-                 scale: bool = True, dropout: float = 0.0, norm: Optional[nn.Module] = None,
+    def __init__(self, vocab_size: int, d_model: int, positions: nn.Module | None = None,
+                 scale: bool = True, dropout: float = 0.0, norm: nn.Module | None = None,
                  type_vocab_size: int = 0):
         super().__init__()
         self.tok = nn.Embedding(vocab_size, d_model)

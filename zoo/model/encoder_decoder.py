@@ -1,5 +1,4 @@
 """Encoder-decoder Transformer (Vaswani et al. 2017): the original sequence-to-sequence model."""
-from typing import Optional
 
 import torch
 from torch import nn
@@ -44,16 +43,16 @@ class EncoderDecoder(TransformerBase):
         """The decoder's first input token: cfg.decoder_start_id, or bos_id when that is None."""
         return self.cfg.bos_id if self.cfg.decoder_start_id is None else self.cfg.decoder_start_id
 
-    def encode(self, src: torch.Tensor, src_key_padding_mask: Optional[torch.Tensor] = None,
+    def encode(self, src: torch.Tensor, src_key_padding_mask: torch.Tensor | None = None,
                return_attention: bool = False):
         """src (B, S), src_key_padding_mask (B, S) True = padding -> memory (B, S, d_model)."""
         x, inputs = self.prepare(src, self.src_embed, "bidirectional", src_key_padding_mask)
         x, attn = self.encoder(x, attn=inputs, need_weights=return_attention)
         return (x, attn) if return_attention else x
 
-    def decode(self, tgt: torch.Tensor, memory: torch.Tensor, tgt_key_padding_mask: Optional[torch.Tensor] = None,
-               memory_key_padding_mask: Optional[torch.Tensor] = None, positions: Optional[torch.Tensor] = None,
-               cache: Optional[DecodingCache] = None, return_attention: bool = False):
+    def decode(self, tgt: torch.Tensor, memory: torch.Tensor, tgt_key_padding_mask: torch.Tensor | None = None,
+               memory_key_padding_mask: torch.Tensor | None = None, positions: torch.Tensor | None = None,
+               cache: DecodingCache | None = None, return_attention: bool = False):
         """tgt (B, T) -> logits (B, T, vocab_size) (and per-layer (self, cross) weights with return_attention).
         tgt_key_padding_mask: (B, offset + T); memory_key_padding_mask: (B, S); True = padding."""
         x, attn = self.decode_features(tgt, memory, tgt_key_padding_mask, memory_key_padding_mask, positions, cache,
@@ -72,7 +71,7 @@ class EncoderDecoder(TransformerBase):
                             cross_caches=cache.cross_attn if cache is not None else None,
                             need_weights=return_attention)
 
-    def classify(self, src: torch.Tensor, src_key_padding_mask: Optional[torch.Tensor] = None) -> torch.Tensor:
+    def classify(self, src: torch.Tensor, src_key_padding_mask: torch.Tensor | None = None) -> torch.Tensor:
         """Class logits (B, num_classes): the encoder reads src (B, S); the decoder reads BOS alone and its
         state feeds the head. Raises ValueError without a classification head."""
         if self.classifier is None:
@@ -82,8 +81,8 @@ class EncoderDecoder(TransformerBase):
         h, _ = self.decode_features(bos, memory, memory_key_padding_mask=src_key_padding_mask)  # (B, 1, d_model)
         return self.classifier(h[:, 0])
 
-    def forward(self, src: torch.Tensor, tgt: torch.Tensor, src_key_padding_mask: Optional[torch.Tensor] = None,
-                tgt_key_padding_mask: Optional[torch.Tensor] = None, return_attention: bool = False):
+    def forward(self, src: torch.Tensor, tgt: torch.Tensor, src_key_padding_mask: torch.Tensor | None = None,
+                tgt_key_padding_mask: torch.Tensor | None = None, return_attention: bool = False):
         """Teacher forcing: src (B, S), tgt (B, T) shifted right -> logits (B, T, vocab_size), or
         (logits, {"encoder": [...], "decoder": [...]}) with return_attention."""
         if return_attention:
@@ -100,9 +99,9 @@ class EncoderDecoder(TransformerBase):
                              self.new_caches(n, batch_size, src_len, device, dtype))
 
     @torch.no_grad()
-    def generate(self, src: torch.Tensor, max_new_tokens: int, src_key_padding_mask: Optional[torch.Tensor] = None,
-                 temperature: float = 0.0, top_k: Optional[int] = None, top_p: Optional[float] = None,
-                 use_cache: bool = True, generator: Optional[torch.Generator] = None) -> torch.Tensor:
+    def generate(self, src: torch.Tensor, max_new_tokens: int, src_key_padding_mask: torch.Tensor | None = None,
+                 temperature: float = 0.0, top_k: int | None = None, top_p: float | None = None,
+                 use_cache: bool = True, generator: torch.Generator | None = None) -> torch.Tensor:
         """Translate src (B, S): start from BOS, stop each row at its EOS. Greedy by default (temperature 0).
         Returns (B, 1 + new) long, BOS first. The memory's K/V are computed once (cross-attention cache)."""
         B = src.shape[0]
@@ -112,7 +111,7 @@ class EncoderDecoder(TransformerBase):
         cache = self.new_cache(B, 1 + max_new_tokens, src.shape[1], src.device) if use_cache else None
         bos = torch.full((B, 1), self.start_id, dtype=torch.long, device=src.device)
 
-        def step(tokens, kpm, n_new):
+        def step(tokens, key_padding_mask, n_new):
             if cache is None:
                 return self.decode(tokens, memory, memory_key_padding_mask=src_key_padding_mask)
             return self.decode(tokens[:, -n_new:], memory, memory_key_padding_mask=src_key_padding_mask, cache=cache)

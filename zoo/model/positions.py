@@ -4,7 +4,6 @@ Absolute ones (sinusoidal, learned) are added to the token embeddings; RoPE rota
 attention; ALiBi and T5's bucketed relative bias add a per-head bias to the attention scores.
 """
 import math
-from typing import List, Tuple
 
 import torch
 from einops import rearrange
@@ -97,12 +96,12 @@ class RotaryPositions(nn.Module):
         self.register_buffer("cos", angle.cos().float(), persistent=False)
         self.register_buffer("sin", angle.sin().float(), persistent=False)
 
-    def forward(self, positions: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         check_positions(positions, self.max_len)
         return self.cos[positions].unsqueeze(1), self.sin[positions].unsqueeze(1)
 
 
-def alibi_slopes(n_heads: int) -> List[float]:
+def alibi_slopes(n_heads: int) -> list[float]:
     """Head slopes of ALiBi (Press et al. 2022, sec. 3): the geometric sequence 2^(-8/n), 2^(-16/n), ...
     for n a power of two; otherwise the authors' rule (slopes of the nearest lower power of two, then
     every other slope of the next one)."""
