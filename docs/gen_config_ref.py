@@ -13,6 +13,7 @@ default as written in the file, and the ``# comment`` at the end of that line. `
 top-level section. The same hook also puts ``experiments/*.md`` and their figures into the site
 (``on_files``), so the manual links to the measured numbers without copying them.
 """
+
 from __future__ import annotations
 
 import sys
@@ -28,6 +29,7 @@ EXPERIMENTS = ROOT / "experiments"
 
 # --- reading one yaml file -------------------------------------------------------------------------------
 
+
 def _trailing_comment(line: str) -> str:
     """The `# comment` at the end of a YAML line ('' if none), ignoring '#' inside quotes."""
     quote = None
@@ -38,7 +40,7 @@ def _trailing_comment(line: str) -> str:
         elif ch in "'\"":
             quote = ch
         elif ch == "#" and (i == 0 or line[i - 1] in " \t"):
-            return line[i + 1:].strip()
+            return line[i + 1 :].strip()
     return ""
 
 
@@ -80,7 +82,7 @@ def _flow(node: yaml.Node) -> str:
 def _value_text(node: yaml.Node, src: str) -> str:
     """A leaf's default as written when it fits on its line, else in flow style."""
     if not isinstance(node, yaml.ScalarNode):
-        text = src[node.start_mark.index:node.end_mark.index]
+        text = src[node.start_mark.index : node.end_mark.index]
         if "\n" not in text:
             return text.strip()
     return _flow(node)
@@ -128,11 +130,19 @@ def groups(conf: Path = CONF) -> dict[str, list[Path]]:
 
 # --- Markdown --------------------------------------------------------------------------------------------
 
+
 def _cell(text: str) -> str:
     """Text for a Markdown table cell: code spans kept, pipes and HTML-looking brackets escaped."""
+
     def plain(part: str) -> str:
-        return (part.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
-                .replace("*", "\\*").replace("_", "\\_"))
+        return (
+            part.replace("\\", "\\\\")
+            .replace("|", "\\|")
+            .replace("<", "&lt;")
+            .replace(">", "&gt;")
+            .replace("*", "\\*")
+            .replace("_", "\\_")
+        )
 
     parts = text.split("`")
     if len(parts) % 2 == 0:  # an unmatched backtick: no code spans at all
@@ -198,6 +208,7 @@ def write(path: Path = OUT, conf: Path = CONF) -> bool:
 
 # --- mkdocs hooks ----------------------------------------------------------------------------------------
 
+
 def on_pre_build(config, **kwargs):  # noqa: ARG001 - the mkdocs hook signature
     write()
 
@@ -211,14 +222,19 @@ def on_files(files, config, **kwargs):  # noqa: ARG001
             continue
         rel = path.relative_to(ROOT).as_posix()
         if files.get_file_from_path(rel) is None:
-            files.append(File(rel, src_dir=str(ROOT), dest_dir=config["site_dir"],
-                              use_directory_urls=config["use_directory_urls"]))
+            files.append(
+                File(
+                    rel, src_dir=str(ROOT), dest_dir=config["site_dir"], use_directory_urls=config["use_directory_urls"]
+                )
+            )
     return files
 
 
 if __name__ == "__main__":
     if "--check" in sys.argv[1:]:
         ok = OUT.exists() and OUT.read_text(encoding="utf-8") == render()
-        print("docs/reference/config.md is " + ("up to date" if ok else "out of date: run python docs/gen_config_ref.py"))
+        print(
+            "docs/reference/config.md is " + ("up to date" if ok else "out of date: run python docs/gen_config_ref.py")
+        )
         sys.exit(0 if ok else 1)
     print(("wrote " if write() else "unchanged: ") + str(OUT.relative_to(ROOT)))

@@ -19,6 +19,7 @@ def one_thread():
     """One intra-op thread for a module's tiny models: much faster on a shared 2-core machine (no OpenMP
     spinning). Use it per module: pytestmark = pytest.mark.usefixtures("one_thread")."""
     import torch
+
     n = torch.get_num_threads()
     torch.set_num_threads(1)
     yield

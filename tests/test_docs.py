@@ -2,6 +2,7 @@
 
 No torch: docs/gen_config_ref.py needs only PyYAML. `mkdocs build --strict` (.ci/run) checks the links.
 """
+
 import importlib.util
 import re
 from pathlib import Path
@@ -34,7 +35,7 @@ def _rows(page, section):
     start = page.index(f"## {section}\n")
     end = page.find("\n## ", start + 1)
     rows = {}
-    for line in page[start:end if end > 0 else None].splitlines():
+    for line in page[start : end if end > 0 else None].splitlines():
         m = re.match(r"^\| `([^`]+)` \| `([^`]+)` \| (.*?) \| (.*) \|$", line)
         if m:
             rows[(m.group(1), m.group(2))] = (m.group(3), m.group(4))
@@ -62,8 +63,8 @@ def test_every_group_of_conf_has_a_section(page):
     assert len(group_dirs) >= 10
     for group in group_dirs:
         assert f"\n## `{group}`\n" in page, group
-        section = page[page.index(f"\n## `{group}`\n"):]
-        listed = section[:section.index("\n\n", section.index("Options: "))]
+        section = page[page.index(f"\n## `{group}`\n") :]
+        listed = section[: section.index("\n\n", section.index("Options: "))]
         for option in sorted(p.stem for p in (CONF / group).glob("*.yaml")):
             assert f"`{option}`" in listed, (group, option)
     # every top-level folder (conf/hydra holds only hydra/launcher) is covered

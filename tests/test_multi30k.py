@@ -59,8 +59,10 @@ def test_pairs_vocab_and_raw_strings(dm):
 
 @needs_shared
 def test_batches_shapes_masks_and_index(dm):
-    for loader, ds, refs in ((dm.train_dataloader(), dm.train_set, dm.train_set.refs),
-                             (dm.val_dataloader(), dm.val_set, dm.val_refs)):
+    for loader, ds, refs in (
+        (dm.train_dataloader(), dm.train_set, dm.train_set.refs),
+        (dm.val_dataloader(), dm.val_set, dm.val_refs),
+    ):
         for _, batch in zip(range(3), loader):
             src, tgt_in, tgt_out = batch["src"], batch["tgt_in"], batch["tgt_out"]
             (b, s), t = src.shape, tgt_in.shape[1]
@@ -123,8 +125,17 @@ def test_rank_sharding_partitions_batches(dm):
 
 @needs_shared
 def test_separate_vocabularies_and_tokenizer_files(tmp_path):
-    kw = dict(vocab_size=500, joint_vocab=False, limit=2000, tokenizer_dir=str(tmp_path / "tok"),
-              data_dir=tmp_path / "data", mirror=str(SHARED), src_lang="en", tgt_lang="fr", max_tokens=1024)
+    kw = dict(
+        vocab_size=500,
+        joint_vocab=False,
+        limit=2000,
+        tokenizer_dir=str(tmp_path / "tok"),
+        data_dir=tmp_path / "data",
+        mirror=str(SHARED),
+        src_lang="en",
+        tgt_lang="fr",
+        max_tokens=1024,
+    )
     dm = Multi30k(**kw)
     dm.setup()
     assert len(dm.train_set) == 2000 and dm.src_tokenizer is not dm.tgt_tokenizer
@@ -162,14 +173,19 @@ def write_m30k(root: Path, monkeypatch, texts: dict[str, str]):
         monkeypatch.setitem(resolver.FILES, name, hashlib.sha256(path.read_bytes()).hexdigest())
 
 
-GOOD = {"val.de": "ein hund\n", "val.en": "a dog\n", "test_2016_flickr.de": "eine katze\n",
-        "test_2016_flickr.en": "a cat\n"}
+GOOD = {
+    "val.de": "ein hund\n",
+    "val.en": "a dog\n",
+    "test_2016_flickr.de": "eine katze\n",
+    "test_2016_flickr.en": "a cat\n",
+}
 
 
 def test_parallel_files_of_different_lengths(tmp_path, monkeypatch):
     data = tmp_path / "data"
-    write_m30k(data, monkeypatch, {**GOOD, "train.de": "ein hund\neine katze\nein mann\n",
-                                   "train.en": "a dog\na cat\n"})
+    write_m30k(
+        data, monkeypatch, {**GOOD, "train.de": "ein hund\neine katze\nein mann\n", "train.en": "a dog\na cat\n"}
+    )
     with pytest.raises(DataError) as e:
         Multi30k(vocab_size=50, data_dir=data).setup()
     msg = str(e.value)
@@ -179,8 +195,16 @@ def test_parallel_files_of_different_lengths(tmp_path, monkeypatch):
 
 def test_blank_pairs_skipped_and_counted(tmp_path, monkeypatch):
     data = tmp_path / "data"
-    write_m30k(data, monkeypatch, {**GOOD, "train.de": "ein hund\n\neine katze\nein mann\n  \n",
-                                   "train.en": "a dog\na bird\n\na man\n\n", "val.en": "a dog\r\n"})
+    write_m30k(
+        data,
+        monkeypatch,
+        {
+            **GOOD,
+            "train.de": "ein hund\n\neine katze\nein mann\n  \n",
+            "train.en": "a dog\na bird\n\na man\n\n",
+            "val.en": "a dog\r\n",
+        },
+    )
     dm = Multi30k(vocab_size=60, data_dir=data, max_len=2)
     dm.setup()
     assert dm.skipped == {"train": 3, "val": 0, "test": 0}

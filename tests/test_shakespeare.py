@@ -17,8 +17,15 @@ B, T = 4, 16
 
 
 def make_dm(tmp_path, **kw):
-    kw = {"block_size": T, "batch_size": B, "batches_per_epoch": 64 // B, "val_windows": 10,
-          "data_dir": tmp_path / "data", "mirror": str(SHARED), **kw}
+    kw = {
+        "block_size": T,
+        "batch_size": B,
+        "batches_per_epoch": 64 // B,
+        "val_windows": 10,
+        "data_dir": tmp_path / "data",
+        "mirror": str(SHARED),
+        **kw,
+    }
     dm = TinyShakespeare(**kw)
     dm.setup()
     return dm
@@ -41,7 +48,7 @@ def test_vocab_and_split(dm, text):
     assert dm.vocab_size == 65 == dm.tokenizer.vocab_size
     n = len(text)
     assert len(dm.train_data) == int(0.9 * n) and len(dm.val_data) == n - int(0.9 * n)
-    assert dm.tokenizer.decode(dm.val_data[:50]) == text[int(0.9 * n):][:50]
+    assert dm.tokenizer.decode(dm.val_data[:50]) == text[int(0.9 * n) :][:50]
 
 
 @needs_shared
@@ -53,8 +60,8 @@ def test_train_batch_is_shifted_window(dm, text):
     assert torch.equal(x[:, 1:], y[:, :-1])
     for i in range(B):  # batch i of epoch 0 holds items 0..B-1
         s = dm.train_set.start(i)
-        assert dm.tokenizer.decode(x[i]) == text[s:s + T]
-        assert dm.tokenizer.decode(y[i]) == text[s + 1:s + T + 1]
+        assert dm.tokenizer.decode(x[i]) == text[s : s + T]
+        assert dm.tokenizer.decode(y[i]) == text[s + 1 : s + T + 1]
 
 
 @needs_shared

@@ -50,7 +50,7 @@ def test_rows_vocab_and_examples(dm):
 def test_batches_shapes_and_masks(dm):
     loader = dm.train_dataloader()
     assert len(loader) == 1053  # ceil(67349 / 64)
-    for k, batch in zip(range(5), loader):
+    for _, batch in zip(range(5), loader):
         ids, mask, labels, index = batch["ids"], batch["key_padding_mask"], batch["labels"], batch["index"]
         b, t = ids.shape
         assert ids.dtype == labels.dtype == index.dtype == torch.long and mask.dtype == torch.bool
@@ -135,11 +135,21 @@ class Recorder(pl.LightningModule):
 def fit(dm, root, max_epochs, validate, ckpt_path=None):
     """Fit a Recorder; checkpoints every 4 steps in root/steps and at each epoch end in root/epochs (at the
     end of validation when validating, else at the end of the training epoch)."""
-    callbacks = [pl.callbacks.ModelCheckpoint(dirpath=root / "steps", save_top_k=-1, every_n_train_steps=4),
-                 pl.callbacks.ModelCheckpoint(dirpath=root / "epochs", save_top_k=-1)]
-    trainer = pl.Trainer(max_epochs=max_epochs, accelerator="cpu", logger=False, enable_progress_bar=False,
-                         enable_model_summary=False, num_sanity_val_steps=0, callbacks=callbacks,
-                         limit_val_batches=2 if validate else 0, use_distributed_sampler=False)
+    callbacks = [
+        pl.callbacks.ModelCheckpoint(dirpath=root / "steps", save_top_k=-1, every_n_train_steps=4),
+        pl.callbacks.ModelCheckpoint(dirpath=root / "epochs", save_top_k=-1),
+    ]
+    trainer = pl.Trainer(
+        max_epochs=max_epochs,
+        accelerator="cpu",
+        logger=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        num_sanity_val_steps=0,
+        callbacks=callbacks,
+        limit_val_batches=2 if validate else 0,
+        use_distributed_sampler=False,
+    )
     module = Recorder()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # few-batch / no-val / non-resumable-loader warnings
@@ -151,8 +161,14 @@ def fit(dm, root, max_epochs, validate, ckpt_path=None):
 @pytest.mark.parametrize("num_workers, validate", [(0, False), (1, True)])
 def test_lightning_epochs_and_resume(tmp_path, num_workers, validate):
     """Under a Trainer: epoch e is train_batches(e); resuming (at an epoch end or mid-epoch) repeats nothing."""
-    dm = SST2(batch_size=32, vocab_size=300, limit=320, data_dir=str(tmp_path / "data"), mirror=str(SHARED),
-              num_workers=num_workers)
+    dm = SST2(
+        batch_size=32,
+        vocab_size=300,
+        limit=320,
+        data_dir=str(tmp_path / "data"),
+        mirror=str(SHARED),
+        num_workers=num_workers,
+    )
     full = fit(dm, tmp_path / "a", 2, validate)  # 10 batches per epoch
     assert full == {e: dm.train_batches(e) for e in (0, 1)}
     for e in (0, 1):
@@ -186,8 +202,12 @@ def test_bad_label_names_file_line_and_value(tmp_path, monkeypatch):
 
 def test_blank_lines_skipped_and_counted(tmp_path, monkeypatch):
     data = tmp_path / "data"
-    write_sst2(data, monkeypatch, "a fine film \t1\n\n   \nan awful film \t0\n \t1\nlong " + "word " * 20 + "\t1\n",
-               dev="\r\na fine film \t1\r\n")
+    write_sst2(
+        data,
+        monkeypatch,
+        "a fine film \t1\n\n   \nan awful film \t0\n \t1\nlong " + "word " * 20 + "\t1\n",
+        dev="\r\na fine film \t1\r\n",
+    )
     dm = SST2(vocab_size=100, max_len=8, batch_size=2, data_dir=data)
     dm.setup()
     assert dm.skipped == {"train": 3, "val": 1, "test": 0}

@@ -1,25 +1,37 @@
 """Helpers shared by tests: compose zoo's main job's configs in-process or run `python -m zoo`; read the shared
 SST-2 rows; toy reversal pairs; FlopCounterMode's count of a function."""
+
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 import torch
+from conftest import SHARED_DATA
 from hydra import compose, initialize_config_dir
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import open_dict
 from torch.ops import aten
 from torch.utils.flop_counter import FlopCounterMode, sdpa_flop_count
 
-from conftest import SHARED_DATA
 from zoo.train import CONF_DIR
 
 REPO = Path(__file__).resolve().parents[1]
 # a small, fast decoder-only run on the real Tiny Shakespeare
-TINY = ["model.d_model=32", "model.n_heads=2", "model.d_ff=64", "model.n_layers=2", "model.max_len=64",
-        "data.block_size=32", "data.batch_size=8", "data.batches_per_epoch=5", "data.val_windows=16",
-        "trainer.max_steps=10", "task.sample.max_new_tokens=16", "trainer.enable_model_summary=false"]
+TINY = [
+    "model.d_model=32",
+    "model.n_heads=2",
+    "model.d_ff=64",
+    "model.n_layers=2",
+    "model.max_len=64",
+    "data.block_size=32",
+    "data.batch_size=8",
+    "data.batches_per_epoch=5",
+    "data.val_windows=16",
+    "trainer.max_steps=10",
+    "task.sample.max_new_tokens=16",
+    "trainer.enable_model_summary=false",
+]
 
 
 def make_cfg(tmp_path, overrides, arch="decoder_only"):
@@ -36,8 +48,9 @@ def make_cfg(tmp_path, overrides, arch="decoder_only"):
 def run_cli(args, cwd, timeout=600, env=None):
     """Run `python -m zoo <args>` in a fresh process; returns CompletedProcess (text)."""
     full_env = {**os.environ, "WANDB_MODE": "offline", "HYDRA_FULL_ERROR": "0", **(env or {})}
-    return subprocess.run([sys.executable, "-m", "zoo", *args], cwd=cwd, env=full_env, capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "zoo", *args], cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout
+    )
 
 
 SST2_FILES = {"train": "sentiment-train", "val": "sentiment-dev", "test": "sentiment-test"}

@@ -7,6 +7,7 @@ value, and a cosine schedule decays over the spent fraction (zoo.optim.BudgetCos
 FLOPs or time gives architectures whose steps cost differently the same compute (Kaplan et al. 2020;
 T5, Raffel et al. 2020, sec. 3.2.1, matches by cost the same way).
 """
+
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 KINDS = ("steps", "tokens", "flops", "time")
@@ -22,8 +23,10 @@ def cell_value(kind: str, budgets) -> "float | None":
     if kind not in KINDS:
         raise BudgetError(f"compare.budget={kind!r} is unknown; allowed: {', '.join(KINDS)}")
     if budgets is None or budgets.get(kind) is None:
-        raise BudgetError(f"this cell has no {kind} budget: set one in compare.budgets (e.g. "
-                          f"compare.budgets.lm.{kind}=...), or compare.budget=steps")
+        raise BudgetError(
+            f"this cell has no {kind} budget: set one in compare.budgets (e.g. "
+            f"compare.budgets.lm.{kind}=...), or compare.budget=steps"
+        )
     return budgets[kind]
 
 

@@ -1,5 +1,6 @@
 """Checks of a composed config, before any data is read or a model built: each raises ConfigError with the
 key at fault and the fix. Also the config normalisation that picks the task from the data (task_for_data)."""
+
 import logging
 import sys
 from dataclasses import fields
@@ -19,11 +20,13 @@ _PKG = Path(__file__).resolve().parent
 # a wheel installs conf/ as zoo/conf (pyproject.toml); an editable install runs zoo/ from the repo, beside conf/
 CONF_DIR = str(_PKG / "conf" if (_PKG / "conf").is_dir() else _PKG.parent / "conf")
 
-NO_ARCH = ("zoo needs an architecture. Pick one of the three with +arch=...: "
-           "`python -m zoo +arch=encoder_only` (bidirectional encoder, classification), "
-           "`python -m zoo +arch=decoder_only` (causal decoder, language modeling on Tiny Shakespeare), or "
-           "`python -m zoo +arch=encoder_decoder` (the original Transformer, translation). "
-           "Any other option follows as key=value; `python -m zoo --help` lists the config groups.")
+NO_ARCH = (
+    "zoo needs an architecture. Pick one of the three with +arch=...: "
+    "`python -m zoo +arch=encoder_only` (bidirectional encoder, classification), "
+    "`python -m zoo +arch=decoder_only` (causal decoder, language modeling on Tiny Shakespeare), or "
+    "`python -m zoo +arch=encoder_decoder` (the original Transformer, translation). "
+    "Any other option follows as key=value; `python -m zoo --help` lists the config groups."
+)
 
 TASK_OF_BATCH = {"lm": "lm", "classification": "classification", "translation": "translation"}  # conf/task/
 
@@ -34,8 +37,11 @@ def seed_list(n) -> str:
     """${zoo_seeds:3} -> "1,2,3": the seeds a sweep runs (conf/experiment/compare.yaml's compare.seeds).
     Prints a message and exits with 2 for an n that is not a positive whole number."""
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        print(f"zoo: error: compare.seeds={n!r} must be a positive whole number: the runs of each cell, seeds "
-              f"1 .. N (compare.seeds=1 for one run; seed=5,6,7 picks the seeds themselves)", file=sys.stderr)
+        print(
+            f"zoo: error: compare.seeds={n!r} must be a positive whole number: the runs of each cell, seeds "
+            f"1 .. N (compare.seeds=1 for one run; seed=5,6,7 picks the seeds themselves)",
+            file=sys.stderr,
+        )
         sys.exit(2)
     return ",".join(str(i) for i in range(1, n + 1))
 
@@ -50,8 +56,11 @@ def exit_on_bad_arch_or_seed(cfg: DictConfig) -> None:
         sys.exit(2)
     seed = cfg.get("seed")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        print(f"zoo: error: seed={seed!r} must be a non-negative integer (e.g. seed=1; a sweep: seed=1,2,3 or "
-              f"compare.seeds=3)", file=sys.stderr)
+        print(
+            f"zoo: error: seed={seed!r} must be a non-negative integer (e.g. seed=1; a sweep: seed=1,2,3 or "
+            f"compare.seeds=3)",
+            file=sys.stderr,
+        )
         sys.exit(2)
 
 
@@ -69,33 +78,43 @@ def check_monitors(cfg: DictConfig, metrics, task_name: str) -> None:
     mode = cfg.task.get("monitor_mode", "min")
     if mode not in ("min", "max"):
         raise ConfigError(f"task.monitor_mode={mode!r} is unknown; allowed: min, max")
-    picks = [("task.monitor", cfg.task.get("monitor"), "task.monitor_mode", mode),
-             ("optimized_metric", cfg.get("optimized_metric"), "task.monitor_mode", mode)]
+    picks = [
+        ("task.monitor", cfg.task.get("monitor"), "task.monitor_mode", mode),
+        ("optimized_metric", cfg.get("optimized_metric"), "task.monitor_mode", mode),
+    ]
     for name, cb in (cfg.get("callbacks") or {}).items():
         if isinstance(cb, DictConfig) and cb.get("monitor") is not None:
             picks.append((f"callbacks.{name}.monitor", cb.monitor, f"callbacks.{name}.mode", cb.get("mode", "min")))
     for key, name, _, _ in picks:
         if metrics and name is not None and name not in metrics:
-            raise ConfigError(f"{key}={name} is not a validation metric of {task_name} with +arch={cfg.arch}; it "
-                              f"logs {', '.join(metrics)}")
+            raise ConfigError(
+                f"{key}={name} is not a validation metric of {task_name} with +arch={cfg.arch}; it "
+                f"logs {', '.join(metrics)}"
+            )
     monitor, optimized = cfg.task.get("monitor"), cfg.get("optimized_metric")
     if monitor is not None and optimized is not None and metric_mode(monitor) != metric_mode(optimized):
-        raise ConfigError(f"task.monitor={monitor} and optimized_metric={optimized} point in opposite directions "
-                          f"(one is better lower, one higher), and task.monitor_mode serves both; choose metrics "
-                          f"that agree (optimized_metric defaults to task.monitor)")
+        raise ConfigError(
+            f"task.monitor={monitor} and optimized_metric={optimized} point in opposite directions "
+            f"(one is better lower, one higher), and task.monitor_mode serves both; choose metrics "
+            f"that agree (optimized_metric defaults to task.monitor)"
+        )
 
     def better(name: str) -> str:
         return "lower" if metric_mode(name) == "min" else "higher"
+
     for key, name, mode_key, its_mode in picks:
         if name is not None and metric_mode(name) != its_mode:  # the best checkpoint (or a sweep) would be the worst
-            raise ConfigError(f"{key}={name} is better {better(name)}, but {mode_key}={its_mode}; add "
-                              f"{mode_key}={metric_mode(name)}")
+            raise ConfigError(
+                f"{key}={name} is better {better(name)}, but {mode_key}={its_mode}; add {mode_key}={metric_mode(name)}"
+            )
     direction = HydraConfig.get().sweeper.get("direction") if HydraConfig.initialized() else None
     if isinstance(direction, str) and direction in ("minimize", "maximize") and optimized is not None:
         if direction != metric_mode(optimized) + "imize":  # a sweep (Optuna) toward the worst runs
-            raise ConfigError(f"hydra.sweeper.direction={direction}, but optimized_metric={optimized} is better "
-                              f"{better(optimized)}; leave the direction to hparams_search (it follows "
-                              f"task.monitor_mode)")
+            raise ConfigError(
+                f"hydra.sweeper.direction={direction}, but optimized_metric={optimized} is better "
+                f"{better(optimized)}; leave the direction to hparams_search (it follows "
+                f"task.monitor_mode)"
+            )
 
 
 def check_config(cfg: DictConfig) -> None:
@@ -112,8 +131,10 @@ def check_config(cfg: DictConfig) -> None:
             raise ConfigError(f"task.{e}") from None
     allowed = getattr(task_cls, "MASKS", {}).get(cfg.arch)
     if allowed is not None and cfg.model.get("mask") not in allowed:
-        raise ConfigError(f"model.mask={cfg.model.mask} would let {cfg.arch} see the tokens it predicts in "
-                          f"task={task_cls.__name__}; allowed: {', '.join(str(m) for m in allowed)}")
+        raise ConfigError(
+            f"model.mask={cfg.model.mask} would let {cfg.arch} see the tokens it predicts in "
+            f"task={task_cls.__name__}; allowed: {', '.join(str(m) for m in allowed)}"
+        )
     check_lengths(cfg, task_cls)
 
 
@@ -121,8 +142,9 @@ def check_task_and_data(cfg: DictConfig, task_cls) -> None:
     """The task trains the arch and reads the data's batches; its monitors, optimizer and scheduler keys
     are valid; one vocabulary where the model or the task needs one."""
     if cfg.arch not in task_cls.ARCHS:
-        raise ConfigError(f"{task_cls.__name__} does not train +arch={cfg.arch} yet; it trains "
-                          f"{', '.join(task_cls.ARCHS)}")
+        raise ConfigError(
+            f"{task_cls.__name__} does not train +arch={cfg.arch} yet; it trains {', '.join(task_cls.ARCHS)}"
+        )
     data_batch = getattr(get_class(cfg.data._target_), "BATCH", None) if cfg.data.get("_target_") else None
     if data_batch is not None and task_cls.BATCH is not None and data_batch != task_cls.BATCH:
         fits = []
@@ -130,11 +152,14 @@ def check_task_and_data(cfg: DictConfig, task_cls) -> None:
             target = OmegaConf.load(p).get("_target_")
             if target and getattr(get_class(target), "BATCH", None) == task_cls.BATCH:
                 fits.append(p.stem)
-        raise ConfigError(f"{task_cls.__name__} reads {task_cls.BATCH} batches, but data._target_="
-                          f"{cfg.data._target_} gives {data_batch} batches; use data={' or data='.join(fits)} (or a "
-                          f"datamodule whose batches keep {task_cls.__name__}.BATCH_CONTRACT)")
+        raise ConfigError(
+            f"{task_cls.__name__} reads {task_cls.BATCH} batches, but data._target_="
+            f"{cfg.data._target_} gives {data_batch} batches; use data={' or data='.join(fits)} (or a "
+            f"datamodule whose batches keep {task_cls.__name__}.BATCH_CONTRACT)"
+        )
     check_monitors(cfg, getattr(task_cls, "VAL_METRICS", {}).get(cfg.arch, ()), task_cls.__name__)
     from zoo.tasks.optim_config import check_keys as check_optim_keys
+
     sched = cfg.task.get("scheduler") or {}
     try:
         check_optim_keys(cfg.task.get("optimizer"), sched)
@@ -143,27 +168,44 @@ def check_task_and_data(cfg: DictConfig, task_cls) -> None:
     if sched.get("kind", "cosine") not in ("cosine", "noam"):
         raise ConfigError(f"task.scheduler.kind={sched.get('kind')!r} is unknown; allowed: cosine, noam")
     if sched.get("kind") == "noam" and not (sched.get("warmup_steps") or 0) >= 1:
-        raise ConfigError(f"task.scheduler.kind=noam needs task.scheduler.warmup_steps >= 1 (its peak is at "
-                          f"warmup_steps: lr * min(step^-0.5, step * warmup^-1.5) * warmup^0.5); "
-                          f"got {sched.get('warmup_steps')}")
+        raise ConfigError(
+            f"task.scheduler.kind=noam needs task.scheduler.warmup_steps >= 1 (its peak is at "
+            f"warmup_steps: lr * min(step^-0.5, step * warmup^-1.5) * warmup^0.5); "
+            f"got {sched.get('warmup_steps')}"
+        )
     if cfg.model.get("share_embeddings") and cfg.data.get("joint_vocab") is False:
-        raise ConfigError("model.share_embeddings=true needs one vocabulary for source and target: set "
-                          "data.joint_vocab=true (or model.share_embeddings=false)")
-    if (cfg.arch == "encoder_only" and task_cls.BATCH == "translation" and cfg.data.get("joint_vocab") is False
-            and str(cfg.data.get("tokenizer") or "bpe") in ("bpe", "char")):  # zoo trains one tokenizer a side
-        raise ConfigError("encoder_only translation reads source and target as one sequence, so it needs "
-                          "one vocabulary: set data.joint_vocab=true")
+        raise ConfigError(
+            "model.share_embeddings=true needs one vocabulary for source and target: set "
+            "data.joint_vocab=true (or model.share_embeddings=false)"
+        )
+    if (
+        cfg.arch == "encoder_only"
+        and task_cls.BATCH == "translation"
+        and cfg.data.get("joint_vocab") is False
+        and str(cfg.data.get("tokenizer") or "bpe") in ("bpe", "char")
+    ):  # zoo trains one tokenizer a side
+        raise ConfigError(
+            "encoder_only translation reads source and target as one sequence, so it needs "
+            "one vocabulary: set data.joint_vocab=true"
+        )
 
 
 def check_special_ids(cfg: DictConfig, task_cls) -> None:
     """The special ids the data gives the model (zoo's fixed ones, or a pretrained tokenizer.json's, read
     here) agree with the model config's, and the model config is a valid ModelConfig."""
     from zoo.data.bpe import FIXED_IDS
+
     data_cls = get_class(cfg.data._target_) if cfg.data.get("_target_") else None
-    ids = (data_cls.config_ids(cfg.data) if hasattr(data_cls, "config_ids")
-           else {"model": getattr(data_cls, "special_ids", {}), "roles": None, "pretrained": None})
-    set_here = ({o.split("=", 1)[0].lstrip("+~") for o in HydraConfig.get().overrides.task}
-                if HydraConfig.initialized() else set())
+    ids = (
+        data_cls.config_ids(cfg.data)
+        if hasattr(data_cls, "config_ids")
+        else {"model": getattr(data_cls, "special_ids", {}), "roles": None, "pretrained": None}
+    )
+    set_here = (
+        {o.split("=", 1)[0].lstrip("+~") for o in HydraConfig.get().overrides.task}
+        if HydraConfig.initialized()
+        else set()
+    )
     default = {f.name: f.default for f in fields(ModelConfig)}
     model = model_dict(cfg)
     if ids["pretrained"]:  # its ids replace the config's (a contradicting override is refused below)
@@ -176,20 +218,28 @@ def check_special_ids(cfg: DictConfig, task_cls) -> None:
         value = cfg.model.get(key, data_id)
         # zoo's tokenizers: any other value; a pretrained one: a value set on purpose (not the model default)
         if value != data_id and (not ids["pretrained"] or value != default[key] or f"model.{key}" in set_here):
-            whose = (f"the tokenizer {ids['pretrained']}" if ids["pretrained"]
-                     else f"data={cfg.data._target_.rsplit('.', 1)[-1]}'s tokenizer")
-            raise ConfigError(f"model.{key}={value}, but {whose} puts that token at {data_id}; set "
-                              f"model.{key}={data_id} (or drop the override)")
+            whose = (
+                f"the tokenizer {ids['pretrained']}"
+                if ids["pretrained"]
+                else f"data={cfg.data._target_.rsplit('.', 1)[-1]}'s tokenizer"
+            )
+            raise ConfigError(
+                f"model.{key}={value}, but {whose} puts that token at {data_id}; set "
+                f"model.{key}={data_id} (or drop the override)"
+            )
     if ids["pretrained"] and cfg.arch == "encoder_only" and task_cls.BATCH == "translation":
         # the non-autoregressive task writes zoo.data.bpe's constants (CLS_ID, MASK_ID, ...) into its inputs
-        wrong = {r: ids["roles"].get(r) for r in ("pad", "bos", "eos", "mask", "cls")
-                 if ids["roles"].get(r) != FIXED_IDS[r]}
+        wrong = {
+            r: ids["roles"].get(r) for r in ("pad", "bos", "eos", "mask", "cls") if ids["roles"].get(r) != FIXED_IDS[r]
+        }
         if wrong:
-            raise ConfigError(f"+arch=encoder_only translation (non-autoregressive) needs zoo's fixed special ids "
-                              f"({', '.join(f'{r}={FIXED_IDS[r]}' for r in wrong)}), but the tokenizer "
-                              f"{ids['pretrained']} has {', '.join(f'{r}={i}' for r, i in wrong.items())}; use "
-                              f"data.tokenizer=bpe (or a tokenizer.json zoo trained), or +arch=encoder_decoder or "
-                              f"decoder_only")
+            raise ConfigError(
+                f"+arch=encoder_only translation (non-autoregressive) needs zoo's fixed special ids "
+                f"({', '.join(f'{r}={FIXED_IDS[r]}' for r in wrong)}), but the tokenizer "
+                f"{ids['pretrained']} has {', '.join(f'{r}={i}' for r, i in wrong.items())}; use "
+                f"data.tokenizer=bpe (or a tokenizer.json zoo trained), or +arch=encoder_decoder or "
+                f"decoder_only"
+            )
 
 
 def check_lengths(cfg: DictConfig, task_cls) -> None:
@@ -207,9 +257,9 @@ def check_lengths(cfg: DictConfig, task_cls) -> None:
         else:
             key = f"data.{key}"
         if n > cfg.model.max_len:
-            raise ConfigError(f"{key}={n} is larger than model.max_len={cfg.model.max_len}; "
-                              f"lower it or raise model.max_len")
-
+            raise ConfigError(
+                f"{key}={n} is larger than model.max_len={cfg.model.max_len}; lower it or raise model.max_len"
+            )
 
 
 def task_for_data(cfg: DictConfig) -> DictConfig:
@@ -230,11 +280,16 @@ def task_for_data(cfg: DictConfig) -> DictConfig:
     task_kind = getattr(get_class(cfg.task._target_), "BATCH", None)
     if data_kind is None or task_kind is None or data_kind == task_kind or data_kind not in TASK_OF_BATCH:
         return cfg
-    log.info("task=%s follows data=%s (it gives %s batches); add task=... to choose another", TASK_OF_BATCH[data_kind],
-             HydraConfig.get().runtime.choices.get("data"), data_kind)
+    log.info(
+        "task=%s follows data=%s (it gives %s batches); add task=... to choose another",
+        TASK_OF_BATCH[data_kind],
+        HydraConfig.get().runtime.choices.get("data"),
+        data_kind,
+    )
     searchpath = [o for o in HydraConfig.get().overrides.hydra if o.startswith("hydra.searchpath")]
-    return compose(HydraConfig.get().job.config_name,
-                   overrides=searchpath + overrides + [f"task={TASK_OF_BATCH[data_kind]}"])
+    return compose(
+        HydraConfig.get().job.config_name, overrides=searchpath + overrides + [f"task={TASK_OF_BATCH[data_kind]}"]
+    )
 
 
 def check_checkpoint(cfg: DictConfig) -> None:
@@ -247,16 +302,22 @@ def check_checkpoint(cfg: DictConfig) -> None:
     try:
         ckpt = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # truncated, foreign or not a checkpoint at all
-        raise ConfigError(f"ckpt_path={path} is not a readable checkpoint ({type(e).__name__}); pass a .ckpt "
-                          f"file from a run's checkpoints/ dir") from None
+        raise ConfigError(
+            f"ckpt_path={path} is not a readable checkpoint ({type(e).__name__}); pass a .ckpt "
+            f"file from a run's checkpoints/ dir"
+        ) from None
     hp = ckpt.get("hyper_parameters", {})
     task_name = get_class(cfg.task._target_).__name__
     if ckpt.get("zoo_task", task_name) != task_name:
-        raise ConfigError(f"ckpt_path={path} was trained by task {ckpt['zoo_task']}, but this run's task is "
-                          f"{task_name}; resume with the task (and data) it was trained on")
+        raise ConfigError(
+            f"ckpt_path={path} was trained by task {ckpt['zoo_task']}, but this run's task is "
+            f"{task_name}; resume with the task (and data) it was trained on"
+        )
     if hp.get("arch") != cfg.arch:
-        raise ConfigError(f"ckpt_path={path} was trained with +arch={hp.get('arch')}, but this run is "
-                          f"+arch={cfg.arch}; resume with +arch={hp.get('arch')} or start without ckpt_path")
+        raise ConfigError(
+            f"ckpt_path={path} was trained with +arch={hp.get('arch')}, but this run is "
+            f"+arch={cfg.arch}; resume with +arch={hp.get('arch')} or start without ckpt_path"
+        )
     model = {k: v for k, v in model_dict(cfg).items() if k not in FROM_DATA + RUNTIME}
     if cfg.model.get("init_from"):  # the shape is the init checkpoint's (zoo.init_from), checked when built
         model = {}
@@ -265,6 +326,7 @@ def check_checkpoint(cfg: DictConfig) -> None:
         raise ConfigError(f"ckpt_path={path} was trained with other model settings (checkpoint, now): {diff}")
     max_steps = cfg.trainer.get("max_steps", -1)
     if max_steps is not None and 0 < max_steps <= ckpt.get("global_step", 0):
-        raise ConfigError(f"ckpt_path={path} has already trained {ckpt['global_step']} steps; resuming needs "
-                          f"trainer.max_steps above that (now {max_steps})")
-
+        raise ConfigError(
+            f"ckpt_path={path} has already trained {ckpt['global_step']} steps; resuming needs "
+            f"trainer.max_steps above that (now {max_steps})"
+        )

@@ -1,6 +1,7 @@
 """Every edit zoo makes to the model config (conf/model/) before a model is built: the sizes and special
 ids the data gives (`from_data`, for a run) and the fields an objective adds (`for_objective`, in the task's
 constructor, which also rebuilds a model from a checkpoint's saved hyperparameters)."""
+
 from omegaconf import DictConfig, OmegaConf
 
 from zoo.init_from import init_model_config
@@ -13,8 +14,9 @@ RUNTIME = ("compile", "compile_scope", "activation_checkpointing")
 
 def model_dict(cfg: DictConfig) -> dict:
     """The model group as ModelConfig keyword arguments (resolved, without _target_)."""
-    return {k: v for k, v in OmegaConf.to_container(cfg.model, resolve=True).items()
-            if k not in ("_target_", "init_from")}  # init_from: weights to start from (zoo.init_from)
+    return {
+        k: v for k, v in OmegaConf.to_container(cfg.model, resolve=True).items() if k not in ("_target_", "init_from")
+    }  # init_from: weights to start from (zoo.init_from)
 
 
 def from_data(cfg: DictConfig, info: dict, source, data_name: str) -> dict:
@@ -27,9 +29,11 @@ def from_data(cfg: DictConfig, info: dict, source, data_name: str) -> dict:
     wanted = model.get("num_classes") or 0  # 0 (conf/model): the data's count
     if "num_classes" in info and wanted and wanted != info["num_classes"]:
         classes = info.get("classes") or []
-        raise ConfigError(f"model.num_classes={wanted}, but the data ({data_name}) has {info['num_classes']} classes"
-                          + (f" ({', '.join(map(str, classes))})" if 0 < len(classes) <= 10 else "")
-                          + "; drop the override (model.num_classes=0, the default, takes the data's count)")
+        raise ConfigError(
+            f"model.num_classes={wanted}, but the data ({data_name}) has {info['num_classes']} classes"
+            + (f" ({', '.join(map(str, classes))})" if 0 < len(classes) <= 10 else "")
+            + "; drop the override (model.num_classes=0, the default, takes the data's count)"
+        )
     model.update({k: info[k] for k in FROM_DATA if k in info})
     if source is not None:
         model = init_model_config(source, model, info)

@@ -1,5 +1,6 @@
 """The loggers of a run (conf/logger/) and what they are given: Lightning's messages routed to Hydra's
 handlers, the W&B group and tags, one flat config per run."""
+
 import logging
 import os
 from pathlib import Path
@@ -72,6 +73,7 @@ def data_tag(data: dict) -> str:
                 walk(v)
         elif isinstance(value, str) and Path(value).is_absolute():
             paths.append(Path(value).name)
+
     walk(data.get("files", {}))
     return ("file:" + "+".join(dict.fromkeys(paths)))[:64]
 
@@ -79,7 +81,7 @@ def data_tag(data: dict) -> str:
 def make_loggers(cfg: DictConfig, tags):
     """The loggers of conf/logger/; W&B gets group (wandb_group), job_type = arch and tags."""
     loggers = []
-    for name, lcfg in (cfg.get("logger") or {}).items():
+    for lcfg in (cfg.get("logger") or {}).values():
         kwargs = {}
         if lcfg._target_.endswith("WandbLogger"):
             kwargs.update(tags=tags, group=wandb_group(cfg), job_type=cfg.arch)

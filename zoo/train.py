@@ -1,4 +1,5 @@
 """The main job: compose the config with Hydra, build data, model and trainer, train, write results.json."""
+
 import logging
 import sys
 import time
@@ -20,8 +21,15 @@ from omegaconf import DictConfig
 from zoo.budget import BudgetError, apply_budget
 from zoo.callbacks.progress import ProgressBar
 from zoo.checkpoint_io import AtomicCheckpointIO
-from zoo.config_checks import (CONF_DIR, TASK_OF_BATCH, ConfigError, check_checkpoint, check_config,
-                               exit_on_bad_arch_or_seed, task_for_data)
+from zoo.config_checks import (
+    CONF_DIR,
+    TASK_OF_BATCH,
+    ConfigError,
+    check_checkpoint,
+    check_config,
+    exit_on_bad_arch_or_seed,
+    task_for_data,
+)
 from zoo.data.resolver import DataError
 from zoo.distributed import is_fsdp
 from zoo.init_from import InitFromError, init_source, load_weights
@@ -82,8 +90,12 @@ def build_trainer(cfg: DictConfig, tags):
     """The loggers of conf/logger/ and a Trainer with the configured callbacks."""
     loggers = make_loggers(cfg, tags)
     callbacks = [instantiate(c) for c in (cfg.get("callbacks") or {}).values()]
-    trainer = instantiate(cfg.trainer, logger=loggers or False, plugins=[AtomicCheckpointIO()],
-                          **trainer_callbacks(callbacks, cfg.trainer))
+    trainer = instantiate(
+        cfg.trainer,
+        logger=loggers or False,
+        plugins=[AtomicCheckpointIO()],
+        **trainer_callbacks(callbacks, cfg.trainer),
+    )
     return trainer, loggers
 
 
@@ -111,8 +123,10 @@ def fit_and_test(cfg: DictConfig, trainer, task, datamodule, new_task):
         # wrap an already wrapped task again: test a fresh one, which loads the checkpoint after wrapping
         tested = new_task() if best else None
         if tested is None:
-            log.warning("test phase skipped: under FSDP it needs a checkpoint of the trained weights, and this run "
-                        "wrote none (keep callbacks=default, or test later with the run's checkpoint)")
+            log.warning(
+                "test phase skipped: under FSDP it needs a checkpoint of the trained weights, and this run "
+                "wrote none (keep callbacks=default, or test later with the run's checkpoint)"
+            )
             return final, task
     trainer.test(tested, datamodule=datamodule, ckpt_path=best or None, verbose=False)
     final.update({k: float(v) for k, v in trainer.callback_metrics.items() if k.startswith("test/")})
@@ -123,13 +137,22 @@ def write_results(cfg: DictConfig, results: dict, fitted, tested, loggers) -> No
     """results.json and the examples (one process only); W&B's summary; the results path printed last."""
     results["examples"] = write_examples(cfg.paths.output_dir, tested if getattr(tested, "examples", None) else fitted)
     path = write_json(Path(cfg.paths.output_dir) / "results.json", results)
-    log.info("final %s; best %s; %d steps in %.0f s", {k: float(f"{v:.5g}") for k, v in results["final"].items()},
-             {k: float(f"{v:.5g}") for k, v in fitted.best.items()}, results["steps"], results["wall_seconds"])
+    log.info(
+        "final %s; best %s; %d steps in %.0f s",
+        {k: float(f"{v:.5g}") for k, v in results["final"].items()},
+        {k: float(f"{v:.5g}") for k, v in fitted.best.items()},
+        results["steps"],
+        results["wall_seconds"],
+    )
     for logger in loggers:
         if isinstance(logger, WandbLogger):
-            logger.experiment.summary.update({"wall_seconds": results["wall_seconds"],  # best/<metric>: sweeps
-                                              "cost/train_flops": fitted.cost["flops"],
-                                              **{f"best/{k}": v for k, v in fitted.best.items()}})
+            logger.experiment.summary.update(
+                {
+                    "wall_seconds": results["wall_seconds"],  # best/<metric>: sweeps
+                    "cost/train_flops": fitted.cost["flops"],
+                    **{f"best/{k}": v for k, v in fitted.best.items()},
+                }
+            )
             logger.experiment.finish()  # flush now, so the results path below is the last line printed
     print(path.resolve())
 
@@ -149,6 +172,7 @@ def run(cfg: DictConfig) -> float:
 
     def new_task():
         return instantiate(cfg.task, arch=cfg.arch, model=model_cfg, tokenizer=info["tokenizer"], _convert_="all")
+
     task = new_task()
     if source is not None and not cfg.get("ckpt_path"):  # resuming restores its own weights
         load_weights(task.model, source)
@@ -159,22 +183,49 @@ def run(cfg: DictConfig) -> float:
     flops_per_token = task.forward_flops_per_token(info["seq_len"], info.get("src_len"))
     log.info("model: %d parameters, %.4g forward FLOPs per token", n_params, flops_per_token)
     objective = getattr(task, "objective", task_name)
-    log_config(cfg, task, datamodule, trainer, loggers,
-               {"arch": cfg.arch, "arch_config": arch_config(cfg), "task": task_name, "dataset": data["dataset"],
-                "data_info": data, "objective": objective, "params": n_params, "flops_per_token": flops_per_token})
+    log_config(
+        cfg,
+        task,
+        datamodule,
+        trainer,
+        loggers,
+        {
+            "arch": cfg.arch,
+            "arch_config": arch_config(cfg),
+            "task": task_name,
+            "dataset": data["dataset"],
+            "data_info": data,
+            "objective": objective,
+            "params": n_params,
+            "flops_per_token": flops_per_token,
+        },
+    )
     final, tested = fit_and_test(cfg, trainer, task, datamodule, new_task)
     fitted = task
     results = {
-        "status": "ok", "arch": cfg.arch, "arch_config": arch_config(cfg), "task": task_name,
-        "dataset": data["dataset"], "data": data, "objective": objective,
-        "seed": cfg.seed, "overrides": job_overrides(), "budget": budget,
-        "final": final, "best": fitted.best,
-        "params": n_params, "flops_per_token": flops_per_token,
-        "cost": {"train_flops": fitted.cost["flops"], "tokens": fitted.cost["tokens"],
-                 "train_seconds": fitted.cost["seconds"],
-                 "inference_flops_per_token": fitted.inference_flops_per_token(info["seq_len"], info.get("src_len")),
-                 "ms_per_example": getattr(tested, "ms_per_example", getattr(fitted, "ms_per_example", None))},
-        "steps": trainer.global_step, "wall_seconds": time.time() - start,
+        "status": "ok",
+        "arch": cfg.arch,
+        "arch_config": arch_config(cfg),
+        "task": task_name,
+        "dataset": data["dataset"],
+        "data": data,
+        "objective": objective,
+        "seed": cfg.seed,
+        "overrides": job_overrides(),
+        "budget": budget,
+        "final": final,
+        "best": fitted.best,
+        "params": n_params,
+        "flops_per_token": flops_per_token,
+        "cost": {
+            "train_flops": fitted.cost["flops"],
+            "tokens": fitted.cost["tokens"],
+            "train_seconds": fitted.cost["seconds"],
+            "inference_flops_per_token": fitted.inference_flops_per_token(info["seq_len"], info.get("src_len")),
+            "ms_per_example": getattr(tested, "ms_per_example", getattr(fitted, "ms_per_example", None)),
+        },
+        "steps": trainer.global_step,
+        "wall_seconds": time.time() - start,
         "output_dir": str(Path(cfg.paths.output_dir).resolve()),
         "best_checkpoint": getattr(trainer.checkpoint_callback, "best_model_path", None) or None,
         "examples": None,
@@ -211,7 +262,9 @@ def handle_error(e: BaseException) -> float:
     with 2; in a grid multirun (basic_multirun), raise it instead, so Hydra runs the other jobs and fails at
     the end. Re-raise anything else."""
     cause = e.__cause__ if isinstance(e, InstantiationException) else e  # a datamodule's or task's constructor
-    if isinstance(cause, (ConfigError, DataError, BudgetError, InitFromError)) or (cause is not e and isinstance(cause, ValueError)):
+    if isinstance(cause, (ConfigError, DataError, BudgetError, InitFromError)) or (
+        cause is not e and isinstance(cause, ValueError)
+    ):
         print(f"zoo: error: {cause}", file=sys.stderr)  # the message says what and how to fix, no traceback
         if not basic_multirun():
             sys.exit(2)

@@ -48,6 +48,7 @@ and peer versions, CPU / GPU name, threads) and one Markdown section per benchma
 them to a file. On a GPU: --device cuda (timings synchronise the GPU; memory uses
 torch.cuda.max_memory_allocated).
 """
+
 from zoo.bench.cli import BENCHMARKS, main, parse_args
 from zoo.bench.options import Options
 from zoo.bench.timing import Timed, interleaved, median

@@ -1,6 +1,7 @@
 """Benchmark 3: greedy generation, zoo with its KV cache vs Hugging Face generate vs zoo without cache."""
+
 import inspect
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 from torch import nn
@@ -33,8 +34,13 @@ def hf_cache_kwarg(model: nn.Module) -> str:
     return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
 
 
-def bench_generate(opts: Options, shape: LMShape = GEN_SHAPE, new: int | None = None,
-                   contexts: tuple[int, ...] = (64, 512), prompt_len: int = 8) -> str:
+def bench_generate(
+    opts: Options,
+    shape: LMShape = GEN_SHAPE,
+    new: int | None = None,
+    contexts: tuple[int, ...] = (64, 512),
+    prompt_len: int = 8,
+) -> str:
     """Greedy decoding, nanoGPT shape (4 layers, 4 heads, d_model 128, vocab 65) with max_len 1024.
 
     (a) whole generations: a `prompt_len`-token prompt + `new` new tokens (default 256; QUICK: 64) at
@@ -71,19 +77,30 @@ def _models(opts: Options, shape: LMShape) -> tuple[DecoderOnly, nn.Module | Non
     return zoo, hf, hf_missing
 
 
-def _whole_generation_rows(opts: Options, zoo: DecoderOnly, hf: nn.Module | None, hf_missing: str | None,
-                           batch: int, prompt_len: int, new: int) -> list[list[str]]:
+def _whole_generation_rows(
+    opts: Options, zoo: DecoderOnly, hf: nn.Module | None, hf_missing: str | None, batch: int, prompt_len: int, new: int
+) -> list[list[str]]:
     """Part (a) at one batch size: the table rows of every contender generating `new` tokens after a
     random (batch, prompt_len) prompt. Raises RuntimeError when a contender returns another shape."""
     progress(f"generate batch {batch}")
     idx = random_tokens((batch, prompt_len), zoo.cfg.vocab_size, opts.device, seed=batch)
     contenders: dict[str, Callable[[], object]] = {
-        "zoo KV cache": lambda: zoo.generate(idx, new, temperature=0.0, use_cache=True)}
+        "zoo KV cache": lambda: zoo.generate(idx, new, temperature=0.0, use_cache=True)
+    }
     if hf is not None:
+
         def hf_generate():
             with torch.no_grad():
-                return hf.generate(idx, attention_mask=torch.ones_like(idx), max_new_tokens=new,
-                                   min_new_tokens=new, do_sample=False, use_cache=True, pad_token_id=0)
+                return hf.generate(
+                    idx,
+                    attention_mask=torch.ones_like(idx),
+                    max_new_tokens=new,
+                    min_new_tokens=new,
+                    do_sample=False,
+                    use_cache=True,
+                    pad_token_id=0,
+                )
+
         contenders[HF_NAME] = hf_generate
     contenders["zoo no cache"] = lambda: zoo.generate(idx, new, temperature=0.0, use_cache=False)
     for name, run in contenders.items():  # every contender makes exactly `new` tokens
@@ -130,40 +147,68 @@ def _per_token_ms(opts: Options, zoo: DecoderOnly, hf: nn.Module | None, context
                 for _ in range(PER_TOKEN_STEPS):
                     hf(input_ids=idx[:, context:], use_cache=True, **{kw: hf_cache})
                     hf_cache.crop(-1)  # back to `context` cached tokens
+
         steps["HF cache"] = hf_cached
     steps["zoo no cache"] = zoo_uncached
     times = interleaved(steps, opts.reps, opts.warmup, opts.device)
     return {k: 1e3 * median(v) / PER_TOKEN_STEPS for k, v in times.items()}
 
 
-def _report(opts: Options, shape: LMShape, params: str, prompt_len: int, new: int, rows: list[list[str]],
-            zoo_ms: dict[int, dict[str, float]]) -> str:
+def _report(
+    opts: Options,
+    shape: LMShape,
+    params: str,
+    prompt_len: int,
+    new: int,
+    rows: list[list[str]],
+    zoo_ms: dict[int, dict[str, float]],
+) -> str:
     """The Markdown section: part (a)'s table `rows` and part (b)'s table of zoo_ms {context: {contender: ms}}."""
     step_rows = []
     for context, ms in zoo_ms.items():
         hf_ms = ms.get("HF cache")
-        step_rows.append([f"{context}", fmt(ms["zoo KV cache"]), fmt(hf_ms) if hf_ms else "—",
-                          fmt(ms["zoo no cache"]), ratio(hf_ms, ms["zoo KV cache"]) if hf_ms else "—",
-                          ratio(ms["zoo no cache"], ms["zoo KV cache"])])
+        step_rows.append(
+            [
+                f"{context}",
+                fmt(ms["zoo KV cache"]),
+                fmt(hf_ms) if hf_ms else "—",
+                fmt(ms["zoo no cache"]),
+                ratio(hf_ms, ms["zoo KV cache"]) if hf_ms else "—",
+                ratio(ms["zoo no cache"], ms["zoo KV cache"]),
+            ]
+        )
     contexts = list(zoo_ms)
     lo, hi = contexts[0], contexts[-1]
     growth = ", ".join(f"{k} x{zoo_ms[hi][k] / zoo_ms[lo][k]:.2f}" for k in zoo_ms[lo])
-    return "\n".join([
-        f"## generate: greedy decoding ({shape.n_layers} layers, {shape.n_heads} heads, d_model {shape.d_model}, "
-        f"vocab {shape.vocab}, max_len {shape.block})",
-        "",
-        f"Parameters: {params}. (a) {prompt_len}-token prompt + {new} new tokens, greedy, fp32. tokens/s = "
-        "batch x new tokens / s; zoo/peer = zoo-with-KV-cache tokens/s over the contender's (> 1 = the cached "
-        "zoo is faster). HF: generate(do_sample=False, use_cache=True, min_new_tokens = max_new_tokens) with "
-        "its DynamicCache; its per-step work includes the logits processors and stopping criteria.",
-        "",
-        markdown_table(["batch", "contender", "ms (median)", "ms (min–max)", "new tokens/s", "zoo/peer"], rows,
-                       label_columns=2),
-        "",
-        f"(b) time per new token at batch 1 (median of {opts.reps} calls of {PER_TOKEN_STEPS} steps each); zoo/HF = "
-        "HF ms / zoo ms (> 1 = zoo faster); cache speed-up = zoo no cache / zoo KV cache.",
-        "",
-        markdown_table(["context (tokens)", "zoo KV cache ms/token", "HF cache ms/token", "zoo no cache ms/token",
-                        "zoo/HF", "cache speed-up"], step_rows),
-        "",
-        f"{hi} vs {lo} tokens of context (flat = x1): {growth}."])
+    return "\n".join(
+        [
+            f"## generate: greedy decoding ({shape.n_layers} layers, {shape.n_heads} heads, d_model {shape.d_model}, "
+            f"vocab {shape.vocab}, max_len {shape.block})",
+            "",
+            f"Parameters: {params}. (a) {prompt_len}-token prompt + {new} new tokens, greedy, fp32. tokens/s = "
+            "batch x new tokens / s; zoo/peer = zoo-with-KV-cache tokens/s over the contender's (> 1 = the cached "
+            "zoo is faster). HF: generate(do_sample=False, use_cache=True, min_new_tokens = max_new_tokens) with "
+            "its DynamicCache; its per-step work includes the logits processors and stopping criteria.",
+            "",
+            markdown_table(
+                ["batch", "contender", "ms (median)", "ms (min–max)", "new tokens/s", "zoo/peer"], rows, label_columns=2
+            ),
+            "",
+            f"(b) time per new token at batch 1 (median of {opts.reps} calls of {PER_TOKEN_STEPS} steps each); "
+            "zoo/HF = HF ms / zoo ms (> 1 = zoo faster); cache speed-up = zoo no cache / zoo KV cache.",
+            "",
+            markdown_table(
+                [
+                    "context (tokens)",
+                    "zoo KV cache ms/token",
+                    "HF cache ms/token",
+                    "zoo no cache ms/token",
+                    "zoo/HF",
+                    "cache speed-up",
+                ],
+                step_rows,
+            ),
+            "",
+            f"{hi} vs {lo} tokens of context (flat = x1): {growth}.",
+        ]
+    )

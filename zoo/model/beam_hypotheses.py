@@ -16,6 +16,7 @@ Stopping rule of a row, `early_stopping` (Hugging Face's meaning of the same arg
 beam_size 1 always stops at its first finished hypothesis, so that it is greedy decoding whatever the rule.
 Either way a row is done at its maximum length.
 """
+
 import torch
 
 NEG_INF = float("-inf")
@@ -88,5 +89,5 @@ class FinishedHypotheses:
         out[:, :T0] = prefix
         for b, h in enumerate(best):
             if h[2]:
-                out[b, T0:T0 + len(h[2])] = torch.tensor(h[2], dtype=torch.long, device=device)
+                out[b, T0 : T0 + len(h[2])] = torch.tensor(h[2], dtype=torch.long, device=device)
         return out, torch.tensor([h[0] for h in best], device=device)

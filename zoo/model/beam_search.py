@@ -29,13 +29,14 @@ ordered as a stable sort, see _top). Ties are broken on the float32 log-softmax 
 differ by less than its rounding could rank differently from greedy's argmax on the raw logits (never seen
 in the tests).
 """
-from typing import Callable, NamedTuple, Sequence
+
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 import torch
 
 # check_early_stopping, length_penalty_factor and penalised are part of this module's API too
-from zoo.model.beam_hypotheses import (NEG_INF, FinishedHypotheses, check_early_stopping, length_penalty_factor,
-                                       penalised)
+from zoo.model.beam_hypotheses import NEG_INF, FinishedHypotheses, check_early_stopping
 
 
 def _top(scores: torch.Tensor, n: int):
@@ -56,6 +57,7 @@ def _top(scores: torch.Tensor, n: int):
 
 class Candidates(NamedTuple):
     """One step's ranked continuations of a batch of B rows with beam_size beams each (best first)."""
+
     scores: torch.Tensor  # (B, n) summed log-probabilities of the best n = min(2 beam_size, beam_size V)
     beam: torch.Tensor  # (B, n) long: the beam each extends
     token: torch.Tensor  # (B, n) long: its new token
@@ -95,8 +97,11 @@ def _finish(hyps: FinishedHypotheses, cand: Candidates, generated: torch.Tensor,
     for b, j in cand.finished.nonzero().tolist():
         if not hyps.done[b]:
             hyps.add(b, scores[b][j], t, beams[b * K + beam[b][j]] + [eos])
-    running, running_beam, running_token = (cand.running.tolist(), cand.running_beam.tolist(),
-                                            cand.running_token.tolist())
+    running, running_beam, running_token = (
+        cand.running.tolist(),
+        cand.running_beam.tolist(),
+        cand.running_token.tolist(),
+    )
     for b in range(len(at_max)):
         if at_max[b]:
             for k in range(K):
@@ -105,8 +110,14 @@ def _finish(hyps: FinishedHypotheses, cand: Candidates, generated: torch.Tensor,
             hyps.done[b] = True
 
 
-def _advance(tokens: torch.Tensor, key_padding_mask: torch.Tensor | None, reorder: Callable | None,
-             cand: Candidates, done: list[bool], pad_id: int):
+def _advance(
+    tokens: torch.Tensor,
+    key_padding_mask: torch.Tensor | None,
+    reorder: Callable | None,
+    cand: Candidates,
+    done: list[bool],
+    pad_id: int,
+):
     """Re-select the beams and append their new tokens: tokens (B*K, t) -> (B*K, t + 1), key_padding_mask
     likewise (new tokens are not padding); rows already done stay frozen, extended by pad_id. Calls
     reorder(index (B*K,)) when the beams change order. Returns (tokens, key_padding_mask)."""
@@ -139,10 +150,18 @@ def _expand(prefix: torch.Tensor, key_padding_mask: torch.Tensor | None, K: int)
 
 
 @torch.no_grad()
-def beam_core(step: Callable, reorder: Callable | None, prefix: torch.Tensor,
-              key_padding_mask: torch.Tensor | None, beam_size: int, max_new: int | Sequence[int],
-              length_penalty: float = 0.6, eos_id: int | None = None, pad_id: int = 0,
-              early_stopping: bool | str = "never") -> tuple[torch.Tensor, torch.Tensor]:
+def beam_core(
+    step: Callable,
+    reorder: Callable | None,
+    prefix: torch.Tensor,
+    key_padding_mask: torch.Tensor | None,
+    beam_size: int,
+    max_new: int | Sequence[int],
+    length_penalty: float = 0.6,
+    eos_id: int | None = None,
+    pad_id: int = 0,
+    early_stopping: bool | str = "never",
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Beam search continuing prefix (B, T0) (BOS for an encoder-decoder, the left-padded prompt for a
     decoder-only model); see the module docstring for the scoring and the stopping rule.
 
@@ -188,9 +207,16 @@ def beam_core(step: Callable, reorder: Callable | None, prefix: torch.Tensor,
 
 
 @torch.no_grad()
-def beam_search(model, src: torch.Tensor, src_key_padding_mask: torch.Tensor | None = None,
-                beam_size: int = 4, max_len: int | None = None, length_penalty: float = 0.6,
-                return_scores: bool = False, early_stopping: bool | str = "never"):
+def beam_search(
+    model,
+    src: torch.Tensor,
+    src_key_padding_mask: torch.Tensor | None = None,
+    beam_size: int = 4,
+    max_len: int | None = None,
+    length_penalty: float = 0.6,
+    return_scores: bool = False,
+    early_stopping: bool | str = "never",
+):
     """Translate src (B, S) with an EncoderDecoder by beam search (scoring and stopping: module docstring).
 
     src_key_padding_mask: (B, S) True = padding, or None.
@@ -210,8 +236,7 @@ def beam_search(model, src: torch.Tensor, src_key_padding_mask: torch.Tensor | N
     B, S = src.shape
     K = beam_size
     if max_len is None:
-        lengths = (S - src_key_padding_mask.long().sum(dim=1)).tolist() if src_key_padding_mask is not None \
-            else [S] * B
+        lengths = (S - src_key_padding_mask.long().sum(dim=1)).tolist() if src_key_padding_mask is not None else [S] * B
         max_new = [min(n + 50, cfg.max_len - 1) for n in lengths]
     else:
         if 1 + max_len > cfg.max_len:
@@ -229,16 +254,25 @@ def beam_search(model, src: torch.Tensor, src_key_padding_mask: torch.Tensor | N
             c.reorder(index)
 
     bos = torch.full((B, 1), model.start_id, dtype=torch.long, device=src.device)  # BART / Marian / T5: their own
-    out, scores = beam_core(step, reorder, bos, None, K, max_new, length_penalty, cfg.eos_id, cfg.pad_id,
-                            early_stopping)
+    out, scores = beam_core(
+        step, reorder, bos, None, K, max_new, length_penalty, cfg.eos_id, cfg.pad_id, early_stopping
+    )
     return (out, scores) if return_scores else out
 
 
 @torch.no_grad()
-def beam_search_decoder_only(model, idx: torch.Tensor, key_padding_mask: torch.Tensor | None = None,
-                             beam_size: int = 4, max_new_tokens: int = 50, length_penalty: float = 0.6,
-                             eos_id: int | None = None, prefix_len: int | torch.Tensor | None = None,
-                             return_scores: bool = False, early_stopping: bool | str = "never"):
+def beam_search_decoder_only(
+    model,
+    idx: torch.Tensor,
+    key_padding_mask: torch.Tensor | None = None,
+    beam_size: int = 4,
+    max_new_tokens: int = 50,
+    length_penalty: float = 0.6,
+    eos_id: int | None = None,
+    prefix_len: int | torch.Tensor | None = None,
+    return_scores: bool = False,
+    early_stopping: bool | str = "never",
+):
     """Beam search continuation of prompts idx (B, T) with a DecoderOnly (e.g. translation with
     source + separator as the prompt); scoring and stopping: module docstring.
 
@@ -261,16 +295,33 @@ def beam_search_decoder_only(model, idx: torch.Tensor, key_padding_mask: torch.T
     def step(tokens, key_padding_mask, n_new):
         return model(tokens[:, -n_new:], key_padding_mask=key_padding_mask, cache=cache, prefix_len=prefix_len)
 
-    out, scores = beam_core(step, cache.reorder, idx, key_padding_mask, K, max_new_tokens, length_penalty,
-                            cfg.eos_id if eos_id is None else eos_id, cfg.pad_id, early_stopping)
+    out, scores = beam_core(
+        step,
+        cache.reorder,
+        idx,
+        key_padding_mask,
+        K,
+        max_new_tokens,
+        length_penalty,
+        cfg.eos_id if eos_id is None else eos_id,
+        cfg.pad_id,
+        early_stopping,
+    )
     return (out, scores) if return_scores else out
 
 
 @torch.no_grad()
-def beam_search_encoder_only(model, idx: torch.Tensor, key_padding_mask: torch.Tensor | None = None,
-                             beam_size: int = 4, max_new_tokens: int | Sequence[int] = 50,
-                             length_penalty: float = 0.6, eos_id: int | None = None, return_scores: bool = False,
-                             early_stopping: bool | str = "never"):
+def beam_search_encoder_only(
+    model,
+    idx: torch.Tensor,
+    key_padding_mask: torch.Tensor | None = None,
+    beam_size: int = 4,
+    max_new_tokens: int | Sequence[int] = 50,
+    length_penalty: float = 0.6,
+    eos_id: int | None = None,
+    return_scores: bool = False,
+    early_stopping: bool | str = "never",
+):
     """Beam search continuation of prompts idx (B, T) with an EncoderOnly read autoregressively (ENTP, Ewer et
     al. 2024; translation's encoder_ar): every step re-encodes each beam's whole sequence bidirectionally and
     scores the next token at its last position (EncoderOnly.next_token_logits). No cache, so no reorder: the
@@ -291,6 +342,16 @@ def beam_search_encoder_only(model, idx: torch.Tensor, key_padding_mask: torch.T
     def step(tokens, key_padding_mask, _n_new):
         return model.next_token_logits(tokens, key_padding_mask).unsqueeze(1)  # (B*K, 1, V)
 
-    out, scores = beam_core(step, None, idx, key_padding_mask, beam_size, max_new_tokens, length_penalty,
-                            cfg.eos_id if eos_id is None else eos_id, cfg.pad_id, early_stopping)
+    out, scores = beam_core(
+        step,
+        None,
+        idx,
+        key_padding_mask,
+        beam_size,
+        max_new_tokens,
+        length_penalty,
+        cfg.eos_id if eos_id is None else eos_id,
+        cfg.pad_id,
+        early_stopping,
+    )
     return (out, scores) if return_scores else out

@@ -1,5 +1,6 @@
 """The chunk loop of zoo.model.chunked_ce: one pass over the rows of h, C rows at a time, computing each
 chunk's logits in one reused (C, V) buffer, its rows' cross-entropy and, when asked, the gradients."""
+
 import torch
 
 
@@ -7,11 +8,12 @@ def _add_in_blocks(acc: torch.Tensor, x: torch.Tensor, rows: int = 4096) -> None
     """acc += x for x in a lower precision, block of rows by block: a mixed-dtype add_ would first convert the
     whole of x to acc's dtype (a temporary as large as grad w in fp32)."""
     for i in range(0, x.shape[0], rows):
-        acc[i:i + rows].add_(x[i:i + rows])
+        acc[i : i + rows].add_(x[i : i + rows])
 
 
-def _project(hc: torch.Tensor, wt: torch.Tensor, b: torch.Tensor | None, z: torch.Tensor,
-             zl: torch.Tensor | None) -> None:
+def _project(
+    hc: torch.Tensor, wt: torch.Tensor, b: torch.Tensor | None, z: torch.Tensor, zl: torch.Tensor | None
+) -> None:
     """z (C, V) = hc (C, d) @ wt (d, V) + b, computed in zl (hc's lower precision) first when zl is given."""
     out = z if zl is None else zl
     if b is None:
@@ -46,9 +48,18 @@ def _logits_grad(z: torch.Tensor, s: torch.Tensor, sc: torch.Tensor, tc: torch.T
     z.scatter_add_(1, tc, (-(1.0 - ls) * sc).unsqueeze(1))
 
 
-def chunk_pass(h: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None, target: torch.Tensor,
-               valid: torch.Tensor, label_smoothing: float, chunk: int, scale: torch.Tensor | None,
-               needs: tuple[bool, bool, bool], acc_dtype: torch.dtype):
+def chunk_pass(
+    h: torch.Tensor,
+    w: torch.Tensor,
+    b: torch.Tensor | None,
+    target: torch.Tensor,
+    valid: torch.Tensor,
+    label_smoothing: float,
+    chunk: int,
+    scale: torch.Tensor | None,
+    needs: tuple[bool, bool, bool],
+    acc_dtype: torch.dtype,
+):
     """h (N, d), w (V, d), b (V,) or None, all in the compute dtype; target (N,) long, valid (N,) bool
     (target != ignore_index). scale (N,) acc_dtype: d loss / d row loss (0 on ignored rows); None = no
     gradient. needs: (grad h, grad w, grad b) wanted.
@@ -71,8 +82,8 @@ def chunk_pass(h: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None, target:
     wt = w.t()
     for start in range(0, N, chunk):
         end = min(start + chunk, N)
-        hc, z = h[start:end], buf[:end - start]
-        zl = low_buf[:end - start] if low else None
+        hc, z = h[start:end], buf[: end - start]
+        zl = low_buf[: end - start] if low else None
         _project(hc, wt, b, z, zl)
         tc = safe_target[start:end].unsqueeze(1)  # (C, 1)
         loss_c, s = _row_losses(z, tc, ls)

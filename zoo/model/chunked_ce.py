@@ -23,6 +23,7 @@ the chunks in fp32.
 On CUDA, with the automatic chunk size, `liger-kernel`'s fused Triton kernel is used when it is installed
 (reductions mean / sum, no per-row output); the CPU always runs the pure-PyTorch path here.
 """
+
 import contextlib
 from importlib import metadata
 
@@ -32,13 +33,14 @@ import torch.nn.functional as F
 from zoo.model.chunk_pass import chunk_pass
 
 IGNORE_INDEX = -100
-LOGITS_CHUNK_BYTES = 64 * 2 ** 20  # automatic chunk: about this many bytes of fp32 logits per chunk
+LOGITS_CHUNK_BYTES = 64 * 2**20  # automatic chunk: about this many bytes of fp32 logits per chunk
 MIN_CHUNK_ROWS = 512  # ... but at least this many rows: each chunk streams W (V x d) through 3 GEMMs
 REDUCTIONS = ("mean", "sum", "none")
 
 
-def auto_chunk_size(n_rows: int, vocab_size: int, budget_bytes: int = LOGITS_CHUNK_BYTES,
-                    min_rows: int = MIN_CHUNK_ROWS) -> int:
+def auto_chunk_size(
+    n_rows: int, vocab_size: int, budget_bytes: int = LOGITS_CHUNK_BYTES, min_rows: int = MIN_CHUNK_ROWS
+) -> int:
     """The automatic chunk (rows): budget_bytes of fp32 logits (C x V x 4), at least min_rows (GEMM efficiency:
     each chunk reads W, and reads and writes grad W, once per projection), a multiple of 64 rows when it is
     smaller than n_rows, and never more than n_rows (then it is one chunk). At V = 50,257: 512 rows (103 MB)."""
@@ -89,13 +91,24 @@ class FusedLinearCrossEntropy(torch.autograd.Function):
         if reduction == "mean":
             scale = scale / n.clamp(min=1)
         with _no_autocast(h.device):
-            rows, gh, gw, gb = chunk_pass(h.to(dtype), weight.to(dtype), None if bias is None else bias.to(dtype),
-                                          target, valid, label_smoothing, chunk, scale, needs, acc)
+            rows, gh, gw, gb = chunk_pass(
+                h.to(dtype),
+                weight.to(dtype),
+                None if bias is None else bias.to(dtype),
+                target,
+                valid,
+                label_smoothing,
+                chunk,
+                scale,
+                needs,
+                acc,
+            )
         loss = rows.sum()
         if reduction == "mean":
             loss = loss / n
-        ctx.save_for_backward(gh, None if gw is None else gw.to(weight.dtype),
-                              None if gb is None else gb.to(bias.dtype))
+        ctx.save_for_backward(
+            gh, None if gw is None else gw.to(weight.dtype), None if gb is None else gb.to(bias.dtype)
+        )
         ctx.h_dtype = h.dtype
         ctx.mark_non_differentiable(rows)
         return loss, rows
@@ -108,6 +121,7 @@ class FusedLinearCrossEntropy(torch.autograd.Function):
 
         def scaled(g):
             return g if g is None or one else g * grad_loss.to(g.dtype)
+
         gh = None if gh is None else scaled(gh).to(ctx.h_dtype)
         return gh, scaled(gw), scaled(gb), None, None, None, None, None, None, None
 
@@ -122,8 +136,18 @@ class LinearCrossEntropyRows(torch.autograd.Function):
         acc = torch.promote_types(dtype, torch.float32)
         valid = target != ignore_index
         with _no_autocast(h.device):
-            rows = chunk_pass(h.to(dtype), weight.to(dtype), None if bias is None else bias.to(dtype), target,
-                              valid, label_smoothing, chunk, None, needs, acc)[0]
+            rows = chunk_pass(
+                h.to(dtype),
+                weight.to(dtype),
+                None if bias is None else bias.to(dtype),
+                target,
+                valid,
+                label_smoothing,
+                chunk,
+                None,
+                needs,
+                acc,
+            )[0]
         ctx.save_for_backward(h, weight, bias, target)
         ctx.args = (ignore_index, label_smoothing, chunk, dtype, needs, acc)
         return rows
@@ -135,10 +159,29 @@ class LinearCrossEntropyRows(torch.autograd.Function):
         valid = target != ignore_index
         scale = grad_rows.to(acc).masked_fill(~valid, 0.0)
         with _no_autocast(h.device):
-            _, gh, gw, gb = chunk_pass(h.to(dtype), weight.to(dtype), None if bias is None else bias.to(dtype),
-                                       target, valid, label_smoothing, chunk, scale, needs, acc)
-        return (None if gh is None else gh.to(h.dtype), None if gw is None else gw.to(weight.dtype),
-                None if gb is None else gb.to(bias.dtype), None, None, None, None, None, None)
+            _, gh, gw, gb = chunk_pass(
+                h.to(dtype),
+                weight.to(dtype),
+                None if bias is None else bias.to(dtype),
+                target,
+                valid,
+                label_smoothing,
+                chunk,
+                scale,
+                needs,
+                acc,
+            )
+        return (
+            None if gh is None else gh.to(h.dtype),
+            None if gw is None else gw.to(weight.dtype),
+            None if gb is None else gb.to(bias.dtype),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
 
 
 LIGER_MIN_VERSION = (0, 5)  # earlier releases drop label_smoothing / reduction silently
@@ -154,8 +197,9 @@ def _liger_loss(h, weight, target, bias, ignore_index, label_smoothing, reductio
         return None
     if version < LIGER_MIN_VERSION:
         return None
-    loss_fn = LigerFusedLinearCrossEntropyLoss(ignore_index=ignore_index, label_smoothing=label_smoothing,
-                                               reduction=reduction)
+    loss_fn = LigerFusedLinearCrossEntropyLoss(
+        ignore_index=ignore_index, label_smoothing=label_smoothing, reduction=reduction
+    )
     return loss_fn(weight, h, target, bias).float()  # liger's order: (weight, input, target, bias)
 
 
@@ -169,14 +213,20 @@ def _plain(h, weight, target, bias, ignore_index, label_smoothing, reduction, re
     """linear_cross_entropy's plain path (chunk_size=0): the full logits and F.cross_entropy."""
     logits = F.linear(h, weight, bias)
     logits = logits.float() if logits.dtype in (torch.float16, torch.bfloat16) else logits
-    loss = F.cross_entropy(logits, target, ignore_index=ignore_index, label_smoothing=label_smoothing,
-                           reduction=reduction)
+    loss = F.cross_entropy(
+        logits, target, ignore_index=ignore_index, label_smoothing=label_smoothing, reduction=reduction
+    )
     if reduction == "none":
         loss = loss.view(out_shape)
     if not return_rows:
         return loss
-    rows = loss.detach() if reduction == "none" else F.cross_entropy(
-        logits.detach(), target, ignore_index=ignore_index, label_smoothing=label_smoothing, reduction="none")
+    rows = (
+        loss.detach()
+        if reduction == "none"
+        else F.cross_entropy(
+            logits.detach(), target, ignore_index=ignore_index, label_smoothing=label_smoothing, reduction="none"
+        )
+    )
     return loss, rows.view(out_shape)
 
 
@@ -185,18 +235,36 @@ def _losses_only(h, weight, target, bias, ignore_index, label_smoothing, reducti
     acc = torch.promote_types(dtype, torch.float32)
     valid = target != ignore_index
     with torch.no_grad(), _no_autocast(h.device):
-        rows = chunk_pass(h.to(dtype), weight.to(dtype), None if bias is None else bias.to(dtype), target, valid,
-                          label_smoothing, chunk, None, (False, False, False), acc)[0]
+        rows = chunk_pass(
+            h.to(dtype),
+            weight.to(dtype),
+            None if bias is None else bias.to(dtype),
+            target,
+            valid,
+            label_smoothing,
+            chunk,
+            None,
+            (False, False, False),
+            acc,
+        )[0]
     loss = rows if reduction == "none" else rows.sum()
     if reduction == "mean":
         loss = loss / valid.sum()
     return loss, rows
 
 
-def linear_cross_entropy(h: torch.Tensor, weight: torch.Tensor, target: torch.Tensor,
-                         bias: torch.Tensor | None = None, *, ignore_index: int = IGNORE_INDEX,
-                         label_smoothing: float = 0.0, reduction: str = "mean", chunk_size: int | None = None,
-                         return_rows: bool = False) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+def linear_cross_entropy(
+    h: torch.Tensor,
+    weight: torch.Tensor,
+    target: torch.Tensor,
+    bias: torch.Tensor | None = None,
+    *,
+    ignore_index: int = IGNORE_INDEX,
+    label_smoothing: float = 0.0,
+    reduction: str = "mean",
+    chunk_size: int | None = None,
+    return_rows: bool = False,
+) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
     """F.cross_entropy(F.linear(h, weight, bias).float(), target, ignore_index=ignore_index,
     label_smoothing=label_smoothing, reduction=reduction), without the full logits tensor.
 
@@ -248,8 +316,9 @@ def linear_cross_entropy(h: torch.Tensor, weight: torch.Tensor, target: torch.Te
         rows = LinearCrossEntropyRows.apply(h2, weight, bias, t, ignore_index, label_smoothing, chunk, dtype, needs)
         rows = rows.view(out_shape)
         return (rows, rows.detach()) if return_rows else rows
-    loss, rows = FusedLinearCrossEntropy.apply(h2, weight, bias, t, ignore_index, label_smoothing, reduction, chunk,
-                                               dtype, needs)
+    loss, rows = FusedLinearCrossEntropy.apply(
+        h2, weight, bias, t, ignore_index, label_smoothing, reduction, chunk, dtype, needs
+    )
     return (loss, rows.view(out_shape)) if return_rows else loss
 
 
@@ -264,14 +333,37 @@ def lm_head_cross_entropy(head: torch.nn.Module, hidden: torch.Tensor, target: t
 
 
 @torch.no_grad()
-def chunked_cross_entropy_rows(h: torch.Tensor, weight: torch.Tensor, target: torch.Tensor,
-                               bias: torch.Tensor | None = None, *, ignore_index: int = IGNORE_INDEX,
-                               label_smoothing: float = 0.0, chunk_size: int | None = None) -> torch.Tensor:
+def chunked_cross_entropy_rows(
+    h: torch.Tensor,
+    weight: torch.Tensor,
+    target: torch.Tensor,
+    bias: torch.Tensor | None = None,
+    *,
+    ignore_index: int = IGNORE_INDEX,
+    label_smoothing: float = 0.0,
+    chunk_size: int | None = None,
+) -> torch.Tensor:
     """Evaluation: per-row losses (target's shape, 0 where ignored), no gradient, chunk by chunk
     (= linear_cross_entropy(..., reduction="none") under torch.no_grad)."""
-    return linear_cross_entropy(h, weight, target, bias, ignore_index=ignore_index, label_smoothing=label_smoothing,
-                                reduction="none", chunk_size=chunk_size)
+    return linear_cross_entropy(
+        h,
+        weight,
+        target,
+        bias,
+        ignore_index=ignore_index,
+        label_smoothing=label_smoothing,
+        reduction="none",
+        chunk_size=chunk_size,
+    )
 
 
-__all__ = ["FusedLinearCrossEntropy", "LinearCrossEntropyRows", "IGNORE_INDEX", "auto_chunk_size",
-           "chunked_cross_entropy_rows", "linear_cross_entropy", "lm_head_cross_entropy", "resolve_chunk_size"]
+__all__ = [
+    "FusedLinearCrossEntropy",
+    "LinearCrossEntropyRows",
+    "IGNORE_INDEX",
+    "auto_chunk_size",
+    "chunked_cross_entropy_rows",
+    "linear_cross_entropy",
+    "lm_head_cross_entropy",
+    "resolve_chunk_size",
+]

@@ -4,6 +4,7 @@ Works on the state dict of nn.TransformerEncoderLayer, nn.TransformerDecoderLaye
 nn.TransformerDecoder and nn.Transformer, giving the keys of zoo's EncoderLayer, DecoderLayer, Encoder,
 Decoder, and (Encoder, Decoder) under "encoder." / "decoder." as in EncoderDecoder.
 """
+
 import re
 
 import torch
@@ -38,7 +39,7 @@ def from_torch_transformer(state_dict: dict[str, torch.Tensor]) -> dict[str, tor
                 out[key] = value
                 continue
             raise ValueError(f"unexpected key {key!r} in a torch.nn.Transformer state dict")
-        prefix, rest = m.group(1), key[len(m.group(1)):]
+        prefix, rest = m.group(1), key[len(m.group(1)) :]
         if rest.startswith("multihead_attn.in_proj_"):
             kind = rest.rsplit("_", 1)[1]  # weight | bias
             d = value.shape[0] // 3
@@ -48,7 +49,7 @@ def from_torch_transformer(state_dict: dict[str, torch.Tensor]) -> dict[str, tor
         norms = _DECODER_NORMS if prefix in decoder_prefixes else _ENCODER_NORMS
         for old, new in {**_RENAME, **norms}.items():
             if rest.startswith(old):
-                rest = new + rest[len(old):]
+                rest = new + rest[len(old) :]
                 break
         out[prefix + rest] = value
     return out

@@ -18,6 +18,7 @@ length (tokens), d = d_model = n_heads * d_head, kv_dim = n_kv_heads * d_head, d
 Attention is counted dense (all N x N_k scores): SDPA and FlopCounterMode compute / count the full
 matrices, so causal, prefix and sliding-window masks do not reduce the count.
 """
+
 import operator
 
 from torch import nn
@@ -27,8 +28,18 @@ from zoo.model.decoder_only import DecoderOnly
 from zoo.model.encoder_decoder import EncoderDecoder
 from zoo.model.encoder_only import EncoderOnly
 
-LAYER_TERMS = ("attention_qkv", "attention_scores", "attention_values", "attention_out",
-               "cross_q", "cross_kv", "cross_scores", "cross_values", "cross_out", "ffn")
+LAYER_TERMS = (
+    "attention_qkv",
+    "attention_scores",
+    "attention_values",
+    "attention_out",
+    "cross_q",
+    "cross_kv",
+    "cross_scores",
+    "cross_values",
+    "cross_out",
+    "ffn",
+)
 TERMS = LAYER_TERMS + ("logits",)
 
 
@@ -103,8 +114,9 @@ def _stack(cfg: ModelConfig, n_layers: int, batch_size: int, seq_len: int, memor
     return {k: n_layers * v for k, v in per_layer.items()}
 
 
-def forward_flops_by_stack(model: nn.Module, batch_size: int, seq_len: int,
-                           src_len: int | None = None) -> dict[str, dict[str, int]]:
+def forward_flops_by_stack(
+    model: nn.Module, batch_size: int, seq_len: int, src_len: int | None = None
+) -> dict[str, dict[str, int]]:
     """Forward FLOPs of model(...) split by stack: {"encoder": {term: FLOPs summed over its layers},
     "decoder": {...}, "head": {"logits": 2*b*N*d*V}}; a stack the model lacks is absent.
 
@@ -112,8 +124,9 @@ def forward_flops_by_stack(model: nn.Module, batch_size: int, seq_len: int,
     seq_len tokens with cross-attention over src_len memory tokens.
     """
     if not isinstance(model, (EncoderOnly, DecoderOnly, EncoderDecoder)):
-        raise TypeError(f"forward_flops needs a zoo.model EncoderOnly / DecoderOnly / EncoderDecoder, "
-                        f"got {type(model).__name__}")
+        raise TypeError(
+            f"forward_flops needs a zoo.model EncoderOnly / DecoderOnly / EncoderDecoder, got {type(model).__name__}"
+        )
     if src_len is not None and not isinstance(model, EncoderDecoder):
         raise ValueError(f"src_len applies to EncoderDecoder only; {type(model).__name__} has one input length")
     cfg = model.cfg
@@ -153,8 +166,9 @@ def forward_flops(model: nn.Module, batch_size: int, seq_len: int, src_len: int 
     return out
 
 
-def batch_flops(model: nn.Module, batch_size: int, seq_len: int, src_len: int | None = None,
-                scored: int | None = None) -> float:
+def batch_flops(
+    model: nn.Module, batch_size: int, seq_len: int, src_len: int | None = None, scored: int | None = None
+) -> float:
     """Forward FLOPs of one batch at its padded shape: forward_flops(...)["total"], with the LM head counted
     over `scored` output positions (e.g. only the masked ones a masked LM projects) instead of all
     batch_size * seq_len; scored=0 leaves the head out (a classifier's few FLOPs are not counted)."""

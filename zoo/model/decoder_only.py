@@ -33,18 +33,31 @@ class DecoderOnly(TransformerBase):
         if cfg.tie_embeddings:
             self.lm_head.weight = self.embed.tok.weight
 
-    def features(self, idx: torch.Tensor, key_padding_mask: torch.Tensor | None = None,
-                 positions: torch.Tensor | None = None, cache: DecodingCache | None = None,
-                 prefix_len: int | torch.Tensor | None = None, return_attention: bool = False):
+    def features(
+        self,
+        idx: torch.Tensor,
+        key_padding_mask: torch.Tensor | None = None,
+        positions: torch.Tensor | None = None,
+        cache: DecodingCache | None = None,
+        prefix_len: int | torch.Tensor | None = None,
+        return_attention: bool = False,
+    ):
         """Final hidden states (B, T, d_model) and the per-layer attention weights (or None)."""
         offset = cache.offset if cache is not None else 0
         x, inputs = self.prepare(idx, self.embed, self.mask_kind, key_padding_mask, positions, offset, prefix_len)
-        return self.decoder(x, attn=inputs, caches=cache.self_attn if cache is not None else None,
-                            need_weights=return_attention)
+        return self.decoder(
+            x, attn=inputs, caches=cache.self_attn if cache is not None else None, need_weights=return_attention
+        )
 
-    def forward(self, idx: torch.Tensor, key_padding_mask: torch.Tensor | None = None,
-                positions: torch.Tensor | None = None, cache: DecodingCache | None = None,
-                prefix_len: int | torch.Tensor | None = None, return_attention: bool = False):
+    def forward(
+        self,
+        idx: torch.Tensor,
+        key_padding_mask: torch.Tensor | None = None,
+        positions: torch.Tensor | None = None,
+        cache: DecodingCache | None = None,
+        prefix_len: int | torch.Tensor | None = None,
+        return_attention: bool = False,
+    ):
         x, attn = self.features(idx, key_padding_mask, positions, cache, prefix_len, return_attention)
         logits = self.lm_head(x)  # (B, T, vocab_size)
         return (logits, attn) if return_attention else logits
@@ -66,10 +79,19 @@ class DecoderOnly(TransformerBase):
         return DecodingCache(self.new_caches(len(self.decoder.layers), batch_size, max_len, device, dtype))
 
     @torch.no_grad()
-    def generate(self, idx: torch.Tensor, max_new_tokens: int, key_padding_mask: torch.Tensor | None = None,
-                 temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None,
-                 eos_id: int | None = None, use_cache: bool = True, prefix_len: int | torch.Tensor | None = None,
-                 generator: torch.Generator | None = None) -> torch.Tensor:
+    def generate(
+        self,
+        idx: torch.Tensor,
+        max_new_tokens: int,
+        key_padding_mask: torch.Tensor | None = None,
+        temperature: float = 1.0,
+        top_k: int | None = None,
+        top_p: float | None = None,
+        eos_id: int | None = None,
+        use_cache: bool = True,
+        prefix_len: int | torch.Tensor | None = None,
+        generator: torch.Generator | None = None,
+    ) -> torch.Tensor:
         """Continue prompts idx (B, T), LEFT-padded (see generate.left_pad), key_padding_mask (B, T) True = padding.
 
         temperature 0 = greedy; top_k / top_p restrict sampling. Each row stops at its own eos_id.
@@ -85,5 +107,7 @@ class DecoderOnly(TransformerBase):
             if cache is None:
                 return self(tokens, key_padding_mask=key_padding_mask, prefix_len=prefix_len)
             return self(tokens[:, -n_new:], key_padding_mask=key_padding_mask, cache=cache, prefix_len=prefix_len)
-        return decode_loop(step, idx, key_padding_mask, max_new_tokens, temperature, top_k, top_p, eos_id,
-                           self.cfg.pad_id, generator)
+
+        return decode_loop(
+            step, idx, key_padding_mask, max_new_tokens, temperature, top_k, top_p, eos_id, self.cfg.pad_id, generator
+        )

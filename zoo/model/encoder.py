@@ -1,4 +1,5 @@
 """The encoder stack: N encoder layers and an optional final norm."""
+
 import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
@@ -26,11 +27,19 @@ class Encoder(nn.Module):
         self.layers = nn.ModuleList(EncoderLayer(cfg) for _ in range(n_layers))
         self.norm = make_norm(cfg.norm, cfg.d_model, cfg.norm_eps, cfg.bias) if cfg.use_final_norm else None
         self.activation_checkpointing = cfg.activation_checkpointing
-        self.rel_bias = (RelativePositionBias(cfg.n_heads, cfg.rel_buckets, cfg.rel_max_distance, bidirectional=True)
-                         if cfg.position == "t5_relative" else None)
+        self.rel_bias = (
+            RelativePositionBias(cfg.n_heads, cfg.rel_buckets, cfg.rel_max_distance, bidirectional=True)
+            if cfg.position == "t5_relative"
+            else None
+        )
 
-    def forward(self, x: torch.Tensor, attn: AttentionInputs | None = None, caches: list[KVCache] | None = None,
-                need_weights: bool = False) -> tuple[torch.Tensor, list | None]:
+    def forward(
+        self,
+        x: torch.Tensor,
+        attn: AttentionInputs | None = None,
+        caches: list[KVCache] | None = None,
+        need_weights: bool = False,
+    ) -> tuple[torch.Tensor, list | None]:
         """x: (B, T, d_model); attn: every layer's self-attention inputs (None = no mask, positions or bias);
         caches: one KVCache per layer, or None.
         Returns (x (B, T, d_model), [per-layer weights (B, h, T, T_k)] with need_weights, else None)."""

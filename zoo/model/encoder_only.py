@@ -2,6 +2,7 @@
 head for non-autoregressive translation (Mask-Predict's conditional masked LM, Ghazvininejad et al. 2019), and
 next-token prediction by re-reading the whole prefix bidirectionally at every position (ENTP, Ewer et al.
 2024, "Encoder-only Next Token Prediction"): `next_token_logits`, `prefix_next_logits`, `generate`."""
+
 from dataclasses import replace
 
 import torch
@@ -41,21 +42,32 @@ class EncoderOnly(TransformerBase):
         if cfg.tie_embeddings:
             self.lm_head.weight = self.embed.tok.weight
 
-    def encode(self, idx: torch.Tensor, key_padding_mask: torch.Tensor | None = None,
-               positions: torch.Tensor | None = None, return_attention: bool = False,
-               source_len: torch.Tensor | None = None):
+    def encode(
+        self,
+        idx: torch.Tensor,
+        key_padding_mask: torch.Tensor | None = None,
+        positions: torch.Tensor | None = None,
+        return_attention: bool = False,
+        source_len: torch.Tensor | None = None,
+    ):
         """idx (B, T), key_padding_mask (B, T) True = padding -> hidden states (B, T, d_model)
         (and per-layer weights (B, h, T, T) with return_attention). source_len (B,): see the class."""
         x, inputs = self.prepare(idx, self.embed, self.mask_kind, key_padding_mask, positions)
         if source_len is not None:
-            inputs = replace(inputs, mask=masks.combine(inputs.mask, source_blind_mask(idx.shape[1], source_len)),
-                             is_causal=False)
+            inputs = replace(
+                inputs, mask=masks.combine(inputs.mask, source_blind_mask(idx.shape[1], source_len)), is_causal=False
+            )
         x, attn = self.encoder(x, attn=inputs, need_weights=return_attention)
         return (x, attn) if return_attention else x
 
-    def forward(self, idx: torch.Tensor, key_padding_mask: torch.Tensor | None = None,
-                positions: torch.Tensor | None = None, return_attention: bool = False,
-                source_len: torch.Tensor | None = None):
+    def forward(
+        self,
+        idx: torch.Tensor,
+        key_padding_mask: torch.Tensor | None = None,
+        positions: torch.Tensor | None = None,
+        return_attention: bool = False,
+        source_len: torch.Tensor | None = None,
+    ):
         """Per-token logits (B, T, vocab_size) (and attention weights with return_attention)."""
         out = self.encode(idx, key_padding_mask, positions, return_attention, source_len)
         h, attn = out if return_attention else (out, None)
@@ -70,8 +82,13 @@ class EncoderOnly(TransformerBase):
         h = self.encode(idx, key_padding_mask)  # (B, T, d_model)
         return self.classifier(pool(h, key_padding_mask, self.cfg.pooling))
 
-    def cmlm(self, idx: torch.Tensor, key_padding_mask: torch.Tensor | None, source_len: torch.Tensor,
-             at: torch.Tensor | None = None):
+    def cmlm(
+        self,
+        idx: torch.Tensor,
+        key_padding_mask: torch.Tensor | None,
+        source_len: torch.Tensor,
+        at: torch.Tensor | None = None,
+    ):
         """Conditional masked LM (Ghazvininejad et al. 2019): one pass over [LENGTH] source, target slots.
 
         idx (B, T): per row a LENGTH token (any id, e.g. <cls>) at position 0, the source, then the target
@@ -88,8 +105,9 @@ class EncoderOnly(TransformerBase):
         h = self.encode(idx, key_padding_mask, source_len=source_len)  # (B, T, d_model)
         return self.lm_head(h if at is None else h[at]), self.length_head(h[:, 0])
 
-    def next_token_logits(self, idx: torch.Tensor, key_padding_mask: torch.Tensor | None = None,
-                          positions: torch.Tensor | None = None) -> torch.Tensor:
+    def next_token_logits(
+        self, idx: torch.Tensor, key_padding_mask: torch.Tensor | None = None, positions: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """ENTP's next-token logits (Ewer et al. 2024): each row idx (B, T) is read whole, bidirectionally (no
         causal mask, no KV cache), and the LM head runs only on its last non-padding position, predicting the
         token after it. key_padding_mask (B, T) True = padding, left or right. Returns (B, vocab_size)."""
@@ -97,9 +115,17 @@ class EncoderOnly(TransformerBase):
         return self.lm_head(pool(h, key_padding_mask, "last"))
 
     @torch.no_grad()
-    def generate(self, idx: torch.Tensor, max_new_tokens: int, key_padding_mask: torch.Tensor | None = None,
-                 temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None,
-                 eos_id: int | None = None, generator: torch.Generator | None = None) -> torch.Tensor:
+    def generate(
+        self,
+        idx: torch.Tensor,
+        max_new_tokens: int,
+        key_padding_mask: torch.Tensor | None = None,
+        temperature: float = 1.0,
+        top_k: int | None = None,
+        top_p: float | None = None,
+        eos_id: int | None = None,
+        generator: torch.Generator | None = None,
+    ) -> torch.Tensor:
         """ENTP decoding: continue prompts idx (B, T), LEFT-padded (generate.left_pad), one token per step, each
         step re-encoding every token so far (next_token_logits; no cache: a step costs a forward over the whole
         prefix). temperature 0 = greedy; each row stops at its own eos_id. Returns (B, T + new) long.
@@ -110,12 +136,13 @@ class EncoderOnly(TransformerBase):
 
         def step(tokens, key_padding_mask, _n_new):
             return self.next_token_logits(tokens, key_padding_mask).unsqueeze(1)  # (B, 1, V)
-        return decode_loop(step, idx, key_padding_mask, max_new_tokens, temperature, top_k, top_p, eos_id,
-                           self.cfg.pad_id, generator)
+
+        return decode_loop(
+            step, idx, key_padding_mask, max_new_tokens, temperature, top_k, top_p, eos_id, self.cfg.pad_id, generator
+        )
 
 
-def prefix_rows(seq: torch.Tensor, row: torch.Tensor, length: torch.Tensor, width: int | None = None,
-                pad_id: int = 0):
+def prefix_rows(seq: torch.Tensor, row: torch.Tensor, length: torch.Tensor, width: int | None = None, pad_id: int = 0):
     """Right-padded prefixes: idx[r, :length[r]] = seq[row[r], :length[r]], pad_id after.
     seq (B, L) long; row, length (R,) long, 1 <= length <= width <= L; width None = max(length).
     Returns (idx (R, width) long, key_padding_mask (R, width) bool, True = padding)."""
@@ -124,8 +151,15 @@ def prefix_rows(seq: torch.Tensor, row: torch.Tensor, length: torch.Tensor, widt
     return seq[row, :W].masked_fill(key_padding_mask, pad_id), key_padding_mask
 
 
-def prefix_next_logits(model: EncoderOnly, seq: torch.Tensor, row: torch.Tensor, length: torch.Tensor,
-                       width: int | None = None, max_tokens: int | None = None, pad_id: int = 0) -> torch.Tensor:
+def prefix_next_logits(
+    model: EncoderOnly,
+    seq: torch.Tensor,
+    row: torch.Tensor,
+    length: torch.Tensor,
+    width: int | None = None,
+    max_tokens: int | None = None,
+    pad_id: int = 0,
+) -> torch.Tensor:
     """ENTP's next-token logits after each prefix seq[row[r], :length[r]] (Ewer et al. 2024), every prefix read
     alone, bidirectionally: row r is its own right-padded sequence (prefix_rows) with key_padding_mask, and
     the LM head runs on its last real position (EncoderOnly.next_token_logits). Tokens after a prefix never

@@ -7,6 +7,7 @@ offset + i) sees keys j <= offset + i: bottom-right alignment, like flash-attent
 Note that model inputs take `key_padding_mask` with torch.nn.Transformer's convention (B, T_k) bool,
 True = padding (ignore); `padding()` turns it into this module's convention.
 """
+
 import torch
 
 
@@ -36,8 +37,9 @@ def sliding_window(T_q: int, T_k: int | None = None, window: int = 128, offset: 
     return (j <= i) & (j > i - window)
 
 
-def prefix_lm(T_q: int, T_k: int | None = None, prefix_len: int | torch.Tensor = 0, offset: int = 0,
-              device=None) -> torch.Tensor:
+def prefix_lm(
+    T_q: int, T_k: int | None = None, prefix_len: int | torch.Tensor = 0, offset: int = 0, device=None
+) -> torch.Tensor:
     """Prefix LM (Raffel et al. 2020, T5 fig. 3): bidirectional over the first `prefix_len` keys, causal after.
 
     prefix_len: int, or (B,) tensor for a per-row prefix. Returns (T_q, T_k) or (B, 1, T_q, T_k) bool.
@@ -67,9 +69,17 @@ def combine(*masks: torch.Tensor | None) -> torch.Tensor | None:
     return out
 
 
-def build(kind: str, T_q: int, T_k: int, offset: int = 0, key_padding_mask: torch.Tensor | None = None,
-          prefix_len: int | torch.Tensor = 0, window: int = 128, need_explicit: bool = False,
-          device=None) -> tuple[torch.Tensor | None, bool]:
+def build(
+    kind: str,
+    T_q: int,
+    T_k: int,
+    offset: int = 0,
+    key_padding_mask: torch.Tensor | None = None,
+    prefix_len: int | torch.Tensor = 0,
+    window: int = 128,
+    need_explicit: bool = False,
+    device=None,
+) -> tuple[torch.Tensor | None, bool]:
     """The self-attention mask of one forward pass, built once and shared by every layer.
 
     kind: causal | bidirectional | prefix | sliding. key_padding_mask: (B, T_k), True = padding.

@@ -1,5 +1,6 @@
 """The sublayer connection around every attention and feed-forward block."""
-from typing import Callable
+
+from collections.abc import Callable
 
 import torch
 from torch import nn

@@ -14,13 +14,21 @@ other rows' lengths.
 
 Everything here is tensor code without a model, except `mask_predict`, which calls a `step` function.
 """
-from typing import Callable, Optional
+
+from collections.abc import Callable
 
 import torch
 
 
-def nat_inputs(src: torch.Tensor, src_key_padding_mask: torch.Tensor, lengths: torch.Tensor, pad_id: int, cls_id: int,
-               fill_id: int, tgt: Optional[torch.Tensor] = None):
+def nat_inputs(
+    src: torch.Tensor,
+    src_key_padding_mask: torch.Tensor,
+    lengths: torch.Tensor,
+    pad_id: int,
+    cls_id: int,
+    fill_id: int,
+    tgt: torch.Tensor | None = None,
+):
     """Build the rows [<cls>] source, L target slots (see the module docstring).
 
     src: (B, S) right-padded, each row ending with its separator (</s>); src_key_padding_mask: (B, S) True = padding.
@@ -55,7 +63,7 @@ def rank_in_row(scores: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
     return s.argsort(dim=1, stable=True).argsort(dim=1, stable=True)
 
 
-def uniform(like: torch.Tensor, generator: Optional[torch.Generator] = None) -> torch.Tensor:
+def uniform(like: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
     """U[0, 1) floats of like's shape and device, drawn from `generator`, else from the default generator by
     torch.rand_like (the same draws as torch.rand in eager mode; torch.compile traces it at symbolic shapes,
     where torch.rand(shape, generator=None) fails)."""
@@ -64,7 +72,7 @@ def uniform(like: torch.Tensor, generator: Optional[torch.Generator] = None) -> 
     return torch.rand_like(like, dtype=torch.float)
 
 
-def cmlm_mask(slots: torch.Tensor, generator: Optional[torch.Generator] = None) -> torch.Tensor:
+def cmlm_mask(slots: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
     """The CMLM training mask (Ghazvininejad et al. 2019, sec. 2): per row, n ~ Uniform{1, ..., L} with L the
     row's slot count, then n slots chosen uniformly at random. slots: (B, N) bool. Returns (B, N) bool, a
     subset of slots (empty for a row with L = 0)."""
@@ -89,8 +97,14 @@ def lowest(probs: torch.Tensor, slots: torch.Tensor, n: torch.Tensor) -> torch.T
 
 
 @torch.no_grad()
-def mask_predict(step: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], seq: torch.Tensor, slots: torch.Tensor,
-                 iterations: int, mask_id: int, banned: tuple = ()):
+def mask_predict(
+    step: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    seq: torch.Tensor,
+    slots: torch.Tensor,
+    iterations: int,
+    mask_id: int,
+    banned: tuple = (),
+):
     """Mask-predict decoding (Ghazvininejad et al. 2019, sec. 3.1) of rows whose target slots hold <mask>.
 
     Iteration 0 predicts every slot: y_i = argmax p(y_i | X, masked Y), p_i its probability. Iterations

@@ -1,8 +1,8 @@
 """Translation as a LightningModule: encoder_decoder (standard), decoder_only (source, separator,
 target as one sequence; mask=causal or mask=prefix: the "LM vs prefix LM" comparison of T5) and encoder_only
 (zoo.tasks.translation_encoder_only)."""
+
 import time
-from typing import Optional
 
 import sacrebleu
 import torch
@@ -21,6 +21,7 @@ from zoo.tasks.base import TaskBase
 from zoo.tasks.translation_encoder_only import EncoderOnlyTranslation, join_source_target
 
 IGNORE = -100  # target positions the loss skips, chosen by position (padding, source), never by token id
+
 
 class Translation(EncoderOnlyTranslation, TaskBase):
     """Label-smoothed cross-entropy with teacher forcing (target shifted right, BOS first), padding ignored
@@ -44,25 +45,53 @@ class Translation(EncoderOnlyTranslation, TaskBase):
 
     ARCHS = ("encoder_decoder", "decoder_only", "encoder_only")
     BATCH = "translation"  # the batches it reads: any datamodule whose batches keep BATCH_CONTRACT
-    BATCH_CONTRACT = {"src": (torch.long, 2), "src_key_padding_mask": (torch.bool, 2), "tgt_in": (torch.long, 2),
-                      "tgt_out": (torch.long, 2), "tgt_key_padding_mask": (torch.bool, 2), "index": (torch.long, 1)}
+    BATCH_CONTRACT = {
+        "src": (torch.long, 2),
+        "src_key_padding_mask": (torch.bool, 2),
+        "tgt_in": (torch.long, 2),
+        "tgt_out": (torch.long, 2),
+        "tgt_key_padding_mask": (torch.bool, 2),
+        "index": (torch.long, 1),
+    }
     VAL_METRICS = {  # per arch, what task.monitor may name: the validation metrics it logs
         "encoder_decoder": ("val/loss", "val/bleu", "val/chrf"),
         "decoder_only": ("val/loss", "val/bleu", "val/chrf"),
-        "encoder_only": ("val/loss", "val/bleu", "val/chrf", "val/length_acc")}  # length_acc: cmlm_mask_predict's
+        "encoder_only": ("val/loss", "val/bleu", "val/chrf", "val/length_acc"),
+    }  # length_acc: cmlm_mask_predict's
     # per arch, the objectives it trains, its default first
-    OBJECTIVES = {"encoder_decoder": ("translation",), "decoder_only": ("translation",),
-                  "encoder_only": ("encoder_ar", "cmlm_mask_predict")}
-    MASKS = {"encoder_decoder": (None, "causal", "sliding"),  # the decoder must not see the next target token
-             "decoder_only": (None, "causal", "prefix", "sliding"),  # prefix: bidirectional over the source only
-             "encoder_only": (None, "bidirectional")}  # a predicted token is never in its row (ar) or is <mask> (cmlm)
+    OBJECTIVES = {
+        "encoder_decoder": ("translation",),
+        "decoder_only": ("translation",),
+        "encoder_only": ("encoder_ar", "cmlm_mask_predict"),
+    }
+    MASKS = {
+        "encoder_decoder": (None, "causal", "sliding"),  # the decoder must not see the next target token
+        "decoder_only": (None, "causal", "prefix", "sliding"),  # prefix: bidirectional over the source only
+        "encoder_only": (None, "bidirectional"),
+    }  # a predicted token is never in its row (ar) or is <mask> (cmlm)
     JOINS_SOURCE_AND_TARGET = True  # decoder_only and encoder_only read source + target as one sequence
 
-    def __init__(self, arch: str, model: dict, tokenizer: dict, optimizer: dict, scheduler: dict,
-                 label_smoothing: float = 0.1, beam_size: int = 4, length_penalty: float = 0.6, max_len_b: int = 50,
-                 bleu_every: int = 1, table_rows: int = 20, monitor: str = "val/bleu", monitor_mode: str = "max",
-                 nat_iterations: int = 4, length_loss_factor: float = 0.1, early_stopping="never",
-                 objective: Optional[str] = None, encoder_ar_targets: int = 4):
+    def __init__(
+        self,
+        arch: str,
+        model: dict,
+        tokenizer: dict,
+        optimizer: dict,
+        scheduler: dict,
+        label_smoothing: float = 0.1,
+        beam_size: int = 4,
+        length_penalty: float = 0.6,
+        max_len_b: int = 50,
+        bleu_every: int = 1,
+        table_rows: int = 20,
+        monitor: str = "val/bleu",
+        monitor_mode: str = "max",
+        nat_iterations: int = 4,
+        length_loss_factor: float = 0.1,
+        early_stopping="never",
+        objective: str | None = None,
+        encoder_ar_targets: int = 4,
+    ):
         super().__init__()
         check_early_stopping(early_stopping)
         if arch not in self.ARCHS:
@@ -72,18 +101,24 @@ class Translation(EncoderOnlyTranslation, TaskBase):
         if objective not in self.OBJECTIVES[arch]:
             owner = [a for a, objs in self.OBJECTIVES.items() if objective in objs]
             why = f"it is +arch={owner[0]}'s" if owner else "it is unknown"
-            raise ValueError(f"task.objective={objective} cannot train +arch={arch} in task=translation ({why}); "
-                             f"+arch={arch} trains {', '.join(self.OBJECTIVES[arch])} "
-                             f"(task.objective=null: its default)")
+            raise ValueError(
+                f"task.objective={objective} cannot train +arch={arch} in task=translation ({why}); "
+                f"+arch={arch} trains {', '.join(self.OBJECTIVES[arch])} "
+                f"(task.objective=null: its default)"
+            )
         if monitor == "val/length_acc" and objective != "cmlm_mask_predict":
-            raise ValueError(f"task.monitor=val/length_acc is logged by task.objective=cmlm_mask_predict only, not "
-                             f"{objective}; monitor val/loss, val/bleu or val/chrf")
+            raise ValueError(
+                f"task.monitor=val/length_acc is logged by task.objective=cmlm_mask_predict only, not "
+                f"{objective}; monitor val/loss, val/bleu or val/chrf"
+            )
         if encoder_ar_targets < 1:
             raise ValueError(f"task.encoder_ar_targets={encoder_ar_targets} must be >= 1 (target positions per pair)")
         self.objective = objective  # results.json; saved resolved, so a checkpoint rebuilds what it trained
         if arch == "encoder_only" and tokenizer["src"] != tokenizer["tgt"]:
-            raise DataError("encoder_only translation reads source and target as one sequence, so it needs "
-                            "one vocabulary: set data.joint_vocab=true")
+            raise DataError(
+                "encoder_only translation reads source and target as one sequence, so it needs "
+                "one vocabulary: set data.joint_vocab=true"
+            )
         if objective == "cmlm_mask_predict" and nat_iterations < 1:
             raise ValueError(f"task.nat_iterations={nat_iterations} must be >= 1 (1 = one-pass NAT)")
         model = for_objective(objective, model)  # saved below, so checkpoints rebuild the length head
@@ -92,13 +127,16 @@ class Translation(EncoderOnlyTranslation, TaskBase):
         self.tgt_tokenizer = SubwordTokenizer.from_state_dict(tokenizer["tgt"])
         self.pad_id = self.model.cfg.pad_id
         self.mean_loss = torch.nn.ModuleDict({s: MeanMetric() for s in ("val", "test")})
-        self.length_acc = (torch.nn.ModuleDict({s: MeanMetric() for s in ("val", "test")})  # the NAT length head's
-                           if objective == "cmlm_mask_predict" else None)
+        self.length_acc = (
+            torch.nn.ModuleDict({s: MeanMetric() for s in ("val", "test")})  # the NAT length head's
+            if objective == "cmlm_mask_predict"
+            else None
+        )
         self.hyps = {"val": {}, "test": {}, "test_beam": {}}
         self._validations = 0
 
     # ---- training ------------------------------------------------------------------------------------
-    def loss(self, batch, generator: Optional[torch.Generator] = None) -> torch.Tensor:
+    def loss(self, batch, generator: torch.Generator | None = None) -> torch.Tensor:
         """Mean label-smoothed cross-entropy (nats) over the target's real tokens; encoder_ar: its sampled
         estimate (`encoder_ar_loss`, positions drawn with `generator`); cmlm_mask_predict: over the masked target
         tokens, plus length_loss_factor x the length loss (`nat_losses`, masks drawn with `generator`)."""
@@ -109,22 +147,33 @@ class Translation(EncoderOnlyTranslation, TaskBase):
             return out["token"] + self.hparams.length_loss_factor * out["length"]
         if self.hparams.arch == "encoder_decoder":
             memory = self.model.encode(batch["src"], batch["src_key_padding_mask"])  # (B, S, d_model)
-            hidden, _ = self.model.decode_features(batch["tgt_in"], memory, batch["tgt_key_padding_mask"],
-                                                   batch["src_key_padding_mask"])  # (B, T, d_model)
+            hidden, _ = self.model.decode_features(
+                batch["tgt_in"], memory, batch["tgt_key_padding_mask"], batch["src_key_padding_mask"]
+            )  # (B, T, d_model)
             target = batch["tgt_out"].masked_fill(batch["tgt_key_padding_mask"], IGNORE)
         else:
             seq, key_padding_mask, src_len, seq_len = join_source_target(
-                batch["src"], batch["src_key_padding_mask"], batch["tgt_out"], batch["tgt_key_padding_mask"],
-                self.pad_id)
-            hidden, _ = self.model.features(seq[:, :-1], key_padding_mask=key_padding_mask[:, :-1],
-                                            prefix_len=src_len)  # (B, L-1, d)
+                batch["src"],
+                batch["src_key_padding_mask"],
+                batch["tgt_out"],
+                batch["tgt_key_padding_mask"],
+                self.pad_id,
+            )
+            hidden, _ = self.model.features(
+                seq[:, :-1], key_padding_mask=key_padding_mask[:, :-1], prefix_len=src_len
+            )  # (B, L-1, d)
             pos = torch.arange(1, seq.shape[1], device=seq.device).unsqueeze(0)  # position of each target token
             on_target = (pos >= src_len.unsqueeze(1)) & (pos < seq_len.unsqueeze(1))
             target = seq[:, 1:].masked_fill(~on_target, IGNORE)
         # the LM head and the loss chunk by chunk: the (B T, V) logits are never built (zoo.model.chunked_ce)
-        return lm_head_cross_entropy(self.model.lm_head, hidden, target, ignore_index=IGNORE,
-                                     label_smoothing=self.hparams.label_smoothing,
-                                     chunk_size=self.model.cfg.loss_chunk_size)
+        return lm_head_cross_entropy(
+            self.model.lm_head,
+            hidden,
+            target,
+            ignore_index=IGNORE,
+            label_smoothing=self.hparams.label_smoothing,
+            chunk_size=self.model.cfg.loss_chunk_size,
+        )
 
     def batch_flops(self, batch) -> float:
         """Forward FLOPs of the training forward pass of `batch` at its padded shapes (zoo.model.cost.batch_flops):
@@ -144,7 +193,7 @@ class Translation(EncoderOnlyTranslation, TaskBase):
             return batch_flops(self.model, rows, int((n_src + n_tgt).max()) - 1, scored=rows)
         return batch_flops(self.model, B, 1 + S + T, scored=B * T // 2)
 
-    def inference_flops_per_token(self, seq_len: int, src_len: Optional[int] = None) -> float:
+    def inference_flops_per_token(self, seq_len: int, src_len: int | None = None) -> float:
         """Forward FLOPs per generated token; encoder_ar has no cache, so a token costs a whole forward over
         source + target prefix (src_len + seq_len tokens) with the LM head on one position."""
         if self.objective == "encoder_ar":
@@ -176,8 +225,15 @@ class Translation(EncoderOnlyTranslation, TaskBase):
         if self.hparams.arch == "encoder_decoder":
             max_new = min(int((~src_key_padding_mask).sum(1).max()) + b, cfg.max_len - 1)
             if beam_size > 1:
-                out = beam_search(self.model, src, src_key_padding_mask, beam_size, None, self.hparams.length_penalty,
-                                  early_stopping=self.hparams.early_stopping)
+                out = beam_search(
+                    self.model,
+                    src,
+                    src_key_padding_mask,
+                    beam_size,
+                    None,
+                    self.hparams.length_penalty,
+                    early_stopping=self.hparams.early_stopping,
+                )
             else:
                 out = self.model.generate(src, max_new, src_key_padding_mask=src_key_padding_mask, temperature=0.0)
             out = out[:, 1:]
@@ -187,16 +243,30 @@ class Translation(EncoderOnlyTranslation, TaskBase):
             max_new = min(idx.shape[1] + b, cfg.max_len - idx.shape[1])
             prefix = torch.full((idx.shape[0],), idx.shape[1], device=src.device)  # the whole (padded) prompt
             if beam_size > 1:
-                out = beam_search_decoder_only(self.model, idx, key_padding_mask, beam_size, max_new,
-                                               self.hparams.length_penalty, cfg.eos_id, prefix_len=prefix,
-                                               early_stopping=self.hparams.early_stopping)
+                out = beam_search_decoder_only(
+                    self.model,
+                    idx,
+                    key_padding_mask,
+                    beam_size,
+                    max_new,
+                    self.hparams.length_penalty,
+                    cfg.eos_id,
+                    prefix_len=prefix,
+                    early_stopping=self.hparams.early_stopping,
+                )
             else:
-                out = self.model.generate(idx, max_new, key_padding_mask=key_padding_mask, temperature=0.0,
-                                          eos_id=cfg.eos_id, prefix_len=prefix)
-            out = out[:, idx.shape[1]:]
+                out = self.model.generate(
+                    idx,
+                    max_new,
+                    key_padding_mask=key_padding_mask,
+                    temperature=0.0,
+                    eos_id=cfg.eos_id,
+                    prefix_len=prefix,
+                )
+            out = out[:, idx.shape[1] :]
         hyps = []
         for row in out.tolist():
-            row = row[:row.index(cfg.eos_id)] if cfg.eos_id in row else row
+            row = row[: row.index(cfg.eos_id)] if cfg.eos_id in row else row
             hyps.append([t for t in row if t != self.pad_id])
         return hyps
 
@@ -264,8 +334,13 @@ class Translation(EncoderOnlyTranslation, TaskBase):
         dm = self.trainer.datamodule
         ids = sorted(self.hyps["test"])
         self.ms_per_example = 1000 * (time.perf_counter() - self._t_test) / max(1, len(ids))
-        self.examples = {"task": "translation", "split": "test", "ids": ids, "hyp": [self.hyps["test"][i] for i in ids],
-                         "ref": [dm.test_refs[i] for i in ids]}
+        self.examples = {
+            "task": "translation",
+            "split": "test",
+            "ids": ids,
+            "hyp": [self.hyps["test"][i] for i in ids],
+            "ref": [dm.test_refs[i] for i in ids],
+        }
         if self.hparams.beam_size > 1:
             self.examples["hyp_beam"] = [self.hyps["test_beam"][i] for i in ids]
         metrics = self._loss_metrics("test")
@@ -275,7 +350,7 @@ class Translation(EncoderOnlyTranslation, TaskBase):
         self.log_dict(metrics)
         self.log_table("test", dm.test_srcs, dm.test_refs)
 
-    def log_table(self, split: str, srcs, refs, key: Optional[str] = None) -> None:
+    def log_table(self, split: str, srcs, refs, key: str | None = None) -> None:
         """A W&B table of source / reference / hypothesis for the first table_rows examples."""
         hyps = self.hyps[key or split]
         rows = [[srcs[i], refs[i], hyps[i]] for i in sorted(hyps)[: self.hparams.table_rows]]
