@@ -75,8 +75,10 @@ def test_budget_cosine_warms_up_over_a_fraction_of_the_budget():
     assert fn(0) == pytest.approx(1e-3)  # p = 0: the first step moves at lr / 1000
     spent[0] = 0.05
     assert fn(500) == pytest.approx(0.5)
-    spent[0] = 0.1
-    assert fn(1) == pytest.approx(1.0)  # warmup done at 10% spent, though only one step ran
+    spent[0] = 0.099
+    assert fn(1) == pytest.approx(0.99)  # near the peak at 10% spent, though only one step ran
+    spent[0] = 0.1  # then the cosine of the whole spent fraction, as without a warmup
+    assert fn(2) == pytest.approx(0.5 * (1 + math.cos(math.pi * 0.1)))
     spent[0] = 0.55
     assert fn(2) == pytest.approx(0.5 * (1 + math.cos(math.pi * 0.55)))
 

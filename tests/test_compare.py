@@ -86,6 +86,15 @@ def test_cells_take_their_budgets_from_the_experiment(experiment, steps):
             cfg = compose("config", overrides=[f"experiment={experiment}", "+arch=encoder_only", f"+benchmark={cell}"])
         assert cfg.trainer.max_steps == n and cfg.trainer.max_epochs == -1
         assert cfg.trainer.val_check_interval == cfg.compare.val_every[cell] < n
+        kind = cfg.compare.budget  # compare: time (3 seeds in 2 hours on a CPU); compare_gpu: steps
+        assert kind == {"compare": "time", "compare_gpu": "steps"}[experiment]
+        want = None if kind == "steps" else cfg.compare.budgets[cell][kind]  # steps: trainer.max_steps binds
+        assert (cfg.budget.kind, cfg.budget.value) == (kind, want)
+        with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+            cfg = compose(
+                "config",
+                overrides=[f"experiment={experiment}", "+arch=encoder_only", f"+benchmark={cell}", "compare.budget=steps"],
+            )
         assert cfg.budget.kind == "steps" and cfg.budget.value is None  # steps: trainer.max_steps binds
         with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
             cfg = compose(

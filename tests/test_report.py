@@ -47,6 +47,7 @@ def sweep(tmp_path_factory):
         [
             "-m",
             "experiment=compare",
+            "compare.budget=steps",
             "+arch=encoder_only,decoder_only,encoder_decoder",
             "+benchmark=lm",
             "compare.seeds=2",
@@ -63,6 +64,7 @@ def sweep(tmp_path_factory):
             root / "classification-encoder_only",
             [
                 "experiment=compare",
+                "compare.budget=steps",
                 "+benchmark=classification",
                 *TINY_MODEL,
                 "data.limit=320",
@@ -78,6 +80,7 @@ def sweep(tmp_path_factory):
             root / "translation-encoder_decoder",
             [
                 "experiment=compare",
+                "compare.budget=steps",
                 "+benchmark=translation",
                 *TINY_MODEL,
                 "data.limit=300",
