@@ -93,7 +93,12 @@ def test_cells_take_their_budgets_from_the_experiment(experiment, steps):
         with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
             cfg = compose(
                 "config",
-                overrides=[f"experiment={experiment}", "+arch=encoder_only", f"+benchmark={cell}", "compare.budget=steps"],
+                overrides=[
+                    f"experiment={experiment}",
+                    "+arch=encoder_only",
+                    f"+benchmark={cell}",
+                    "compare.budget=steps",
+                ],
             )
         assert cfg.budget.kind == "steps" and cfg.budget.value is None  # steps: trainer.max_steps binds
         with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
