@@ -215,6 +215,8 @@ def test_curves_come_from_the_csv_logs(sweep):
             assert better(values) == pytest.approx(best, rel=1e-6)
             steps = [s for s, _ in curves[name]]
             assert steps == sorted(steps) and steps[-1] <= res["steps"]
+            if Path(res["run_dir"]).name.startswith("lm-"):  # val_check_interval=5 of 10 steps: after 5 and 10
+                assert steps == [5, 10]
 
 
 def test_pngs_are_images(reported):

@@ -88,7 +88,8 @@ def find_runs(root: Path) -> list[dict]:
 
 
 def read_curves(run_dir: Path) -> dict[str, list[tuple[int, float]]]:
-    """Every metric of a run's CSV log(s) as {name: [(step, value), ...]} in step order (empty cells skipped),
+    """Every metric of a run's CSV log(s) as {name: [(step, value), ...]} in step order (empty cells skipped);
+    step counts the optimizer steps done (the CSV's 0-based step + 1, so a validation after 100 steps is at 100),
     cost/flops, cost/tokens, cost/seconds (cumulative training cost at each validation) included. Reads each
     metrics.csv below run_dir (CSVLogger: <run dir>/csv/metrics.csv); {} when there is none."""
     curves: dict[str, list[tuple[int, float]]] = {}
@@ -101,7 +102,7 @@ def read_curves(run_dir: Path) -> dict[str, list[tuple[int, float]]]:
                 for k, v in row.items():
                     if k in ("step", "epoch") or v in ("", None):
                         continue
-                    curves.setdefault(k, []).append((int(float(step)), float(v)))
+                    curves.setdefault(k, []).append((int(float(step)) + 1, float(v)))
     return {k: sorted(v) for k, v in curves.items()}
 
 
