@@ -36,7 +36,13 @@ from typing import NamedTuple
 import torch
 
 # check_early_stopping, length_penalty_factor and penalised are part of this module's API too
-from zoo.model.beam_hypotheses import NEG_INF, FinishedHypotheses, check_early_stopping
+from zoo.model.beam_hypotheses import (
+    NEG_INF,
+    FinishedHypotheses,
+    check_early_stopping,
+    length_penalty_factor,  # noqa: F401  (re-exported)
+    penalised,  # noqa: F401  (re-exported)
+)
 
 
 def _top(scores: torch.Tensor, n: int):
