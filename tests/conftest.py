@@ -14,6 +14,15 @@ def _data_mirror():
     yield
 
 
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """The shared datasets' folder, ../shared/data; skips the test where it is missing (for marks at import
+    time: zoo_run.needs_shared)."""
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"{SHARED_DATA} not available")
+    return SHARED_DATA
+
+
 @pytest.fixture(scope="module")
 def one_thread():
     """One intra-op thread for a module's tiny models: much faster on a shared 2-core machine (no OpenMP

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from zoo_run import SHARED_DATA, needs_shared
 
 from zoo.data.bpe import (
     BOS_ID,
@@ -26,16 +27,12 @@ from zoo.data.bpe import (
 from zoo.data.multi30k import read_gz_lines
 from zoo.data.resolver import DataError
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"  # ../shared/data
-needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason=f"{SHARED} not available")
 TINY = ["a cat sat on the mat", "the dog sat", "a dog and a cat"]
 
 
 @pytest.fixture(scope="module")
-def sentences():
-    if not SHARED.is_dir():
-        pytest.skip(f"{SHARED} not available")
-    m = SHARED / "multi30k"
+def sentences(shared_data):
+    m = shared_data / "multi30k"
     return {
         split: read_gz_lines(m / f"{split}.de.gz") + read_gz_lines(m / f"{split}.en.gz") for split in ("train", "val")
     }
@@ -158,7 +155,7 @@ def test_presets_keep_their_token_ids(tmp_path):
     def file_digest(path) -> str:
         return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
 
-    kw = dict(mirror=str(SHARED), data_dir=str(tmp_path))
+    kw = dict(mirror=str(SHARED_DATA), data_dir=str(tmp_path))
     sst2 = SST2(tokenizer_path=str(tmp_path / "tok" / "tokenizer.json"), **kw)
     sst2.setup()
     assert {s: digest(getattr(sst2, f"{s}_set").ids) for s in ("train", "val", "test")} == {

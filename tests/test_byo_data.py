@@ -3,36 +3,24 @@ the same examples as the built-in presets, and refuse bad input with the file, t
 
 Fixtures are written into tmp_path from the shared datasets (SST-2, Multi30k, Tiny Shakespeare)."""
 
-import gzip
 import json
 import logging
-import os
 import subprocess
 import sys
 
 import pytest
-from conftest import SHARED_DATA
-from zoo_run import run_cli, sst2_rows
+from zoo_run import SHARED_DATA, SMALL_MODEL, multi30k_pairs, run_cli, shakespeare_text, sst2_rows
 
 from zoo.data.parallel_text import ParallelText
 from zoo.data.resolver import DataError
 from zoo.data.text_classification import TextClassification
 from zoo.data.text_corpus import TextCorpus
 
-MIRROR = str(SHARED_DATA)
 N = 400  # training examples of the classification / translation fixtures
 
 
-def multi30k_pairs(split: str, n: int = N) -> list[tuple[str, str]]:
-    out = []
-    for lang in ("de", "en"):
-        with gzip.open(os.path.join(MIRROR, "multi30k", f"{split}.{lang}.gz"), "rt", encoding="utf-8") as f:
-            out.append([next(f).rstrip("\n") for _ in range(n)])
-    return list(zip(*out))
-
-
 def common(tmp_path, **kw):
-    return dict(vocab_size=300, data_dir=str(tmp_path / "data"), mirror=MIRROR, **kw)
+    return dict(vocab_size=300, data_dir=str(tmp_path / "data"), mirror=str(SHARED_DATA), **kw)
 
 
 def examples(dm):
@@ -287,7 +275,7 @@ def test_parallel_bad_input(tmp_path, multi30k_files):
 def write_plays(root, n=12):
     """Tiny Shakespeare cut into n documents in a folder tree (every third one a level down), plus a
     README.md to exclude."""
-    text = open(os.path.join(MIRROR, "tiny_shakespeare", "input.txt"), encoding="utf-8").read()[:240_000]
+    text = shakespeare_text(240_000)
     step = len(text) // n
     (root / "act").mkdir(parents=True)
     docs = {}
@@ -303,7 +291,12 @@ def write_plays(root, n=12):
 def test_corpus_folder_splits_by_document(tmp_path, tokenizer):
     docs = write_plays(tmp_path / "plays")
     kw = dict(
-        block_size=32, batch_size=4, batches_per_epoch=2, val_windows=8, data_dir=str(tmp_path / "data"), mirror=MIRROR
+        block_size=32,
+        batch_size=4,
+        batches_per_epoch=2,
+        val_windows=8,
+        data_dir=str(tmp_path / "data"),
+        mirror=str(SHARED_DATA),
     )
     dm = TextCorpus(
         file=str(tmp_path / "plays"), exclude=["*.md"], tokenizer=tokenizer, vocab_size=300, val_fraction=0.25, **kw
@@ -358,7 +351,7 @@ print(len(dm.train_data) + len(dm.val_data), resource.getrusage(resource.RUSAGE_
 def test_corpus_tokenizing_memory_does_not_grow_with_its_size(tmp_path):
     """Peak resident memory (MB) tokenizing a 40 MB and a 240 MB corpus (each in a fresh process) differs by
     less than a tenth of the size difference: the pass is streaming."""
-    text = open(os.path.join(MIRROR, "tiny_shakespeare", "input.txt"), encoding="utf-8").read()
+    text = shakespeare_text()
     peaks = {}
     for mb in (40, 240):
         d = tmp_path / f"c{mb}"
@@ -382,17 +375,6 @@ def test_corpus_tokenizing_memory_does_not_grow_with_its_size(tmp_path):
 
 
 # ---- by config alone, through the main job -------------------------------------------------------------------
-SMALL_MODEL = [
-    "model.d_model=32",
-    "model.n_heads=2",
-    "model.d_ff=64",
-    "model.n_layers=1",
-    "model.max_len=128",
-    "trainer.enable_model_summary=false",
-    "logger=csv",
-]
-
-
 def user_conf(root, name: str, text: str):
     """A data config of the user's own, in root/conf/data/<name>.yaml (outside the repo)."""
     (root / "conf" / "data").mkdir(parents=True, exist_ok=True)

@@ -6,8 +6,8 @@ import torch
 
 tf = pytest.importorskip("transformers")
 
-from test_pretrained_tokenizer import bert_like, sst2_rows  # noqa: E402
-from zoo_run import make_cfg, run_cli  # noqa: E402
+from test_pretrained_tokenizer import bert_like  # noqa: E402
+from zoo_run import make_cfg, run_cli, sst2_rows  # noqa: E402
 
 from zoo.init_from import InitFromError  # noqa: E402
 from zoo.interop import hf as zhf  # noqa: E402

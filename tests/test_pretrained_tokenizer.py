@@ -7,15 +7,22 @@ WordPiece ([PAD]=0, [unused0..98], [UNK]=100, [CLS]=101, [SEP]=102, [MASK]=103),
 (<s>=0, <pad>=1, </s>=2, <unk>=3, <mask> last) and a GPT-2 one (a single <|endoftext|>, last)."""
 
 import csv
-import gzip
 import json
 import shutil
 
 import pytest
 import torch
-from conftest import SHARED_DATA
 from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
-from zoo_run import make_cfg, run_cli, sst2_rows  # test_init_from imports sst2_rows from here
+from zoo_run import (
+    SMALL_MODEL,
+    make_cfg,
+    multi30k_lines,
+    multi30k_pairs,
+    needs_shared,
+    run_cli,
+    shakespeare_text,
+    sst2_rows,
+)
 
 from zoo.config_checks import ConfigError, check_config
 from zoo.data.bpe import FIXED_IDS, SubwordTokenizer, train_bpe
@@ -25,17 +32,7 @@ from zoo.data.text_classification import TextClassification
 from zoo.data.text_corpus import TextCorpus
 from zoo.train import run
 
-pytestmark = pytest.mark.skipif(not SHARED_DATA.is_dir(), reason=f"{SHARED_DATA} not available")
-MIRROR = str(SHARED_DATA)
-SMALL = [
-    "model.d_model=32",
-    "model.n_heads=2",
-    "model.d_ff=64",
-    "model.n_layers=1",
-    "model.max_len=128",
-    "trainer.enable_model_summary=false",
-    "logger=csv",
-]
+pytestmark = needs_shared
 
 
 def bert_like(texts) -> Tokenizer:
@@ -159,11 +156,7 @@ def test_batches_use_the_files_ids(tmp_path, files, sst2_csv):
     row = bert.train_set.ids[0]
     assert row[0] == 101 and row[-1] == 102 and bert.tokenizer.decode(row) == bert.tokenizer.decode(row[1:-1])
     pairs = tmp_path / "pairs.tsv"
-    with (
-        gzip.open(SHARED_DATA / "multi30k" / "train.de.gz", "rt") as de,
-        gzip.open(SHARED_DATA / "multi30k" / "train.en.gz", "rt") as en,
-    ):
-        pairs.write_text("de\ten\n" + "".join(f"{a.strip()}\t{b.strip()}\n" for a, b, _ in zip(de, en, range(60))))
+    pairs.write_text("de\ten\n" + "".join(f"{a.strip()}\t{b.strip()}\n" for a, b in multi30k_pairs("train", 60)))
     mt = ParallelText(train=str(pairs), src_lang="de", tgt_lang="en", tokenizer=str(files["bert"]), max_tokens=4096)
     mt.setup()
     s = mt.train_set
@@ -253,7 +246,7 @@ def test_short_runs_train_on_pretrained_files(tmp_path, files, sst2_csv):
                 f"data.tokenizer={files['bert']}",
                 "data.batch_size=72",
                 "trainer.max_steps=5",
-                *SMALL,
+                *SMALL_MODEL,
             ],
             arch="encoder_only",
         )
@@ -272,7 +265,7 @@ def test_short_runs_train_on_pretrained_files(tmp_path, files, sst2_csv):
 
     plays = tmp_path / "plays"
     plays.mkdir()
-    text = (SHARED_DATA / "tiny_shakespeare" / "input.txt").read_text(encoding="utf-8")[:60_000]
+    text = shakespeare_text(60_000)
     for i in range(6):
         (plays / f"play{i}.txt").write_text(text[i * 10_000 : (i + 1) * 10_000], encoding="utf-8")
     out = tmp_path / "lm"
@@ -290,7 +283,7 @@ def test_short_runs_train_on_pretrained_files(tmp_path, files, sst2_csv):
                 "data.batches_per_epoch=5",
                 "data.val_windows=16",
                 "trainer.max_steps=5",
-                *SMALL,
+                *SMALL_MODEL,
             ],
             arch="encoder_only",
         )
@@ -312,7 +305,7 @@ def test_corpus_token_file_is_keyed_by_the_tokenizers_content(tmp_path, files):
     to the documents exactly."""
     docs = tmp_path / "docs"
     docs.mkdir()
-    text = (SHARED_DATA / "tiny_shakespeare" / "input.txt").read_text(encoding="utf-8")[:20_000]
+    text = shakespeare_text(20_000)
     for i in range(4):
         (docs / f"d{i}.txt").write_text(text[i * 5000 : (i + 1) * 5000], encoding="utf-8")
     kw = dict(file=str(docs), block_size=16, batch_size=4, val_fraction=0.25, data_dir=str(tmp_path / "data"))
@@ -338,8 +331,7 @@ def test_translation_decodes_with_the_files_ids(tmp_path, files):
     d = tmp_path / "pairs"
     d.mkdir()
     for lang in ("de", "en"):
-        with gzip.open(SHARED_DATA / "multi30k" / f"train.{lang}.gz", "rt", encoding="utf-8") as f:
-            (d / f"train.{lang}").write_text("".join(next(f) for _ in range(200)), encoding="utf-8")
+        (d / f"train.{lang}").write_text("".join(multi30k_lines("train", lang, 200)), encoding="utf-8")
     out = tmp_path / "run"
     run(
         make_cfg(
@@ -355,7 +347,7 @@ def test_translation_decodes_with_the_files_ids(tmp_path, files):
                 "data.max_tokens=4096",
                 "trainer.max_epochs=1",
                 "task.beam_size=2",
-                *SMALL,
+                *SMALL_MODEL,
             ],
             arch="encoder_decoder",
         )

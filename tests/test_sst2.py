@@ -8,6 +8,7 @@ from pathlib import Path
 import lightning.pytorch as pl
 import pytest
 import torch
+from zoo_run import SHARED_DATA, all_indices, needs_shared
 
 from zoo.data import resolver
 from zoo.data.batching import EpochBatchSampler, padding_fraction
@@ -15,22 +16,16 @@ from zoo.data.bpe import CLS_ID, EOS_ID, PAD_ID
 from zoo.data.resolver import DataError
 from zoo.data.sst2 import SPLITS, SST2
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"  # ../shared/data
-needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason=f"{SHARED} not available")
 ROWS = {"train": 67_349, "val": 872, "test": 1_821}  # lines of sentiment-{train,dev,test}; none is blank
 
 
 @pytest.fixture(scope="module")
-def dm(tmp_path_factory):
-    if not SHARED.is_dir():
-        pytest.skip(f"{SHARED} not available")
-    dm = SST2(batch_size=64, vocab_size=1000, data_dir=tmp_path_factory.mktemp("sst2") / "data", mirror=str(SHARED))
+def dm(tmp_path_factory, shared_data):
+    dm = SST2(
+        batch_size=64, vocab_size=1000, data_dir=tmp_path_factory.mktemp("sst2") / "data", mirror=str(shared_data)
+    )
     dm.setup()
     return dm
-
-
-def all_indices(batches):
-    return sorted(i for b in batches for i in b)
 
 
 @needs_shared
@@ -42,7 +37,7 @@ def test_rows_vocab_and_examples(dm):
     assert sum(dm.train_set.labels) == 37_569 and dm.truncated == {"train": 0, "val": 0, "test": 0}
     assert dm.vocab_size == dm.tokenizer.vocab_size == 1000
     assert (dm.num_classes, dm.pad_id) == (2, PAD_ID)
-    first = (SHARED / "sst2" / "sentiment-train").read_text().split("\n")[0]
+    first = (SHARED_DATA / "sst2" / "sentiment-train").read_text().split("\n")[0]
     assert dm.tokenizer.decode(dm.train_set.ids[0]) == first.split("\t")[0].strip()
 
 
@@ -166,7 +161,7 @@ def test_lightning_epochs_and_resume(tmp_path, num_workers, validate):
         vocab_size=300,
         limit=320,
         data_dir=str(tmp_path / "data"),
-        mirror=str(SHARED),
+        mirror=str(SHARED_DATA),
         num_workers=num_workers,
     )
     full = fit(dm, tmp_path / "a", 2, validate)  # 10 batches per epoch

@@ -4,19 +4,16 @@ import gc
 import json
 import pickle
 import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 import torch
 from torch.utils.data import DataLoader
+from zoo_run import needs_shared, shakespeare_dm, shakespeare_text
 
-from zoo.data.shakespeare import RandomWindows, TinyShakespeare
+from zoo.data.shakespeare import RandomWindows
 from zoo.data.token_file import Tokens, open_token_file, read_info, sidecar, token_dtype, write_token_file
-
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason=f"{SHARED} not available")
 
 
 def test_dtype_follows_vocab_size():
@@ -123,24 +120,15 @@ def test_resident_memory_does_not_grow_with_the_corpus(tmp_path):
 
 
 def make_dm(tmp_path, **kw):
-    kw = {
-        "block_size": 16,
-        "batch_size": 4,
-        "batches_per_epoch": 8,
-        "val_windows": 12,
-        "data_dir": tmp_path / "data",
-        "mirror": str(SHARED),
-        **kw,
-    }
-    dm = TinyShakespeare(**kw)
-    dm.setup()
-    return dm
+    return shakespeare_dm(
+        tmp_path, **{"block_size": 16, "batch_size": 4, "batches_per_epoch": 8, "val_windows": 12, **kw}
+    )
 
 
 @needs_shared
 def test_shakespeare_token_file_is_written_once(tmp_path, monkeypatch):
     dm = make_dm(tmp_path)
-    text = (SHARED / "tiny_shakespeare" / "input.txt").read_text(encoding="utf-8")
+    text = shakespeare_text()
     assert dm.token_path.parent == tmp_path / "data" / "tokens" and dm.token_path.stat().st_size == 2 * len(text)
     info = read_info(dm.token_path)
     assert info["dtype"] == "uint16" and info["length"] == len(text) and info["vocab_size"] == 65

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from zoo_run import TINY, make_cfg, run_cli
+from zoo_run import SHARED_DATA, TINY, make_cfg, needs_shared, run_cli
 
 from zoo.data import resolver
 from zoo.data.info import CHECKPOINT_KEY, from_checkpoint
@@ -18,8 +18,7 @@ from zoo.data.resolver import DataError, locate
 from zoo.data.text_corpus import TextCorpus
 from zoo.train import run
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"  # ../shared/data
-pytestmark = pytest.mark.skipif(not SHARED.is_dir(), reason=f"{SHARED} not available")
+pytestmark = needs_shared
 
 
 @pytest.fixture
@@ -28,7 +27,7 @@ def my_text(tmp_path):
     Tiny Shakespeare (so not the published file)."""
     path = tmp_path / "tiny_shakespeare" / "input.txt"
     path.parent.mkdir()
-    path.write_bytes((SHARED / "tiny_shakespeare" / "input.txt").read_bytes()[:20_000])
+    path.write_bytes((SHARED_DATA / "tiny_shakespeare" / "input.txt").read_bytes()[:20_000])
     return path
 
 
@@ -122,7 +121,7 @@ def test_run_on_a_user_file_names_it_everywhere(my_text, tmp_path, capsys):
 def test_sst2_label_outside_the_classes_is_refused_before_training(tmp_path):
     """A user's SST-2 file with label 7 on line 3: `zoo: error: FILE, line 3: ...` with the fix, exit 2,
     no traceback, no checkpoint."""
-    lines = (SHARED / "sst2" / "sentiment-train").read_text().splitlines()[:6]
+    lines = (SHARED_DATA / "sst2" / "sentiment-train").read_text().splitlines()[:6]
     lines[2] = lines[2].rpartition("\t")[0] + "\t7"
     bad = tmp_path / "my-train.tsv"
     bad.write_text("\n".join(lines) + "\n")
@@ -140,8 +139,8 @@ def test_sst2_user_files_in_data_info(tmp_path):
     from zoo.data.sst2 import SST2
 
     mine = tmp_path / "train.tsv"
-    mine.write_text("\n".join((SHARED / "sst2" / "sentiment-train").read_text().splitlines()[:200]) + "\n")
-    dm = SST2(vocab_size=200, train_file=str(mine), mirror=str(SHARED), data_dir=tmp_path / "data")
+    mine.write_text("\n".join((SHARED_DATA / "sst2" / "sentiment-train").read_text().splitlines()[:200]) + "\n")
+    dm = SST2(vocab_size=200, train_file=str(mine), mirror=str(SHARED_DATA), data_dir=tmp_path / "data")
     info = dm.data_info()
     assert info["dataset"] == f"{mine}, sst2" and info["builtin"] is False
     assert info["files"] == {"train": str(mine), "val": "sst2/sentiment-dev", "test": "sst2/sentiment-test"}
