@@ -7,8 +7,9 @@ import math
 
 import pytest
 import torch
+from zoo_run import tiny_config
 
-from zoo.model import DecoderOnly, EncoderDecoder, ModelConfig
+from zoo.model import DecoderOnly, EncoderDecoder
 from zoo.model.beam_search import (
     _top,
     beam_core,
@@ -27,19 +28,8 @@ pytestmark = pytest.mark.usefixtures("one_thread")  # tiny models: one intra-op 
 
 
 def config(vocab=V, **kw):
-    base = dict(
-        vocab_size=vocab,
-        d_model=32,
-        n_heads=4,
-        d_ff=64,
-        n_layers=2,
-        dropout=0.0,
-        position="rope",
-        max_len=64,
-        tie_embeddings=False,
-    )  # untied: varied greedy tokens
-    base.update(kw)
-    return ModelConfig(**base)
+    # tiny_config's model with rope and 64 positions, untied: varied greedy tokens
+    return tiny_config(**{"vocab_size": vocab, "position": "rope", "max_len": 64, "tie_embeddings": False, **kw})
 
 
 def boost_eos(model, amount):

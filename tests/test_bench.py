@@ -6,10 +6,10 @@ import os
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import torch
+from zoo_run import REPO
 
 from zoo.bench import contenders as contenders_module
 from zoo.bench import main
@@ -22,10 +22,12 @@ from zoo.bench.shapes import LM_SHAPES, SEQ2SEQ_SHAPES, LMShape
 from zoo.bench.timing import interleaved, order
 from zoo.bench.train_step import bench_train_step
 
-REPO = Path(__file__).resolve().parents[1]
 PEERS = all(contenders_module.import_error(m) is None for m in ("transformers", "x_transformers"))
 HF = contenders_module.import_error("transformers") is None  # the .[hf] extra, in dev: CI has it
 FAST = Options(quick=True, reps=5, warmup=0)
+# one torch thread (conftest): these tests time nothing, and on a busy machine several threads wait for each other
+# (a tiny generate benchmark takes 5x longer with 2 threads than with 1)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def table_rows(text: str, header_start: str):
@@ -45,16 +47,6 @@ def gpt_params(s: LMShape) -> int:
     per layer 4 d^2 (attention) + 8 d^2 (feed-forward x4) + 2 d (two LayerNorm gains), final LayerNorm d."""
     d = s.d_model
     return s.vocab * d + s.block * d + s.n_layers * (12 * d * d + 2 * d) + d
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """One torch thread: these tests time nothing, and on a busy machine several threads wait for each
-    other (a tiny generate benchmark takes 5x longer with 2 threads than with 1)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.fixture

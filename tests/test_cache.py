@@ -3,20 +3,19 @@ the cache gives the same tokens."""
 
 import pytest
 import torch
+from zoo_run import TINY_CONFIG, tiny_config, tokens
 
-from zoo.model import DecoderOnly, EncoderDecoder, ModelConfig
+from zoo.model import DecoderOnly, EncoderDecoder
 from zoo.model.generate import left_pad
 from zoo.model.kv_cache import KVCache
 
 POSITIONS = ["sinusoidal", "learned", "rope", "alibi", "none"]
 TOL = 1e-5
-V = 50
+V = TINY_CONFIG["vocab_size"]
 
 
 def config(position="rope", **kw):
-    base = dict(vocab_size=V, d_model=32, n_heads=4, d_ff=64, n_layers=2, dropout=0.0, position=position, max_len=32)
-    base.update(kw)
-    return ModelConfig(**base)
+    return tiny_config(position=position, **kw)
 
 
 def decoder_only(position="rope", seed=0, **kw):
@@ -27,10 +26,6 @@ def decoder_only(position="rope", seed=0, **kw):
 def encoder_decoder(position="rope", seed=0, **kw):
     torch.manual_seed(seed)
     return EncoderDecoder(config(position, **kw)).eval()
-
-
-def tokens(B, T, seed=1):
-    return torch.randint(3, V, (B, T), generator=torch.Generator().manual_seed(seed))
 
 
 def cached_logits(model, idx, chunks, key_padding_mask=None, prefix_len=None):

@@ -17,7 +17,6 @@ from zoo.model.chunked_ce import (
     lm_head_cross_entropy,
 )
 
-REPO = Path(__file__).resolve().parents[1]
 IGNORE = -100
 FP32_TOL = 1e-6  # loss and every gradient entry, fp32 against the float64 reference and the plain fp32 path
 FP32_REL = 1e-5  # ... and relative Frobenius error of each gradient

@@ -15,6 +15,7 @@ import pytest
 import torch
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode, flop_registry, sdpa_flop_count
+from zoo_run import CPU_SDPA
 
 from zoo.model import ModelConfig, build_model
 from zoo.model.cost import (
@@ -33,7 +34,6 @@ from zoo.model.cost import (
 )
 
 aten = torch.ops.aten
-CPU_SDPA = aten._scaled_dot_product_flash_attention_for_cpu
 ARCHS = ("encoder_only", "decoder_only", "encoder_decoder")
 B, N, S, V, D, H, DFF, L = 2, 16, 12, 100, 64, 4, 256, 2  # S: encoder-decoder source length (!= N on purpose)
 

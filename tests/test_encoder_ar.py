@@ -5,16 +5,15 @@ the objective choice, and overfitting a reversal task."""
 
 import pytest
 import torch
-from zoo_run import counted_flops, reversal_pairs
+from zoo_run import counted_flops, reversal_pairs, reversal_tokenizer
 
-from zoo.data.bpe import SubwordTokenizer, train_bpe
 from zoo.data.multi30k import collate_translation
 from zoo.model.beam_search import beam_search_encoder_only
 from zoo.model.cost import batch_flops
 from zoo.model.generate import left_pad
 from zoo.tasks.translation import Translation
 
-TOK = SubwordTokenizer(train_bpe(["ein hund läuft", "a dog runs"], 30)).state_dict()
+TOK = reversal_tokenizer()
 EOS = 2
 
 

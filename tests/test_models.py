@@ -6,8 +6,9 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
+from zoo_run import TINY_CONFIG, tiny_config, tokens
 
-from zoo.model import DecoderOnly, EncoderDecoder, EncoderOnly, ModelConfig, build_model
+from zoo.model import DecoderOnly, EncoderDecoder, EncoderOnly, build_model
 from zoo.model.embedding import Embedding
 from zoo.model.encoder_only import pool
 from zoo.model.feedforward import FeedForward
@@ -16,17 +17,8 @@ from zoo.model.norm import RMSNorm, make_norm
 from zoo.model.positions import SinusoidalPositions, sinusoidal_table
 from zoo.model.residual import Residual
 
-V, D, H, FF, L = 50, 32, 4, 64, 2
-
-
-def config(**kw):
-    base = dict(vocab_size=V, d_model=D, n_heads=H, d_ff=FF, n_layers=L, dropout=0.0, max_len=32)
-    base.update(kw)
-    return ModelConfig(**base)
-
-
-def tokens(B, T, seed=1):
-    return torch.randint(3, V, (B, T), generator=torch.Generator().manual_seed(seed))
+V, D, H, FF, L = (TINY_CONFIG[k] for k in ("vocab_size", "d_model", "n_heads", "d_ff", "n_layers"))
+config = tiny_config  # ModelConfig(**TINY_CONFIG, **kw)
 
 
 def other_token(t):

@@ -4,7 +4,7 @@ and closed forms, no leak of the target or its length, padding invariance, and o
 import pytest
 import torch
 import torch.nn.functional as F
-from zoo_run import reversal_pairs
+from zoo_run import reversal_pairs, reversal_tokenizer
 
 from zoo.data.bpe import CLS_ID, MASK_ID, SubwordTokenizer, train_bpe
 from zoo.data.multi30k import collate_translation
@@ -16,7 +16,7 @@ from zoo.tasks.nat import cmlm_mask, lowest, mask_predict, nat_inputs, num_to_ma
 from zoo.tasks.translation import Translation
 from zoo.tasks.translation_encoder_only import NAT_BANNED
 
-TOK = SubwordTokenizer(train_bpe(["ein hund läuft", "a dog runs"], 30)).state_dict()
+TOK = reversal_tokenizer()
 
 
 def nat_task(**kw):

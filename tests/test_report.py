@@ -8,7 +8,7 @@ from pathlib import Path
 import matplotlib.image as mpimg
 import pytest
 import torch
-from zoo_run import TINY, make_cfg, run_cli
+from zoo_run import SHORT_RUN, TINY, make_cfg, run_cli
 
 from zoo.report import (
     METRICS,
@@ -24,16 +24,7 @@ from zoo.tasks.lm import LanguageModeling
 from zoo.train import run
 
 LM_ARCHS = ("decoder_only", "encoder_decoder", "encoder_only")  # sorted
-TINY_MODEL = [
-    "model.d_model=32",
-    "model.n_heads=2",
-    "model.d_ff=64",
-    "model.n_layers=1",
-    "logger=csv",
-    "trainer.enable_model_summary=false",
-    "trainer.max_steps=12",
-    "trainer.val_check_interval=6",
-]
+SMALL = [*SHORT_RUN, "trainer.val_check_interval=6"]
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +57,7 @@ def sweep(tmp_path_factory):
                 "experiment=compare",
                 "compare.budget=steps",
                 "+benchmark=classification",
-                *TINY_MODEL,
+                *SMALL,
                 "data.limit=320",
                 "data.vocab_size=300",
                 "data.batch_size=32",
@@ -82,7 +73,7 @@ def sweep(tmp_path_factory):
                 "experiment=compare",
                 "compare.budget=steps",
                 "+benchmark=translation",
-                *TINY_MODEL,
+                *SMALL,
                 "data.limit=300",
                 "data.vocab_size=300",
                 "data.max_tokens=1024",

@@ -22,20 +22,20 @@ from pathlib import Path
 import lightning.pytorch as pl
 import pytest
 import torch
-from zoo_run import TINY, make_cfg
+from zoo_run import TINY, TINY_MODEL, make_cfg
 
 from zoo.checkpoint_io import settle_epoch_end
 from zoo.train import run
 
 SMALL = [
-    "model.d_model=32",
-    "model.n_heads=2",
-    "model.d_ff=64",
-    "model.n_layers=1",
+    *TINY_MODEL,
     "trainer.max_steps=10",
     "trainer.enable_model_summary=false",
     "trainer.limit_test_batches=1",
 ]
+# tiny models run fastest on one thread (conftest); two contend badly when the other core is busy (measured
+# on a 2-core machine: a training step 20x slower)
+pytestmark = pytest.mark.usefixtures("one_thread")
 SCHEDULE = ["task.scheduler.warmup_steps=2", "task.scheduler.decay_steps=10"]  # lr changes at every step
 TASKS = {  # task: (arch, overrides), each with epochs of 5 batches
     "lm": ("decoder_only", TINY + SCHEDULE + ["task.sample=null"]),
@@ -142,16 +142,6 @@ def fit(run_dir: Path, task: str, extra: list, record: Path, kill_at: int | None
     for r in rows:
         out[r.pop("kind")].append(r)
     return out
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny models run fastest on one thread; two contend badly when the other core is busy (measured on a
-    2-core machine: a training step 20x slower)."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
 
 
 @pytest.fixture(scope="module")

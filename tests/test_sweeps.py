@@ -10,12 +10,11 @@ import pytest
 import yaml
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
-from zoo_run import REPO, run_cli
+from zoo_run import REPO, TINY_MODEL, run_cli
 
 from zoo.config_checks import CONF_DIR, check_config
 
 SWEEPS = sorted((REPO / "experiments" / "sweeps").glob("*.yaml"))
-TINY_MODEL = ["model.d_model=32", "model.n_heads=2", "model.d_ff=64", "model.n_layers=1"]
 TINY_LM = [
     "model.max_len=64",
     "data.block_size=32",

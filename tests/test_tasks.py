@@ -5,7 +5,7 @@ import json
 import pytest
 import torch
 import torch.nn.functional as F
-from zoo_run import make_cfg
+from zoo_run import SHORT_RUN, make_cfg
 
 from zoo.config_checks import ConfigError
 from zoo.data.bpe import SubwordTokenizer, train_bpe
@@ -14,15 +14,7 @@ from zoo.model.cost import classify_flops_per_token
 from zoo.tasks.translation import Translation, join_source_target
 from zoo.train import run
 
-SMALL = [
-    "model.d_model=32",
-    "model.n_heads=2",
-    "model.d_ff=64",
-    "model.n_layers=1",
-    "logger=csv",
-    "trainer.enable_model_summary=false",
-    "trainer.max_steps=12",
-]
+SMALL = SHORT_RUN
 
 
 def test_join_source_target_by_hand():

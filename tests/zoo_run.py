@@ -1,6 +1,7 @@
-"""Helpers shared by tests: compose zoo's main job's configs in-process or run `python -m zoo`; the shared
-datasets (../shared/data: a skip mark, SST-2 rows, Multi30k lines, Tiny Shakespeare's text and data module);
-toy reversal pairs; FlopCounterMode's count of a function. Fixtures are in conftest.py."""
+"""Helpers shared by tests: compose zoo's main job's configs in-process or run `python -m zoo`; the override lists
+and ModelConfigs of tiny models; the shared datasets (../shared/data: a skip mark, SST-2 rows, Multi30k lines,
+Tiny Shakespeare's text and data module); toy reversal pairs and their tokenizer; FlopCounterMode's count of a
+function. Fixtures are in conftest.py."""
 
 import gzip
 import os
@@ -17,7 +18,9 @@ from omegaconf import open_dict
 from torch.ops import aten
 from torch.utils.flop_counter import FlopCounterMode, sdpa_flop_count
 
+from zoo.data.bpe import SubwordTokenizer, train_bpe
 from zoo.data.shakespeare import TinyShakespeare
+from zoo.model import ModelConfig
 from zoo.train import CONF_DIR
 
 REPO = Path(__file__).resolve().parents[1]
@@ -40,6 +43,21 @@ TINY = [
 TINY_MODEL = ["model.d_model=32", "model.n_heads=2", "model.d_ff=64", "model.n_layers=1"]
 # ... with a 128-token context, a CSV log and no model summary: runs on the users' / pretrained tokenizers' data
 SMALL_MODEL = [*TINY_MODEL, "model.max_len=128", "trainer.enable_model_summary=false", "logger=csv"]
+# ... a 12-step run with a CSV log and no model summary (each task's preset data)
+SHORT_RUN = [*TINY_MODEL, "logger=csv", "trainer.enable_model_summary=false", "trainer.max_steps=12"]
+
+# a tiny in-process model: two layers of width 32, four heads, no dropout, 32 positions, 50 token ids
+TINY_CONFIG = dict(vocab_size=50, d_model=32, n_heads=4, d_ff=64, n_layers=2, dropout=0.0, max_len=32)
+
+
+def tiny_config(**kw) -> ModelConfig:
+    """ModelConfig of TINY_CONFIG with kw replacing or adding fields."""
+    return ModelConfig(**{**TINY_CONFIG, **kw})
+
+
+def tokens(B, T, seed=1, vocab=TINY_CONFIG["vocab_size"]):
+    """(B, T) random ids 3..vocab-1 (no special id 0..2), from their own generator."""
+    return torch.randint(3, vocab, (B, T), generator=torch.Generator().manual_seed(seed))
 
 
 def make_cfg(tmp_path, overrides, arch="decoder_only"):
@@ -107,6 +125,11 @@ def shakespeare_dm(tmp_path, **kw) -> TinyShakespeare:
 def all_indices(batches):
     """The dataset indices of a list of batches (each a list of indices), sorted."""
     return sorted(i for b in batches for i in b)
+
+
+def reversal_tokenizer() -> dict:
+    """The state_dict of a 30-id SubwordTokenizer trained on two toy sentences (for reversal_pairs' tasks)."""
+    return SubwordTokenizer(train_bpe(["ein hund läuft", "a dog runs"], 30)).state_dict()
 
 
 def reversal_pairs(n: int = 16, seed: int = 0) -> list[tuple[list[int], list[int]]]:
