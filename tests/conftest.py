@@ -1,9 +1,21 @@
 import os
+import re
 from pathlib import Path
 
 import pytest
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+def pytest_collection_modifyitems(config, items):
+    """A -m on the command line replaces addopts' -m 'not slow'; slow tests stay deselected unless it names
+    slow, so `-m "not e2e"` is the fast unit suite and `-m e2e` the end-to-end tests that are not slow."""
+    if re.search(r"\bslow\b", config.option.markexpr or ""):
+        return
+    slow = [item for item in items if item.get_closest_marker("slow")]
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = [item for item in items if not item.get_closest_marker("slow")]
 
 
 @pytest.fixture(autouse=True, scope="session")
