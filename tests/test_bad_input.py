@@ -185,6 +185,7 @@ TYPO = (
 )
 
 
+@pytest.mark.e2e
 def test_override_typo_exits_2_with_the_key_it_meant(tmp_path):
     """A typo in an override of an existing group's key: zoo's message (not Hydra's advice to add it with +)."""
     r = run_cli(["+arch=encoder_only", "data=text_classification", "data.text_colum=x"], cwd=tmp_path)
@@ -200,6 +201,7 @@ def test_override_typo_exits_2_with_the_key_it_meant(tmp_path):
     assert not (tmp_path / "outputs").exists()  # before Hydra made a run dir
 
 
+@pytest.mark.e2e
 def test_override_typo_in_a_multirun_exits_2_before_any_job(tmp_path):
     r = run_cli(
         [
@@ -221,6 +223,7 @@ def test_override_typo_in_a_multirun_exits_2_before_any_job(tmp_path):
 
 
 @pytest.mark.slow  # an end-to-end run; `pytest -m slow` runs it
+@pytest.mark.e2e
 def test_override_check_leaves_help_cfg_and_good_runs_alone(tmp_path):
     r = run_cli(["--help"], cwd=tmp_path)
     assert r.returncode == 0 and "Configuration groups" in r.stdout, r.stderr
@@ -288,6 +291,7 @@ def test_encoder_only_translation_with_two_vocabularies_is_refused_before_data(t
     check_config(make_cfg(tmp_path, ["task=translation", "data.joint_vocab=false"], arch="encoder_decoder"))
 
 
+@pytest.mark.e2e
 def test_num_classes_other_than_the_data_is_refused(tmp_path):
     """model.num_classes=5 on SST-2 (2 classes) is refused, naming both counts; 0 (the default) is the data's."""
     cfg = make_cfg(
@@ -303,12 +307,14 @@ def test_num_classes_other_than_the_data_is_refused(tmp_path):
 
 
 @pytest.mark.parametrize("seed", ["abc", "-1", "1.5"])
+@pytest.mark.e2e
 def test_a_bad_seed_exits_2(tmp_path, seed):
     proc = run_cli(["+arch=decoder_only", f"seed={seed}", "trainer.max_steps=1"], cwd=tmp_path)
     assert proc.returncode == 2 and "must be a non-negative integer" in proc.stderr, proc.stderr[-1000:]
 
 
 @pytest.mark.parametrize("n", ["0", "two"])
+@pytest.mark.e2e
 def test_bad_compare_seeds_exits_2_before_any_job(tmp_path, n):
     """compare.seeds=0 would sweep no seed at all: refused with a message, and no job starts."""
     proc = run_cli(

@@ -57,6 +57,7 @@ def no_peers(monkeypatch):
     )
 
 
+@pytest.mark.e2e
 def test_quick_train_step_prints_table_with_ratio(tmp_path):
     out_file = tmp_path / "bench.md"
     # one thread: the test must not depend on (or fight over) the machine's cores
@@ -208,6 +209,7 @@ def test_interleaved_order_alternates_and_rotates():
     assert all(len(t) == 4 and all(x >= 0 for x in t) for t in times.values())
 
 
+@pytest.mark.e2e
 def test_bench_scripts_run_at_the_tiny_shape():
     """paired_steps.py and step_faults.py, behind BENCHMARKS.md's session 4 and 5 numbers, run (tiny shape,
     one thread) and print what they measure: paired_steps the two medians and the repetitions zoo won of 5;

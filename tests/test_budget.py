@@ -83,6 +83,7 @@ def test_budget_cosine_warms_up_over_a_fraction_of_the_budget():
     assert fn(2) == pytest.approx(0.5 * (1 + math.cos(math.pi * 0.55)))
 
 
+@pytest.mark.e2e
 def test_tokens_budget_stops_at_the_first_step_that_reaches_it(tmp_path):
     """budget.kind=tokens: 10.5 steps' worth stops after step 11; cost counts 256 tokens a step and 3 x the
     forward FLOPs of the (8, 32) batch (zoo.model.cost), and the CSV log carries the cost at each validation."""
@@ -107,6 +108,7 @@ def test_tokens_budget_stops_at_the_first_step_that_reaches_it(tmp_path):
         assert float(r[col["cost/tokens"]]) == steps * STEP_TOKENS
 
 
+@pytest.mark.e2e
 def test_flops_budget_and_its_schedule(tmp_path):
     """budget.kind=flops: stops at the first step past the value; the cosine reaches min_lr at the end."""
     model = build_model(
@@ -129,6 +131,7 @@ def test_flops_budget_and_its_schedule(tmp_path):
     assert res["final"]["lr"] == pytest.approx(1e-5 + 0.5 * (1 + math.cos(math.pi * p)) * (2e-3 - 1e-5), rel=1e-4)
 
 
+@pytest.mark.e2e
 def test_results_and_examples_of_a_prefix_lm_run(tmp_path):
     """results.json names the arch choice, seed and overrides; examples.json holds one continuation loss per
     validation window of the best validation, whose mean is that validation's val/cont_loss."""
@@ -154,6 +157,7 @@ def test_results_and_examples_of_a_prefix_lm_run(tmp_path):
 
 
 @pytest.mark.slow  # an end-to-end run; `pytest -m slow` runs it
+@pytest.mark.e2e
 def test_examples_of_classification_and_translation_give_their_test_scores(tmp_path):
     run(
         make_cfg(
@@ -209,6 +213,7 @@ def test_examples_of_classification_and_translation_give_their_test_scores(tmp_p
     )
 
 
+@pytest.mark.e2e
 def test_a_failed_job_leaves_a_failed_record_and_the_sweep_goes_on(tmp_path):
     """In a multirun, a job with bad input is recorded as failed (results.json status "failed", the error), the
     other jobs still run, and the sweep exits non-zero."""
@@ -233,6 +238,7 @@ def test_a_failed_job_leaves_a_failed_record_and_the_sweep_goes_on(tmp_path):
     assert "zoo: error:" in proc.stderr
 
 
+@pytest.mark.e2e
 def test_a_resumed_run_keeps_its_csv_history(tmp_path):
     """Resuming into the same run dir: metrics.csv holds every step once, the first run's rows unchanged."""
 

@@ -382,6 +382,7 @@ def user_conf(root, name: str, text: str):
     return f"hydra.searchpath=[file://{root / 'conf'}]"
 
 
+@pytest.mark.e2e
 def test_user_classification_config_compares_the_three_archs(tmp_path, sst2_files):
     """The README's workflow: a data config in the user's folder, `~` in its paths, -m over the three archs; each
     run classifies (the task follows the data) and results.json and the report name the dataset."""
@@ -426,6 +427,7 @@ def test_user_classification_config_compares_the_three_archs(tmp_path, sst2_file
     assert all(f"| classification / {a} | my_topics |" in table for a in ("encoder_only", "decoder_only"))
 
 
+@pytest.mark.e2e
 def test_user_parallel_and_corpus_configs_train(tmp_path, multi30k_files):
     """--config-dir with two aligned files, -m over the three archs (the task follows the data to translation),
     and a folder of plays as a corpus."""
@@ -493,6 +495,7 @@ class NoLabels(TextClassification):
         return batch
 
 
+@pytest.mark.e2e
 def test_a_batch_that_breaks_the_contract_is_refused_at_the_first_step(tmp_path, sst2_files):
     import lightning.pytorch as pl
 

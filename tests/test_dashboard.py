@@ -209,6 +209,7 @@ def test_bad_input_exits_2(saved, monkeypatch, capsys):
     assert saved == []
 
 
+@pytest.mark.e2e
 def test_cli_bad_input_exit_code():
     proc = subprocess.run(
         [sys.executable, "-m", "zoo.dashboard", "--entity", "team"], capture_output=True, text=True, timeout=120

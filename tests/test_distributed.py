@@ -74,6 +74,7 @@ def sweep(tmp_path_factory):
     return root, sweeps, jobs
 
 
+@pytest.mark.e2e
 def test_ddp_multirun_runs_each_job_once_into_one_dir(sweep):
     """Each sweep job runs once on 2 ranks (not once per rank), all ranks of a job share its dir, and only
     rank 0 writes results.json, checkpoints and the W&B run."""
@@ -92,6 +93,7 @@ def test_ddp_multirun_runs_each_job_once_into_one_dir(sweep):
     assert len(list(root.rglob("offline-run-*"))) == 2
 
 
+@pytest.mark.e2e
 def test_ddp_resume_continues_exactly(sweep, tmp_path):
     """A 5-step ddp_cpu run resumed to 10 steps logs the losses of the uninterrupted 10-step ddp_cpu run
     and ends with its optimizer moments, LR schedule and step."""
@@ -145,6 +147,7 @@ def assert_tied_after_reload(checkpoint):
     assert len(list(model.parameters())) == len(sd) - 1  # the tied pair counts once
 
 
+@pytest.mark.e2e
 def test_tied_weights_survive_ddp_and_reload(sweep):
     """After 10 DDP steps the LM head and the token embedding are still one tensor: the checkpoint stores
     them as one storage, and a reloaded model ties them again."""
@@ -155,6 +158,7 @@ def test_tied_weights_survive_ddp_and_reload(sweep):
     assert_tied_after_reload(c)
 
 
+@pytest.mark.e2e
 def test_fsdp_on_cpu_matches_ddp(sweep, tmp_path):
     """trainer=fsdp on 2 CPU processes (gloo): each layer one FSDP unit; after 10 steps val/loss equals the
     ddp_cpu run's (within 1e-3; measured: equal), weight decay still reaches exactly the matrices (the
@@ -186,6 +190,7 @@ def test_fsdp_on_cpu_matches_ddp(sweep, tmp_path):
     assert_tied_after_reload(c)
 
 
+@pytest.mark.e2e
 def test_torchrun_launch(sweep, tmp_path):
     """torchrun starts the 2 processes (Lightning re-launches nothing); with one hydra.run.dir both ranks
     share it, and the result equals the ddp_cpu run's."""
@@ -219,6 +224,7 @@ def test_torchrun_launch(sweep, tmp_path):
     assert abs(results(run_dir)["final"]["val/loss"] - results(jobs[10])["final"]["val/loss"]) <= 1e-3
 
 
+@pytest.mark.e2e
 def test_srun_script(sweep, tmp_path):
     """experiments/slurm/train.sbatch under a stand-in for sbatch's environment and srun (which starts the
     tasks with SLURM_PROCID / SLURM_LOCALID): Lightning takes the ranks from SLURM, both tasks write into
@@ -488,6 +494,7 @@ def test_compile_training_loss_matches_eager(kind):
 
 
 @pytest.mark.slow
+@pytest.mark.e2e
 def test_compile_run_matches_eager_run(tmp_path):
     """`python -m zoo model.compile=true` (inductor, dropout 0), with either compile_scope, logs the eager
     run's losses within 1e-4."""
@@ -508,6 +515,7 @@ def test_compile_run_matches_eager_run(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.e2e
 def test_compiled_training_loss_under_ddp_matches_eager(tmp_path):
     """model.compile_scope=model under trainer=ddp_cpu (2 processes, gloo; the compiled loss runs inside
     DDP's forward): the 6-step run logs the eager ddp_cpu run's train losses within 1e-4 and its final
@@ -532,6 +540,7 @@ FSDP_CPU = ["trainer=fsdp", "trainer.accelerator=cpu", "trainer.devices=2", "tra
 
 
 @pytest.mark.slow
+@pytest.mark.e2e
 def test_fsdp_decodes_like_ddp(tmp_path):
     """Decoding outside the training forward under trainer=fsdp (2 CPU processes). The LM's validation
     sample (on_validation_epoch_end, where the root unit's embeddings and head are flat shards) is the text

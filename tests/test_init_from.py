@@ -13,6 +13,8 @@ from zoo.init_from import InitFromError  # noqa: E402
 from zoo.interop import hf as zhf  # noqa: E402
 from zoo.train import run  # noqa: E402
 
+pytestmark = pytest.mark.e2e  # every test here starts a run from a converted checkpoint
+
 RUN = [
     "data.limit=256",
     "data.batch_size=32",

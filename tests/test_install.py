@@ -53,6 +53,7 @@ def test_wheel_has_every_config_and_module(wheel):
     assert not [n for n in names if n.startswith("conf/")]  # no top-level conf package
 
 
+@pytest.mark.e2e
 def test_wheel_finds_its_configs_outside_the_repo(wheel, tmp_path):
     """The unpacked wheel, first on the path, run from a folder outside the repo: `python -m zoo
     +arch=decoder_only --cfg all` composes from the wheel's zoo/conf, the job config included."""

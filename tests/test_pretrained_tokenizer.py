@@ -232,6 +232,7 @@ def test_config_check_refuses_contradictions_before_training(tmp_path, files, ss
     check_config(make_cfg(tmp_path, [*nat, f"data.tokenizer={files['roberta']}"], arch="encoder_decoder"))
 
 
+@pytest.mark.e2e
 def test_short_runs_train_on_pretrained_files(tmp_path, files, sst2_csv):
     """+arch=encoder_only classification (BERT) and LM on a text corpus (RoBERTa) train 5 steps through
     zoo.train; the model config and the checkpoint hold the file's ids and tokenizer."""
@@ -325,6 +326,7 @@ def test_corpus_token_file_is_keyed_by_the_tokenizers_content(tmp_path, files):
 
 
 @pytest.mark.slow  # an end-to-end run; `pytest -m slow` runs it
+@pytest.mark.e2e
 def test_translation_decodes_with_the_files_ids(tmp_path, files):
     """encoder_decoder translation with the BERT file: the decoder starts at [CLS] (bos 101) and stops at [SEP]
     (eos 102); a one-epoch run validates and tests (greedy and beam decoding) with those ids."""
@@ -362,6 +364,7 @@ def test_translation_decodes_with_the_files_ids(tmp_path, files):
     }
 
 
+@pytest.mark.e2e
 def test_cli_names_the_missing_role(tmp_path, files, sst2_csv):
     """`python -m zoo` stops before any data work with the missing role, the file and the fix, exit status 2."""
     out = run_cli(

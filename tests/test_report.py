@@ -93,6 +93,7 @@ def reported(sweep, tmp_path_factory):
     return report(sweep, tmp_path_factory.mktemp("report"))
 
 
+@pytest.mark.e2e
 def test_sweep_dirs(sweep):
     names = sorted(p.parent.name for p in sweep.rglob("results.json"))
     assert names == [
@@ -102,6 +103,7 @@ def test_sweep_dirs(sweep):
     ]
 
 
+@pytest.mark.e2e
 def test_table_equals_results_json(sweep, reported):
     """One row per (cell, metric): the mean of its seeds' results.json values with a Student-t interval (the lm
     cells have two seeds), the others one seed ("n/a (1 seed)")."""
@@ -189,6 +191,7 @@ def test_table_equals_results_json(sweep, reported):
     assert len(rec["order"]) == 3 and all(p is not None for _, _, p in rec["pairs"].values())
 
 
+@pytest.mark.e2e
 def test_curves_come_from_the_csv_logs(sweep):
     runs = find_runs(sweep)
     assert sorted(Path(r["run_dir"]).name for r in runs) == [
@@ -210,6 +213,7 @@ def test_curves_come_from_the_csv_logs(sweep):
                 assert steps == [5, 10]
 
 
+@pytest.mark.e2e
 def test_pngs_are_images(reported):
     out = reported
     assert sorted(p.name for p in out["curves"]) == ["val_classification.png", "val_lm.png", "val_translation.png"]
@@ -221,6 +225,7 @@ def test_pngs_are_images(reported):
         assert img[..., :3].std() > 0.01  # not a blank canvas
 
 
+@pytest.mark.e2e
 def test_cross_attention_rows_are_distributions(sweep):
     res = next(r for r in find_runs(sweep) if r["task"] == "translation")
     model, src_tok, tgt_tok, _, hp = load_translation_model(res)

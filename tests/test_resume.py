@@ -218,6 +218,7 @@ CASES = [(task, val_check, stop) for task in TASKS for val_check in VAL_CHECK fo
 
 
 @pytest.mark.parametrize("task, val_check, stop", CASES)
+@pytest.mark.e2e
 def test_resume_matches_the_uninterrupted_run(uninterrupted, tmp_path, task, val_check, stop):
     """Stopped (by max_steps mid-epoch, or killed right after a validation) and resumed from last.ckpt: the
     same batches, lr, losses, validations and checkpoint saves at every later step as the run never stopped."""

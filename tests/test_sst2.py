@@ -154,6 +154,7 @@ def fit(dm, root, max_epochs, validate, ckpt_path=None):
 
 @needs_shared
 @pytest.mark.parametrize("num_workers, validate", [(0, False), (1, True)])
+@pytest.mark.e2e
 def test_lightning_epochs_and_resume(tmp_path, num_workers, validate):
     """Under a Trainer: epoch e is train_batches(e); resuming (at an epoch end or mid-epoch) repeats nothing."""
     dm = SST2(

@@ -68,6 +68,7 @@ def wandb_records(run_dir: Path) -> dict:
     return out
 
 
+@pytest.mark.e2e
 def test_three_architecture_multirun(tmp_path):
     """`python -m zoo -m +arch=encoder_only,decoder_only,encoder_decoder`: 3 run dirs, 3 results.json, 3
     offline W&B runs in one group (the sweep dir), each tagged and configured for dashboards: flat config
@@ -119,6 +120,7 @@ def test_three_architecture_multirun(tmp_path):
     assert seen == set(expected)
 
 
+@pytest.mark.e2e
 def test_optuna_sweep_optimizes_the_returned_metric(tmp_path):
     """hparams_search=optuna with 2 trials: the study minimizes val/loss (task.monitor_mode=min), and its
     best value and parameters are those of the trial whose results.json has the lowest best val/loss."""
@@ -254,6 +256,7 @@ def test_wandb_sweeps_are_the_documented_ones():
         assert (REPO / sweep["program"]).is_file()
 
 
+@pytest.mark.e2e
 def test_optuna_direction_against_the_metric_is_refused(tmp_path):
     """hydra.sweeper.direction=minimize while optimized_metric is val/acc (better higher) would sweep toward the
     worst trials: the first trial stops before training with the fix (exit 2)."""

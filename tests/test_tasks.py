@@ -87,6 +87,7 @@ def test_translation_loss_masks_padding_by_position(arch):
     assert abs(got.item() - torch.stack(terms).mean().item()) < 1e-5
 
 
+@pytest.mark.e2e
 def test_task_and_data_that_do_not_fit_are_refused_before_work(tmp_path):
     """A task given a datamodule of another kind of batch names the data configs that fit, before any data is
     touched; a task without data= gets its natural dataset."""
@@ -110,6 +111,7 @@ def test_task_and_data_that_do_not_fit_are_refused_before_work(tmp_path):
 
 
 @pytest.mark.parametrize("arch", ["encoder_only", "decoder_only", "encoder_decoder"])
+@pytest.mark.e2e
 def test_classification_run(tmp_path, arch):
     """A short SST-2 run per architecture; the reported test accuracy equals an independent evaluation
     of the best checkpoint."""
@@ -154,6 +156,7 @@ def test_classification_run(tmp_path, arch):
         ("encoder_only", "bidirectional"),
     ],
 )
+@pytest.mark.e2e
 def test_translation_run(tmp_path, arch, mask):
     """A short run per architecture, each with its default objective (encoder_only: encoder_ar, autoregressive)
     and the same loss, greedy and beam metrics; the cost it reports is its own (encoder_ar: no cache)."""
@@ -182,6 +185,7 @@ def test_translation_run(tmp_path, arch, mask):
     assert len(list(tmp_path.glob("tokenizer.joint.*.json"))) == 1  # the joint BPE, saved in the run dir
 
 
+@pytest.mark.e2e
 def test_translation_run_encoder_only_nat(tmp_path):
     """Non-autoregressive translation (CMLM + mask-predict) through the main job: the same BLEU / chrF keys as
     the other archs, plus val/length_acc; the one-sequence length check uses 2 x data.max_len."""
@@ -275,6 +279,7 @@ def test_lm_objectives_by_hand():
         ("decoder_only", "causal_lm", "val/cont_loss"),
     ],
 )
+@pytest.mark.e2e
 def test_lm_run_each_arch(tmp_path, arch, objective, metric):
     """A short run per objective (masked_lm by task.objective, the others by default). The next-token ones
     record the best validation's per-window continuation losses (examples.json; all windows hold T - T/2 + 1 =

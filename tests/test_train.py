@@ -25,6 +25,7 @@ def ckpt_hparams(run_dir):
     return torch.load(Path(run_dir) / "checkpoints" / "last.ckpt", weights_only=True)["hyper_parameters"]
 
 
+@pytest.mark.e2e
 def test_run_writes_results_and_checkpoints(tmp_path, capsys):
     best = run(make_cfg(tmp_path, TINY + ["logger=csv", "task.scheduler.warmup_steps=1", "task.optimizer.lr=1e-2"]))
     results = json.loads((tmp_path / "results.json").read_text())
@@ -46,6 +47,7 @@ def test_run_writes_results_and_checkpoints(tmp_path, capsys):
     assert not list((tmp_path / "checkpoints").glob("*.tmp"))  # atomic writes leave no temporaries
 
 
+@pytest.mark.e2e
 def test_resume_is_exact(tmp_path):
     """An uninterrupted 10-step run and a 5-step run resumed to 10 steps log the same losses (dropout on)."""
     run(make_cfg(tmp_path / "full", TINY + ["logger=csv"]))
@@ -62,6 +64,7 @@ def test_resume_is_exact(tmp_path):
     assert steps[1] == steps[0][-len(steps[1]) :]  # the resumed run logs at the same steps as the uninterrupted one
 
 
+@pytest.mark.e2e
 def test_resume_with_more_steps_follows_the_new_schedule(tmp_path):
     """A 4-step run (cosine horizon 4 = its max_steps) resumed with trainer.max_steps=8 decays over 8
     steps: the lr it logs at each step s equals warmup_cosine(s, warmup 1, decay 8, lr, min_lr), not the
@@ -101,6 +104,7 @@ def validate_checkpoint(cfg, ckpt) -> float:
         (["trainer.max_steps=5", "trainer.val_check_interval=2"], 3),  # mid-epoch validations at 2, 4, and the end at 5
     ],
 )
+@pytest.mark.e2e
 def test_every_validation_scores_the_weights_it_checkpoints(tmp_path, extra, val_steps):
     """Training that stops mid-epoch validates its final weights, and the best checkpoint holds exactly the
     weights that scored the best val/loss (also with mid-epoch val_check_interval validations)."""
@@ -116,6 +120,7 @@ def test_every_validation_scores_the_weights_it_checkpoints(tmp_path, extra, val
     assert validate_checkpoint(cfg, tmp_path / "checkpoints" / "last.ckpt") == pytest.approx(val[-1], rel=1e-5)
 
 
+@pytest.mark.e2e
 def test_checkpoint_from_other_model_is_refused(tmp_path):
     run(make_cfg(tmp_path / "a", TINY + ["logger=csv", "trainer.max_steps=5"]))
     ckpt = tmp_path / "a" / "checkpoints" / "last.ckpt"
@@ -132,6 +137,7 @@ def test_checkpoint_from_other_model_is_refused(tmp_path):
         run(make_cfg(tmp_path / "d", TINY + ["logger=csv", f"ckpt_path={tmp_path / 'missing.ckpt'}"]))
 
 
+@pytest.mark.e2e
 def test_bad_config_fails_before_training(tmp_path):
     with pytest.raises(ConfigError, match="data.block_size=128 is larger than model.max_len=64"):
         run(make_cfg(tmp_path, TINY + ["logger=csv", "data.block_size=128"]))
@@ -144,6 +150,7 @@ def test_bad_config_fails_before_training(tmp_path):
 
 
 @pytest.mark.parametrize("content,match", [(b"", "is empty"), (b"abc\xff\xfedef", "not valid UTF-8")])
+@pytest.mark.e2e
 def test_bad_text_file(tmp_path, content, match):
     text = tmp_path / "my.txt"
     text.write_bytes(content)
@@ -152,6 +159,7 @@ def test_bad_text_file(tmp_path, content, match):
     assert not (tmp_path / "run" / "checkpoints").exists()
 
 
+@pytest.mark.e2e
 def test_data_dir_without_the_file(tmp_path, monkeypatch):
     monkeypatch.delenv("ZOO_DATA_MIRROR", raising=False)
     monkeypatch.setattr("zoo.data.resolver.UPSTREAM", {"tiny_shakespeare": "http://127.0.0.1:9/"})
@@ -159,6 +167,7 @@ def test_data_dir_without_the_file(tmp_path, monkeypatch):
         run(make_cfg(tmp_path / "run", TINY + ["logger=csv", f"data.data_dir={tmp_path / 'empty'}"]))
 
 
+@pytest.mark.e2e
 def test_cli_without_arch_explains_and_fails(tmp_path):
     r = run_cli([], cwd=tmp_path, timeout=120)
     assert r.returncode != 0
@@ -166,6 +175,7 @@ def test_cli_without_arch_explains_and_fails(tmp_path):
         assert arch in r.stderr
 
 
+@pytest.mark.e2e
 def test_cli_help_cfg_and_strict_keys(tmp_path):
     r = run_cli(["--help"], cwd=tmp_path, timeout=120)
     assert r.returncode == 0
@@ -192,6 +202,7 @@ def test_cli_help_cfg_and_strict_keys(tmp_path):
     assert r.returncode != 0 and "d_modle" in r.stderr
 
 
+@pytest.mark.e2e
 def test_ddp_cpu_matches_one_process(tmp_path):
     """trainer=ddp_cpu (2 processes, gloo) from `python -m zoo` trains on the same global batches as one
     process: val/loss after 50 steps agrees within 1e-3 (measured: 2e-7). Lightning's messages reach train.log
@@ -222,6 +233,7 @@ def test_ddp_cpu_matches_one_process(tmp_path):
     assert f"'val/loss': {float(format(r1['final']['val/loss'], '.5g'))}" in log  # 5 significant digits
 
 
+@pytest.mark.e2e
 def test_generate_cli_samples_from_checkpoint(tmp_path, capsys):
     """python -m zoo.generate reads a checkpoint with weights_only=True and continues the prompt; with a
     seed the text is reproducible, and greedy (temperature 0) equals the model's own greedy generate."""
@@ -243,6 +255,7 @@ def test_generate_cli_samples_from_checkpoint(tmp_path, capsys):
     assert main(["prompt=x"]) == 2  # no ckpt_path: usage, exit status 2
 
 
+@pytest.mark.e2e
 def test_sampling_never_feeds_more_context_than_training(tmp_path):
     """With block_size 32 and max_len 64, every generate call of a 100-token sample sees at most 32 tokens
     (positions 32..63 of learned embeddings were never trained), and the output keeps every token."""
@@ -274,6 +287,7 @@ def test_sampling_never_feeds_more_context_than_training(tmp_path):
         (["ckpt_path=NOTCKPT"], "not a readable checkpoint"),
     ],
 )
+@pytest.mark.e2e
 def test_generate_cli_bad_input_is_a_clear_error(tmp_path, capsys, args, message):
     """Bad zoo.generate arguments exit with status 2 and one message naming the problem, no traceback."""
     from zoo.generate import main
@@ -291,6 +305,7 @@ def test_generate_cli_bad_input_is_a_clear_error(tmp_path, capsys, args, message
     assert err.startswith("zoo.generate: error:") and message in err and "Traceback" not in err
 
 
+@pytest.mark.e2e
 def test_bf16_mixed_and_gradient_accumulation(tmp_path):
     """trainer.precision=bf16-mixed (CPU autocast) and accumulate_grad_batches=2: 10 optimizer steps
     consume 20 batches (the data stream advances by 2 batches per step) and the loss still falls."""
@@ -332,6 +347,7 @@ def tensorboard_scalars(path) -> dict:
     return out
 
 
+@pytest.mark.e2e
 def test_tensorboard_logger_writes_the_logged_metrics(tmp_path):
     """logger=tensorboard writes event files holding the same val/loss as the CSV log and results.json."""
     run(make_cfg(tmp_path, TINY + ["logger=tensorboard"]))
@@ -342,6 +358,7 @@ def test_tensorboard_logger_writes_the_logged_metrics(tmp_path):
     assert scalars["val/loss"][-1][1] == pytest.approx(results["final"]["val/loss"], rel=1e-6)
 
 
+@pytest.mark.e2e
 def test_checkpoint_of_another_task_or_an_unreadable_file_is_refused(tmp_path):
     """A decoder_only classification checkpoint given to an lm run, a garbage file, and a checkpoint that
     already reached max_steps are refused with ConfigError before any data work."""
@@ -429,6 +446,7 @@ def test_checkpoint_of_another_task_or_an_unreadable_file_is_refused(tmp_path):
         ),
     ],
 )
+@pytest.mark.e2e
 def test_contradictory_settings_are_refused(tmp_path, overrides, arch, message):
     with pytest.raises(ConfigError, match=message):
         run(make_cfg(tmp_path, overrides + ["logger=csv"], arch=arch))
@@ -462,6 +480,7 @@ def test_monitor_with_its_direction_is_accepted(tmp_path, overrides, monitor, mo
     assert (best.monitor, best.mode) == (monitor, mode)
 
 
+@pytest.mark.e2e
 def test_constructor_errors_exit_2_with_one_message(tmp_path):
     """A datamodule's own refusal (a language pair without files) reaches the user as `zoo: error:`, exit 2."""
     out = run_cli(
@@ -470,6 +489,7 @@ def test_constructor_errors_exit_2_with_one_message(tmp_path):
     assert out.returncode == 2 and "zoo: error: Multi30k split" in out.stderr and "Traceback" not in out.stderr
 
 
+@pytest.mark.e2e
 def test_callbacks_none_writes_no_checkpoint(tmp_path):
     """callbacks=none: no checkpoint anywhere under the run dir (Lightning's default ModelCheckpoint used to
     write csv/checkpoints/epoch=0-step=10.ckpt) and results.json names none; zoo's progress bar replaces
@@ -488,6 +508,7 @@ def test_callbacks_none_writes_no_checkpoint(tmp_path):
     assert trainer_callbacks([ProgressBar()], quiet.trainer) == {"callbacks": []}  # default callbacks, bar off
 
 
+@pytest.mark.e2e
 def test_progress_bar_off_with_the_default_callbacks(tmp_path):
     """+trainer.enable_progress_bar=false with callbacks=default trains (Lightning refused the default bar's
     callback: "Trainer was configured with enable_progress_bar=False but found ProgressBar")."""

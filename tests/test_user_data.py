@@ -31,6 +31,7 @@ def my_text(tmp_path):
     return path
 
 
+@pytest.mark.e2e
 def test_missing_user_path_says_not_found(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path))
     for value, shown in [
@@ -77,6 +78,7 @@ def test_data_dir_mismatch_never_says_delete(tmp_path, monkeypatch):
     assert (data / "tiny_shakespeare" / "input.txt").read_text() == "my own play\n" * 100
 
 
+@pytest.mark.e2e
 def test_run_on_a_user_file_names_it_everywhere(my_text, tmp_path, capsys):
     """results.json, the W&B config and tags, the checkpoint name the user's file, not tiny_shakespeare; the
     checkpoint's data settings reach zoo.generate's messages; without them (an old checkpoint) it still loads."""
@@ -118,6 +120,7 @@ def test_run_on_a_user_file_names_it_everywhere(my_text, tmp_path, capsys):
     assert main([f"ckpt_path={tmp_path / 'old.ckpt'}", "prompt=ROMEO:", "max_new_tokens=5", "seed=1"]) == 0
 
 
+@pytest.mark.e2e
 def test_sst2_label_outside_the_classes_is_refused_before_training(tmp_path):
     """A user's SST-2 file with label 7 on line 3: `zoo: error: FILE, line 3: ...` with the fix, exit 2,
     no traceback, no checkpoint."""
@@ -147,6 +150,7 @@ def test_sst2_user_files_in_data_info(tmp_path):
     assert len(dm.train_set) == 200 and info["tokenizer"] == {"kind": "bpe", "file": None, "vocab_size": dm.vocab_size}
 
 
+@pytest.mark.e2e
 def test_translation_checkpoint_keeps_its_languages_and_the_report_follows(tmp_path, monkeypatch):
     """An en -> de run (Multi30k has en, de, fr, cs): its checkpoint stores the pair, the report's attention map
     reads an English sentence (never the German default), its table names the dataset, and a source
