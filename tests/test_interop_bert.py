@@ -5,21 +5,21 @@ import torch
 
 tf = pytest.importorskip("transformers")
 
-from test_interop_util import assert_close, assert_same_state, hf_saved_keys, right_padded, saved_keys, seeded  # noqa: E402
+from test_interop_util import (  # noqa: E402
+    assert_close,
+    assert_same_state,
+    hf_saved_keys,
+    perturb,
+    right_padded,
+    saved_keys,
+    seeded,
+)
 
 from zoo.interop import hf as zhf  # noqa: E402
 from zoo.interop.families import Unsupported  # noqa: E402
 from zoo.model import EncoderOnly, ModelConfig  # noqa: E402
 
 V, PAD = 97, 0
-
-
-def perturb(model, std=0.05):
-    """Random values everywhere (LayerNorm weights, biases, the MLM bias), so every mapped tensor matters."""
-    with torch.no_grad():
-        for p in model.parameters():
-            p.add_(torch.randn_like(p) * std)
-    return model
 
 
 def tiny_bert(cls="BertForMaskedLM", **over):
