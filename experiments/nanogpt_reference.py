@@ -10,6 +10,7 @@ estimate (eval_iters=20 random batches of 12), and the wall time. nanoGPT's "1.8
 estimate (240 random windows); --estimates N draws it N times from the final model and prints the
 spread (mean, std, min, share of draws <= 1.88), i.e. how far one draw can land from the full-val loss.
 """
+
 import argparse
 import math
 import os
@@ -77,8 +78,9 @@ def main():
     model = GPT(dm.vocab_size, 64)
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
-                            lr=1e-3, betas=(0.9, 0.99))
+    opt = torch.optim.AdamW(
+        [{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}], lr=1e-3, betas=(0.9, 0.99)
+    )
 
     def get_lr(it, warmup=100, decay_iters=2000, lr=1e-3, min_lr=1e-4):
         if it < warmup:
@@ -89,7 +91,7 @@ def main():
 
     def batch(data):
         ix = torch.randint(len(data) - 64, (12,))
-        return torch.stack([data[i:i + 64] for i in ix]), torch.stack([data[i + 1:i + 65] for i in ix])
+        return torch.stack([data[i : i + 64] for i in ix]), torch.stack([data[i + 1 : i + 65] for i in ix])
 
     t0 = time.time()
     for it in range(args.iters):
@@ -108,17 +110,30 @@ def main():
         for x, y in dm.val_dataloader():
             total += F.cross_entropy(model(x).flatten(0, 1), y.flatten(), reduction="sum").item()
             n += y.numel()
-        estimate = sum(F.cross_entropy(model(x).flatten(0, 1), y.flatten()).item()
-                       for x, y in (batch(val) for _ in range(20))) / 20
-    print(f"seed {args.seed}: val/loss {total / n:.4f} on {len(dm.val_set)} fixed windows; nanoGPT-style estimate "
-          f"(20 random batches) {estimate:.4f}; training {train_s:.1f} s for {args.iters} iterations")
+        estimate = (
+            sum(F.cross_entropy(model(x).flatten(0, 1), y.flatten()).item() for x, y in (batch(val) for _ in range(20)))
+            / 20
+        )
+    print(
+        f"seed {args.seed}: val/loss {total / n:.4f} on {len(dm.val_set)} fixed windows; nanoGPT-style estimate "
+        f"(20 random batches) {estimate:.4f}; training {train_s:.1f} s for {args.iters} iterations"
+    )
     if args.estimates:
         with torch.no_grad():
-            draws = torch.tensor([sum(F.cross_entropy(model(x).flatten(0, 1), y.flatten()).item()
-                                      for x, y in (batch(val) for _ in range(20))) / 20
-                                  for _ in range(args.estimates)])
-        print(f"{args.estimates} draws of the 20-batch estimate: mean {draws.mean():.4f}, std {draws.std():.4f}, "
-              f"min {draws.min():.4f}, max {draws.max():.4f}, share <= 1.88: {(draws <= 1.88).float().mean():.3f}")
+            draws = torch.tensor(
+                [
+                    sum(
+                        F.cross_entropy(model(x).flatten(0, 1), y.flatten()).item()
+                        for x, y in (batch(val) for _ in range(20))
+                    )
+                    / 20
+                    for _ in range(args.estimates)
+                ]
+            )
+        print(
+            f"{args.estimates} draws of the 20-batch estimate: mean {draws.mean():.4f}, std {draws.std():.4f}, "
+            f"min {draws.min():.4f}, max {draws.max():.4f}, share <= 1.88: {(draws <= 1.88).float().mean():.3f}"
+        )
 
 
 if __name__ == "__main__":

@@ -1,9 +1,21 @@
 import os
+import re
 from pathlib import Path
 
 import pytest
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+def pytest_collection_modifyitems(config, items):
+    """A -m on the command line replaces addopts' -m 'not slow'; slow tests stay deselected unless it names
+    slow, so `-m "not e2e"` is the fast unit suite and `-m e2e` the end-to-end tests that are not slow."""
+    if re.search(r"\bslow\b", config.option.markexpr or ""):
+        return
+    slow = [item for item in items if item.get_closest_marker("slow")]
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = [item for item in items if not item.get_closest_marker("slow")]
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -14,11 +26,21 @@ def _data_mirror():
     yield
 
 
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """The shared datasets' folder, ../shared/data; skips the test where it is missing (for marks at import
+    time: zoo_run.needs_shared)."""
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"{SHARED_DATA} not available")
+    return SHARED_DATA
+
+
 @pytest.fixture(scope="module")
 def one_thread():
     """One intra-op thread for a module's tiny models: much faster on a shared 2-core machine (no OpenMP
     spinning). Use it per module: pytestmark = pytest.mark.usefixtures("one_thread")."""
     import torch
+
     n = torch.get_num_threads()
     torch.set_num_threads(1)
     yield

@@ -1,4 +1,5 @@
 """attention.attend against a hand-written softmax(q k^T / sqrt(d)) v, and masked-row safety."""
+
 import math
 
 import pytest
@@ -164,8 +165,8 @@ def test_multihead_attention_module_against_reference():
     hd = d_model // h
     W, b = mha.qkv_proj.weight, mha.qkv_proj.bias
     q = (x @ W[:d_model].T + b[:d_model]).view(B, T, h, hd).transpose(1, 2)
-    k = (x @ W[d_model:d_model + h_kv * hd].T + b[d_model:d_model + h_kv * hd]).view(B, T, h_kv, hd).transpose(1, 2)
-    v = (x @ W[d_model + h_kv * hd:].T + b[d_model + h_kv * hd:]).view(B, T, h_kv, hd).transpose(1, 2)
+    k = (x @ W[d_model : d_model + h_kv * hd].T + b[d_model : d_model + h_kv * hd]).view(B, T, h_kv, hd).transpose(1, 2)
+    v = (x @ W[d_model + h_kv * hd :].T + b[d_model + h_kv * hd :]).view(B, T, h_kv, hd).transpose(1, 2)
     ref, _ = reference(q, k, v, mask=m)
     ref_y = mha.out_proj(ref.float().transpose(1, 2).reshape(B, T, d_model))
     assert (y - ref_y).abs().max() < 1e-5
@@ -174,8 +175,17 @@ def test_multihead_attention_module_against_reference():
 @pytest.mark.parametrize("position", ["rope", "alibi", "learned"])
 def test_decoder_only_left_padded_finite_loss_and_grads(position):
     torch.manual_seed(0)
-    cfg = ModelConfig(vocab_size=50, d_model=16, n_heads=4, n_kv_heads=2, d_ff=32, n_layers=2, dropout=0.0,
-                      position=position, max_len=32)
+    cfg = ModelConfig(
+        vocab_size=50,
+        d_model=16,
+        n_heads=4,
+        n_kv_heads=2,
+        d_ff=32,
+        n_layers=2,
+        dropout=0.0,
+        position=position,
+        max_len=32,
+    )
     model = DecoderOnly(cfg)
     idx, kpm = left_pad([[5, 6, 7, 8, 9, 10, 11, 12], [13, 14, 15], [16]], pad_id=0)
     logits = model(idx, key_padding_mask=kpm)

@@ -6,6 +6,7 @@ row with no visible key outputs zeros. A cached run feeds the sequence in chunks
 chunk with its rows of the full mask and bias over every key so far; the reference of a chunk is over the
 keys fed so far, which for a causal mask is the single full pass.
 """
+
 import itertools
 import math
 
@@ -30,10 +31,14 @@ def full_mask(kind: str):
     kpm = torch.zeros(B, T, dtype=torch.bool)
     kpm[1, :2] = True
     pad = masks.padding(kpm)  # (B, 1, 1, T)
-    return {"none": None, "padding": pad.expand(B, 1, T, T), "causal": masks.causal(T)[None, None],
-            "prefix": masks.prefix_lm(T, T, prefix_len=3)[None, None],
-            "sliding": masks.sliding_window(T, T, window=3)[None, None],
-            "padding+causal": pad & masks.causal(T)}[kind]
+    return {
+        "none": None,
+        "padding": pad.expand(B, 1, T, T),
+        "causal": masks.causal(T)[None, None],
+        "prefix": masks.prefix_lm(T, T, prefix_len=3)[None, None],
+        "sliding": masks.sliding_window(T, T, window=3)[None, None],
+        "padding+causal": pad & masks.causal(T),
+    }[kind]
 
 
 def reference(mha: MultiHeadAttention, x, mask, bias, is_causal, chunks):
@@ -43,8 +48,8 @@ def reference(mha: MultiHeadAttention, x, mask, bias, is_causal, chunks):
     qkv = x.double() @ W.T + b
     kv = H_KV * HD
     q = qkv[..., :D_MODEL].view(B, T, H, HD).transpose(1, 2)
-    k = qkv[..., D_MODEL:D_MODEL + kv].view(B, T, H_KV, HD).transpose(1, 2).repeat_interleave(H // H_KV, 1)
-    v = qkv[..., D_MODEL + kv:].view(B, T, H_KV, HD).transpose(1, 2).repeat_interleave(H // H_KV, 1)
+    k = qkv[..., D_MODEL : D_MODEL + kv].view(B, T, H_KV, HD).transpose(1, 2).repeat_interleave(H // H_KV, 1)
+    v = qkv[..., D_MODEL + kv :].view(B, T, H_KV, HD).transpose(1, 2).repeat_interleave(H // H_KV, 1)
     outs, ws, s = [], [], 0
     for n in chunks or [T]:
         e = s + n
@@ -83,12 +88,18 @@ def run(mha, x, mask, bias, is_causal, chunks, need_weights, dtype):
     return torch.cat(ys, 1), (torch.cat(ws, 2) if need_weights else None)
 
 
-CASES = list(itertools.product(MASKS, (False, True), ("none", "alibi"), sorted(CHUNKS), (False, True),
-                               (torch.float32, torch.bfloat16)))
+CASES = list(
+    itertools.product(
+        MASKS, (False, True), ("none", "alibi"), sorted(CHUNKS), (False, True), (torch.float32, torch.bfloat16)
+    )
+)
 
 
-@pytest.mark.parametrize("mask_kind,is_causal,bias_kind,n_chunks,need_weights,dtype", CASES,
-                         ids=["-".join(str(c).replace("torch.", "") for c in case) for case in CASES])
+@pytest.mark.parametrize(
+    "mask_kind,is_causal,bias_kind,n_chunks,need_weights,dtype",
+    CASES,
+    ids=["-".join(str(c).replace("torch.", "") for c in case) for case in CASES],
+)
 def test_attention_matches_reference(mask_kind, is_causal, bias_kind, n_chunks, need_weights, dtype):
     torch.manual_seed(0)
     mha = MultiHeadAttention(D_MODEL, H, H_KV).to(dtype).eval()

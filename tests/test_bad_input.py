@@ -1,19 +1,21 @@
 """Bad configurations and inputs raise ValueError naming the key and the value; bad command lines of the main
 job exit with 2 and a message naming the problem and the fix, before any data work."""
+
 import time
 
 import pytest
 import torch
+from zoo_run import TINY, make_cfg, run_cli
 
 from zoo.cli_overrides import typos
+from zoo.config_checks import CONF_DIR, ConfigError, check_config
 from zoo.model import DecoderOnly, EncoderDecoder, EncoderOnly, ModelConfig, build_model
 from zoo.model.feedforward import FeedForward
 from zoo.model.generate import sample_next
 from zoo.model.init import init_weights
 from zoo.model.norm import make_norm
 from zoo.tasks.optim_config import configure_optimizers
-from zoo.train import CONF_DIR, ConfigError, check_config, run
-from zoo_run import TINY, make_cfg, run_cli
+from zoo.train import run
 
 SMALL = dict(vocab_size=50, d_model=16, n_heads=4, d_ff=32, n_layers=2, dropout=0.0, max_len=16)
 
@@ -37,9 +39,18 @@ def test_n_heads_not_divisible_by_n_kv_heads():
         cfg(n_kv_heads=3)
 
 
-@pytest.mark.parametrize("key,value", [("activation", "tanh"), ("norm", "batchnorm"), ("position", "t5"),
-                                       ("mask", "diagonal"), ("init", "kaiming"), ("pooling", "max"),
-                                       ("compile_scope", "everything")])
+@pytest.mark.parametrize(
+    "key,value",
+    [
+        ("activation", "tanh"),
+        ("norm", "batchnorm"),
+        ("position", "t5"),
+        ("mask", "diagonal"),
+        ("init", "kaiming"),
+        ("pooling", "max"),
+        ("compile_scope", "everything"),
+    ],
+)
 def test_unknown_choice(key, value):
     with pytest.raises(ValueError, match=rf"model\.{key}='{value}' is unknown"):
         cfg(**{key: value})
@@ -51,16 +62,23 @@ def test_rope_odd_head_dim():
     cfg(d_model=12, n_heads=4, position="sinusoidal")  # odd head_dim is fine without RoPE
 
 
-@pytest.mark.parametrize("kw,key", [(dict(dropout=1.0), "dropout"), (dict(attn_dropout=-0.1), "attn_dropout"),
-                                    (dict(mask="sliding", window=0), "window"), (dict(prefix_len=-1), "prefix_len"),
-                                    (dict(vocab_size=0), "vocab_size"), (dict(n_layers=-1), "n_layers"),
-                                    (dict(src_vocab_size=0), "src_vocab_size=0"),
-                                    (dict(src_vocab_size=-5), "src_vocab_size=-5"),
-                                    (dict(share_embeddings=True, src_vocab_size=40),
-                                     "share_embeddings.*src_vocab_size=40"),
-                                    (dict(pad_id=2), "pad_id=2 and model.eos_id=2 are the same id"),
-                                    (dict(bos_id=2), "bos_id=2 and model.eos_id=2 are the same id"),
-                                    (dict(bos_id=0), "pad_id=0 and model.bos_id=0 are the same id")])
+@pytest.mark.parametrize(
+    "kw,key",
+    [
+        (dict(dropout=1.0), "dropout"),
+        (dict(attn_dropout=-0.1), "attn_dropout"),
+        (dict(mask="sliding", window=0), "window"),
+        (dict(prefix_len=-1), "prefix_len"),
+        (dict(vocab_size=0), "vocab_size"),
+        (dict(n_layers=-1), "n_layers"),
+        (dict(src_vocab_size=0), "src_vocab_size=0"),
+        (dict(src_vocab_size=-5), "src_vocab_size=-5"),
+        (dict(share_embeddings=True, src_vocab_size=40), "share_embeddings.*src_vocab_size=40"),
+        (dict(pad_id=2), "pad_id=2 and model.eos_id=2 are the same id"),
+        (dict(bos_id=2), "bos_id=2 and model.eos_id=2 are the same id"),
+        (dict(bos_id=0), "pad_id=0 and model.bos_id=0 are the same id"),
+    ],
+)
 def test_other_bad_values(kw, key):
     with pytest.raises(ValueError, match=rf"model\.{key}"):
         cfg(**kw)
@@ -161,10 +179,13 @@ def test_switches_must_be_booleans(key, value):
 
 
 # ---- the main job's command line and config --------------------------------------------------------------
-TYPO = ("zoo: error: data.text_colum is not a key of data (text_classification); did you mean data.text_column? "
-        "(+data.text_colum=... adds a new key)")
+TYPO = (
+    "zoo: error: data.text_colum is not a key of data (text_classification); did you mean data.text_column? "
+    "(+data.text_colum=... adds a new key)"
+)
 
 
+@pytest.mark.e2e
 def test_override_typo_exits_2_with_the_key_it_meant(tmp_path):
     """A typo in an override of an existing group's key: zoo's message (not Hydra's advice to add it with +)."""
     r = run_cli(["+arch=encoder_only", "data=text_classification", "data.text_colum=x"], cwd=tmp_path)
@@ -172,53 +193,83 @@ def test_override_typo_exits_2_with_the_key_it_meant(tmp_path):
     # every typo of the command line at once, hydra.* keys too
     r = run_cli(["+arch=encoder_only", "model.d_modle=64", "hydra.run.dirr=x"], cwd=tmp_path)
     assert r.returncode == 2, r.stderr
-    assert ("zoo: error: model.d_modle is not a key of model (tiny); did you mean model.d_model? "
-            "(+model.d_modle=... adds a new key)") in r.stderr
+    assert (
+        "zoo: error: model.d_modle is not a key of model (tiny); did you mean model.d_model? "
+        "(+model.d_modle=... adds a new key)"
+    ) in r.stderr
     assert "zoo: error: hydra.run.dirr is not a key of hydra.run; did you mean hydra.run.dir?" in r.stderr
     assert not (tmp_path / "outputs").exists()  # before Hydra made a run dir
 
 
+@pytest.mark.e2e
 def test_override_typo_in_a_multirun_exits_2_before_any_job(tmp_path):
-    r = run_cli(["-m", "+arch=encoder_only,decoder_only", "data=text_classification", "model.d_model=32,48",
-                 "data.text_colum=x", f"hydra.sweep.dir={tmp_path / 'sweep'}"], cwd=tmp_path)
+    r = run_cli(
+        [
+            "-m",
+            "+arch=encoder_only,decoder_only",
+            "data=text_classification",
+            "model.d_model=32,48",
+            "data.text_colum=x",
+            f"hydra.sweep.dir={tmp_path / 'sweep'}",
+        ],
+        cwd=tmp_path,
+    )
     assert r.returncode == 2 and TYPO in r.stderr, r.stderr
-    r = run_cli(["-m", "+arch=decoder_only", "model.d_modle=32,48", f"hydra.sweep.dir={tmp_path / 'sweep'}"],
-                cwd=tmp_path)  # the typo is in the swept key: the first job's config names it
+    r = run_cli(
+        ["-m", "+arch=decoder_only", "model.d_modle=32,48", f"hydra.sweep.dir={tmp_path / 'sweep'}"], cwd=tmp_path
+    )  # the typo is in the swept key: the first job's config names it
     assert r.returncode == 2 and "zoo: error: model.d_modle is not a key of model (tiny)" in r.stderr, r.stderr
     assert not (tmp_path / "sweep").exists()
 
 
 @pytest.mark.slow  # an end-to-end run; `pytest -m slow` runs it
+@pytest.mark.e2e
 def test_override_check_leaves_help_cfg_and_good_runs_alone(tmp_path):
     r = run_cli(["--help"], cwd=tmp_path)
     assert r.returncode == 0 and "Configuration groups" in r.stdout, r.stderr
     r = run_cli(["--cfg", "job", "+arch=decoder_only", "model.d_model=48", "hydra.job.chdir=false"], cwd=tmp_path)
     assert r.returncode == 0 and "d_model: 48" in r.stdout, r.stderr
-    r = run_cli(["+arch=decoder_only", *TINY, "trainer.max_steps=2", "logger=csv", f"hydra.run.dir={tmp_path / 'run'}"],
-                cwd=tmp_path)
+    r = run_cli(
+        ["+arch=decoder_only", *TINY, "trainer.max_steps=2", "logger=csv", f"hydra.run.dir={tmp_path / 'run'}"],
+        cwd=tmp_path,
+    )
     assert r.returncode == 0 and (tmp_path / "run" / "results.json").is_file(), r.stderr[-2000:]
 
 
 def test_override_check_is_cheap_and_silent_on_good_command_lines():
     """The extra compositions cost well under a second; a good command line (a sweep, hydra.* keys, another
     error Hydra reports itself) gives no message."""
-    for argv in (["+arch=decoder_only", "model.d_model=48", "hydra.run.dir=x"],
-                 ["-m", "+arch=encoder_only,decoder_only", "model.d_model=32,48", "hydra.sweep.dir=x"],
-                 ["-m", "experiment=compare", "compare.seeds=1"],
-                 ["+arch=decoder_only", "data=no_such_data"], ["+arch=decoder_only", "model.d_model=32,48"]):
+    for argv in (
+        ["+arch=decoder_only", "model.d_model=48", "hydra.run.dir=x"],
+        ["-m", "+arch=encoder_only,decoder_only", "model.d_model=32,48", "hydra.sweep.dir=x"],
+        ["-m", "experiment=compare", "compare.seeds=1"],
+        ["+arch=decoder_only", "data=no_such_data"],
+        ["+arch=decoder_only", "model.d_model=32,48"],
+    ):
         start = time.perf_counter()
         assert typos(argv, CONF_DIR) == [], argv
         assert time.perf_counter() - start < 1.0, argv
     assert typos(["data.block_size=32"], CONF_DIR) == [  # no +arch: no task, so no data yet
         "data.block_size sets a key of data, but no data=... option is chosen, so the config has no data; add "
-        "data=<an option of conf/data/> (or +arch=..., whose task picks its data)"]
+        "data=<an option of conf/data/> (or +arch=..., whose task picks its data)"
+    ]
 
 
-@pytest.mark.parametrize("override,message", [
-    ("+task.optimizer.lrr=1e-3", r"task\.optimizer\.lrr is not a key of task\.optimizer, and nothing would read it; "
-                                 r"did you mean task\.optimizer\.lr\? its keys are: lr, betas, weight_decay, eps"),
-    ("+task.scheduler.warmup=10", r"task\.scheduler\.warmup is not a key of task\.scheduler.*did you mean "
-                                  r"task\.scheduler\.warmup_steps\? its keys are: kind, warmup_steps, decay_steps, min_lr")])
+@pytest.mark.parametrize(
+    "override,message",
+    [
+        (
+            "+task.optimizer.lrr=1e-3",
+            r"task\.optimizer\.lrr is not a key of task\.optimizer, and nothing would read it; "
+            r"did you mean task\.optimizer\.lr\? its keys are: lr, betas, weight_decay, eps",
+        ),
+        (
+            "+task.scheduler.warmup=10",
+            r"task\.scheduler\.warmup is not a key of task\.scheduler.*did you mean "
+            r"task\.scheduler\.warmup_steps\? its keys are: kind, warmup_steps, decay_steps, min_lr",
+        ),
+    ],
+)
 def test_unknown_optimizer_or_scheduler_key(tmp_path, override, message):
     """Refused by check_config (before any data work) and by configure_optimizers itself."""
     cfg = make_cfg(tmp_path, [override])
@@ -231,32 +282,43 @@ def test_unknown_optimizer_or_scheduler_key(tmp_path, override, message):
 
 def test_encoder_only_translation_with_two_vocabularies_is_refused_before_data(tmp_path):
     cfg = make_cfg(tmp_path, ["task=translation", "data.joint_vocab=false"], arch="encoder_only")
-    with pytest.raises(ConfigError, match="encoder_only translation reads source and target as one sequence, so it "
-                                          "needs one vocabulary: set data.joint_vocab=true"):
+    with pytest.raises(
+        ConfigError,
+        match="encoder_only translation reads source and target as one sequence, so it "
+        "needs one vocabulary: set data.joint_vocab=true",
+    ):
         check_config(cfg)
     check_config(make_cfg(tmp_path, ["task=translation", "data.joint_vocab=false"], arch="encoder_decoder"))
 
 
+@pytest.mark.e2e
 def test_num_classes_other_than_the_data_is_refused(tmp_path):
     """model.num_classes=5 on SST-2 (2 classes) is refused, naming both counts; 0 (the default) is the data's."""
-    cfg = make_cfg(tmp_path, ["model.num_classes=5", "data.limit=64", "data.tokenizer=char", "logger=csv"],
-                   arch="encoder_only")
-    with pytest.raises(ConfigError, match=r"model\.num_classes=5, but the data \(.*\) has 2 classes \(0, 1\); drop "
-                                          r"the override"):
+    cfg = make_cfg(
+        tmp_path, ["model.num_classes=5", "data.limit=64", "data.tokenizer=char", "logger=csv"], arch="encoder_only"
+    )
+    with pytest.raises(
+        ConfigError,
+        match=r"model\.num_classes=5, but the data \(.*\) has 2 classes \(0, 1\); drop "
+        r"the override",
+    ):
         run(cfg)
     assert not (tmp_path / "checkpoints").exists()
 
 
 @pytest.mark.parametrize("seed", ["abc", "-1", "1.5"])
+@pytest.mark.e2e
 def test_a_bad_seed_exits_2(tmp_path, seed):
     proc = run_cli(["+arch=decoder_only", f"seed={seed}", "trainer.max_steps=1"], cwd=tmp_path)
     assert proc.returncode == 2 and "must be a non-negative integer" in proc.stderr, proc.stderr[-1000:]
 
 
 @pytest.mark.parametrize("n", ["0", "two"])
+@pytest.mark.e2e
 def test_bad_compare_seeds_exits_2_before_any_job(tmp_path, n):
     """compare.seeds=0 would sweep no seed at all: refused with a message, and no job starts."""
-    proc = run_cli(["-m", "experiment=compare", f"compare.seeds={n}", f"hydra.sweep.dir={tmp_path}/sweep"],
-                   cwd=tmp_path)
+    proc = run_cli(
+        ["-m", "experiment=compare", f"compare.seeds={n}", f"hydra.sweep.dir={tmp_path}/sweep"], cwd=tmp_path
+    )
     assert proc.returncode == 2 and "must be a positive whole number" in proc.stderr, proc.stderr[-1000:]
     assert "Traceback" not in proc.stderr and "#0 :" not in proc.stderr + proc.stdout

@@ -1,14 +1,23 @@
 """Beam search (zoo.model.beam_search): beam 1 is greedy, the cached search equals an uncached reference,
 it finds the optimum when the beam holds every hypothesis, the memory's K/V are computed once, finished
 hypotheses are never extended."""
+
 import itertools
 import math
 
 import pytest
 import torch
+from zoo_run import tiny_config
 
-from zoo.model import DecoderOnly, EncoderDecoder, ModelConfig
-from zoo.model.beam_search import _top, beam_core, beam_search, beam_search_decoder_only, length_penalty_factor, penalised
+from zoo.model import DecoderOnly, EncoderDecoder
+from zoo.model.beam_search import (
+    _top,
+    beam_core,
+    beam_search,
+    beam_search_decoder_only,
+    length_penalty_factor,
+    penalised,
+)
 from zoo.model.generate import left_pad
 
 V = 40
@@ -19,10 +28,8 @@ pytestmark = pytest.mark.usefixtures("one_thread")  # tiny models: one intra-op 
 
 
 def config(vocab=V, **kw):
-    base = dict(vocab_size=vocab, d_model=32, n_heads=4, d_ff=64, n_layers=2, dropout=0.0, position="rope",
-                max_len=64, tie_embeddings=False)  # untied: varied greedy tokens
-    base.update(kw)
-    return ModelConfig(**base)
+    # tiny_config's model with rope and 64 positions, untied: varied greedy tokens
+    return tiny_config(**{"vocab_size": vocab, "position": "rope", "max_len": 64, "tie_embeddings": False, **kw})
 
 
 def boost_eos(model, amount):
@@ -36,6 +43,7 @@ def boost_eos(model, amount):
 
 class EncDec:
     """An EncoderDecoder and a padded source batch of rows of different lengths."""
+
     T0 = 1  # BOS
 
     def __init__(self, seed=0, vocab=V, eos_boost=0.0, lengths=(7, 4, 6), **kw):
@@ -49,8 +57,16 @@ class EncDec:
         self.lengths = list(lengths)
 
     def beam(self, K, max_new, alpha=0.6, early_stopping=True):
-        return beam_search(self.model, self.src, self.kpm, beam_size=K, max_len=max_new, length_penalty=alpha,
-                           return_scores=True, early_stopping=early_stopping)
+        return beam_search(
+            self.model,
+            self.src,
+            self.kpm,
+            beam_size=K,
+            max_len=max_new,
+            length_penalty=alpha,
+            return_scores=True,
+            early_stopping=early_stopping,
+        )
 
     def greedy(self, max_new):
         return self.model.generate(self.src, max_new, src_key_padding_mask=self.kpm)
@@ -58,14 +74,14 @@ class EncDec:
     @torch.no_grad()
     def next_logprobs(self, b, hyps):
         """Uncached: the full decoder over BOS + each hypothesis (all of one length), row b's source alone."""
-        src = self.src[b:b + 1, :self.lengths[b]].expand(len(hyps), -1)
+        src = self.src[b : b + 1, : self.lengths[b]].expand(len(hyps), -1)
         tgt = torch.tensor([[BOS] + h for h in hyps])
         return self.model(src, tgt)[:, -1].float().log_softmax(-1)
 
     @torch.no_grad()
     def teacher_forced(self, b, hyps):
         """One forward of hypotheses (all of one length n) for row b -> (len(hyps), n) token log-probs."""
-        src = self.src[b:b + 1, :self.lengths[b]].expand(len(hyps), -1)
+        src = self.src[b : b + 1, : self.lengths[b]].expand(len(hyps), -1)
         tgt = torch.tensor([[BOS] + h[:-1] for h in hyps])
         return self.model(src, tgt).float().log_softmax(-1).gather(-1, torch.tensor(hyps)[..., None])[..., 0]
 
@@ -83,8 +99,16 @@ class DecOnly:
         self.lengths = list(lengths)
 
     def beam(self, K, max_new, alpha=0.6, early_stopping=True):
-        return beam_search_decoder_only(self.model, self.idx, self.kpm, beam_size=K, max_new_tokens=max_new,
-                                        length_penalty=alpha, return_scores=True, early_stopping=early_stopping)
+        return beam_search_decoder_only(
+            self.model,
+            self.idx,
+            self.kpm,
+            beam_size=K,
+            max_new_tokens=max_new,
+            length_penalty=alpha,
+            return_scores=True,
+            early_stopping=early_stopping,
+        )
 
     def greedy(self, max_new):
         return self.model.generate(self.idx, max_new, key_padding_mask=self.kpm, temperature=0.0, eos_id=EOS)
@@ -98,7 +122,7 @@ class DecOnly:
     def teacher_forced(self, b, hyps):
         p = self.prompts[b]
         idx = torch.tensor([p + h[:-1] for h in hyps])
-        logp = self.model(idx)[:, len(p) - 1:].float().log_softmax(-1)
+        logp = self.model(idx)[:, len(p) - 1 :].float().log_softmax(-1)
         return logp.gather(-1, torch.tensor(hyps)[..., None])[..., 0]
 
 
@@ -107,8 +131,8 @@ ARCHS = {"encoder_decoder": EncDec, "decoder_only": DecOnly}
 
 def hypothesis(case, out, b, max_new):
     """Row b's generated tokens: up to and including the first EOS, else its max_new tokens."""
-    gen = out[b, case.T0:].tolist()
-    return gen[:gen.index(EOS) + 1] if EOS in gen else gen[:max_new]
+    gen = out[b, case.T0 :].tolist()
+    return gen[: gen.index(EOS) + 1] if EOS in gen else gen[:max_new]
 
 
 def score(case, b, hyp, alpha):
@@ -124,8 +148,10 @@ def reference_beam(case, b, K, max_new, alpha, early_stopping="never"):
     for t in range(1, max_new + 1):
         lp = case.next_logprobs(b, [h for h, _ in alive]).tolist()
         n_vocab = len(lp[0])
-        cands = sorted(((s + lp[k][v], k * n_vocab + v, k, v) for k, (_, s) in enumerate(alive)
-                        for v in range(n_vocab)), key=lambda c: (-c[0], c[1]))[:2 * K]
+        cands = sorted(
+            ((s + lp[k][v], k * n_vocab + v, k, v) for k, (_, s) in enumerate(alive) for v in range(n_vocab)),
+            key=lambda c: (-c[0], c[1]),
+        )[: 2 * K]
         new_alive = []
         for rank, (s, _, k, v) in enumerate(cands):
             if v == EOS:
@@ -141,8 +167,11 @@ def reference_beam(case, b, K, max_new, alpha, early_stopping="never"):
             if early_stopping is True or K == 1:
                 break
             worst = sorted((f[0] for f in finished), reverse=True)[K - 1]
-            lp = (max(length_penalty_factor(t + 1, alpha), length_penalty_factor(max_new, alpha))
-                  if early_stopping == "never" else length_penalty_factor(t, alpha))
+            lp = (
+                max(length_penalty_factor(t + 1, alpha), length_penalty_factor(max_new, alpha))
+                if early_stopping == "never"
+                else length_penalty_factor(t, alpha)
+            )
             if max(s for _, s in alive) / lp <= worst:
                 break
     return max(finished, key=lambda f: f[0])
@@ -151,10 +180,11 @@ def reference_beam(case, b, K, max_new, alpha, early_stopping="never"):
 def assert_pad_after_end(case, out, max_new):
     for b in range(out.shape[0]):
         hyp = hypothesis(case, out, b, max_new)
-        assert (out[b, case.T0 + len(hyp):] == PAD).all(), out[b]
+        assert (out[b, case.T0 + len(hyp) :] == PAD).all(), out[b]
 
 
 # ---- beam 1 = greedy ---------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("position,eos_boost", [("rope", 0.0), ("rope", 2.5), ("sinusoidal", 2.0), ("alibi", 2.0)])
@@ -179,12 +209,13 @@ def test_beam_1_is_greedy_with_default_max_len_per_row():
     assert want == [55, 55, 52]
     assert out.shape == (3, 1 + 55)
     for b, n in enumerate(want):
-        alone = case.model.generate(case.src[b:b + 1, :case.lengths[b]], n)
-        assert torch.equal(out[b, :1 + n], alone[0])
-        assert (out[b, 1 + n:] == PAD).all()
+        alone = case.model.generate(case.src[b : b + 1, : case.lengths[b]], n)
+        assert torch.equal(out[b, : 1 + n], alone[0])
+        assert (out[b, 1 + n :] == PAD).all()
 
 
 # ---- beam search vs. greedy, the exhaustive optimum and an uncached reference ---------------------------------
+
 
 @pytest.mark.parametrize("arch", ARCHS)
 def test_beam_4_scores_at_least_greedy(arch):
@@ -227,8 +258,11 @@ def enumerate_best(case, b, max_new, alpha, vocab):
     without EOS, have max_new tokens."""
     best = None
     for n in range(1, max_new + 1):
-        seqs = [list(q) for q in itertools.product(range(vocab), repeat=n)
-                if EOS not in q[:-1] and (n == max_new or q[-1] == EOS)]
+        seqs = [
+            list(q)
+            for q in itertools.product(range(vocab), repeat=n)
+            if EOS not in q[:-1] and (n == max_new or q[-1] == EOS)
+        ]
         for seq, logp in zip(seqs, case.teacher_forced(b, seqs).sum(-1).tolist()):
             s = penalised(logp, n, alpha)
             if best is None or s > best[0]:
@@ -288,6 +322,7 @@ def markov_step(rows: dict, vocab: int = 6):
 
     def step(tokens, _kpm, _n_new):
         return table[tokens[:, -1]][:, None, :]  # (B*K, 1, V)
+
     return step
 
 
@@ -295,17 +330,23 @@ A, B_, C = 3, 4, 5  # tokens a, b, c (BOS = 1, EOS = 2)
 # beam 2, alpha = 3: after two steps [b, EOS] (log .35) and [a, EOS] (log .30) are finished, the two best of
 # four candidates, while [a, c] (log .247) is alive; it ends as [a, c, EOS] at log(.247 * .95) / lp(3) = -0.612,
 # above [b, EOS]'s -1.050 / lp(2) = -0.661
-TRAP = {BOS: {A: 0.65, B_: 0.35}, A: {EOS: 0.30 / 0.65, C: 0.247 / 0.65, B_: 0.103 / 0.65}, B_: {EOS: 1.0},
-        C: {EOS: 0.95, A: 0.05}}
+TRAP = {
+    BOS: {A: 0.65, B_: 0.35},
+    A: {EOS: 0.30 / 0.65, C: 0.247 / 0.65, B_: 0.103 / 0.65},
+    B_: {EOS: 1.0},
+    C: {EOS: 0.95, A: 0.05},
+}
 
 
 def test_default_never_loses_a_reachable_better_hypothesis():
     step = markov_step(TRAP)
     bos = torch.tensor([[BOS]])
     results = {es: beam_core(step, None, bos, None, 2, 4, 3.0, EOS, PAD, es) for es in (True, False, "never")}
-    expect = {True: ([BOS, B_, EOS], math.log(0.35) / length_penalty_factor(2, 3.0)),
-              False: ([BOS, B_, EOS], math.log(0.35) / length_penalty_factor(2, 3.0)),
-              "never": ([BOS, A, C, EOS], math.log(0.247 * 0.95) / length_penalty_factor(3, 3.0))}
+    expect = {
+        True: ([BOS, B_, EOS], math.log(0.35) / length_penalty_factor(2, 3.0)),
+        False: ([BOS, B_, EOS], math.log(0.35) / length_penalty_factor(2, 3.0)),
+        "never": ([BOS, A, C, EOS], math.log(0.247 * 0.95) / length_penalty_factor(3, 3.0)),
+    }
     for es, (out, score_) in results.items():
         assert out[0].tolist() == expect[es][0], es
         assert score_.item() == pytest.approx(expect[es][1], abs=1e-5), es
@@ -322,6 +363,7 @@ def test_unknown_early_stopping_refused():
 
 
 # ---- the cache, EOS, errors -----------------------------------------------------------------------------------
+
 
 def test_cross_attention_kv_computed_once_per_search():
     case = EncDec(seed=0, eos_boost=1.0)

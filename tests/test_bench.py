@@ -1,14 +1,15 @@
 """zoo.bench runs end to end on tiny shapes and prints its Markdown tables (no timing is asserted: the
 numbers depend on the machine). Peers (transformers, x-transformers) are optional: every test here runs
 without them, and the parameter-count check of the peers runs where they are installed."""
+
 import os
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import torch
+from zoo_run import REPO
 
 from zoo.bench import contenders as contenders_module
 from zoo.bench import main
@@ -18,13 +19,15 @@ from zoo.bench.options import Options
 from zoo.bench.report import NOT_INSTALLED, throughput_rows, wins
 from zoo.bench.seq2seq_step import bench_seq2seq_step
 from zoo.bench.shapes import LM_SHAPES, SEQ2SEQ_SHAPES, LMShape
-from zoo.bench.train_step import bench_train_step
 from zoo.bench.timing import interleaved, order
+from zoo.bench.train_step import bench_train_step
 
-REPO = Path(__file__).resolve().parents[1]
 PEERS = all(contenders_module.import_error(m) is None for m in ("transformers", "x_transformers"))
 HF = contenders_module.import_error("transformers") is None  # the .[hf] extra, in dev: CI has it
 FAST = Options(quick=True, reps=5, warmup=0)
+# one torch thread (conftest): these tests time nothing, and on a busy machine several threads wait for each other
+# (a tiny generate benchmark takes 5x longer with 2 threads than with 1)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def table_rows(text: str, header_start: str):
@@ -32,7 +35,7 @@ def table_rows(text: str, header_start: str):
     lines = text.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith(header_start))
     rows = []
-    for line in lines[start + 2:]:
+    for line in lines[start + 2 :]:
         if not line.startswith("|"):
             break
         rows.append([c.strip() for c in line.strip("|").split("|")])
@@ -46,29 +49,38 @@ def gpt_params(s: LMShape) -> int:
     return s.vocab * d + s.block * d + s.n_layers * (12 * d * d + 2 * d) + d
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """One torch thread: these tests time nothing, and on a busy machine several threads wait for each
-    other (a tiny generate benchmark takes 5x longer with 2 threads than with 1)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 @pytest.fixture
 def no_peers(monkeypatch):
     """Make the third-party peers look uninstalled, whatever is installed."""
-    monkeypatch.setattr(contenders_module, "_IMPORT_ERRORS",
-                        {"transformers": NOT_INSTALLED, "x_transformers": NOT_INSTALLED})
+    monkeypatch.setattr(
+        contenders_module, "_IMPORT_ERRORS", {"transformers": NOT_INSTALLED, "x_transformers": NOT_INSTALLED}
+    )
 
 
+@pytest.mark.e2e
 def test_quick_train_step_prints_table_with_ratio(tmp_path):
     out_file = tmp_path / "bench.md"
     # one thread: the test must not depend on (or fight over) the machine's cores
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(REPO))
-    res = subprocess.run([sys.executable, "-m", "zoo.bench", "--quick", "--only", "train_step", "--shapes", "tiny",
-                          "--out", str(out_file)], capture_output=True, text=True, cwd=REPO, env=env, timeout=120)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "zoo.bench",
+            "--quick",
+            "--only",
+            "train_step",
+            "--shapes",
+            "tiny",
+            "--out",
+            str(out_file),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=env,
+        timeout=120,
+    )
     assert res.returncode == 0, res.stderr
     out = res.stdout
     header = out.splitlines()[2]
@@ -89,11 +101,17 @@ def test_quick_train_step_prints_table_with_ratio(tmp_path):
 
 
 def test_bad_arguments_exit_2(capsys, tmp_path):
-    for args, why in ((["--out", str(tmp_path)], "is a folder; give a file path"), (["--only", "nope"], "unknown benchmark"), (["--reps", "3"], "at least 5 repetitions"),
-                      (["--shapes", "nope"], "unknown shapes"), (["--only", ","], "no benchmark"),
-                      (["--warmup", "-1"], "give a count >= 0"), (["--compile", "--warmup", "0"], ">= 1 with --compile"),
-                      (["--threads", "0"], "positive number of threads"),
-                      (["--out", "/nonexistent-dir/x.md"], "does not exist or is not writable")):
+    for args, why in (
+        (["--out", str(tmp_path)], "is a folder; give a file path"),
+        (["--only", "nope"], "unknown benchmark"),
+        (["--reps", "3"], "at least 5 repetitions"),
+        (["--shapes", "nope"], "unknown shapes"),
+        (["--only", ","], "no benchmark"),
+        (["--warmup", "-1"], "give a count >= 0"),
+        (["--compile", "--warmup", "0"], ">= 1 with --compile"),
+        (["--threads", "0"], "positive number of threads"),
+        (["--out", "/nonexistent-dir/x.md"], "does not exist or is not writable"),
+    ):
         assert main(args) == 2, args
         captured = capsys.readouterr()
         assert why in captured.err and not captured.out, args
@@ -154,8 +172,17 @@ def test_peers_do_the_same_work_as_zoo():
 def test_wins_counts_the_repetitions_zoo_was_faster_in():
     # pairs by repetition: zoo faster in reps 0 and 2, slower in 1, tied in 3 (a tie is not a win)
     assert wins([1.0, 3.0, 2.0, 4.0], [2.0, 2.0, 2.5, 4.0]) == "2/4"
-    rows = {r[1]: r for r in throughput_rows("s", {"zoo": [1.0, 1.0, 1.0, 1.0, 1.0], "peer": [2.0, 0.5, 2.0, 2.0, 2.0]},
-                                             100, "zoo", {"zoo": 1, "peer": 1}, {"zoo": 0.0, "peer": 0.0})}
+    rows = {
+        r[1]: r
+        for r in throughput_rows(
+            "s",
+            {"zoo": [1.0, 1.0, 1.0, 1.0, 1.0], "peer": [2.0, 0.5, 2.0, 2.0, 2.0]},
+            100,
+            "zoo",
+            {"zoo": 1, "peer": 1},
+            {"zoo": 0.0, "peer": 0.0},
+        )
+    }
     assert rows["zoo"][-1] == "1.00 (ref)" and rows["peer"][-1] == "2.00 (4/5)"  # median 2.0 s vs 1.0 s
 
 
@@ -182,6 +209,7 @@ def test_interleaved_order_alternates_and_rotates():
     assert all(len(t) == 4 and all(x >= 0 for x in t) for t in times.values())
 
 
+@pytest.mark.e2e
 def test_bench_scripts_run_at_the_tiny_shape():
     """paired_steps.py and step_faults.py, behind BENCHMARKS.md's session 4 and 5 numbers, run (tiny shape,
     one thread) and print what they measure: paired_steps the two medians and the repetitions zoo won of 5;
@@ -190,24 +218,43 @@ def test_bench_scripts_run_at_the_tiny_shape():
     scripts = REPO / "experiments" / "bench_scripts"
 
     def script(*args):
-        res = subprocess.run([sys.executable, *map(str, args)], capture_output=True, text=True, cwd=REPO, env=env,
-                             timeout=120)
+        res = subprocess.run(
+            [sys.executable, *map(str, args)], capture_output=True, text=True, cwd=REPO, env=env, timeout=120
+        )
         assert res.returncode == 0, res.stderr[-2000:]
         return res.stdout.strip().splitlines()[-1]
 
     out = script(scripts / "paired_steps.py", "lm", "tiny", "torch TransformerEncoder", "--reps", "5", "--warmup", "1")
-    assert re.fullmatch(r"tiny: zoo DecoderOnly [\d,]+ ms, torch TransformerEncoder [\d,]+ ms, zoo/peer \d+\.\d\d "
-                        r"\(zoo won [0-5]/5\); built two, zoo first; torch threads 1", out), out
+    assert re.fullmatch(
+        r"tiny: zoo DecoderOnly [\d,]+ ms, torch TransformerEncoder [\d,]+ ms, zoo/peer \d+\.\d\d "
+        r"\(zoo won [0-5]/5\); built two, zoo first; torch threads 1",
+        out,
+    ), out
     out = script(scripts / "step_faults.py", "seq2seq", "tiny", "zoo EncoderDecoder", "--steps", "3", "--warmup", "1")
-    m = re.fullmatch(r"tiny zoo EncoderDecoder: median of 3 steps: wall (\d+\.\d\d) s, user \d+\.\d\d s, system "
-                     r"\d+\.\d\d s, ([\d,]+) minor page faults; peak RSS (\d+\.\d\d) GiB", out)
+    m = re.fullmatch(
+        r"tiny zoo EncoderDecoder: median of 3 steps: wall (\d+\.\d\d) s, user \d+\.\d\d s, system "
+        r"\d+\.\d\d s, ([\d,]+) minor page faults; peak RSS (\d+\.\d\d) GiB",
+        out,
+    )
     assert m, out
     assert float(m.group(3)) > 0.1  # torch alone takes more than 100 MiB
-    res = subprocess.run([sys.executable, str(scripts / "step_faults.py"), "lm", "tiny", "nope"], capture_output=True,
-                         text=True, cwd=REPO, env=env, timeout=120)
+    res = subprocess.run(
+        [sys.executable, str(scripts / "step_faults.py"), "lm", "tiny", "nope"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=env,
+        timeout=120,
+    )
     assert res.returncode == 2 and "unknown contender 'nope'" in res.stderr
-    res = subprocess.run([sys.executable, str(scripts / "paired_steps.py"), "lm", "base", "x"], capture_output=True,
-                         text=True, cwd=REPO, env=env, timeout=120)
+    res = subprocess.run(
+        [sys.executable, str(scripts / "paired_steps.py"), "lm", "base", "x"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=env,
+        timeout=120,
+    )
     assert res.returncode == 2 and "unknown shape 'base'; known: tiny, nanogpt" in res.stderr
 
 
@@ -221,12 +268,18 @@ def test_peak_reports_the_fraction_of_the_matmul_limit(monkeypatch):
     from zoo.model.cost import forward_flops
 
     rates = {256: 10e9, 384: 20e9}
-    monkeypatch.setattr(peak, "matmul_flops_per_second", lambda n, dtype, reps, device="cpu": rates[n] * (
-        1 if dtype == torch.float32 else 4))
+    monkeypatch.setattr(
+        peak,
+        "matmul_flops_per_second",
+        lambda n, dtype, reps, device="cpu": rates[n] * (1 if dtype == torch.float32 else 4),
+    )
     monkeypatch.setattr(peak, "bench_sizes", lambda opts: (256, 384))
     out = peak.bench_peak(Options(quick=True, reps=5, warmup=0, shapes=["tiny"]))
-    rows = {tuple(c.strip() for c in line.strip("|").split("|")[:3]): [c.strip() for c in line.strip("|").split("|")]
-            for line in out.splitlines() if line.startswith("| ")}
+    rows = {
+        tuple(c.strip() for c in line.strip("|").split("|")[:3]): [c.strip() for c in line.strip("|").split("|")]
+        for line in out.splitlines()
+        if line.startswith("| ")
+    }
     assert rows[("matmul", "384 x 384", "fp32")][5] == "1.000" and rows[("matmul", "256 x 256", "fp32")][5] == "0.500"
     s = LM_SHAPES["tiny"]
     gflop = 3 * forward_flops(DecoderOnly(zoo_lm_config(s)), s.batch, s.block)["total"] / 1e9

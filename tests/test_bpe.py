@@ -10,24 +10,32 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from zoo_run import SHARED_DATA, needs_shared
 
-from zoo.data.bpe import (BOS_ID, CLS_ID, EOS_ID, MASK_ID, PAD_ID, SPECIAL_TOKENS, UNK_ID, SubwordTokenizer,
-                          load_or_train, train_bpe)
+from zoo.data.bpe import (
+    BOS_ID,
+    CLS_ID,
+    EOS_ID,
+    MASK_ID,
+    PAD_ID,
+    SPECIAL_TOKENS,
+    UNK_ID,
+    SubwordTokenizer,
+    load_or_train,
+    train_bpe,
+)
 from zoo.data.multi30k import read_gz_lines
 from zoo.data.resolver import DataError
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"  # ../shared/data
-needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason=f"{SHARED} not available")
 TINY = ["a cat sat on the mat", "the dog sat", "a dog and a cat"]
 
 
 @pytest.fixture(scope="module")
-def sentences():
-    if not SHARED.is_dir():
-        pytest.skip(f"{SHARED} not available")
-    m = SHARED / "multi30k"
-    return {split: read_gz_lines(m / f"{split}.de.gz") + read_gz_lines(m / f"{split}.en.gz")
-            for split in ("train", "val")}
+def sentences(shared_data):
+    m = shared_data / "multi30k"
+    return {
+        split: read_gz_lines(m / f"{split}.de.gz") + read_gz_lines(m / f"{split}.en.gz") for split in ("train", "val")
+    }
 
 
 @pytest.fixture(scope="module")
@@ -114,10 +122,12 @@ def test_load_or_train_bad_files(tmp_path):
         load_or_train(path, lambda: TINY, 100)
     # a tokenizer whose specials are in another order
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+
     bad = Tokenizer(models.BPE(unk_token="<unk>"))
     bad.pre_tokenizer = pre_tokenizers.Metaspace()
-    bad.train_from_iterator(TINY, trainers.BpeTrainer(vocab_size=50, special_tokens=["<unk>", "<pad>"],
-                                                      show_progress=False))
+    bad.train_from_iterator(
+        TINY, trainers.BpeTrainer(vocab_size=50, special_tokens=["<unk>", "<pad>"], show_progress=False)
+    )
     bad.save(str(path))
     with pytest.raises(DataError, match="special token ids"):
         load_or_train(path, lambda: TINY, 50)
@@ -144,29 +154,39 @@ def test_presets_keep_their_token_ids(tmp_path):
 
     def file_digest(path) -> str:
         return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
-    kw = dict(mirror=str(SHARED), data_dir=str(tmp_path))
+
+    kw = dict(mirror=str(SHARED_DATA), data_dir=str(tmp_path))
     sst2 = SST2(tokenizer_path=str(tmp_path / "tok" / "tokenizer.json"), **kw)
     sst2.setup()
-    assert {s: digest(getattr(sst2, f"{s}_set").ids) for s in ("train", "val", "test")} == \
-        {"train": "9b18f1bb47283e47", "val": "21acf931d4423033", "test": "e95707cd14102d91"}
+    assert {s: digest(getattr(sst2, f"{s}_set").ids) for s in ("train", "val", "test")} == {
+        "train": "9b18f1bb47283e47",
+        "val": "21acf931d4423033",
+        "test": "e95707cd14102d91",
+    }
     assert file_digest(sst2.tokenizer.path) == "bde92071fd1344ff"
     info = sst2.model_info()
     assert {k: info[k] for k in ("pad_id", "bos_id", "eos_id")} == {"pad_id": 0, "bos_id": 1, "eos_id": 2}
     m30k = Multi30k(tokenizer_dir=str(tmp_path / "mtok"), **kw)
     m30k.setup()
-    got = {s: [digest(getattr(getattr(m30k, f"{s}_set"), k)) for k in ("src", "tgt_in", "tgt_out")]
-           for s in ("train", "val", "test")}
-    assert got == {"train": ["c15a49143f215f43", "82744a2939aeb69f", "2f49fe1101bce977"],
-                   "val": ["ed63eeb2986c7e64", "6a31ddfdb6713eac", "ec9d3c8f8a5aeb09"],
-                   "test": ["7cb0cd5091ae7083", "12b3dfaa59eba882", "44627d287f769073"]}
+    got = {
+        s: [digest(getattr(getattr(m30k, f"{s}_set"), k)) for k in ("src", "tgt_in", "tgt_out")]
+        for s in ("train", "val", "test")
+    }
+    assert got == {
+        "train": ["c15a49143f215f43", "82744a2939aeb69f", "2f49fe1101bce977"],
+        "val": ["ed63eeb2986c7e64", "6a31ddfdb6713eac", "ec9d3c8f8a5aeb09"],
+        "test": ["7cb0cd5091ae7083", "12b3dfaa59eba882", "44627d287f769073"],
+    }
     assert file_digest(m30k.tgt_tokenizer.path) == "c650ca22a5a61cad" and m30k.pad_id == PAD_ID
     chars = TinyShakespeare(**kw)
     chars.setup()
-    assert [digest([d[0:len(d)]]) for d in (chars.train_data, chars.val_data)] == \
-        ["0ffebc38e7a411df", "0b6150d6593d9304"]
+    assert [digest([d[0 : len(d)]]) for d in (chars.train_data, chars.val_data)] == [
+        "0ffebc38e7a411df",
+        "0b6150d6593d9304",
+    ]
     assert chars.token_path.name == "input.txt.char.fb29234c0f158205.all.bin" and "pad_id" not in chars.model_info()
     bpe = TextCorpus(file="tiny_shakespeare/input.txt", tokenizer="bpe", vocab_size=1000, **kw)
     bpe.setup()
-    flat = [np.asarray(d[0:len(d)], dtype=np.int64).tobytes() for d in (bpe.train_data, bpe.val_data)]
+    flat = [np.asarray(d[0 : len(d)], dtype=np.int64).tobytes() for d in (bpe.train_data, bpe.val_data)]
     assert [hashlib.sha256(b).hexdigest()[:16] for b in flat] == ["9ab3a8f7f43fc19a", "bb1e463c73646413"]
     assert bpe.token_path.name == "input.txt.bpe.eba0cf3be403eef9.all.bin"

@@ -1,5 +1,6 @@
 """Budgets (zoo/budget.py), the training cost each run counts (TaskBase.cost), and what a run leaves for
 zoo.report: results.json's new fields, examples.json, and a failed job's record."""
+
 import json
 import math
 
@@ -7,13 +8,13 @@ import pytest
 import sacrebleu
 import torch
 from omegaconf import OmegaConf
+from zoo_run import TINY, make_cfg, run_cli
 
 from zoo.budget import BudgetError, apply_budget, cell_value
 from zoo.model import ModelConfig, build_model
 from zoo.model.cost import forward_flops
 from zoo.optim import BudgetCosine
 from zoo.train import run
-from zoo_run import TINY, make_cfg, run_cli
 
 # 8 windows of 32 characters a step: 256 tokens
 STEP_TOKENS = 8 * 32
@@ -27,13 +28,16 @@ def results(path):
     return json.loads((path / "results.json").read_text())
 
 
-@pytest.mark.parametrize("budget, message", [
-    ({"kind": "epochs", "value": 3}, "budget.kind='epochs' is unknown"),
-    ({"kind": "tokens", "value": None}, "budget.kind=tokens needs budget.value"),
-    ({"kind": "flops", "value": -1.0}, "must be a positive number of training FLOPs"),
-    ({"kind": "time", "value": True}, "must be a positive number of seconds"),
-    ({"kind": "steps", "value": 2.5}, "a whole number of optimizer steps"),
-])
+@pytest.mark.parametrize(
+    "budget, message",
+    [
+        ({"kind": "epochs", "value": 3}, "budget.kind='epochs' is unknown"),
+        ({"kind": "tokens", "value": None}, "budget.kind=tokens needs budget.value"),
+        ({"kind": "flops", "value": -1.0}, "must be a positive number of training FLOPs"),
+        ({"kind": "time", "value": True}, "must be a positive number of seconds"),
+        ({"kind": "steps", "value": 2.5}, "a whole number of optimizer steps"),
+    ],
+)
 def test_bad_budgets_are_refused(budget, message):
     cfg = OmegaConf.create({"budget": budget, "trainer": {"max_steps": 10, "max_epochs": -1}})
     with pytest.raises(BudgetError, match=message):
@@ -79,6 +83,7 @@ def test_budget_cosine_warms_up_over_a_fraction_of_the_budget():
     assert fn(2) == pytest.approx(0.5 * (1 + math.cos(math.pi * 0.55)))
 
 
+@pytest.mark.e2e
 def test_tokens_budget_stops_at_the_first_step_that_reaches_it(tmp_path):
     """budget.kind=tokens: 10.5 steps' worth stops after step 11; cost counts 256 tokens a step and 3 x the
     forward FLOPs of the (8, 32) batch (zoo.model.cost), and the CSV log carries the cost at each validation."""
@@ -86,8 +91,9 @@ def test_tokens_budget_stops_at_the_first_step_that_reaches_it(tmp_path):
     res = results(tmp_path)
     assert res["steps"] == 11 and res["budget"] == {"kind": "tokens", "value": 10.5 * STEP_TOKENS}
     assert res["cost"]["tokens"] == 11 * STEP_TOKENS
-    model = build_model("decoder_only", ModelConfig(vocab_size=65, d_model=32, n_heads=2, d_ff=64, n_layers=2,
-                                                    max_len=64))
+    model = build_model(
+        "decoder_only", ModelConfig(vocab_size=65, d_model=32, n_heads=2, d_ff=64, n_layers=2, max_len=64)
+    )
     step_flops = 3 * forward_flops(model, 8, 32)["total"]
     assert res["cost"]["train_flops"] == pytest.approx(11 * step_flops, rel=1e-6)
     assert 0 < res["cost"]["train_seconds"] < res["wall_seconds"]
@@ -102,13 +108,22 @@ def test_tokens_budget_stops_at_the_first_step_that_reaches_it(tmp_path):
         assert float(r[col["cost/tokens"]]) == steps * STEP_TOKENS
 
 
+@pytest.mark.e2e
 def test_flops_budget_and_its_schedule(tmp_path):
     """budget.kind=flops: stops at the first step past the value; the cosine reaches min_lr at the end."""
-    model = build_model("decoder_only", ModelConfig(vocab_size=65, d_model=32, n_heads=2, d_ff=64, n_layers=2,
-                                                    max_len=64))
+    model = build_model(
+        "decoder_only", ModelConfig(vocab_size=65, d_model=32, n_heads=2, d_ff=64, n_layers=2, max_len=64)
+    )
     step_flops = 3 * forward_flops(model, 8, 32)["total"]
-    run(tiny_lm(tmp_path, "budget.kind=flops", f"budget.value={5.5 * step_flops}", "task.scheduler.warmup_steps=2",
-                "task.scheduler.min_lr=1e-5"))
+    run(
+        tiny_lm(
+            tmp_path,
+            "budget.kind=flops",
+            f"budget.value={5.5 * step_flops}",
+            "task.scheduler.warmup_steps=2",
+            "task.scheduler.min_lr=1e-5",
+        )
+    )
     res = results(tmp_path)
     assert res["steps"] == 6 and res["budget"]["kind"] == "flops"
     # the lr the last step used: p = 5/5.5 of the budget spent before it
@@ -116,13 +131,19 @@ def test_flops_budget_and_its_schedule(tmp_path):
     assert res["final"]["lr"] == pytest.approx(1e-5 + 0.5 * (1 + math.cos(math.pi * p)) * (2e-3 - 1e-5), rel=1e-4)
 
 
+@pytest.mark.e2e
 def test_results_and_examples_of_a_prefix_lm_run(tmp_path):
     """results.json names the arch choice, seed and overrides; examples.json holds one continuation loss per
     validation window of the best validation, whose mean is that validation's val/cont_loss."""
     run(tiny_lm(tmp_path, "task=lm", "seed=3", arch="prefix_lm"))
     res = results(tmp_path)
     assert (res["status"], res["arch"], res["arch_config"], res["objective"], res["seed"]) == (
-        "ok", "decoder_only", "prefix_lm", "prefix_lm", 3)
+        "ok",
+        "decoder_only",
+        "prefix_lm",
+        "prefix_lm",
+        3,
+    )
     assert res["examples"] == "examples.json"
     ex = json.loads((tmp_path / "examples.json").read_text())
     assert (ex["task"], ex["split"], ex["metric"], len(ex["loss"])) == ("lm", "val", "val/cont_loss", 16)
@@ -136,11 +157,27 @@ def test_results_and_examples_of_a_prefix_lm_run(tmp_path):
 
 
 @pytest.mark.slow  # an end-to-end run; `pytest -m slow` runs it
+@pytest.mark.e2e
 def test_examples_of_classification_and_translation_give_their_test_scores(tmp_path):
-    run(make_cfg(tmp_path / "cls", ["data.limit=320", "data.vocab_size=300", "data.batch_size=32", "logger=csv",
-                                    "model.d_model=32", "model.n_heads=2", "model.d_ff=64", "model.n_layers=1",
-                                    "trainer.max_steps=8", "trainer.max_epochs=-1", "trainer.val_check_interval=4"],
-                 arch="encoder_only"))
+    run(
+        make_cfg(
+            tmp_path / "cls",
+            [
+                "data.limit=320",
+                "data.vocab_size=300",
+                "data.batch_size=32",
+                "logger=csv",
+                "model.d_model=32",
+                "model.n_heads=2",
+                "model.d_ff=64",
+                "model.n_layers=1",
+                "trainer.max_steps=8",
+                "trainer.max_epochs=-1",
+                "trainer.val_check_interval=4",
+            ],
+            arch="encoder_only",
+        )
+    )
     res, ex = results(tmp_path / "cls"), json.loads((tmp_path / "cls" / "examples.json").read_text())
     assert ex["ids"] == sorted(ex["ids"]) and len(ex["ids"]) == len(set(ex["ids"]))
     # the tokenizer is in the run dir, the same as the checkpoint's
@@ -148,23 +185,51 @@ def test_examples_of_classification_and_translation_give_their_test_scores(tmp_p
     assert (tmp_path / "cls" / "tokenizer.json").read_text() == ckpt["hyper_parameters"]["tokenizer"]["json"]
     acc = sum(p == y for p, y in zip(ex["pred"], ex["label"])) / len(ex["label"])
     assert acc == pytest.approx(res["final"]["test/acc"], abs=1e-6)
-    run(make_cfg(tmp_path / "mt", ["data.limit=300", "data.vocab_size=300", "data.max_tokens=1024", "logger=csv",
-                                   "model.d_model=32", "model.n_heads=2", "model.d_ff=64", "model.n_layers=1",
-                                   "trainer.max_steps=6", "trainer.limit_val_batches=2", "trainer.limit_test_batches=2",
-                                   "task.beam_size=2"], arch="encoder_decoder"))
+    run(
+        make_cfg(
+            tmp_path / "mt",
+            [
+                "data.limit=300",
+                "data.vocab_size=300",
+                "data.max_tokens=1024",
+                "logger=csv",
+                "model.d_model=32",
+                "model.n_heads=2",
+                "model.d_ff=64",
+                "model.n_layers=1",
+                "trainer.max_steps=6",
+                "trainer.limit_val_batches=2",
+                "trainer.limit_test_batches=2",
+                "task.beam_size=2",
+            ],
+            arch="encoder_decoder",
+        )
+    )
     res, ex = results(tmp_path / "mt"), json.loads((tmp_path / "mt" / "examples.json").read_text())
     assert len(ex["hyp"]) == len(ex["ref"]) == len(ex["hyp_beam"]) > 0
     assert sacrebleu.corpus_bleu(ex["hyp"], [ex["ref"]]).score == pytest.approx(res["final"]["test/bleu"], abs=1e-4)
-    assert sacrebleu.corpus_bleu(ex["hyp_beam"], [ex["ref"]]).score == pytest.approx(res["final"]["test/bleu_beam"],
-                                                                                      abs=1e-4)
+    assert sacrebleu.corpus_bleu(ex["hyp_beam"], [ex["ref"]]).score == pytest.approx(
+        res["final"]["test/bleu_beam"], abs=1e-4
+    )
 
 
+@pytest.mark.e2e
 def test_a_failed_job_leaves_a_failed_record_and_the_sweep_goes_on(tmp_path):
     """In a multirun, a job with bad input is recorded as failed (results.json status "failed", the error), the
     other jobs still run, and the sweep exits non-zero."""
-    proc = run_cli(["-m", "+arch=decoder_only", *TINY, "trainer.max_steps=2", "logger=csv",
-                    "model.activation=relu,bogus", f"hydra.sweep.dir={tmp_path}", "hydra.sweep.subdir=${hydra.job.num}"],
-                   cwd=tmp_path)
+    proc = run_cli(
+        [
+            "-m",
+            "+arch=decoder_only",
+            *TINY,
+            "trainer.max_steps=2",
+            "logger=csv",
+            "model.activation=relu,bogus",
+            f"hydra.sweep.dir={tmp_path}",
+            "hydra.sweep.subdir=${hydra.job.num}",
+        ],
+        cwd=tmp_path,
+    )
     assert proc.returncode != 0
     ok, failed = results(tmp_path / "0"), results(tmp_path / "1")
     assert ok["status"] == "ok" and ok["steps"] == 2
@@ -173,8 +238,10 @@ def test_a_failed_job_leaves_a_failed_record_and_the_sweep_goes_on(tmp_path):
     assert "zoo: error:" in proc.stderr
 
 
+@pytest.mark.e2e
 def test_a_resumed_run_keeps_its_csv_history(tmp_path):
     """Resuming into the same run dir: metrics.csv holds every step once, the first run's rows unchanged."""
+
     def train_losses():
         rows = [r for r in (tmp_path / "csv" / "metrics.csv").read_text().splitlines()]
         col = {n: i for i, n in enumerate(rows[0].split(","))}

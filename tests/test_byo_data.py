@@ -2,36 +2,25 @@
 the same examples as the built-in presets, and refuse bad input with the file, the line and the fix.
 
 Fixtures are written into tmp_path from the shared datasets (SST-2, Multi30k, Tiny Shakespeare)."""
-import gzip
+
 import json
 import logging
-import os
 import subprocess
 import sys
 
 import pytest
+from zoo_run import SHARED_DATA, SMALL_MODEL, multi30k_pairs, run_cli, shakespeare_text, sst2_rows
 
 from zoo.data.parallel_text import ParallelText
 from zoo.data.resolver import DataError
 from zoo.data.text_classification import TextClassification
 from zoo.data.text_corpus import TextCorpus
-from conftest import SHARED_DATA
-from zoo_run import run_cli, sst2_rows
 
-MIRROR = str(SHARED_DATA)
 N = 400  # training examples of the classification / translation fixtures
 
 
-def multi30k_pairs(split: str, n: int = N) -> list[tuple[str, str]]:
-    out = []
-    for lang in ("de", "en"):
-        with gzip.open(os.path.join(MIRROR, "multi30k", f"{split}.{lang}.gz"), "rt", encoding="utf-8") as f:
-            out.append([next(f).rstrip("\n") for _ in range(n)])
-    return list(zip(*out))
-
-
 def common(tmp_path, **kw):
-    return dict(vocab_size=300, data_dir=str(tmp_path / "data"), mirror=MIRROR, **kw)
+    return dict(vocab_size=300, data_dir=str(tmp_path / "data"), mirror=str(SHARED_DATA), **kw)
 
 
 def examples(dm):
@@ -49,6 +38,7 @@ def sst2_files(tmp_path_factory):
         (d / f"{s}.tsv").write_text("".join(f"{t} \t{lab}\n" for t, lab in rs), encoding="utf-8")
         with open(d / f"{s}.csv", "w", newline="", encoding="utf-8") as f:
             import csv
+
             w = csv.writer(f)
             w.writerow(["id", "sentence", "sentiment"])
             w.writerows((i, t, lab) for i, (t, lab) in enumerate(rs))
@@ -62,17 +52,24 @@ def sst2_files(tmp_path_factory):
 def test_classification_formats_give_the_presets_examples(tmp_path, sst2_files):
     d = sst2_files
     splits = lambda ext: {s: str(d / f"{s}.{ext}") for s in ("train", "val", "test")}  # noqa: E731
-    preset = examples(TextClassification(**splits("tsv"), format="tsv", header=False, text_column=0, label_column=1,
-                                         **common(tmp_path)))
+    preset = examples(
+        TextClassification(
+            **splits("tsv"), format="tsv", header=False, text_column=0, label_column=1, **common(tmp_path)
+        )
+    )
     assert len(preset["train"][0]) == N and set(preset["train"][1]) == {0, 1}
-    same = [TextClassification(**splits("csv"), text_column="sentence", label_column="sentiment", **common(tmp_path)),
-            TextClassification(**splits("csv"), text_column=1, label_column=2, **common(tmp_path)),
-            TextClassification(**splits("jsonl"), **common(tmp_path)),
-            TextClassification(**splits("lf.txt"), format="label_first", **common(tmp_path))]
+    same = [
+        TextClassification(**splits("csv"), text_column="sentence", label_column="sentiment", **common(tmp_path)),
+        TextClassification(**splits("csv"), text_column=1, label_column=2, **common(tmp_path)),
+        TextClassification(**splits("jsonl"), **common(tmp_path)),
+        TextClassification(**splits("lf.txt"), format="label_first", **common(tmp_path)),
+    ]
     for dm in same:
         assert examples(dm) == preset, dm.sources
-    per_label = TextClassification(**{s: {lab: str(d / f"{s}.{lab}.txt") for lab in ("0", "1")}
-                                      for s in ("train", "val", "test")}, **common(tmp_path))
+    per_label = TextClassification(
+        **{s: {lab: str(d / f"{s}.{lab}.txt") for lab in ("0", "1")} for s in ("train", "val", "test")},
+        **common(tmp_path),
+    )
     got = examples(per_label)
     for s in preset:
         assert sorted(zip(*got[s])) == sorted(zip(*preset[s]))
@@ -89,7 +86,8 @@ def test_parquet_delimiter_hub_folder_and_char_tokenizer(tmp_path, sst2_files):
     rows = {s: sst2_rows(s, N if s == "train" else 120) for s in ("train", "val", "test")}
     for s, rs in rows.items():
         datasets.Dataset.from_dict({"text": [t for t, _ in rs], "label": [int(lab) for _, lab in rs]}).to_parquet(
-            str(tmp_path / f"{s}.parquet"))
+            str(tmp_path / f"{s}.parquet")
+        )
         (tmp_path / f"{s}.semi").write_text("".join(f"{lab};{t.replace(';', ',')}\n" for t, lab in rs))
     hub = tmp_path / "hub"
     hub.mkdir()
@@ -100,8 +98,15 @@ def test_parquet_delimiter_hub_folder_and_char_tokenizer(tmp_path, sst2_files):
     from_hub = TextClassification(hf_path=str(hub), **common(tmp_path))
     assert parquet == jsonl and examples(from_hub) == jsonl
     assert from_hub.data_info()["files"]["val"] == f"{hub}[val]"
-    semi = TextClassification(**{s: str(tmp_path / f"{s}.semi") for s in rows}, format="csv", delimiter=";",
-                              header=False, text_column=1, label_column=0, **common(tmp_path))
+    semi = TextClassification(
+        **{s: str(tmp_path / f"{s}.semi") for s in rows},
+        format="csv",
+        delimiter=";",
+        header=False,
+        text_column=1,
+        label_column=0,
+        **common(tmp_path),
+    )
     assert examples(semi)["train"][1] == jsonl["train"][1]
     chars = TextClassification(**{s: str(d / f"{s}.jsonl") for s in rows}, tokenizer="char", **common(tmp_path))
     chars.setup()
@@ -117,8 +122,14 @@ def test_regex_layout_string_labels_and_carved_splits(tmp_path):
     names = {"0": "NEG", "1": "POS"}
     f = tmp_path / "questions.txt"
     f.write_text("".join(f"{names[lab]}:x {t}\n" for t, lab in rows), encoding="utf-8")
-    dm = TextClassification(train=str(f), format="regex", pattern=r"(?P<label>[A-Z]+):\S+ (?P<text>.*)",
-                            val_fraction=0.2, test_fraction=0.1, **common(tmp_path))
+    dm = TextClassification(
+        train=str(f),
+        format="regex",
+        pattern=r"(?P<label>[A-Z]+):\S+ (?P<text>.*)",
+        val_fraction=0.2,
+        test_fraction=0.1,
+        **common(tmp_path),
+    )
     dm.setup()
     assert dm.classes == ["NEG", "POS"]
     sizes = {s: len(getattr(dm, f"{s}_set")) for s in ("train", "val", "test")}
@@ -147,7 +158,9 @@ def test_classification_bad_input(tmp_path, sst2_files, caplog):
     d = sst2_files
     with pytest.raises(DataError, match=r"not found: .*nope\.csv"):
         bad(tmp_path, train=str(tmp_path / "nope.csv"))
-    with pytest.raises(DataError, match=r"no column 'review' for data.text_column; the columns are: id, sentence, sentiment"):
+    with pytest.raises(
+        DataError, match=r"no column 'review' for data.text_column; the columns are: id, sentence, sentiment"
+    ):
         bad(tmp_path, train=str(d / "train.csv"), text_column="review")
     with pytest.raises(DataError, match="data.val_fraction=1.5 must be in"):
         bad(tmp_path, train=str(d / "train.csv"), val_fraction=1.5)
@@ -173,9 +186,14 @@ def test_classification_bad_input(tmp_path, sst2_files, caplog):
     with pytest.raises(DataError, match=r"blanks.csv, line 4: the label is empty"):
         bad(tmp_path, train=str(blanks))
     unseen = tmp_path / "test.jsonl"
-    unseen.write_text("".join(json.dumps({"text": t, "label": 7 if i == 2 else 0}) + "\n"
-                              for i, (t, _) in enumerate(sst2_rows("test", 5))))
-    with pytest.raises(DataError, match=r"test.jsonl, line 3: label '7' is not one of the classes of the training split"):
+    unseen.write_text(
+        "".join(
+            json.dumps({"text": t, "label": 7 if i == 2 else 0}) + "\n" for i, (t, _) in enumerate(sst2_rows("test", 5))
+        )
+    )
+    with pytest.raises(
+        DataError, match=r"test.jsonl, line 3: label '7' is not one of the classes of the training split"
+    ):
         bad(tmp_path, train=str(d / "train.jsonl"), test=str(unseen))
     with pytest.raises(DataError, match=r"longer than data.max_len=8 tokens, the first at .*train.jsonl, line \d+"):
         bad(tmp_path, train=str(d / "train.jsonl"), max_len=8, truncate=False)
@@ -190,8 +208,9 @@ def multi30k_files(tmp_path_factory):
     d = tmp_path_factory.mktemp("m30k")
     for split, n in (("train", N), ("val", 100), ("test_2016_flickr", 100)):
         pairs = multi30k_pairs(split, n)
-        (d / f"{split}.tsv").write_text("id\tgerman\tenglish\n" + "".join(f"{i}\t{a}\t{b}\n" for i, (a, b) in
-                                                                           enumerate(pairs)), encoding="utf-8")
+        (d / f"{split}.tsv").write_text(
+            "id\tgerman\tenglish\n" + "".join(f"{i}\t{a}\t{b}\n" for i, (a, b) in enumerate(pairs)), encoding="utf-8"
+        )
         (d / f"{split}.de").write_text("".join(a + "\n" for a, _ in pairs), encoding="utf-8")
         (d / f"{split}.en").write_text("".join(b + "\n" for _, b in pairs), encoding="utf-8")
     return d
@@ -205,10 +224,20 @@ def pairs(dm):
 def test_parallel_formats_give_the_same_pairs(tmp_path, multi30k_files):
     d = multi30k_files
     names = {"train": "train", "val": "val", "test": "test_2016_flickr"}
-    two = ParallelText(**{s: {"src": str(d / f"{n}.de"), "tgt": str(d / f"{n}.en")} for s, n in names.items()},
-                       src_lang="de", tgt_lang="en", **common(tmp_path))
-    table = ParallelText(**{s: str(d / f"{n}.tsv") for s, n in names.items()}, src_lang="de", tgt_lang="en",
-                         src_column="german", tgt_column="english", **common(tmp_path))
+    two = ParallelText(
+        **{s: {"src": str(d / f"{n}.de"), "tgt": str(d / f"{n}.en")} for s, n in names.items()},
+        src_lang="de",
+        tgt_lang="en",
+        **common(tmp_path),
+    )
+    table = ParallelText(
+        **{s: str(d / f"{n}.tsv") for s, n in names.items()},
+        src_lang="de",
+        tgt_lang="en",
+        src_column="german",
+        tgt_column="english",
+        **common(tmp_path),
+    )
     assert pairs(two) == pairs(table)
     assert len(two.train_set) == N and two.train_batches(1) == table.train_batches(1)
     info = table.data_info()
@@ -217,8 +246,9 @@ def test_parallel_formats_give_the_same_pairs(tmp_path, multi30k_files):
     hub.mkdir()
     for s, n in names.items():
         (hub / f"{'validation' if s == 'val' else s}.tsv").write_bytes((d / f"{n}.tsv").read_bytes())
-    from_hub = ParallelText(hf_path=str(hub), src_lang="de", tgt_lang="en", src_column="german",
-                            tgt_column="english", **common(tmp_path))
+    from_hub = ParallelText(
+        hf_path=str(hub), src_lang="de", tgt_lang="en", src_column="german", tgt_column="english", **common(tmp_path)
+    )
     assert pairs(from_hub) == pairs(table) and from_hub.data_info()["files"]["test"] == f"{hub}[test]"
 
 
@@ -232,8 +262,11 @@ def test_parallel_bad_input(tmp_path, multi30k_files):
         ParallelText(train=str(d / "train.tsv"), **common(tmp_path)).setup()
     ragged = tmp_path / "ragged.tsv"
     ragged.write_text("id\tgerman\tenglish\n0\tein hund\ta dog\n1\tzwei\thunde\ttwo dogs\n")
-    with pytest.raises(DataError, match=r"ragged.tsv: cannot be read as tsv \(ParserError: .*Expected 3 fields in "
-                                        r"line 3, saw 4"):
+    with pytest.raises(
+        DataError,
+        match=r"ragged.tsv: cannot be read as tsv \(ParserError: .*Expected 3 fields in "
+        r"line 3, saw 4",
+    ):
         ParallelText(train=str(ragged), src_column="german", tgt_column="english", **common(tmp_path)).setup()
     with pytest.raises(DataError, match="both 'en'"):
         ParallelText(train=str(d / "train.tsv"), src_lang="en", tgt_lang="en")
@@ -242,14 +275,14 @@ def test_parallel_bad_input(tmp_path, multi30k_files):
 def write_plays(root, n=12):
     """Tiny Shakespeare cut into n documents in a folder tree (every third one a level down), plus a
     README.md to exclude."""
-    text = open(os.path.join(MIRROR, "tiny_shakespeare", "input.txt"), encoding="utf-8").read()[:240_000]
+    text = shakespeare_text(240_000)
     step = len(text) // n
     (root / "act").mkdir(parents=True)
     docs = {}
     for i in range(n):
         p = (root / "act" if i % 3 == 0 else root) / f"play{i:02d}.txt"
-        p.write_text(text[i * step:(i + 1) * step], encoding="utf-8")
-        docs[p.resolve()] = text[i * step:(i + 1) * step]
+        p.write_text(text[i * step : (i + 1) * step], encoding="utf-8")
+        docs[p.resolve()] = text[i * step : (i + 1) * step]
     (root / "README.md").write_text("notes, not a play")
     return docs
 
@@ -257,21 +290,29 @@ def write_plays(root, n=12):
 @pytest.mark.parametrize("tokenizer", ["char", "bpe"])
 def test_corpus_folder_splits_by_document(tmp_path, tokenizer):
     docs = write_plays(tmp_path / "plays")
-    kw = dict(block_size=32, batch_size=4, batches_per_epoch=2, val_windows=8, data_dir=str(tmp_path / "data"),
-              mirror=MIRROR)
-    dm = TextCorpus(file=str(tmp_path / "plays"), exclude=["*.md"], tokenizer=tokenizer, vocab_size=300,
-                    val_fraction=0.25, **kw)
+    kw = dict(
+        block_size=32,
+        batch_size=4,
+        batches_per_epoch=2,
+        val_windows=8,
+        data_dir=str(tmp_path / "data"),
+        mirror=str(SHARED_DATA),
+    )
+    dm = TextCorpus(
+        file=str(tmp_path / "plays"), exclude=["*.md"], tokenizer=tokenizer, vocab_size=300, val_fraction=0.25, **kw
+    )
     dm.setup()
     train, val = dm.docs["train"], dm.docs["val"]
     assert len(val) == 3 and len(train) == 9 and not set(train) & set(val) and set(train) | set(val) == set(docs)
     joined = lambda ds: "".join(docs[p] if docs[p].endswith("\n") else docs[p] + "\n" for p in ds)  # noqa: E731
     if tokenizer == "char":  # the token file holds exactly the train documents, then (its own file) the val ones
-        assert dm.tokenizer.decode(dm.train_data[0:len(dm.train_data)].tolist()) == joined(train)
-        assert dm.tokenizer.decode(dm.val_data[0:len(dm.val_data)].tolist()) == joined(val)
+        assert dm.tokenizer.decode(dm.train_data[0 : len(dm.train_data)].tolist()) == joined(train)
+        assert dm.tokenizer.decode(dm.val_data[0 : len(dm.val_data)].tolist()) == joined(val)
     else:
         assert dm.vocab_size == 300 and 0 < len(dm.train_data) < len(joined(train))
-    same = TextCorpus(file=str(tmp_path / "plays/**/*.txt"), tokenizer=tokenizer, vocab_size=300,
-                      val_fraction=0.25, **kw)
+    same = TextCorpus(
+        file=str(tmp_path / "plays/**/*.txt"), tokenizer=tokenizer, vocab_size=300, val_fraction=0.25, **kw
+    )
     same.setup()
     assert same.docs == dm.docs and same.token_path == dm.token_path  # the same key: tokenized once
 
@@ -310,7 +351,7 @@ print(len(dm.train_data) + len(dm.val_data), resource.getrusage(resource.RUSAGE_
 def test_corpus_tokenizing_memory_does_not_grow_with_its_size(tmp_path):
     """Peak resident memory (MB) tokenizing a 40 MB and a 240 MB corpus (each in a fresh process) differs by
     less than a tenth of the size difference: the pass is streaming."""
-    text = open(os.path.join(MIRROR, "tiny_shakespeare", "input.txt"), encoding="utf-8").read()
+    text = shakespeare_text()
     peaks = {}
     for mb in (40, 240):
         d = tmp_path / f"c{mb}"
@@ -319,8 +360,13 @@ def test_corpus_tokenizing_memory_does_not_grow_with_its_size(tmp_path):
         with open(d / "corpus.txt", "w", encoding="utf-8") as f:
             for _ in range(reps):
                 f.write(text)
-        out = subprocess.run([sys.executable, "-c", MEMORY_SCRIPT, str(d / "corpus.txt"), str(tmp_path / "data")],
-                             capture_output=True, text=True, timeout=600, check=True)
+        out = subprocess.run(
+            [sys.executable, "-c", MEMORY_SCRIPT, str(d / "corpus.txt"), str(tmp_path / "data")],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=True,
+        )
         tokens, peak = map(int, out.stdout.split())
         assert tokens == reps * len(text)
         peaks[mb] = peak
@@ -329,10 +375,6 @@ def test_corpus_tokenizing_memory_does_not_grow_with_its_size(tmp_path):
 
 
 # ---- by config alone, through the main job -------------------------------------------------------------------
-SMALL_MODEL = ["model.d_model=32", "model.n_heads=2", "model.d_ff=64", "model.n_layers=1", "model.max_len=128",
-               "trainer.enable_model_summary=false", "logger=csv"]
-
-
 def user_conf(root, name: str, text: str):
     """A data config of the user's own, in root/conf/data/<name>.yaml (outside the repo)."""
     (root / "conf" / "data").mkdir(parents=True, exist_ok=True)
@@ -340,6 +382,7 @@ def user_conf(root, name: str, text: str):
     return f"hydra.searchpath=[file://{root / 'conf'}]"
 
 
+@pytest.mark.e2e
 def test_user_classification_config_compares_the_three_archs(tmp_path, sst2_files):
     """The README's workflow: a data config in the user's folder, `~` in its paths, -m over the three archs; each
     run classifies (the task follows the data) and results.json and the report name the dataset."""
@@ -347,13 +390,27 @@ def test_user_classification_config_compares_the_three_archs(tmp_path, sst2_file
     (home / "corpora").mkdir(parents=True)
     for split in ("train", "test"):
         (home / "corpora" / f"{split}.csv").write_bytes((sst2_files / f"{split}.csv").read_bytes())
-    searchpath = user_conf(home / "exp", "my_topics", "defaults: [text_classification]\ntrain: ~/corpora/train.csv\n"
-                           "test: ~/corpora/test.csv\ntext_column: sentence\nlabel_column: sentiment\n"
-                           "name: my_topics\nvocab_size: 300\n")
+    searchpath = user_conf(
+        home / "exp",
+        "my_topics",
+        "defaults: [text_classification]\ntrain: ~/corpora/train.csv\n"
+        "test: ~/corpora/test.csv\ntext_column: sentence\nlabel_column: sentiment\n"
+        "name: my_topics\nvocab_size: 300\n",
+    )
     sweep = tmp_path / "sweep"
-    out = run_cli(["-m", "+arch=encoder_only,decoder_only,encoder_decoder", "data=my_topics", searchpath,
-                   "trainer.max_epochs=1", *SMALL_MODEL, f"hydra.sweep.dir={sweep}"], cwd=tmp_path,
-                  env={"HOME": str(home)})
+    out = run_cli(
+        [
+            "-m",
+            "+arch=encoder_only,decoder_only,encoder_decoder",
+            "data=my_topics",
+            searchpath,
+            "trainer.max_epochs=1",
+            *SMALL_MODEL,
+            f"hydra.sweep.dir={sweep}",
+        ],
+        cwd=tmp_path,
+        env={"HOME": str(home)},
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     assert f"zoo: multirun dir: {sweep}" in out.stdout and f"python -m zoo.report {sweep}" in out.stdout
     results = [json.loads((sweep / str(i) / "results.json").read_text()) for i in range(3)]
@@ -370,16 +427,32 @@ def test_user_classification_config_compares_the_three_archs(tmp_path, sst2_file
     assert all(f"| classification / {a} | my_topics |" in table for a in ("encoder_only", "decoder_only"))
 
 
+@pytest.mark.e2e
 def test_user_parallel_and_corpus_configs_train(tmp_path, multi30k_files):
     """--config-dir with two aligned files, -m over the three archs (the task follows the data to translation),
     and a folder of plays as a corpus."""
     d = multi30k_files
-    user_conf(tmp_path / "exp", "my_pairs", f"defaults: [parallel_text]\ntrain: {{src: {d / 'train.de'}, tgt: "
-              f"{d / 'train.en'}}}\nval: {{src: {d / 'val.de'}, tgt: {d / 'val.en'}}}\nsrc_lang: de\ntgt_lang: en\n"
-              f"vocab_size: 300\nmax_tokens: 1024\nmax_len: 48\n")
+    user_conf(
+        tmp_path / "exp",
+        "my_pairs",
+        f"defaults: [parallel_text]\ntrain: {{src: {d / 'train.de'}, tgt: "
+        f"{d / 'train.en'}}}\nval: {{src: {d / 'val.de'}, tgt: {d / 'val.en'}}}\nsrc_lang: de\ntgt_lang: en\n"
+        f"vocab_size: 300\nmax_tokens: 1024\nmax_len: 48\n",
+    )
     sweep = tmp_path / "pairs"
-    out = run_cli(["--config-dir", str(tmp_path / "exp" / "conf"), "-m", "+arch=encoder_decoder,decoder_only,encoder_only",
-                   "data=my_pairs", "trainer.max_steps=6", *SMALL_MODEL, f"hydra.sweep.dir={sweep}"], cwd=tmp_path)
+    out = run_cli(
+        [
+            "--config-dir",
+            str(tmp_path / "exp" / "conf"),
+            "-m",
+            "+arch=encoder_decoder,decoder_only,encoder_only",
+            "data=my_pairs",
+            "trainer.max_steps=6",
+            *SMALL_MODEL,
+            f"hydra.sweep.dir={sweep}",
+        ],
+        cwd=tmp_path,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     for i in range(3):
         r = json.loads((sweep / str(i) / "results.json").read_text())
@@ -387,11 +460,26 @@ def test_user_parallel_and_corpus_configs_train(tmp_path, multi30k_files):
         assert r["data"]["files"]["test"] == "0.05 of train, seed 0" and "test/bleu" in r["final"]
         assert r["dataset"] == f"{d / 'train.de'}, {d / 'train.en'}, {d / 'val.de'}, {d / 'val.en'}"
     write_plays(tmp_path / "plays")
-    searchpath = user_conf(tmp_path / "exp", "my_plays", f"defaults: [text_corpus]\nfile: {tmp_path / 'plays'}\n"
-                           f"exclude: ['*.md']\nname: plays\nblock_size: 32\nbatch_size: 8\nval_windows: 16\n")
+    searchpath = user_conf(
+        tmp_path / "exp",
+        "my_plays",
+        f"defaults: [text_corpus]\nfile: {tmp_path / 'plays'}\n"
+        f"exclude: ['*.md']\nname: plays\nblock_size: 32\nbatch_size: 8\nval_windows: 16\n",
+    )
     run_dir = tmp_path / "plays_run"
-    out = run_cli(["+arch=encoder_decoder", "task=lm", "data=my_plays", searchpath, "trainer.max_steps=6", *SMALL_MODEL,
-                   "task.sample.max_new_tokens=8", f"hydra.run.dir={run_dir}"], cwd=tmp_path)
+    out = run_cli(
+        [
+            "+arch=encoder_decoder",
+            "task=lm",
+            "data=my_plays",
+            searchpath,
+            "trainer.max_steps=6",
+            *SMALL_MODEL,
+            "task.sample.max_new_tokens=8",
+            f"hydra.run.dir={run_dir}",
+        ],
+        cwd=tmp_path,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     r = json.loads((run_dir / "results.json").read_text())
     assert (r["task"], r["dataset"], r["data"]["documents"]) == ("lm", "plays", {"train": 11, "val": 1})
@@ -407,6 +495,7 @@ class NoLabels(TextClassification):
         return batch
 
 
+@pytest.mark.e2e
 def test_a_batch_that_breaks_the_contract_is_refused_at_the_first_step(tmp_path, sst2_files):
     import lightning.pytorch as pl
 
@@ -414,12 +503,25 @@ def test_a_batch_that_breaks_the_contract_is_refused_at_the_first_step(tmp_path,
 
     dm = NoLabels(train=str(sst2_files / "train.jsonl"), **common(tmp_path))
     info = dm.model_info()
-    task = Classification("encoder_only", dict(vocab_size=info["vocab_size"], num_classes=2, d_model=16, n_heads=2,
-                                               d_ff=32, n_layers=1, max_len=128), info["tokenizer"],
-                          {"lr": 1e-3}, {"warmup_steps": 1})
-    trainer = pl.Trainer(max_steps=1, logger=False, enable_checkpointing=False, enable_progress_bar=False,
-                         enable_model_summary=False, num_sanity_val_steps=0)
-    with pytest.raises(ValueError, match=r"Classification needs batch\['labels'\] as torch.int64 with 1 dims, but "
-                                         r"NoLabels gives missing"):
+    task = Classification(
+        "encoder_only",
+        dict(vocab_size=info["vocab_size"], num_classes=2, d_model=16, n_heads=2, d_ff=32, n_layers=1, max_len=128),
+        info["tokenizer"],
+        {"lr": 1e-3},
+        {"warmup_steps": 1},
+    )
+    trainer = pl.Trainer(
+        max_steps=1,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        num_sanity_val_steps=0,
+    )
+    with pytest.raises(
+        ValueError,
+        match=r"Classification needs batch\['labels'\] as torch.int64 with 1 dims, but "
+        r"NoLabels gives missing",
+    ):
         trainer.fit(task, datamodule=dm)
     assert trainer.global_step == 0

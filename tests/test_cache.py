@@ -1,22 +1,21 @@
 """Cached incremental decoding gives the logits of a full forward pass, and generate() with and without
 the cache gives the same tokens."""
+
 import pytest
 import torch
+from zoo_run import TINY_CONFIG, tiny_config, tokens
 
-from zoo.model import DecoderOnly, EncoderDecoder, ModelConfig
+from zoo.model import DecoderOnly, EncoderDecoder
 from zoo.model.generate import left_pad
 from zoo.model.kv_cache import KVCache
 
 POSITIONS = ["sinusoidal", "learned", "rope", "alibi", "none"]
 TOL = 1e-5
-V = 50
+V = TINY_CONFIG["vocab_size"]
 
 
 def config(position="rope", **kw):
-    base = dict(vocab_size=V, d_model=32, n_heads=4, d_ff=64, n_layers=2, dropout=0.0, position=position,
-                max_len=32)
-    base.update(kw)
-    return ModelConfig(**base)
+    return tiny_config(position=position, **kw)
 
 
 def decoder_only(position="rope", seed=0, **kw):
@@ -29,10 +28,6 @@ def encoder_decoder(position="rope", seed=0, **kw):
     return EncoderDecoder(config(position, **kw)).eval()
 
 
-def tokens(B, T, seed=1):
-    return torch.randint(3, V, (B, T), generator=torch.Generator().manual_seed(seed))
-
-
 def cached_logits(model, idx, chunks, key_padding_mask=None, prefix_len=None):
     """Feed idx (B, T) to model with a cache, in chunks of the given sizes; return the (B, T, V) logits."""
     B, T = idx.shape
@@ -40,14 +35,15 @@ def cached_logits(model, idx, chunks, key_padding_mask=None, prefix_len=None):
     cache = model.new_cache(B, T)
     out, t = [], 0
     for n in chunks:
-        kpm = key_padding_mask[:, :t + n] if key_padding_mask is not None else None
-        out.append(model(idx[:, t:t + n], key_padding_mask=kpm, cache=cache, prefix_len=prefix_len))
+        kpm = key_padding_mask[:, : t + n] if key_padding_mask is not None else None
+        out.append(model(idx[:, t : t + n], key_padding_mask=kpm, cache=cache, prefix_len=prefix_len))
         t += n
         assert cache.offset == t
     return torch.cat(out, dim=1)
 
 
 # ---- DecoderOnly -----------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("position", POSITIONS)
 def test_decoder_only_prompt_then_one_token_at_a_time(position):
@@ -140,8 +136,9 @@ def test_decoder_only_gqa_cached_equals_full(n_kv_heads, position):
     with torch.no_grad():
         full = model(idx)
         cache = model.new_cache(2, 9)
-        cached = torch.cat([model(idx[:, :3], cache=cache)] + [model(idx[:, t:t + 1], cache=cache)
-                                                               for t in range(3, 9)], dim=1)
+        cached = torch.cat(
+            [model(idx[:, :3], cache=cache)] + [model(idx[:, t : t + 1], cache=cache) for t in range(3, 9)], dim=1
+        )
     assert cache.self_attn[0].k.shape == (2, n_kv_heads, 9, 8)
     assert (cached - full).abs().max() <= TOL
 
@@ -156,7 +153,7 @@ def test_cache_reorder_keeps_rows():
         model(idx[:, :5], cache=cache)
         cache.reorder(index)
         reordered = idx[index]
-        steps = torch.cat([model(reordered[:, t:t + 1], cache=cache) for t in range(5, 8)], dim=1)
+        steps = torch.cat([model(reordered[:, t : t + 1], cache=cache) for t in range(5, 8)], dim=1)
         full = model(reordered)
     assert (steps - full[:, 5:]).abs().max() <= TOL
 
@@ -176,6 +173,7 @@ def test_kv_cache_update_and_overflow():
 
 # ---- EncoderDecoder --------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("position", POSITIONS)
 def test_encoder_decoder_cached_decode_equals_full(position):
     model = encoder_decoder(position)
@@ -188,14 +186,16 @@ def test_encoder_decoder_cached_decode_equals_full(position):
         assert (model(src, tgt, src_key_padding_mask=src_pad) - full).abs().max() <= TOL
         cache = model.new_cache(2, 8, 7)
         steps = [model.decode(tgt[:, :2], memory, memory_key_padding_mask=src_pad, cache=cache)]
-        steps += [model.decode(tgt[:, t:t + 1], memory, memory_key_padding_mask=src_pad, cache=cache)
-                  for t in range(2, 8)]
+        steps += [
+            model.decode(tgt[:, t : t + 1], memory, memory_key_padding_mask=src_pad, cache=cache) for t in range(2, 8)
+        ]
         cached = torch.cat(steps, dim=1)
     assert (cached - full).abs().max() <= TOL
     assert cache.cross_attn[0].pos == 7  # the memory's K/V were computed once
 
 
 # ---- generate ------------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("position", POSITIONS)
 def test_generate_cache_equals_no_cache_greedy(position):
@@ -229,11 +229,11 @@ def expected_with_eos(ref, T, eos, pad):
         hits = (ref[b, T:] == eos).nonzero()
         if len(hits):
             s = T + int(hits[0])
-            out[b, s + 1:] = pad
+            out[b, s + 1 :] = pad
             stops.append(s)
         else:
             stops.append(ref.shape[1] - 1)
-    return out[:, :max(stops) + 1]
+    return out[:, : max(stops) + 1]
 
 
 @pytest.mark.parametrize("use_cache", [True, False])
@@ -246,14 +246,14 @@ def test_generate_each_row_stops_at_its_own_eos(use_cache):
     eos = None
     for s in range(1, n - 1):
         tok = int(ref[0, T + s])
-        if tok not in ref[0, T:T + s].tolist() and tok not in ref[1, T:T + s + 1].tolist() and tok != 0:
+        if tok not in ref[0, T : T + s].tolist() and tok not in ref[1, T : T + s + 1].tolist() and tok != 0:
             eos, step = tok, s
             break
     assert eos is not None, ref
     out = model.generate(idx, n, key_padding_mask=kpm, temperature=0.0, eos_id=eos, use_cache=use_cache)
     want = expected_with_eos(ref, T, eos, model.cfg.pad_id)
     assert torch.equal(out, want)
-    assert int(out[0, T + step]) == eos and bool((out[0, T + step + 1:] == model.cfg.pad_id).all())
+    assert int(out[0, T + step]) == eos and bool((out[0, T + step + 1 :] == model.cfg.pad_id).all())
     assert out.shape[1] > T + step + 1  # row 1 kept going after row 0 stopped
 
 
@@ -288,7 +288,7 @@ def test_encoder_decoder_generate_stops_rows_at_eos():
     eos = None
     for s in range(1, 7):
         tok = int(ref[0, 1 + s])
-        if tok not in ref[0, 1:1 + s].tolist() and tok not in ref[1, 1:2 + s].tolist() and tok != 0:
+        if tok not in ref[0, 1 : 1 + s].tolist() and tok not in ref[1, 1 : 2 + s].tolist() and tok != 0:
             eos = tok
             break
     assert eos is not None, ref

@@ -1,5 +1,6 @@
 """zoo.model.chunked_ce: the fused, chunked output projection + cross-entropy equals the plain path
 (F.linear + F.cross_entropy) in loss and gradients, and its peak memory stays far below it."""
+
 import sys
 import types
 from pathlib import Path
@@ -8,12 +9,14 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from zoo.model import DecoderOnly, EncoderDecoder, EncoderOnly, ModelConfig
-from zoo.model import chunked_ce
-from zoo.model.chunked_ce import (auto_chunk_size, chunked_cross_entropy_rows, linear_cross_entropy,
-                                  lm_head_cross_entropy)
+from zoo.model import DecoderOnly, EncoderDecoder, EncoderOnly, ModelConfig, chunked_ce
+from zoo.model.chunked_ce import (
+    auto_chunk_size,
+    chunked_cross_entropy_rows,
+    linear_cross_entropy,
+    lm_head_cross_entropy,
+)
 
-REPO = Path(__file__).resolve().parents[1]
 IGNORE = -100
 FP32_TOL = 1e-6  # loss and every gradient entry, fp32 against the float64 reference and the plain fp32 path
 FP32_REL = 1e-5  # ... and relative Frobenius error of each gradient
@@ -32,7 +35,7 @@ def inputs(n=N, d=D, v=V, bias=True, ignored=(), seed=0, dtype=torch.float32):
     bias ~ N(0, 1) or None, all leaves requiring grad; targets with IGNORE at the `ignored` rows."""
     g = torch.Generator().manual_seed(seed)
     h = torch.randn(n, d, generator=g, dtype=dtype).requires_grad_()
-    w = (3 * torch.randn(v, d, generator=g, dtype=dtype) / d ** 0.5).requires_grad_()
+    w = (3 * torch.randn(v, d, generator=g, dtype=dtype) / d**0.5).requires_grad_()
     b = torch.randn(v, generator=g, dtype=dtype).requires_grad_() if bias else None
     t = torch.randint(0, v, (n,), generator=g)
     t[list(ignored)] = IGNORE
@@ -84,8 +87,9 @@ def check_fp32(got, plain, ref):
 @pytest.mark.parametrize("ignored", [(), (0, 3, *range(14, 21), 49)])
 def test_mean_loss_and_gradients_equal_plain(chunk, ls, bias, ignored):
     h, w, b, t = inputs(bias=bias, ignored=ignored)
-    got = loss_and_grads(lambda *x: linear_cross_entropy(*x[:2], t, x[2], label_smoothing=ls, chunk_size=chunk),
-                         h, w, b, t)
+    got = loss_and_grads(
+        lambda *x: linear_cross_entropy(*x[:2], t, x[2], label_smoothing=ls, chunk_size=chunk), h, w, b, t
+    )
     plain = loss_and_grads(lambda *x: plain_loss(*x, t, ls), h, w, b, t)
     ref = loss_and_grads(lambda *x: plain_loss(*x, t, ls), *double(h, w, b), t)
     check_fp32(got, plain, ref)
@@ -96,8 +100,13 @@ def test_sum_reduction_and_scaled_backward(ls):
     """reduction=sum, and a loss multiplied before backward (the stored gradients are scaled by grad_output)."""
     h, w, b, t = inputs(ignored=(1, 2, 30))
     for red, factor in (("sum", 1.0), ("mean", 0.37)):
-        got = loss_and_grads(lambda *x: factor * linear_cross_entropy(*x[:2], t, x[2], label_smoothing=ls,
-                                                                      reduction=red, chunk_size=16), h, w, b, t)
+        got = loss_and_grads(
+            lambda *x: factor * linear_cross_entropy(*x[:2], t, x[2], label_smoothing=ls, reduction=red, chunk_size=16),
+            h,
+            w,
+            b,
+            t,
+        )
         ref = loss_and_grads(lambda *x: factor * plain_loss(*x, t, ls, red), *double(h, w, b), t)
         plain = loss_and_grads(lambda *x: factor * plain_loss(*x, t, ls, red), h, w, b, t)
         scale = 1.0 if red == "mean" else N  # a sum of N row losses carries N times the rounding of one
@@ -115,8 +124,14 @@ def test_reduction_none_rows_and_their_gradients(ls):
     any weighted sum of them (as translation's encoder_ar weights its rows)."""
     h, w, b, t = inputs(ignored=(5, 6, 7))
     weights = torch.rand(N, generator=torch.Generator().manual_seed(3))
-    got = loss_and_grads(lambda *x: linear_cross_entropy(*x[:2], t, x[2], label_smoothing=ls, reduction="none",
-                                                         chunk_size=9), h, w, b, t, weights)
+    got = loss_and_grads(
+        lambda *x: linear_cross_entropy(*x[:2], t, x[2], label_smoothing=ls, reduction="none", chunk_size=9),
+        h,
+        w,
+        b,
+        t,
+        weights,
+    )
     ref = loss_and_grads(lambda *x: plain_loss(*x, t, ls, "none"), *double(h, w, b), t, weights.double())
     plain = loss_and_grads(lambda *x: plain_loss(*x, t, ls, "none"), h, w, b, t, weights)
     assert got[0].shape == (N,) and bool((got[0][[5, 6, 7]] == 0).all())
@@ -151,8 +166,9 @@ def test_rows_without_grad_and_return_rows():
 @pytest.mark.parametrize("ls", [0.0, 0.1])
 def test_all_targets_ignored_is_nan_with_zero_gradients_as_torch(ls):
     h, w, b, t = inputs(ignored=range(N))
-    got = loss_and_grads(lambda *x: linear_cross_entropy(*x[:2], t, x[2], label_smoothing=ls, chunk_size=16),
-                         h, w, b, t)
+    got = loss_and_grads(
+        lambda *x: linear_cross_entropy(*x[:2], t, x[2], label_smoothing=ls, chunk_size=16), h, w, b, t
+    )
     plain = loss_and_grads(lambda *x: plain_loss(*x, t, ls), h, w, b, t)
     assert torch.isnan(plain[0]) and torch.isnan(got[0])  # 0 / 0, torch's definition
     for g, p in zip(got[1], plain[1]):
@@ -164,8 +180,9 @@ def test_all_targets_ignored_is_nan_with_zero_gradients_as_torch(ls):
 
 def test_chunk_size_zero_is_the_plain_path():
     h, w, b, t = inputs(ignored=(4,))
-    got = loss_and_grads(lambda *x: linear_cross_entropy(*x[:2], t, x[2], label_smoothing=0.1, chunk_size=0),
-                         h, w, b, t)
+    got = loss_and_grads(
+        lambda *x: linear_cross_entropy(*x[:2], t, x[2], label_smoothing=0.1, chunk_size=0), h, w, b, t
+    )
     plain = loss_and_grads(lambda *x: plain_loss(*x, t, 0.1), h, w, b, t)
     torch.testing.assert_close(got[0], plain[0], atol=0, rtol=0)
     for g, p in zip(got[1], plain[1]):
@@ -193,8 +210,9 @@ def test_bf16_autocast_close_to_fp32_reference(ls):
     parameters' dtype (fp32)."""
     h, w, b, t = inputs(n=300, d=64, v=1000, ignored=range(0, 300, 7))
     with torch.autocast("cpu", dtype=torch.bfloat16):
-        got = loss_and_grads(lambda *x: linear_cross_entropy(*x[:2], t, x[2], label_smoothing=ls, chunk_size=64),
-                             h, w, b, t)
+        got = loss_and_grads(
+            lambda *x: linear_cross_entropy(*x[:2], t, x[2], label_smoothing=ls, chunk_size=64), h, w, b, t
+        )
         plain = loss_and_grads(lambda *x: plain_loss(*x, t, ls), h, w, b, t)
     ref = loss_and_grads(lambda *x: plain_loss(*x, t, ls), *double(h, w, b), t)
     assert got[0].dtype == torch.float32
@@ -222,8 +240,15 @@ def model_cases():
     return [
         ("decoder_only", dec, lambda: dec.features(x)[0], lambda: dec(x), dec.lm_head.weight, dec.embed.tok.weight, y),
         ("encoder_only", enc, lambda: enc.encode(x), lambda: enc(x), enc.lm_head.weight, enc.embed.tok.weight, y),
-        ("encoder_decoder", s2s, lambda: s2s.decode_features(x, s2s.encode(x))[0], lambda: s2s(x, x),
-         s2s.lm_head.weight, s2s.tgt_embed.tok.weight, y),
+        (
+            "encoder_decoder",
+            s2s,
+            lambda: s2s.decode_features(x, s2s.encode(x))[0],
+            lambda: s2s(x, x),
+            s2s.lm_head.weight,
+            s2s.tgt_embed.tok.weight,
+            y,
+        ),
     ]
 
 
@@ -245,14 +270,15 @@ def test_every_architecture_with_its_tied_embedding(case, ls):
     for (pname, _), g, r in zip(model.named_parameters(), got, ref):
         torch.testing.assert_close(g, r, atol=FP32_TOL, rtol=0, msg=f"{name}.{pname}")
     # the embedding's gradient does have both parts: without the head's it would differ
-    emb_only = torch.autograd.grad(F.cross_entropy(F.linear(features().flatten(0, 1), head.detach()),
-                                                   y.flatten(), label_smoothing=ls), [embedding])[0]
+    emb_only = torch.autograd.grad(
+        F.cross_entropy(F.linear(features().flatten(0, 1), head.detach()), y.flatten(), label_smoothing=ls), [embedding]
+    )[0]
     assert (emb_only - got[[p is embedding for p in params].index(True)]).abs().max() > 1e-3
 
 
 def test_auto_chunk_size_and_config_key():
     assert auto_chunk_size(8192, 50257) == 512 and auto_chunk_size(100, 50257) == 100
-    assert auto_chunk_size(10 ** 6, 65) == 64 * 2 ** 20 // (4 * 65) // 64 * 64
+    assert auto_chunk_size(10**6, 65) == 64 * 2**20 // (4 * 65) // 64 * 64
     assert all(1 <= auto_chunk_size(n, v) <= n for n in (1, 7, 513, 4096) for v in (2, 65, 8000, 50257))
     assert ModelConfig().loss_chunk_size is None and ModelConfig(loss_chunk_size=0).loss_chunk_size == 0
     for bad in (-1, 1.5, True):
@@ -275,9 +301,10 @@ def test_peak_memory_far_below_the_plain_path():
     if not Path("/proc/self/clear_refs").exists():
         pytest.skip("needs Linux's /proc/self/clear_refs to reset the peak RSS")
     from zoo.bench.loss import run_loss_peak_child
+
     peaks = {k: run_loss_peak_child(k, 4096, 256, 50257, threads=2)["peak_bytes"] for k in ("plain", "chunked")}
-    mb = {k: v / 2 ** 20 for k, v in peaks.items()}
-    assert mb["plain"] > 4096 * 50257 * 4 / 2 ** 20, mb  # at least one full logits tensor: the measure sees it
+    mb = {k: v / 2**20 for k, v in peaks.items()}
+    assert mb["plain"] > 4096 * 50257 * 4 / 2**20, mb  # at least one full logits tensor: the measure sees it
     assert mb["chunked"] <= 0.25 * mb["plain"] and mb["chunked"] <= 400, mb
 
 
@@ -293,6 +320,7 @@ def test_gpu_kernel_dispatch_never_on_cpu_and_liger_call(monkeypatch):
         def __call__(self, weight, x, target, bias=None):
             calls.append(self.opts)
             return plain_loss(x, weight, bias, target, self.opts[1], self.opts[2])
+
     module = types.ModuleType("liger_kernel.transformers.fused_linear_cross_entropy")
     module.LigerFusedLinearCrossEntropyLoss = FakeLoss
     for name in ("liger_kernel", "liger_kernel.transformers"):
@@ -342,6 +370,7 @@ def test_bench_loss_section_runs(monkeypatch):
     """`python -m zoo.bench --only loss` end to end at a tiny shape: both contenders, their ratio and peaks."""
     from zoo.bench import loss as bench_loss_module
     from zoo.bench.options import Options
+
     monkeypatch.setattr(bench_loss_module, "QUICK_SHAPE", (96, 16, 97))
     out = bench_loss_module.bench_loss(Options(quick=True, reps=5, warmup=0))
     rows = [line for line in out.splitlines() if line.startswith("| plain") or line.startswith("| fused")]

@@ -1,18 +1,22 @@
 """experiment=compare: the sweep covers the 4 arch x 3 task cells once per seed, each cell composes its own
 task and data, and the architectures of a task have parameter counts within 10% of each other (built with the
 real data's vocabularies, as a run builds them)."""
+
 import pytest
 from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
-
-from zoo.model.cost import param_count
-from zoo.train import CONF_DIR, FROM_DATA, check_config, model_dict
 from zoo_run import make_cfg
 
+from zoo.config_checks import CONF_DIR, check_config
+from zoo.model.cost import param_count
+from zoo.model_config_from_data import FROM_DATA, model_dict
+
 ARCHS = ("encoder_only", "decoder_only", "encoder_decoder", "prefix_lm")  # +arch choices; prefix_lm: decoder_only
-CELLS = {"classification": ("sst2", "zoo.tasks.classification.Classification"),
-         "lm": ("tiny_shakespeare", "zoo.tasks.lm.LanguageModeling"),
-         "translation": ("multi30k", "zoo.tasks.translation.Translation")}
+CELLS = {
+    "classification": ("sst2", "zoo.tasks.classification.Classification"),
+    "lm": ("tiny_shakespeare", "zoo.tasks.lm.LanguageModeling"),
+    "translation": ("multi30k", "zoo.tasks.translation.Translation"),
+}
 
 
 @pytest.mark.parametrize("seeds, expected", [(None, "1,2,3"), (1, "1"), (5, "1,2,3,4,5")])
@@ -21,9 +25,13 @@ def test_sweep_lists_every_cell_and_seed(seeds, expected):
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
         cfg = compose("config", overrides=["experiment=compare", *extra], return_hydra_config=True)
     params = cfg.hydra.sweeper.params
-    assert list(params) == ["+arch", "+cell", "seed"]  # arch first: the cell's task / data / steps win over the arch's
+    assert list(params) == [
+        "+arch",
+        "+benchmark",
+        "seed",
+    ]  # arch first: the cell's task / data / steps win over the arch's
     assert sorted(params["+arch"].split(",")) == sorted(ARCHS)
-    assert sorted(params["+cell"].split(",")) == sorted(CELLS)
+    assert sorted(params["+benchmark"].split(",")) == sorted(CELLS)
     assert params["seed"] == expected
     assert cfg.experiment_name == "compare"
 
@@ -33,7 +41,7 @@ def model_info(tmp_path_factory):
     """model_info() of each cell's real datamodule (BPE vocabularies trained as in a run), keyed by cell."""
     infos = {}
     for cell in CELLS:
-        cfg = make_cfg(tmp_path_factory.mktemp(cell), ["experiment=compare", f"+cell={cell}"], arch="decoder_only")
+        cfg = make_cfg(tmp_path_factory.mktemp(cell), ["experiment=compare", f"+benchmark={cell}"], arch="decoder_only")
         dm = instantiate(cfg.data)
         dm.prepare_data()
         dm.setup()
@@ -49,9 +57,10 @@ def test_parameters_match_within_ten_percent(cell, model_info, tmp_path):
     info = model_info[cell]
     params = {}
     for arch in ARCHS:
-        cfg = make_cfg(tmp_path / arch, ["experiment=compare", f"+cell={cell}"], arch=arch)
+        cfg = make_cfg(tmp_path / arch, ["experiment=compare", f"+benchmark={cell}"], arch=arch)
         assert cfg.task._target_ == task_target and cfg.data._target_.endswith(
-            {"sst2": "SST2", "tiny_shakespeare": "TinyShakespeare", "multi30k": "Multi30k"}[data])
+            {"sst2": "SST2", "tiny_shakespeare": "TinyShakespeare", "multi30k": "Multi30k"}[data]
+        )
         assert cfg.experiment_name == "compare"
         check_config(cfg)  # every cell is a valid run (the task trains this arch)
         model = model_dict(cfg)
@@ -62,15 +71,19 @@ def test_parameters_match_within_ten_percent(cell, model_info, tmp_path):
     assert spread <= 0.10, f"{cell}: parameter counts {params} differ by {spread:.1%} (> 10%)"
 
 
-@pytest.mark.parametrize("experiment, steps", [("compare", {"classification": 1000, "lm": 400, "translation": 900}),
-                                               ("compare_gpu", {"classification": 6000, "lm": 5000,
-                                                                "translation": 20000})])
+@pytest.mark.parametrize(
+    "experiment, steps",
+    [
+        ("compare", {"classification": 1000, "lm": 400, "translation": 900}),
+        ("compare_gpu", {"classification": 6000, "lm": 5000, "translation": 20000}),
+    ],
+)
 def test_cells_take_their_budgets_from_the_experiment(experiment, steps):
     """A cell's steps and validation interval come from its experiment's tables (compare.budgets, val_every),
     whatever the arch's natural budget (encoder_only: two epochs); compare.budget picks the kind."""
     for cell, n in steps.items():
         with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-            cfg = compose("config", overrides=[f"experiment={experiment}", "+arch=encoder_only", f"+cell={cell}"])
+            cfg = compose("config", overrides=[f"experiment={experiment}", "+arch=encoder_only", f"+benchmark={cell}"])
         assert cfg.trainer.max_steps == n and cfg.trainer.max_epochs == -1
         assert cfg.trainer.val_check_interval == cfg.compare.val_every[cell] < n
         kind = cfg.compare.budget  # compare: time (3 seeds in 2 hours on a CPU); compare_gpu: steps
@@ -78,20 +91,45 @@ def test_cells_take_their_budgets_from_the_experiment(experiment, steps):
         want = None if kind == "steps" else cfg.compare.budgets[cell][kind]  # steps: trainer.max_steps binds
         assert (cfg.budget.kind, cfg.budget.value) == (kind, want)
         with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-            cfg = compose("config", overrides=[f"experiment={experiment}", "+arch=encoder_only", f"+cell={cell}",
-                                               "compare.budget=steps"])
+            cfg = compose(
+                "config",
+                overrides=[
+                    f"experiment={experiment}",
+                    "+arch=encoder_only",
+                    f"+benchmark={cell}",
+                    "compare.budget=steps",
+                ],
+            )
         assert cfg.budget.kind == "steps" and cfg.budget.value is None  # steps: trainer.max_steps binds
         with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-            cfg = compose("config", overrides=[f"experiment={experiment}", "+arch=encoder_only", f"+cell={cell}",
-                                               "compare.budget=time", f"compare.budgets.{cell}.time=90"])
+            cfg = compose(
+                "config",
+                overrides=[
+                    f"experiment={experiment}",
+                    "+arch=encoder_only",
+                    f"+benchmark={cell}",
+                    "compare.budget=time",
+                    f"compare.budgets.{cell}.time=90",
+                ],
+            )
         assert (cfg.budget.kind, cfg.budget.value) == ("time", 90)
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-        cfg = compose("config", overrides=[f"experiment={experiment}", "+arch=encoder_only", "+cell=lm"])
+        cfg = compose("config", overrides=[f"experiment={experiment}", "+arch=encoder_only", "+benchmark=lm"])
     assert cfg.model.d_model == (512 if experiment == "compare_gpu" else 128)
 
 
-BLOCK_OPTIONS = ("norm_first", "norm", "activation", "position", "init", "dropout", "bias", "final_norm",
-                 "scale_embeddings", "tie_embeddings")
+BLOCK_OPTIONS = (
+    "norm_first",
+    "norm",
+    "activation",
+    "position",
+    "init",
+    "dropout",
+    "bias",
+    "final_norm",
+    "scale_embeddings",
+    "tie_embeddings",
+)
 
 
 @pytest.mark.parametrize("experiment", ["compare", "compare_gpu"])
@@ -102,7 +140,7 @@ def test_every_cell_uses_the_same_block_options(experiment):
         options = {}
         for arch in ARCHS:
             with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-                cfg = compose("config", overrides=[f"experiment={experiment}", f"+arch={arch}", f"+cell={cell}"])
+                cfg = compose("config", overrides=[f"experiment={experiment}", f"+arch={arch}", f"+benchmark={cell}"])
             options[arch] = {k: cfg.model.get(k) for k in BLOCK_OPTIONS}
         first = options[ARCHS[0]]
         assert all(o == first for o in options.values()), f"{experiment} {cell}: {options}"

@@ -8,21 +8,32 @@ ops), so a plain FlopCounterMode counts 0 FLOPs for attention on CPU. The tests 
 model's need_weights path, whose q @ k^T and weights @ v are plain matmuls FlopCounterMode counts
 without help, and (c) the plain counter, which must see exactly every Linear of the model.
 """
+
 import re
 
 import pytest
 import torch
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode, flop_registry, sdpa_flop_count
+from zoo_run import CPU_SDPA
 
 from zoo.model import ModelConfig, build_model
-from zoo.model.cost import (LAYER_TERMS, TERMS, activation_memory, classify_flops_per_token, flops_per_token,
-                            forward_flops,
-                            forward_flops_by_stack, layer_flops, n_layers, param_count, summary,
-                            train_flops_per_token)
+from zoo.model.cost import (
+    LAYER_TERMS,
+    TERMS,
+    activation_memory,
+    classify_flops_per_token,
+    flops_per_token,
+    forward_flops,
+    forward_flops_by_stack,
+    layer_flops,
+    n_layers,
+    param_count,
+    summary,
+    train_flops_per_token,
+)
 
 aten = torch.ops.aten
-CPU_SDPA = aten._scaled_dot_product_flash_attention_for_cpu
 ARCHS = ("encoder_only", "decoder_only", "encoder_decoder")
 B, N, S, V, D, H, DFF, L = 2, 16, 12, 100, 64, 4, 256, 2  # S: encoder-decoder source length (!= N on purpose)
 
@@ -42,8 +53,7 @@ OPTIONS = {
     "no_bias": dict(bias=False),
     "prefix": dict(mask="prefix", prefix_len=5),
     "sliding": dict(mask="sliding", window=4),
-    "llama_like": dict(position="rope", norm="rmsnorm", activation="swiglu", n_kv_heads=2, bias=False,
-                       norm_first=True),
+    "llama_like": dict(position="rope", norm="rmsnorm", activation="swiglu", n_kv_heads=2, bias=False, norm_first=True),
 }
 
 
@@ -75,6 +85,7 @@ def measure(model, arch, custom_mapping=None, return_attention=False):
 
 # ---------------------------------------------------------------- parameters
 
+
 @pytest.mark.parametrize("arch", ARCHS)
 def test_param_count_is_numel_sum_and_tying_saves_exactly_vd(arch):
     tied, untied = make(arch, tie_embeddings=True), make(arch, tie_embeddings=False)
@@ -97,12 +108,22 @@ def test_param_count_closed_form_decoder_only():
 
 # ---------------------------------------------------------------- closed forms
 
+
 @pytest.mark.parametrize("bias", [True, False])
 @pytest.mark.parametrize("activation", ["relu", "gelu"])
 @pytest.mark.parametrize("b,n,d,h", [(2, 16, 64, 4), (3, 7, 96, 8), (1, 33, 48, 1)])
 def test_standard_layer_is_24bNd2_plus_4bN2d(bias, activation, b, n, d, h):
-    cfg = ModelConfig(vocab_size=V, d_model=d, n_heads=h, d_ff=4 * d, n_layers=3, activation=activation,
-                      bias=bias, dropout=0.0, max_len=64)
+    cfg = ModelConfig(
+        vocab_size=V,
+        d_model=d,
+        n_heads=h,
+        d_ff=4 * d,
+        n_layers=3,
+        activation=activation,
+        bias=bias,
+        dropout=0.0,
+        max_len=64,
+    )
     per_layer = layer_flops(cfg, b, n)
     assert sum(per_layer.values()) == 24 * b * n * d * d + 4 * b * n * n * d
     assert all(per_layer[k] == 0 for k in LAYER_TERMS if k.startswith("cross_"))
@@ -119,8 +140,9 @@ def test_encoder_decoder_closed_form():
     by_stack = forward_flops_by_stack(m, B, N, S)
     enc, dec = sum(by_stack["encoder"].values()), sum(by_stack["decoder"].values())
     assert enc == L * (24 * B * S * D * D + 4 * B * S * S * D)
-    assert dec == L * (24 * B * N * D * D + 4 * B * N * N * D + 4 * B * N * D * D + 4 * B * S * D * D
-                       + 4 * B * N * S * D)
+    assert dec == L * (
+        24 * B * N * D * D + 4 * B * N * N * D + 4 * B * N * D * D + 4 * B * S * D * D + 4 * B * N * S * D
+    )
     assert by_stack["head"] == {"logits": 2 * B * N * D * V}
     assert forward_flops(m, B, N, S)["total"] == enc + dec + 2 * B * N * D * V
     # src_len defaults to seq_len
@@ -140,13 +162,19 @@ def test_gated_ffn_and_grouped_query_terms():
 
 # ---------------------------------------------------------------- FlopCounterMode
 
+
 def _by_term(fc):
     """FlopCounterMode's per-module counts mapped onto our terms (summed over layers and stacks)."""
     counts = fc.get_flop_counts()
     out = dict.fromkeys(TERMS, 0)
-    suffix = {r"self_attn\.qkv_proj": "attention_qkv", r"self_attn\.out_proj": "attention_out",
-              r"cross_attn\.q_proj": "cross_q", r"cross_attn\.kv_proj": "cross_kv",
-              r"cross_attn\.out_proj": "cross_out", r"ffn": "ffn"}
+    suffix = {
+        r"self_attn\.qkv_proj": "attention_qkv",
+        r"self_attn\.out_proj": "attention_out",
+        r"cross_attn\.q_proj": "cross_q",
+        r"cross_attn\.kv_proj": "cross_kv",
+        r"cross_attn\.out_proj": "cross_out",
+        r"ffn": "ffn",
+    }
     for name, ops in counts.items():
         for pat, term in suffix.items():
             if re.search(r"\.layers\.\d+\." + pat + "$", name):
@@ -201,6 +229,7 @@ def test_plain_flop_counter_sees_every_linear_exactly(arch, option):
 
 # ---------------------------------------------------------------- per token, memory, summary
 
+
 @pytest.mark.parametrize("arch", ARCHS)
 def test_flops_per_token(arch):
     m = make(arch)
@@ -239,9 +268,13 @@ def test_activation_memory_closed_form():
 def test_summary():
     m = make("encoder_decoder")
     s = summary(m, B, N, S)
-    assert s == {"params": param_count(m), "forward_flops": forward_flops(m, B, N, S)["total"],
-                 "flops_per_token": flops_per_token(m, N, S), "train_flops_per_token": train_flops_per_token(m, N, S),
-                 "activation_memory_bytes": activation_memory(m, B, N)}
+    assert s == {
+        "params": param_count(m),
+        "forward_flops": forward_flops(m, B, N, S)["total"],
+        "flops_per_token": flops_per_token(m, N, S),
+        "train_flops_per_token": train_flops_per_token(m, N, S),
+        "activation_memory_bytes": activation_memory(m, B, N),
+    }
 
 
 def test_errors():

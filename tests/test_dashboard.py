@@ -1,5 +1,6 @@
 """python -m zoo.dashboard, offline: the workspace object it builds (sections, panels, axes, grouping, filter,
 columns) and its wire form, main with W&B's save and API replaced, and bad input exiting 2."""
+
 import subprocess
 import sys
 import types
@@ -17,8 +18,11 @@ from zoo.dashboard import KEYS, build_workspace, main
 
 GROUP = "outputs/compare/2026-01-02_03-04-05"
 STEP, FLOPS, SECONDS = "trainer/global_step", "cost/flops", "cost/seconds"
-VAL = {"classification": ["val/acc", "val/f1"], "lm": ["val/cont_loss", "val/bpc"],
-       "translation": ["val/bleu", "val/chrf"]}
+VAL = {
+    "classification": ["val/acc", "val/f1"],
+    "lm": ["val/cont_loss", "val/bpc"],
+    "translation": ["val/bleu", "val/chrf"],
+}
 BEST = {"classification": "best/val/acc", "lm": "best/val/cont_loss", "translation": "best/val/bleu"}
 
 
@@ -46,7 +50,8 @@ def test_one_section_per_task(workspace):
     assert [s.name for s in workspace.sections] == ["classification", "lm", "translation"]
     for section in workspace.sections:
         assert [type(p).__name__ for p in section.panels] == ["LinePlot"] * 6 + ["ScatterPlot"] * 2 + [
-            "ParallelCoordinatesPlot"]
+            "ParallelCoordinatesPlot"
+        ]
         assert section.is_open and (section.layout_settings.columns, section.layout_settings.rows) == (2, 4)
     assert workspace.auto_generate_panels is False
 
@@ -55,10 +60,22 @@ def test_line_plots_against_step_flops_and_seconds(workspace):
     for section in workspace.sections:
         lines = [p for p in section.panels if isinstance(p, wr.LinePlot)]
         a, b = VAL[section.name]
-        assert [(p.x, p.y) for p in lines] == [(STEP, [a]), (FLOPS, [a]), (SECONDS, [a]), (STEP, [b]),
-                                               (FLOPS, [b]), (SECONDS, [b])]
-        assert [p.title for p in lines] == [f"{a} vs step", f"{a} vs training FLOPs", f"{a} vs training seconds",
-                                            f"{b} vs step", f"{b} vs training FLOPs", f"{b} vs training seconds"]
+        assert [(p.x, p.y) for p in lines] == [
+            (STEP, [a]),
+            (FLOPS, [a]),
+            (SECONDS, [a]),
+            (STEP, [b]),
+            (FLOPS, [b]),
+            (SECONDS, [b]),
+        ]
+        assert [p.title for p in lines] == [
+            f"{a} vs step",
+            f"{a} vs training FLOPs",
+            f"{a} vs training seconds",
+            f"{b} vs step",
+            f"{b} vs training FLOPs",
+            f"{b} vs training seconds",
+        ]
         assert {(p.groupby_aggfunc, p.groupby_rangefunc) for p in lines} == {("mean", "stddev")}
     wire = spec(workspace)["panelBankConfig"]["sections"][2]["panels"][1]["config"]
     assert (wire["xAxis"], wire["metrics"], wire["groupArea"]) == (FLOPS, ["val/bleu"], "stddev")
@@ -69,10 +86,13 @@ def test_runs_grouped_by_arch_in_the_group(workspace):
     assert names(rs.groupby) == [("Config", "arch"), ("Config", "arch_config")]
     assert rs.filters == f"Metric(\"Group\") == '{GROUP}'"
     runset = spec(workspace)["runSets"][0]
-    assert runset["grouping"] == [{"section": "config", "name": "arch.value"},
-                                  {"section": "config", "name": "arch_config.value"}]
-    assert runset["filters"]["filters"] == [{"key": {"section": "run", "name": "group"}, "op": "=", "value": GROUP,
-                                             "disabled": False}]
+    assert runset["grouping"] == [
+        {"section": "config", "name": "arch.value"},
+        {"section": "config", "name": "arch_config.value"},
+    ]
+    assert runset["filters"]["filters"] == [
+        {"key": {"section": "run", "name": "group"}, "op": "=", "value": GROUP, "disabled": False}
+    ]
 
 
 def test_no_group_no_filter_and_flat_groupby_keys():
@@ -80,9 +100,11 @@ def test_no_group_no_filter_and_flat_groupby_keys():
     assert (workspace.entity, workspace.name, workspace.runset_settings.filters) == ("", "zoo comparison", "")
     runset = spec(workspace)["runSets"][0]
     assert runset["filters"]["filters"] == []
-    assert runset["grouping"] == [{"section": "config", "name": "arch.value"},
-                                  {"section": "config", "name": "arch_config.value"},
-                                  {"section": "config", "name": "model.position.value"}]
+    assert runset["grouping"] == [
+        {"section": "config", "name": "arch.value"},
+        {"section": "config", "name": "arch_config.value"},
+        {"section": "config", "name": "model.position.value"},
+    ]
 
 
 def test_group_with_a_quote():
@@ -95,11 +117,18 @@ def test_parallel_coordinates_over_the_keys(workspace):
     for i, section in enumerate(workspace.sections):
         pc = section.panels[-1]
         assert names(c.metric for c in pc.columns) == [("Config", k) for k in KEYS] + [
-            ("SummaryMetric", BEST[section.name])]
+            ("SummaryMetric", BEST[section.name])
+        ]
         wire = spec(workspace)["panelBankConfig"]["sections"][i]["panels"][-1]["config"]["columns"]
         assert [c["accessor"] for c in wire] == [  # zoo's config keys are flat: the .value goes last
-            "config:arch.value", "config:seed.value", "config:model.d_model.value", "config:model.n_layers.value",
-            "config:task.optimizer.lr.value", "config:params.value", f"summary:{BEST[section.name]}"]
+            "config:arch.value",
+            "config:seed.value",
+            "config:model.d_model.value",
+            "config:model.n_layers.value",
+            "config:task.optimizer.lr.value",
+            "config:params.value",
+            f"summary:{BEST[section.name]}",
+        ]
 
 
 def test_scatter_of_params_and_flops_against_the_best_metric(workspace):
@@ -107,11 +136,16 @@ def test_scatter_of_params_and_flops_against_the_best_metric(workspace):
         params, flops = (p for p in section.panels if isinstance(p, wr.ScatterPlot))
         best = BEST[section.name]
         assert names([params.x, params.y, flops.x, flops.y]) == [
-            ("Config", "params"), ("SummaryMetric", best), ("SummaryMetric", "cost/train_flops"),
-            ("SummaryMetric", best)]
+            ("Config", "params"),
+            ("SummaryMetric", best),
+            ("SummaryMetric", "cost/train_flops"),
+            ("SummaryMetric", best),
+        ]
         wire = [p["config"] for p in spec(workspace)["panelBankConfig"]["sections"][i]["panels"][6:8]]
-        assert [(c["xAxis"], c["yAxis"]) for c in wire] == [("config:params.value", f"summary:{best}"),
-                                                            ("summary:cost/train_flops", f"summary:{best}")]
+        assert [(c["xAxis"], c["yAxis"]) for c in wire] == [
+            ("config:params.value", f"summary:{best}"),
+            ("summary:cost/train_flops", f"summary:{best}"),
+        ]
 
 
 @pytest.fixture
@@ -126,9 +160,15 @@ def test_main_saves_with_keys_and_entity(saved, capsys):
     assert main(["--project", "zoo", "--entity", "team", "--group", GROUP, "--keys", "arch, model.activation"]) == 0
     (workspace,) = saved
     assert (workspace.entity, workspace.project, workspace.runset_settings.filters) == (
-        "team", "zoo", f"Metric(\"Group\") == '{GROUP}'")
+        "team",
+        "zoo",
+        f"Metric(\"Group\") == '{GROUP}'",
+    )
     assert names(c.metric for c in workspace.sections[1].panels[-1].columns) == [
-        ("Config", "arch"), ("Config", "model.activation"), ("SummaryMetric", "best/val/cont_loss")]
+        ("Config", "arch"),
+        ("Config", "model.activation"),
+        ("SummaryMetric", "best/val/cont_loss"),
+    ]
     assert capsys.readouterr().out == f"saved 'zoo comparison ({GROUP})' in team/zoo\n"
 
 
@@ -141,19 +181,25 @@ def test_main_takes_the_default_entity(saved, monkeypatch):
 def test_main_without_an_entity_exits_2(saved, monkeypatch, capsys):
     def no_key():
         raise wandb.errors.UsageError("No API key configured. Use `wandb login` to log in.")
+
     monkeypatch.setattr(wandb, "Api", no_key)
     assert main(["--project", "zoo"]) == 2
     err = capsys.readouterr().err
-    assert err == ("zoo.dashboard: error: no W&B entity (No API key configured. Use `wandb login` to log in.): "
-                   "pass --entity E, or log in with `wandb login`\n")
+    assert err == (
+        "zoo.dashboard: error: no W&B entity (No API key configured. Use `wandb login` to log in.): "
+        "pass --entity E, or log in with `wandb login`\n"
+    )
     assert saved == []
 
 
 def test_bad_input_exits_2(saved, monkeypatch, capsys):
-    for args, why in (([], "--project is required"), (["--project", " "], "no W&B project: pass --project P"),
-                      (["--project", "zoo", "--keys", "arch,,seed"], "--keys: give run config keys"),
-                      (["--project", "zoo", "--by", ""], "--by: give run config keys"),
-                      (["--project", "zoo", "--nope"], "unrecognized arguments: --nope")):
+    for args, why in (
+        ([], "--project is required"),
+        (["--project", " "], "no W&B project: pass --project P"),
+        (["--project", "zoo", "--keys", "arch,,seed"], "--keys: give run config keys"),
+        (["--project", "zoo", "--by", ""], "--by: give run config keys"),
+        (["--project", "zoo", "--nope"], "unrecognized arguments: --nope"),
+    ):
         assert main(args) == 2, args
         captured = capsys.readouterr()
         assert why in captured.err and captured.err.count("\n") == 1 and not captured.out, args
@@ -163,9 +209,12 @@ def test_bad_input_exits_2(saved, monkeypatch, capsys):
     assert saved == []
 
 
+@pytest.mark.e2e
 def test_cli_bad_input_exit_code():
-    proc = subprocess.run([sys.executable, "-m", "zoo.dashboard", "--entity", "team"], capture_output=True,
-                          text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "zoo.dashboard", "--entity", "team"], capture_output=True, text=True, timeout=120
+    )
     assert (proc.returncode, proc.stdout) == (2, "")
-    assert proc.stderr == "zoo.dashboard: error: --project is required: python -m zoo.dashboard --project P " \
-                          "[--entity E]\n"
+    assert (
+        proc.stderr == "zoo.dashboard: error: --project is required: python -m zoo.dashboard --project P [--entity E]\n"
+    )

@@ -1,5 +1,6 @@
 """Scaling out on the CPU: DDP and FSDP over gloo from `python -m zoo` (one run, a Hydra multirun, torchrun,
 resume), weight tying through wrapping and reload, activation checkpointing, torch.compile."""
+
 import copy
 import csv
 import json
@@ -13,20 +14,25 @@ import torch
 import torch.nn.functional as F
 from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
+from zoo_run import REPO, TINY, run_cli
 
+from zoo.distributed import quote
 from zoo.model import ModelConfig, build_model
 from zoo.model.decoder_layer import DecoderLayer
 from zoo.model.encoder_layer import EncoderLayer
 from zoo.optim import warmup_cosine
-from zoo.distributed import quote
 from zoo.tasks.base import compile_layers, compile_training_loss
 from zoo.train import CONF_DIR
-from zoo_run import REPO, TINY, run_cli
 
 # dropout 0.1: the random streams must line up too; a schedule that moves (warmup 2, cosine to step 10)
 # and the same for a 5- and a 10-step run, so a resumed 5-step run must continue the 10-step run's schedule
-ARGS = ["+arch=decoder_only", *TINY, "task.sample=null", "task.scheduler.warmup_steps=2",
-        "task.scheduler.decay_steps=10"]
+ARGS = [
+    "+arch=decoder_only",
+    *TINY,
+    "task.sample=null",
+    "task.scheduler.warmup_steps=2",
+    "task.scheduler.decay_steps=10",
+]
 
 
 def train_losses(run_dir, key="train/loss"):
@@ -51,14 +57,24 @@ def sweep(tmp_path_factory):
     """`python -m zoo -m trainer=ddp_cpu trainer.max_steps=5,10` in a fresh dir: a 2-job multirun, each job
     2 processes, default (timestamped) sweep dir, job dirs named with a comma and a space."""
     root = tmp_path_factory.mktemp("sweep")
-    r = run_cli(["-m", *ARGS, "trainer=ddp_cpu", "trainer.max_steps=5,10", "logger=wandb",
-                 "hydra.sweep.subdir='steps ${trainer.max_steps}, job ${hydra.job.num}'"], cwd=root)
+    r = run_cli(
+        [
+            "-m",
+            *ARGS,
+            "trainer=ddp_cpu",
+            "trainer.max_steps=5,10",
+            "logger=wandb",
+            "hydra.sweep.subdir='steps ${trainer.max_steps}, job ${hydra.job.num}'",
+        ],
+        cwd=root,
+    )
     ok(r)
     sweeps = sorted(p.parent for p in root.rglob("multirun.yaml"))
     jobs = {results(d)["steps"]: d for d in (sweeps[0].iterdir() if sweeps else []) if d.is_dir()}
     return root, sweeps, jobs
 
 
+@pytest.mark.e2e
 def test_ddp_multirun_runs_each_job_once_into_one_dir(sweep):
     """Each sweep job runs once on 2 ranks (not once per rank), all ranks of a job share its dir, and only
     rank 0 writes results.json, checkpoints and the W&B run."""
@@ -77,13 +93,22 @@ def test_ddp_multirun_runs_each_job_once_into_one_dir(sweep):
     assert len(list(root.rglob("offline-run-*"))) == 2
 
 
+@pytest.mark.e2e
 def test_ddp_resume_continues_exactly(sweep, tmp_path):
     """A 5-step ddp_cpu run resumed to 10 steps logs the losses of the uninterrupted 10-step ddp_cpu run
     and ends with its optimizer moments, LR schedule and step."""
     _, _, jobs = sweep
-    r = run_cli([*ARGS, "trainer=ddp_cpu", "trainer.max_steps=10", "logger=csv",
-                 f"ckpt_path={quote(jobs[5] / 'checkpoints' / 'last.ckpt')}", f"hydra.run.dir={tmp_path / 'resumed'}"],
-                cwd=tmp_path)
+    r = run_cli(
+        [
+            *ARGS,
+            "trainer=ddp_cpu",
+            "trainer.max_steps=10",
+            "logger=csv",
+            f"ckpt_path={quote(jobs[5] / 'checkpoints' / 'last.ckpt')}",
+            f"hydra.run.dir={tmp_path / 'resumed'}",
+        ],
+        cwd=tmp_path,
+    )
     ok(r)
     full, half, resumed = train_losses(jobs[10]), train_losses(jobs[5]), train_losses(tmp_path / "resumed")
     assert half == full[:5]
@@ -122,6 +147,7 @@ def assert_tied_after_reload(checkpoint):
     assert len(list(model.parameters())) == len(sd) - 1  # the tied pair counts once
 
 
+@pytest.mark.e2e
 def test_tied_weights_survive_ddp_and_reload(sweep):
     """After 10 DDP steps the LM head and the token embedding are still one tensor: the checkpoint stores
     them as one storage, and a reloaded model ties them again."""
@@ -132,14 +158,26 @@ def test_tied_weights_survive_ddp_and_reload(sweep):
     assert_tied_after_reload(c)
 
 
+@pytest.mark.e2e
 def test_fsdp_on_cpu_matches_ddp(sweep, tmp_path):
     """trainer=fsdp on 2 CPU processes (gloo): each layer one FSDP unit; after 10 steps val/loss equals the
     ddp_cpu run's (within 1e-3; measured: equal), weight decay still reaches exactly the matrices (the
     parameters are flat shards when the optimizer is built), the tied pair survives, and the checkpoint
     is one ordinary file."""
     _, _, jobs = sweep
-    r = run_cli([*ARGS, "trainer=fsdp", "trainer.accelerator=cpu", "trainer.devices=2", "trainer.precision=32-true",
-                 "trainer.max_steps=10", "logger=csv", f"hydra.run.dir={tmp_path / 'fsdp'}"], cwd=tmp_path)
+    r = run_cli(
+        [
+            *ARGS,
+            "trainer=fsdp",
+            "trainer.accelerator=cpu",
+            "trainer.devices=2",
+            "trainer.precision=32-true",
+            "trainer.max_steps=10",
+            "logger=csv",
+            f"hydra.run.dir={tmp_path / 'fsdp'}",
+        ],
+        cwd=tmp_path,
+    )
     ok(r)
     fsdp, ddp = results(tmp_path / "fsdp"), results(jobs[10])
     assert fsdp["steps"] == 10
@@ -152,22 +190,41 @@ def test_fsdp_on_cpu_matches_ddp(sweep, tmp_path):
     assert_tied_after_reload(c)
 
 
+@pytest.mark.e2e
 def test_torchrun_launch(sweep, tmp_path):
     """torchrun starts the 2 processes (Lightning re-launches nothing); with one hydra.run.dir both ranks
     share it, and the result equals the ddp_cpu run's."""
     _, _, jobs = sweep
     run_dir = tmp_path / "torchrun"
     env = {**os.environ, "WANDB_MODE": "offline", "OMP_NUM_THREADS": "1"}
-    r = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-                        "-m", "zoo", *ARGS, "trainer=ddp_cpu", "trainer.max_steps=10", "logger=csv",
-                        f"hydra.run.dir={run_dir}"], cwd=tmp_path, env=env, capture_output=True, text=True,
-                       timeout=600)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc_per_node=2",
+            "-m",
+            "zoo",
+            *ARGS,
+            "trainer=ddp_cpu",
+            "trainer.max_steps=10",
+            "logger=csv",
+            f"hydra.run.dir={run_dir}",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     ok(r)
     assert sorted(p.name for p in tmp_path.iterdir() if p.name != "data") == ["torchrun"]
     assert not (run_dir / "train_ddp_process_1.log").exists()  # torchrun's ranks, not Lightning's children
     assert abs(results(run_dir)["final"]["val/loss"] - results(jobs[10])["final"]["val/loss"]) <= 1e-3
 
 
+@pytest.mark.e2e
 def test_srun_script(sweep, tmp_path):
     """experiments/slurm/train.sbatch under a stand-in for sbatch's environment and srun (which starts the
     tasks with SLURM_PROCID / SLURM_LOCALID): Lightning takes the ranks from SLURM, both tasks write into
@@ -178,17 +235,41 @@ def test_srun_script(sweep, tmp_path):
     (bin_dir / "srun").write_text(
         "#!/bin/bash\n"  # one task per SLURM_NTASKS, ranks in the environment, as srun does
         "for ((i = 0; i < SLURM_NTASKS; i++)); do\n"
-        "  SLURM_PROCID=$i SLURM_LOCALID=$i SLURM_NODEID=0 \"$@\" &\n"
+        '  SLURM_PROCID=$i SLURM_LOCALID=$i SLURM_NODEID=0 "$@" &\n'
         "done\n"
-        "status=0; for job in $(jobs -p); do wait $job || status=1; done; exit $status\n")
+        "status=0; for job in $(jobs -p); do wait $job || status=1; done; exit $status\n"
+    )
     (bin_dir / "srun").chmod(0o755)
-    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "PYTHON": sys.executable, "WANDB_MODE": "offline",
-           "SLURM_JOB_ID": "4242", "SLURM_JOB_NAME": "zoo", "SLURM_JOB_NUM_NODES": "1", "SLURM_NNODES": "1",
-           "SLURM_NTASKS": "2", "SLURM_NTASKS_PER_NODE": "2", "SLURM_JOB_NODELIST": "127.0.0.1",
-           "SLURM_NODELIST": "127.0.0.1", "OMP_NUM_THREADS": "1"}
-    r = subprocess.run(["bash", str(REPO / "experiments" / "slurm" / "train.sbatch"), *ARGS, "trainer=ddp_cpu",
-                        "trainer.max_steps=10", "logger=csv"], cwd=tmp_path, env=env, capture_output=True,
-                       text=True, timeout=600)
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}:{os.environ['PATH']}",
+        "PYTHON": sys.executable,
+        "WANDB_MODE": "offline",
+        "SLURM_JOB_ID": "4242",
+        "SLURM_JOB_NAME": "zoo",
+        "SLURM_JOB_NUM_NODES": "1",
+        "SLURM_NNODES": "1",
+        "SLURM_NTASKS": "2",
+        "SLURM_NTASKS_PER_NODE": "2",
+        "SLURM_JOB_NODELIST": "127.0.0.1",
+        "SLURM_NODELIST": "127.0.0.1",
+        "OMP_NUM_THREADS": "1",
+    }
+    r = subprocess.run(
+        [
+            "bash",
+            str(REPO / "experiments" / "slurm" / "train.sbatch"),
+            *ARGS,
+            "trainer=ddp_cpu",
+            "trainer.max_steps=10",
+            "logger=csv",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     ok(r)
     run_dir = tmp_path / "outputs" / "slurm-4242"
     assert [p.name for p in (tmp_path / "outputs").iterdir()] == ["slurm-4242"]
@@ -231,7 +312,7 @@ def loss_and_grads(model, arch, seed=0):
     model.zero_grad()
     torch.manual_seed(seed)
     logits = model(*inputs)
-    loss = F.cross_entropy(logits.flatten(0, 1), y[:, :logits.shape[1]].flatten())
+    loss = F.cross_entropy(logits.flatten(0, 1), y[:, : logits.shape[1]].flatten())
     loss.backward()
     return loss.detach(), {n: p.grad.clone() for n, p in model.named_parameters()}
 
@@ -244,6 +325,7 @@ def saved_tensors(model, arch):
         nonlocal n
         n += 1
         return t
+
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
         model(*batch(arch)[0])
     return n
@@ -293,8 +375,7 @@ def test_forward_compiled_by_inductor(arch):
     model = build_model(arch, ModelConfig(**SMALL, dropout=0.0)).eval()
     inputs = batch(arch)[0]
     with torch.no_grad():
-        torch.testing.assert_close(torch.compile(model, fullgraph=True)(*inputs), model(*inputs),
-                                   rtol=1e-4, atol=1e-5)
+        torch.testing.assert_close(torch.compile(model, fullgraph=True)(*inputs), model(*inputs), rtol=1e-4, atol=1e-5)
 
 
 def test_compile_layers_one_graph_for_all_layers():
@@ -331,8 +412,13 @@ def test_task_compiles_only_when_asked(flag, scope):
     with compile_scope=model (compile_training_loss), never both."""
     from zoo.tasks.lm import LanguageModeling
 
-    task = LanguageModeling("decoder_only", {**SMALL, "compile": flag, "compile_scope": scope}, {"chars": "abc"},
-                            {"lr": 1e-3}, {"warmup_steps": 1})
+    task = LanguageModeling(
+        "decoder_only",
+        {**SMALL, "compile": flag, "compile_scope": scope},
+        {"chars": "abc"},
+        {"lr": 1e-3},
+        {"warmup_steps": 1},
+    )
     task.configure_model()
     layers = list(task.model.decoder.layers)
     assert [("compiled_forward" in vars(layer)) for layer in layers] == [flag and scope == "layers"] * len(layers)
@@ -354,15 +440,27 @@ def tasks_for_compile():
     model = {**SMALL, "dropout": 0.1}
     tgt = x[:, :7].masked_fill(kpm[:, :7], 0)
     return [
-        ("lm", LanguageModeling("decoder_only", model, {"chars": "abc"}, {"lr": 1e-3}, {"warmup_steps": 1}),
-         (x, torch.randint(3, 50, (3, 12), generator=g))),
-        ("classification", Classification("encoder_only", {**model, "num_classes": 2}, {}, {"lr": 1e-3},
-                                          {"warmup_steps": 1}),
-         {"ids": x.masked_fill(kpm, 0), "key_padding_mask": kpm, "labels": torch.tensor([0, 1, 1])}),
-        ("translation", Translation("encoder_decoder", model, {"src": tok, "tgt": tok}, {"lr": 1e-3},
-                                    {"warmup_steps": 1}),
-         {"src": x.masked_fill(kpm, 0), "src_key_padding_mask": kpm, "tgt_in": tgt, "tgt_out": tgt,
-          "tgt_key_padding_mask": kpm[:, :7]}),
+        (
+            "lm",
+            LanguageModeling("decoder_only", model, {"chars": "abc"}, {"lr": 1e-3}, {"warmup_steps": 1}),
+            (x, torch.randint(3, 50, (3, 12), generator=g)),
+        ),
+        (
+            "classification",
+            Classification("encoder_only", {**model, "num_classes": 2}, {}, {"lr": 1e-3}, {"warmup_steps": 1}),
+            {"ids": x.masked_fill(kpm, 0), "key_padding_mask": kpm, "labels": torch.tensor([0, 1, 1])},
+        ),
+        (
+            "translation",
+            Translation("encoder_decoder", model, {"src": tok, "tgt": tok}, {"lr": 1e-3}, {"warmup_steps": 1}),
+            {
+                "src": x.masked_fill(kpm, 0),
+                "src_key_padding_mask": kpm,
+                "tgt_in": tgt,
+                "tgt_out": tgt,
+                "tgt_key_padding_mask": kpm[:, :7],
+            },
+        ),
     ]
 
 
@@ -396,6 +494,7 @@ def test_compile_training_loss_matches_eager(kind):
 
 
 @pytest.mark.slow
+@pytest.mark.e2e
 def test_compile_run_matches_eager_run(tmp_path):
     """`python -m zoo model.compile=true` (inductor, dropout 0), with either compile_scope, logs the eager
     run's losses within 1e-4."""
@@ -404,49 +503,77 @@ def test_compile_run_matches_eager_run(tmp_path):
     a = train_losses(tmp_path / "eager")
     assert len(a) == 10
     for scope in ("layers", "model"):
-        ok(run_cli([*args, "model.compile=true", f"model.compile_scope={scope}",
-                    f"hydra.run.dir={tmp_path / scope}"], cwd=tmp_path))
+        ok(
+            run_cli(
+                [*args, "model.compile=true", f"model.compile_scope={scope}", f"hydra.run.dir={tmp_path / scope}"],
+                cwd=tmp_path,
+            )
+        )
         b = train_losses(tmp_path / scope)
         assert len(b) == 10
         assert max(abs(x - y) for x, y in zip(a, b)) <= 1e-4, scope
 
 
 @pytest.mark.slow
+@pytest.mark.e2e
 def test_compiled_training_loss_under_ddp_matches_eager(tmp_path):
     """model.compile_scope=model under trainer=ddp_cpu (2 processes, gloo; the compiled loss runs inside
     DDP's forward): the 6-step run logs the eager ddp_cpu run's train losses within 1e-4 and its final
     val/loss within 1e-5 (measured: equal to 1e-7)."""
     args = [*ARGS, "trainer=ddp_cpu", "trainer.max_steps=6", "model.dropout=0.0", "logger=csv", "callbacks=none"]
     ok(run_cli([*args, f"hydra.run.dir={tmp_path / 'eager'}"], cwd=tmp_path))
-    ok(run_cli([*args, "model.compile=true", "model.compile_scope=model", f"hydra.run.dir={tmp_path / 'model'}"],
-               cwd=tmp_path))
+    ok(
+        run_cli(
+            [*args, "model.compile=true", "model.compile_scope=model", f"hydra.run.dir={tmp_path / 'model'}"],
+            cwd=tmp_path,
+        )
+    )
     a, b = train_losses(tmp_path / "eager"), train_losses(tmp_path / "model")
     assert len(a) == len(b) == 6
     assert max(abs(x - y) for x, y in zip(a, b)) <= 1e-4
-    assert abs(results(tmp_path / "model")["final"]["val/loss"] - results(tmp_path / "eager")["final"]["val/loss"]) <= 1e-5
+    assert (
+        abs(results(tmp_path / "model")["final"]["val/loss"] - results(tmp_path / "eager")["final"]["val/loss"]) <= 1e-5
+    )
 
 
 FSDP_CPU = ["trainer=fsdp", "trainer.accelerator=cpu", "trainer.devices=2", "trainer.precision=32-true"]
 
 
 @pytest.mark.slow
+@pytest.mark.e2e
 def test_fsdp_decodes_like_ddp(tmp_path):
     """Decoding outside the training forward under trainer=fsdp (2 CPU processes). The LM's validation
     sample (on_validation_epoch_end, where the root unit's embeddings and head are flat shards) is the text
     the ddp_cpu run prints; a translation run's test phase after fit (a fresh task: the fitted one cannot be
     wrapped again) gives the ddp_cpu run's test loss and BLEU. Both crashed before ('weight' must be 2-D;
     size mismatch loading the best checkpoint)."""
-    lm = ["+arch=decoder_only", *TINY, "trainer.max_steps=4", "trainer.val_check_interval=4", "logger=csv",
-          "callbacks=none", "task.sample.max_new_tokens=40"]
+    lm = [
+        "+arch=decoder_only",
+        *TINY,
+        "trainer.max_steps=4",
+        "trainer.val_check_interval=4",
+        "logger=csv",
+        "callbacks=none",
+        "task.sample.max_new_tokens=40",
+    ]
     samples = {}
     for name, trainer in (("fsdp", FSDP_CPU), ("ddp", ["trainer=ddp_cpu"])):
         r = run_cli([*lm, *trainer, f"hydra.run.dir={tmp_path / ('lm_' + name)}"], cwd=tmp_path)
         ok(r)
-        samples[name] = r.stdout[r.stdout.index("--- sample at step 4 ---"):].split("\n---")[0]
+        samples[name] = r.stdout[r.stdout.index("--- sample at step 4 ---") :].split("\n---")[0]
     assert len(samples["fsdp"]) > 40 and samples["fsdp"] == samples["ddp"]
-    mt = ["+arch=encoder_decoder", "model.d_model=32", "model.n_heads=2", "model.d_ff=64", "model.n_layers=1",
-          "trainer.max_steps=4", "trainer.val_check_interval=4", "trainer.limit_val_batches=2",
-          "trainer.limit_test_batches=2", "logger=csv"]
+    mt = [
+        "+arch=encoder_decoder",
+        "model.d_model=32",
+        "model.n_heads=2",
+        "model.d_ff=64",
+        "model.n_layers=1",
+        "trainer.max_steps=4",
+        "trainer.val_check_interval=4",
+        "trainer.limit_val_batches=2",
+        "trainer.limit_test_batches=2",
+        "logger=csv",
+    ]
     for name, trainer in (("fsdp", FSDP_CPU), ("ddp", ["trainer=ddp_cpu"])):
         ok(run_cli([*mt, *trainer, f"hydra.run.dir={tmp_path / ('mt_' + name)}"], cwd=tmp_path))
     fsdp, ddp = results(tmp_path / "mt_fsdp")["final"], results(tmp_path / "mt_ddp")["final"]

@@ -2,19 +2,18 @@
 prefix re-read bidirectionally at every step. Greedy and beam decoding against slow re-encoding references, the
 exact loss against per-prefix runs and its padding invariance, the sampled loss as an unbiased estimate, FLOPs,
 the objective choice, and overfitting a reversal task."""
+
 import pytest
 import torch
-import torch.nn.functional as F
+from zoo_run import counted_flops, reversal_pairs, reversal_tokenizer
 
-from zoo.data.bpe import SubwordTokenizer, train_bpe
 from zoo.data.multi30k import collate_translation
 from zoo.model.beam_search import beam_search_encoder_only
 from zoo.model.cost import batch_flops
 from zoo.model.generate import left_pad
 from zoo.tasks.translation import Translation
-from zoo_run import counted_flops, reversal_pairs
 
-TOK = SubwordTokenizer(train_bpe(["ein hund läuft", "a dog runs"], 30)).state_dict()
+TOK = reversal_tokenizer()
 EOS = 2
 
 
@@ -22,8 +21,9 @@ pytestmark = pytest.mark.usefixtures("one_thread")  # tiny models: one intra-op 
 
 
 def ar_task(arch="encoder_only", **kw):
-    model = dict(vocab_size=30, d_model=32, n_heads=2, d_ff=64, n_layers=2, dropout=0.0, max_len=40,
-                 tie_embeddings=False)
+    model = dict(
+        vocab_size=30, d_model=32, n_heads=2, d_ff=64, n_layers=2, dropout=0.0, max_len=40, tie_embeddings=False
+    )
     model.update(kw.pop("model", {}))
     return Translation(arch, model, {"src": TOK, "tgt": TOK}, {"lr": 3e-3}, {"warmup_steps": 1}, **kw)
 
@@ -53,8 +53,8 @@ def slow_greedy(model, src, max_new):
             seq.append(nxt)
             if nxt == EOS:
                 break
-    hyp = seq[len(src):]
-    hyp = hyp[:hyp.index(EOS)] if EOS in hyp else hyp
+    hyp = seq[len(src) :]
+    hyp = hyp[: hyp.index(EOS)] if EOS in hyp else hyp
     return [t for t in hyp if t != 0]  # a generated <pad> is fed back as a real token, then dropped (translate)
 
 
@@ -72,7 +72,7 @@ def test_greedy_equals_a_slow_re_encoding_loop_and_beam_one(bias):
     assert task.translate(batch, 1) == [task.translate(pairs_batch([p]), 1)[0] for p in PAIRS]
     idx, kpm = left_pad(srcs, 0)
     out = beam_search_encoder_only(task.model, idx, kpm, 1, [len(s) + 4 for s in srcs], 0.6)
-    beam1 = [[t for t in (r[:r.index(EOS)] if EOS in r else r) if t] for r in out[:, idx.shape[1]:].tolist()]
+    beam1 = [[t for t in (r[: r.index(EOS)] if EOS in r else r) if t] for r in out[:, idx.shape[1] :].tolist()]
     assert beam1 == greedy
     if bias < -100:
         assert [len(h) for h in greedy] == [len(s) + 4 for s in srcs]
@@ -92,7 +92,7 @@ def test_beam_search_of_a_padded_batch_equals_each_source_alone():
     for b, s in enumerate(srcs):
         one, sc = beam_search_encoder_only(task.model, torch.tensor([s]), None, 3, 8, 0.6, return_scores=True)
         n = one.shape[1] - len(s)
-        assert out[b, idx.shape[1]:idx.shape[1] + n].tolist() == one[0, len(s):].tolist()
+        assert out[b, idx.shape[1] : idx.shape[1] + n].tolist() == one[0, len(s) :].tolist()
         assert abs(scores[b].item() - sc.item()) < 1e-4
     _, greedy_scores = beam_search_encoder_only(task.model, idx, kpm, 1, 8, 0.6, return_scores=True)
     assert (scores >= greedy_scores - 1e-5).all()
@@ -152,8 +152,11 @@ def test_flops_are_the_forwards_it_runs():
     tokens with the head on one position."""
     task = ar_task(encoder_ar_targets=3).train()
     batch = pairs_batch(PAIRS)  # joined lengths 4 + 5, 7 + 2, 3 + 4: rows 3 + 2 + 3 = 8 of 8 tokens
-    assert task.batch_flops(batch) == counted_flops(lambda: task.training_loss(batch)) == \
-        batch_flops(task.model, 8, 8, scored=8)
+    assert (
+        task.batch_flops(batch)
+        == counted_flops(lambda: task.training_loss(batch))
+        == batch_flops(task.model, 8, 8, scored=8)
+    )
     x = torch.randint(3, 30, (1, 11))
     assert task.inference_flops_per_token(5, 6) == counted_flops(lambda: task.model.next_token_logits(x))
     assert task.inference_flops_per_token(5, 6) > 8 * ar_task("decoder_only").inference_flops_per_token(5, 6)
@@ -166,13 +169,18 @@ def test_objective_is_chosen_per_arch_and_refused_for_the_wrong_one():
     nat = ar_task(objective="cmlm_mask_predict")
     assert nat.objective == "cmlm_mask_predict" and nat.model.length_head is not None
     assert ar_task("decoder_only").objective == "translation"
-    with pytest.raises(ValueError, match="task.objective=encoder_ar cannot train \\+arch=decoder_only in "
-                                         "task=translation \\(it is \\+arch=encoder_only's\\)"):
+    with pytest.raises(
+        ValueError,
+        match="task.objective=encoder_ar cannot train \\+arch=decoder_only in "
+        "task=translation \\(it is \\+arch=encoder_only's\\)",
+    ):
         ar_task("decoder_only", objective="encoder_ar")
     with pytest.raises(ValueError, match="cmlm_mask_predict cannot train \\+arch=encoder_decoder"):
         ar_task("encoder_decoder", objective="cmlm_mask_predict")
-    with pytest.raises(ValueError, match="task.objective=translation cannot train \\+arch=encoder_only .*trains "
-                                         "encoder_ar, cmlm_mask_predict"):
+    with pytest.raises(
+        ValueError,
+        match="task.objective=translation cannot train \\+arch=encoder_only .*trains encoder_ar, cmlm_mask_predict",
+    ):
         ar_task(objective="translation")
     with pytest.raises(ValueError, match="val/length_acc is logged by task.objective=cmlm_mask_predict only"):
         ar_task(monitor="val/length_acc")

@@ -1,14 +1,15 @@
 """encoder_only's language modeling as ENTP (Ewer et al. 2024, "Encoder-only Next Token Prediction"): the exact
 continuation loss against a slow per-prefix reference, bidirectional reading without a leak of the target, the
 sampled training loss as an unbiased estimate, FLOPs against FlopCounterMode, the objective choice, overfitting."""
+
 import pytest
 import torch
 import torch.nn.functional as F
+from zoo_run import counted_flops
 
 from zoo.model.cost import batch_flops
 from zoo.model.encoder_only import prefix_next_logits, prefix_rows
 from zoo.tasks.lm import LanguageModeling, strata, stratified_positions
-from zoo_run import counted_flops
 
 CHARS = {"chars": "".join(chr(32 + i) for i in range(65))}
 
@@ -29,8 +30,12 @@ def windows(B=3, T=12, seed=0):
 
 def reference_nll(model, x, y, js):
     """-log p(y[b, j] | x[b, :j+1]), the model run on each prefix alone (no padding, no batching): (B, len(js))."""
-    return torch.stack([torch.stack([F.cross_entropy(model(x[b:b + 1, :j + 1])[0, -1], y[b, j]) for j in js])
-                        for b in range(x.shape[0])])
+    return torch.stack(
+        [
+            torch.stack([F.cross_entropy(model(x[b : b + 1, : j + 1])[0, -1], y[b, j]) for j in js])
+            for b in range(x.shape[0])
+        ]
+    )
 
 
 @pytest.mark.parametrize("position", ["sinusoidal", "learned", "rope", "alibi"])
@@ -62,7 +67,7 @@ def test_chunked_rows_equal_one_padded_forward():
     with torch.no_grad():
         one = prefix_next_logits(task.model, x, row, length)
         chunked = prefix_next_logits(task.model, x, row, length, max_tokens=12)
-        alone = torch.stack([task.model(x[r:r + 1, :n])[0, -1] for r, n in zip(row.tolist(), length.tolist())])
+        alone = torch.stack([task.model(x[r : r + 1, :n])[0, -1] for r, n in zip(row.tolist(), length.tolist())])
     torch.testing.assert_close(one, alone, rtol=0, atol=1e-5)
     torch.testing.assert_close(chunked, alone, rtol=0, atol=1e-5)
 
@@ -125,8 +130,11 @@ def test_flops_are_the_forwards_it_runs():
     assert task.batch_flops((x, y)) == counted_flops(lambda: task.training_loss((x, y))) > 0
     assert task.batch_flops((x, y)) == sum(batch_flops(task.model, 4, w, scored=4) for w in (5, 10, 16))
     assert 1.5 < task.batch_flops((x, y)) / dec.batch_flops((x, y)) < 2.5  # K = 3: widths 5 + 10 + 16 vs 16
-    assert task.inference_flops_per_token(16) == counted_flops(lambda: task.model.next_token_logits(x[:1])) \
-        > 10 * dec.inference_flops_per_token(16)  # the causal model's is one token's pass (KV cache)
+    assert (
+        task.inference_flops_per_token(16)
+        == counted_flops(lambda: task.model.next_token_logits(x[:1]))
+        > 10 * dec.inference_flops_per_token(16)
+    )  # the causal model's is one token's pass (KV cache)
 
 
 def test_objective_is_chosen_per_arch_and_refused_for_the_wrong_one():
@@ -137,11 +145,15 @@ def test_objective_is_chosen_per_arch_and_refused_for_the_wrong_one():
     assert lm_task("decoder_only", mask="prefix").objective == "prefix_lm"
     assert lm_task("decoder_only", task={"objective": "prefix_lm"}, mask="prefix").hparams.objective == "prefix_lm"
     assert lm_task(task={"objective": None}).hparams.objective == "entp"  # saved resolved (checkpoints)
-    with pytest.raises(ValueError, match="task.objective=entp cannot train \\+arch=decoder_only in task=lm "
-                                         "\\(it is \\+arch=encoder_only's\\); \\+arch=decoder_only trains causal_lm"):
+    with pytest.raises(
+        ValueError,
+        match="task.objective=entp cannot train \\+arch=decoder_only in task=lm "
+        "\\(it is \\+arch=encoder_only's\\); \\+arch=decoder_only trains causal_lm",
+    ):
         lm_task("decoder_only", task={"objective": "entp"})
-    with pytest.raises(ValueError, match="task.objective=causal_lm cannot train \\+arch=encoder_only .* trains "
-                                         "entp, masked_lm"):
+    with pytest.raises(
+        ValueError, match="task.objective=causal_lm cannot train \\+arch=encoder_only .* trains entp, masked_lm"
+    ):
         lm_task(task={"objective": "causal_lm"})
     with pytest.raises(ValueError, match="masked_lm cannot train \\+arch=encoder_decoder"):
         lm_task("encoder_decoder", task={"objective": "masked_lm"})
@@ -161,6 +173,7 @@ def test_generate_re_encodes_the_prefix():
     torch.manual_seed(0)
     task = lm_task().eval()
     from zoo.model.generate import left_pad
+
     prompts = [[5, 6, 7, 8], [9, 10]]
     idx, kpm = left_pad(prompts, 0)
     out = task.model.generate(idx, 6, key_padding_mask=kpm, temperature=0.0)
@@ -169,7 +182,7 @@ def test_generate_re_encodes_the_prefix():
         with torch.no_grad():
             for _ in range(6):
                 seq.append(int(task.model(torch.tensor([seq]))[0, -1].argmax()))
-        assert row[idx.shape[1]:] == seq[len(p):]
+        assert row[idx.shape[1] :] == seq[len(p) :]
     text = task.generate_text("AB", 5, temperature=0.0)
     assert text.startswith("AB") and len(text) == 7
 

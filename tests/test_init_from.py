@@ -1,18 +1,29 @@
 """model.init_from (zoo/init_from.py): a run starts from a converted Hugging Face checkpoint (a toy BERT in
 BERT's layout, with a WordPiece tokenizer.json at BERT's ids, trained on SST-2 sentences)."""
+
 import pytest
 import torch
 
 tf = pytest.importorskip("transformers")
 
-from test_pretrained_tokenizer import bert_like, sst2_rows  # noqa: E402
+from test_pretrained_tokenizer import bert_like  # noqa: E402
+from zoo_run import make_cfg, run_cli, sst2_rows  # noqa: E402
+
 from zoo.init_from import InitFromError  # noqa: E402
 from zoo.interop import hf as zhf  # noqa: E402
 from zoo.train import run  # noqa: E402
-from zoo_run import make_cfg, run_cli  # noqa: E402
 
-RUN = ["data.limit=256", "data.batch_size=32", "trainer.max_steps=4", "trainer.max_epochs=-1",
-       "trainer.val_check_interval=2", "trainer.enable_model_summary=false", "logger=csv"]
+pytestmark = pytest.mark.e2e  # every test here starts a run from a converted checkpoint
+
+RUN = [
+    "data.limit=256",
+    "data.batch_size=32",
+    "trainer.max_steps=4",
+    "trainer.max_epochs=-1",
+    "trainer.val_check_interval=2",
+    "trainer.enable_model_summary=false",
+    "logger=csv",
+]
 
 
 @pytest.fixture(scope="module")
@@ -22,15 +33,23 @@ def bert_dir(tmp_path_factory):
     tok = bert_like([t for t, _ in sst2_rows("sentiment-train", 3000)])
     tok.save(str(d / "tokenizer.json"))
     torch.manual_seed(0)
-    cfg = tf.BertConfig(vocab_size=tok.get_vocab_size(), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                        intermediate_size=64, max_position_embeddings=128, pad_token_id=0)
+    cfg = tf.BertConfig(
+        vocab_size=tok.get_vocab_size(),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=64,
+        max_position_embeddings=128,
+        pad_token_id=0,
+    )
     tf.BertForMaskedLM(cfg).save_pretrained(d)
     return d
 
 
 def test_a_run_starts_from_the_checkpoint_weights(bert_dir, tmp_path):
-    """With lr 1e-30 (updates below fp32 resolution) the run's checkpoint holds exactly the converted BERT (every weight but the new classifier),
-    the data uses the checkpoint's tokenizer (BERT's ids), and the shape is the checkpoint's."""
+    """With lr 1e-30 (updates below fp32 resolution) the run's checkpoint holds exactly the converted BERT
+    (every weight but the new classifier), the data uses the checkpoint's tokenizer (BERT's ids), and the shape
+    is the checkpoint's."""
     run(make_cfg(tmp_path, [*RUN, f"model.init_from={bert_dir}", "task.optimizer.lr=1e-30"], arch="encoder_only"))
     converted, cfg = zhf.from_hf(str(bert_dir))
     ckpt = torch.load(next((tmp_path / "checkpoints").glob("last.ckpt")), map_location="cpu", weights_only=True)
@@ -38,7 +57,7 @@ def test_a_run_starts_from_the_checkpoint_weights(bert_dir, tmp_path):
     assert (hp["model"]["d_model"], hp["model"]["n_layers"], hp["model"]["vocab_size"]) == (32, 2, cfg.vocab_size)
     assert (hp["model"]["pad_id"], hp["model"]["num_classes"]) == (0, 2)
     assert '"[CLS]"' in hp["tokenizer"]["json"]  # the checkpoint's tokenizer.json, not a trained BPE
-    state = {k[len("model."):]: v for k, v in ckpt["state_dict"].items() if k.startswith("model.")}
+    state = {k[len("model.") :]: v for k, v in ckpt["state_dict"].items() if k.startswith("model.")}
     for k, v in converted.state_dict().items():
         assert torch.allclose(state[k], v, rtol=1e-6, atol=1e-20), k  # a fresh init would differ by ~0.02
     assert "classifier.weight" in state
@@ -53,9 +72,12 @@ def test_fine_tuning_changes_the_weights(bert_dir, tmp_path):
     assert not torch.equal(ckpt["state_dict"]["model.embed.tok.weight"], tok)
 
 
-@pytest.mark.parametrize("over, message", [
-    (["model.init_from=/nonexistent/bert"], "model.init_from=/nonexistent/bert: not found"),
-])
+@pytest.mark.parametrize(
+    "over, message",
+    [
+        (["model.init_from=/nonexistent/bert"], "model.init_from=/nonexistent/bert: not found"),
+    ],
+)
 def test_a_missing_checkpoint_is_refused(tmp_path, over, message):
     with pytest.raises(InitFromError, match=message):
         run(make_cfg(tmp_path, [*RUN, *over], arch="encoder_only"))
@@ -63,15 +85,17 @@ def test_a_missing_checkpoint_is_refused(tmp_path, over, message):
 
 def test_wrong_arch_and_wrong_tokenizer_are_refused_before_training(bert_dir, tmp_path):
     with pytest.raises(InitFromError, match=r"holds a encoder_only model, but this run is \+arch=decoder_only"):
-        run(make_cfg(tmp_path / "a", [*RUN, f"model.init_from={bert_dir}", "task=classification"],
-                     arch="decoder_only"))
+        run(make_cfg(tmp_path / "a", [*RUN, f"model.init_from={bert_dir}", "task=classification"], arch="decoder_only"))
     other = tmp_path / "other.json"  # a WordPiece of another vocabulary size
     small = bert_like([t for t, _ in sst2_rows("sentiment-train", 40)])
     small.save(str(other))
     assert small.get_vocab_size() != zhf.config_of(str(bert_dir))[1].vocab_size
     with pytest.raises(InitFromError, match="the data's tokenizer gives"):
-        run(make_cfg(tmp_path / "b", [*RUN, f"model.init_from={bert_dir}", f"data.tokenizer={other}"],
-                     arch="encoder_only"))
+        run(
+            make_cfg(
+                tmp_path / "b", [*RUN, f"model.init_from={bert_dir}", f"data.tokenizer={other}"], arch="encoder_only"
+            )
+        )
 
 
 def test_cli_exit_2(bert_dir, tmp_path):

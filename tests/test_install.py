@@ -1,4 +1,5 @@
 """A non-editable install (a wheel) carries the Hydra configs as zoo/conf and finds them from anywhere."""
+
 import os
 import shutil
 import subprocess
@@ -8,9 +9,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from zoo_run import REPO
 
 from zoo.train import CONF_DIR
-from zoo_run import REPO
 
 IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc")
 
@@ -27,8 +28,13 @@ def wheel(tmp_path_factory) -> Path:
             shutil.copy2(p, src / p.name)
     for name in ("zoo", "conf"):
         shutil.copytree(REPO / name, src / name, ignore=IGNORE)
-    r = subprocess.run([sys.executable, "-m", "pip", "wheel", ".", "--no-deps", "--no-build-isolation", "-q",
-                        "-w", str(tmp / "dist")], cwd=src, capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", ".", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp / "dist")],
+        cwd=src,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     (whl,) = (tmp / "dist").glob("zoo-*.whl")
     return whl
@@ -47,6 +53,7 @@ def test_wheel_has_every_config_and_module(wheel):
     assert not [n for n in names if n.startswith("conf/")]  # no top-level conf package
 
 
+@pytest.mark.e2e
 def test_wheel_finds_its_configs_outside_the_repo(wheel, tmp_path):
     """The unpacked wheel, first on the path, run from a folder outside the repo: `python -m zoo
     +arch=decoder_only --cfg all` composes from the wheel's zoo/conf, the job config included."""
@@ -55,8 +62,14 @@ def test_wheel_finds_its_configs_outside_the_repo(wheel, tmp_path):
     work = tmp_path / "work"
     work.mkdir()
     env = {**os.environ, "PYTHONPATH": str(site), "WANDB_MODE": "offline"}
-    r = subprocess.run([sys.executable, "-m", "zoo", "+arch=decoder_only", "--cfg", "all"], cwd=work, env=env,
-                       capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-m", "zoo", "+arch=decoder_only", "--cfg", "all"],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     cfg = yaml.safe_load(r.stdout)
     sources = {s["provider"]: s["path"] for s in cfg["hydra"]["runtime"]["config_sources"]}

@@ -1,12 +1,22 @@
 """BART <-> EncoderDecoder (transformers' BartForConditionalGeneration), exact at toy size, random init, no download."""
+
 import pytest
 import torch
 
 tf = pytest.importorskip("transformers")
 
-from test_interop_util import (assert_round_trip_is_bit_for_bit, assert_same_logits, hf_greedy,  # noqa: E402
-                               hf_saved_keys, load_in_transformers, saved_keys, seq2seq_batch, tiny_bart_layout,
-                               zoo_seq2seq)
+from test_interop_util import (  # noqa: E402
+    assert_round_trip_is_bit_for_bit,
+    assert_same_logits,
+    hf_greedy,
+    hf_saved_keys,
+    load_in_transformers,
+    saved_keys,
+    seq2seq_batch,
+    tiny_bart_layout,
+    zoo_seq2seq,
+)
+
 from zoo.interop import hf as zhf  # noqa: E402
 from zoo.interop.families import Unsupported  # noqa: E402
 
@@ -21,8 +31,19 @@ def tiny_bart(logits_bias=True, **over):
 
 
 def zoo_bart_like(**over):
-    kw = dict(vocab_size=V, position="learned", position_offset=2, embed_norm=True, share_tokens=True,
-              scale_embeddings=False, activation="gelu", bos_id=BOS, pad_id=PAD, eos_id=EOS, decoder_start_id=EOS)
+    kw = dict(
+        vocab_size=V,
+        position="learned",
+        position_offset=2,
+        embed_norm=True,
+        share_tokens=True,
+        scale_embeddings=False,
+        activation="gelu",
+        bos_id=BOS,
+        pad_id=PAD,
+        eos_id=EOS,
+        decoder_start_id=EOS,
+    )
     return zoo_seq2seq(**{**kw, **over})
 
 
@@ -30,8 +51,10 @@ def batch():
     return seq2seq_batch([10, 6, 3], V, PAD, 7, start=EOS)
 
 
-CASES = [{}, {"tie_word_embeddings": False, "scale_embedding": True, "activation_function": "relu",
-              "decoder_layers": 1}]
+CASES = [
+    {},
+    {"tie_word_embeddings": False, "scale_embedding": True, "activation_function": "relu", "decoder_layers": 1},
+]
 
 
 @pytest.mark.parametrize("over", CASES)
@@ -62,11 +85,12 @@ def test_beam_search_starts_from_the_decoder_start_token():
     got = beam_search(m, src, skpm, beam_size=1, max_len=12, length_penalty=0.0)
     assert got[:, 0].tolist() == [EOS] * 3
     for row_got, row_want in zip(got.tolist(), want.tolist()):  # HF pads finished rows; zoo pads with pad_id
-        assert row_got[:len(row_want)] == row_want[:len(row_got)]
+        assert row_got[: len(row_want)] == row_want[: len(row_got)]
 
 
-@pytest.mark.parametrize("over", [{}, {"share_tokens": False, "tie_embeddings": False, "lm_head_bias": True,
-                                       "scale_embeddings": True}])
+@pytest.mark.parametrize(
+    "over", [{}, {"share_tokens": False, "tie_embeddings": False, "lm_head_bias": True, "scale_embeddings": True}]
+)
 def test_to_hf_loads_in_transformers_with_the_same_logits(tmp_path, over):
     m = zoo_bart_like(**over)
     hf = load_in_transformers(m, tmp_path, "BartForConditionalGeneration")
@@ -74,17 +98,23 @@ def test_to_hf_loads_in_transformers_with_the_same_logits(tmp_path, over):
     assert saved_keys(tmp_path) == hf_saved_keys(hf, tmp_path / "hf")
 
 
-@pytest.mark.parametrize("over", [{}, {"share_tokens": False, "tie_embeddings": False, "lm_head_bias": True,
-                                       "n_decoder_layers": 1}])
+@pytest.mark.parametrize(
+    "over", [{}, {"share_tokens": False, "tie_embeddings": False, "lm_head_bias": True, "n_decoder_layers": 1}]
+)
 def test_round_trip_is_bit_for_bit(tmp_path, over):
     assert_round_trip_is_bit_for_bit(zoo_bart_like(**over), tmp_path)
 
 
-@pytest.mark.parametrize("over, option", [({"position_offset": 0}, "model.position_offset=0"),
-                                          ({"embed_norm": False}, "model.embed_norm=False"),
-                                          ({"share_tokens": False}, "share_tokens"),
-                                          ({"norm": "rmsnorm"}, "model.norm='rmsnorm'"),
-                                          ({"final_norm": True}, "model.final_norm=true")])
+@pytest.mark.parametrize(
+    "over, option",
+    [
+        ({"position_offset": 0}, "model.position_offset=0"),
+        ({"embed_norm": False}, "model.embed_norm=False"),
+        ({"share_tokens": False}, "share_tokens"),
+        ({"norm": "rmsnorm"}, "model.norm='rmsnorm'"),
+        ({"final_norm": True}, "model.final_norm=true"),
+    ],
+)
 def test_to_hf_refuses_options_bart_lacks(tmp_path, over, option):
     with pytest.raises(Unsupported, match=option):
         zhf.to_hf(zoo_bart_like(**over), tmp_path)

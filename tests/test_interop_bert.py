@@ -1,10 +1,20 @@
 """BERT <-> EncoderOnly (transformers' BertForMaskedLM / BertModel), exact at toy size, random init, no download."""
+
 import pytest
 import torch
 
 tf = pytest.importorskip("transformers")
 
-from test_interop_util import assert_close, assert_same_state, hf_saved_keys, right_padded, saved_keys, seeded  # noqa: E402
+from test_interop_util import (  # noqa: E402
+    assert_close,
+    assert_same_state,
+    hf_saved_keys,
+    perturb,
+    right_padded,
+    saved_keys,
+    seeded,
+)
+
 from zoo.interop import hf as zhf  # noqa: E402
 from zoo.interop.families import Unsupported  # noqa: E402
 from zoo.model import EncoderOnly, ModelConfig  # noqa: E402
@@ -12,26 +22,41 @@ from zoo.model import EncoderOnly, ModelConfig  # noqa: E402
 V, PAD = 97, 0
 
 
-def perturb(model, std=0.05):
-    """Random values everywhere (LayerNorm weights, biases, the MLM bias), so every mapped tensor matters."""
-    with torch.no_grad():
-        for p in model.parameters():
-            p.add_(torch.randn_like(p) * std)
-    return model
-
-
 def tiny_bert(cls="BertForMaskedLM", **over):
     seeded()
-    kw = dict(vocab_size=V, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
-              max_position_embeddings=64, type_vocab_size=2, pad_token_id=PAD)
+    kw = dict(
+        vocab_size=V,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=64,
+        max_position_embeddings=64,
+        type_vocab_size=2,
+        pad_token_id=PAD,
+    )
     return perturb(getattr(tf, cls)(tf.BertConfig(**{**kw, **over}))).eval()
 
 
 def zoo_bert_like(**over):
     seeded(1)
-    kw = dict(vocab_size=V, d_model=32, n_heads=4, d_ff=64, n_layers=2, position="learned", norm_first=False,
-              scale_embeddings=False, activation="gelu", max_len=64, embed_norm=True, type_vocab_size=2,
-              lm_head_transform=True, lm_head_bias=True, norm_eps=1e-12, dropout=0.0)
+    kw = dict(
+        vocab_size=V,
+        d_model=32,
+        n_heads=4,
+        d_ff=64,
+        n_layers=2,
+        position="learned",
+        norm_first=False,
+        scale_embeddings=False,
+        activation="gelu",
+        max_len=64,
+        embed_norm=True,
+        type_vocab_size=2,
+        lm_head_transform=True,
+        lm_head_bias=True,
+        norm_eps=1e-12,
+        dropout=0.0,
+    )
     return EncoderOnly(ModelConfig(**{**kw, **over})).eval()
 
 
@@ -77,11 +102,16 @@ def test_round_trip_is_bit_for_bit(tmp_path, over):
     assert (cfg.tie_embeddings, cfg.activation) == (m.cfg.tie_embeddings, m.cfg.activation)
 
 
-@pytest.mark.parametrize("over, option", [({"type_vocab_size": 0}, "model.type_vocab_size=0"),
-                                          ({"lm_head_transform": False}, "model.lm_head_transform=False"),
-                                          ({"norm_first": True}, "model.norm_first=True"),
-                                          ({"position": "alibi"}, "model.position='alibi'"),
-                                          ({"num_classes": 2}, "model.num_classes=2")])
+@pytest.mark.parametrize(
+    "over, option",
+    [
+        ({"type_vocab_size": 0}, "model.type_vocab_size=0"),
+        ({"lm_head_transform": False}, "model.lm_head_transform=False"),
+        ({"norm_first": True}, "model.norm_first=True"),
+        ({"position": "alibi"}, "model.position='alibi'"),
+        ({"num_classes": 2}, "model.num_classes=2"),
+    ],
+)
 def test_to_hf_refuses_options_bert_lacks(tmp_path, over, option):
     with pytest.raises(Unsupported, match=option):
         zhf.to_hf(zoo_bert_like(**over), tmp_path)

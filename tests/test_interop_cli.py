@@ -1,4 +1,5 @@
 """python -m zoo.convert from-hf / to-hf, and a converted checkpoint loaded the way zoo loads run checkpoints."""
+
 import json
 
 import pytest
@@ -7,6 +8,7 @@ import torch
 tf = pytest.importorskip("transformers")
 
 from test_interop_util import assert_close, assert_same_state, right_padded, seeded  # noqa: E402
+
 from zoo.convert import main  # noqa: E402
 from zoo.interop import hf as zhf  # noqa: E402
 from zoo.model import EncoderDecoder, ModelConfig  # noqa: E402
@@ -14,12 +16,23 @@ from zoo.model import EncoderDecoder, ModelConfig  # noqa: E402
 
 def test_from_hf_then_to_hf_with_the_tokenizer(tmp_path, capsys):
     from tokenizers import Tokenizer, models, pre_tokenizers
+
     vocab = {t: i for i, t in enumerate(["<pad>", "<s>", "</s>", *"abcdefghij"])}
     tok = Tokenizer(models.WordLevel(vocab, unk_token="<pad>"))
     tok.pre_tokenizer = pre_tokenizers.Split("", "isolated")
     seeded()
-    hf = tf.GPT2LMHeadModel(tf.GPT2Config(vocab_size=len(vocab), n_embd=16, n_layer=1, n_head=2, n_positions=32,
-                                          pad_token_id=0, bos_token_id=1, eos_token_id=2)).eval()
+    hf = tf.GPT2LMHeadModel(
+        tf.GPT2Config(
+            vocab_size=len(vocab),
+            n_embd=16,
+            n_layer=1,
+            n_head=2,
+            n_positions=32,
+            pad_token_id=0,
+            bos_token_id=1,
+            eos_token_id=2,
+        )
+    ).eval()
     src = tmp_path / "hf"
     hf.save_pretrained(src)
     tok.save(str(src / "tokenizer.json"))

@@ -1,10 +1,12 @@
 """GPT-2 <-> DecoderOnly (transformers' GPT2LMHeadModel), exact at toy size, random init, no download."""
+
 import pytest
 import torch
 
 tf = pytest.importorskip("transformers")
 
 from test_interop_util import assert_close, assert_same_state, hf_saved_keys, right_padded, saved_keys, seeded  # noqa: E402
+
 from zoo.interop import hf as zhf  # noqa: E402
 from zoo.interop.families import Unsupported  # noqa: E402
 from zoo.model import DecoderOnly, ModelConfig  # noqa: E402
@@ -15,20 +17,42 @@ V, PAD, BOS, EOS = 97, 0, 1, 2
 
 def tiny_gpt2(**over):
     seeded()
-    kw = dict(vocab_size=V, n_embd=32, n_layer=2, n_head=4, n_positions=64, bos_token_id=BOS, eos_token_id=EOS,
-              pad_token_id=PAD)
+    kw = dict(
+        vocab_size=V,
+        n_embd=32,
+        n_layer=2,
+        n_head=4,
+        n_positions=64,
+        bos_token_id=BOS,
+        eos_token_id=EOS,
+        pad_token_id=PAD,
+    )
     return tf.GPT2LMHeadModel(tf.GPT2Config(**{**kw, **over})).eval()
 
 
 def zoo_gpt2_like(**over):
     seeded(1)
-    kw = dict(vocab_size=V, d_model=32, n_heads=4, d_ff=64, n_layers=2, position="learned", norm_first=True,
-              final_norm=True, scale_embeddings=False, activation="gelu_tanh", max_len=64, init="gpt2", dropout=0.0)
+    kw = dict(
+        vocab_size=V,
+        d_model=32,
+        n_heads=4,
+        d_ff=64,
+        n_layers=2,
+        position="learned",
+        norm_first=True,
+        final_norm=True,
+        scale_embeddings=False,
+        activation="gelu_tanh",
+        max_len=64,
+        init="gpt2",
+        dropout=0.0,
+    )
     return DecoderOnly(ModelConfig(**{**kw, **over})).eval()
 
 
-@pytest.mark.parametrize("over", [{}, {"activation_function": "relu", "tie_word_embeddings": False},
-                                  {"scale_attn_weights": False}])
+@pytest.mark.parametrize(
+    "over", [{}, {"activation_function": "relu", "tie_word_embeddings": False}, {"scale_attn_weights": False}]
+)
 def test_logits_match_with_padding_and_lengths(over):
     hf = tiny_gpt2(**over)
     m, cfg = zhf.from_hf(hf)
@@ -51,8 +75,15 @@ def test_greedy_generation_matches():
     hf = tiny_gpt2()
     m, _ = zhf.from_hf(hf)
     ids, kpm = left_pad([[5, 6, 7, 8, 9], [10, 11], [12, 13, 14]], PAD)
-    want = hf.generate(ids, attention_mask=(~kpm).long(), do_sample=False, num_beams=1, max_new_tokens=12,
-                       pad_token_id=PAD, eos_token_id=EOS)
+    want = hf.generate(
+        ids,
+        attention_mask=(~kpm).long(),
+        do_sample=False,
+        num_beams=1,
+        max_new_tokens=12,
+        pad_token_id=PAD,
+        eos_token_id=EOS,
+    )
     got = m.generate(ids, 12, key_padding_mask=kpm, temperature=0.0, eos_id=EOS)
     assert torch.equal(got, want)
 
@@ -77,11 +108,16 @@ def test_round_trip_is_bit_for_bit(tmp_path, over):
     assert cfg.tie_embeddings == m.cfg.tie_embeddings and cfg.activation == m.cfg.activation
 
 
-@pytest.mark.parametrize("over, option", [({"position": "rope"}, "model.position='rope'"),
-                                          ({"norm_first": False}, "model.norm_first=False"),
-                                          ({"n_kv_heads": 2}, "model.n_kv_heads=2"),
-                                          ({"activation": "swiglu"}, "model.activation='swiglu'"),
-                                          ({"mask": "prefix"}, "model.mask='prefix'")])
+@pytest.mark.parametrize(
+    "over, option",
+    [
+        ({"position": "rope"}, "model.position='rope'"),
+        ({"norm_first": False}, "model.norm_first=False"),
+        ({"n_kv_heads": 2}, "model.n_kv_heads=2"),
+        ({"activation": "swiglu"}, "model.activation='swiglu'"),
+        ({"mask": "prefix"}, "model.mask='prefix'"),
+    ],
+)
 def test_to_hf_refuses_options_gpt2_lacks(tmp_path, over, option):
     with pytest.raises(Unsupported, match=option.replace("(", r"\(")):
         zhf.to_hf(zoo_gpt2_like(**over), tmp_path)

@@ -1,12 +1,22 @@
 """Marian <-> EncoderDecoder (transformers' MarianMTModel), exact at toy size, random init, no download."""
+
 import pytest
 import torch
 
 tf = pytest.importorskip("transformers")
 
-from test_interop_util import (assert_round_trip_is_bit_for_bit, assert_same_logits, hf_greedy,  # noqa: E402
-                               hf_saved_keys, load_in_transformers, saved_keys, seq2seq_batch, tiny_bart_layout,
-                               zoo_seq2seq)
+from test_interop_util import (  # noqa: E402
+    assert_round_trip_is_bit_for_bit,
+    assert_same_logits,
+    hf_greedy,
+    hf_saved_keys,
+    load_in_transformers,
+    saved_keys,
+    seq2seq_batch,
+    tiny_bart_layout,
+    zoo_seq2seq,
+)
+
 from zoo.interop import hf as zhf  # noqa: E402
 from zoo.interop.families import Unsupported  # noqa: E402
 
@@ -19,19 +29,35 @@ def tiny_marian(logits_bias=True, **over):
 
 
 def zoo_marian_like(**over):
-    kw = dict(vocab_size=V, position="sinusoidal", sinusoidal_layout="split", pad_id=PAD, bos_id=1, eos_id=EOS,
-              decoder_start_id=PAD)
+    kw = dict(
+        vocab_size=V,
+        position="sinusoidal",
+        sinusoidal_layout="split",
+        pad_id=PAD,
+        bos_id=1,
+        eos_id=EOS,
+        decoder_start_id=PAD,
+    )
     return zoo_seq2seq(**{**kw, **over})
 
 
 def batch(src_vocab=V, tgt_vocab=V):
-    return seq2seq_batch([10, 6, 3], src_vocab, PAD if src_vocab == V else 0, 7, start=PAD,
-                         tgt_high=min(tgt_vocab, PAD))
+    return seq2seq_batch(
+        [10, 6, 3], src_vocab, PAD if src_vocab == V else 0, 7, start=PAD, tgt_high=min(tgt_vocab, PAD)
+    )
 
 
-CASES = [{}, {"share_encoder_decoder_embeddings": False, "decoder_vocab_size": 80},
-         {"share_encoder_decoder_embeddings": False, "tie_word_embeddings": False, "activation_function": "swish",
-          "scale_embedding": False, "decoder_layers": 1}]
+CASES = [
+    {},
+    {"share_encoder_decoder_embeddings": False, "decoder_vocab_size": 80},
+    {
+        "share_encoder_decoder_embeddings": False,
+        "tie_word_embeddings": False,
+        "activation_function": "swish",
+        "scale_embedding": False,
+        "decoder_layers": 1,
+    },
+]
 
 
 @pytest.mark.parametrize("over", CASES)
@@ -50,8 +76,14 @@ def test_greedy_generation_matches(over):
     assert torch.equal(m.generate(src, 12, src_key_padding_mask=skpm), hf_greedy(hf, src, skpm, 12))
 
 
-@pytest.mark.parametrize("over", [{}, {"tie_embeddings": True, "share_embeddings": True, "lm_head_bias": True},
-                                  {"tie_embeddings": False, "activation": "gelu", "scale_embeddings": False}])
+@pytest.mark.parametrize(
+    "over",
+    [
+        {},
+        {"tie_embeddings": True, "share_embeddings": True, "lm_head_bias": True},
+        {"tie_embeddings": False, "activation": "gelu", "scale_embeddings": False},
+    ],
+)
 def test_to_hf_loads_in_transformers_with_the_same_logits(tmp_path, over):
     m = zoo_marian_like(**over)
     hf = load_in_transformers(m, tmp_path, "MarianMTModel")
@@ -59,17 +91,28 @@ def test_to_hf_loads_in_transformers_with_the_same_logits(tmp_path, over):
     assert saved_keys(tmp_path) == hf_saved_keys(hf, tmp_path / "hf")
 
 
-@pytest.mark.parametrize("over", [{}, {"share_embeddings": True, "lm_head_bias": True},
-                                  {"tie_embeddings": False, "src_vocab_size": 70, "n_decoder_layers": 1}])
+@pytest.mark.parametrize(
+    "over",
+    [
+        {},
+        {"share_embeddings": True, "lm_head_bias": True},
+        {"tie_embeddings": False, "src_vocab_size": 70, "n_decoder_layers": 1},
+    ],
+)
 def test_round_trip_is_bit_for_bit(tmp_path, over):
     assert_round_trip_is_bit_for_bit(zoo_marian_like(**over), tmp_path)
 
 
-@pytest.mark.parametrize("over, option", [({"sinusoidal_layout": "interleaved"}, "model.sinusoidal_layout='interleaved'"),
-                                          ({"position": "alibi"}, "model.position='alibi'"),
-                                          ({"position": "rope"}, "model.position='rope'"),
-                                          ({"norm_first": True}, "model.norm_first=True"),
-                                          ({"share_embeddings": True, "tie_embeddings": False}, "tie_embeddings")])
+@pytest.mark.parametrize(
+    "over, option",
+    [
+        ({"sinusoidal_layout": "interleaved"}, "model.sinusoidal_layout='interleaved'"),
+        ({"position": "alibi"}, "model.position='alibi'"),
+        ({"position": "rope"}, "model.position='rope'"),
+        ({"norm_first": True}, "model.norm_first=True"),
+        ({"share_embeddings": True, "tie_embeddings": False}, "tie_embeddings"),
+    ],
+)
 def test_to_hf_refuses_options_marian_lacks(tmp_path, over, option):
     with pytest.raises(Unsupported, match=option):
         zhf.to_hf(zoo_marian_like(**over), tmp_path)

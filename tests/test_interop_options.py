@@ -1,11 +1,12 @@
 """The block options the Hugging Face families need (zoo.model): each one's math, and defaults unchanged."""
+
 import math
 
 import pytest
 import torch
 import torch.nn.functional as F
 
-from zoo.model import EncoderDecoder, EncoderOnly, DecoderOnly, ModelConfig, build_model
+from zoo.model import DecoderOnly, EncoderDecoder, EncoderOnly, ModelConfig, build_model
 from zoo.model.attention import attend
 from zoo.model.embedding import Embedding
 from zoo.model.feedforward import FeedForward
@@ -26,8 +27,13 @@ def test_defaults_build_the_same_modules_and_weights():
     assert emb.norm is None and emb.types is None
 
 
-@pytest.mark.parametrize("act, fn", [("gelu_tanh", lambda x: 0.5 * x * (1 + torch.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))),
-                                     ("silu", lambda x: x * torch.sigmoid(x))])
+@pytest.mark.parametrize(
+    "act, fn",
+    [
+        ("gelu_tanh", lambda x: 0.5 * x * (1 + torch.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))),
+        ("silu", lambda x: x * torch.sigmoid(x)),
+    ],
+)
 def test_ungated_activations(act, fn):
     torch.manual_seed(0)
     ff = FeedForward(8, 16, act)
@@ -78,8 +84,9 @@ def test_learned_position_offset():
 
 def test_embedding_norm_and_token_types():
     torch.manual_seed(0)
-    m = EncoderOnly(ModelConfig(**SMALL, position="learned", embed_norm=True, type_vocab_size=2,
-                                scale_embeddings=False))
+    m = EncoderOnly(
+        ModelConfig(**SMALL, position="learned", embed_norm=True, type_vocab_size=2, scale_embeddings=False)
+    )
     e = m.embed
     idx = torch.randint(0, 40, (2, 5))
     pos = torch.arange(5).unsqueeze(0)
@@ -93,7 +100,7 @@ def test_lm_head_options():
     head = make_lm_head(cfg, 40)
     assert isinstance(head, LMHead) and isinstance(head, torch.nn.Linear)
     x = torch.randn(2, 3, 16)
-    h = F.layer_norm(F.gelu(head.dense(x)), (16,), head.norm.weight, head.norm.bias, 1e-5) * 16 ** -0.5
+    h = F.layer_norm(F.gelu(head.dense(x)), (16,), head.norm.weight, head.norm.bias, 1e-5) * 16**-0.5
     torch.testing.assert_close(head(x), h @ head.weight.T + head.bias)
     m = EncoderOnly(cfg)
     assert m.lm_head.weight is m.embed.tok.weight  # still tied
@@ -118,7 +125,7 @@ def test_t5_buckets():
     b = t5_buckets(rel, True, 32, 128)[0]
     assert b[200].item() == 0 and b[201].item() == 16 + 1 and b[199].item() == 1  # 0, +1, -1
     assert b.max().item() == 31 and b.min().item() == 0
-    assert b[200 + 128:].eq(31).all() and b[: 200 - 127].eq(15).all()  # beyond max_distance: the last bucket
+    assert b[200 + 128 :].eq(31).all() and b[: 200 - 127].eq(15).all()  # beyond max_distance: the last bucket
     c = t5_buckets(rel, False, 32, 128)[0]
     assert c[200:].eq(0).all() and c[199].item() == 1 and c.max().item() == 31  # causal: later keys share bucket 0
 
@@ -135,7 +142,7 @@ def test_t5_relative_bias_in_every_architecture_and_with_the_cache():
     idx = torch.randint(0, 40, (2, 9))
     full = m(idx)
     cache = m.new_cache(2, 9)
-    steps = [m(idx[:, :5], cache=cache)] + [m(idx[:, t:t + 1], cache=cache) for t in range(5, 9)]
+    steps = [m(idx[:, :5], cache=cache)] + [m(idx[:, t : t + 1], cache=cache) for t in range(5, 9)]
     torch.testing.assert_close(torch.cat(steps, 1), full, atol=1e-5, rtol=1e-5)
     rb = RelativePositionBias(2, 8, 16, bidirectional=True)
     assert rb(3, 5, 2).shape == (1, 2, 3, 5)

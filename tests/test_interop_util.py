@@ -1,5 +1,6 @@
 """Helpers for the Hugging Face interop tests (tiny random HF models, no download) and the family-independent
 checks: an unsupported family is refused naming the supported ones, zoo's special ids, load_into's errors."""
+
 import json
 
 import pytest
@@ -32,11 +33,14 @@ def assert_same_state(m1, m2):
         assert s1[k].dtype == s2[k].dtype and torch.equal(s1[k], s2[k]), k
     p1 = {k: v.data_ptr() for k, v in s1.items()}
     p2 = {k: v.data_ptr() for k, v in s2.items()}
-    assert [sorted(k for k in p1 if p1[k] == p1[j]) for j in p1] == [sorted(k for k in p2 if p2[k] == p2[j]) for j in p2]
+    assert [sorted(k for k in p1 if p1[k] == p1[j]) for j in p1] == [
+        sorted(k for k in p2 if p2[k] == p2[j]) for j in p2
+    ]
 
 
 def saved_keys(d):
     from safetensors import safe_open
+
     with safe_open(str(d / "model.safetensors"), "pt") as f:
         return set(f.keys())
 
@@ -69,9 +73,16 @@ def perturb(model, std=0.05):
 
 
 # the toy size of the BART-layout HF models (BART, Marian) and of zoo's EncoderDecoders compared with them
-HF_BART_LAYOUT_SIZE = dict(d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
-                           decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=64,
-                           max_position_embeddings=64)
+HF_BART_LAYOUT_SIZE = dict(
+    d_model=32,
+    encoder_layers=2,
+    decoder_layers=2,
+    encoder_attention_heads=4,
+    decoder_attention_heads=4,
+    encoder_ffn_dim=64,
+    decoder_ffn_dim=64,
+    max_position_embeddings=64,
+)
 ZOO_SIZE = dict(d_model=32, n_heads=4, d_ff=64, n_layers=2, max_len=64, dropout=0.0)
 
 
@@ -109,14 +120,13 @@ def assert_same_logits(m, hf, src, skpm, tgt, alone=None):
         want = hf(input_ids=src, attention_mask=(~skpm).long(), decoder_input_ids=tgt).logits
         assert_close(m(src, tgt, src_key_padding_mask=skpm), want)
         if alone is not None:
-            src1, tgt1 = src[-1:, :alone[0]], tgt[-1:, :alone[1]]
+            src1, tgt1 = src[-1:, : alone[0]], tgt[-1:, : alone[1]]
             assert_close(m(src1, tgt1), hf(input_ids=src1, decoder_input_ids=tgt1).logits)
 
 
 def hf_greedy(hf, src, skpm, max_new_tokens):
     """transformers' greedy generate on the padded source batch."""
-    return hf.generate(src, attention_mask=(~skpm).long(), do_sample=False, num_beams=1,
-                       max_new_tokens=max_new_tokens)
+    return hf.generate(src, attention_mask=(~skpm).long(), do_sample=False, num_beams=1, max_new_tokens=max_new_tokens)
 
 
 def load_in_transformers(m, d, class_name):
@@ -136,8 +146,14 @@ def assert_round_trip_is_bit_for_bit(m, d):
 
 
 def test_unsupported_family_is_refused_naming_the_supported_ones(tmp_path):
-    cfg = tf.LlamaConfig(vocab_size=50, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-                         num_attention_heads=4, num_key_value_heads=4)
+    cfg = tf.LlamaConfig(
+        vocab_size=50,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=4,
+        num_key_value_heads=4,
+    )
     model = tf.LlamaForCausalLM(cfg)
     for src in (model, tmp_path):
         if src is tmp_path:
@@ -160,9 +176,22 @@ def test_zoo_ids_are_distinct_and_keep_hf_ids_where_they_are():
 
 def test_hf_config_json_is_what_transformers_reads(tmp_path):
     from zoo.model import ModelConfig, build_model
-    m = build_model("decoder_only", ModelConfig(vocab_size=40, d_model=16, n_heads=2, d_ff=32, n_layers=1,
-                                                position="learned", norm_first=True, scale_embeddings=False,
-                                                activation="gelu_tanh", max_len=32))
+
+    m = build_model(
+        "decoder_only",
+        ModelConfig(
+            vocab_size=40,
+            d_model=16,
+            n_heads=2,
+            d_ff=32,
+            n_layers=1,
+            position="learned",
+            norm_first=True,
+            scale_embeddings=False,
+            activation="gelu_tanh",
+            max_len=32,
+        ),
+    )
     zhf.to_hf(m, tmp_path)
     c = json.loads((tmp_path / "config.json").read_text())
     assert c["model_type"] == "gpt2" and c["n_layer"] == 1 and c["activation_function"] == "gelu_new"
@@ -172,6 +201,7 @@ def assert_same_config(a, b):
     """Equal ModelConfigs up to spellings of one value (attn_dropout None = dropout, final_norm None = norm_first)
     and the init scheme (weights are copied)."""
     from dataclasses import asdict
+
     skip = {"attn_dropout", "final_norm", "init"}
     da, db = ({k: v for k, v in asdict(c).items() if k not in skip} for c in (a, b))
     assert da == db, {k: (da[k], db[k]) for k in da if da[k] != db[k]}

@@ -1,4 +1,5 @@
 """zoo.model.masks (True = may attend) against masks built by explicit Python loops over (i, j)."""
+
 import pytest
 import torch
 
@@ -12,13 +13,18 @@ def loop_mask(T_q, T_k, rule):
 
 def loop_batched(B, T_q, T_k, rule):
     """(B, 1, T_q, T_k) bool with m[b, 0, i, j] = rule(b, i, j)."""
-    return torch.tensor([[[[bool(rule(b, i, j)) for j in range(T_k)] for i in range(T_q)]] for b in range(B)],
-                        dtype=torch.bool)
+    return torch.tensor(
+        [[[[bool(rule(b, i, j)) for j in range(T_k)] for i in range(T_q)]] for b in range(B)], dtype=torch.bool
+    )
 
 
-KPM = torch.tensor([[False, False, False, False, False, True, True],   # right padding
-                    [True, True, False, False, False, False, False],   # left padding
-                    [False, False, False, False, False, False, False]])  # none
+KPM = torch.tensor(
+    [
+        [False, False, False, False, False, True, True],  # right padding
+        [True, True, False, False, False, False, False],  # left padding
+        [False, False, False, False, False, False, False],
+    ]
+)  # none
 
 
 def test_causal_square():
@@ -110,6 +116,7 @@ def test_combine_none():
 
 # ---- masks.build ---------------------------------------------------------------------------------------
 
+
 def test_build_causal_fast_path():
     m, is_causal = masks.build("causal", 8, 8)
     assert m is None and is_causal is True
@@ -155,8 +162,9 @@ def test_build_bidirectional():
 
 def test_build_prefix_and_sliding():
     m, _ = masks.build("prefix", 7, 7, key_padding_mask=KPM, prefix_len=2)
-    assert torch.equal(m.expand(3, 1, 7, 7),
-                      loop_batched(3, 7, 7, lambda b, i, j: (j < 2 or j <= i) and not bool(KPM[b, j])))
+    assert torch.equal(
+        m.expand(3, 1, 7, 7), loop_batched(3, 7, 7, lambda b, i, j: (j < 2 or j <= i) and not bool(KPM[b, j]))
+    )
     P = [1, 4, 0]
     m, _ = masks.build("prefix", 7, 7, prefix_len=torch.tensor(P))
     assert torch.equal(m, loop_batched(3, 7, 7, lambda b, i, j: j < P[b] or j <= i))

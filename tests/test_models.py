@@ -1,12 +1,14 @@
 """The three architectures and their blocks: gradients, causality, attention maps, tying, init,
 feed-forward / norm / residual formulas and pooling, each against a hand computation."""
+
 import math
 
 import pytest
 import torch
 import torch.nn.functional as F
+from zoo_run import TINY_CONFIG, tiny_config, tokens
 
-from zoo.model import DecoderOnly, EncoderDecoder, EncoderOnly, ModelConfig, build_model
+from zoo.model import DecoderOnly, EncoderDecoder, EncoderOnly, build_model
 from zoo.model.embedding import Embedding
 from zoo.model.encoder_only import pool
 from zoo.model.feedforward import FeedForward
@@ -15,17 +17,8 @@ from zoo.model.norm import RMSNorm, make_norm
 from zoo.model.positions import SinusoidalPositions, sinusoidal_table
 from zoo.model.residual import Residual
 
-V, D, H, FF, L = 50, 32, 4, 64, 2
-
-
-def config(**kw):
-    base = dict(vocab_size=V, d_model=D, n_heads=H, d_ff=FF, n_layers=L, dropout=0.0, max_len=32)
-    base.update(kw)
-    return ModelConfig(**base)
-
-
-def tokens(B, T, seed=1):
-    return torch.randint(3, V, (B, T), generator=torch.Generator().manual_seed(seed))
+V, D, H, FF, L = (TINY_CONFIG[k] for k in ("vocab_size", "d_model", "n_heads", "d_ff", "n_layers"))
+config = tiny_config  # ModelConfig(**TINY_CONFIG, **kw)
 
 
 def other_token(t):
@@ -74,8 +67,9 @@ def test_every_parameter_gets_gradient_decoder_only(kw):
     assert_all_grads(model)
 
 
-@pytest.mark.parametrize("kw", GRAD_CASES + [dict(share_embeddings=True),
-                                              dict(share_embeddings=True, tie_embeddings=False)])
+@pytest.mark.parametrize(
+    "kw", GRAD_CASES + [dict(share_embeddings=True), dict(share_embeddings=True, tie_embeddings=False)]
+)
 def test_every_parameter_gets_gradient_encoder_decoder(kw):
     torch.manual_seed(0)
     model = EncoderDecoder(config(**kw))
@@ -95,6 +89,7 @@ def test_build_model_dispatch():
 
 # ---- causality and prefix LM --------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("position", ["sinusoidal", "learned", "rope", "alibi", "none"])
 def test_decoder_only_is_causal(position):
     torch.manual_seed(0)
@@ -102,11 +97,11 @@ def test_decoder_only_is_causal(position):
     idx = tokens(2, 10)
     t = 4
     idx2 = idx.clone()
-    idx2[:, t + 1:] = other_token(idx2[:, t + 1:])
+    idx2[:, t + 1 :] = other_token(idx2[:, t + 1 :])
     with torch.no_grad():
         a, b = model(idx), model(idx2)
-    assert (a[:, :t + 1] - b[:, :t + 1]).abs().max() <= 1e-6
-    assert (a[:, t + 1:] - b[:, t + 1:]).abs().max() > 1e-3
+    assert (a[:, : t + 1] - b[:, : t + 1]).abs().max() <= 1e-6
+    assert (a[:, t + 1 :] - b[:, t + 1 :]).abs().max() > 1e-3
 
 
 @pytest.mark.parametrize("position", ["sinusoidal", "rope", "alibi"])
@@ -144,6 +139,7 @@ def test_prefix_lm_dependencies(position):
 
 # ---- padding is invisible ----------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("position", ["learned", "rope", "alibi"])
 def test_encoder_only_right_padding_invisible(position):
     torch.manual_seed(0)
@@ -170,6 +166,7 @@ def test_encoder_decoder_source_padding_invisible(position):
 
 
 # ---- return_attention ----------------------------------------------------------------------------------------
+
 
 def check_weights(w, shape, causal=False, pad=None):
     """w (B, h, T_q, T_k): shape, rows sum to 1, zero above the diagonal when causal, zero on pad keys."""
@@ -250,6 +247,7 @@ def test_return_attention_left_padded_decoder_only():
 
 # ---- tying and parameter counts -------------------------------------------------------------------------------
 
+
 def expected_params(cfg, arch):
     """Parameter count by hand (layernorm, biases, absolute positions none / sinusoidal)."""
     d, f, kv = cfg.d_model, cfg.d_ff, cfg.kv_heads * cfg.head_dim
@@ -266,8 +264,15 @@ def expected_params(cfg, arch):
     if arch == "encoder_only":
         return emb + L * (attn_self + ffn + 2 * norm) + final + head + d * cfg.num_classes + cfg.num_classes
     src = 0 if cfg.share_embeddings else emb
-    return (emb + src + L * (attn_self + ffn + 2 * norm) + final
-            + L * (attn_self + attn_cross + ffn + 3 * norm) + final + head)
+    return (
+        emb
+        + src
+        + L * (attn_self + ffn + 2 * norm)
+        + final
+        + L * (attn_self + attn_cross + ffn + 3 * norm)
+        + final
+        + head
+    )
 
 
 @pytest.mark.parametrize("arch", ["encoder_only", "decoder_only", "encoder_decoder"])
@@ -306,6 +311,7 @@ def test_share_embeddings_encoder_decoder(tie):
 
 
 # ---- initialisation ---------------------------------------------------------------------------------------------
+
 
 def test_xavier_init_every_matrix():
     torch.manual_seed(0)
@@ -351,6 +357,7 @@ def test_gpt2_init(arch):
 
 # ---- blocks against hand formulas ---------------------------------------------------------------------------------
 
+
 def silu(x):
     return x / (1 + torch.exp(-x))
 
@@ -388,7 +395,7 @@ def test_rmsnorm_formula():
     with torch.no_grad():
         n.weight.copy_(torch.randn(6))
     x = torch.randn(4, 6) * 0.1  # small enough for eps to matter
-    want = x / torch.sqrt((x ** 2).mean(-1, keepdim=True) + 1e-3) * n.weight
+    want = x / torch.sqrt((x**2).mean(-1, keepdim=True) + 1e-3) * n.weight
     assert (n(x) - want).abs().max() < 1e-6
     assert isinstance(make_norm("rmsnorm", 6), RMSNorm)
     ln = make_norm("layernorm", 6, bias=False)
@@ -407,8 +414,9 @@ def test_residual_post_ln_and_pre_ln():
         return 2 * h + 1, "extra"
 
     def ln(h):
-        return (h - h.mean(-1, keepdim=True)) / torch.sqrt(h.var(-1, unbiased=False, keepdim=True) + 1e-5) \
-            * norm.weight + norm.bias
+        return (h - h.mean(-1, keepdim=True)) / torch.sqrt(
+            h.var(-1, unbiased=False, keepdim=True) + 1e-5
+        ) * norm.weight + norm.bias
 
     post, extra = Residual(norm, 0.0, norm_first=False)(x, f)
     assert extra == "extra"
@@ -431,12 +439,13 @@ def test_embedding_scale_and_positions():
 
 # ---- pooling ------------------------------------------------------------------------------------------------------
 
+
 def test_pooling_against_manual():
     torch.manual_seed(0)
     h = torch.randn(3, 5, 4)
-    kpm = torch.tensor([[False, False, False, True, True],
-                        [False, False, False, False, False],
-                        [False, True, True, True, True]])
+    kpm = torch.tensor(
+        [[False, False, False, True, True], [False, False, False, False, False], [False, True, True, True, True]]
+    )
     assert torch.equal(pool(h, kpm, "cls"), h[:, 0])
     mean = torch.stack([h[0, :3].mean(0), h[1].mean(0), h[2, :1].mean(0)])
     assert (pool(h, kpm, "mean") - mean).abs().max() < 1e-6
@@ -456,7 +465,10 @@ def test_classify_uses_pooling(pooling):
     with torch.no_grad():
         h = model.encode(idx, kpm)
         got = model.classify(idx, kpm)
-    manual = {"cls": h[:, 0], "mean": torch.stack([h[0, :4].mean(0), h[1].mean(0)]),
-              "last": torch.stack([h[0, 3], h[1, 5]])}[pooling]
+    manual = {
+        "cls": h[:, 0],
+        "mean": torch.stack([h[0, :4].mean(0), h[1].mean(0)]),
+        "last": torch.stack([h[0, 3], h[1, 5]]),
+    }[pooling]
     assert got.shape == (2, 3)
     assert (got - (manual @ model.classifier.weight.T + model.classifier.bias)).abs().max() < 1e-5

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from zoo_run import SHARED_DATA, all_indices, needs_shared
 
 from zoo.data import resolver
 from zoo.data.batching import EpochBatchSampler, pack_by_tokens
@@ -16,16 +17,12 @@ from zoo.data.bpe import BOS_ID, EOS_ID, PAD_ID
 from zoo.data.multi30k import Multi30k, read_gz_lines
 from zoo.data.resolver import DataError
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"  # ../shared/data
-needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason=f"{SHARED} not available")
 PAIRS = {"train": 29_000, "val": 1_014, "test": 1_000}
 
 
 @pytest.fixture(scope="module")
-def dm(tmp_path_factory):
-    if not SHARED.is_dir():
-        pytest.skip(f"{SHARED} not available")
-    dm = Multi30k(vocab_size=1000, data_dir=tmp_path_factory.mktemp("m30k") / "data", mirror=str(SHARED))
+def dm(tmp_path_factory, shared_data):
+    dm = Multi30k(vocab_size=1000, data_dir=tmp_path_factory.mktemp("m30k") / "data", mirror=str(shared_data))
     dm.setup()
     return dm
 
@@ -40,10 +37,6 @@ def padding(batches, ds):
     return 1 - sum(ds.src_lens[i] + ds.tgt_lens[i] for b in batches for i in b) / total
 
 
-def all_indices(batches):
-    return sorted(i for b in batches for i in b)
-
-
 @needs_shared
 def test_pairs_vocab_and_raw_strings(dm):
     for split, ds in (("train", dm.train_set), ("val", dm.val_set), ("test", dm.test_set)):
@@ -51,16 +44,18 @@ def test_pairs_vocab_and_raw_strings(dm):
         assert all(s[-1] == EOS_ID and len(s) <= dm.max_len for s in ds.src)
         assert all(a[0] == BOS_ID and a[1:] == b[:-1] and b[-1] == EOS_ID for a, b in zip(ds.tgt_in, ds.tgt_out))
     assert dm.src_tokenizer is dm.tgt_tokenizer and dm.src_vocab_size == dm.tgt_vocab_size == 1000
-    assert dm.val_refs == read_gz_lines(SHARED / "multi30k" / "val.en.gz")
-    assert dm.val_srcs == read_gz_lines(SHARED / "multi30k" / "val.de.gz")
-    assert dm.test_refs == read_gz_lines(SHARED / "multi30k" / "test_2016_flickr.en.gz")
+    assert dm.val_refs == read_gz_lines(SHARED_DATA / "multi30k" / "val.en.gz")
+    assert dm.val_srcs == read_gz_lines(SHARED_DATA / "multi30k" / "val.de.gz")
+    assert dm.test_refs == read_gz_lines(SHARED_DATA / "multi30k" / "test_2016_flickr.en.gz")
     assert len(dm.test_srcs) == 1000 and dm.pad_id == PAD_ID
 
 
 @needs_shared
 def test_batches_shapes_masks_and_index(dm):
-    for loader, ds, refs in ((dm.train_dataloader(), dm.train_set, dm.train_set.refs),
-                             (dm.val_dataloader(), dm.val_set, dm.val_refs)):
+    for loader, ds, refs in (
+        (dm.train_dataloader(), dm.train_set, dm.train_set.refs),
+        (dm.val_dataloader(), dm.val_set, dm.val_refs),
+    ):
         for _, batch in zip(range(3), loader):
             src, tgt_in, tgt_out = batch["src"], batch["tgt_in"], batch["tgt_out"]
             (b, s), t = src.shape, tgt_in.shape[1]
@@ -123,8 +118,17 @@ def test_rank_sharding_partitions_batches(dm):
 
 @needs_shared
 def test_separate_vocabularies_and_tokenizer_files(tmp_path):
-    kw = dict(vocab_size=500, joint_vocab=False, limit=2000, tokenizer_dir=str(tmp_path / "tok"),
-              data_dir=tmp_path / "data", mirror=str(SHARED), src_lang="en", tgt_lang="fr", max_tokens=1024)
+    kw = dict(
+        vocab_size=500,
+        joint_vocab=False,
+        limit=2000,
+        tokenizer_dir=str(tmp_path / "tok"),
+        data_dir=tmp_path / "data",
+        mirror=str(SHARED_DATA),
+        src_lang="en",
+        tgt_lang="fr",
+        max_tokens=1024,
+    )
     dm = Multi30k(**kw)
     dm.setup()
     assert len(dm.train_set) == 2000 and dm.src_tokenizer is not dm.tgt_tokenizer
@@ -162,14 +166,19 @@ def write_m30k(root: Path, monkeypatch, texts: dict[str, str]):
         monkeypatch.setitem(resolver.FILES, name, hashlib.sha256(path.read_bytes()).hexdigest())
 
 
-GOOD = {"val.de": "ein hund\n", "val.en": "a dog\n", "test_2016_flickr.de": "eine katze\n",
-        "test_2016_flickr.en": "a cat\n"}
+GOOD = {
+    "val.de": "ein hund\n",
+    "val.en": "a dog\n",
+    "test_2016_flickr.de": "eine katze\n",
+    "test_2016_flickr.en": "a cat\n",
+}
 
 
 def test_parallel_files_of_different_lengths(tmp_path, monkeypatch):
     data = tmp_path / "data"
-    write_m30k(data, monkeypatch, {**GOOD, "train.de": "ein hund\neine katze\nein mann\n",
-                                   "train.en": "a dog\na cat\n"})
+    write_m30k(
+        data, monkeypatch, {**GOOD, "train.de": "ein hund\neine katze\nein mann\n", "train.en": "a dog\na cat\n"}
+    )
     with pytest.raises(DataError) as e:
         Multi30k(vocab_size=50, data_dir=data).setup()
     msg = str(e.value)
@@ -179,8 +188,16 @@ def test_parallel_files_of_different_lengths(tmp_path, monkeypatch):
 
 def test_blank_pairs_skipped_and_counted(tmp_path, monkeypatch):
     data = tmp_path / "data"
-    write_m30k(data, monkeypatch, {**GOOD, "train.de": "ein hund\n\neine katze\nein mann\n  \n",
-                                   "train.en": "a dog\na bird\n\na man\n\n", "val.en": "a dog\r\n"})
+    write_m30k(
+        data,
+        monkeypatch,
+        {
+            **GOOD,
+            "train.de": "ein hund\n\neine katze\nein mann\n  \n",
+            "train.en": "a dog\na bird\n\na man\n\n",
+            "val.en": "a dog\r\n",
+        },
+    )
     dm = Multi30k(vocab_size=60, data_dir=data, max_len=2)
     dm.setup()
     assert dm.skipped == {"train": 3, "val": 0, "test": 0}

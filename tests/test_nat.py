@@ -1,8 +1,10 @@
 """Non-autoregressive translation with encoder_only (CMLM + mask-predict): the pieces against hand computations
 and closed forms, no leak of the target or its length, padding invariance, and overfitting a copy task."""
+
 import pytest
 import torch
 import torch.nn.functional as F
+from zoo_run import reversal_pairs, reversal_tokenizer
 
 from zoo.data.bpe import CLS_ID, MASK_ID, SubwordTokenizer, train_bpe
 from zoo.data.multi30k import collate_translation
@@ -11,16 +13,23 @@ from zoo.model import EncoderOnly, ModelConfig
 from zoo.model.encoder_only import source_blind_mask
 from zoo.model.length_head import LengthHead
 from zoo.tasks.nat import cmlm_mask, lowest, mask_predict, nat_inputs, num_to_mask
-from zoo.tasks.translation import NAT_BANNED, Translation
-from zoo_run import reversal_pairs
+from zoo.tasks.translation import Translation
+from zoo.tasks.translation_encoder_only import NAT_BANNED
 
-TOK = SubwordTokenizer(train_bpe(["ein hund läuft", "a dog runs"], 30)).state_dict()
+TOK = reversal_tokenizer()
 
 
 def nat_task(**kw):
     model = dict(vocab_size=30, d_model=32, n_heads=2, d_ff=64, n_layers=2, dropout=0.0, max_len=32)
-    return Translation("encoder_only", model, {"src": TOK, "tgt": TOK}, {"lr": 3e-3}, {"warmup_steps": 1},
-                       objective="cmlm_mask_predict", **kw)
+    return Translation(
+        "encoder_only",
+        model,
+        {"src": TOK, "tgt": TOK},
+        {"lr": 3e-3},
+        {"warmup_steps": 1},
+        objective="cmlm_mask_predict",
+        **kw,
+    )
 
 
 def toy_batch():
@@ -40,8 +49,9 @@ def test_length_head_shape_and_default_classes():
     assert task.hparams.model["length_classes"] == 32  # saved: a checkpoint rebuilds the head
     assert task.model.length_head.proj.weight.shape == (32, 32)
     with pytest.raises(ValueError, match="length head"):
-        EncoderOnly(ModelConfig(vocab_size=30, d_model=16, n_heads=2)).cmlm(torch.ones(1, 3, dtype=torch.long),
-                                                                           None, torch.tensor([2]))
+        EncoderOnly(ModelConfig(vocab_size=30, d_model=16, n_heads=2)).cmlm(
+            torch.ones(1, 3, dtype=torch.long), None, torch.tensor([2])
+        )
 
 
 def test_nat_needs_one_vocabulary():
@@ -49,18 +59,32 @@ def test_nat_needs_one_vocabulary():
     model = dict(vocab_size=30, d_model=16, n_heads=2, d_ff=32, n_layers=1)
     for objective in ("cmlm_mask_predict", "encoder_ar"):  # both read source + target as one sequence
         with pytest.raises(DataError, match="data.joint_vocab=true"):
-            Translation("encoder_only", model, {"src": other, "tgt": TOK}, {"lr": 1e-3}, {"warmup_steps": 1},
-                        objective=objective)
+            Translation(
+                "encoder_only",
+                model,
+                {"src": other, "tgt": TOK},
+                {"lr": 1e-3},
+                {"warmup_steps": 1},
+                objective=objective,
+            )
     with pytest.raises(ValueError, match="nat_iterations=0"):
-        Translation("encoder_only", model, {"src": TOK, "tgt": TOK}, {"lr": 1e-3}, {"warmup_steps": 1},
-                    nat_iterations=0, objective="cmlm_mask_predict")
+        Translation(
+            "encoder_only",
+            model,
+            {"src": TOK, "tgt": TOK},
+            {"lr": 1e-3},
+            {"warmup_steps": 1},
+            nat_iterations=0,
+            objective="cmlm_mask_predict",
+        )
 
 
 def test_nat_inputs_by_hand():
     b = toy_batch()
     lengths = torch.tensor([3, 1])
-    seq, kpm, slots, source_len = nat_inputs(b["src"], b["src_key_padding_mask"], lengths, 0, CLS_ID, MASK_ID,
-                                             tgt=b["tgt_out"])
+    seq, kpm, slots, source_len = nat_inputs(
+        b["src"], b["src_key_padding_mask"], lengths, 0, CLS_ID, MASK_ID, tgt=b["tgt_out"]
+    )
     assert seq.tolist() == [[5, 7, 8, 2, 12, 13, 14], [5, 9, 10, 11, 2, 15, 0]]
     assert kpm.tolist() == [[False] * 7, [False] * 6 + [True]]
     assert slots.tolist() == [[False] * 4 + [True] * 3, [False] * 5 + [True, False]]
@@ -83,8 +107,12 @@ def test_source_side_and_length_do_not_see_the_target():
     b = toy_batch()
     src, kpm = b["src"], b["src_key_padding_mask"]
     outs = []
-    for lengths, tgt in ((torch.tensor([0, 0]), None), (torch.tensor([3, 1]), None),
-                         (torch.tensor([3, 1]), b["tgt_out"]), (torch.tensor([2, 3]), None)):
+    for lengths, tgt in (
+        (torch.tensor([0, 0]), None),
+        (torch.tensor([3, 1]), None),
+        (torch.tensor([3, 1]), b["tgt_out"]),
+        (torch.tensor([2, 3]), None),
+    ):
         seq, k, slots, source_len = nat_inputs(src, kpm, lengths, 0, CLS_ID, MASK_ID, tgt=tgt)
         logits, length_logits = task.model.cmlm(seq, k, source_len)
         outs.append((logits[:, :4], length_logits, logits[slots]))
@@ -115,8 +143,9 @@ def test_only_masked_positions_are_scored():
     b = toy_batch()
     out = task.nat_losses(b, torch.Generator().manual_seed(3))
     lengths = torch.tensor([3, 1])
-    seq, kpm, slots, source_len = nat_inputs(b["src"], b["src_key_padding_mask"], lengths, 0, CLS_ID, MASK_ID,
-                                             tgt=b["tgt_out"])
+    seq, kpm, slots, source_len = nat_inputs(
+        b["src"], b["src_key_padding_mask"], lengths, 0, CLS_ID, MASK_ID, tgt=b["tgt_out"]
+    )
     chosen = cmlm_mask(slots, torch.Generator().manual_seed(3))
     inputs = seq.masked_fill(chosen, MASK_ID)
     assert (inputs[slots & ~chosen] != MASK_ID).all() and (inputs[chosen] == MASK_ID).all()
@@ -135,8 +164,7 @@ def test_mask_predict_remasks_the_closed_form_count(T):
     """Iteration t = 1..T-1 re-masks n = floor(L (T - t) / T) slots, the ones of lowest probability, and keeps
     the others' tokens (Ghazvininejad et al. 2019, sec. 3.1); T passes in all unless n reaches 0."""
     L = torch.tensor([1, 5, 9, 13])
-    seq, _, slots, _ = nat_inputs(torch.full((4, 2), 7), torch.zeros(4, 2, dtype=torch.bool), L, 0, CLS_ID,
-                                  MASK_ID)
+    seq, _, slots, _ = nat_inputs(torch.full((4, 2), 7), torch.zeros(4, 2, dtype=torch.bool), L, 0, CLS_ID, MASK_ID)
     g = torch.Generator().manual_seed(T)
     calls = []
 
@@ -146,10 +174,10 @@ def test_mask_predict_remasks_the_closed_form_count(T):
         return torch.randn(int(at.sum()), 30, generator=g)
 
     tokens, log_probs = mask_predict(step, seq, slots, T, MASK_ID, NAT_BANNED)
-    expected = [L.tolist()] + [[l * (T - t) // T for l in L.tolist()] for t in range(1, T)]
+    expected = [L.tolist()] + [[n * (T - t) // T for n in L.tolist()] for t in range(1, T)]
     expected = [e for e in expected if any(e)]
     assert [(c == MASK_ID).sum(1).tolist() for c in calls] == expected
-    assert num_to_mask(L, 1, T).tolist() == [l * (T - 1) // T for l in L.tolist()]
+    assert num_to_mask(L, 1, T).tolist() == [n * (T - 1) // T for n in L.tolist()]
     for prev, cur in zip(calls[1:], calls[2:]):  # unmasked slots keep their tokens between rounds
         keep = slots & (cur != MASK_ID)
         assert torch.equal(cur[keep], torch.where(prev == MASK_ID, cur, prev)[keep])
@@ -170,8 +198,9 @@ def test_batched_decoding_equals_one_row_at_a_time():
     rows = [[7, 8, 2], [9, 10, 11, 12, 13, 2], [14, 2]]
     batch = collate_translation([(i, r, [1, 6], [6, 2]) for i, r in enumerate(rows)])
     together = task.translate_nat(batch["src"], batch["src_key_padding_mask"], length_beam=2)
-    alone = [task.translate_nat(torch.tensor([r]), torch.zeros(1, len(r), dtype=torch.bool), length_beam=2)[0]
-             for r in rows]
+    alone = [
+        task.translate_nat(torch.tensor([r]), torch.zeros(1, len(r), dtype=torch.bool), length_beam=2)[0] for r in rows
+    ]
     assert together == alone
     assert all(len(h) >= 1 for h in together)
 

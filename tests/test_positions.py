@@ -1,15 +1,23 @@
 """Positional encodings against closed forms computed with Python's math module."""
+
 import math
 
 import pytest
 import torch
 
 from zoo.model import DecoderOnly, ModelConfig
-from zoo.model.positions import (ALiBi, LearnedPositions, RotaryPositions, SinusoidalPositions, alibi_slopes,
-                                 apply_rotary, sinusoidal_table)
-
+from zoo.model.positions import (
+    ALiBi,
+    LearnedPositions,
+    RotaryPositions,
+    SinusoidalPositions,
+    alibi_slopes,
+    apply_rotary,
+    sinusoidal_table,
+)
 
 # ---- sinusoidal ----------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("d_model", [8, 7, 1])
 def test_sinusoidal_closed_form(d_model):
@@ -49,6 +57,7 @@ def test_learned_positions_lookup():
 
 
 # ---- RoPE ----------------------------------------------------------------------------------------------
+
 
 def rotate_by_hand(x, m, base=10000.0):
     """Apply the 2x2 rotations with angles m * theta_i, theta_i = base^(-2i/d), to pairs (x_2i, x_2i+1)."""
@@ -118,24 +127,25 @@ def test_rope_rejects_odd_head_dim():
 
 # ---- ALiBi ---------------------------------------------------------------------------------------------
 
+
 def test_alibi_slopes_8_heads():
-    assert alibi_slopes(8) == pytest.approx([2 ** -k for k in range(1, 9)], rel=1e-12)
+    assert alibi_slopes(8) == pytest.approx([2**-k for k in range(1, 9)], rel=1e-12)
 
 
 def test_alibi_slopes_4_heads():
-    assert alibi_slopes(4) == pytest.approx([2 ** -2, 2 ** -4, 2 ** -6, 2 ** -8], rel=1e-12)
+    assert alibi_slopes(4) == pytest.approx([2**-2, 2**-4, 2**-6, 2**-8], rel=1e-12)
 
 
 def test_alibi_slopes_6_heads_paper_rule():
     # closest power of 2 is 4 -> its slopes, then every other slope of the 8-head sequence: 2^-1, 2^-3
-    want = [2 ** -2, 2 ** -4, 2 ** -6, 2 ** -8, 2 ** -1, 2 ** -3]
+    want = [2**-2, 2**-4, 2**-6, 2**-8, 2**-1, 2**-3]
     assert alibi_slopes(6) == pytest.approx(want, rel=1e-12)
     assert alibi_slopes(6)[4:] == pytest.approx(alibi_slopes(8)[0::2][:2], rel=1e-12)
 
 
 def test_alibi_slopes_1_and_2_heads():
-    assert alibi_slopes(1) == pytest.approx([2 ** -8])
-    assert alibi_slopes(2) == pytest.approx([2 ** -4, 2 ** -8])
+    assert alibi_slopes(1) == pytest.approx([2**-8])
+    assert alibi_slopes(2) == pytest.approx([2**-4, 2**-8])
 
 
 def test_alibi_bias_3x3_by_hand():
@@ -143,9 +153,11 @@ def test_alibi_bias_3x3_by_hand():
     b = alibi(3, 3)
     assert b.shape == (1, 2, 3, 3)
     s0 = 1 / 16
-    want0 = [[0.0, s0 * 1, s0 * 2],  # -s * (i - j): i=0 -> -s*(0-1) = +s, masked anyway by causality
-             [-s0, 0.0, s0],
-             [-2 * s0, -s0, 0.0]]
+    want0 = [
+        [0.0, s0 * 1, s0 * 2],  # -s * (i - j): i=0 -> -s*(0-1) = +s, masked anyway by causality
+        [-s0, 0.0, s0],
+        [-2 * s0, -s0, 0.0],
+    ]
     assert torch.allclose(b[0, 0], torch.tensor(want0), atol=1e-7)
     s1 = 1 / 256
     for i in range(3):
@@ -169,10 +181,20 @@ def test_alibi_bias_offset():
 def test_alibi_prefix_lm_penalises_future_prefix_keys():
     """With mask=prefix a query sees later prefix tokens; their ALiBi bias must be a penalty -slope*|i-j|
     (a bias that grows with distance to the future would favour the farthest prefix token)."""
-    cfg = ModelConfig(vocab_size=20, d_model=16, n_heads=2, d_ff=32, n_layers=1, dropout=0.0, position="alibi",
-                      mask="prefix", prefix_len=4, max_len=16)
+    cfg = ModelConfig(
+        vocab_size=20,
+        d_model=16,
+        n_heads=2,
+        d_ff=32,
+        n_layers=1,
+        dropout=0.0,
+        position="alibi",
+        mask="prefix",
+        prefix_len=4,
+        max_len=16,
+    )
     model = DecoderOnly(cfg)
-    _, _, _, _, bias = model.prepare(torch.zeros(1, 6, dtype=torch.long), model.embed, "prefix")
+    bias = model.prepare(torch.zeros(1, 6, dtype=torch.long), model.embed, "prefix")[1].bias
     slopes = alibi_slopes(2)
     for h in range(2):
         for i in range(6):

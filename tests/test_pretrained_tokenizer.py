@@ -5,28 +5,34 @@ before training use them.
 The files are built here with Hugging Face `tokenizers` on SST-2 sentences, in the layouts of real ones: a BERT
 WordPiece ([PAD]=0, [unused0..98], [UNK]=100, [CLS]=101, [SEP]=102, [MASK]=103), a RoBERTa byte-level BPE
 (<s>=0, <pad>=1, </s>=2, <unk>=3, <mask> last) and a GPT-2 one (a single <|endoftext|>, last)."""
+
 import csv
-import gzip
 import json
 import shutil
 
 import pytest
 import torch
 from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+from zoo_run import (
+    SMALL_MODEL,
+    make_cfg,
+    multi30k_lines,
+    multi30k_pairs,
+    needs_shared,
+    run_cli,
+    shakespeare_text,
+    sst2_rows,
+)
 
-from conftest import SHARED_DATA
+from zoo.config_checks import ConfigError, check_config
 from zoo.data.bpe import FIXED_IDS, SubwordTokenizer, train_bpe
 from zoo.data.parallel_text import ParallelText
 from zoo.data.resolver import DataError
 from zoo.data.text_classification import TextClassification
 from zoo.data.text_corpus import TextCorpus
-from zoo.train import ConfigError, check_config, run
-from zoo_run import make_cfg, run_cli, sst2_rows  # test_init_from imports sst2_rows from here
+from zoo.train import run
 
-pytestmark = pytest.mark.skipif(not SHARED_DATA.is_dir(), reason=f"{SHARED_DATA} not available")
-MIRROR = str(SHARED_DATA)
-SMALL = ["model.d_model=32", "model.n_heads=2", "model.d_ff=64", "model.n_layers=1", "model.max_len=128",
-         "trainer.enable_model_summary=false", "logger=csv"]
+pytestmark = needs_shared
 
 
 def bert_like(texts) -> Tokenizer:
@@ -36,13 +42,15 @@ def bert_like(texts) -> Tokenizer:
     wp = Tokenizer(models.WordPiece(unk_token="[UNK]"))
     wp.normalizer = normalizers.BertNormalizer(lowercase=True)
     wp.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    wp.train_from_iterator(texts, trainers.WordPieceTrainer(vocab_size=800, special_tokens=specials,
-                                                            show_progress=False))
+    wp.train_from_iterator(
+        texts, trainers.WordPieceTrainer(vocab_size=800, special_tokens=specials, show_progress=False)
+    )
     tok = Tokenizer(models.WordPiece(wp.get_vocab(with_added_tokens=False), unk_token="[UNK]"))
     tok.normalizer, tok.pre_tokenizer, tok.decoder = wp.normalizer, wp.pre_tokenizer, decoders.WordPiece()
     tok.add_special_tokens(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"])
-    tok.post_processor = processors.TemplateProcessing(single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
-                                                       special_tokens=[("[CLS]", 101), ("[SEP]", 102)])
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", 101), ("[SEP]", 102)]
+    )
     return tok
 
 
@@ -51,9 +59,15 @@ def byte_level(texts, specials, last=()) -> Tokenizer:
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    tok.train_from_iterator(texts, trainers.BpeTrainer(vocab_size=600, special_tokens=list(specials),
-                                                       initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-                                                       show_progress=False))
+    tok.train_from_iterator(
+        texts,
+        trainers.BpeTrainer(
+            vocab_size=600,
+            special_tokens=list(specials),
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+            show_progress=False,
+        ),
+    )
     tok.add_special_tokens([AddedToken(t, lstrip=t == "<mask>", special=True) for t in last])
     return tok
 
@@ -65,8 +79,12 @@ def files(tmp_path_factory):
     texts = [t for t, _ in sst2_rows("sentiment-train", 3000)]
     roberta = byte_level(texts, ["<s>", "<pad>", "</s>", "<unk>"], ["<mask>"])
     roberta.post_processor = processors.RobertaProcessing(("</s>", 2), ("<s>", 0))
-    toks = {"bert": bert_like(texts), "roberta": roberta, "gpt2": byte_level(texts, [], ["<|endoftext|>"]),
-            "zoo": train_bpe(texts, 500)}
+    toks = {
+        "bert": bert_like(texts),
+        "roberta": roberta,
+        "gpt2": byte_level(texts, [], ["<|endoftext|>"]),
+        "zoo": train_bpe(texts, 500),
+    }
     out = {}
     for name, tok in toks.items():
         (d / name).mkdir()
@@ -118,8 +136,13 @@ def test_roles_come_from_the_file(files):
 
 def test_batches_use_the_files_ids(tmp_path, files, sst2_csv):
     """Classification rows are cls text eos, padded with the file's pad id; translation rows bos / eos."""
-    dm = TextClassification(train=str(sst2_csv / "train.csv"), test=str(sst2_csv / "test.csv"),
-                            tokenizer=str(files["roberta"].parent), batch_size=16, data_dir=str(tmp_path))
+    dm = TextClassification(
+        train=str(sst2_csv / "train.csv"),
+        test=str(sst2_csv / "test.csv"),
+        tokenizer=str(files["roberta"].parent),
+        batch_size=16,
+        data_dir=str(tmp_path),
+    )
     dm.setup()
     assert (dm.vocab_size, dm.pad_id, dm.data_info()["tokenizer"]["kind"]) == (601, 1, "pretrained")
     assert {k: dm.model_info()[k] for k in ("pad_id", "bos_id", "eos_id")} == {"pad_id": 1, "bos_id": 0, "eos_id": 2}
@@ -133,9 +156,7 @@ def test_batches_use_the_files_ids(tmp_path, files, sst2_csv):
     row = bert.train_set.ids[0]
     assert row[0] == 101 and row[-1] == 102 and bert.tokenizer.decode(row) == bert.tokenizer.decode(row[1:-1])
     pairs = tmp_path / "pairs.tsv"
-    with gzip.open(SHARED_DATA / "multi30k" / "train.de.gz", "rt") as de, gzip.open(SHARED_DATA / "multi30k" /
-                                                                                  "train.en.gz", "rt") as en:
-        pairs.write_text("de\ten\n" + "".join(f"{a.strip()}\t{b.strip()}\n" for a, b, _ in zip(de, en, range(60))))
+    pairs.write_text("de\ten\n" + "".join(f"{a.strip()}\t{b.strip()}\n" for a, b in multi30k_pairs("train", 60)))
     mt = ParallelText(train=str(pairs), src_lang="de", tgt_lang="en", tokenizer=str(files["bert"]), max_tokens=4096)
     mt.setup()
     s = mt.train_set
@@ -146,21 +167,32 @@ def test_batches_use_the_files_ids(tmp_path, files, sst2_csv):
 
 def test_a_missing_role_is_named_with_the_fix(tmp_path, files, sst2_csv):
     train = str(sst2_csv / "train.csv")
-    with pytest.raises(DataError, match=r"the tokenizer .*gpt2/tokenizer.json has no cls token \(looked for <cls>, "
-                                        r"\[CLS\], <s> among its special tokens: <\|endoftext\|>\); "
-                                        r"data=TextClassification needs one to start every example.*\nFix: set "
-                                        r"data.special_tokens.cls"):
+    with pytest.raises(
+        DataError,
+        match=r"the tokenizer .*gpt2/tokenizer.json has no cls token \(looked for <cls>, "
+        r"\[CLS\], <s> among its special tokens: <\|endoftext\|>\); "
+        r"data=TextClassification needs one to start every example.*\nFix: set "
+        r"data.special_tokens.cls",
+    ):
         TextClassification(train=train, tokenizer=str(files["gpt2"]), data_dir=str(tmp_path)).setup()
     with pytest.raises(DataError, match="has no pad token"):
-        TextClassification(train=train, tokenizer=str(files["gpt2"]), special_tokens={"cls": "<|endoftext|>"},
-                           data_dir=str(tmp_path)).setup()
-    ok = TextClassification(train=train, tokenizer=str(files["gpt2"]), data_dir=str(tmp_path),
-                            special_tokens={"cls": "<|endoftext|>", "pad": "<|endoftext|>"})
+        TextClassification(
+            train=train, tokenizer=str(files["gpt2"]), special_tokens={"cls": "<|endoftext|>"}, data_dir=str(tmp_path)
+        ).setup()
+    ok = TextClassification(
+        train=train,
+        tokenizer=str(files["gpt2"]),
+        data_dir=str(tmp_path),
+        special_tokens={"cls": "<|endoftext|>", "pad": "<|endoftext|>"},
+    )
     ok.setup()
     assert ok.pad_id == 600 and ok.train_set.ids[0][0] == 600 and ok.train_set.ids[0][-1] == 600
-    with pytest.raises(DataError, match=r"gives bos and eos the same token '<\|endoftext\|>' \(id 600\), but "
-                                        r"data=ParallelText needs distinct pad, bos and eos ids.\nFix: set "
-                                        r"data.special_tokens.eos"):
+    with pytest.raises(
+        DataError,
+        match=r"gives bos and eos the same token '<\|endoftext\|>' \(id 600\), but "
+        r"data=ParallelText needs distinct pad, bos and eos ids.\nFix: set "
+        r"data.special_tokens.eos",
+    ):
         ParallelText.config_ids({"tokenizer": str(files["gpt2"]), "special_tokens": {"pad": "Ġthe"}})
     with pytest.raises(DataError, match="data.special_tokens applies to a pretrained tokenizer.json"):
         TextClassification(train=train, tokenizer="bpe", special_tokens={"pad": "<pad>"})
@@ -173,57 +205,100 @@ def test_config_check_refuses_contradictions_before_training(tmp_path, files, ss
     fixed ones: refused by check_config (nothing trained, no data read)."""
     cls_data = ["data=text_classification", f"data.train={sst2_csv / 'train.csv'}"]
     cfg = make_cfg(tmp_path, [*cls_data, f"data.tokenizer={files['roberta']}", "model.pad_id=0"], arch="encoder_only")
-    with pytest.raises(ConfigError, match=r"model.pad_id=0, but the tokenizer .*roberta/tokenizer.json puts that "
-                                          r"token at 1; set model.pad_id=1"):
+    with pytest.raises(
+        ConfigError,
+        match=r"model.pad_id=0, but the tokenizer .*roberta/tokenizer.json puts that "
+        r"token at 1; set model.pad_id=1",
+    ):
         check_config(cfg)
     check_config(make_cfg(tmp_path, [*cls_data, f"data.tokenizer={files['roberta']}"], arch="encoder_only"))
-    check_config(make_cfg(tmp_path, [*cls_data, f"data.tokenizer={files['roberta']}", "model.pad_id=1"],
-                          arch="encoder_only"))
+    check_config(
+        make_cfg(tmp_path, [*cls_data, f"data.tokenizer={files['roberta']}", "model.pad_id=1"], arch="encoder_only")
+    )
     with pytest.raises(DataError, match="has no cls token"):
         check_config(make_cfg(tmp_path, [*cls_data, f"data.tokenizer={files['gpt2']}"], arch="encoder_only"))
     with pytest.raises(ConfigError, match=r"model.bos_id=3, but data=SST2's tokenizer puts that token at 1"):
         check_config(make_cfg(tmp_path, ["model.bos_id=3"], arch="encoder_only"))  # zoo's own: any other value
     nat = ["task=translation", "data=parallel_text", f"data.train={sst2_csv / 'train.csv'}", "data.max_len=64"]
-    with pytest.raises(ConfigError, match=r"\+arch=encoder_only translation \(non-autoregressive\) needs zoo's fixed "
-                                          r"special ids \(pad=0, bos=1, mask=4, cls=5\), but the tokenizer "
-                                          r".*roberta/tokenizer.json has pad=1, bos=0, mask=600, cls=0; use "
-                                          r"data.tokenizer=bpe"):
+    with pytest.raises(
+        ConfigError,
+        match=r"\+arch=encoder_only translation \(non-autoregressive\) needs zoo's fixed "
+        r"special ids \(pad=0, bos=1, mask=4, cls=5\), but the tokenizer "
+        r".*roberta/tokenizer.json has pad=1, bos=0, mask=600, cls=0; use "
+        r"data.tokenizer=bpe",
+    ):
         check_config(make_cfg(tmp_path, [*nat, f"data.tokenizer={files['roberta']}"], arch="encoder_only"))
     check_config(make_cfg(tmp_path, [*nat, f"data.tokenizer={files['zoo']}"], arch="encoder_only"))  # zoo's ids
     check_config(make_cfg(tmp_path, [*nat, f"data.tokenizer={files['roberta']}"], arch="encoder_decoder"))
 
 
+@pytest.mark.e2e
 def test_short_runs_train_on_pretrained_files(tmp_path, files, sst2_csv):
     """+arch=encoder_only classification (BERT) and LM on a text corpus (RoBERTa) train 5 steps through
     zoo.train; the model config and the checkpoint hold the file's ids and tokenizer."""
     out = tmp_path / "cls"
-    run(make_cfg(out, ["data=text_classification", f"data.train={sst2_csv / 'train.csv'}",
-                       f"data.test={sst2_csv / 'test.csv'}", f"data.tokenizer={files['bert']}", "data.batch_size=72",
-                       "trainer.max_steps=5", *SMALL], arch="encoder_only"))
+    run(
+        make_cfg(
+            out,
+            [
+                "data=text_classification",
+                f"data.train={sst2_csv / 'train.csv'}",
+                f"data.test={sst2_csv / 'test.csv'}",
+                f"data.tokenizer={files['bert']}",
+                "data.batch_size=72",
+                "trainer.max_steps=5",
+                *SMALL_MODEL,
+            ],
+            arch="encoder_only",
+        )
+    )
     r = json.loads((out / "results.json").read_text())
     assert r["steps"] == 5 and 0 <= r["final"]["test/acc"] <= 1 and r["data"]["tokenizer"]["kind"] == "pretrained"
     ckpt = torch.load(r["best_checkpoint"], map_location="cpu", weights_only=True)
     hp = ckpt["hyper_parameters"]
-    assert {k: hp["model"][k] for k in ("vocab_size", "pad_id", "bos_id", "eos_id")} == \
-        {"vocab_size": 800, "pad_id": 0, "bos_id": 101, "eos_id": 102}
+    assert {k: hp["model"][k] for k in ("vocab_size", "pad_id", "bos_id", "eos_id")} == {
+        "vocab_size": 800,
+        "pad_id": 0,
+        "bos_id": 101,
+        "eos_id": 102,
+    }
     assert hp["tokenizer"]["json"] == Tokenizer.from_file(str(files["bert"])).to_str()
 
     plays = tmp_path / "plays"
     plays.mkdir()
-    text = (SHARED_DATA / "tiny_shakespeare" / "input.txt").read_text(encoding="utf-8")[:60_000]
+    text = shakespeare_text(60_000)
     for i in range(6):
-        (plays / f"play{i}.txt").write_text(text[i * 10_000:(i + 1) * 10_000], encoding="utf-8")
+        (plays / f"play{i}.txt").write_text(text[i * 10_000 : (i + 1) * 10_000], encoding="utf-8")
     out = tmp_path / "lm"
-    run(make_cfg(out, ["task=lm", "data=text_corpus", f"data.file={plays}", f"data.tokenizer={files['roberta']}",
-                       f"data.token_dir={tmp_path / 'tokens'}", "data.block_size=32", "data.batch_size=8",
-                       "data.batches_per_epoch=5", "data.val_windows=16", "trainer.max_steps=5", *SMALL],
-                 arch="encoder_only"))
+    run(
+        make_cfg(
+            out,
+            [
+                "task=lm",
+                "data=text_corpus",
+                f"data.file={plays}",
+                f"data.tokenizer={files['roberta']}",
+                f"data.token_dir={tmp_path / 'tokens'}",
+                "data.block_size=32",
+                "data.batch_size=8",
+                "data.batches_per_epoch=5",
+                "data.val_windows=16",
+                "trainer.max_steps=5",
+                *SMALL_MODEL,
+            ],
+            arch="encoder_only",
+        )
+    )
     r = json.loads((out / "results.json").read_text())
     assert (r["arch"], r["task"], r["steps"]) == ("encoder_only", "lm", 5) and r["final"]["val/loss"] > 0
     assert (r["data"]["tokenizer"]["kind"], r["data"]["tokenizer"]["vocab_size"]) == ("pretrained", 601)
     ckpt = torch.load(r["best_checkpoint"], map_location="cpu", weights_only=True)
-    assert {k: ckpt["hyper_parameters"]["model"][k] for k in ("pad_id", "bos_id", "eos_id", "vocab_size")} == \
-        {"pad_id": 1, "bos_id": 0, "eos_id": 2, "vocab_size": 601}
+    assert {k: ckpt["hyper_parameters"]["model"][k] for k in ("pad_id", "bos_id", "eos_id", "vocab_size")} == {
+        "pad_id": 1,
+        "bos_id": 0,
+        "eos_id": 2,
+        "vocab_size": 601,
+    }
 
 
 def test_corpus_token_file_is_keyed_by_the_tokenizers_content(tmp_path, files):
@@ -231,9 +306,9 @@ def test_corpus_token_file_is_keyed_by_the_tokenizers_content(tmp_path, files):
     to the documents exactly."""
     docs = tmp_path / "docs"
     docs.mkdir()
-    text = (SHARED_DATA / "tiny_shakespeare" / "input.txt").read_text(encoding="utf-8")[:20_000]
+    text = shakespeare_text(20_000)
     for i in range(4):
-        (docs / f"d{i}.txt").write_text(text[i * 5000:(i + 1) * 5000], encoding="utf-8")
+        (docs / f"d{i}.txt").write_text(text[i * 5000 : (i + 1) * 5000], encoding="utf-8")
     kw = dict(file=str(docs), block_size=16, batch_size=4, val_fraction=0.25, data_dir=str(tmp_path / "data"))
     copy = tmp_path / "copy.json"
     shutil.copy(files["roberta"], copy)
@@ -243,7 +318,7 @@ def test_corpus_token_file_is_keyed_by_the_tokenizers_content(tmp_path, files):
         dm.setup()
     assert a.token_path == b.token_path and ".pretrained." in a.token_path.name and a.token_path != gpt2.token_path
     train = "".join(t if t.endswith("\n") else t + "\n" for t in (p.read_text() for p in a.docs["train"]))
-    assert len(a.docs["train"]) == 3 and a.tokenizer.decode(a.train_data[0:len(a.train_data)].tolist()) == train
+    assert len(a.docs["train"]) == 3 and a.tokenizer.decode(a.train_data[0 : len(a.train_data)].tolist()) == train
     assert a.model_info()["pad_id"] == 1 and gpt2.model_info()["eos_id"] == 600
     zoo_bpe = TextCorpus(tokenizer="bpe", vocab_size=300, **kw)
     zoo_bpe.setup()
@@ -251,30 +326,58 @@ def test_corpus_token_file_is_keyed_by_the_tokenizers_content(tmp_path, files):
 
 
 @pytest.mark.slow  # an end-to-end run; `pytest -m slow` runs it
+@pytest.mark.e2e
 def test_translation_decodes_with_the_files_ids(tmp_path, files):
     """encoder_decoder translation with the BERT file: the decoder starts at [CLS] (bos 101) and stops at [SEP]
     (eos 102); a one-epoch run validates and tests (greedy and beam decoding) with those ids."""
     d = tmp_path / "pairs"
     d.mkdir()
     for lang in ("de", "en"):
-        with gzip.open(SHARED_DATA / "multi30k" / f"train.{lang}.gz", "rt", encoding="utf-8") as f:
-            (d / f"train.{lang}").write_text("".join(next(f) for _ in range(200)), encoding="utf-8")
+        (d / f"train.{lang}").write_text("".join(multi30k_lines("train", lang, 200)), encoding="utf-8")
     out = tmp_path / "run"
-    run(make_cfg(out, ["task=translation", "data=parallel_text", f"data.train={{src: {d / 'train.de'}, tgt: "
-                       f"{d / 'train.en'}}}", "data.src_lang=de", "data.tgt_lang=en", f"data.tokenizer={files['bert']}",
-                       "data.max_len=48", "data.max_tokens=4096", "trainer.max_epochs=1", "task.beam_size=2", *SMALL],
-                 arch="encoder_decoder"))
+    run(
+        make_cfg(
+            out,
+            [
+                "task=translation",
+                "data=parallel_text",
+                f"data.train={{src: {d / 'train.de'}, tgt: {d / 'train.en'}}}",
+                "data.src_lang=de",
+                "data.tgt_lang=en",
+                f"data.tokenizer={files['bert']}",
+                "data.max_len=48",
+                "data.max_tokens=4096",
+                "trainer.max_epochs=1",
+                "task.beam_size=2",
+                *SMALL_MODEL,
+            ],
+            arch="encoder_decoder",
+        )
+    )
     r = json.loads((out / "results.json").read_text())
     assert 1 <= r["steps"] <= 5 and "val/bleu" in r["final"] and "test/bleu_beam" in r["final"]
     ckpt = torch.load(r["best_checkpoint"], map_location="cpu", weights_only=True)
-    assert {k: ckpt["hyper_parameters"]["model"][k] for k in ("pad_id", "bos_id", "eos_id")} == \
-        {"pad_id": 0, "bos_id": 101, "eos_id": 102}
+    assert {k: ckpt["hyper_parameters"]["model"][k] for k in ("pad_id", "bos_id", "eos_id")} == {
+        "pad_id": 0,
+        "bos_id": 101,
+        "eos_id": 102,
+    }
 
 
+@pytest.mark.e2e
 def test_cli_names_the_missing_role(tmp_path, files, sst2_csv):
     """`python -m zoo` stops before any data work with the missing role, the file and the fix, exit status 2."""
-    out = run_cli(["+arch=encoder_only", "data=text_classification", f"data.train={sst2_csv / 'train.csv'}",
-                   f"data.tokenizer={files['gpt2']}", "logger=csv", f"hydra.run.dir={tmp_path / 'run'}"], cwd=tmp_path)
+    out = run_cli(
+        [
+            "+arch=encoder_only",
+            "data=text_classification",
+            f"data.train={sst2_csv / 'train.csv'}",
+            f"data.tokenizer={files['gpt2']}",
+            "logger=csv",
+            f"hydra.run.dir={tmp_path / 'run'}",
+        ],
+        cwd=tmp_path,
+    )
     assert out.returncode == 2, out.stderr[-2000:]
     assert f"zoo: error: the tokenizer {files['gpt2']} has no cls token" in out.stderr
     assert "Fix: set data.special_tokens.cls" in out.stderr and not (tmp_path / "run" / "checkpoints").exists()

@@ -1,5 +1,6 @@
 """python -m zoo.report over a tiny real comparison sweep: the table equals the runs' results.json, the curves
 come from their CSV logs, the PNGs are images, the cross-attention rows are distributions."""
+
 import csv
 import json
 from pathlib import Path
@@ -7,16 +8,23 @@ from pathlib import Path
 import matplotlib.image as mpimg
 import pytest
 import torch
+from zoo_run import SHORT_RUN, TINY, make_cfg, run_cli
 
-from zoo.report import (METRICS, ReportError, cross_attention, find_runs, load_translation_model, main, read_curves,
-                        report)
+from zoo.report import (
+    METRICS,
+    ReportError,
+    cross_attention,
+    find_runs,
+    load_translation_model,
+    main,
+    read_curves,
+    report,
+)
 from zoo.tasks.lm import LanguageModeling
 from zoo.train import run
-from zoo_run import TINY, make_cfg, run_cli
 
 LM_ARCHS = ("decoder_only", "encoder_decoder", "encoder_only")  # sorted
-TINY_MODEL = ["model.d_model=32", "model.n_heads=2", "model.d_ff=64", "model.n_layers=1", "logger=csv",
-              "trainer.enable_model_summary=false", "trainer.max_steps=12", "trainer.val_check_interval=6"]
+SMALL = [*SHORT_RUN, "trainer.val_check_interval=6"]
 
 
 @pytest.fixture(scope="module")
@@ -26,16 +34,56 @@ def sweep(tmp_path_factory):
     encoder_decoder run in-process into the same dir (one seed each)."""
     root = tmp_path_factory.mktemp("multirun")
     lm = [a for a in TINY if not a.startswith("trainer.max_steps")] + ["trainer.max_steps=10"]
-    proc = run_cli(["-m", "experiment=compare", "+arch=encoder_only,decoder_only,encoder_decoder", "+cell=lm",
-                    "compare.seeds=2", "compare.budget=steps", f"hydra.sweep.dir={root}", "logger=csv", "trainer.val_check_interval=5", *lm], cwd=root)
+    proc = run_cli(
+        [
+            "-m",
+            "experiment=compare",
+            "compare.budget=steps",
+            "+arch=encoder_only,decoder_only,encoder_decoder",
+            "+benchmark=lm",
+            "compare.seeds=2",
+            f"hydra.sweep.dir={root}",
+            "logger=csv",
+            "trainer.val_check_interval=5",
+            *lm,
+        ],
+        cwd=root,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    run(make_cfg(root / "classification-encoder_only",
-                 ["experiment=compare", "compare.budget=steps", "+cell=classification", *TINY_MODEL, "data.limit=320", "data.vocab_size=300",
-                  "data.batch_size=32", "model.max_len=128"], arch="encoder_only"))
-    run(make_cfg(root / "translation-encoder_decoder",
-                 ["experiment=compare", "compare.budget=steps", "+cell=translation", *TINY_MODEL, "data.limit=300", "data.vocab_size=300",
-                  "data.max_tokens=1024", "trainer.limit_val_batches=2", "trainer.limit_test_batches=2",
-                  "task.optimizer.lr=3e-3"], arch="encoder_decoder"))
+    run(
+        make_cfg(
+            root / "classification-encoder_only",
+            [
+                "experiment=compare",
+                "compare.budget=steps",
+                "+benchmark=classification",
+                *SMALL,
+                "data.limit=320",
+                "data.vocab_size=300",
+                "data.batch_size=32",
+                "model.max_len=128",
+            ],
+            arch="encoder_only",
+        )
+    )
+    run(
+        make_cfg(
+            root / "translation-encoder_decoder",
+            [
+                "experiment=compare",
+                "compare.budget=steps",
+                "+benchmark=translation",
+                *SMALL,
+                "data.limit=300",
+                "data.vocab_size=300",
+                "data.max_tokens=1024",
+                "trainer.limit_val_batches=2",
+                "trainer.limit_test_batches=2",
+                "task.optimizer.lr=3e-3",
+            ],
+            arch="encoder_decoder",
+        )
+    )
     return root
 
 
@@ -45,12 +93,17 @@ def reported(sweep, tmp_path_factory):
     return report(sweep, tmp_path_factory.mktemp("report"))
 
 
+@pytest.mark.e2e
 def test_sweep_dirs(sweep):
     names = sorted(p.parent.name for p in sweep.rglob("results.json"))
-    assert names == ["classification-encoder_only", *[f"lm-{a}-seed{s}" for a in LM_ARCHS for s in (1, 2)],
-                     "translation-encoder_decoder"]
+    assert names == [
+        "classification-encoder_only",
+        *[f"lm-{a}-seed{s}" for a in LM_ARCHS for s in (1, 2)],
+        "translation-encoder_decoder",
+    ]
 
 
+@pytest.mark.e2e
 def test_table_equals_results_json(sweep, reported):
     """One row per (cell, metric): the mean of its seeds' results.json values with a Student-t interval (the lm
     cells have two seeds), the others one seed ("n/a (1 seed)")."""
@@ -64,8 +117,9 @@ def test_table_equals_results_json(sweep, reported):
                 e = expected.setdefault((res["task"], res["arch"], res["objective"], metric), ([], [], [], []))
                 for lst, v in zip(e, (res[where][metric], res["params"], res["flops_per_token"], res["wall_seconds"])):
                     lst.append(v)
-    assert sorted((r["task"], r["arch"], r["objective"], r["metric"].replace(" (best)", "")) for r in table) == \
-        sorted(expected)
+    assert sorted((r["task"], r["arch"], r["objective"], r["metric"].replace(" (best)", "")) for r in table) == sorted(
+        expected
+    )
     for r in table:
         values, params, fpt, wall = expected[(r["task"], r["arch"], r["objective"], r["metric"].replace(" (best)", ""))]
         assert r["n"] == len(values) == (2 if r["task"] == "lm" else 1) and r["values"] == values
@@ -79,20 +133,26 @@ def test_table_equals_results_json(sweep, reported):
             assert r["std"] is None and r["lo"] is None
     # every lm cell reports its best val/loss; test metrics of the other tasks are there
     assert {(r["task"], r["arch"]) for r in table if r["metric"] == "val/loss (best)"} == {
-        ("lm", "encoder_only"), ("lm", "decoder_only"), ("lm", "encoder_decoder")}
+        ("lm", "encoder_only"),
+        ("lm", "decoder_only"),
+        ("lm", "encoder_decoder"),
+    }
     assert {r["metric"] for r in table if r["task"] != "lm"} == {"test/acc", "test/f1", "test/bleu", "test/chrf"}
     # the Markdown: one line per row with the formatted value; a masked LM marked as a different objective
     md = out["report"].read_text().splitlines()
     start = md.index(next(line for line in md if line.startswith("| cell |")))
-    body = md[start + 2:start + 2 + len(table)]
+    body = md[start + 2 : start + 2 + len(table)]
     assert all(line.startswith("| ") for line in body) and not md[start + 2 + len(table)].startswith("|")
     runs = {r["run_dir"]: r for r in find_runs(sweep)}
     for r, line in zip(table, body):
         cells = [c.strip() for c in line.strip("|").split("|")]
         seeds = [runs[d] for d in r["run_dirs"]]
         assert cells[0] == r["cell"] == f"{r['task']} / {r['arch']}" and cells[4] == r["metric"]
-        assert cells[1] == r["dataset"] == {"lm": "tiny_shakespeare", "classification": "sst2",
-                                            "translation": "multi30k"}[r["task"]]
+        assert (
+            cells[1]
+            == r["dataset"]
+            == {"lm": "tiny_shakespeare", "classification": "sst2", "translation": "multi30k"}[r["task"]]
+        )
         assert cells[2] == f"steps {seeds[0]['budget']['value']}"
         assert cells[5] == str(r["n"])
         if r["n"] == 1:
@@ -108,6 +168,7 @@ def test_table_equals_results_json(sweep, reported):
         def mean_cost(key, scale=1.0):  # "-" where the runs recorded none
             values = [c[key] for c in cost if c.get(key) is not None]
             return sum(values) / len(values) / scale if values else None
+
         for cell, key in ((cells[9], "train_flops"), (cells[10], "tokens")):
             assert float(cell) == pytest.approx(mean_cost(key), rel=6e-3)  # 3 significant digits
         train_s, wall_s = cells[11].rstrip(")").split(" (")
@@ -119,21 +180,25 @@ def test_table_equals_results_json(sweep, reported):
         assert cells[3].startswith(r["objective"])
         assert ("not comparable" in cells[3]) == (r["objective"] == "masked_lm")
     assert {(r["arch"], r["objective"]) for r in table if r["task"] == "lm"} == {
-        (a, LanguageModeling.OBJECTIVES[a][0]) for a in LM_ARCHS}  # each arch's default objective
+        (a, LanguageModeling.OBJECTIVES[a][0]) for a in LM_ARCHS
+    }  # each arch's default objective
     # the lm cells: a paired bootstrap over the same validation windows, each pair of the three
     text = out["report"].read_text()
-    lm = text[text.index("### lm"):]
+    lm = text[text.index("### lm") :]
     assert "paired bootstrap over the same validation windows" in lm
     assert "p-values, val/cont_loss (best) (paired bootstrap (token-weighted windows))" in lm
     rec = out["records"]["lm"][0]
     assert len(rec["order"]) == 3 and all(p is not None for _, _, p in rec["pairs"].values())
 
 
+@pytest.mark.e2e
 def test_curves_come_from_the_csv_logs(sweep):
     runs = find_runs(sweep)
     assert sorted(Path(r["run_dir"]).name for r in runs) == [
-        "classification-encoder_only", *[f"lm-{a}-seed{s}" for a in LM_ARCHS for s in (1, 2)],
-        "translation-encoder_decoder"]
+        "classification-encoder_only",
+        *[f"lm-{a}-seed{s}" for a in LM_ARCHS for s in (1, 2)],
+        "translation-encoder_decoder",
+    ]
     for res in runs:
         curves = read_curves(Path(res["run_dir"]))
         rows = list(csv.DictReader(open(Path(res["run_dir"]) / "csv" / "metrics.csv")))
@@ -144,8 +209,11 @@ def test_curves_come_from_the_csv_logs(sweep):
             assert better(values) == pytest.approx(best, rel=1e-6)
             steps = [s for s, _ in curves[name]]
             assert steps == sorted(steps) and steps[-1] <= res["steps"]
+            if Path(res["run_dir"]).name.startswith("lm-"):  # val_check_interval=5 of 10 steps: after 5 and 10
+                assert steps == [5, 10]
 
 
+@pytest.mark.e2e
 def test_pngs_are_images(reported):
     out = reported
     assert sorted(p.name for p in out["curves"]) == ["val_classification.png", "val_lm.png", "val_translation.png"]
@@ -157,6 +225,7 @@ def test_pngs_are_images(reported):
         assert img[..., :3].std() > 0.01  # not a blank canvas
 
 
+@pytest.mark.e2e
 def test_cross_attention_rows_are_distributions(sweep):
     res = next(r for r in find_runs(sweep) if r["task"] == "translation")
     model, src_tok, tgt_tok, _, hp = load_translation_model(res)

@@ -2,6 +2,7 @@
 here, following zoo.train's contract): grouping by swept keys and seeds, Student-t intervals, paired tests
 (McNemar, token-weighted bootstrap, sacreBLEU's paired bootstrap), failed runs, mixed datasets / budgets, the
 ranking against T5, and the curves' seed bands."""
+
 import csv
 import json
 import math
@@ -27,27 +28,79 @@ _rng = random.Random(0)
 REFS = [" ".join(_rng.choice(WORDS) for _ in range(9)) for _ in range(80)]
 
 
-def write_run(root: Path, name: str, *, task="translation", arch="encoder_decoder", arch_config=None, seed=1,
-              overrides=None, final=None, best=None, examples=None, status="ok", error=None, dataset="multi30k",
-              budget=("steps", 900), cost=True, curve=None, legacy=False) -> Path:
+def write_run(
+    root: Path,
+    name: str,
+    *,
+    task="translation",
+    arch="encoder_decoder",
+    arch_config=None,
+    seed=1,
+    overrides=None,
+    final=None,
+    best=None,
+    examples=None,
+    status="ok",
+    error=None,
+    dataset="multi30k",
+    budget=("steps", 900),
+    cost=True,
+    curve=None,
+    legacy=False,
+) -> Path:
     """One run dir: results.json (zoo.train's keys; legacy=True: only those of before seeds), examples.json
     when `examples` is given, and csv/metrics.csv when `curve` {metric: [(step, value, flops, seconds)]} is."""
     d = Path(root) / name
     d.mkdir(parents=True)
-    objective = {"decoder_only": "causal_lm", "encoder_decoder": "prefix_continuation"}.get(arch, "masked_lm") \
-        if task == "lm" else task  # the task's objective (zoo.tasks.lm.LanguageModeling.OBJECTIVES)
-    res = {"arch": arch, "task": task, "dataset": dataset, "objective": objective, "final": final or {},
-           "best": best or {}, "params": 1_000_000, "flops_per_token": 2.0e6, "steps": 900, "wall_seconds": 120.0}
+    objective = (
+        {"decoder_only": "causal_lm", "encoder_decoder": "prefix_continuation"}.get(arch, "masked_lm")
+        if task == "lm"
+        else task
+    )  # the task's objective (zoo.tasks.lm.LanguageModeling.OBJECTIVES)
+    res = {
+        "arch": arch,
+        "task": task,
+        "dataset": dataset,
+        "objective": objective,
+        "final": final or {},
+        "best": best or {},
+        "params": 1_000_000,
+        "flops_per_token": 2.0e6,
+        "steps": 900,
+        "wall_seconds": 120.0,
+    }
     if not legacy:
-        res.update({"status": status, "seed": seed, "arch_config": arch_config or arch,
-                    "overrides": overrides if overrides is not None else [f"+arch={arch_config or arch}", f"seed={seed}"],
-                    "budget": {"kind": budget[0], "value": budget[1]}, "examples": None})
+        res.update(
+            {
+                "status": status,
+                "seed": seed,
+                "arch_config": arch_config or arch,
+                "overrides": overrides if overrides is not None else [f"+arch={arch_config or arch}", f"seed={seed}"],
+                "budget": {"kind": budget[0], "value": budget[1]},
+                "examples": None,
+            }
+        )
         if cost:
-            res["cost"] = {"train_flops": 3.0e15, "tokens": 250_000, "train_seconds": 100.0,
-                           "inference_flops_per_token": 2.5e6, "ms_per_example": 4.0}
+            res["cost"] = {
+                "train_flops": 3.0e15,
+                "tokens": 250_000,
+                "train_seconds": 100.0,
+                "inference_flops_per_token": 2.5e6,
+                "ms_per_example": 4.0,
+            }
         if status == "failed":  # as zoo.results.failed_record: what the run knew before failing
-            res.update({"error": error or "RuntimeError: CUDA out of memory\nTraceback ...", "final": {}, "best": {},
-                        "dataset": "?", "params": 0, "flops_per_token": 0.0, "steps": 0, "wall_seconds": 0.0})
+            res.update(
+                {
+                    "error": error or "RuntimeError: CUDA out of memory\nTraceback ...",
+                    "final": {},
+                    "best": {},
+                    "dataset": "?",
+                    "params": 0,
+                    "flops_per_token": 0.0,
+                    "steps": 0,
+                    "wall_seconds": 0.0,
+                }
+            )
             for k in ("budget", "cost", "objective"):
                 res.pop(k, None)
     if examples is not None:
@@ -126,16 +179,33 @@ def test_sacrebleu_paired_bootstrap():
 # ---- grouping ------------------------------------------------------------------------------------------
 def test_activation_sweep_groups_into_two_rows_of_three_seeds(tmp_path):
     """python -m zoo -m +arch=decoder_only model.activation=gelu,swiglu seed=1,2,3: 2 rows of 3 seeds."""
-    values = {("gelu", 1): 2.10, ("gelu", 2): 2.12, ("gelu", 3): 2.14, ("swiglu", 1): 2.00, ("swiglu", 2): 2.05,
-              ("swiglu", 3): 2.03}
+    values = {
+        ("gelu", 1): 2.10,
+        ("gelu", 2): 2.12,
+        ("gelu", 3): 2.14,
+        ("swiglu", 1): 2.00,
+        ("swiglu", 2): 2.05,
+        ("swiglu", 3): 2.03,
+    }
     for (act, seed), v in values.items():
-        write_run(tmp_path, f"{act}-{seed}", task="lm", arch="decoder_only", seed=seed, dataset="tiny_shakespeare",
-                  budget=("steps", 400), best={"val/loss": v + 0.1, "val/cont_loss": v},
-                  overrides=["+arch=decoder_only", "+cell=lm", f"model.activation={act}", f"seed={seed}"])
+        write_run(
+            tmp_path,
+            f"{act}-{seed}",
+            task="lm",
+            arch="decoder_only",
+            seed=seed,
+            dataset="tiny_shakespeare",
+            budget=("steps", 400),
+            best={"val/loss": v + 0.1, "val/cont_loss": v},
+            overrides=["+arch=decoder_only", "+benchmark=lm", f"model.activation={act}", f"seed={seed}"],
+        )
     runs = find_runs(tmp_path)
     assert swept_keys(runs) == ["model.activation", "seed"]
     groups = group_runs(runs)
-    assert [g["label"] for g in groups] == ["decoder_only model.activation=gelu", "decoder_only model.activation=swiglu"]
+    assert [g["label"] for g in groups] == [
+        "decoder_only model.activation=gelu",
+        "decoder_only model.activation=swiglu",
+    ]
     assert [[r["seed"] for r in g["runs"]] for g in groups] == [[1, 2, 3], [1, 2, 3]]
     table = rows(groups)
     cont = [r for r in table if r["metric"] == "val/cont_loss (best)"]
@@ -144,11 +214,16 @@ def test_activation_sweep_groups_into_two_rows_of_three_seeds(tmp_path):
         x = [values[(act, s)] for s in (1, 2, 3)]
         mean, s = sum(x) / 3, math.sqrt(sum((v - sum(x) / 3) ** 2 for v in x) / 2)
         assert r["mean"] == pytest.approx(mean) and r["std"] == pytest.approx(s)
-        assert (r["lo"], r["hi"]) == pytest.approx((mean - T_975[2] * s / math.sqrt(3), mean + T_975[2] * s / math.sqrt(3)))
+        assert (r["lo"], r["hi"]) == pytest.approx(
+            (mean - T_975[2] * s / math.sqrt(3), mean + T_975[2] * s / math.sqrt(3))
+        )
     out = report(tmp_path, tmp_path / "out")
     md = out["report"].read_text()
-    line = next(x for x in md.splitlines() if x.startswith("| lm / decoder_only model.activation=gelu |")
-                and "val/cont_loss" in x)
+    line = next(
+        x
+        for x in md.splitlines()
+        if x.startswith("| lm / decoder_only model.activation=gelu |") and "val/cont_loss" in x
+    )
     cells = [c.strip() for c in line.strip("|").split("|")]
     assert cells[5] == "3" and cells[6] == "2.1200 ± 0.0200"
     assert cells[7] == f"[{2.12 - T_975[2] * 0.02 / math.sqrt(3):.4f}, {2.12 + T_975[2] * 0.02 / math.sqrt(3):.4f}]"
@@ -159,15 +234,30 @@ def test_activation_sweep_groups_into_two_rows_of_three_seeds(tmp_path):
 
 def test_compare_sweep_keys_and_parse_overrides():
     assert parse_overrides(["+arch=prefix_lm", "++model.mask=prefix", "~foo", "seed=2"]) == {
-        "arch": "prefix_lm", "model.mask": "prefix", "foo": None, "seed": "2"}
-    runs = [{"overrides": [f"+arch={a}", f"+cell={c}", f"seed={s}"]} for a in ("decoder_only", "prefix_lm")
-            for c in ("lm", "translation") for s in (1, 2)]
+        "arch": "prefix_lm",
+        "model.mask": "prefix",
+        "foo": None,
+        "seed": "2",
+    }
+    runs = [
+        {"overrides": [f"+arch={a}", f"+cell={c}", f"seed={s}"]}
+        for a in ("decoder_only", "prefix_lm")
+        for c in ("lm", "translation")
+        for s in (1, 2)
+    ]
     assert swept_keys(runs) == ["arch", "cell", "seed"]
 
 
 def test_single_seed_prints_na_never_pm0(tmp_path):
-    write_run(tmp_path, "one", task="classification", arch="encoder_only", final={"test/acc": 0.8, "test/f1": 0.79},
-              dataset="sst2", budget=("steps", 1000))
+    write_run(
+        tmp_path,
+        "one",
+        task="classification",
+        arch="encoder_only",
+        final={"test/acc": 0.8, "test/f1": 0.79},
+        dataset="sst2",
+        budget=("steps", 1000),
+    )
     md = report(tmp_path)["report"].read_text()
     lines = [x for x in md.splitlines() if x.startswith("| classification / encoder_only |")]
     assert len(lines) == 2 and all("n/a (1 seed)" in x for x in lines)
@@ -176,12 +266,15 @@ def test_single_seed_prints_na_never_pm0(tmp_path):
 
 def test_legacy_results_are_reported_as_one_seed(tmp_path):
     for arch, acc in (("encoder_only", 0.8), ("decoder_only", 0.7)):
-        write_run(tmp_path, arch, task="classification", arch=arch, final={"test/acc": acc}, dataset="sst2",
-                  legacy=True)
+        write_run(
+            tmp_path, arch, task="classification", arch=arch, final={"test/acc": acc}, dataset="sst2", legacy=True
+        )
     out = report(tmp_path)
     acc = [r for r in out["table"] if r["metric"] == "test/acc"]
     assert [(r["label"], r["seeds"], r["value"], r["budget"]) for r in acc] == [
-        ("encoder_only", "1", 0.8, "?"), ("decoder_only", "1", 0.7, "?")]
+        ("encoder_only", "1", 0.8, "?"),
+        ("decoder_only", "1", 0.7, "?"),
+    ]
     md = out["report"].read_text()
     assert "2.00 M†" in md and "- (120)" in md  # forward FLOPs/token, no measured training seconds
     assert "untested (no paired examples, one seed)" in md
@@ -198,10 +291,21 @@ def test_legacy_runs_sharing_an_arch_are_not_averaged(tmp_path):
 # ---- failed runs ---------------------------------------------------------------------------------------
 def test_failed_runs_are_listed_not_dropped(tmp_path):
     for seed in (1, 2, 3):
-        write_run(tmp_path, f"ed-{seed}", seed=seed, final={"test/bleu": 20.0 + seed, "test/chrf": 40.0},
-                  status="failed" if seed == 2 else "ok")
-    write_run(tmp_path, "do-1", arch="decoder_only", seed=1, status="failed",
-              error="ValueError: data.max_len too small\n  at ...")
+        write_run(
+            tmp_path,
+            f"ed-{seed}",
+            seed=seed,
+            final={"test/bleu": 20.0 + seed, "test/chrf": 40.0},
+            status="failed" if seed == 2 else "ok",
+        )
+    write_run(
+        tmp_path,
+        "do-1",
+        arch="decoder_only",
+        seed=1,
+        status="failed",
+        error="ValueError: data.max_len too small\n  at ...",
+    )
     out = report(tmp_path, tmp_path / "out")
     md = out["report"].read_text()
     ed = next(r for r in out["table"] if r["label"] == "encoder_decoder" and r["metric"] == "test/bleu")
@@ -221,10 +325,21 @@ def test_translation_paired_tests_pool_seeds_and_match_ids(tmp_path):
     worse = [" ".join(r.split()[:5]) for r in REFS]
     order = list(range(len(REFS)))[::-1]
     for seed in (1, 2):
-        write_run(tmp_path, f"ed-{seed}", seed=seed, final={"test/bleu": 90.0 + seed, "test/chrf": 95.0, "test/bleu_beam": 91.0},
-                  examples=translation_examples([REFS[i] for i in order], ids=order, beam=[REFS[i] for i in order]))
-        write_run(tmp_path, f"do-{seed}", arch="decoder_only", seed=seed, final={"test/bleu": 30.0 + seed,
-                  "test/chrf": 50.0, "test/bleu_beam": 31.0}, examples=translation_examples(worse, beam=worse))
+        write_run(
+            tmp_path,
+            f"ed-{seed}",
+            seed=seed,
+            final={"test/bleu": 90.0 + seed, "test/chrf": 95.0, "test/bleu_beam": 91.0},
+            examples=translation_examples([REFS[i] for i in order], ids=order, beam=[REFS[i] for i in order]),
+        )
+        write_run(
+            tmp_path,
+            f"do-{seed}",
+            arch="decoder_only",
+            seed=seed,
+            final={"test/bleu": 30.0 + seed, "test/chrf": 50.0, "test/bleu_beam": 31.0},
+            examples=translation_examples(worse, beam=worse),
+        )
     groups = group_runs(find_runs(tmp_path))
     assert [g["label"] for g in groups] == ["decoder_only", "encoder_decoder"]
     data = paired_data(groups[1], groups[0], "translation")  # A = encoder_decoder, its ids in reverse order
@@ -244,14 +359,21 @@ def test_translation_paired_tests_pool_seeds_and_match_ids(tmp_path):
 
 def test_pairing_is_refused_when_ids_differ(tmp_path):
     write_run(tmp_path, "ed", final={"test/bleu": 30.0}, examples=translation_examples(REFS[:40]))
-    write_run(tmp_path, "do", arch="decoder_only", final={"test/bleu": 20.0},
-              examples=translation_examples(REFS[10:50], ids=list(range(10, 50))))
+    write_run(
+        tmp_path,
+        "do",
+        arch="decoder_only",
+        final={"test/bleu": 20.0},
+        examples=translation_examples(REFS[10:50], ids=list(range(10, 50))),
+    )
     groups = group_runs(find_runs(tmp_path))
     with pytest.raises(NotPaired, match="their example ids differ"):
         paired_data(groups[0], groups[1], "translation")
     md = report(tmp_path, tmp_path / "out")["report"].read_text()
-    assert "- encoder_decoder vs decoder_only: not paired: encoder_decoder (seed 1) and decoder_only (seed 1): their " \
-           "example ids differ (40 and 40 ids, 30 in common)" in md
+    assert (
+        "- encoder_decoder vs decoder_only: not paired: encoder_decoder (seed 1) and decoder_only (seed 1): their "
+        "example ids differ (40 and 40 ids, 30 in common)" in md
+    )
     assert "untested (no paired examples, one seed)" in md
 
 
@@ -261,15 +383,21 @@ def test_classification_mcnemar_in_the_report(tmp_path):
     pred_b = [1 - y if i < 10 else y for i, y in enumerate(labels)]
     for name, arch, pred in (("ed", "encoder_decoder", labels), ("do", "decoder_only", pred_b)):
         acc = sum(p == y for p, y in zip(pred, labels)) / 60
-        write_run(tmp_path, name, task="classification", arch=arch, dataset="sst2", final={"test/acc": acc},
-                  examples={"task": "classification", "split": "test", "ids": list(range(60)), "pred": pred,
-                            "label": labels})
+        write_run(
+            tmp_path,
+            name,
+            task="classification",
+            arch=arch,
+            dataset="sst2",
+            final={"test/acc": acc},
+            examples={"task": "classification", "split": "test", "ids": list(range(60)), "pred": pred, "label": labels},
+        )
     out = report(tmp_path, tmp_path / "out")
     md = out["report"].read_text()
     assert "McNemar's exact test" in md and "p-values, test/acc (McNemar exact)" in md
     sign, why, p = out["records"]["classification"][0]["pairs"][(1, 0)]
-    assert p == pytest.approx(2 / 2 ** 10) and sign == 1
-    assert f"{2 / 2 ** 10:.4f}*" in md
+    assert p == pytest.approx(2 / 2**10) and sign == 1
+    assert f"{2 / 2**10:.4f}*" in md
 
 
 def test_lm_paired_bootstrap_over_windows(tmp_path):
@@ -278,11 +406,24 @@ def test_lm_paired_bootstrap_over_windows(tmp_path):
     base = rng.normal(2.2, 0.1, 40)
     for name, arch, shift in (("do", "decoder_only", 0.0), ("ed", "encoder_decoder", 0.2), ("same", "prefix_lm", 0.0)):
         loss = [float(x + shift) for x in base]
-        mean = sum(l * t for l, t in zip(loss, tokens)) / sum(tokens)
-        write_run(tmp_path, name, task="lm", arch=arch if arch != "prefix_lm" else "decoder_only", arch_config=arch,
-                  dataset="tiny_shakespeare", best={"val/loss": mean, "val/cont_loss": mean},
-                  examples={"task": "lm", "split": "val", "ids": list(range(40)), "metric": "val/cont_loss",
-                            "loss": loss, "tokens": tokens})
+        mean = sum(x * t for x, t in zip(loss, tokens)) / sum(tokens)
+        write_run(
+            tmp_path,
+            name,
+            task="lm",
+            arch=arch if arch != "prefix_lm" else "decoder_only",
+            arch_config=arch,
+            dataset="tiny_shakespeare",
+            best={"val/loss": mean, "val/cont_loss": mean},
+            examples={
+                "task": "lm",
+                "split": "val",
+                "ids": list(range(40)),
+                "metric": "val/cont_loss",
+                "loss": loss,
+                "tokens": tokens,
+            },
+        )
     out = report(tmp_path, tmp_path / "out")
     rec = out["records"]["lm"][0]
     assert rec["metric"] == "val/cont_loss (best)"
@@ -309,23 +450,58 @@ def test_ordering_needs_p_and_disjoint_intervals():
 def test_mixed_datasets_and_budgets_are_not_ranked_across(tmp_path):
     labels = [i % 2 for i in range(30)]
     ex = {"task": "classification", "split": "test", "ids": list(range(30)), "pred": labels, "label": labels}
-    write_run(tmp_path, "eo-sst2", task="classification", arch="encoder_only", dataset="sst2",
-              final={"test/acc": 0.9}, examples=ex)
-    write_run(tmp_path, "do-sst2", task="classification", arch="decoder_only", dataset="sst2",
-              final={"test/acc": 0.7}, examples=ex)
-    write_run(tmp_path, "eo-mine", task="classification", arch="encoder_only", dataset="my_topics",
-              final={"test/acc": 0.5}, examples=ex, overrides=["+arch=encoder_only", "data=my_topics"])
-    write_run(tmp_path, "do-flops", task="classification", arch="decoder_only", dataset="sst2",
-              budget=("flops", 1e15), final={"test/acc": 0.95}, examples=ex,
-              overrides=["+arch=decoder_only", "compare.budget=flops"])
+    write_run(
+        tmp_path,
+        "eo-sst2",
+        task="classification",
+        arch="encoder_only",
+        dataset="sst2",
+        final={"test/acc": 0.9},
+        examples=ex,
+    )
+    write_run(
+        tmp_path,
+        "do-sst2",
+        task="classification",
+        arch="decoder_only",
+        dataset="sst2",
+        final={"test/acc": 0.7},
+        examples=ex,
+    )
+    write_run(
+        tmp_path,
+        "eo-mine",
+        task="classification",
+        arch="encoder_only",
+        dataset="my_topics",
+        final={"test/acc": 0.5},
+        examples=ex,
+        overrides=["+arch=encoder_only", "data=my_topics"],
+    )
+    write_run(
+        tmp_path,
+        "do-flops",
+        task="classification",
+        arch="decoder_only",
+        dataset="sst2",
+        budget=("flops", 1e15),
+        final={"test/acc": 0.95},
+        examples=ex,
+        overrides=["+arch=decoder_only", "compare.budget=flops"],
+    )
     out = report(tmp_path, tmp_path / "out")
     md = out["report"].read_text()
     assert "**Not ranked across datasets / budgets**: the classification runs mix" in md
-    assert "(sst2, steps 900): encoder_only, decoder_only; (my_topics, steps 900): encoder_only data=my_topics; " \
-           "(sst2, flops 1e+15): decoder_only compare.budget=flops." in md
+    assert (
+        "(sst2, steps 900): encoder_only, decoder_only; (my_topics, steps 900): encoder_only data=my_topics; "
+        "(sst2, flops 1e+15): decoder_only compare.budget=flops." in md
+    )
     recs = out["records"]["classification"]
     assert sorted((r["dataset"], r["budget"], len(r["order"])) for r in recs) == [
-        ("my_topics", "steps 900", 1), ("sst2", "flops 1e+15", 1), ("sst2", "steps 900", 2)]
+        ("my_topics", "steps 900", 1),
+        ("sst2", "flops 1e+15", 1),
+        ("sst2", "steps 900", 2),
+    ]
     # the only pair tested is within (sst2, steps 900)
     pairs = {k for r in recs for k in r["pairs"]}
     sst2 = next(r for r in recs if r["dataset"] == "sst2" and r["budget"] == "steps 900")
@@ -350,17 +526,26 @@ def _translation_sweep(root, bleu, worse_of):
     worse = [" ".join(r.split()[:4]) for r in REFS]
     for arch, values in bleu.items():
         for seed, v in zip((1, 2, 3), values):
-            write_run(root, f"{arch}-{seed}", arch="decoder_only" if arch == "prefix_lm" else arch, arch_config=arch,
-                      seed=seed, final={"test/bleu": v, "test/chrf": v + 20},
-                      overrides=[f"+arch={arch}", "+cell=translation", f"seed={seed}"],
-                      examples=translation_examples(worse if arch in worse_of else REFS))
+            write_run(
+                root,
+                f"{arch}-{seed}",
+                arch="decoder_only" if arch == "prefix_lm" else arch,
+                arch_config=arch,
+                seed=seed,
+                final={"test/bleu": v, "test/chrf": v + 20},
+                overrides=[f"+arch={arch}", "+benchmark=translation", f"seed={seed}"],
+                examples=translation_examples(worse if arch in worse_of else REFS),
+            )
 
 
 def test_translation_ranking_against_t5(tmp_path):
-    _translation_sweep(tmp_path / "a", {"prefix_lm": [30.0, 30.5, 31.0], "encoder_decoder": [30.2, 30.4, 30.9],
-                                        "decoder_only": [20.0, 20.5, 21.0]}, worse_of={"decoder_only"})
+    _translation_sweep(
+        tmp_path / "a",
+        {"prefix_lm": [30.0, 30.5, 31.0], "encoder_decoder": [30.2, 30.4, 30.9], "decoder_only": [20.0, 20.5, 21.0]},
+        worse_of={"decoder_only"},
+    )
     md = report(tmp_path / "a", tmp_path / "out_a")["report"].read_text()
-    lit = md[md.index("## Against the literature"):]
+    lit = md[md.index("## Against the literature") :]
     assert "against T5 (EnDe, test/bleu)" in lit and "Raffel et al. 2020" in lit and "26.43" in lit
     assert "- prefix_lm vs decoder_only: T5 prefix_lm ahead" in lit
     line = next(x for x in lit.splitlines() if x.startswith("- prefix_lm vs decoder_only"))
@@ -370,8 +555,11 @@ def test_translation_ranking_against_t5(tmp_path):
     line = next(x for x in lit.splitlines() if x.startswith("- decoder_only vs encoder_decoder"))
     assert line.endswith("**agrees**")
     # a causal LM clearly ahead of the encoder-decoder: disagrees; within the intervals: not significant
-    _translation_sweep(tmp_path / "b", {"prefix_lm": [25.0, 26.0, 27.0], "encoder_decoder": [10.0, 10.5, 11.0],
-                                        "decoder_only": [24.0, 26.5, 27.5]}, worse_of={"encoder_decoder"})
+    _translation_sweep(
+        tmp_path / "b",
+        {"prefix_lm": [25.0, 26.0, 27.0], "encoder_decoder": [10.0, 10.5, 11.0], "decoder_only": [24.0, 26.5, 27.5]},
+        worse_of={"encoder_decoder"},
+    )
     lit = report(tmp_path / "b", tmp_path / "out_b")["report"].read_text().split("## Against the literature")[1]
     line = next(x for x in lit.splitlines() if x.startswith("- decoder_only vs encoder_decoder"))
     assert "T5 encoder_decoder ahead" in line and "zoo decoder_only ahead" in line and line.endswith("**disagrees**")
@@ -384,9 +572,22 @@ def test_classification_ranking_against_t5(tmp_path):
     for arch, wrong, accs in (("encoder_decoder", 10, [0.95, 0.95]), ("decoder_only", 60, [0.70, 0.71])):
         pred = [1 - y if i < wrong else y for i, y in enumerate(labels)]
         for seed, acc in zip((1, 2), accs):
-            write_run(tmp_path, f"{arch}-{seed}", task="classification", arch=arch, seed=seed, dataset="sst2",
-                      final={"test/acc": acc}, examples={"task": "classification", "split": "test",
-                                                         "ids": list(range(200)), "pred": pred, "label": labels})
+            write_run(
+                tmp_path,
+                f"{arch}-{seed}",
+                task="classification",
+                arch=arch,
+                seed=seed,
+                dataset="sst2",
+                final={"test/acc": acc},
+                examples={
+                    "task": "classification",
+                    "split": "test",
+                    "ids": list(range(200)),
+                    "pred": pred,
+                    "label": labels,
+                },
+            )
     lit = report(tmp_path, tmp_path / "out")["report"].read_text().split("## Against the literature")[1]
     assert "against T5 (GLUE, test/acc)" in lit and "83.28" in lit and "74.70" in lit
     line = next(x for x in lit.splitlines() if x.startswith("- decoder_only vs encoder_decoder"))
@@ -404,8 +605,10 @@ def test_band_at_common_x_points():
 
 def test_curves_against_step_flops_and_seconds(tmp_path):
     for seed in (1, 2, 3):
-        curve = {"val/bleu": [(s, 5 + s / 50 + seed, s * 1e12, s * 0.2 + seed) for s in (50, 100, 150)],
-                 "val/loss": [(s, 4 - s / 100, s * 1e12, s * 0.2 + seed) for s in (50, 100, 150)]}
+        curve = {
+            "val/bleu": [(s, 5 + s / 50 + seed, s * 1e12, s * 0.2 + seed) for s in (50, 100, 150)],
+            "val/loss": [(s, 4 - s / 100, s * 1e12, s * 0.2 + seed) for s in (50, 100, 150)],
+        }
         write_run(tmp_path, f"ed-{seed}", seed=seed, final={"test/bleu": 10.0}, curve=curve)
     out = report(tmp_path, tmp_path / "out")
     assert [p.name for p in out["curves"]] == ["val_translation.png"]

@@ -7,11 +7,11 @@ import threading
 from pathlib import Path
 
 import pytest
+from zoo_run import SHARED_DATA
 
 from zoo.data import resolver
 from zoo.data.resolver import DataError, resolve
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"  # ../shared/data
 NAME = "fake/hello.txt"
 CONTENT = b"hello zoo\n" * 100
 
@@ -96,12 +96,10 @@ def test_missing_local_mirror_and_no_mirror(server, tmp_path):
     assert str(tmp_path / "nomirror" / NAME) in str(e.value)
 
 
-def test_local_mirror_real_shared_data(tmp_path):
-    if not SHARED.is_dir():
-        pytest.skip(f"{SHARED} not available")
+def test_local_mirror_real_shared_data(tmp_path, shared_data):
     name = "tiny_shakespeare/input.txt"
-    path = resolve(name, data_dir=tmp_path / "data", mirror=str(SHARED), progress=False)
-    assert path == SHARED / name  # used in place, not copied
+    path = resolve(name, data_dir=tmp_path / "data", mirror=str(shared_data), progress=False)
+    assert path == shared_data / name  # used in place, not copied
     assert files_in(tmp_path / "data") == []
 
 
@@ -148,7 +146,7 @@ def test_unknown_name():
 def test_files_table():
     assert len(resolver.FILES) == 26  # 1 tiny_shakespeare + 22 multi30k + 3 sst2
     assert set(name.split("/")[0] for name in resolver.FILES) == set(resolver.UPSTREAM)
-    if (SHARED / "README.md").is_file():  # the table matches the README's checksums
-        readme = (SHARED / "README.md").read_text()
+    if (SHARED_DATA / "README.md").is_file():  # the table matches the README's checksums
+        readme = (SHARED_DATA / "README.md").read_text()
         for name, sha in resolver.FILES.items():
             assert f"{sha} {name}" in readme

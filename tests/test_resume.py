@@ -13,6 +13,7 @@ A run that max_steps stops mid-epoch validates its final weights (its own test p
 resumed run leaves that score out of its choice of the best checkpoint (zoo.callbacks.checkpoint), so it
 saves at the very steps the uninterrupted run does.
 """
+
 import hashlib
 import json
 import warnings
@@ -21,22 +22,48 @@ from pathlib import Path
 import lightning.pytorch as pl
 import pytest
 import torch
+from zoo_run import TINY, TINY_MODEL, make_cfg
 
 from zoo.checkpoint_io import settle_epoch_end
 from zoo.train import run
-from zoo_run import TINY, make_cfg
 
-SMALL = ["model.d_model=32", "model.n_heads=2", "model.d_ff=64", "model.n_layers=1", "trainer.max_steps=10",
-         "trainer.enable_model_summary=false", "trainer.limit_test_batches=1"]
+SMALL = [
+    *TINY_MODEL,
+    "trainer.max_steps=10",
+    "trainer.enable_model_summary=false",
+    "trainer.limit_test_batches=1",
+]
+# tiny models run fastest on one thread (conftest); two contend badly when the other core is busy (measured
+# on a 2-core machine: a training step 20x slower)
+pytestmark = pytest.mark.usefixtures("one_thread")
 SCHEDULE = ["task.scheduler.warmup_steps=2", "task.scheduler.decay_steps=10"]  # lr changes at every step
 TASKS = {  # task: (arch, overrides), each with epochs of 5 batches
     "lm": ("decoder_only", TINY + SCHEDULE + ["task.sample=null"]),
-    "classification": ("encoder_only", SMALL + SCHEDULE + [
-        "data.limit=80", "data.batch_size=16", "data.vocab_size=300", "model.max_len=128",
-        "trainer.limit_val_batches=2"]),
-    "translation": ("encoder_decoder", SMALL + [
-        "data.limit=30", "data.vocab_size=300", "data.max_tokens=512", "task.scheduler.warmup_steps=3",
-        "task.beam_size=1", "task.max_len_b=2", "trainer.limit_val_batches=1"]),
+    "classification": (
+        "encoder_only",
+        SMALL
+        + SCHEDULE
+        + [
+            "data.limit=80",
+            "data.batch_size=16",
+            "data.vocab_size=300",
+            "model.max_len=128",
+            "trainer.limit_val_batches=2",
+        ],
+    ),
+    "translation": (
+        "encoder_decoder",
+        SMALL
+        + [
+            "data.limit=30",
+            "data.vocab_size=300",
+            "data.max_tokens=512",
+            "task.scheduler.warmup_steps=3",
+            "task.beam_size=1",
+            "task.max_len_b=2",
+            "trainer.limit_val_batches=1",
+        ],
+    ),
 }
 MONITOR = {"lm": ("val/loss", "min"), "classification": ("val/acc", "max"), "translation": ("val/bleu", "max")}
 VAL_CHECK = {None: [], 2: ["trainer.val_check_interval=2"]}
@@ -73,8 +100,14 @@ class Record(pl.Callback):
         self._lr, self._batch = trainer.optimizers[0].param_groups[0]["lr"], batch_hash(batch)
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
-        self._write(kind="train", step=trainer.global_step, epoch=trainer.current_epoch, batch=self._batch,
-                    lr=self._lr, loss=float(outputs["loss"]))
+        self._write(
+            kind="train",
+            step=trainer.global_step,
+            epoch=trainer.current_epoch,
+            batch=self._batch,
+            lr=self._lr,
+            loss=float(outputs["loss"]),
+        )
 
     def on_validation_end(self, trainer, pl_module):
         if not trainer.sanity_checking:  # runs before the checkpoint callbacks' on_validation_end
@@ -89,8 +122,14 @@ def fit(run_dir: Path, task: str, extra: list, record: Path, kill_at: int | None
     """Run zoo's main job for `task` with Record writing to `record`; returns its rows by kind:
     {"train": [...], "val": [...], "ckpt": [...]}."""
     arch, overrides = TASKS[task]
-    args = [*overrides, *extra, "logger=csv", "+callbacks.record._target_=test_resume.Record",
-            f"+callbacks.record.path={record}", f"+callbacks.record.kill_at={'null' if kill_at is None else kill_at}"]
+    args = [
+        *overrides,
+        *extra,
+        "logger=csv",
+        "+callbacks.record._target_=test_resume.Record",
+        f"+callbacks.record.path={record}",
+        f"+callbacks.record.kill_at={'null' if kill_at is None else kill_at}",
+    ]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # few batches, non-resumable loader, changed checkpoint dirpath
         if kill_at is None:
@@ -105,16 +144,6 @@ def fit(run_dir: Path, task: str, extra: list, record: Path, kill_at: int | None
     return out
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny models run fastest on one thread; two contend badly when the other core is busy (measured on a
-    2-core machine: a training step 20x slower)."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 @pytest.fixture(scope="module")
 def uninterrupted(tmp_path_factory):
     """get(task, val_check): the records of that 10-step run, run once (by the first test that asks)."""
@@ -125,6 +154,7 @@ def uninterrupted(tmp_path_factory):
             root = tmp_path_factory.mktemp(f"{task}-{val_check}-full")
             done[task, val_check] = fit(root, task, VAL_CHECK[val_check], root / "record.jsonl")
         return done[task, val_check]
+
     return get
 
 
@@ -171,8 +201,9 @@ def check_resume(uninterrupted, tmp_path, task, val_check, stop):
         assert stopped["ckpt"] == [r for r in full["ckpt"] if r["step"] <= killed_at]
     assert stopped["train"] == full["train"][: len(stopped["train"])]
     assert torch.load(tmp_path / "checkpoints" / "last.ckpt", weights_only=True)["global_step"] == resume_step
-    resumed = fit(tmp_path, task, extra + [f"ckpt_path={tmp_path / 'checkpoints' / 'last.ckpt'}"],
-                  tmp_path / "resumed.jsonl")
+    resumed = fit(
+        tmp_path, task, extra + [f"ckpt_path={tmp_path / 'checkpoints' / 'last.ckpt'}"], tmp_path / "resumed.jsonl"
+    )
     expected = after(full, resume_step)
     assert [r["batch"] for r in resumed["train"]] == [r["batch"] for r in expected["train"]]
     assert [r["lr"] for r in resumed["train"]] == [r["lr"] for r in expected["train"]]
@@ -187,6 +218,7 @@ CASES = [(task, val_check, stop) for task in TASKS for val_check in VAL_CHECK fo
 
 
 @pytest.mark.parametrize("task, val_check, stop", CASES)
+@pytest.mark.e2e
 def test_resume_matches_the_uninterrupted_run(uninterrupted, tmp_path, task, val_check, stop):
     """Stopped (by max_steps mid-epoch, or killed right after a validation) and resumed from last.ckpt: the
     same batches, lr, losses, validations and checkpoint saves at every later step as the run never stopped."""
@@ -200,9 +232,15 @@ def loop_state(epoch: tuple, ready: int, last: bool) -> dict:
     batches = {"total": dict.fromkeys(counts, 12), "current": dict.fromkeys(counts, ready), "is_last_batch": last}
     step = {"total": {"ready": 12, "completed": 12}, "current": {"ready": ready, "completed": ready}}
     optim = {"optimizer": {"step": step}}
-    return {"loops": {"fit_loop": {"epoch_progress": {"total": dict(counts), "current": dict(counts)},
-                                   "epoch_loop.batch_progress": batches,
-                                   "epoch_loop.automatic_optimization.optim_progress": optim}}}
+    return {
+        "loops": {
+            "fit_loop": {
+                "epoch_progress": {"total": dict(counts), "current": dict(counts)},
+                "epoch_loop.batch_progress": batches,
+                "epoch_loop.automatic_optimization.optim_progress": optim,
+            }
+        }
+    }
 
 
 def test_settle_epoch_end_counts_the_epoch_as_it_stands():
@@ -214,21 +252,34 @@ def test_settle_epoch_end_counts_the_epoch_as_it_stands():
     fit_loop = finished["loops"]["fit_loop"]
     assert fit_loop["epoch_progress"]["current"] == {"ready": 3, "started": 3, "processed": 3, "completed": 3}
     assert fit_loop["epoch_progress"]["total"]["completed"] == 3
-    assert fit_loop["epoch_loop.batch_progress"]["current"] == dict.fromkeys(("ready", "started", "processed",
-                                                                               "completed"), 0)
+    assert fit_loop["epoch_loop.batch_progress"]["current"] == dict.fromkeys(
+        ("ready", "started", "processed", "completed"), 0
+    )
     assert not fit_loop["epoch_loop.batch_progress"]["is_last_batch"]
     assert set(fit_loop["epoch_loop.batch_progress"]["total"].values()) == {12}
     step = fit_loop["epoch_loop.automatic_optimization.optim_progress"]["optimizer"]["step"]
     assert step == {"total": {"ready": 12, "completed": 12}, "current": {"ready": 0, "completed": 0}}
     cut = loop_state((3, 3, 3, 2), 2, False)
     settle_epoch_end(cut)
-    assert cut["loops"]["fit_loop"]["epoch_progress"]["current"] == {"ready": 3, "started": 3, "processed": 2,
-                                                                     "completed": 2}
+    assert cut["loops"]["fit_loop"]["epoch_progress"]["current"] == {
+        "ready": 3,
+        "started": 3,
+        "processed": 2,
+        "completed": 2,
+    }
     assert cut["loops"]["fit_loop"]["epoch_loop.batch_progress"]["current"]["ready"] == 2
     for other in (loop_state((3, 3, 2, 2), 2, False), loop_state((3, 3, 2, 2), 5, True), {"state_dict": {}}):
         before = json.dumps(other)
         settle_epoch_end(other)  # mid-epoch and validation-end checkpoints, weights-only files
         assert json.dumps(other) == before
     with pytest.raises(ValueError, match="has no 'epoch_loop.batch_progress'"):
-        settle_epoch_end({"loops": {"fit_loop": {"epoch_progress": finished["loops"]["fit_loop"]["epoch_progress"]
-                                                 | {"current": {"processed": 1, "completed": 0}}}}})
+        settle_epoch_end(
+            {
+                "loops": {
+                    "fit_loop": {
+                        "epoch_progress": finished["loops"]["fit_loop"]["epoch_progress"]
+                        | {"current": {"processed": 1, "completed": 0}}
+                    }
+                }
+            }
+        )

@@ -1,39 +1,32 @@
 """Tests for the char-level Tiny Shakespeare data module and CharTokenizer."""
 
 import hashlib
-from pathlib import Path
 
 import pytest
 import torch
+from zoo_run import needs_shared, shakespeare_dm, shakespeare_text
 
 from zoo.data import resolver
 from zoo.data.char_tokenizer import CharTokenizer
 from zoo.data.resolver import DataError
-from zoo.data.shakespeare import TinyShakespeare
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"  # ../shared/data
-needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason=f"{SHARED} not available")
 B, T = 4, 16
 
 
 def make_dm(tmp_path, **kw):
-    kw = {"block_size": T, "batch_size": B, "batches_per_epoch": 64 // B, "val_windows": 10,
-          "data_dir": tmp_path / "data", "mirror": str(SHARED), **kw}
-    dm = TinyShakespeare(**kw)
-    dm.setup()
-    return dm
+    return shakespeare_dm(
+        tmp_path, **{"block_size": T, "batch_size": B, "batches_per_epoch": 64 // B, "val_windows": 10, **kw}
+    )
 
 
 @pytest.fixture(scope="module")
-def dm(tmp_path_factory):
-    if not SHARED.is_dir():
-        pytest.skip(f"{SHARED} not available")
+def dm(tmp_path_factory, shared_data):
     return make_dm(tmp_path_factory.mktemp("shakespeare"))
 
 
 @pytest.fixture(scope="module")
 def text():
-    return (SHARED / "tiny_shakespeare" / "input.txt").read_text(encoding="utf-8")
+    return shakespeare_text()
 
 
 @needs_shared
@@ -41,7 +34,7 @@ def test_vocab_and_split(dm, text):
     assert dm.vocab_size == 65 == dm.tokenizer.vocab_size
     n = len(text)
     assert len(dm.train_data) == int(0.9 * n) and len(dm.val_data) == n - int(0.9 * n)
-    assert dm.tokenizer.decode(dm.val_data[:50]) == text[int(0.9 * n):][:50]
+    assert dm.tokenizer.decode(dm.val_data[:50]) == text[int(0.9 * n) :][:50]
 
 
 @needs_shared
@@ -53,8 +46,8 @@ def test_train_batch_is_shifted_window(dm, text):
     assert torch.equal(x[:, 1:], y[:, :-1])
     for i in range(B):  # batch i of epoch 0 holds items 0..B-1
         s = dm.train_set.start(i)
-        assert dm.tokenizer.decode(x[i]) == text[s:s + T]
-        assert dm.tokenizer.decode(y[i]) == text[s + 1:s + T + 1]
+        assert dm.tokenizer.decode(x[i]) == text[s : s + T]
+        assert dm.tokenizer.decode(y[i]) == text[s + 1 : s + T + 1]
 
 
 @needs_shared

@@ -8,6 +8,7 @@ from pathlib import Path
 import lightning.pytorch as pl
 import pytest
 import torch
+from zoo_run import SHARED_DATA, all_indices, needs_shared
 
 from zoo.data import resolver
 from zoo.data.batching import EpochBatchSampler, padding_fraction
@@ -15,22 +16,16 @@ from zoo.data.bpe import CLS_ID, EOS_ID, PAD_ID
 from zoo.data.resolver import DataError
 from zoo.data.sst2 import SPLITS, SST2
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"  # ../shared/data
-needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason=f"{SHARED} not available")
 ROWS = {"train": 67_349, "val": 872, "test": 1_821}  # lines of sentiment-{train,dev,test}; none is blank
 
 
 @pytest.fixture(scope="module")
-def dm(tmp_path_factory):
-    if not SHARED.is_dir():
-        pytest.skip(f"{SHARED} not available")
-    dm = SST2(batch_size=64, vocab_size=1000, data_dir=tmp_path_factory.mktemp("sst2") / "data", mirror=str(SHARED))
+def dm(tmp_path_factory, shared_data):
+    dm = SST2(
+        batch_size=64, vocab_size=1000, data_dir=tmp_path_factory.mktemp("sst2") / "data", mirror=str(shared_data)
+    )
     dm.setup()
     return dm
-
-
-def all_indices(batches):
-    return sorted(i for b in batches for i in b)
 
 
 @needs_shared
@@ -42,7 +37,7 @@ def test_rows_vocab_and_examples(dm):
     assert sum(dm.train_set.labels) == 37_569 and dm.truncated == {"train": 0, "val": 0, "test": 0}
     assert dm.vocab_size == dm.tokenizer.vocab_size == 1000
     assert (dm.num_classes, dm.pad_id) == (2, PAD_ID)
-    first = (SHARED / "sst2" / "sentiment-train").read_text().split("\n")[0]
+    first = (SHARED_DATA / "sst2" / "sentiment-train").read_text().split("\n")[0]
     assert dm.tokenizer.decode(dm.train_set.ids[0]) == first.split("\t")[0].strip()
 
 
@@ -50,7 +45,7 @@ def test_rows_vocab_and_examples(dm):
 def test_batches_shapes_and_masks(dm):
     loader = dm.train_dataloader()
     assert len(loader) == 1053  # ceil(67349 / 64)
-    for k, batch in zip(range(5), loader):
+    for _, batch in zip(range(5), loader):
         ids, mask, labels, index = batch["ids"], batch["key_padding_mask"], batch["labels"], batch["index"]
         b, t = ids.shape
         assert ids.dtype == labels.dtype == index.dtype == torch.long and mask.dtype == torch.bool
@@ -135,11 +130,21 @@ class Recorder(pl.LightningModule):
 def fit(dm, root, max_epochs, validate, ckpt_path=None):
     """Fit a Recorder; checkpoints every 4 steps in root/steps and at each epoch end in root/epochs (at the
     end of validation when validating, else at the end of the training epoch)."""
-    callbacks = [pl.callbacks.ModelCheckpoint(dirpath=root / "steps", save_top_k=-1, every_n_train_steps=4),
-                 pl.callbacks.ModelCheckpoint(dirpath=root / "epochs", save_top_k=-1)]
-    trainer = pl.Trainer(max_epochs=max_epochs, accelerator="cpu", logger=False, enable_progress_bar=False,
-                         enable_model_summary=False, num_sanity_val_steps=0, callbacks=callbacks,
-                         limit_val_batches=2 if validate else 0, use_distributed_sampler=False)
+    callbacks = [
+        pl.callbacks.ModelCheckpoint(dirpath=root / "steps", save_top_k=-1, every_n_train_steps=4),
+        pl.callbacks.ModelCheckpoint(dirpath=root / "epochs", save_top_k=-1),
+    ]
+    trainer = pl.Trainer(
+        max_epochs=max_epochs,
+        accelerator="cpu",
+        logger=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        num_sanity_val_steps=0,
+        callbacks=callbacks,
+        limit_val_batches=2 if validate else 0,
+        use_distributed_sampler=False,
+    )
     module = Recorder()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # few-batch / no-val / non-resumable-loader warnings
@@ -149,10 +154,17 @@ def fit(dm, root, max_epochs, validate, ckpt_path=None):
 
 @needs_shared
 @pytest.mark.parametrize("num_workers, validate", [(0, False), (1, True)])
+@pytest.mark.e2e
 def test_lightning_epochs_and_resume(tmp_path, num_workers, validate):
     """Under a Trainer: epoch e is train_batches(e); resuming (at an epoch end or mid-epoch) repeats nothing."""
-    dm = SST2(batch_size=32, vocab_size=300, limit=320, data_dir=str(tmp_path / "data"), mirror=str(SHARED),
-              num_workers=num_workers)
+    dm = SST2(
+        batch_size=32,
+        vocab_size=300,
+        limit=320,
+        data_dir=str(tmp_path / "data"),
+        mirror=str(SHARED_DATA),
+        num_workers=num_workers,
+    )
     full = fit(dm, tmp_path / "a", 2, validate)  # 10 batches per epoch
     assert full == {e: dm.train_batches(e) for e in (0, 1)}
     for e in (0, 1):
@@ -186,8 +198,12 @@ def test_bad_label_names_file_line_and_value(tmp_path, monkeypatch):
 
 def test_blank_lines_skipped_and_counted(tmp_path, monkeypatch):
     data = tmp_path / "data"
-    write_sst2(data, monkeypatch, "a fine film \t1\n\n   \nan awful film \t0\n \t1\nlong " + "word " * 20 + "\t1\n",
-               dev="\r\na fine film \t1\r\n")
+    write_sst2(
+        data,
+        monkeypatch,
+        "a fine film \t1\n\n   \nan awful film \t0\n \t1\nlong " + "word " * 20 + "\t1\n",
+        dev="\r\na fine film \t1\r\n",
+    )
     dm = SST2(vocab_size=100, max_len=8, batch_size=2, data_dir=data)
     dm.setup()
     assert dm.skipped == {"train": 3, "val": 1, "test": 0}

@@ -1,5 +1,6 @@
 """Sweeps and dashboards: Hydra multirun over architectures (W&B runs grouped by the sweep), the Optuna
 sweeper on the returned metric, the SLURM launcher config, and the W&B sweep files."""
+
 import json
 import os
 import struct
@@ -9,14 +10,21 @@ import pytest
 import yaml
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
+from zoo_run import REPO, TINY_MODEL, run_cli
 
-from zoo.train import CONF_DIR, check_config
-from zoo_run import REPO, run_cli
+from zoo.config_checks import CONF_DIR, check_config
 
 SWEEPS = sorted((REPO / "experiments" / "sweeps").glob("*.yaml"))
-TINY_MODEL = ["model.d_model=32", "model.n_heads=2", "model.d_ff=64", "model.n_layers=1"]
-TINY_LM = ["model.max_len=64", "data.block_size=32", "data.batch_size=8", "data.batches_per_epoch=2",
-           "data.val_windows=8", "trainer.max_steps=4", "task.sample=null", "trainer.enable_model_summary=false"]
+TINY_LM = [
+    "model.max_len=64",
+    "data.block_size=32",
+    "data.batch_size=8",
+    "data.batches_per_epoch=2",
+    "data.val_windows=8",
+    "trainer.max_steps=4",
+    "task.sample=null",
+    "trainer.enable_model_summary=false",
+]
 
 
 def compose_cfg(overrides):
@@ -29,17 +37,18 @@ def wandb_records(run_dir: Path) -> dict:
     LevelDB-style log (32 KiB blocks; records with a 7-byte header: crc32, length, type 1 full / 2 first /
     3 middle / 4 last) of wandb.proto Record messages, after a 7-byte ':W&B' file header."""
     from wandb.proto import wandb_internal_pb2 as pb
+
     files = list(run_dir.glob("wandb/offline-run-*/run-*.wandb"))
     assert len(files) == 1, files
     data, pos, block, buf, chunks = files[0].read_bytes(), 7, 32768, b"", []
     assert data[:4] == b":W&B"
     while pos + 7 <= len(data):
         left = block - pos % block
-        _, length, kind = struct.unpack("<IHB", data[pos:pos + 7])
+        _, length, kind = struct.unpack("<IHB", data[pos : pos + 7])
         if left < 7 or (kind == 0 and length == 0):  # block trailer / padding
             pos += left
             continue
-        chunk, pos = data[pos + 7:pos + 7 + length], pos + 7 + length
+        chunk, pos = data[pos + 7 : pos + 7 + length], pos + 7 + length
         buf = chunk if kind in (1, 2) else buf + chunk
         if kind in (1, 4):
             chunks.append(buf)
@@ -59,19 +68,33 @@ def wandb_records(run_dir: Path) -> dict:
     return out
 
 
+@pytest.mark.e2e
 def test_three_architecture_multirun(tmp_path):
     """`python -m zoo -m +arch=encoder_only,decoder_only,encoder_decoder`: 3 run dirs, 3 results.json, 3
     offline W&B runs in one group (the sweep dir), each tagged and configured for dashboards: flat config
     with arch/task/dataset/params/flops_per_token on top, the same metric names for every architecture."""
     sweep = tmp_path / "sweep"
-    r = run_cli(["-m", "+arch=encoder_only,decoder_only,encoder_decoder", *TINY_MODEL, "trainer.max_steps=2",
-                 "trainer.limit_val_batches=1", "trainer.limit_test_batches=1",
-                 "trainer.enable_model_summary=false", f"hydra.sweep.dir={sweep}"], cwd=tmp_path)
+    r = run_cli(
+        [
+            "-m",
+            "+arch=encoder_only,decoder_only,encoder_decoder",
+            *TINY_MODEL,
+            "trainer.max_steps=2",
+            "trainer.limit_val_batches=1",
+            "trainer.limit_test_batches=1",
+            "trainer.enable_model_summary=false",
+            f"hydra.sweep.dir={sweep}",
+        ],
+        cwd=tmp_path,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     dirs = sorted(p for p in sweep.iterdir() if p.is_dir())
     assert [d.name for d in dirs] == ["0", "1", "2"]
-    expected = {"encoder_only": ("classification", "sst2", "val/acc"), "decoder_only": ("lm", "tiny_shakespeare", "val/loss"),
-                "encoder_decoder": ("translation", "multi30k", "val/bleu")}
+    expected = {
+        "encoder_only": ("classification", "sst2", "val/acc"),
+        "decoder_only": ("lm", "tiny_shakespeare", "val/loss"),
+        "encoder_decoder": ("translation", "multi30k", "val/bleu"),
+    }
     seen = set()
     for d in dirs:
         res = json.loads((d / "results.json").read_text())
@@ -97,12 +120,24 @@ def test_three_architecture_multirun(tmp_path):
     assert seen == set(expected)
 
 
+@pytest.mark.e2e
 def test_optuna_sweep_optimizes_the_returned_metric(tmp_path):
     """hparams_search=optuna with 2 trials: the study minimizes val/loss (task.monitor_mode=min), and its
     best value and parameters are those of the trial whose results.json has the lowest best val/loss."""
     sweep = tmp_path / "optuna"
-    r = run_cli(["+arch=decoder_only", "hparams_search=optuna", "hydra.sweeper.n_trials=2", *TINY_MODEL, *TINY_LM,
-                 "logger=csv", "callbacks=none", f"hydra.sweep.dir={sweep}"], cwd=tmp_path)
+    r = run_cli(
+        [
+            "+arch=decoder_only",
+            "hparams_search=optuna",
+            "hydra.sweeper.n_trials=2",
+            *TINY_MODEL,
+            *TINY_LM,
+            "logger=csv",
+            "callbacks=none",
+            f"hydra.sweep.dir={sweep}",
+        ],
+        cwd=tmp_path,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     assert "Directions: ['minimize']" in r.stdout + r.stderr
     best = yaml.safe_load((sweep / "optimization_results.yaml").read_text())
@@ -114,15 +149,24 @@ def test_optuna_sweep_optimizes_the_returned_metric(tmp_path):
     assert len(trials) == 2
     value, overrides = min(trials, key=lambda t: t[0])
     assert best["best_value"] == pytest.approx(value, rel=1e-6)
-    assert set(best["best_params"]) == {"task.optimizer.lr", "task.optimizer.weight_decay",
-                                        "task.scheduler.warmup_steps", "model.dropout"}
+    assert set(best["best_params"]) == {
+        "task.optimizer.lr",
+        "task.optimizer.weight_decay",
+        "task.scheduler.warmup_steps",
+        "model.dropout",
+    }
     for k, v in best["best_params"].items():
         assert float(overrides[k]) == pytest.approx(float(v))
 
 
-@pytest.mark.parametrize("arch,metric,direction", [("decoder_only", "val/loss", "minimize"),
-                                                   ("encoder_only", "val/acc", "maximize"),
-                                                   ("encoder_decoder", "val/bleu", "maximize")])
+@pytest.mark.parametrize(
+    "arch,metric,direction",
+    [
+        ("decoder_only", "val/loss", "minimize"),
+        ("encoder_only", "val/acc", "maximize"),
+        ("encoder_decoder", "val/bleu", "maximize"),
+    ],
+)
 def test_optuna_config_follows_the_task(arch, metric, direction):
     cfg = compose_cfg([f"+arch={arch}", "hparams_search=optuna"])
     assert cfg.optimized_metric == metric and cfg.hydra.sweeper.direction == direction
@@ -135,8 +179,10 @@ def test_slurm_launcher_config_makes_an_sbatch_script(tmp_path, monkeypatch):
     import submitit
     from hydra.utils import instantiate
     from hydra_plugins.hydra_submitit_launcher.config import BaseQueueConf
-    cfg = compose_cfg(["+arch=decoder_only", "hydra/launcher=slurm", "hydra.launcher.partition=gpu",
-                       f"hydra.sweep.dir={tmp_path}"])
+
+    cfg = compose_cfg(
+        ["+arch=decoder_only", "hydra/launcher=slurm", "hydra.launcher.partition=gpu", f"hydra.sweep.dir={tmp_path}"]
+    )
     launcher = instantiate(cfg.hydra.launcher)
     assert type(launcher).__name__ == "SlurmLauncher"
     params = dict(launcher.params)
@@ -145,13 +191,21 @@ def test_slurm_launcher_config_makes_an_sbatch_script(tmp_path, monkeypatch):
     (fake / "srun").write_text("#!/bin/sh\n")
     (fake / "srun").chmod(0o755)
     monkeypatch.setenv("PATH", f"{fake}{os.pathsep}{os.environ['PATH']}")
-    executor = submitit.AutoExecutor(cluster="slurm", folder=params.pop("submitit_folder"),
-                                     slurm_max_num_timeout=params.pop("max_num_timeout"))
+    executor = submitit.AutoExecutor(
+        cluster="slurm", folder=params.pop("submitit_folder"), slurm_max_num_timeout=params.pop("max_num_timeout")
+    )
     base = set(OmegaConf.structured(BaseQueueConf).keys())
     executor.update_parameters(**{k if k in base else f"slurm_{k}": v for k, v in params.items()})
     script = executor._executor._make_submission_file_text("python -m zoo", "uid")
-    for line in ("--partition=gpu", "--time=240", "--gpus-per-node=1", "--ntasks-per-node=1",
-                 "--cpus-per-task=8", "--mem=64GB", "--nodes=1"):
+    for line in (
+        "--partition=gpu",
+        "--time=240",
+        "--gpus-per-node=1",
+        "--ntasks-per-node=1",
+        "--cpus-per-task=8",
+        "--mem=64GB",
+        "--nodes=1",
+    ):
         assert f"#SBATCH {line}" in script
 
 
@@ -170,6 +224,7 @@ def test_wandb_sweep_command_lines_are_accepted(path):
     macro expansion) composes into a valid zoo config carrying the sampled values, for every listed value
     and range end; the sweep's metric is best/<task.monitor> in the task's direction."""
     from wandb.sdk.launch.sweeps.utils import create_sweep_command, create_sweep_command_args
+
     sweep = yaml.safe_load(path.read_text())
     assert sweep["method"] in ("grid", "random", "bayes")
     params = sweep["parameters"]
@@ -201,13 +256,24 @@ def test_wandb_sweeps_are_the_documented_ones():
         assert (REPO / sweep["program"]).is_file()
 
 
+@pytest.mark.e2e
 def test_optuna_direction_against_the_metric_is_refused(tmp_path):
     """hydra.sweeper.direction=minimize while optimized_metric is val/acc (better higher) would sweep toward the
     worst trials: the first trial stops before training with the fix (exit 2)."""
-    r = run_cli(["+arch=encoder_only", "hparams_search=optuna", "hydra.sweeper.n_trials=1",
-                 "hydra.sweeper.direction=minimize", "logger=csv", f"hydra.sweep.dir={tmp_path / 'optuna'}"],
-                cwd=tmp_path)
+    r = run_cli(
+        [
+            "+arch=encoder_only",
+            "hparams_search=optuna",
+            "hydra.sweeper.n_trials=1",
+            "hydra.sweeper.direction=minimize",
+            "logger=csv",
+            f"hydra.sweep.dir={tmp_path / 'optuna'}",
+        ],
+        cwd=tmp_path,
+    )
     assert r.returncode == 2, r.stderr[-2000:]
-    assert ("hydra.sweeper.direction=minimize, but optimized_metric=val/acc is better higher; leave the direction "
-            "to hparams_search") in r.stderr
+    assert (
+        "hydra.sweeper.direction=minimize, but optimized_metric=val/acc is better higher; leave the direction "
+        "to hparams_search"
+    ) in r.stderr
     assert not list(tmp_path.rglob("*.ckpt"))

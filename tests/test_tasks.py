@@ -1,19 +1,20 @@
 """Classification and translation tasks: their pieces against hand computations, and short real runs."""
+
 import json
 
 import pytest
 import torch
 import torch.nn.functional as F
+from zoo_run import SHORT_RUN, make_cfg
 
+from zoo.config_checks import ConfigError
+from zoo.data.bpe import SubwordTokenizer, train_bpe
 from zoo.model import ModelConfig, build_model
 from zoo.model.cost import classify_flops_per_token
-from zoo.data.bpe import SubwordTokenizer, train_bpe
 from zoo.tasks.translation import Translation, join_source_target
-from zoo.train import ConfigError, run
-from zoo_run import make_cfg
+from zoo.train import run
 
-SMALL = ["model.d_model=32", "model.n_heads=2", "model.d_ff=64", "model.n_layers=1", "logger=csv",
-         "trainer.enable_model_summary=false", "trainer.max_steps=12"]
+SMALL = SHORT_RUN
 
 
 def test_join_source_target_by_hand():
@@ -37,12 +38,21 @@ def test_translation_loss_ignores_padding_exactly():
     src = torch.tensor([[5, 6, 2], [7, 2, 0]])
     tgt_in = torch.tensor([[1, 8, 9], [1, 10, 0]])
     tgt_out = torch.tensor([[8, 9, 2], [10, 2, 0]])
-    batch = {"src": src, "src_key_padding_mask": src == 0, "tgt_in": tgt_in, "tgt_out": tgt_out,
-             "tgt_key_padding_mask": tgt_out == 0}
+    batch = {
+        "src": src,
+        "src_key_padding_mask": src == 0,
+        "tgt_in": tgt_in,
+        "tgt_out": tgt_out,
+        "tgt_key_padding_mask": tgt_out == 0,
+    }
     got = task.loss(batch)
     logp = task.model(src, tgt_in, src == 0, tgt_out == 0).log_softmax(-1)
-    terms = [0.9 * -logp[b, t, tgt_out[b, t]] + 0.1 * -logp[b, t].mean()
-             for b in range(2) for t in range(3) if tgt_out[b, t] != 0]
+    terms = [
+        0.9 * -logp[b, t, tgt_out[b, t]] + 0.1 * -logp[b, t].mean()
+        for b in range(2)
+        for t in range(3)
+        if tgt_out[b, t] != 0
+    ]
     assert abs(got.item() - torch.stack(terms).mean().item()) < 1e-5
 
 
@@ -58,8 +68,13 @@ def test_translation_loss_masks_padding_by_position(arch):
     tgt_out = torch.tensor([[8, 0, 2], [10, 2, 0]])  # row 0's second token is a real token with the pad id
     tgt_kpm = torch.tensor([[False, False, False], [False, False, True]])
     tgt_in = torch.cat([torch.ones(2, 1, dtype=torch.long), tgt_out[:, :-1]], 1)
-    batch = {"src": src, "src_key_padding_mask": src_kpm, "tgt_in": tgt_in, "tgt_out": tgt_out,
-             "tgt_key_padding_mask": tgt_kpm}
+    batch = {
+        "src": src,
+        "src_key_padding_mask": src_kpm,
+        "tgt_in": tgt_in,
+        "tgt_out": tgt_out,
+        "tgt_key_padding_mask": tgt_kpm,
+    }
     got = task.loss(batch)
     if arch == "encoder_decoder":
         logp = task.model(src, tgt_in, src_kpm, tgt_kpm).log_softmax(-1)  # (B, T, V)
@@ -72,14 +87,21 @@ def test_translation_loss_masks_padding_by_position(arch):
     assert abs(got.item() - torch.stack(terms).mean().item()) < 1e-5
 
 
+@pytest.mark.e2e
 def test_task_and_data_that_do_not_fit_are_refused_before_work(tmp_path):
     """A task given a datamodule of another kind of batch names the data configs that fit, before any data is
     touched; a task without data= gets its natural dataset."""
-    with pytest.raises(ConfigError, match="LanguageModeling reads lm batches, but data._target_=zoo.data.sst2.SST2 "
-                                          "gives classification batches; use data=text_corpus or data=tiny_shakespeare"):
+    with pytest.raises(
+        ConfigError,
+        match="LanguageModeling reads lm batches, but data._target_=zoo.data.sst2.SST2 "
+        "gives classification batches; use data=text_corpus or data=tiny_shakespeare",
+    ):
         run(make_cfg(tmp_path, ["data=sst2", "data.data_dir=/nonexistent", "data.mirror=/nonexistent"]))
-    with pytest.raises(ConfigError, match="Translation reads translation batches, .*TinyShakespeare gives lm "
-                                          "batches; use data=multi30k or data=parallel_text"):
+    with pytest.raises(
+        ConfigError,
+        match="Translation reads translation batches, .*TinyShakespeare gives lm "
+        "batches; use data=multi30k or data=parallel_text",
+    ):
         run(make_cfg(tmp_path, ["task=translation", "data=tiny_shakespeare"], arch="decoder_only"))
     with pytest.raises(ConfigError, match="Classification reads .* use data=sst2 or data=text_classification"):
         run(make_cfg(tmp_path, ["data=multi30k"], arch="encoder_only"))
@@ -89,10 +111,16 @@ def test_task_and_data_that_do_not_fit_are_refused_before_work(tmp_path):
 
 
 @pytest.mark.parametrize("arch", ["encoder_only", "decoder_only", "encoder_decoder"])
+@pytest.mark.e2e
 def test_classification_run(tmp_path, arch):
     """A short SST-2 run per architecture; the reported test accuracy equals an independent evaluation
     of the best checkpoint."""
-    over = SMALL + ["data.limit=320", "data.vocab_size=300", "data.batch_size=32", "model.max_len=128"]  # 10 steps an epoch
+    over = SMALL + [
+        "data.limit=320",
+        "data.vocab_size=300",
+        "data.batch_size=32",
+        "model.max_len=128",
+    ]  # 10 steps an epoch
     if arch != "encoder_only":
         over = ["task=classification", "data=sst2"] + over
     cfg = make_cfg(tmp_path, over, arch=arch)
@@ -103,6 +131,7 @@ def test_classification_run(tmp_path, arch):
     model = build_model(arch, ModelConfig(**ckpt["hyper_parameters"]["model"])).eval()
     model.load_state_dict({k[6:]: v for k, v in ckpt["state_dict"].items() if k.startswith("model.")})
     from hydra.utils import instantiate
+
     dm = instantiate(cfg.data)
     dm.setup()
     right = n = 0
@@ -118,14 +147,29 @@ def test_classification_run(tmp_path, arch):
     assert results["flops_per_token"] == classify_flops_per_token(model, dm.model_info()["seq_len"])
 
 
-@pytest.mark.parametrize("arch,mask", [("encoder_decoder", "causal"), ("decoder_only", "causal"),
-                                       ("decoder_only", "prefix"), ("encoder_only", "bidirectional")])
+@pytest.mark.parametrize(
+    "arch,mask",
+    [
+        ("encoder_decoder", "causal"),
+        ("decoder_only", "causal"),
+        ("decoder_only", "prefix"),
+        ("encoder_only", "bidirectional"),
+    ],
+)
+@pytest.mark.e2e
 def test_translation_run(tmp_path, arch, mask):
     """A short run per architecture, each with its default objective (encoder_only: encoder_ar, autoregressive)
     and the same loss, greedy and beam metrics; the cost it reports is its own (encoder_ar: no cache)."""
-    over = SMALL + ["data.limit=300", "data.vocab_size=300", "data.max_tokens=1024", f"model.mask={mask}",
-                    "task.beam_size=2", "trainer.limit_val_batches=2", "trainer.limit_test_batches=2",
-            "trainer.val_check_interval=6"]
+    over = SMALL + [
+        "data.limit=300",
+        "data.vocab_size=300",
+        "data.max_tokens=1024",
+        f"model.mask={mask}",
+        "task.beam_size=2",
+        "trainer.limit_val_batches=2",
+        "trainer.limit_test_batches=2",
+        "trainer.val_check_interval=6",
+    ]
     if arch != "encoder_decoder":
         over = ["task=translation", "data=multi30k"] + over
     run(make_cfg(tmp_path, over, arch=arch))
@@ -141,30 +185,58 @@ def test_translation_run(tmp_path, arch, mask):
     assert len(list(tmp_path.glob("tokenizer.joint.*.json"))) == 1  # the joint BPE, saved in the run dir
 
 
+@pytest.mark.e2e
 def test_translation_run_encoder_only_nat(tmp_path):
     """Non-autoregressive translation (CMLM + mask-predict) through the main job: the same BLEU / chrF keys as
     the other archs, plus val/length_acc; the one-sequence length check uses 2 x data.max_len."""
-    over = ["task=translation", "data=multi30k", "task.objective=cmlm_mask_predict"] + SMALL + [
-        "data.limit=300", "data.vocab_size=300", "data.max_tokens=1024", "task.beam_size=2",
-        "task.nat_iterations=2", "trainer.limit_val_batches=2", "trainer.limit_test_batches=2",
-        "trainer.val_check_interval=6"]
+    over = (
+        ["task=translation", "data=multi30k", "task.objective=cmlm_mask_predict"]
+        + SMALL
+        + [
+            "data.limit=300",
+            "data.vocab_size=300",
+            "data.max_tokens=1024",
+            "task.beam_size=2",
+            "task.nat_iterations=2",
+            "trainer.limit_val_batches=2",
+            "trainer.limit_test_batches=2",
+            "trainer.val_check_interval=6",
+        ]
+    )
     with pytest.raises(ConfigError, match="2 x data.max_len"):
         run(make_cfg(tmp_path, over + ["model.max_len=200"], arch="encoder_only"))  # data.max_len 128
     run(make_cfg(tmp_path, over, arch="encoder_only"))
     results = json.loads((tmp_path / "results.json").read_text())
     assert results["objective"] == "cmlm_mask_predict"
     f = results["final"]
-    for key in ("val/loss", "val/length_acc", "val/bleu", "val/chrf", "test/loss", "test/length_acc", "test/bleu",
-                "test/chrf", "test/bleu_beam", "test/chrf_beam"):
+    for key in (
+        "val/loss",
+        "val/length_acc",
+        "val/bleu",
+        "val/chrf",
+        "test/loss",
+        "test/length_acc",
+        "test/bleu",
+        "test/chrf",
+        "test/bleu_beam",
+        "test/chrf_beam",
+    ):
         assert key in f, key
     assert 0 <= f["test/bleu"] <= 100 and 0 <= f["val/length_acc"] <= 1
 
 
 def lm_task(arch, objective=None, **model):
     from zoo.tasks.lm import LanguageModeling
+
     cfg = dict(vocab_size=65, d_model=16, n_heads=2, d_ff=32, n_layers=1, dropout=0.0, max_len=64, **model)
-    return LanguageModeling(arch, cfg, {"chars": "".join(chr(32 + i) for i in range(65))}, {"lr": 1e-3},
-                            {"warmup_steps": 1}, objective=objective)
+    return LanguageModeling(
+        arch,
+        cfg,
+        {"chars": "".join(chr(32 + i) for i in range(65))},
+        {"lr": 1e-3},
+        {"warmup_steps": 1},
+        objective=objective,
+    )
 
 
 def test_bert_masking_proportions():
@@ -198,16 +270,23 @@ def test_lm_objectives_by_hand():
     assert abs(out["loss"].item() - F.cross_entropy(logits.transpose(1, 2), y[:, 4:]).item()) < 1e-6
 
 
-@pytest.mark.parametrize("arch,objective,metric", [("encoder_only", "entp", "val/cont_loss"),
-                                                   ("encoder_only", "masked_lm", "val/mlm_acc"),
-                                                   ("encoder_decoder", "prefix_continuation", "val/cont_loss"),
-                                                   ("decoder_only", "causal_lm", "val/cont_loss")])
+@pytest.mark.parametrize(
+    "arch,objective,metric",
+    [
+        ("encoder_only", "entp", "val/cont_loss"),
+        ("encoder_only", "masked_lm", "val/mlm_acc"),
+        ("encoder_decoder", "prefix_continuation", "val/cont_loss"),
+        ("decoder_only", "causal_lm", "val/cont_loss"),
+    ],
+)
+@pytest.mark.e2e
 def test_lm_run_each_arch(tmp_path, arch, objective, metric):
     """A short run per objective (masked_lm by task.objective, the others by default). The next-token ones
     record the best validation's per-window continuation losses (examples.json; all windows hold T - T/2 + 1 =
     17 targets); where val/loss is the continuation loss (entp, prefix_continuation) their mean is the best
     val/cont_loss."""
     from zoo_run import TINY
+
     over = ([] if arch == "decoder_only" else ["task=lm", "data=tiny_shakespeare"]) + TINY + ["logger=csv"]
     over += ["task.objective=masked_lm"] if objective == "masked_lm" else []
     run(make_cfg(tmp_path, over, arch=arch))

@@ -1,19 +1,26 @@
 """Threads per process (zoo/threads.py): cores shared among the processes zoo starts on one machine."""
+
 import pytest
 import torch
 from omegaconf import OmegaConf
-
-from zoo.threads import choose_threads, processes_per_machine, set_threads
 from zoo_run import make_cfg
 
+from zoo.threads import choose_threads, processes_per_machine, set_threads
 
-@pytest.mark.parametrize("requested, cores, processes, env, want", [
-    (None, 2, 1, None, 2), (None, 2, 2, None, 1), (None, 16, 3, None, 5), (None, 2, 4, None, 1),
-    (3, 2, 2, None, 3),         # the key wins over the count
-    (None, 8, 1, "1", 1),       # the user's OMP_NUM_THREADS is kept
-    (2, 8, 1, "1", 2),          # ... unless the key says otherwise
-    (None, 8, 2, "x", 4),       # an unreadable OMP_NUM_THREADS is ignored
-])
+
+@pytest.mark.parametrize(
+    "requested, cores, processes, env, want",
+    [
+        (None, 2, 1, None, 2),
+        (None, 2, 2, None, 1),
+        (None, 16, 3, None, 5),
+        (None, 2, 4, None, 1),
+        (3, 2, 2, None, 3),  # the key wins over the count
+        (None, 8, 1, "1", 1),  # the user's OMP_NUM_THREADS is kept
+        (2, 8, 1, "1", 2),  # ... unless the key says otherwise
+        (None, 8, 2, "x", 4),  # an unreadable OMP_NUM_THREADS is ignored
+    ],
+)
 def test_choose_threads(requested, cores, processes, env, want):
     assert choose_threads(requested, cores, processes, env)[0] == want
 
@@ -27,8 +34,7 @@ def test_bad_thread_counts_are_refused(bad):
 def test_processes_of_a_cpu_ddp_run(tmp_path):
     assert processes_per_machine(make_cfg(tmp_path, [], arch="decoder_only")) == 1
     assert processes_per_machine(make_cfg(tmp_path, ["trainer=ddp_cpu"], arch="decoder_only")) == 2
-    assert processes_per_machine(make_cfg(tmp_path, ["trainer=ddp_cpu", "trainer.devices=3"],
-                                          arch="decoder_only")) == 3
+    assert processes_per_machine(make_cfg(tmp_path, ["trainer=ddp_cpu", "trainer.devices=3"], arch="decoder_only")) == 3
     assert processes_per_machine(OmegaConf.create({"trainer": {"accelerator": "gpu", "devices": 4}})) == 1
 
 

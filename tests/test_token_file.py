@@ -1,21 +1,19 @@
 """The memory-mapped token file (zoo.data.token_file) and Tiny Shakespeare reading from it."""
+
 import gc
 import json
 import pickle
 import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 import torch
 from torch.utils.data import DataLoader
+from zoo_run import needs_shared, shakespeare_dm, shakespeare_text
 
-from zoo.data.shakespeare import RandomWindows, TinyShakespeare
+from zoo.data.shakespeare import RandomWindows
 from zoo.data.token_file import Tokens, open_token_file, read_info, sidecar, token_dtype, write_token_file
-
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason=f"{SHARED} not available")
 
 
 def test_dtype_follows_vocab_size():
@@ -37,8 +35,14 @@ def test_write_and_read_back(tmp_path, vocab_size, dtype):
     t = write_token_file(path, iter(chunks), vocab_size, source_sha256="ab" * 32, meta={"k": [1, 2]})
     assert path.stat().st_size == len(ref) * np.dtype(dtype).itemsize
     info = json.loads(sidecar(path).read_text())
-    assert info == {"format": "zoo-tokens-1", "dtype": dtype, "length": len(ref), "vocab_size": vocab_size,
-                    "source_sha256": "ab" * 32, "meta": {"k": [1, 2]}}
+    assert info == {
+        "format": "zoo-tokens-1",
+        "dtype": dtype,
+        "length": len(ref),
+        "vocab_size": vocab_size,
+        "source_sha256": "ab" * 32,
+        "meta": {"k": [1, 2]},
+    }
     assert t.info == info and len(t) == len(ref) and t.dtype == np.dtype(dtype)
     assert not list(path.parent.glob("*.part"))  # the temporaries were renamed or removed
     again = open_token_file(path, source_sha256="ab" * 32)
@@ -116,17 +120,15 @@ def test_resident_memory_does_not_grow_with_the_corpus(tmp_path):
 
 
 def make_dm(tmp_path, **kw):
-    kw = {"block_size": 16, "batch_size": 4, "batches_per_epoch": 8, "val_windows": 12,
-          "data_dir": tmp_path / "data", "mirror": str(SHARED), **kw}
-    dm = TinyShakespeare(**kw)
-    dm.setup()
-    return dm
+    return shakespeare_dm(
+        tmp_path, **{"block_size": 16, "batch_size": 4, "batches_per_epoch": 8, "val_windows": 12, **kw}
+    )
 
 
 @needs_shared
 def test_shakespeare_token_file_is_written_once(tmp_path, monkeypatch):
     dm = make_dm(tmp_path)
-    text = (SHARED / "tiny_shakespeare" / "input.txt").read_text(encoding="utf-8")
+    text = shakespeare_text()
     assert dm.token_path.parent == tmp_path / "data" / "tokens" and dm.token_path.stat().st_size == 2 * len(text)
     info = read_info(dm.token_path)
     assert info["dtype"] == "uint16" and info["length"] == len(text) and info["vocab_size"] == 65
@@ -172,8 +174,11 @@ def test_each_rank_reads_its_own_shard_of_every_global_batch(tmp_path):
     shards = []
     for rank in range(2):
         progress = SimpleNamespace(total=SimpleNamespace(completed=0))
-        dm.trainer = SimpleNamespace(global_rank=rank, world_size=2,
-                                     fit_loop=SimpleNamespace(epoch_loop=SimpleNamespace(batch_progress=progress)))
+        dm.trainer = SimpleNamespace(
+            global_rank=rank,
+            world_size=2,
+            fit_loop=SimpleNamespace(epoch_loop=SimpleNamespace(batch_progress=progress)),
+        )
         shards.append([x for x, _ in dm.train_dataloader()])
     dm.trainer = None
     assert len(shards[0]) == len(shards[1]) == len(full) == 8

@@ -1,17 +1,19 @@
 """The main job end to end: results.json, exact resume, bad input, the command line."""
+
 import csv
 import json
 from pathlib import Path
 
 import pytest
 import torch
+from zoo_run import TINY, make_cfg, run_cli
 
+from zoo.config_checks import ConfigError
 from zoo.data.resolver import DataError
 from zoo.model import ModelConfig, build_model
 from zoo.model.cost import flops_per_token, param_count
 from zoo.optim import warmup_cosine
-from zoo.train import ConfigError, run
-from zoo_run import TINY, make_cfg, run_cli
+from zoo.train import run
 
 
 def train_losses(run_dir):
@@ -23,6 +25,7 @@ def ckpt_hparams(run_dir):
     return torch.load(Path(run_dir) / "checkpoints" / "last.ckpt", weights_only=True)["hyper_parameters"]
 
 
+@pytest.mark.e2e
 def test_run_writes_results_and_checkpoints(tmp_path, capsys):
     best = run(make_cfg(tmp_path, TINY + ["logger=csv", "task.scheduler.warmup_steps=1", "task.optimizer.lr=1e-2"]))
     results = json.loads((tmp_path / "results.json").read_text())
@@ -44,6 +47,7 @@ def test_run_writes_results_and_checkpoints(tmp_path, capsys):
     assert not list((tmp_path / "checkpoints").glob("*.tmp"))  # atomic writes leave no temporaries
 
 
+@pytest.mark.e2e
 def test_resume_is_exact(tmp_path):
     """An uninterrupted 10-step run and a 5-step run resumed to 10 steps log the same losses (dropout on)."""
     run(make_cfg(tmp_path / "full", TINY + ["logger=csv"]))
@@ -54,10 +58,13 @@ def test_resume_is_exact(tmp_path):
     assert len(full) == 10 and len(half) == 5 and len(resumed) == 5
     assert half == full[:5]
     assert resumed == full[5:]
-    steps = [[r["step"] for r in csv.DictReader(open(tmp_path / d / "csv" / "metrics.csv"))] for d in ("full", "resumed")]
-    assert steps[1] == steps[0][-len(steps[1]):]  # the resumed run logs at the same steps as the uninterrupted one
+    steps = [
+        [r["step"] for r in csv.DictReader(open(tmp_path / d / "csv" / "metrics.csv"))] for d in ("full", "resumed")
+    ]
+    assert steps[1] == steps[0][-len(steps[1]) :]  # the resumed run logs at the same steps as the uninterrupted one
 
 
+@pytest.mark.e2e
 def test_resume_with_more_steps_follows_the_new_schedule(tmp_path):
     """A 4-step run (cosine horizon 4 = its max_steps) resumed with trainer.max_steps=8 decays over 8
     steps: the lr it logs at each step s equals warmup_cosine(s, warmup 1, decay 8, lr, min_lr), not the
@@ -75,19 +82,29 @@ def validate_checkpoint(cfg, ckpt) -> float:
     """val/loss of a checkpoint's weights, re-measured by a fresh Trainer.validate."""
     import lightning.pytorch as pl
     from hydra.utils import get_class, instantiate
+
     dm = instantiate(cfg.data)
     dm.prepare_data()
     dm.setup()
     task = get_class(cfg.task._target_).load_from_checkpoint(ckpt, weights_only=True)
-    trainer = pl.Trainer(accelerator="cpu", logger=False, enable_progress_bar=False, enable_checkpointing=False,
-                         enable_model_summary=False)
+    trainer = pl.Trainer(
+        accelerator="cpu",
+        logger=False,
+        enable_progress_bar=False,
+        enable_checkpointing=False,
+        enable_model_summary=False,
+    )
     return trainer.validate(task, datamodule=dm, verbose=False)[0]["val/loss"]
 
 
-@pytest.mark.parametrize("extra, val_steps", [
-    (["trainer.max_steps=7"], 2),                                  # epochs of 5: step 5, and the partial epoch's step 7
-    (["trainer.max_steps=5", "trainer.val_check_interval=2"], 3),  # mid-epoch validations at 2, 4, and the end at 5
-])
+@pytest.mark.parametrize(
+    "extra, val_steps",
+    [
+        (["trainer.max_steps=7"], 2),  # epochs of 5: step 5, and the partial epoch's step 7
+        (["trainer.max_steps=5", "trainer.val_check_interval=2"], 3),  # mid-epoch validations at 2, 4, and the end at 5
+    ],
+)
+@pytest.mark.e2e
 def test_every_validation_scores_the_weights_it_checkpoints(tmp_path, extra, val_steps):
     """Training that stops mid-epoch validates its final weights, and the best checkpoint holds exactly the
     weights that scored the best val/loss (also with mid-epoch val_check_interval validations)."""
@@ -103,6 +120,7 @@ def test_every_validation_scores_the_weights_it_checkpoints(tmp_path, extra, val
     assert validate_checkpoint(cfg, tmp_path / "checkpoints" / "last.ckpt") == pytest.approx(val[-1], rel=1e-5)
 
 
+@pytest.mark.e2e
 def test_checkpoint_from_other_model_is_refused(tmp_path):
     run(make_cfg(tmp_path / "a", TINY + ["logger=csv", "trainer.max_steps=5"]))
     ckpt = tmp_path / "a" / "checkpoints" / "last.ckpt"
@@ -111,12 +129,15 @@ def test_checkpoint_from_other_model_is_refused(tmp_path):
     other = torch.load(ckpt, weights_only=True)
     other["hyper_parameters"]["arch"] = "encoder_only"
     torch.save(other, tmp_path / "other.ckpt")
-    with pytest.raises(ConfigError, match="was trained with \\+arch=encoder_only, but this run is \\+arch=decoder_only"):
+    with pytest.raises(
+        ConfigError, match="was trained with \\+arch=encoder_only, but this run is \\+arch=decoder_only"
+    ):
         run(make_cfg(tmp_path / "c", TINY + ["logger=csv", f"ckpt_path={tmp_path / 'other.ckpt'}"]))
     with pytest.raises(ConfigError, match="does not exist"):
         run(make_cfg(tmp_path / "d", TINY + ["logger=csv", f"ckpt_path={tmp_path / 'missing.ckpt'}"]))
 
 
+@pytest.mark.e2e
 def test_bad_config_fails_before_training(tmp_path):
     with pytest.raises(ConfigError, match="data.block_size=128 is larger than model.max_len=64"):
         run(make_cfg(tmp_path, TINY + ["logger=csv", "data.block_size=128"]))
@@ -129,6 +150,7 @@ def test_bad_config_fails_before_training(tmp_path):
 
 
 @pytest.mark.parametrize("content,match", [(b"", "is empty"), (b"abc\xff\xfedef", "not valid UTF-8")])
+@pytest.mark.e2e
 def test_bad_text_file(tmp_path, content, match):
     text = tmp_path / "my.txt"
     text.write_bytes(content)
@@ -137,6 +159,7 @@ def test_bad_text_file(tmp_path, content, match):
     assert not (tmp_path / "run" / "checkpoints").exists()
 
 
+@pytest.mark.e2e
 def test_data_dir_without_the_file(tmp_path, monkeypatch):
     monkeypatch.delenv("ZOO_DATA_MIRROR", raising=False)
     monkeypatch.setattr("zoo.data.resolver.UPSTREAM", {"tiny_shakespeare": "http://127.0.0.1:9/"})
@@ -144,6 +167,7 @@ def test_data_dir_without_the_file(tmp_path, monkeypatch):
         run(make_cfg(tmp_path / "run", TINY + ["logger=csv", f"data.data_dir={tmp_path / 'empty'}"]))
 
 
+@pytest.mark.e2e
 def test_cli_without_arch_explains_and_fails(tmp_path):
     r = run_cli([], cwd=tmp_path, timeout=120)
     assert r.returncode != 0
@@ -151,26 +175,49 @@ def test_cli_without_arch_explains_and_fails(tmp_path):
         assert arch in r.stderr
 
 
+@pytest.mark.e2e
 def test_cli_help_cfg_and_strict_keys(tmp_path):
     r = run_cli(["--help"], cwd=tmp_path, timeout=120)
     assert r.returncode == 0
-    for group in ("arch:", "model:", "task:", "data:", "trainer:", "logger:", "callbacks:", "paths:", "debug:",
-                  "experiment:"):
+    for group in (
+        "arch:",
+        "model:",
+        "task:",
+        "data:",
+        "trainer:",
+        "logger:",
+        "callbacks:",
+        "paths:",
+        "debug:",
+        "experiment:",
+    ):
         assert group in r.stdout
     r = run_cli(["+arch=decoder_only", "--cfg", "job"], cwd=tmp_path, timeout=120)
-    assert r.returncode == 0 and "arch: decoder_only" in r.stdout and "_target_: zoo.tasks.lm.LanguageModeling" in r.stdout
+    assert (
+        r.returncode == 0 and "arch: decoder_only" in r.stdout and "_target_: zoo.tasks.lm.LanguageModeling" in r.stdout
+    )
     r = run_cli(["+arch=decoder_only", "model=huge"], cwd=tmp_path, timeout=120)
     assert r.returncode != 0 and "Could not find 'model/huge'" in r.stderr
     r = run_cli(["+arch=decoder_only", "model.d_modle=64"], cwd=tmp_path, timeout=120)
     assert r.returncode != 0 and "d_modle" in r.stderr
 
 
+@pytest.mark.e2e
 def test_ddp_cpu_matches_one_process(tmp_path):
     """trainer=ddp_cpu (2 processes, gloo) from `python -m zoo` trains on the same global batches as one
     process: val/loss after 50 steps agrees within 1e-3 (measured: 2e-7). Lightning's messages reach train.log
     and print once on the console."""
-    args = ["+arch=decoder_only", *TINY, "model.dropout=0.0", "data.batches_per_epoch=25", "data.val_windows=32",
-            "trainer.max_steps=50", "logger=csv", "task.sample=null", "callbacks=none"]
+    args = [
+        "+arch=decoder_only",
+        *TINY,
+        "model.dropout=0.0",
+        "data.batches_per_epoch=25",
+        "data.val_windows=32",
+        "trainer.max_steps=50",
+        "logger=csv",
+        "task.sample=null",
+        "callbacks=none",
+    ]
     one = run_cli(args + [f"hydra.run.dir={tmp_path / 'one'}"], cwd=tmp_path)
     two = run_cli(args + ["trainer=ddp_cpu", f"hydra.run.dir={tmp_path / 'two'}"], cwd=tmp_path)
     assert one.returncode == 0, one.stderr[-2000:]
@@ -186,15 +233,18 @@ def test_ddp_cpu_matches_one_process(tmp_path):
     assert f"'val/loss': {float(format(r1['final']['val/loss'], '.5g'))}" in log  # 5 significant digits
 
 
+@pytest.mark.e2e
 def test_generate_cli_samples_from_checkpoint(tmp_path, capsys):
     """python -m zoo.generate reads a checkpoint with weights_only=True and continues the prompt; with a
     seed the text is reproducible, and greedy (temperature 0) equals the model's own greedy generate."""
     from zoo.generate import load, main, sample
+
     run(make_cfg(tmp_path, TINY + ["logger=csv"]))
     ckpt = str(tmp_path / "checkpoints" / "last.ckpt")
     capsys.readouterr()
-    assert main([f"ckpt_path={ckpt}", "prompt=ROMEO:", "max_new_tokens=100", "temperature=0.8", "top_k=40",
-                 "seed=3"]) == 0
+    assert (
+        main([f"ckpt_path={ckpt}", "prompt=ROMEO:", "max_new_tokens=100", "temperature=0.8", "top_k=40", "seed=3"]) == 0
+    )
     text = capsys.readouterr().out.rstrip("\n")
     assert text.startswith("ROMEO:") and len(text) == len("ROMEO:") + 100  # one character per token
     model, tok, context_len = load(ckpt)
@@ -205,10 +255,12 @@ def test_generate_cli_samples_from_checkpoint(tmp_path, capsys):
     assert main(["prompt=x"]) == 2  # no ckpt_path: usage, exit status 2
 
 
+@pytest.mark.e2e
 def test_sampling_never_feeds_more_context_than_training(tmp_path):
     """With block_size 32 and max_len 64, every generate call of a 100-token sample sees at most 32 tokens
     (positions 32..63 of learned embeddings were never trained), and the output keeps every token."""
     from zoo.generate import load, sample
+
     run(make_cfg(tmp_path, TINY + ["logger=csv"]))
     model, tok, context_len = load(str(tmp_path / "checkpoints" / "last.ckpt"))
     calls = []
@@ -217,23 +269,29 @@ def test_sampling_never_feeds_more_context_than_training(tmp_path):
     def spy(idx, n, **kw):
         calls.append(idx.shape[1] + n)
         return generate(idx, n, **kw)
+
     model.generate = spy
     text = sample(model, tok, "ROMEO:", 100, 0.0, context_len=context_len)
     assert len(text) == 106 and max(calls) <= 32 and len(calls) > 1
 
 
-@pytest.mark.parametrize("args, message", [
-    (["ckpt_path=/nonexistent.ckpt"], "does not exist"),
-    (["ckpt_path=CKPT", "max_new_tokens=-5"], "max_new_tokens=-5"),
-    (["ckpt_path=CKPT", "temperature=hot"], "temperature='hot'"),
-    (["ckpt_path=CKPT", "top_k=0"], "top_k=0"),
-    (["ckpt_path=CKPT", "top_p=1.5"], "top_p=1.5"),
-    (["ckpt_path=CKPT", "prompt=\u00e9\u00e9"], "not in the tokenizer's vocabulary"),
-    (["ckpt_path=NOTCKPT"], "not a readable checkpoint"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["ckpt_path=/nonexistent.ckpt"], "does not exist"),
+        (["ckpt_path=CKPT", "max_new_tokens=-5"], "max_new_tokens=-5"),
+        (["ckpt_path=CKPT", "temperature=hot"], "temperature='hot'"),
+        (["ckpt_path=CKPT", "top_k=0"], "top_k=0"),
+        (["ckpt_path=CKPT", "top_p=1.5"], "top_p=1.5"),
+        (["ckpt_path=CKPT", "prompt=\u00e9\u00e9"], "not in the tokenizer's vocabulary"),
+        (["ckpt_path=NOTCKPT"], "not a readable checkpoint"),
+    ],
+)
+@pytest.mark.e2e
 def test_generate_cli_bad_input_is_a_clear_error(tmp_path, capsys, args, message):
     """Bad zoo.generate arguments exit with status 2 and one message naming the problem, no traceback."""
     from zoo.generate import main
+
     ckpt = tmp_path / "x.ckpt"
     if any("CKPT" in a for a in args):
         run(make_cfg(tmp_path, TINY + ["logger=csv", "trainer.max_steps=1"]))
@@ -247,12 +305,24 @@ def test_generate_cli_bad_input_is_a_clear_error(tmp_path, capsys, args, message
     assert err.startswith("zoo.generate: error:") and message in err and "Traceback" not in err
 
 
+@pytest.mark.e2e
 def test_bf16_mixed_and_gradient_accumulation(tmp_path):
     """trainer.precision=bf16-mixed (CPU autocast) and accumulate_grad_batches=2: 10 optimizer steps
     consume 20 batches (the data stream advances by 2 batches per step) and the loss still falls."""
-    run(make_cfg(tmp_path, TINY + ["logger=csv", "trainer.precision=bf16-mixed", "trainer.accumulate_grad_batches=2",
-                                   "data.batches_per_epoch=10",  # even: no partial accumulation at epoch ends
-                                   "task.scheduler.warmup_steps=1", "task.optimizer.lr=1e-2"]))
+    run(
+        make_cfg(
+            tmp_path,
+            TINY
+            + [
+                "logger=csv",
+                "trainer.precision=bf16-mixed",
+                "trainer.accumulate_grad_batches=2",
+                "data.batches_per_epoch=10",  # even: no partial accumulation at epoch ends
+                "task.scheduler.warmup_steps=1",
+                "task.optimizer.lr=1e-2",
+            ],
+        )
+    )
     results = json.loads((tmp_path / "results.json").read_text())
     assert results["steps"] == 10
     ckpt = torch.load(tmp_path / "checkpoints" / "last.ckpt", weights_only=True)
@@ -264,17 +334,20 @@ def test_bf16_mixed_and_gradient_accumulation(tmp_path):
 def tensorboard_scalars(path) -> dict:
     """{tag: [(step, value)]} from a TensorBoard event file (TFRecord framing: u64 length, u32 crc, data, u32 crc)."""
     import struct
+
     from tensorboardX.proto import event_pb2
+
     data, out, i = Path(path).read_bytes(), {}, 0
     while i < len(data):
-        (n,) = struct.unpack("<Q", data[i:i + 8])
-        event = event_pb2.Event.FromString(data[i + 12:i + 12 + n])
+        (n,) = struct.unpack("<Q", data[i : i + 8])
+        event = event_pb2.Event.FromString(data[i + 12 : i + 12 + n])
         i += 12 + n + 4
         for v in event.summary.value:
             out.setdefault(v.tag, []).append((event.step, v.simple_value))
     return out
 
 
+@pytest.mark.e2e
 def test_tensorboard_logger_writes_the_logged_metrics(tmp_path):
     """logger=tensorboard writes event files holding the same val/loss as the CSV log and results.json."""
     run(make_cfg(tmp_path, TINY + ["logger=tensorboard"]))
@@ -285,6 +358,7 @@ def test_tensorboard_logger_writes_the_logged_metrics(tmp_path):
     assert scalars["val/loss"][-1][1] == pytest.approx(results["final"]["val/loss"], rel=1e-6)
 
 
+@pytest.mark.e2e
 def test_checkpoint_of_another_task_or_an_unreadable_file_is_refused(tmp_path):
     """A decoder_only classification checkpoint given to an lm run, a garbage file, and a checkpoint that
     already reached max_steps are refused with ConfigError before any data work."""
@@ -303,53 +377,102 @@ def test_checkpoint_of_another_task_or_an_unreadable_file_is_refused(tmp_path):
         run(make_cfg(tmp_path / "c", TINY + ["logger=csv", "trainer.max_steps=2", f"ckpt_path={ckpt}"]))
 
 
-@pytest.mark.parametrize("overrides, arch, message", [
-    (["task.scheduler.kind=linear"], "decoder_only", "task.scheduler.kind='linear' is unknown"),
-    (["task.scheduler.warmup_steps=0"], "encoder_decoder", "noam needs task.scheduler.warmup_steps >= 1"),
-    (["model.share_embeddings=true", "data.joint_vocab=false"], "encoder_decoder", "set data.joint_vocab=true"),
-    (["task.monitor=val/los"], "decoder_only", "task.monitor=val/los is not a validation metric of LanguageModeling"),
-    (["task.monitor=val/accuracy"], "encoder_only", "it logs val/loss, val/acc, val/f1"),
-    (["task.monitor=val/mlm_acc"], "decoder_only",  # only the masked LM (encoder_only) logs it
-     "not a validation metric of LanguageModeling with \\+arch=decoder_only; it logs val/loss, val/ppl, val/bpc, val/cont_loss$"),
-    (["task.monitor_mode=maximum"], "encoder_decoder", "task.monitor_mode='maximum' is unknown"),
-    (["task.monitor=val/loss"], "encoder_only",  # classification's mode is max: the best checkpoint would be the worst
-     "task.monitor=val/loss is better lower, but task.monitor_mode=max; add task.monitor_mode=min"),
-    (["task=lm", "data=tiny_shakespeare", "task.monitor=val/mlm_acc"], "encoder_only",
-     "task.monitor=val/mlm_acc is better higher, but task.monitor_mode=min; add task.monitor_mode=max"),
-    (["callbacks.model_checkpoint.mode=min"], "encoder_only",  # the callback's own keys are checked too
-     "callbacks.model_checkpoint.monitor=val/acc is better higher, but callbacks.model_checkpoint.mode=min; add "
-     "callbacks.model_checkpoint.mode=max"),
-    (["callbacks.model_checkpoint.monitor=val/los"], "encoder_only", "callbacks.model_checkpoint.monitor=val/los is not"),
-    (["task.monitor=val/loss", "task.monitor_mode=min", "+optimized_metric=val/acc"], "encoder_only",
-     "task.monitor=val/loss and optimized_metric=val/acc point in opposite directions"),
-    (["+optimized_metric=val/BLEU"], "encoder_decoder", "optimized_metric=val/BLEU is not a validation metric"),
-    # special ids: a collision (pad = eos: the loss would ignore every EOS), or an id the data's tokenizer does
-    # not use, in every task
-    (["model.pad_id=2"], "decoder_only", "model.pad_id=2 and model.eos_id=2 are the same id"),
-    (["model.pad_id=2"], "encoder_only", "model.pad_id=2 and model.eos_id=2 are the same id"),
-    (["model.bos_id=0"], "encoder_decoder", "model.pad_id=0 and model.bos_id=0 are the same id"),
-    (["model.pad_id=7"], "encoder_only", "model.pad_id=7, but data=SST2's tokenizer puts that token at 0; set "
-     "model.pad_id=0"),
-    (["model.eos_id=3"], "encoder_decoder", "model.eos_id=3, but data=Multi30k's tokenizer puts that token at 2"),
-    (["task=translation", "data=multi30k", "model.bos_id=5"], "decoder_only", "model.bos_id=5, but data=Multi30k's"),
-    (["task.early_stopping=sometimes"], "encoder_decoder",
-     "task.early_stopping='sometimes' is unknown; allowed: true, false, never"),
-])
+@pytest.mark.parametrize(
+    "overrides, arch, message",
+    [
+        (["task.scheduler.kind=linear"], "decoder_only", "task.scheduler.kind='linear' is unknown"),
+        (["task.scheduler.warmup_steps=0"], "encoder_decoder", "noam needs task.scheduler.warmup_steps >= 1"),
+        (["model.share_embeddings=true", "data.joint_vocab=false"], "encoder_decoder", "set data.joint_vocab=true"),
+        (
+            ["task.monitor=val/los"],
+            "decoder_only",
+            "task.monitor=val/los is not a validation metric of LanguageModeling",
+        ),
+        (["task.monitor=val/accuracy"], "encoder_only", "it logs val/loss, val/acc, val/f1"),
+        (
+            ["task.monitor=val/mlm_acc"],
+            "decoder_only",  # only the masked LM (encoder_only) logs it
+            "not a validation metric of LanguageModeling with \\+arch=decoder_only; it logs val/loss, val/ppl, "
+            "val/bpc, val/cont_loss$",
+        ),
+        (["task.monitor_mode=maximum"], "encoder_decoder", "task.monitor_mode='maximum' is unknown"),
+        (
+            ["task.monitor=val/loss"],
+            "encoder_only",  # classification's mode is max: the best checkpoint would be the worst
+            "task.monitor=val/loss is better lower, but task.monitor_mode=max; add task.monitor_mode=min",
+        ),
+        (
+            ["task=lm", "data=tiny_shakespeare", "task.monitor=val/mlm_acc"],
+            "encoder_only",
+            "task.monitor=val/mlm_acc is better higher, but task.monitor_mode=min; add task.monitor_mode=max",
+        ),
+        (
+            ["callbacks.model_checkpoint.mode=min"],
+            "encoder_only",  # the callback's own keys are checked too
+            "callbacks.model_checkpoint.monitor=val/acc is better higher, but callbacks.model_checkpoint.mode=min; add "
+            "callbacks.model_checkpoint.mode=max",
+        ),
+        (
+            ["callbacks.model_checkpoint.monitor=val/los"],
+            "encoder_only",
+            "callbacks.model_checkpoint.monitor=val/los is not",
+        ),
+        (
+            ["task.monitor=val/loss", "task.monitor_mode=min", "+optimized_metric=val/acc"],
+            "encoder_only",
+            "task.monitor=val/loss and optimized_metric=val/acc point in opposite directions",
+        ),
+        (["+optimized_metric=val/BLEU"], "encoder_decoder", "optimized_metric=val/BLEU is not a validation metric"),
+        # special ids: a collision (pad = eos: the loss would ignore every EOS), or an id the data's tokenizer does
+        # not use, in every task
+        (["model.pad_id=2"], "decoder_only", "model.pad_id=2 and model.eos_id=2 are the same id"),
+        (["model.pad_id=2"], "encoder_only", "model.pad_id=2 and model.eos_id=2 are the same id"),
+        (["model.bos_id=0"], "encoder_decoder", "model.pad_id=0 and model.bos_id=0 are the same id"),
+        (
+            ["model.pad_id=7"],
+            "encoder_only",
+            "model.pad_id=7, but data=SST2's tokenizer puts that token at 0; set model.pad_id=0",
+        ),
+        (["model.eos_id=3"], "encoder_decoder", "model.eos_id=3, but data=Multi30k's tokenizer puts that token at 2"),
+        (
+            ["task=translation", "data=multi30k", "model.bos_id=5"],
+            "decoder_only",
+            "model.bos_id=5, but data=Multi30k's",
+        ),
+        (
+            ["task.early_stopping=sometimes"],
+            "encoder_decoder",
+            "task.early_stopping='sometimes' is unknown; allowed: true, false, never",
+        ),
+    ],
+)
+@pytest.mark.e2e
 def test_contradictory_settings_are_refused(tmp_path, overrides, arch, message):
     with pytest.raises(ConfigError, match=message):
         run(make_cfg(tmp_path, overrides + ["logger=csv"], arch=arch))
 
 
-@pytest.mark.parametrize("overrides, monitor, mode", [
-    (["task.monitor=val/loss", "task.monitor_mode=min"], "val/loss", "min"),  # classification's default: val/acc, max
-    (["task=lm", "data=tiny_shakespeare", "task.monitor=val/mlm_acc", "task.monitor_mode=max"], "val/mlm_acc", "max"),
-])
+@pytest.mark.parametrize(
+    "overrides, monitor, mode",
+    [
+        (
+            ["task.monitor=val/loss", "task.monitor_mode=min"],
+            "val/loss",
+            "min",
+        ),  # classification's default: val/acc, max
+        (
+            ["task=lm", "data=tiny_shakespeare", "task.monitor=val/mlm_acc", "task.monitor_mode=max"],
+            "val/mlm_acc",
+            "max",
+        ),
+    ],
+)
 def test_monitor_with_its_direction_is_accepted(tmp_path, overrides, monitor, mode):
     """A monitor other than the task's default, given with its own direction, passes check_config, and the
     best-checkpoint callback built from the config keeps the best by it, in that direction."""
     from hydra.utils import instantiate
 
-    from zoo.train import check_config
+    from zoo.config_checks import check_config
 
     cfg = make_cfg(tmp_path, overrides, arch="encoder_only")
     check_config(cfg)
@@ -357,13 +480,16 @@ def test_monitor_with_its_direction_is_accepted(tmp_path, overrides, monitor, mo
     assert (best.monitor, best.mode) == (monitor, mode)
 
 
+@pytest.mark.e2e
 def test_constructor_errors_exit_2_with_one_message(tmp_path):
     """A datamodule's own refusal (a language pair without files) reaches the user as `zoo: error:`, exit 2."""
-    out = run_cli(["+arch=encoder_decoder", "data.src_lang=xx", "logger=csv", f"hydra.run.dir={tmp_path}"],
-                  cwd=tmp_path)
+    out = run_cli(
+        ["+arch=encoder_decoder", "data.src_lang=xx", "logger=csv", f"hydra.run.dir={tmp_path}"], cwd=tmp_path
+    )
     assert out.returncode == 2 and "zoo: error: Multi30k split" in out.stderr and "Traceback" not in out.stderr
 
 
+@pytest.mark.e2e
 def test_callbacks_none_writes_no_checkpoint(tmp_path):
     """callbacks=none: no checkpoint anywhere under the run dir (Lightning's default ModelCheckpoint used to
     write csv/checkpoints/epoch=0-step=10.ckpt) and results.json names none; zoo's progress bar replaces
@@ -382,6 +508,7 @@ def test_callbacks_none_writes_no_checkpoint(tmp_path):
     assert trainer_callbacks([ProgressBar()], quiet.trainer) == {"callbacks": []}  # default callbacks, bar off
 
 
+@pytest.mark.e2e
 def test_progress_bar_off_with_the_default_callbacks(tmp_path):
     """+trainer.enable_progress_bar=false with callbacks=default trains (Lightning refused the default bar's
     callback: "Trainer was configured with enable_progress_bar=False but found ProgressBar")."""

@@ -1,6 +1,7 @@
 """A run remembers its data, and a user's own files get plain messages: fixtures written into tmp_path from
 the shared datasets (a user's copy of Tiny Shakespeare's first 20 kB, an SST-2 file with a bad label), the
 resolver's name / path split, results.json, W&B, checkpoints and what zoo.report / zoo.generate read back."""
+
 import json
 import logging
 import time
@@ -8,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from zoo_run import SHARED_DATA, TINY, make_cfg, needs_shared, run_cli
 
 from zoo.data import resolver
 from zoo.data.info import CHECKPOINT_KEY, from_checkpoint
@@ -15,10 +17,8 @@ from zoo.data.parallel_text import ParallelText
 from zoo.data.resolver import DataError, locate
 from zoo.data.text_corpus import TextCorpus
 from zoo.train import run
-from zoo_run import TINY, make_cfg, run_cli
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"  # ../shared/data
-pytestmark = pytest.mark.skipif(not SHARED.is_dir(), reason=f"{SHARED} not available")
+pytestmark = needs_shared
 
 
 @pytest.fixture
@@ -27,14 +27,18 @@ def my_text(tmp_path):
     Tiny Shakespeare (so not the published file)."""
     path = tmp_path / "tiny_shakespeare" / "input.txt"
     path.parent.mkdir()
-    path.write_bytes((SHARED / "tiny_shakespeare" / "input.txt").read_bytes()[:20_000])
+    path.write_bytes((SHARED_DATA / "tiny_shakespeare" / "input.txt").read_bytes()[:20_000])
     return path
 
 
+@pytest.mark.e2e
 def test_missing_user_path_says_not_found(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path))
-    for value, shown in [(str(tmp_path / "my.txt"), tmp_path / "my.txt"), ("~/corpus", tmp_path / "corpus"),
-                         ("./data/mine", Path.cwd() / "data" / "mine")]:
+    for value, shown in [
+        (str(tmp_path / "my.txt"), tmp_path / "my.txt"),
+        ("~/corpus", tmp_path / "corpus"),
+        ("./data/mine", Path.cwd() / "data" / "mine"),
+    ]:
         with pytest.raises(DataError) as e:
             locate(value, names=("tiny_shakespeare/input.txt",))
         msg = str(e.value)
@@ -48,8 +52,10 @@ def test_missing_user_path_says_not_found(tmp_path, monkeypatch):
 def test_user_file_named_like_a_builtin_is_never_checksummed(my_text, tmp_path, monkeypatch):
     """Its absolute path and ./tiny_shakespeare/input.txt are the user's file, used as is (sha256sum, the
     checksum's hash, is never called); the bare name is still the checksummed built-in one."""
+
     def no_hash(path):
         raise AssertionError(f"checksummed {path}")
+
     monkeypatch.setattr(resolver, "sha256sum", no_hash)
     assert locate(str(my_text)) == my_text
     monkeypatch.chdir(tmp_path)
@@ -72,12 +78,14 @@ def test_data_dir_mismatch_never_says_delete(tmp_path, monkeypatch):
     assert (data / "tiny_shakespeare" / "input.txt").read_text() == "my own play\n" * 100
 
 
+@pytest.mark.e2e
 def test_run_on_a_user_file_names_it_everywhere(my_text, tmp_path, capsys):
     """results.json, the W&B config and tags, the checkpoint name the user's file, not tiny_shakespeare; the
     checkpoint's data settings reach zoo.generate's messages; without them (an old checkpoint) it still loads."""
     from test_sweeps import wandb_records
 
     from zoo.generate import load, main
+
     out = tmp_path / "run"
     run(make_cfg(out, TINY + ["trainer.max_steps=5", f"data.file={my_text}"]))  # logger: wandb (offline) + csv
     res = json.loads((out / "results.json").read_text())
@@ -103,21 +111,28 @@ def test_run_on_a_user_file_names_it_everywhere(my_text, tmp_path, capsys):
     assert f"its {vocab} characters are those of {my_text}" in err and "Traceback" not in err
     del ckpt[CHECKPOINT_KEY]  # a checkpoint from before zoo stored its data
     torch.save(ckpt, tmp_path / "old.ckpt")
-    assert from_checkpoint(ckpt) == {"dataset": "unknown", "stored": False,
-                                     "note": "the checkpoint predates stored data settings"}
+    assert from_checkpoint(ckpt) == {
+        "dataset": "unknown",
+        "stored": False,
+        "note": "the checkpoint predates stored data settings",
+    }
     assert load(str(tmp_path / "old.ckpt"))[2] == 32
     assert main([f"ckpt_path={tmp_path / 'old.ckpt'}", "prompt=ROMEO:", "max_new_tokens=5", "seed=1"]) == 0
 
 
+@pytest.mark.e2e
 def test_sst2_label_outside_the_classes_is_refused_before_training(tmp_path):
     """A user's SST-2 file with label 7 on line 3: `zoo: error: FILE, line 3: ...` with the fix, exit 2,
     no traceback, no checkpoint."""
-    lines = (SHARED / "sst2" / "sentiment-train").read_text().splitlines()[:6]
+    lines = (SHARED_DATA / "sst2" / "sentiment-train").read_text().splitlines()[:6]
     lines[2] = lines[2].rpartition("\t")[0] + "\t7"
     bad = tmp_path / "my-train.tsv"
     bad.write_text("\n".join(lines) + "\n")
-    r = run_cli(["+arch=encoder_only", f"data.train_file={bad}", "logger=csv", f"hydra.run.dir={tmp_path / 'run'}"],
-                cwd=tmp_path, timeout=300)
+    r = run_cli(
+        ["+arch=encoder_only", f"data.train_file={bad}", "logger=csv", f"hydra.run.dir={tmp_path / 'run'}"],
+        cwd=tmp_path,
+        timeout=300,
+    )
     assert r.returncode == 2, r.stderr[-2000:]
     assert f"zoo: error: {bad}, line 3: label '7' is not 0 or 1" in r.stderr and "Fix: write 0 or 1" in r.stderr
     assert "Traceback" not in r.stderr and not list(tmp_path.rglob("*.ckpt"))
@@ -125,25 +140,46 @@ def test_sst2_label_outside_the_classes_is_refused_before_training(tmp_path):
 
 def test_sst2_user_files_in_data_info(tmp_path):
     from zoo.data.sst2 import SST2
+
     mine = tmp_path / "train.tsv"
-    mine.write_text("\n".join((SHARED / "sst2" / "sentiment-train").read_text().splitlines()[:200]) + "\n")
-    dm = SST2(vocab_size=200, train_file=str(mine), mirror=str(SHARED), data_dir=tmp_path / "data")
+    mine.write_text("\n".join((SHARED_DATA / "sst2" / "sentiment-train").read_text().splitlines()[:200]) + "\n")
+    dm = SST2(vocab_size=200, train_file=str(mine), mirror=str(SHARED_DATA), data_dir=tmp_path / "data")
     info = dm.data_info()
     assert info["dataset"] == f"{mine}, sst2" and info["builtin"] is False
     assert info["files"] == {"train": str(mine), "val": "sst2/sentiment-dev", "test": "sst2/sentiment-test"}
     assert len(dm.train_set) == 200 and info["tokenizer"] == {"kind": "bpe", "file": None, "vocab_size": dm.vocab_size}
 
 
+@pytest.mark.e2e
 def test_translation_checkpoint_keeps_its_languages_and_the_report_follows(tmp_path, monkeypatch):
     """An en -> de run (Multi30k has en, de, fr, cs): its checkpoint stores the pair, the report's attention map
     reads an English sentence (never the German default), its table names the dataset, and a source
     language without a default sentence is said so in report.md instead of failing the report."""
     from zoo import report as rep
+
     out = tmp_path / "sweep" / "en-de"
-    run(make_cfg(out, ["data.src_lang=en", "data.tgt_lang=de", "data.limit=200", "data.vocab_size=200",
-                       "data.max_tokens=1024", "model.d_model=32", "model.n_heads=2", "model.d_ff=64",
-                       "model.n_layers=1", "logger=csv", "trainer.max_steps=3", "trainer.limit_val_batches=1",
-                       "trainer.limit_test_batches=1", "trainer.enable_model_summary=false"], arch="encoder_decoder"))
+    run(
+        make_cfg(
+            out,
+            [
+                "data.src_lang=en",
+                "data.tgt_lang=de",
+                "data.limit=200",
+                "data.vocab_size=200",
+                "data.max_tokens=1024",
+                "model.d_model=32",
+                "model.n_heads=2",
+                "model.d_ff=64",
+                "model.n_layers=1",
+                "logger=csv",
+                "trainer.max_steps=3",
+                "trainer.limit_val_batches=1",
+                "trainer.limit_test_batches=1",
+                "trainer.enable_model_summary=false",
+            ],
+            arch="encoder_decoder",
+        )
+    )
     ckpt = torch.load(out / "checkpoints" / "last.ckpt", weights_only=True)
     data = ckpt[CHECKPOINT_KEY]
     assert (data["dataset"], data["src_lang"], data["tgt_lang"]) == ("multi30k", "en", "de")
@@ -155,9 +191,12 @@ def test_translation_checkpoint_keeps_its_languages_and_the_report_follows(tmp_p
     def spy(model, src_tok, tgt_tok, sentence, *args):
         seen.append(sentence)
         return cross_attention(model, src_tok, tgt_tok, sentence, *args)
+
     monkeypatch.setattr(rep, "cross_attention", spy)
     got = rep.report(tmp_path / "sweep", tmp_path / "report")
-    assert seen == [rep.DEFAULT_SENTENCE["en"]] and [p.name for p in got["attention"]] == ["attention_encoder_decoder.png"]
+    assert seen == [rep.DEFAULT_SENTENCE["en"]] and [p.name for p in got["attention"]] == [
+        "attention_encoder_decoder.png"
+    ]
     assert got["table"] and all(r["dataset"] == "multi30k" for r in got["table"])
     assert "| translation / encoder_decoder | multi30k |" in got["report"].read_text()
     monkeypatch.setitem(rep.DEFAULT_SENTENCE, "en", None)
@@ -183,9 +222,12 @@ def test_too_long_translation_pair_names_its_file_and_line(tmp_path):
     (tmp_path / "train.src").write_text("\n".join(src) + "\n")
     (tmp_path / "train.tgt").write_text("\n".join(tgt) + "\n")
     kw = dict(tokenizer="char", max_len=8, truncate=False, val_fraction=0.2, test_fraction=0.2)
-    with pytest.raises(DataError, match=rf"1 (train|val|test) pairs are longer than data.max_len=8 tokens, the first "
-                                        rf"at {tmp_path / 'train.src'} and {tmp_path / 'train.tgt'}, line 21 "
-                                        rf"\('a source sentence"):
+    with pytest.raises(
+        DataError,
+        match=rf"1 (train|val|test) pairs are longer than data.max_len=8 tokens, the first "
+        rf"at {tmp_path / 'train.src'} and {tmp_path / 'train.tgt'}, line 21 "
+        rf"\('a source sentence",
+    ):
         ParallelText(train={"src": str(tmp_path / "train.src"), "tgt": str(tmp_path / "train.tgt")}, **kw).setup()
     (tmp_path / "train.tsv").write_text("src\ttgt\n" + "".join(f"{a}\t{b}\n" for a, b in zip(src, tgt)))
     with pytest.raises(DataError, match=rf"the first at {tmp_path / 'train.tsv'}, line 22 "):  # the header: line 1
@@ -208,5 +250,7 @@ def test_text_corpus_logs_its_splits(tmp_path, caplog):
     finally:
         lightning_log.removeHandler(caplog.handler)
     n = {s: len(d) for s, d in (("train", dm.train_data), ("val", dm.val_data))}
-    assert (f"plays: train 3 documents, {n['train']} tokens; val 1 document, {n['val']} tokens; tokenizer char, "
-            f"vocab {dm.vocab_size}") in caplog.text
+    assert (
+        f"plays: train 3 documents, {n['train']} tokens; val 1 document, {n['val']} tokens; tokenizer char, "
+        f"vocab {dm.vocab_size}"
+    ) in caplog.text

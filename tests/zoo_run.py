@@ -1,25 +1,63 @@
-"""Helpers shared by tests: compose zoo's main job's configs in-process or run `python -m zoo`; read the shared
-SST-2 rows; toy reversal pairs; FlopCounterMode's count of a function."""
+"""Helpers shared by tests: compose zoo's main job's configs in-process or run `python -m zoo`; the override lists
+and ModelConfigs of tiny models; the shared datasets (../shared/data: a skip mark, SST-2 rows, Multi30k lines,
+Tiny Shakespeare's text and data module); toy reversal pairs and their tokenizer; FlopCounterMode's count of a
+function. Fixtures are in conftest.py."""
+
+import gzip
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
+from conftest import SHARED_DATA
 from hydra import compose, initialize_config_dir
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import open_dict
 from torch.ops import aten
 from torch.utils.flop_counter import FlopCounterMode, sdpa_flop_count
 
-from conftest import SHARED_DATA
+from zoo.data.bpe import SubwordTokenizer, train_bpe
+from zoo.data.shakespeare import TinyShakespeare
+from zoo.model import ModelConfig
 from zoo.train import CONF_DIR
 
 REPO = Path(__file__).resolve().parents[1]
 # a small, fast decoder-only run on the real Tiny Shakespeare
-TINY = ["model.d_model=32", "model.n_heads=2", "model.d_ff=64", "model.n_layers=2", "model.max_len=64",
-        "data.block_size=32", "data.batch_size=8", "data.batches_per_epoch=5", "data.val_windows=16",
-        "trainer.max_steps=10", "task.sample.max_new_tokens=16", "trainer.enable_model_summary=false"]
+TINY = [
+    "model.d_model=32",
+    "model.n_heads=2",
+    "model.d_ff=64",
+    "model.n_layers=2",
+    "model.max_len=64",
+    "data.block_size=32",
+    "data.batch_size=8",
+    "data.batches_per_epoch=5",
+    "data.val_windows=16",
+    "trainer.max_steps=10",
+    "task.sample.max_new_tokens=16",
+    "trainer.enable_model_summary=false",
+]
+# the one-layer model of many runs' overrides (each file adds its run's settings)
+TINY_MODEL = ["model.d_model=32", "model.n_heads=2", "model.d_ff=64", "model.n_layers=1"]
+# ... with a 128-token context, a CSV log and no model summary: runs on the users' / pretrained tokenizers' data
+SMALL_MODEL = [*TINY_MODEL, "model.max_len=128", "trainer.enable_model_summary=false", "logger=csv"]
+# ... a 12-step run with a CSV log and no model summary (each task's preset data)
+SHORT_RUN = [*TINY_MODEL, "logger=csv", "trainer.enable_model_summary=false", "trainer.max_steps=12"]
+
+# a tiny in-process model: two layers of width 32, four heads, no dropout, 32 positions, 50 token ids
+TINY_CONFIG = dict(vocab_size=50, d_model=32, n_heads=4, d_ff=64, n_layers=2, dropout=0.0, max_len=32)
+
+
+def tiny_config(**kw) -> ModelConfig:
+    """ModelConfig of TINY_CONFIG with kw replacing or adding fields."""
+    return ModelConfig(**{**TINY_CONFIG, **kw})
+
+
+def tokens(B, T, seed=1, vocab=TINY_CONFIG["vocab_size"]):
+    """(B, T) random ids 3..vocab-1 (no special id 0..2), from their own generator."""
+    return torch.randint(3, vocab, (B, T), generator=torch.Generator().manual_seed(seed))
 
 
 def make_cfg(tmp_path, overrides, arch="decoder_only"):
@@ -36,10 +74,14 @@ def make_cfg(tmp_path, overrides, arch="decoder_only"):
 def run_cli(args, cwd, timeout=600, env=None):
     """Run `python -m zoo <args>` in a fresh process; returns CompletedProcess (text)."""
     full_env = {**os.environ, "WANDB_MODE": "offline", "HYDRA_FULL_ERROR": "0", **(env or {})}
-    return subprocess.run([sys.executable, "-m", "zoo", *args], cwd=cwd, env=full_env, capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "zoo", *args], cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout
+    )
 
 
+# tests that read the shared datasets are skipped where ../shared/data is missing (conftest's shared_data
+# fixture skips the same way)
+needs_shared = pytest.mark.skipif(not SHARED_DATA.is_dir(), reason=f"{SHARED_DATA} not available")
 SST2_FILES = {"train": "sentiment-train", "val": "sentiment-dev", "test": "sentiment-test"}
 
 
@@ -54,6 +96,40 @@ def sst2_rows(split: str, n: int) -> list[tuple[str, str]]:
             if len(rows) == n:
                 break
     return rows
+
+
+def multi30k_lines(split: str, lang: str, n: int) -> list[str]:
+    """The first n lines, each with its newline, of the shared Multi30k file <split>.<lang>.gz."""
+    with gzip.open(SHARED_DATA / "multi30k" / f"{split}.{lang}.gz", "rt", encoding="utf-8") as f:
+        return [next(f) for _ in range(n)]
+
+
+def multi30k_pairs(split: str, n: int) -> list[tuple[str, str]]:
+    """The first n (German, English) pairs of a shared Multi30k split, without their newlines."""
+    de, en = ([line.rstrip("\n") for line in multi30k_lines(split, lang, n)] for lang in ("de", "en"))
+    return list(zip(de, en))
+
+
+def shakespeare_text(n: int | None = None) -> str:
+    """The shared Tiny Shakespeare text (tiny_shakespeare/input.txt), its first n characters if n is given."""
+    return (SHARED_DATA / "tiny_shakespeare" / "input.txt").read_text(encoding="utf-8")[:n]
+
+
+def shakespeare_dm(tmp_path, **kw) -> TinyShakespeare:
+    """A set-up TinyShakespeare (kw: its arguments) reading the shared file, writing under tmp_path/data."""
+    dm = TinyShakespeare(**{"data_dir": tmp_path / "data", "mirror": str(SHARED_DATA), **kw})
+    dm.setup()
+    return dm
+
+
+def all_indices(batches):
+    """The dataset indices of a list of batches (each a list of indices), sorted."""
+    return sorted(i for b in batches for i in b)
+
+
+def reversal_tokenizer() -> dict:
+    """The state_dict of a 30-id SubwordTokenizer trained on two toy sentences (for reversal_pairs' tasks)."""
+    return SubwordTokenizer(train_bpe(["ein hund läuft", "a dog runs"], 30)).state_dict()
 
 
 def reversal_pairs(n: int = 16, seed: int = 0) -> list[tuple[list[int], list[int]]]:

@@ -1,5 +1,6 @@
 """`python -m zoo +arch=decoder_only [key=value ...]`: the main job (see zoo/train.py). An override of a key
 the config does not have is refused first, with the keys it may have meant (zoo.cli_overrides)."""
+
 import sys
 
 from zoo.cli_overrides import check_overrides

@@ -7,6 +7,7 @@ value, and a cosine schedule decays over the spent fraction (zoo.optim.BudgetCos
 FLOPs or time gives architectures whose steps cost differently the same compute (Kaplan et al. 2020;
 T5, Raffel et al. 2020, sec. 3.2.1, matches by cost the same way).
 """
+
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 KINDS = ("steps", "tokens", "flops", "time")
@@ -14,19 +15,22 @@ UNITS = {"steps": "optimizer steps", "tokens": "tokens", "flops": "training FLOP
 
 
 def cell_value(kind: str, budgets) -> "float | None":
-    """The budget of `kind` among a cell's budgets ({steps, tokens, flops, time}); None for steps, which the
-    cell's trainer.max_steps already holds (so a trainer.max_steps override still bounds the run)."""
+    """The budget of `kind` among a benchmark's budgets ({steps, tokens, flops, time}, conf/benchmark/); None for
+    steps, which the benchmark's trainer.max_steps already holds (so a trainer.max_steps override still bounds
+    the run)."""
     if kind == "steps":
         return None
     if kind not in KINDS:
         raise BudgetError(f"compare.budget={kind!r} is unknown; allowed: {', '.join(KINDS)}")
     if budgets is None or budgets.get(kind) is None:
-        raise BudgetError(f"this cell has no {kind} budget: set one in compare.budgets (e.g. "
-                          f"compare.budgets.lm.{kind}=...), or compare.budget=steps")
+        raise BudgetError(
+            f"this cell has no {kind} budget: set one in compare.budgets (e.g. "
+            f"compare.budgets.lm.{kind}=...), or compare.budget=steps"
+        )
     return budgets[kind]
 
 
-# ${zoo_budget:${compare.budget},${cell_budget}} in conf/experiment/compare.yaml
+# ${zoo_budget:${compare.budget},${benchmark_budget}} in conf/experiment/compare.yaml
 OmegaConf.register_new_resolver("zoo_budget", cell_value, replace=True)
 
 

@@ -1,5 +1,6 @@
 """Atomic checkpoint writes (a crash mid-write never leaves a truncated checkpoint behind), and the loop
 progress of epoch-end checkpoints made unambiguous for an exact resume (settle_epoch_end)."""
+
 import os
 import tempfile
 from pathlib import Path
@@ -70,7 +71,11 @@ def settle_epoch_end(checkpoint: dict) -> None:
         else:
             counts["processed"] = counts["completed"]
     if finished:
-        for key in ("batch_progress", "scheduler_progress", "automatic_optimization.optim_progress",
-                    "manual_optimization.optim_step_progress"):
+        for key in (
+            "batch_progress",
+            "scheduler_progress",
+            "automatic_optimization.optim_progress",
+            "manual_optimization.optim_step_progress",
+        ):
             _zero_current(loop.get(f"epoch_loop.{key}", {}))
         batches["is_last_batch"] = False

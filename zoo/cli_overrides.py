@@ -6,6 +6,7 @@ config, then its first job as the basic sweeper would launch it) and, for each o
 prints the keys of that node it may have meant, and exits with 2. Every other outcome (a config that
 composes, any other error, a command line it does not read) leaves everything to Hydra, as before.
 """
+
 import difflib
 import re
 import sys
@@ -20,8 +21,16 @@ from omegaconf.errors import ConfigAttributeError, ConfigKeyError
 
 CONFIG_NAME = "config"
 # flags after which Hydra composes nothing, or composes another config than CONF_DIR/config.yaml
-SKIP = ("help", "hydra_help", "info", "shell_completion", "experimental_rerun", "config_path", "config_name",
-        "config_dir")
+SKIP = (
+    "help",
+    "hydra_help",
+    "info",
+    "shell_completion",
+    "experimental_rerun",
+    "config_path",
+    "config_name",
+    "config_dir",
+)
 
 
 def _raise(message):
@@ -34,8 +43,12 @@ def missing_key(e: ConfigCompositionException):
     cause = e.__cause__
     m = re.match(r"Could not override '([^']+)'", str(e))
     node = getattr(cause, "parent_node", None)
-    if not (m and isinstance(cause, (ConfigAttributeError, ConfigKeyError)) and isinstance(node, DictConfig)
-            and cause.full_key):
+    if not (
+        m
+        and isinstance(cause, (ConfigAttributeError, ConfigKeyError))
+        and isinstance(node, DictConfig)
+        and cause.full_key
+    ):
         return None
     return m.group(1), cause.full_key, cause.full_key.rpartition(".")[0], [str(k) for k in node.keys()]
 
@@ -45,14 +58,19 @@ def describe(override: str, key: str, parent: str, keys: list[str], choices: dic
     leaf = key.rpartition(".")[2]
     if not parent and leaf in choices and choices[leaf] is None:  # a config group without an option (yet)
         picks = " (or +arch=..., whose task picks its data)" if leaf in ("data", "task") else ""
-        return (f"{override} sets a key of {leaf}, but no {leaf}=... option is chosen, so the config has no "
-                f"{leaf}; add {leaf}=<an option of conf/{leaf}/>{picks}")
+        return (
+            f"{override} sets a key of {leaf}, but no {leaf}=... option is chosen, so the config has no "
+            f"{leaf}; add {leaf}=<an option of conf/{leaf}/>{picks}"
+        )
     option = choices.get(parent.split(".")[0]) if parent else None
     where = (f"{parent} ({option})" if isinstance(option, str) else parent) if parent else "the config"
     prefix = f"{parent}." if parent else ""
     close = difflib.get_close_matches(leaf, keys, n=1)
-    hint = (f"did you mean {prefix}{close[0]}?" if close
-            else f"its keys are: {', '.join(k for k in keys if not k.startswith('_'))}")
+    hint = (
+        f"did you mean {prefix}{close[0]}?"
+        if close
+        else f"its keys are: {', '.join(k for k in keys if not k.startswith('_'))}"
+    )
     return f"{key} is not a key of {where}; {hint} (+{override}=... adds a new key)"
 
 

@@ -7,9 +7,10 @@ its best metric against params and training FLOPs, parallel coordinates over --k
 group (a multirun's sweep dir). `build_workspace` needs no network; `main` saves (needs `wandb login`).
 Bad input exits 2 with a one-line message, before any network.
 """
+
 import argparse
 import sys
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 KEYS = ("arch", "seed", "model.d_model", "model.n_layers", "task.optimizer.lr", "params")
 BY = ("arch", "arch_config")  # arch_config keeps prefix_lm (arch decoder_only, mask prefix) its own group
@@ -45,8 +46,13 @@ def _keys(keys: Sequence[str], option: str) -> list:
     return keys
 
 
-def build_workspace(project: str, entity: Optional[str] = None, group: Optional[str] = None,
-                    keys: Sequence[str] = KEYS, by: Sequence[str] = BY):
+def build_workspace(
+    project: str,
+    entity: str | None = None,
+    group: str | None = None,
+    keys: Sequence[str] = KEYS,
+    by: Sequence[str] = BY,
+):
     """The comparison workspace (a wandb_workspaces.workspaces.Workspace), built offline.
 
     keys: the config keys of the parallel coordinates; by: the config keys the runs are grouped by;
@@ -70,34 +76,61 @@ def build_workspace(project: str, entity: Optional[str] = None, group: Optional[
         panels = []
         for metric in metrics:
             for x, x_title in ((STEP, "step"), (FLOPS, "training FLOPs"), (SECONDS, "training seconds")):
-                panels.append(wr.LinePlot(title=f"{metric} vs {x_title}", x=x, y=[metric], title_x=x_title,
-                                          title_y=metric, groupby_aggfunc="mean", groupby_rangefunc="stddev"))
+                panels.append(
+                    wr.LinePlot(
+                        title=f"{metric} vs {x_title}",
+                        x=x,
+                        y=[metric],
+                        title_x=x_title,
+                        title_y=metric,
+                        groupby_aggfunc="mean",
+                        groupby_rangefunc="stddev",
+                    )
+                )
         panels.append(wr.ScatterPlot(title=f"{best} vs params", x=wr.Config("params"), y=wr.SummaryMetric(best)))
-        panels.append(wr.ScatterPlot(title=f"{best} vs training FLOPs", x=wr.SummaryMetric("cost/train_flops"),
-                                     y=wr.SummaryMetric(best)))
-        panels.append(wr.ParallelCoordinatesPlot(
-            title=f"swept keys vs {best}",
-            columns=[*(FlatConfigColumn(wr.Config(k)) for k in keys), wr.ParallelCoordinatesPlotColumn(
-                wr.SummaryMetric(best))]))
-        sections.append(ws.Section(name=task, panels=panels, is_open=True,
-                                   layout_settings=ws.SectionLayoutSettings(columns=2, rows=4)))
+        panels.append(
+            wr.ScatterPlot(
+                title=f"{best} vs training FLOPs", x=wr.SummaryMetric("cost/train_flops"), y=wr.SummaryMetric(best)
+            )
+        )
+        panels.append(
+            wr.ParallelCoordinatesPlot(
+                title=f"swept keys vs {best}",
+                columns=[
+                    *(FlatConfigColumn(wr.Config(k)) for k in keys),
+                    wr.ParallelCoordinatesPlotColumn(wr.SummaryMetric(best)),
+                ],
+            )
+        )
+        sections.append(
+            ws.Section(
+                name=task, panels=panels, is_open=True, layout_settings=ws.SectionLayoutSettings(columns=2, rows=4)
+            )
+        )
 
     # a flat dotted key is stored as `a.b.value`; a plain `Config("a.b")` would group by the nested `a.value.b`
     groupby = [ws.Config(k if "." not in k else f"{k}.value") for k in by]
     filters = f'Metric("Group") == {group!r}' if group else ""
     return ws.Workspace(
-        entity=entity or "", project=project, name=f"zoo comparison ({group})" if group else "zoo comparison",
-        sections=sections, runset_settings=ws.RunsetSettings(groupby=groupby, filters=filters))
+        entity=entity or "",
+        project=project,
+        name=f"zoo comparison ({group})" if group else "zoo comparison",
+        sections=sections,
+        runset_settings=ws.RunsetSettings(groupby=groupby, filters=filters),
+    )
 
 
 def _default_entity() -> str:
     """The W&B API's default entity (needs a login and the network)."""
     import wandb
+
     try:
         entity = wandb.Api().default_entity
     except Exception as e:  # no API key, no network
-        raise DashboardError(f"no W&B entity ({str(e).splitlines()[0] if str(e) else type(e).__name__}): "
-                             "pass --entity E, or log in with `wandb login`") from None
+        raise DashboardError(
+            f"no W&B entity ({str(e).splitlines()[0] if str(e) else type(e).__name__}): "
+            "pass --entity E, or log in with `wandb login`"
+        ) from None
     if not entity:
         raise DashboardError("no W&B entity: pass --entity E, or log in with `wandb login`")
     return entity
@@ -113,10 +146,15 @@ def main(argv=None) -> int:
     parser.add_argument("--project", help="the W&B project of the runs (required)")
     parser.add_argument("--entity", default=None, help="the W&B entity (default: the API's default entity)")
     parser.add_argument("--group", default=None, help="keep one W&B group: a multirun's sweep dir")
-    parser.add_argument("--keys", default=",".join(KEYS), help=f"parallel-coordinates columns, config keys "
-                        f"(default: {','.join(KEYS)})")
-    parser.add_argument("--by", default=",".join(BY), help="config keys the runs are grouped by (default: arch; "
-                        "arch,arch_config splits decoder_only's prefix LM from its causal LM)")
+    parser.add_argument(
+        "--keys", default=",".join(KEYS), help=f"parallel-coordinates columns, config keys (default: {','.join(KEYS)})"
+    )
+    parser.add_argument(
+        "--by",
+        default=",".join(BY),
+        help="config keys the runs are grouped by (default: arch; "
+        "arch,arch_config splits decoder_only's prefix LM from its causal LM)",
+    )
     try:
         args = parser.parse_args(argv)
         if args.project is None:
@@ -130,9 +168,11 @@ def main(argv=None) -> int:
     try:
         workspace.save()
     except Exception as e:  # network, login, permissions
-        print(f"zoo.dashboard: error: saving to {workspace.entity}/{workspace.project} failed "
-              f"({str(e).splitlines()[0] if str(e) else type(e).__name__}): check `wandb login` and --entity",
-              file=sys.stderr)
+        print(
+            f"zoo.dashboard: error: saving to {workspace.entity}/{workspace.project} failed "
+            f"({str(e).splitlines()[0] if str(e) else type(e).__name__}): check `wandb login` and --entity",
+            file=sys.stderr,
+        )
         return 1
     try:
         print(workspace.url)

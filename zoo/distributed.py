@@ -19,6 +19,7 @@ Processes started by torchrun or SLURM's srun are not re-launched; give every pr
 Only global rank 0 writes checkpoints, results.json and logger output (Lightning's rank-zero rules and
 zoo.train), whatever the launcher.
 """
+
 import os
 import re
 import subprocess
@@ -36,8 +37,18 @@ from torch import nn
 LAUNCHER_ENV = "ZOO_DDP_LAUNCHER_PID"  # set by the process that started the others
 DIST_ENV = ("MASTER_ADDR", "MASTER_PORT", "NODE_RANK", "LOCAL_RANK", "WORLD_SIZE", LAUNCHER_ENV)
 # hydra overrides that belong to the parent's sweep, not to one job's process
-_PARENT_ONLY = ("hydra.run.", "hydra.sweep.", "hydra.mode", "hydra.job.name", "hydra.output_subdir",
-                "hydra/launcher", "hydra/sweeper", "hydra.launcher.", "hydra.sweeper.", "hydra.callbacks")
+_PARENT_ONLY = (
+    "hydra.run.",
+    "hydra.sweep.",
+    "hydra.mode",
+    "hydra.job.name",
+    "hydra.output_subdir",
+    "hydra/launcher",
+    "hydra/sweeper",
+    "hydra.launcher.",
+    "hydra.sweeper.",
+    "hydra.callbacks",
+)
 
 
 def quote(value) -> str:
@@ -51,9 +62,10 @@ def hydra_child_command(local_rank: int) -> tuple[list, str]:
     """The command line and cwd that run the current Hydra job (not the whole sweep) as process
     local_rank: [python, -m, zoo, --config-name=..., <the job's overrides>, hydra.mode=RUN,
     hydra.run.dir=<the job's output dir>, hydra.output_subdir=null, hydra.job.name=...]."""
-    import __main__
     from hydra.core.hydra_config import HydraConfig
     from hydra.utils import get_original_cwd, to_absolute_path
+
+    import __main__
 
     hc = HydraConfig.get()
     if __main__.__spec__ is None:  # python path/to/script.py
@@ -68,8 +80,12 @@ def hydra_child_command(local_rank: int) -> tuple[list, str]:
     cmd.append(f"--config-name={hc.job.config_name}")
     cmd += list(hc.overrides.task)
     cmd += [o for o in hc.overrides.hydra if not o.lstrip("+~").startswith(_PARENT_ONLY)]
-    cmd += ["hydra.mode=RUN", f"hydra.run.dir={quote(hc.runtime.output_dir)}", "hydra.output_subdir=null",
-            f"hydra.job.name=train_ddp_process_{local_rank}"]
+    cmd += [
+        "hydra.mode=RUN",
+        f"hydra.run.dir={quote(hc.runtime.output_dir)}",
+        "hydra.output_subdir=null",
+        f"hydra.job.name=train_ddp_process_{local_rank}",
+    ]
     return cmd, get_original_cwd()
 
 
@@ -126,9 +142,11 @@ def _warn_if_run_dirs_differ(strategy) -> None:
     if HydraConfig.initialized():
         hydra = HydraConfig.get().overrides.hydra
         if not any(o.startswith(("hydra.run.dir=", "hydra.sweep.dir=")) for o in hydra):
-            rank_zero_warn("processes started by torchrun/srun without hydra.run.dir=...: each process resolves "
-                           "its own timestamped output dir. Pass the same hydra.run.dir to every process, e.g. "
-                           "hydra.run.dir=outputs/$SLURM_JOB_ID (README, 'Scaling out').")
+            rank_zero_warn(
+                "processes started by torchrun/srun without hydra.run.dir=...: each process resolves "
+                "its own timestamped output dir. Pass the same hydra.run.dir to every process, e.g. "
+                "hydra.run.dir=outputs/$SLURM_JOB_ID (README, 'Scaling out')."
+            )
 
 
 class HydraLaunch:
@@ -166,8 +184,14 @@ class FSDPStrategy(HydraLaunch, _FSDPStrategy):
         from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
 
         if not any(isinstance(m, FSDP) for m in model.modules()):
-            model = FSDP(model, cpu_offload=self.cpu_offload, mixed_precision=self.mixed_precision_config,
-                         sharding_strategy=self.sharding_strategy, device_id=self.root_device, **self.kwargs)
+            model = FSDP(
+                model,
+                cpu_offload=self.cpu_offload,
+                mixed_precision=self.mixed_precision_config,
+                sharding_strategy=self.sharding_strategy,
+                device_id=self.root_device,
+                **self.kwargs,
+            )
         _setup_activation_checkpointing(model, self._activation_checkpointing_kwargs)
         return model
 
@@ -183,9 +207,12 @@ class FSDPStrategy(HydraLaunch, _FSDPStrategy):
         from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
 
         def context(module, world_size, rank0_only=True):
-            return FSDP.state_dict_type(module, StateDictType.FULL_STATE_DICT,
-                                        FullStateDictConfig(offload_to_cpu=False, rank0_only=rank0_only),
-                                        FullOptimStateDictConfig(offload_to_cpu=False, rank0_only=rank0_only))
+            return FSDP.state_dict_type(
+                module,
+                StateDictType.FULL_STATE_DICT,
+                FullStateDictConfig(offload_to_cpu=False, rank0_only=rank0_only),
+                FullOptimStateDictConfig(offload_to_cpu=False, rank0_only=rank0_only),
+            )
 
         original = lightning_fsdp._get_full_state_dict_context
         lightning_fsdp._get_full_state_dict_context = context

@@ -1,10 +1,10 @@
 """`python -m zoo.generate ckpt_path=... prompt="ROMEO:" max_new_tokens=200 temperature=0.8 top_k=40`:
 sample text from a checkpoint of a language-modeling run. The checkpoint's data settings (zoo.data.info:
 the text it was trained on, its tokenizer) decide what it accepts, and messages name that data."""
+
 import sys
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Optional
 
 import torch
 import yaml
@@ -13,8 +13,16 @@ from zoo.data.bpe import tokenizer_from_state
 from zoo.data.info import from_checkpoint
 from zoo.model import ModelConfig, build_model
 
-DEFAULTS = {"ckpt_path": None, "prompt": "\n", "max_new_tokens": 200, "temperature": 0.8, "top_k": None,
-            "top_p": None, "seed": None, "device": "cpu"}
+DEFAULTS = {
+    "ckpt_path": None,
+    "prompt": "\n",
+    "max_new_tokens": 200,
+    "temperature": 0.8,
+    "top_k": None,
+    "top_p": None,
+    "seed": None,
+    "device": "cpu",
+}
 
 
 def read_checkpoint(ckpt_path: str, device: str = "cpu") -> dict:
@@ -29,7 +37,7 @@ def read_checkpoint(ckpt_path: str, device: str = "cpu") -> dict:
         raise ValueError(f"ckpt_path={ckpt_path} is not a readable checkpoint ({type(e).__name__}: {e})") from None
 
 
-def load(ckpt_path: str, device: str = "cpu", ckpt: Optional[dict] = None):
+def load(ckpt_path: str, device: str = "cpu", ckpt: dict | None = None):
     """(model in eval mode, tokenizer, context_len) from a zoo LM checkpoint (read_checkpoint, unless the
     loaded `ckpt` is passed); context_len is the training block_size (None for checkpoints that did not
     record it). Raises FileNotFoundError / ValueError with what to do, naming the data it was trained on."""
@@ -37,21 +45,35 @@ def load(ckpt_path: str, device: str = "cpu", ckpt: Optional[dict] = None):
     hp, data = ckpt.get("hyper_parameters", {}), from_checkpoint(ckpt)
     trained_on = f" (trained on {data['dataset']})" if data["stored"] else ""
     if hp.get("arch") != "decoder_only":
-        raise ValueError(f"{ckpt_path} was trained with +arch={hp.get('arch')}{trained_on}; zoo.generate samples from "
-                         f"decoder_only language models (task=lm)")
+        raise ValueError(
+            f"{ckpt_path} was trained with +arch={hp.get('arch')}{trained_on}; zoo.generate samples from "
+            f"decoder_only language models (task=lm)"
+        )
     tok_state = hp.get("tokenizer", {})
     kind = data.get("tokenizer", {}).get("kind") or ("char" if "chars" in tok_state else None)
     if kind not in ("char", "bpe", "pretrained") or "model" not in hp or not ({"chars", "json"} & set(tok_state)):
-        raise ValueError(f"{ckpt_path} is not a checkpoint of a language model (task=lm){trained_on}"
-                         + (f", its tokenizer is {kind}" if kind else "") + "; zoo.generate samples from those")
+        raise ValueError(
+            f"{ckpt_path} is not a checkpoint of a language model (task=lm){trained_on}"
+            + (f", its tokenizer is {kind}" if kind else "")
+            + "; zoo.generate samples from those"
+        )
     model = build_model(hp["arch"], ModelConfig(**hp["model"]))
-    state = {k[len("model."):]: v for k, v in ckpt["state_dict"].items() if k.startswith("model.")}
+    state = {k[len("model.") :]: v for k, v in ckpt["state_dict"].items() if k.startswith("model.")}
     model.load_state_dict(state)
     return model.to(device).eval(), tokenizer_from_state(tok_state), hp.get("context_len")
 
 
-def sample(model, tokenizer, prompt: str, max_new_tokens: int, temperature: float = 0.8, top_k=None, top_p=None,
-           seed=None, context_len: Optional[int] = None) -> str:
+def sample(
+    model,
+    tokenizer,
+    prompt: str,
+    max_new_tokens: int,
+    temperature: float = 0.8,
+    top_k=None,
+    top_p=None,
+    seed=None,
+    context_len: int | None = None,
+) -> str:
     """prompt + max_new_tokens sampled characters (temperature 0 = greedy), with the KV cache.
 
     context_len: the longest context the model was trained on (tokens; data.block_size; default and at most
@@ -73,7 +95,7 @@ def sample(model, tokenizer, prompt: str, max_new_tokens: int, temperature: floa
         n = min(remaining, window - len(ctx))
         idx = torch.tensor([ctx], dtype=torch.long, device=device)
         out = model.generate(idx, n, temperature=temperature, top_k=top_k, top_p=top_p, generator=g)
-        tokens = tokens + out[0, len(ctx):].tolist()
+        tokens = tokens + out[0, len(ctx) :].tolist()
         remaining -= n
     return tokenizer.decode(tokens)
 
@@ -86,17 +108,29 @@ def main(argv=None) -> int:
     args = SimpleNamespace(**args)
     unknown = set(vars(args)) - set(DEFAULTS)
     if unknown or args.ckpt_path is None:
-        print("usage: python -m zoo.generate ckpt_path=PATH [prompt=TEXT] [max_new_tokens=N] [temperature=T] "
-              "[top_k=K] [top_p=P] [seed=S] [device=cpu|cuda]" + (f"\nunknown keys: {sorted(unknown)}" if unknown else ""),
-              file=sys.stderr)
+        print(
+            "usage: python -m zoo.generate ckpt_path=PATH [prompt=TEXT] [max_new_tokens=N] [temperature=T] "
+            "[top_k=K] [top_p=P] [seed=S] [device=cpu|cuda]"
+            + (f"\nunknown keys: {sorted(unknown)}" if unknown else ""),
+            file=sys.stderr,
+        )
         return 2
     try:
         check_args(args)
         ckpt = read_checkpoint(str(args.ckpt_path), args.device)
         model, tokenizer, context_len = load(str(args.ckpt_path), args.device, ckpt)
         check_prompt(tokenizer, str(args.prompt), from_checkpoint(ckpt))
-        text = sample(model, tokenizer, str(args.prompt), args.max_new_tokens, args.temperature, args.top_k,
-                      args.top_p, args.seed, context_len)
+        text = sample(
+            model,
+            tokenizer,
+            str(args.prompt),
+            args.max_new_tokens,
+            args.temperature,
+            args.top_k,
+            args.top_p,
+            args.seed,
+            context_len,
+        )
     except (FileNotFoundError, ValueError) as e:  # bad input: say what and how to fix, no traceback
         print(f"zoo.generate: error: {e}", file=sys.stderr)
         return 2
@@ -111,14 +145,17 @@ def check_prompt(tokenizer, prompt: str, data: dict) -> None:
         tokenizer.encode(prompt)
     except ValueError as e:
         text = data["dataset"] if data["stored"] else "the model's training text"
-        raise ValueError(f"prompt: {e}: its {tokenizer.vocab_size} characters are those of {text}; write the prompt "
-                         f"with those") from None
+        raise ValueError(
+            f"prompt: {e}: its {tokenizer.vocab_size} characters are those of {text}; write the prompt with those"
+        ) from None
 
 
 def check_args(args) -> None:
     """Raise ValueError for a sampling option of the wrong type or range (before loading anything)."""
+
     def is_int(v):
         return isinstance(v, int) and not isinstance(v, bool)
+
     if not is_int(args.max_new_tokens) or args.max_new_tokens < 0:
         raise ValueError(f"max_new_tokens={args.max_new_tokens!r} must be an integer >= 0")
     if not isinstance(args.temperature, (int, float)) or isinstance(args.temperature, bool) or args.temperature < 0:

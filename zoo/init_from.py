@@ -6,18 +6,26 @@ set what does not change the weights (USER_FIELDS: dropout, compile, ...), and t
 and the special ids. A tokenizer.json in DIR becomes the data's tokenizer (its ids are the embedding's rows)
 unless data.tokenizer names another file. New heads (a classifier on a BERT, a length head) start fresh.
 """
+
 import logging
 from dataclasses import asdict
 from pathlib import Path
-from typing import Optional
 
 from omegaconf import DictConfig, open_dict
 
 log = logging.getLogger("zoo")
 
 # model keys a fine-tuning run may set itself; the rest of the shape is the checkpoint's
-USER_FIELDS = ("dropout", "attn_dropout", "activation_checkpointing", "compile", "compile_scope",
-               "loss_chunk_size", "num_classes", "length_classes")
+USER_FIELDS = (
+    "dropout",
+    "attn_dropout",
+    "activation_checkpointing",
+    "compile",
+    "compile_scope",
+    "loss_chunk_size",
+    "num_classes",
+    "length_classes",
+)
 FROM_DATA_IDS = ("num_classes", "pad_id", "bos_id", "eos_id")
 
 
@@ -25,7 +33,7 @@ class InitFromError(ValueError):
     """A bad model.init_from; zoo.train prints it and exits with 2."""
 
 
-def init_source(cfg: DictConfig) -> Optional[dict]:
+def init_source(cfg: DictConfig) -> dict | None:
     """Read model.init_from (None: no init) before any data work: {"path", "arch", "model": the checkpoint's
     ModelConfig fields}. Points data.tokenizer at DIR/tokenizer.json when DIR has one and the data would
     train its own (bpe / char). Raises InitFromError for a missing path, an unreadable checkpoint or an
@@ -35,8 +43,10 @@ def init_source(cfg: DictConfig) -> Optional[dict]:
         return None
     path = Path(str(raw)).expanduser()
     if not path.exists():
-        raise InitFromError(f"model.init_from={raw}: not found; pass a Hugging Face checkpoint directory, a zoo .ckpt "
-                            f"or a zoo run directory")
+        raise InitFromError(
+            f"model.init_from={raw}: not found; pass a Hugging Face checkpoint directory, a zoo .ckpt "
+            f"or a zoo run directory"
+        )
     from zoo.interop.hf import config_of
 
     try:
@@ -44,8 +54,9 @@ def init_source(cfg: DictConfig) -> Optional[dict]:
     except (ValueError, KeyError, OSError) as e:
         raise InitFromError(f"model.init_from={raw}: {e}") from None
     if arch != cfg.arch:
-        raise InitFromError(f"model.init_from={raw} holds a {arch} model, but this run is +arch={cfg.arch}; "
-                            f"use +arch={arch}")
+        raise InitFromError(
+            f"model.init_from={raw} holds a {arch} model, but this run is +arch={cfg.arch}; use +arch={arch}"
+        )
     tok = path / "tokenizer.json" if path.is_dir() else None
     if tok is not None and tok.is_file() and cfg.data.get("tokenizer", "bpe") in ("bpe", "char"):
         with open_dict(cfg):
@@ -64,8 +75,10 @@ def init_model_config(source: dict, run_model: dict, info: dict) -> dict:
         if key == "src_vocab_size" and want is None:
             want = model["vocab_size"]
         if have is not None and want is not None and have != want:
-            raise InitFromError(f"model.init_from={source['path']} has {key}={want}, but the data's tokenizer gives "
-                                f"{have}; train with the checkpoint's tokenizer (data.tokenizer=<its tokenizer.json>)")
+            raise InitFromError(
+                f"model.init_from={source['path']} has {key}={want}, but the data's tokenizer gives "
+                f"{have}; train with the checkpoint's tokenizer (data.tokenizer=<its tokenizer.json>)"
+            )
     model.update({k: run_model[k] for k in USER_FIELDS if k in run_model and run_model[k] is not None})
     model.update({k: info[k] for k in FROM_DATA_IDS if k in info})
     return model

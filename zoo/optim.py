@@ -1,13 +1,15 @@
 """Optimizer and learning-rate schedule shared by every task."""
+
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 from torch import nn
 
 
-def adamw(model: nn.Module, lr: float, betas: Sequence[float] = (0.9, 0.999), weight_decay: float = 0.1,
-          eps: float = 1e-8) -> torch.optim.AdamW:
+def adamw(
+    model: nn.Module, lr: float, betas: Sequence[float] = (0.9, 0.999), weight_decay: float = 0.1, eps: float = 1e-8
+) -> torch.optim.AdamW:
     """AdamW (Loshchilov & Hutter 2019) with weight decay on matrices only (dim >= 2: Linear and
     Embedding weights); biases and norm gains get none (nanoGPT configure_optimizers)."""
     params = [p for p in model.parameters() if p.requires_grad]
@@ -70,7 +72,7 @@ class Noam:
 
     def __call__(self, step: int) -> float:
         s = step + 1
-        return min(s ** -0.5, s * self.warmup_steps ** -1.5) * self.warmup_steps ** 0.5
+        return min(s**-0.5, s * self.warmup_steps**-1.5) * self.warmup_steps**0.5
 
 
 class ConfigLambdaLR(torch.optim.lr_scheduler.LambdaLR):
@@ -81,7 +83,7 @@ class ConfigLambdaLR(torch.optim.lr_scheduler.LambdaLR):
     trainer.max_steps would keep decaying to the first run's horizon. Here the checkpoint keeps only the
     step count and base learning rates, and the resumed run follows its own schedule (as nanoGPT's get_lr
     and the Hugging Face Trainer do); with an unchanged config the schedule is the same, so resuming stays
-    exact. Checkpoints written before this class still hold the multipliers: they are ignored too.
+    exact. Multipliers a checkpoint does hold (torch's own state_dict) are ignored too.
     """
 
     def state_dict(self) -> dict:

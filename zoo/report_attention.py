@@ -4,8 +4,9 @@
 Rows = target tokens (the token predicted at each decoder position), columns = source tokens, labels = BPE
 pieces; weights of one decoder layer (--layer, default the last) averaged over heads, so each row sums to 1.
 """
+
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, List, Optional
 
 import torch
 
@@ -14,16 +15,20 @@ from zoo.report_runs import ReportError, slug
 
 SPACE = "\u2581"  # the BPE's word-start mark (Metaspace)
 # The first sentence of Multi30k test_2016_flickr in each of its languages; --sentence picks another
-DEFAULT_SENTENCE = {"de": "Ein Mann mit einem orangefarbenen Hut, der etwas anstarrt.",
-                    "en": "A man in an orange hat starring at something.",
-                    "fr": "Un homme avec un chapeau orange regardant quelque chose.",
-                    "cs": "Mu\u017e v oran\u017eov\u00e9m klobouku na n\u011bco z\u00edr\u00e1."}
+DEFAULT_SENTENCE = {
+    "de": "Ein Mann mit einem orangefarbenen Hut, der etwas anstarrt.",
+    "en": "A man in an orange hat starring at something.",
+    "fr": "Un homme avec un chapeau orange regardant quelque chose.",
+    "cs": "Mu\u017e v oran\u017eov\u00e9m klobouku na n\u011bco z\u00edr\u00e1.",
+}
 
 
 def _plt():
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     return plt
 
 
@@ -48,7 +53,7 @@ def load_translation_model(run: dict):
     model = build_model(hp["arch"], ModelConfig(**hp["model"]))
     if not has_cross_attention(model):
         return None
-    model.load_state_dict({k[len("model."):]: v for k, v in state["state_dict"].items() if k.startswith("model.")})
+    model.load_state_dict({k[len("model.") :]: v for k, v in state["state_dict"].items() if k.startswith("model.")})
     model.eval()
     data.setdefault("src_lang", LEGACY_LANGS[0])  # a checkpoint that names no languages at all
     data.setdefault("tgt_lang", LEGACY_LANGS[1])
@@ -77,7 +82,7 @@ def cross_attention(model, src_tok, tgt_tok, sentence: str, layer: int = -1, max
     src = torch.tensor([src_ids])
     out = model.generate(src, min(len(src_ids) + max_len_b, cfg.max_len - 1), temperature=0.0)[0].tolist()
     hyp = out[1:]
-    hyp = hyp[:hyp.index(cfg.eos_id)] if cfg.eos_id in hyp else hyp
+    hyp = hyp[: hyp.index(cfg.eos_id)] if cfg.eos_id in hyp else hyp
     tgt_in = torch.tensor([[cfg.bos_id] + hyp])
     _, attn = model(src, tgt_in, return_attention=True)
     layers = attn["decoder"]
@@ -88,8 +93,7 @@ def cross_attention(model, src_tok, tgt_tok, sentence: str, layer: int = -1, max
     return w, [piece(src_tok, i) for i in src_ids], [piece(tgt_tok, i) for i in hyp + [cfg.eos_id]]
 
 
-def plot_attention(weights: torch.Tensor, src_pieces: List[str], tgt_pieces: List[str], title: str,
-                   path: Path) -> Path:
+def plot_attention(weights: torch.Tensor, src_pieces: list[str], tgt_pieces: list[str], title: str, path: Path) -> Path:
     """Heat map of weights (T, S): rows = target pieces, columns = source pieces."""
     plt = _plt()
     T, S = weights.shape
@@ -107,8 +111,14 @@ def plot_attention(weights: torch.Tensor, src_pieces: List[str], tgt_pieces: Lis
     return path
 
 
-def attention_maps(groups: List[dict], out_dir: Path, sentence: Optional[str] = None, layer: int = -1,
-                   skipped: Optional[List[str]] = None, attend: Optional[Callable] = None) -> List[Path]:
+def attention_maps(
+    groups: list[dict],
+    out_dir: Path,
+    sentence: str | None = None,
+    layer: int = -1,
+    skipped: list[str] | None = None,
+    attend: Callable | None = None,
+) -> list[Path]:
     """attention_<group label>.png for each translation group whose model has cross-attention, from its first
     finished run (the lowest seed), on `sentence` or the DEFAULT_SENTENCE of the checkpoint's source language.
     attend: the cross_attention function to call (zoo.report passes its own name, so a test can wrap it).
@@ -137,15 +147,19 @@ def attention_maps(groups: List[dict], out_dir: Path, sentence: Optional[str] = 
         text = sentence or DEFAULT_SENTENCE.get(data["src_lang"])
         if text is None:
             if skipped is not None:
-                skipped.append(f"{run['run_dir']}: no example sentence in {data['src_lang']!r}, the source language of "
-                               f"its checkpoint ({pair}); pass one with --sentence")
+                skipped.append(
+                    f"{run['run_dir']}: no example sentence in {data['src_lang']!r}, the source language of "
+                    f"its checkpoint ({pair}); pass one with --sentence"
+                )
             continue
         w, src_pieces, tgt_pieces = attend(model, src_tok, tgt_tok, text, layer, hp.get("max_len_b", 50))
         n = len(model.decoder.layers)
         hyp = "".join(tgt_pieces[:-1]).replace(SPACE, " ").strip()
         seed = f", seed {run['seed']}" if run.get("seed") is not None else ""
-        title = (f"{group['label']}{seed} ({pair}): cross-attention, decoder layer {layer % n + 1} of {n}, mean of "
-                 f"heads\n{text}\n-> {hyp if len(hyp) <= 90 else hyp[:87] + '...'}")
+        title = (
+            f"{group['label']}{seed} ({pair}): cross-attention, decoder layer {layer % n + 1} of {n}, mean of "
+            f"heads\n{text}\n-> {hyp if len(hyp) <= 90 else hyp[:87] + '...'}"
+        )
         path = out_dir / f"attention_{slug(group['label'])}.png"
         written.append(plot_attention(w, src_pieces, tgt_pieces, title, path))
     return written

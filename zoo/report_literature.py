@@ -5,14 +5,16 @@ T5's numbers are constants here (T5_TABLE2, with its citation). t5_claim turns t
 (an ordering needs a gap beyond T5's own run-to-run noise); versus_t5 puts zoo's ordering (ranking records of
 zoo.report_significance.compare_task, which require a paired test and disjoint seed intervals) beside them.
 """
+
 import math
-from typing import Dict, List, Optional, Tuple
 
 from zoo.report_table import fmt_ci, fmt_value
 
-T5_CITATION = ("Raffel et al. 2020, \"Exploring the Limits of Transfer Learning with a Unified Text-to-Text "
-               "Transformer\", JMLR 21(140): Table 2 (EnDe BLEU, GLUE average); run-to-run std of the baseline over "
-               "10 runs: Table 1")
+T5_CITATION = (
+    'Raffel et al. 2020, "Exploring the Limits of Transfer Learning with a Unified Text-to-Text '
+    'Transformer", JMLR 21(140): Table 2 (EnDe BLEU, GLUE average); run-to-run std of the baseline over '
+    "10 runs: Table 1"
+)
 # (zoo architecture, T5's row, pre-training objective, parameters, cost, EnDe BLEU, GLUE average or None)
 T5_TABLE2 = (
     ("encoder_decoder", "encoder-decoder 12+12 layers", "denoising", "2P", "M", 26.98, 83.28),
@@ -35,21 +37,28 @@ def t5_threshold(benchmark: str) -> float:
     return 1.96 * math.sqrt(2) * T5_STD[benchmark]
 
 
-def t5_claim(a: str, b: str, benchmark: str) -> Optional[Tuple[int, str]]:
+def t5_claim(a: str, b: str, benchmark: str) -> tuple[int, str] | None:
     """T5's ordering of zoo architectures a and b on a benchmark: (+1 a ahead, -1 b ahead, 0 no ordering, why).
     Compares T5_TABLE2 rows of the same pre-training objective, only those at equal parameters where there are
     any; an ordering needs every such gap beyond t5_threshold with the same sign. None: T5 has no such rows."""
     col = 5 if benchmark == "EnDe" else 6
-    pairs = [(ra, rb) for ra in T5_TABLE2 if ra[0] == a and ra[col] is not None
-             for rb in T5_TABLE2 if rb[0] == b and rb[col] is not None and rb[2] == ra[2]]
+    pairs = [
+        (ra, rb)
+        for ra in T5_TABLE2
+        if ra[0] == a and ra[col] is not None
+        for rb in T5_TABLE2
+        if rb[0] == b and rb[col] is not None and rb[2] == ra[2]
+    ]
     matched = [(ra, rb) for ra, rb in pairs if ra[3] == rb[3]]
     pairs = matched or pairs
     if not pairs:
         return None
     thr = t5_threshold(benchmark)
     gaps = [ra[col] - rb[col] for ra, rb in pairs]
-    why = "; ".join(f"{ra[1]} ({ra[3]}, {ra[4]}) {ra[col]:.2f} vs {rb[1]} ({rb[3]}, {rb[4]}) {rb[col]:.2f}, "
-                    f"{ra[2]} objective" for ra, rb in pairs)
+    why = "; ".join(
+        f"{ra[1]} ({ra[3]}, {ra[4]}) {ra[col]:.2f} vs {rb[1]} ({rb[3]}, {rb[4]}) {rb[col]:.2f}, {ra[2]} objective"
+        for ra, rb in pairs
+    )
     if all(g > thr for g in gaps):
         return 1, why
     if all(g < -thr for g in gaps):
@@ -57,7 +66,7 @@ def t5_claim(a: str, b: str, benchmark: str) -> Optional[Tuple[int, str]]:
     return 0, why + f"; |gap| within {thr:.2f} (1.96 * sqrt(2) * T5's std {T5_STD[benchmark]})"
 
 
-def t5_arch(group: dict) -> Optional[str]:
+def t5_arch(group: dict) -> str | None:
     """The T5 architecture a group stands for: prefix_lm (+arch=prefix_lm, or decoder_only with
     model.mask=prefix), decoder_only (the causal LM), encoder_decoder; None for another."""
     label = group.get("arch_config") or group["arch"]
@@ -66,7 +75,7 @@ def t5_arch(group: dict) -> Optional[str]:
     return label if label in T5_ARCHS else None
 
 
-def versus_t5(task: str, records: List[dict], groups: List[dict]) -> List[str]:
+def versus_t5(task: str, records: list[dict], groups: list[dict]) -> list[str]:
     """The literature section of a task (translation, classification): zoo's ordering of prefix_lm, decoder_only
     and encoder_decoder with intervals, T5's (t5_claim), and per pair "agrees" / "disagrees" / "not significant"."""
     if task not in T5_BENCHMARK:
@@ -76,7 +85,7 @@ def versus_t5(task: str, records: List[dict], groups: List[dict]) -> List[str]:
     for rec in records:
         if rec["metric"] != zoo_metric:
             continue
-        arch_rows: Dict[str, List[dict]] = {}
+        arch_rows: dict[str, list[dict]] = {}
         for r in rec["order"]:
             a = t5_arch(groups[r["group"]])
             if a:
@@ -94,16 +103,28 @@ def versus_t5(task: str, records: List[dict], groups: List[dict]) -> List[str]:
             if k:
                 zoo_chain += " > " if rec["pairs"][(present[k - 1]["group"], r["group"])][0] == 1 else " ≈ "
             zoo_chain += f"{t5_arch(groups[r['group']])} {fmt_value(r['mean'])} {fmt_ci(r)}"
-        t5_rows = [f"{a} " + " / ".join(f"{row[col]:.2f} ({row[3]}, {row[4]}, {row[2]})" for row in T5_TABLE2
-                                        if row[0] == a and row[col] is not None)
-                   for a in T5_ARCHS if a in arch_rows]
-        lines += [head, "", f"- zoo: {zoo_chain}",
-                  f"- T5 ({T5_CITATION}): " + "; ".join(t5_rows)
-                  + f". A gap counts as an ordering beyond {t5_threshold(benchmark):.2f} (1.96 * sqrt(2) * T5's std "
-                    f"{T5_STD[benchmark]}), comparing rows of one objective, at equal parameters where T5 has them"]
+        t5_rows = [
+            f"{a} "
+            + " / ".join(
+                f"{row[col]:.2f} ({row[3]}, {row[4]}, {row[2]})"
+                for row in T5_TABLE2
+                if row[0] == a and row[col] is not None
+            )
+            for a in T5_ARCHS
+            if a in arch_rows
+        ]
+        lines += [
+            head,
+            "",
+            f"- zoo: {zoo_chain}",
+            f"- T5 ({T5_CITATION}): "
+            + "; ".join(t5_rows)
+            + f". A gap counts as an ordering beyond {t5_threshold(benchmark):.2f} (1.96 * sqrt(2) * T5's std "
+            f"{T5_STD[benchmark]}), comparing rows of one objective, at equal parameters where T5 has them",
+        ]
         archs = [a for a in T5_ARCHS if a in arch_rows]
         for i, a in enumerate(archs):
-            for b in archs[i + 1:]:
+            for b in archs[i + 1 :]:
                 claim = t5_claim(a, b, benchmark)
                 if claim is None:
                     continue
@@ -113,8 +134,11 @@ def versus_t5(task: str, records: List[dict], groups: List[dict]) -> List[str]:
                 t5_text = {1: f"{a} ahead", -1: f"{b} ahead", 0: "no ordering"}[t5_sign]
                 zoo_text = {1: f"{a} ahead", -1: f"{b} ahead", 0: "no significant ordering"}[z_sign]
                 if t5_sign == 0:
-                    verdict = "agrees (neither orders them)" if z_sign == 0 else \
-                        "disagrees (zoo orders them; T5's gap is within its run-to-run noise)"
+                    verdict = (
+                        "agrees (neither orders them)"
+                        if z_sign == 0
+                        else "disagrees (zoo orders them; T5's gap is within its run-to-run noise)"
+                    )
                 elif z_sign == 0:
                     verdict = "not significant"
                 else:

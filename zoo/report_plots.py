@@ -6,28 +6,36 @@ seeds is drawn as the mean over seeds with a min-max band: each seed's curve is 
 (numpy.interp) onto the union of the seeds' x values inside the range every seed covers (the common x
 points), so the band spans the seeds at the same x. One seed: its curve, no band.
 """
+
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
 from zoo.report_runs import read_curves
 from zoo.report_table import DIFFERENT, STANDARD_OBJECTIVE
 
-CURVES = {"classification": ["val/acc", "val/loss"], "lm": ["val/loss", "val/cont_loss"],
-          "translation": ["val/bleu", "val/loss"]}
-X_AXES = (("step", None, "optimizer step"), ("flops", "cost/flops", "training FLOPs"),
-          ("seconds", "cost/seconds", "training wall seconds"))
+CURVES = {
+    "classification": ["val/acc", "val/loss"],
+    "lm": ["val/loss", "val/cont_loss"],
+    "translation": ["val/bleu", "val/loss"],
+}
+X_AXES = (
+    ("step", None, "optimizer step"),
+    ("flops", "cost/flops", "training FLOPs"),
+    ("seconds", "cost/seconds", "training wall seconds"),
+)
 
 
 def _plt():
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     return plt
 
 
-def curve_xy(curves: Dict[str, List[Tuple[int, float]]], name: str, x_key: Optional[str]) -> Tuple[list, list]:
+def curve_xy(curves: dict[str, list[tuple[int, float]]], name: str, x_key: str | None) -> tuple[list, list]:
     """(x, y) of metric `name` against the step (x_key None) or a cost column (its value logged at the same step;
     points whose step has no cost value are left out)."""
     points = curves.get(name, [])
@@ -38,7 +46,7 @@ def curve_xy(curves: Dict[str, List[Tuple[int, float]]], name: str, x_key: Optio
     return [x for x, _ in kept], [v for _, v in kept]
 
 
-def band(series: List[Tuple[list, list]]) -> Optional[Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+def band(series: list[tuple[list, list]]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
     """(x, mean, min, max) of several seeds' (x, y) curves at their common x points (module docstring); None when
     their x ranges do not overlap."""
     series = [(np.asarray(x, float), np.asarray(y, float)) for x, y in series if len(x)]
@@ -65,15 +73,16 @@ def group_label(group: dict) -> str:
     return label + (f", {n} seeds" if n > 1 else "")
 
 
-def plot_curves(groups: List[dict], out_dir: Path) -> List[Path]:
+def plot_curves(groups: list[dict], out_dir: Path) -> list[Path]:
     """val_<task>.png per task: a grid of panels, rows = the x axes of X_AXES some run logged, columns = the
     metrics of CURVES[task] (every val/ metric for another task) some run logged; one line per group (mean over
     seeds, min-max band). Returns the paths."""
     plt = _plt()
     written = []
     for task in dict.fromkeys(g["task"] for g in groups):
-        task_groups = [(g, [read_curves(Path(r["run_dir"])) for r in g["ok"]]) for g in groups
-                       if g["task"] == task and g["ok"]]
+        task_groups = [
+            (g, [read_curves(Path(r["run_dir"])) for r in g["ok"]]) for g in groups if g["task"] == task and g["ok"]
+        ]
         all_curves = [c for _, cs in task_groups for c in cs]
         names = CURVES.get(task) or sorted({k for c in all_curves for k in c if k.startswith("val/")})
         names = [n for n in names if any(n in c for c in all_curves)]

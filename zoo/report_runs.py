@@ -8,11 +8,11 @@ model.mask=prefix), budget ({"kind", "value"}), cost ({"train_flops", "tokens", 
 "inference_flops_per_token", "ms_per_example"}) and examples (examples.json, relative to the run dir). Older
 files without them are read as one seed with status "ok".
 """
+
 import csv
 import json
 import re
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
 
 TASK_ORDER = ("classification", "lm", "translation")
 ARCH_ORDER = ("encoder_only", "decoder_only", "prefix_lm", "encoder_decoder")
@@ -36,15 +36,17 @@ def first_line(text) -> str:
     return next((line.strip() for line in str(text or "").splitlines() if line.strip()), "")
 
 
-def find_runs(root: Path) -> List[dict]:
+def find_runs(root: Path) -> list[dict]:
     """The results.json of every run below root, ordered by task (TASK_ORDER), architecture (ARCH_ORDER of
     arch_label), seed, then path. Each dict gains "run_dir" (its folder) and, when absent, status "ok"; a
     failed run gains empty final / best and an error. Raises ReportError when there is none, or for an
     unreadable file or one that lacks REQUIRED keys (REQUIRED_FAILED for a failed run)."""
     root = Path(root)
     if not root.is_dir():
-        raise ReportError(f"{root} is not a directory; pass the multirun dir of `python -m zoo -m experiment=compare` "
-                          f"(outputs/compare/<date>_<time>)")
+        raise ReportError(
+            f"{root} is not a directory; pass the multirun dir of `python -m zoo -m experiment=compare` "
+            f"(outputs/compare/<date>_<time>)"
+        )
     runs = []
     for path in sorted(root.rglob("results.json")):
         try:
@@ -66,21 +68,31 @@ def find_runs(root: Path) -> List[dict]:
         res["run_dir"] = str(path.parent)
         runs.append(res)
     if not runs:
-        raise ReportError(f"no results.json found below {root}; is it a multirun dir whose runs finished? "
-                          f"(each run writes <run dir>/results.json at its end)")
+        raise ReportError(
+            f"no results.json found below {root}; is it a multirun dir whose runs finished? "
+            f"(each run writes <run dir>/results.json at its end)"
+        )
 
     def order(r):
         t, a = r["task"], arch_label(r)
-        return (TASK_ORDER.index(t) if t in TASK_ORDER else len(TASK_ORDER), t,
-                ARCH_ORDER.index(a) if a in ARCH_ORDER else len(ARCH_ORDER), a, *seed_key(r.get("seed")), r["run_dir"])
+        return (
+            TASK_ORDER.index(t) if t in TASK_ORDER else len(TASK_ORDER),
+            t,
+            ARCH_ORDER.index(a) if a in ARCH_ORDER else len(ARCH_ORDER),
+            a,
+            *seed_key(r.get("seed")),
+            r["run_dir"],
+        )
+
     return sorted(runs, key=order)
 
 
-def read_curves(run_dir: Path) -> Dict[str, List[Tuple[int, float]]]:
-    """Every metric of a run's CSV log(s) as {name: [(step, value), ...]} in step order (empty cells skipped),
+def read_curves(run_dir: Path) -> dict[str, list[tuple[int, float]]]:
+    """Every metric of a run's CSV log(s) as {name: [(step, value), ...]} in step order (empty cells skipped);
+    step counts the optimizer steps done (the CSV's 0-based step + 1, so a validation after 100 steps is at 100),
     cost/flops, cost/tokens, cost/seconds (cumulative training cost at each validation) included. Reads each
     metrics.csv below run_dir (CSVLogger: <run dir>/csv/metrics.csv); {} when there is none."""
-    curves: Dict[str, List[Tuple[int, float]]] = {}
+    curves: dict[str, list[tuple[int, float]]] = {}
     for path in sorted(Path(run_dir).rglob("metrics.csv")):
         with open(path, newline="") as f:
             for row in csv.DictReader(f):
@@ -90,14 +102,14 @@ def read_curves(run_dir: Path) -> Dict[str, List[Tuple[int, float]]]:
                 for k, v in row.items():
                     if k in ("step", "epoch") or v in ("", None):
                         continue
-                    curves.setdefault(k, []).append((int(float(step)), float(v)))
+                    curves.setdefault(k, []).append((int(float(step)) + 1, float(v)))
     return {k: sorted(v) for k, v in curves.items()}
 
 
 EXAMPLE_FIELDS = {"classification": ("pred", "label"), "translation": ("hyp", "ref"), "lm": ("loss", "tokens")}
 
 
-def read_examples(run: dict) -> Tuple[Optional[dict], str]:
+def read_examples(run: dict) -> tuple[dict | None, str]:
     """(examples.json of the run, "") or (None, why not): its per-example outputs for paired tests. Fields by
     task (EXAMPLE_FIELDS; translation may add hyp_beam) must be lists as long as "ids"."""
     rel = run.get("examples")
@@ -121,17 +133,17 @@ def read_examples(run: dict) -> Tuple[Optional[dict], str]:
 
 
 # ---- grouping ------------------------------------------------------------------------------------------
-def parse_overrides(overrides) -> Dict[str, Optional[str]]:
+def parse_overrides(overrides) -> dict[str, str | None]:
     """Hydra overrides ["+arch=decoder_only", "seed=2", "~key"] as {key without +/~ prefixes: value (None for a
     deletion)}."""
-    out: Dict[str, Optional[str]] = {}
+    out: dict[str, str | None] = {}
     for o in overrides or []:
         key, sep, value = str(o).partition("=")
         out[key.lstrip("+~")] = value if sep else None
     return out
 
 
-def swept_keys(runs: List[dict]) -> List[str]:
+def swept_keys(runs: list[dict]) -> list[str]:
     """The override keys whose value differs between the runs that record overrides (a key some of them lack
     counts as differing), in order of first appearance; seed included."""
     parsed = [parse_overrides(r["overrides"]) for r in runs if r.get("overrides") is not None]
@@ -139,7 +151,7 @@ def swept_keys(runs: List[dict]) -> List[str]:
     return [k for k in keys if len({p.get(k, "\0absent") for p in parsed}) > 1]
 
 
-def budget_of(run: dict) -> Optional[Tuple[str, float]]:
+def budget_of(run: dict) -> tuple[str, float] | None:
     """The run's training budget (kind, value) from results.json's budget; None when it names none."""
     b = run.get("budget")
     if not isinstance(b, dict) or "kind" not in b:
@@ -150,7 +162,7 @@ def budget_of(run: dict) -> Optional[Tuple[str, float]]:
         return str(b["kind"]), float("nan")
 
 
-def fmt_budget(budget: Optional[Tuple[str, float]]) -> str:
+def fmt_budget(budget: tuple[str, float] | None) -> str:
     """A budget as text: "steps 900", "flops 1.2e+15", "time 600 s", "tokens 1e+06"; "?" when unknown; steps -1
     (zoo.budget: epochs bound the run) "epochs (no step bound)"."""
     if budget is None:
@@ -161,7 +173,7 @@ def fmt_budget(budget: Optional[Tuple[str, float]]) -> str:
     return f"{kind} {value:.3g}" + (" s" if kind == "time" else "")
 
 
-def group_runs(runs: List[dict]) -> List[dict]:
+def group_runs(runs: list[dict]) -> list[dict]:
     """Runs grouped into table rows: one group per (task, dataset, budget, objective, architecture label and
     the values of the keys swept within the task other than seed and arch), in run order.
 
@@ -171,7 +183,7 @@ def group_runs(runs: List[dict]) -> List[dict]:
     Runs that record no overrides (results.json from before they were kept) are grouped by task and
     architecture; if two of such a group share a seed (so nothing tells them apart as seeds), each becomes a
     group of its own, labelled with its run dir's name."""
-    groups: Dict[tuple, dict] = {}
+    groups: dict[tuple, dict] = {}
     homeless = []  # failed runs, placed after the finished ones
     for task in dict.fromkeys(r["task"] for r in runs):
         task_runs = [r for r in runs if r["task"] == task]
@@ -179,8 +191,12 @@ def group_runs(runs: List[dict]) -> List[dict]:
         for r in task_runs:
             ov = parse_overrides(r.get("overrides"))
             settings = {k: ov.get(k, ABSENT) for k in keys} if r.get("overrides") is not None else {}
-            core = (task, arch_label(r), tuple(sorted((k, str(v)) for k, v in settings.items())),
-                    r.get("overrides") is None)
+            core = (
+                task,
+                arch_label(r),
+                tuple(sorted((k, str(v)) for k, v in settings.items())),
+                r.get("overrides") is None,
+            )
             detail = (str(r.get("dataset", "?")), budget_of(r), str(r.get("objective", task)))
             if r["status"] != "ok":
                 homeless.append((core, detail, settings, r))
@@ -189,9 +205,14 @@ def group_runs(runs: List[dict]) -> List[dict]:
     for core, detail, settings, r in homeless:
         # a failed run records what it knew before failing (often no dataset, budget or objective): it joins
         # the one group of its architecture and settings whose known details agree, else one of its own
-        fits = [g for (c, d), g in groups.items() if c == core and
-                (detail[0] == "?" or detail[0] == d[0]) and (detail[1] is None or detail[1] == d[1]) and
-                (r.get("objective") is None or detail[2] == d[2])]
+        fits = [
+            g
+            for (c, d), g in groups.items()
+            if c == core
+            and (detail[0] == "?" or detail[0] == d[0])
+            and (detail[1] is None or detail[1] == d[1])
+            and (r.get("objective") is None or detail[2] == d[2])
+        ]
         g = fits[0] if len(fits) == 1 else _new_group(groups, core, detail, settings, r)
         g["runs"].append(r)
     out = []
@@ -206,11 +227,18 @@ def group_runs(runs: List[dict]) -> List[dict]:
     for g in out:
         g["ok"] = [r for r in g["runs"] if r["status"] == "ok"]
         g["failed"] = [r for r in g["runs"] if r["status"] != "ok"]
+
     def order(g):
         task, arch = g["task"], arch_label(g["runs"][0])
-        return (TASK_ORDER.index(task) if task in TASK_ORDER else len(TASK_ORDER), task,
-                ARCH_ORDER.index(arch) if arch in ARCH_ORDER else len(ARCH_ORDER), g["label"], g["dataset"],
-                fmt_budget(g["budget"]))
+        return (
+            TASK_ORDER.index(task) if task in TASK_ORDER else len(TASK_ORDER),
+            task,
+            ARCH_ORDER.index(arch) if arch in ARCH_ORDER else len(ARCH_ORDER),
+            g["label"],
+            g["dataset"],
+            fmt_budget(g["budget"]),
+        )
+
     return sorted(out, key=order)
 
 
@@ -224,14 +252,24 @@ def seed_key(seed) -> tuple:
 def _new_group(groups: dict, core: tuple, detail: tuple, settings: dict, run: dict) -> dict:
     """The group of (core, detail), created from `run` when new (see group_runs)."""
     dataset, budget, objective = detail
-    return groups.setdefault((core, detail), {
-        "task": core[0], "arch": run["arch"], "arch_config": run.get("arch_config"), "dataset": dataset,
-        "budget": budget, "objective": objective, "settings": settings,
-        "label": " ".join([core[1]] + [f"{k}={v}" for k, v in settings.items() if v != ABSENT]), "runs": []})
+    return groups.setdefault(
+        (core, detail),
+        {
+            "task": core[0],
+            "arch": run["arch"],
+            "arch_config": run.get("arch_config"),
+            "dataset": dataset,
+            "budget": budget,
+            "objective": objective,
+            "settings": settings,
+            "label": " ".join([core[1]] + [f"{k}={v}" for k, v in settings.items() if v != ABSENT]),
+            "runs": [],
+        },
+    )
 
 
 def seeds_text(group: dict) -> str:
-    """"3", or "2 (1 failed)", or "0 (3 failed)": the seeds behind a row."""
+    """ "3", or "2 (1 failed)", or "0 (3 failed)": the seeds behind a row."""
     n_ok, n_failed = len(group["ok"]), len(group["failed"])
     return f"{n_ok}" + (f" ({n_failed} failed)" if n_failed else "")
 

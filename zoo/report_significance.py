@@ -13,25 +13,35 @@ weighted by their scored tokens (paired_bootstrap). A group is "ahead" of anothe
 and, where both have several seeds, their 95% seed intervals do not overlap (a difference within the
 intervals is not an ordering); without examples, the intervals alone decide, and one seed each decides nothing.
 """
-from typing import Dict, List, Optional, Tuple
 
 from zoo.report_runs import read_examples
-from zoo.report_stats import ALPHA, BOOTSTRAP_SAMPLES, SACREBLEU_SAMPLES, SEED, mcnemar_exact, paired_bootstrap, \
-    pooled, sacrebleu_paired
+from zoo.report_stats import (
+    ALPHA,
+    BOOTSTRAP_SAMPLES,
+    SACREBLEU_SAMPLES,
+    SEED,
+    mcnemar_exact,
+    paired_bootstrap,
+    pooled,
+    sacrebleu_paired,
+)
 from zoo.report_table import PRIMARY, fmt_ci, fmt_value, lower_is_better, objective_note
 
 TESTS = {  # task -> how its metrics are tested (printed)
     "translation": f"sacreBLEU paired bootstrap resampling ({SACREBLEU_SAMPLES} resamples, seed {SEED}; "
-                   f"sacrebleu.significance.PairedTest, test_type 'bs') on test/bleu, test/chrf (greedy outputs) "
-                   f"and test/bleu_beam (beam outputs, when both runs have them)",
+    f"sacrebleu.significance.PairedTest, test_type 'bs') on test/bleu, test/chrf (greedy outputs) "
+    f"and test/bleu_beam (beam outputs, when both runs have them)",
     "classification": "McNemar's exact test (two-sided binomial test on the discordant test examples) on test/acc",
     "lm": f"paired bootstrap over the same validation windows ({BOOTSTRAP_SAMPLES} resamples, seed {SEED}): the "
-          f"difference of the token-weighted mean losses, windows resampled, p two-sided (bootstrap shifted to the "
-          f"null)",
+    f"difference of the token-weighted mean losses, windows resampled, p two-sided (bootstrap shifted to the "
+    f"null)",
 }
-POOLING = ("seeds: the i-th seed of one group is paired with the i-th of the other (seed order) and the pairs are "
-           "pooled (outputs concatenated seed after seed, references / labels repeated once per seed), so a resample "
-           "draws (seed, example) units")
+POOLING = (
+    "seeds: the i-th seed of one group is paired with the i-th of the other (seed order) and the pairs are "
+    "pooled (outputs concatenated seed after seed, references / labels repeated once per seed), so a resample "
+    "draws (seed, example) units"
+)
+
 
 # ---- pairing ---------------------------------------------------------------------------------------------
 class NotPaired(ValueError):
@@ -49,7 +59,7 @@ def load_examples(group: dict) -> None:
         (group["examples"].append((r, ex)) if ex is not None else group["examples_missing"].append((r, why)))
 
 
-def _align(ex_a: dict, ex_b: dict, who: str) -> List[int]:
+def _align(ex_a: dict, ex_b: dict, who: str) -> list[int]:
     """Indices into ex_b of ex_a's ids, in ex_a's order; NotPaired when the splits or the id sets differ."""
     if ex_a.get("split") != ex_b.get("split"):
         raise NotPaired(f"{who}: one is scored on {ex_a.get('split')!r}, the other on {ex_b.get('split')!r}")
@@ -71,7 +81,7 @@ def paired_data(ga: dict, gb: dict, task: str) -> dict:
     if k == 0:
         missing = ga["examples_missing"] + gb["examples_missing"]
         raise NotPaired(missing[0][1] if missing else "no examples")
-    per: Dict[str, Tuple[list, list]] = {}
+    per: dict[str, tuple[list, list]] = {}
     for (ra, ea), (rb, eb) in zip(ga["examples"][:k], gb["examples"][:k]):
         who = f"{ga['label']} (seed {ra.get('seed', '?')}) and {gb['label']} (seed {rb.get('seed', '?')})"
         idx = _align(ea, eb, who)
@@ -79,8 +89,12 @@ def paired_data(ga: dict, gb: dict, task: str) -> dict:
         if task == "classification":
             if ea["label"] != pick("label"):
                 raise NotPaired(f"{who}: the same ids carry different labels")
-            fields = {"correct": ([p == y for p, y in zip(ea["pred"], ea["label"])],
-                                  [p == y for p, y in zip(pick("pred"), pick("label"))])}
+            fields = {
+                "correct": (
+                    [p == y for p, y in zip(ea["pred"], ea["label"])],
+                    [p == y for p, y in zip(pick("pred"), pick("label"))],
+                )
+            }
         elif task == "translation":
             if ea["ref"] != pick("ref"):
                 raise NotPaired(f"{who}: the same ids carry different references")
@@ -108,7 +122,7 @@ def paired_data(ga: dict, gb: dict, task: str) -> dict:
     return out
 
 
-def paired_tests(ga: dict, gb: dict, task: str) -> Tuple[Dict[str, dict], Dict[str, str]]:
+def paired_tests(ga: dict, gb: dict, task: str) -> tuple[dict[str, dict], dict[str, str]]:
     """({table metric: {"p", "test", ...}}, {"BLEU"/"chrF2": sacreBLEU signature}) of groups A vs B. Raises
     NotPaired."""
     data = paired_data(ga, gb, task)
@@ -124,26 +138,33 @@ def paired_tests(ga: dict, gb: dict, task: str) -> Tuple[Dict[str, dict], Dict[s
         sigs = {"BLEU": s["bleu"]["signature"], "chrF2": s["chrf"]["signature"]}
         if "hyp_beam" in data:
             s = sacrebleu_paired(*data["hyp_beam"], refs)
-            out["test/bleu_beam"] = {**s["bleu"], "test": "sacreBLEU paired bootstrap", "seeds": data["seeds"],
-                                     "n": len(refs)}
+            out["test/bleu_beam"] = {
+                **s["bleu"],
+                "test": "sacreBLEU paired bootstrap",
+                "seeds": data["seeds"],
+                "n": len(refs),
+            }
     elif task == "lm":
         la, lb = data["loss"]
         diff = [float(x) - float(y) for x, y in zip(la, lb)]
         b = paired_bootstrap(diff, [float(t) for t in data["tokens"][0]])
-        out[data["metric"] + " (best)"] = {**b, "test": "paired bootstrap (token-weighted windows)",
-                                           "seeds": data["seeds"]}
+        out[data["metric"] + " (best)"] = {
+            **b,
+            "test": "paired bootstrap (token-weighted windows)",
+            "seeds": data["seeds"],
+        }
     return out, sigs
 
 
 # ---- ranking ---------------------------------------------------------------------------------------------
-def overlap(ra: dict, rb: dict) -> Optional[bool]:
+def overlap(ra: dict, rb: dict) -> bool | None:
     """Whether two rows' 95% seed intervals overlap; None when one of them has a single seed."""
     if ra["lo"] is None or rb["lo"] is None:
         return None
     return not (ra["lo"] > rb["hi"] or rb["lo"] > ra["hi"])
 
 
-def ordering(ra: dict, rb: dict, p: Optional[float]) -> Tuple[int, str]:
+def ordering(ra: dict, rb: dict, p: float | None) -> tuple[int, str]:
     """(+1 A ahead, -1 B ahead, 0 neither, why) for two rows of one metric (module docstring's rule)."""
     sign = 1 if (ra["mean"] < rb["mean"]) == lower_is_better(ra["metric"]) else -1
     if ra["mean"] == rb["mean"]:
@@ -160,10 +181,10 @@ def ordering(ra: dict, rb: dict, p: Optional[float]) -> Tuple[int, str]:
     return sign, f"p = {p:.3g}" + ("" if ov is None else ", 95% seed intervals disjoint")
 
 
-def partitions(table: List[dict], task: str) -> Dict[Tuple[str, str], List[dict]]:
+def partitions(table: list[dict], task: str) -> dict[tuple[str, str], list[dict]]:
     """{(dataset, budget text): [group indices]} of a task's groups with finished runs: the sets within which
     groups are ranked."""
-    parts: Dict[Tuple[str, str], List[int]] = {}
+    parts: dict[tuple[str, str], list[int]] = {}
     for r in table:
         if r["task"] == task and r["n"] > 0:
             lst = parts.setdefault((r["dataset"], r["budget"]), [])
@@ -172,11 +193,11 @@ def partitions(table: List[dict], task: str) -> Dict[Tuple[str, str], List[dict]
     return parts
 
 
-def fmt_p(p: Optional[float]) -> str:
+def fmt_p(p: float | None) -> str:
     return "-" if p is None else (f"{p:.4f}" if p >= 1e-4 else f"{p:.1e}") + ("*" if p < ALPHA else "")
 
 
-def compare_task(task: str, table: List[dict], groups: List[dict]) -> Tuple[List[str], List[dict]]:
+def compare_task(task: str, table: list[dict], groups: list[dict]) -> tuple[list[str], list[dict]]:
     """The significance section of one task (Markdown lines), and per (dataset, budget) partition a record
     {"dataset", "budget", "metric", "order": [rows best first], "pairs": {(gi, gj): (sign for gi, why, p)}} that
     the T5 comparison reads."""
@@ -184,15 +205,22 @@ def compare_task(task: str, table: List[dict], groups: List[dict]) -> Tuple[List
     parts = partitions(table, task)
     if not parts:
         return lines, records
-    lines += [f"### {task}", "", f"Test: {TESTS.get(task, 'none (no paired test for this task)')}; {POOLING}. "
-              f"`*`: p < {ALPHA}. A group is ahead of another when p < {ALPHA} and, where both have several seeds, "
-              f"their 95% seed intervals do not overlap.", ""]
+    lines += [
+        f"### {task}",
+        "",
+        f"Test: {TESTS.get(task, 'none (no paired test for this task)')}; {POOLING}. "
+        f"`*`: p < {ALPHA}. A group is ahead of another when p < {ALPHA} and, where both have several seeds, "
+        f"their 95% seed intervals do not overlap.",
+        "",
+    ]
     if len(parts) > 1:
-        lines += [f"**Not ranked across datasets / budgets**: the {task} runs mix "
-                  + "; ".join(f"({d}, {b}): {', '.join(groups[g]['label'] for g in gs)}"
-                              for (d, b), gs in parts.items())
-                  + ". Groups are tested and ranked only within each (dataset, budget).", ""]
-    signatures: Dict[str, str] = {}
+        lines += [
+            f"**Not ranked across datasets / budgets**: the {task} runs mix "
+            + "; ".join(f"({d}, {b}): {', '.join(groups[g]['label'] for g in gs)}" for (d, b), gs in parts.items())
+            + ". Groups are tested and ranked only within each (dataset, budget).",
+            "",
+        ]
+    signatures: dict[str, str] = {}
     for (dataset, budget), gis in parts.items():
         by_metric = {}
         for r in table:
@@ -204,12 +232,13 @@ def compare_task(task: str, table: List[dict], groups: List[dict]) -> Tuple[List
         lines += [f"**{dataset}, budget {budget}**, ranked by {metric}:", ""]
         if excluded:
             lines += ["Not ranked (a different objective): " + ", ".join(groups[g]["label"] for g in excluded), ""]
-        rows_ = sorted((by_metric[metric][g] for g in ranked), key=lambda r: r["mean"],
-                       reverse=not lower_is_better(metric))
+        rows_ = sorted(
+            (by_metric[metric][g] for g in ranked), key=lambda r: r["mean"], reverse=not lower_is_better(metric)
+        )
         order = [r["group"] for r in rows_]
         tests, refusals = {}, []
         for i, gi in enumerate(order):
-            for gj in order[i + 1:]:
+            for gj in order[i + 1 :]:
                 try:
                     res, sigs = paired_tests(groups[gi], groups[gj], task)
                 except NotPaired as e:
@@ -237,15 +266,21 @@ def compare_task(task: str, table: List[dict], groups: List[dict]) -> Tuple[List
             best = order[0]
             ahead = [groups[g]["label"] for g in order[1:] if pairs[(best, g)][0] == 1]
             tied = [f"{groups[g]['label']} ({pairs[(best, g)][1]})" for g in order[1:] if pairs[(best, g)][0] != 1]
-            lines += [f"Reference: the best group, {groups[best]['label']}. Significantly behind it: "
-                      f"{', '.join(ahead) or 'none'}. Not significantly different from it: "
-                      f"{', '.join(tied) or 'none'}.", ""]
+            lines += [
+                f"Reference: the best group, {groups[best]['label']}. Significantly behind it: "
+                f"{', '.join(ahead) or 'none'}. Not significantly different from it: "
+                f"{', '.join(tied) or 'none'}.",
+                "",
+            ]
         tested_metrics = [m for m in by_metric if any(m in res for res in tests.values())]
         for m in tested_metrics:
             m_order = [g for g in order if g in by_metric[m]] or order
-            lines += [f"p-values, {m} ({next(res[m]['test'] for res in tests.values() if m in res)}):", "",
-                      "| " + " | ".join([m] + [groups[g]["label"] for g in m_order]) + " |",
-                      "|" + "---|" * (len(m_order) + 1)]
+            lines += [
+                f"p-values, {m} ({next(res[m]['test'] for res in tests.values() if m in res)}):",
+                "",
+                "| " + " | ".join([m] + [groups[g]["label"] for g in m_order]) + " |",
+                "|" + "---|" * (len(m_order) + 1),
+            ]
             for gi in m_order:
                 cells = []
                 for gj in m_order:
@@ -253,8 +288,13 @@ def compare_task(task: str, table: List[dict], groups: List[dict]) -> Tuple[List
                     cells.append("-" if gi == gj else fmt_p(res.get(m, {}).get("p")))
                 lines.append("| " + " | ".join([groups[gi]["label"]] + cells) + " |")
             lines.append("")
-        identical = sorted({f"{groups[gi]['label']} and {groups[gj]['label']}" for (gi, gj), res in tests.items()
-                            if any(v.get("identical") for v in res.values())})
+        identical = sorted(
+            {
+                f"{groups[gi]['label']} and {groups[gj]['label']}"
+                for (gi, gj), res in tests.items()
+                if any(v.get("identical") for v in res.values())
+            }
+        )
         if identical:
             lines += ["Identical outputs (p = 1, no test): " + "; ".join(identical), ""]
         if refusals:

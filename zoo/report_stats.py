@@ -4,10 +4,11 @@ Pure functions of numbers and strings (no run files): the Student-t interval of 
 exact test on paired classifications, a token-weighted paired bootstrap on per-window losses, and
 sacreBLEU's own paired bootstrap resampling for BLEU and chrF. Every bootstrap uses a fixed seed (SEED).
 """
+
 import contextlib
 import math
 import os
-from typing import Dict, List, Optional, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -36,8 +37,10 @@ def t_interval(values: Sequence[float], confidence: float = 0.95) -> dict:
     try:
         from scipy.stats import t  # scipy: installed as optuna's dependency (zoo's dev / sweep extras)
     except ImportError:
-        raise ReportError("the Student-t intervals need scipy, which zoo's base install does not bring: "
-                          "pip install scipy (or zoo's dev / sweep extras)") from None
+        raise ReportError(
+            "the Student-t intervals need scipy, which zoo's base install does not bring: "
+            "pip install scipy (or zoo's dev / sweep extras)"
+        ) from None
 
     std = float(x.std(ddof=1))
     half = float(t.ppf((1 + confidence) / 2, n - 1)) * std / math.sqrt(n)
@@ -62,11 +65,12 @@ def mcnemar_exact(correct_a: Sequence[bool], correct_b: Sequence[bool]) -> dict:
     if n == 0:
         return {"b": b, "c": c, "p": 1.0}
     tail = sum(math.comb(n, i) for i in range(min(b, c) + 1))
-    return {"b": b, "c": c, "p": min(1.0, 2.0 * tail / 2 ** n)}
+    return {"b": b, "c": c, "p": min(1.0, 2.0 * tail / 2**n)}
 
 
-def paired_bootstrap(diff: Sequence[float], weights: Optional[Sequence[float]] = None,
-                     n_samples: int = BOOTSTRAP_SAMPLES, seed: int = SEED) -> dict:
+def paired_bootstrap(
+    diff: Sequence[float], weights: Sequence[float] | None = None, n_samples: int = BOOTSTRAP_SAMPLES, seed: int = SEED
+) -> dict:
     """Paired bootstrap test of a weighted mean difference.
 
     diff: (N,) per-unit differences A - B (e.g. nats per token of validation window i); weights: (N,) unit
@@ -107,8 +111,13 @@ def _sacrebleu_seed(seed: int):
             os.environ["SACREBLEU_SEED"] = old
 
 
-def sacrebleu_paired(hyps_a: Sequence[str], hyps_b: Sequence[str], refs: Sequence[str],
-                     n_samples: int = SACREBLEU_SAMPLES, seed: int = SEED) -> Dict[str, dict]:
+def sacrebleu_paired(
+    hyps_a: Sequence[str],
+    hyps_b: Sequence[str],
+    refs: Sequence[str],
+    n_samples: int = SACREBLEU_SAMPLES,
+    seed: int = SEED,
+) -> dict[str, dict]:
     """sacreBLEU's paired bootstrap resampling (sacrebleu.significance.PairedTest, test_type "bs"; Koehn 2004)
     of system B against system A on BLEU and chrF, with sacreBLEU's default metrics (sacrebleu.metrics.BLEU(),
     CHRF(): the corpus_bleu / corpus_chrf the translation task logs).
@@ -124,19 +133,29 @@ def sacrebleu_paired(hyps_a: Sequence[str], hyps_b: Sequence[str], refs: Sequenc
     if not len(hyps_a) == len(hyps_b) == len(refs) or not len(refs):
         raise ValueError(f"sacrebleu_paired: {len(hyps_a)}, {len(hyps_b)} hypotheses and {len(refs)} references")
     with _sacrebleu_seed(seed):
-        test = PairedTest([("A", list(hyps_a)), ("B", list(hyps_b))], {"BLEU": BLEU(), "chrF": CHRF()},
-                          references=[list(refs)], test_type="bs", n_samples=n_samples)
+        test = PairedTest(
+            [("A", list(hyps_a)), ("B", list(hyps_b))],
+            {"BLEU": BLEU(), "chrF": CHRF()},
+            references=[list(refs)],
+            test_type="bs",
+            n_samples=n_samples,
+        )
         signatures, scores = test()
     identical = list(hyps_a) == list(hyps_b)
     out = {}
     for key, name in (("bleu", "BLEU"), ("chrf", next(k for k in scores if k.startswith("chrF")))):
         base, other = scores[name]
-        out[key] = {"a": float(base.score), "b": float(other.score), "p": 1.0 if identical else float(other.p_value),
-                    "identical": identical, "signature": str(signatures[name])}
+        out[key] = {
+            "a": float(base.score),
+            "b": float(other.score),
+            "p": 1.0 if identical else float(other.p_value),
+            "identical": identical,
+            "signature": str(signatures[name]),
+        }
     return out
 
 
-def pooled(per_seed: List[Sequence]) -> list:
+def pooled(per_seed: list[Sequence]) -> list:
     """Concatenate per-seed sequences (seed-rank order): how zoo.report pools several seeds' outputs into one
     paired test (each (seed, example) is a unit; references are repeated once per seed)."""
     return [x for seq in per_seed for x in seq]

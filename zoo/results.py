@@ -1,11 +1,11 @@
 """What a run leaves for zoo.report: results.json (one record per run, failed runs included) and
 examples.json (per-example outputs for paired significance tests between runs)."""
+
 import json
 import os
 import tempfile
 import traceback
 from pathlib import Path
-from typing import Optional
 
 from omegaconf import DictConfig
 
@@ -19,7 +19,7 @@ def job_overrides() -> list:
     return list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else []
 
 
-def arch_config(cfg: DictConfig) -> Optional[str]:
+def arch_config(cfg: DictConfig) -> str | None:
     """The +arch choice (a conf/arch/ file name, e.g. prefix_lm); the arch itself outside Hydra."""
     from hydra.core.hydra_config import HydraConfig
 
@@ -43,7 +43,7 @@ def write_json(path: Path, record: dict) -> Path:
     return path
 
 
-def write_examples(output_dir: str, task) -> Optional[str]:
+def write_examples(output_dir: str, task) -> str | None:
     """Write the task's `examples` (per-example outputs of its test, or of its best validation for lm) to
     <output_dir>/examples.json; returns the file name (relative to output_dir), None when it has none."""
     examples = getattr(task, "examples", None)
@@ -90,22 +90,37 @@ def keep_csv_history(logger, ckpt_path: str) -> int:
         return 0
     resumed_at = int(torch.load(ckpt_path, map_location="cpu", weights_only=True).get("global_step", 0))
     with open(path, newline="") as f:
-        rows = [{k: (int(float(v)) if k in ("step", "epoch") else float(v)) for k, v in row.items() if v not in ("", None)}
-                for row in csv.DictReader(f)]
+        rows = [
+            {k: (int(float(v)) if k in ("step", "epoch") else float(v)) for k, v in row.items() if v not in ("", None)}
+            for row in csv.DictReader(f)
+        ]
     rows = [r for r in rows if "step" in r and r["step"] < resumed_at]
     logger.experiment.metrics = rows + logger.experiment.metrics  # the writer exists now: the old file is gone
     return len(rows)
 
 
-def failed_record(cfg: DictConfig, error: BaseException, task_name: Optional[str] = None) -> dict:
+def failed_record(cfg: DictConfig, error: BaseException, task_name: str | None = None) -> dict:
     """The results.json of a run that raised: status "failed", its error, and what identifies the run (arch,
     task, seed, overrides), so that zoo.report lists it instead of dropping it."""
     from hydra.core.hydra_config import HydraConfig
 
     if task_name is None:
         choices = HydraConfig.get().runtime.choices if HydraConfig.initialized() else {}
-        task_name = choices.get("task") or choices.get("cell") or "?"
+        task_name = choices.get("task") or choices.get("benchmark") or "?"
     lines = traceback.format_exception_only(type(error), error)
-    return {"status": "failed", "error": "".join(lines).strip(), "arch": cfg.get("arch"), "arch_config": arch_config(cfg),
-            "task": task_name, "dataset": "?", "seed": cfg.get("seed"), "overrides": job_overrides(),
-            "final": {}, "best": {}, "params": 0, "flops_per_token": 0.0, "steps": 0, "wall_seconds": 0.0}
+    return {
+        "status": "failed",
+        "error": "".join(lines).strip(),
+        "arch": cfg.get("arch"),
+        "arch_config": arch_config(cfg),
+        "task": task_name,
+        "dataset": "?",
+        "seed": cfg.get("seed"),
+        "overrides": job_overrides(),
+        "final": {},
+        "best": {},
+        "params": 0,
+        "flops_per_token": 0.0,
+        "steps": 0,
+        "wall_seconds": 0.0,
+    }

@@ -1,5 +1,6 @@
 """A Hydra callback (conf/config.yaml's hydra.callbacks) that names a multirun's directory when it starts and
 ends, with the command that reports it: a sweep's jobs otherwise print only their own run directories."""
+
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 

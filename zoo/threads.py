@@ -6,9 +6,9 @@ knows how many processes it starts on one machine (the CPU processes of a DDP ru
 parallel jobs of a multirun launcher, hydra.launcher.n_jobs) and gives each cores // processes threads.
 Other work on the machine (another user's job) cannot be known here: set `threads` by hand then.
 """
+
 import logging
 import os
-from typing import Optional, Tuple
 
 import torch
 
@@ -23,7 +23,7 @@ def available_cores() -> int:
         return os.cpu_count() or 1
 
 
-def choose_threads(requested: Optional[int], cores: int, processes: int, env: Optional[str]) -> Tuple[int, str]:
+def choose_threads(requested: int | None, cores: int, processes: int, env: str | None) -> tuple[int, str]:
     """(threads per process, why). requested: the `threads` key (None = automatic); env: OMP_NUM_THREADS as
     set by the user (kept when `threads` is None). Automatic: max(1, cores // processes).
     Raises ValueError for a requested count below 1."""
@@ -60,8 +60,9 @@ def processes_per_machine(cfg) -> int:
 def set_threads(cfg) -> int:
     """Set torch's intra-op threads for this process from cfg.threads (module docstring) and log the
     choice; returns the count. Raises ValueError for a bad `threads`."""
-    n, why = choose_threads(cfg.get("threads"), available_cores(), processes_per_machine(cfg),
-                            os.environ.get("OMP_NUM_THREADS"))
+    n, why = choose_threads(
+        cfg.get("threads"), available_cores(), processes_per_machine(cfg), os.environ.get("OMP_NUM_THREADS")
+    )
     if torch.get_num_threads() != n:
         torch.set_num_threads(n)
     log.info("torch threads per process: %d (%s; threads=N sets it)", n, why)

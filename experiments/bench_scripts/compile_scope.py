@@ -8,6 +8,7 @@ torch.manual_seed(0)): eager, model.compile=true with compile_scope=layers, and 
 Prints each one's first step (which compiles, seconds), then the medians of the interleaved repetitions and
 the repetitions each won against `layers`.
 """
+
 import argparse
 import dataclasses
 import statistics
@@ -31,8 +32,10 @@ def main():
     args = p.parse_args()
     s = LM_SHAPES[args.shape]
     cfg = dataclasses.asdict(zoo_lm_config(s))
-    batch = (random_tokens((s.batch, s.block), s.vocab, "cpu", seed=1),
-             random_tokens((s.batch, s.block), s.vocab, "cpu", seed=2))
+    batch = (
+        random_tokens((s.batch, s.block), s.vocab, "cpu", seed=1),
+        random_tokens((s.batch, s.block), s.vocab, "cpu", seed=2),
+    )
     steps = {}
     for name in ("eager", "layers", "model"):
         torch.manual_seed(0)
@@ -46,14 +49,17 @@ def main():
             task.training_loss(batch).backward()
             opt.step()
             opt.zero_grad(set_to_none=True)
+
         t0 = time.perf_counter()
         step()
         print(f"{name}: first step {time.perf_counter() - t0:.1f} s", flush=True)
         steps[name] = step
     times = interleaved(steps, args.reps, 1)
     for name, ts in times.items():
-        print(f"{name:7s} median {1e3 * statistics.median(ts):,.0f} ms, min {1e3 * min(ts):,.0f} ms, "
-              f"won against layers {wins(ts, times['layers'])}")
+        print(
+            f"{name:7s} median {1e3 * statistics.median(ts):,.0f} ms, min {1e3 * min(ts):,.0f} ms, "
+            f"won against layers {wins(ts, times['layers'])}"
+        )
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ Builds zoo and the named peer (with --build-all: every contender of the benchmar
 training steps with zoo.bench's own pieces (training_steps, interleaved, wins). Prints the medians (ms), the
 ratio peer / zoo (> 1 = zoo faster) and the repetitions zoo won.
 """
+
 import argparse
 import statistics
 
@@ -46,9 +47,11 @@ def main():
         p.error(f"{args.peer}: {missing[args.peer]}")
     times = interleaved({n: steps[n] for n in (zoo, args.peer)}, args.reps, args.warmup)
     z, q = statistics.median(times[zoo]), statistics.median(times[args.peer])
-    print(f"{s.name}: {zoo} {1e3 * z:,.0f} ms, {args.peer} {1e3 * q:,.0f} ms, zoo/peer {q / z:.2f} "
-          f"(zoo won {wins(times[zoo], times[args.peer])}); built {'all' if args.build_all else 'two'}, "
-          f"{'peer' if args.peer_first else 'zoo'} first; torch threads {torch.get_num_threads()}")
+    print(
+        f"{s.name}: {zoo} {1e3 * z:,.0f} ms, {args.peer} {1e3 * q:,.0f} ms, zoo/peer {q / z:.2f} "
+        f"(zoo won {wins(times[zoo], times[args.peer])}); built {'all' if args.build_all else 'two'}, "
+        f"{'peer' if args.peer_first else 'zoo'} first; torch threads {torch.get_num_threads()}"
+    )
 
 
 if __name__ == "__main__":

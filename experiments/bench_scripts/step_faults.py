@@ -9,6 +9,7 @@ each inside getrusage (this process: user and system CPU seconds, minor page fau
 and the peak resident memory. Run it with and without the allocator setting in separate processes: the
 allocator is process-wide.
 """
+
 import argparse
 import resource
 import statistics
@@ -46,8 +47,10 @@ def main():
         rows.append((t1 - t0, r1.ru_utime - r0.ru_utime, r1.ru_stime - r0.ru_stime, r1.ru_minflt - r0.ru_minflt))
     wall, user, system, faults = (statistics.median(c) for c in zip(*rows))
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # Linux: KiB -> GiB
-    print(f"{s.name} {args.contender}: median of {args.steps} steps: wall {wall:.2f} s, user {user:.2f} s, "
-          f"system {system:.2f} s, {faults:,.0f} minor page faults; peak RSS {peak:.2f} GiB")
+    print(
+        f"{s.name} {args.contender}: median of {args.steps} steps: wall {wall:.2f} s, user {user:.2f} s, "
+        f"system {system:.2f} s, {faults:,.0f} minor page faults; peak RSS {peak:.2f} GiB"
+    )
 
 
 if __name__ == "__main__":

@@ -40,14 +40,15 @@ fresh `python -c` subprocess (peak memory is per process).
 --compile runs train_step and seq2seq_step with every contender compiled alike: torch.compile(model),
 zoo's model included (its whole forward; the shared loss stays eager).
 
---quick (under 2 minutes on a quiet 2-core CPU) uses smaller shapes and fewer steps (GPT-2 small is
-skipped on CPU): see QUICK in each benchmark's docstring. CPU timings need a quiet machine: with other
-processes running, torch's worker threads wait for each other and steps get many times slower (the header
-shows the load average at the start and warns when it is high). Every run prints one header line (torch
+--quick uses smaller shapes and fewer steps (GPT-2 small is skipped on CPU): see QUICK in each benchmark's
+docstring. CPU timings need a quiet machine: with other processes running, torch's worker threads wait for
+each other and steps get many times slower (the header shows the load average at the start and warns when
+it is high). Every run prints one header line (torch
 and peer versions, CPU / GPU name, threads) and one Markdown section per benchmark; --out also writes
 them to a file. On a GPU: --device cuda (timings synchronise the GPU; memory uses
 torch.cuda.max_memory_allocated).
 """
+
 from zoo.bench.cli import BENCHMARKS, main, parse_args
 from zoo.bench.options import Options
 from zoo.bench.timing import Timed, interleaved, median

@@ -1,4 +1,5 @@
 """python -m zoo.bench: see zoo/bench/__init__.py."""
+
 import sys
 
 from zoo.bench.cli import main

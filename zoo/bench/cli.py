@@ -1,11 +1,12 @@
 """The command line of zoo.bench: argument checks, the header, one section per benchmark."""
+
 import argparse
 import os
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, Dict
 
 import torch
 
@@ -21,7 +22,7 @@ from zoo.bench.seq2seq_step import bench_seq2seq_step
 from zoo.bench.shapes import LM_SHAPES, default_lm_shapes
 from zoo.bench.train_step import bench_train_step
 
-BENCHMARKS: Dict[str, Callable[[Options], str]] = {
+BENCHMARKS: dict[str, Callable[[Options], str]] = {
     "train_step": bench_train_step,
     "seq2seq_step": bench_seq2seq_step,
     "generate": bench_generate,
@@ -36,20 +37,29 @@ BENCHMARKS: Dict[str, Callable[[Options], str]] = {
 def parse_args(argv=None) -> argparse.Namespace:
     """The command line (see zoo/bench/__init__.py); argv None = sys.argv[1:]."""
     doc = sys.modules["zoo.bench"].__doc__
-    p = argparse.ArgumentParser(prog="python -m zoo.bench", description=doc.split("\n\n")[0],
-                                epilog=doc.split("\n\n", 2)[2], formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--quick", action="store_true",
-                   help="small shapes, 5 repetitions (under 2 minutes on a quiet 2-core CPU)")
+    p = argparse.ArgumentParser(
+        prog="python -m zoo.bench",
+        description=doc.split("\n\n")[0],
+        epilog=doc.split("\n\n", 2)[2],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--quick", action="store_true", help="small shapes, 5 repetitions")
     p.add_argument("--only", default=None, help=f"comma-separated subset of: {', '.join(BENCHMARKS)}")
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
-    p.add_argument("--precision", default="fp32", choices=["fp32", "bf16"],
-                   help="train_step: run the forward passes under bf16 autocast; loss: the projections")
-    p.add_argument("--shapes", default=None,
-                   help=f"train_step / precision shapes, comma-separated among: {', '.join(LM_SHAPES)}")
+    p.add_argument(
+        "--precision",
+        default="fp32",
+        choices=["fp32", "bf16"],
+        help="train_step: run the forward passes under bf16 autocast; loss: the projections",
+    )
+    p.add_argument(
+        "--shapes", default=None, help=f"train_step / precision shapes, comma-separated among: {', '.join(LM_SHAPES)}"
+    )
     p.add_argument("--reps", type=int, default=None, help="timed repetitions (>= 5; default 5 quick, 7 full)")
     p.add_argument("--warmup", type=int, default=None, help="untimed warm-up rounds (default 1 quick, 2 full)")
-    p.add_argument("--compile", action="store_true",
-                   help="train_step / seq2seq_step: every contender as torch.compile(model)")
+    p.add_argument(
+        "--compile", action="store_true", help="train_step / seq2seq_step: every contender as torch.compile(model)"
+    )
     p.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's own)")
     p.add_argument("--out", default=None, help="also write the Markdown report to this file")
     return p.parse_args(argv)
@@ -66,8 +76,11 @@ def main(argv=None) -> int:
         print(f"--only {args.only!r}: {what}; choose among: {', '.join(BENCHMARKS)}", file=sys.stderr)
         return 2
     if args.device == "cuda" and not torch.cuda.is_available():
-        print("--device cuda: CUDA is not available to this torch; use --device cpu, or install a CUDA build of "
-              "torch on a machine with a GPU", file=sys.stderr)
+        print(
+            "--device cuda: CUDA is not available to this torch; use --device cpu, or install a CUDA build of "
+            "torch on a machine with a GPU",
+            file=sys.stderr,
+        )
         return 2
     reps = args.reps if args.reps is not None else (5 if args.quick else 7)
     if reps < 5:
@@ -75,24 +88,38 @@ def main(argv=None) -> int:
         return 2
     warmup = args.warmup if args.warmup is not None else (1 if args.quick else 2)
     if warmup < 0 or (args.compile and warmup < 1):
-        print(f"--warmup {warmup}: give a count >= 0 (>= 1 with --compile: the first step compiles and must not be "
-              "timed)", file=sys.stderr)
+        print(
+            f"--warmup {warmup}: give a count >= 0 (>= 1 with --compile: the first step compiles and must not be "
+            "timed)",
+            file=sys.stderr,
+        )
         return 2
     if args.threads is not None and args.threads < 1:
-        print(f"--threads {args.threads}: give a positive number of threads (or leave it out for torch's default)",
-              file=sys.stderr)
+        print(
+            f"--threads {args.threads}: give a positive number of threads (or leave it out for torch's default)",
+            file=sys.stderr,
+        )
         return 2
     if args.out and Path(args.out).is_dir():
         print(f"--out {args.out}: is a folder; give a file path such as {Path(args.out) / 'bench.md'}", file=sys.stderr)
         return 2
     if args.out and not os.access(Path(args.out).resolve().parent, os.W_OK):
-        print(f"--out {args.out}: its folder does not exist or is not writable; create it or pick another path",
-              file=sys.stderr)
+        print(
+            f"--out {args.out}: its folder does not exist or is not writable; create it or pick another path",
+            file=sys.stderr,
+        )
         return 2
     if args.threads is not None:
         torch.set_num_threads(args.threads)
-    opts = Options(quick=args.quick, device=args.device, precision=args.precision, reps=reps, warmup=warmup,
-                   compile=args.compile, shapes=[s.strip() for s in args.shapes.split(",")] if args.shapes else None)
+    opts = Options(
+        quick=args.quick,
+        device=args.device,
+        precision=args.precision,
+        reps=reps,
+        warmup=warmup,
+        compile=args.compile,
+        shapes=[s.strip() for s in args.shapes.split(",")] if args.shapes else None,
+    )
     if opts.shapes:
         try:
             default_lm_shapes(opts)
@@ -113,12 +140,16 @@ def main(argv=None) -> int:
             status = 1
             traceback.print_exc()
             section = f"## {name}\n\n**failed**: {type(e).__name__}: {e}"
-        section += (f"\n\n({name}: {time.perf_counter() - t0:.1f} s wall, {time.process_time() - cpu0:.1f} s CPU "
-                    "in this process)")
+        section += (
+            f"\n\n({name}: {time.perf_counter() - t0:.1f} s wall, {time.process_time() - cpu0:.1f} s CPU "
+            "in this process)"
+        )
         report += ["", section]
         print("\n" + section, flush=True)
-    tail = (f"Total: {time.perf_counter() - t_start:.1f} s wall, {time.process_time() - cpu_start:.1f} s CPU in "
-            "this process (memory's subprocesses not included).")
+    tail = (
+        f"Total: {time.perf_counter() - t_start:.1f} s wall, {time.process_time() - cpu_start:.1f} s CPU in "
+        "this process (memory's subprocesses not included)."
+    )
     report += ["", tail]
     print("\n" + tail, flush=True)
     if args.out:

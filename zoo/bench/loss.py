@@ -1,8 +1,9 @@
 """Benchmark 7: the output projection + cross-entropy alone, plain (full logits) vs fused and chunked
 (zoo.model.chunked_ce.linear_cross_entropy): time of forward + backward, and peak memory."""
+
 import gc
 import json
-from typing import Callable, Dict, Tuple
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
@@ -14,7 +15,7 @@ from zoo.bench.steps import autocast, random_tokens
 from zoo.bench.timing import interleaved, median
 from zoo.model.chunked_ce import auto_chunk_size, linear_cross_entropy
 
-MB = 2 ** 20
+MB = 2**20
 LOSS_KINDS = {"plain": "plain (full logits, F.cross_entropy)", "chunked": "fused chunked (linear_cross_entropy)"}
 # (rows N = batch x block, d_model, vocab): GPT-2 small's head at batch 8 x 256 tokens; QUICK: a smaller N and d
 FULL_SHAPE = (8 * 256, 768, 50257)
@@ -30,8 +31,14 @@ def loss_inputs(n: int, d: int, vocab: int, device: str = "cpu", seed: int = 0):
     return h, w, random_tokens((n,), vocab, device, seed=seed + 1)
 
 
-def loss_step(kind: str, h: torch.Tensor, w: torch.Tensor, target: torch.Tensor, precision: str = "fp32",
-              label_smoothing: float = 0.0) -> Callable[[], float]:
+def loss_step(
+    kind: str,
+    h: torch.Tensor,
+    w: torch.Tensor,
+    target: torch.Tensor,
+    precision: str = "fp32",
+    label_smoothing: float = 0.0,
+) -> Callable[[], float]:
     """One forward + backward of the loss as a closure (returns the loss): plain = F.linear under autocast (if
     bf16), .float(), F.cross_entropy, as the tasks compute it; chunked = linear_cross_entropy with the automatic
     chunk. The gradients are set to None after each call (like zero_grad(set_to_none=True))."""
@@ -48,11 +55,13 @@ def loss_step(kind: str, h: torch.Tensor, w: torch.Tensor, target: torch.Tensor,
         loss.backward()
         h.grad = w.grad = None
         return loss.item()
+
     return step
 
 
-def loss_peak(kind: str, n: int, d: int, vocab: int, device: str = "cpu", precision: str = "fp32",
-              repeats: int = 2) -> Tuple[float, str]:
+def loss_peak(
+    kind: str, n: int, d: int, vocab: int, device: str = "cpu", precision: str = "fp32", repeats: int = 2
+) -> tuple[float, str]:
     """Peak memory growth (bytes) of one loss forward + backward (loss_step) over the steady state (inputs
     allocated, one warm-up step done): the median of `repeats` steps, measured by zoo.bench.memory.peak_growth.
     CPU: VmHWM after the step minus the RSS before it (VmHWM reset through /proc/self/clear_refs; run it in a
@@ -64,8 +73,9 @@ def loss_peak(kind: str, n: int, d: int, vocab: int, device: str = "cpu", precis
     return peak_growth(step, device, repeats)
 
 
-def loss_peak_child(kind: str, n: int, d: int, vocab: int, device: str = "cpu", precision: str = "fp32",
-                    threads: int = 0) -> dict:
+def loss_peak_child(
+    kind: str, n: int, d: int, vocab: int, device: str = "cpu", precision: str = "fp32", threads: int = 0
+) -> dict:
     """loss_peak inside a fresh process; prints and returns {"peak_bytes": bytes, "method": str}."""
     if threads:
         torch.set_num_threads(threads)
@@ -75,12 +85,15 @@ def loss_peak_child(kind: str, n: int, d: int, vocab: int, device: str = "cpu", 
     return out
 
 
-def run_loss_peak_child(kind: str, n: int, d: int, vocab: int, device: str = "cpu", precision: str = "fp32",
-                        threads: int = 0) -> dict:
+def run_loss_peak_child(
+    kind: str, n: int, d: int, vocab: int, device: str = "cpu", precision: str = "fp32", threads: int = 0
+) -> dict:
     """loss_peak_child in a fresh `python -c` subprocess (zoo.bench.memory.run_child: glibc told to return freed
     blocks of >= 64 KB to the OS at once, so the RSS follows the live tensors)."""
-    code = (f"from zoo.bench.loss import loss_peak_child; "
-            f"loss_peak_child({kind!r}, {n}, {d}, {vocab}, {device!r}, {precision!r}, {threads})")
+    code = (
+        f"from zoo.bench.loss import loss_peak_child; "
+        f"loss_peak_child({kind!r}, {n}, {d}, {vocab}, {device!r}, {precision!r}, {threads})"
+    )
     return run_child(code, f"loss memory child ({kind})")
 
 
@@ -97,7 +110,7 @@ def bench_loss(opts: Options) -> str:
     n, d, vocab = QUICK_SHAPE if opts.quick else FULL_SHAPE
     progress(f"loss N={n} d={d} V={vocab}: timing")
     h, w, target = loss_inputs(n, d, vocab, opts.device)
-    steps: Dict[str, Callable[[], float]] = {k: loss_step(k, h, w, target, opts.precision) for k in LOSS_KINDS}
+    steps: dict[str, Callable[[], float]] = {k: loss_step(k, h, w, target, opts.precision) for k in LOSS_KINDS}
     losses = {k: step() for k, step in steps.items()}
     times = interleaved(steps, opts.reps, opts.warmup, opts.device)
     del steps, h, w, target
@@ -111,21 +124,32 @@ def bench_loss(opts: Options) -> str:
     rows = []
     for kind, label in LOSS_KINDS.items():
         ts = times[kind]
-        rows.append([label, f"{losses[kind]:.6f}", fmt(1e3 * median(ts)),
-                     f"{fmt(1e3 * min(ts))}–{fmt(1e3 * max(ts))}",
-                     "1.00 (ref)" if kind == "plain" else f"{ratio(base, median(ts))} ({wins(ts, times['plain'])})",
-                     fmt(peaks[kind] / MB), "1.00 (ref)" if kind == "plain" else ratio(peaks[kind], peaks["plain"])])
+        rows.append(
+            [
+                label,
+                f"{losses[kind]:.6f}",
+                fmt(1e3 * median(ts)),
+                f"{fmt(1e3 * min(ts))}–{fmt(1e3 * max(ts))}",
+                "1.00 (ref)" if kind == "plain" else f"{ratio(base, median(ts))} ({wins(ts, times['plain'])})",
+                fmt(peaks[kind] / MB),
+                "1.00 (ref)" if kind == "plain" else ratio(peaks[kind], peaks["plain"]),
+            ]
+        )
     chunk = auto_chunk_size(n, vocab)
-    return "\n".join([
-        "## loss: output projection + cross-entropy, plain vs fused chunked (forward + backward)",
-        "",
-        f"N = {n} rows (tokens), d_model {d}, vocab {vocab}, precision {opts.precision}; gradients wrt h and W. "
-        f"plain = F.cross_entropy(F.linear(h, W).float(), y) (one (N, V) fp32 logits tensor = "
-        f"{fmt(n * vocab * 4 / MB)} MB, plus its log-softmax and gradient); chunked = "
-        f"zoo.model.chunked_ce.linear_cross_entropy, automatic chunk = {chunk} rows ({fmt(chunk * vocab * 4 / MB)} "
-        "MB of fp32 logits). speed = plain ms / chunked ms (> 1 = chunked faster; in parentheses the "
-        "repetitions chunked won); peak = growth of the memory peak over the steady state in one step "
-        f"({method}, a fresh subprocess per contender), MB = 2^20 bytes; peak ratio = contender / plain.",
-        "",
-        markdown_table(["contender", "loss", "ms (median)", "ms (min–max)", "speed vs plain", "peak MB",
-                        "peak ratio"], rows)])
+    return "\n".join(
+        [
+            "## loss: output projection + cross-entropy, plain vs fused chunked (forward + backward)",
+            "",
+            f"N = {n} rows (tokens), d_model {d}, vocab {vocab}, precision {opts.precision}; gradients wrt h and W. "
+            f"plain = F.cross_entropy(F.linear(h, W).float(), y) (one (N, V) fp32 logits tensor = "
+            f"{fmt(n * vocab * 4 / MB)} MB, plus its log-softmax and gradient); chunked = "
+            f"zoo.model.chunked_ce.linear_cross_entropy, automatic chunk = {chunk} rows ({fmt(chunk * vocab * 4 / MB)} "
+            "MB of fp32 logits). speed = plain ms / chunked ms (> 1 = chunked faster; in parentheses the "
+            "repetitions chunked won); peak = growth of the memory peak over the steady state in one step "
+            f"({method}, a fresh subprocess per contender), MB = 2^20 bytes; peak ratio = contender / plain.",
+            "",
+            markdown_table(
+                ["contender", "loss", "ms (median)", "ms (min–max)", "speed vs plain", "peak MB", "peak ratio"], rows
+            ),
+        ]
+    )

@@ -1,12 +1,13 @@
 """Benchmark 4: peak memory of a training forward + backward as the sequence grows, next to the
 activation-memory formula l * (34 b N d + 5 b N^2 h) (Korthikanti et al. 2022)."""
+
 import gc
 import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Dict, Optional, Sequence, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -22,7 +23,7 @@ from zoo.model import DecoderOnly
 from zoo.model.cost import activation_memory
 
 REPO = Path(__file__).resolve().parents[2]
-MB = 2 ** 20
+MB = 2**20
 
 MEMORY_SHAPE = dict(d_model=256, n_heads=4, n_layers=2, vocab=65, batch=1)
 
@@ -42,6 +43,7 @@ def _hwm_bytes() -> int:
     except OSError:
         pass
     import resource
+
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
@@ -55,7 +57,7 @@ def _reset_hwm() -> bool:
         return False
 
 
-def peak_growth(step: Callable[[], object], device: str, repeats: int) -> Tuple[float, str]:
+def peak_growth(step: Callable[[], object], device: str, repeats: int) -> tuple[float, str]:
     """Peak memory growth (bytes) of step() over the memory in use just before it: the median of `repeats`
     calls (warm step() up first), and how it was measured. CPU: VmHWM after the call minus the RSS before it
     (VmHWM reset through /proc/self/clear_refs; where that fails, ru_maxrss growth, said in the method). Run it
@@ -101,7 +103,7 @@ MEMORY_CONTENDERS = {
 }
 
 
-def measure_peak(kind: str, seq_len: int, device: str, repeats: int = 3) -> Tuple[float, str]:
+def measure_peak(kind: str, seq_len: int, device: str, repeats: int = 3) -> tuple[float, str]:
     """Peak memory growth (bytes) of one training forward + backward of contender `kind` at batch 1 and
     `seq_len` tokens (MEMORY_SHAPE, fp32), measured in this process:
       zoo: DecoderOnly, causal through SDPA's is_causal (no N x N tensor);
@@ -115,12 +117,14 @@ def measure_peak(kind: str, seq_len: int, device: str, repeats: int = 3) -> Tupl
     m = MEMORY_SHAPE
     torch.manual_seed(0)
     if kind in ("zoo", "zoo-explicit"):
-        model = DecoderOnly(zoo_lm_config(LMShape(kind, m["n_layers"], m["n_heads"], m["d_model"], seq_len,
-                                                  m["batch"], m["vocab"])))
+        model = DecoderOnly(
+            zoo_lm_config(LMShape(kind, m["n_layers"], m["n_heads"], m["d_model"], seq_len, m["batch"], m["vocab"]))
+        )
         forward = (lambda x: model(x, return_attention=True)[0]) if kind == "zoo-explicit" else model
     elif kind == "peer":
-        model = TorchGPT(m["vocab"], m["d_model"], m["n_heads"], m["n_layers"], seq_len, is_causal=False,
-                         cache_mask=False)
+        model = TorchGPT(
+            m["vocab"], m["d_model"], m["n_heads"], m["n_layers"], seq_len, is_causal=False, cache_mask=False
+        )
         forward = model
     else:
         raise ValueError(f"memory contender {kind!r} is unknown; known: {', '.join(MEMORY_CONTENDERS)}")
@@ -137,7 +141,7 @@ def measure_peak(kind: str, seq_len: int, device: str, repeats: int = 3) -> Tupl
     return peak_growth(step, device, repeats)
 
 
-def memory_child(seq_len: int, device: str, kinds: Sequence[str], threads: Optional[int] = None) -> dict:
+def memory_child(seq_len: int, device: str, kinds: Sequence[str], threads: int | None = None) -> dict:
     """Runs inside the fresh subprocess of one length: measure_peak for each contender in `kinds`, one
     after the other (each model is freed before the next is built). threads: torch.set_num_threads
     (None = torch's default). Prints and returns {"peak_bytes": {kind: bytes}, "method": str}."""
@@ -153,8 +157,10 @@ def memory_child(seq_len: int, device: str, kinds: Sequence[str], threads: Optio
 
 def run_memory_child(seq_len: int, device: str, kinds: Sequence[str]) -> dict:
     """memory_child in a fresh `python -c` subprocess (stdout's last line is its JSON)."""
-    code = (f"from zoo.bench.memory import memory_child; "
-            f"memory_child({seq_len}, {device!r}, {list(kinds)!r}, threads={torch.get_num_threads()})")
+    code = (
+        f"from zoo.bench.memory import memory_child; "
+        f"memory_child({seq_len}, {device!r}, {list(kinds)!r}, threads={torch.get_num_threads()})"
+    )
     return run_child(code, f"memory child (N={seq_len})")
 
 
@@ -175,9 +181,10 @@ def bench_memory(opts: Options) -> str:
     """
     lengths = (256, 512, 1024) if opts.quick else (256, 1024, 4096)
     m = MEMORY_SHAPE
-    probe = DecoderOnly(zoo_lm_config(LMShape("probe", m["n_layers"], m["n_heads"], m["d_model"], max(lengths),
-                                              m["batch"], m["vocab"])))
-    series: Dict[str, Dict[int, float]] = {kind: {} for kind in MEMORY_CONTENDERS}
+    probe = DecoderOnly(
+        zoo_lm_config(LMShape("probe", m["n_layers"], m["n_heads"], m["d_model"], max(lengths), m["batch"], m["vocab"]))
+    )
+    series: dict[str, dict[int, float]] = {kind: {} for kind in MEMORY_CONTENDERS}
     method = ""
     for N in lengths:
         progress(f"memory N={N}")
@@ -187,29 +194,39 @@ def bench_memory(opts: Options) -> str:
         method = res["method"]
     series["formula"] = {N: activation_memory(probe, m["batch"], N) / MB for N in lengths}
 
-    def growth(values: Dict[int, float], N: int, prev: Optional[int]) -> str:
+    def growth(values: dict[int, float], N: int, prev: int | None) -> str:
         return f"x{values[N] / values[prev]:.2f}" if prev is not None and values[prev] > 0 else "—"
+
     rows = []
     for i, N in enumerate(lengths):
         prev = lengths[i - 1] if i else None
-        rows.append([N] + [fmt(series[k][N]) for k in MEMORY_CONTENDERS]
-                    + [fmt(series["formula"][N]), fmt(2 * series["formula"][N]), f"x{N / prev:g}" if prev else "—"]
-                    + [growth(series[k], N, prev) for k in list(MEMORY_CONTENDERS) + ["formula"]])
+        rows.append(
+            [N]
+            + [fmt(series[k][N]) for k in MEMORY_CONTENDERS]
+            + [fmt(series["formula"][N]), fmt(2 * series["formula"][N]), f"x{N / prev:g}" if prev else "—"]
+            + [growth(series[k], N, prev) for k in list(MEMORY_CONTENDERS) + ["formula"]]
+        )
     labels = list(MEMORY_CONTENDERS.values())
-    headers = (["N (tokens)"] + [f"{label} MB" for label in labels] + ["formula 16-bit MB", "formula fp32 MB"]
-               + ["length growth"] + [f"{label} growth" for label in labels + ["formula"]])
-    return "\n".join([
-        "## memory: peak memory of one training forward + backward vs sequence length",
-        "",
-        f"Batch 1, d_model {m['d_model']}, {m['n_heads']} heads, {m['n_layers']} layers, vocab {m['vocab']}, fp32. "
-        f"Measured: {method}, growth over the steady state in a fresh subprocess per length (median of 3 steps "
-        "after a warm-up), MB = 2^20 bytes. Contenders: zoo (is_causal) = DecoderOnly, no N x N tensor; "
-        "torch float mask = nn.TransformerEncoder given generate_square_subsequent_mask(N) with is_causal=False "
-        "(the N x N mask is materialised; SDPA's fused kernel takes it, so no N x N scores); zoo "
-        "return_attention = explicit softmax(QK^T)V storing N x N scores per head. Formula: activation_memory "
-        "= l(34bNd + 5bN^2h) bytes for 16-bit activations (fp32 column = 2x): it assumes stored N x N scores "
-        "and dropout masks, and ignores embeddings / logits / loss.",
-        "",
-        markdown_table(headers, rows)])
-
-
+    headers = (
+        ["N (tokens)"]
+        + [f"{label} MB" for label in labels]
+        + ["formula 16-bit MB", "formula fp32 MB"]
+        + ["length growth"]
+        + [f"{label} growth" for label in labels + ["formula"]]
+    )
+    return "\n".join(
+        [
+            "## memory: peak memory of one training forward + backward vs sequence length",
+            "",
+            f"Batch 1, d_model {m['d_model']}, {m['n_heads']} heads, {m['n_layers']} layers, vocab {m['vocab']}, fp32. "
+            f"Measured: {method}, growth over the steady state in a fresh subprocess per length (median of 3 steps "
+            "after a warm-up), MB = 2^20 bytes. Contenders: zoo (is_causal) = DecoderOnly, no N x N tensor; "
+            "torch float mask = nn.TransformerEncoder given generate_square_subsequent_mask(N) with is_causal=False "
+            "(the N x N mask is materialised; SDPA's fused kernel takes it, so no N x N scores); zoo "
+            "return_attention = explicit softmax(QK^T)V storing N x N scores per head. Formula: activation_memory "
+            "= l(34bNd + 5bN^2h) bytes for 16-bit activations (fp32 column = 2x): it assumes stored N x N scores "
+            "and dropout masks, and ignores embeddings / logits / loss.",
+            "",
+            markdown_table(headers, rows),
+        ]
+    )

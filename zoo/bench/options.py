@@ -1,6 +1,6 @@
 """The options every benchmark receives (set by zoo.bench.cli from the command line)."""
+
 from dataclasses import dataclass
-from typing import List, Optional
 
 
 @dataclass
@@ -9,10 +9,11 @@ class Options:
     (train_step's forward passes). reps: timed repetitions (the median is reported, >= 5). warmup: untimed
     rounds before them. shapes: train_step / precision shape names (None = the mode's default). compile:
     train_step / seq2seq_step run every contender as torch.compile(model)."""
+
     quick: bool = False
     device: str = "cpu"
     precision: str = "fp32"
     reps: int = 7
     warmup: int = 2
-    shapes: Optional[List[str]] = None
+    shapes: list[str] | None = None
     compile: bool = False

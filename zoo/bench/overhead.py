@@ -1,11 +1,21 @@
 """Benchmark 5: the nanoGPT CPU recipe under zoo's Lightning loop vs a plain PyTorch loop."""
+
 import contextlib
 import logging
 import time
 import warnings
 
 from zoo.bench.options import Options
-from zoo.bench.recipe import BATCH, BLOCK, NANOGPT_MODEL, NANOGPT_OPTIMIZER, fresh, plain_run, scheduler_config, shakespeare
+from zoo.bench.recipe import (
+    BATCH,
+    BLOCK,
+    NANOGPT_MODEL,
+    NANOGPT_OPTIMIZER,
+    fresh,
+    plain_run,
+    scheduler_config,
+    shakespeare,
+)
 from zoo.bench.report import fmt, markdown_table, progress
 from zoo.bench.timing import Timed, interleaved, median, sync
 
@@ -55,17 +65,33 @@ def bench_overhead(opts: Options) -> str:
 
     def lightning(K: int = K):
         import torch
+
         torch.manual_seed(0)
         dm = fresh(prepared)
-        task = LanguageModeling("decoder_only", model_cfg, dm.tokenizer.state_dict(), dict(NANOGPT_OPTIMIZER),
-                                scheduler_config(K), sample=None)
+        task = LanguageModeling(
+            "decoder_only",
+            model_cfg,
+            dm.tokenizer.state_dict(),
+            dict(NANOGPT_OPTIMIZER),
+            scheduler_config(K),
+            sample=None,
+        )
         with quiet_lightning():
             sync(opts.device)
             t0 = time.perf_counter()
-            trainer = pl.Trainer(accelerator="gpu" if opts.device == "cuda" else "cpu", devices=1, max_steps=K,
-                                 gradient_clip_val=1.0, logger=False, enable_checkpointing=False,
-                                 enable_progress_bar=False, enable_model_summary=False, log_every_n_steps=50,
-                                 limit_val_batches=0, num_sanity_val_steps=0)
+            trainer = pl.Trainer(
+                accelerator="gpu" if opts.device == "cuda" else "cpu",
+                devices=1,
+                max_steps=K,
+                gradient_clip_val=1.0,
+                logger=False,
+                enable_checkpointing=False,
+                enable_progress_bar=False,
+                enable_model_summary=False,
+                log_every_n_steps=50,
+                limit_val_batches=0,
+                num_sanity_val_steps=0,
+            )
             trainer.fit(task, datamodule=dm)
             sync(opts.device)
             elapsed = time.perf_counter() - t0
@@ -80,16 +106,21 @@ def bench_overhead(opts: Options) -> str:
     times = interleaved({"plain PyTorch loop": plain, "Lightning Trainer": lightning}, opts.reps, 0, opts.device)
     tokens = K * BATCH * BLOCK
     p, lt = median(times["plain PyTorch loop"]), median(times["Lightning Trainer"])
-    rows = [[name, fmt(median(ts)), f"{fmt(min(ts))}–{fmt(max(ts))}", fmt(1e3 * median(ts) / K),
-             fmt(tokens / median(ts))] for name, ts in times.items()]
-    return "\n".join([
-        "## overhead: plain PyTorch loop vs Lightning Trainer (nanoGPT CPU recipe)",
-        "",
-        f"{K} steps of 4 layers, 4 heads, d_model 128, block {BLOCK}, batch {BATCH}, vocab {vocab} "
-        "(TinyShakespeare), AdamW + warmup-cosine + grad clip 1.0, fp32. Seconds per K-step run (median of "
-        f"{opts.reps}, interleaved, after {opts.warmup} warm-up run(s) of {WARMUP_STEPS} steps each).",
-        "",
-        markdown_table(["loop", "s (median)", "s (min–max)", "ms/step", "tokens/s"], rows),
-        "",
-        f"Lightning overhead: {100 * (lt / p - 1):+.1f}% (Lightning / plain - 1; goal <= +10%; includes Trainer "
-        "construction and fit set-up, amortised over the K steps)."])
+    rows = [
+        [name, fmt(median(ts)), f"{fmt(min(ts))}–{fmt(max(ts))}", fmt(1e3 * median(ts) / K), fmt(tokens / median(ts))]
+        for name, ts in times.items()
+    ]
+    return "\n".join(
+        [
+            "## overhead: plain PyTorch loop vs Lightning Trainer (nanoGPT CPU recipe)",
+            "",
+            f"{K} steps of 4 layers, 4 heads, d_model 128, block {BLOCK}, batch {BATCH}, vocab {vocab} "
+            "(TinyShakespeare), AdamW + warmup-cosine + grad clip 1.0, fp32. Seconds per K-step run (median of "
+            f"{opts.reps}, interleaved, after {opts.warmup} warm-up run(s) of {WARMUP_STEPS} steps each).",
+            "",
+            markdown_table(["loop", "s (median)", "s (min–max)", "ms/step", "tokens/s"], rows),
+            "",
+            f"Lightning overhead: {100 * (lt / p - 1):+.1f}% (Lightning / plain - 1; goal <= +10%; includes Trainer "
+            "construction and fit set-up, amortised over the K steps).",
+        ]
+    )

@@ -1,13 +1,15 @@
 """Benchmark: achieved FLOP/s of zoo's training step against this machine's own matmul limit.
 
 The limit is measured in the same run: square (n x n) @ (n x n) matmuls, 2 n^3 FLOPs, at sizes large enough
-to keep every core busy, in fp32 and in bf16; the fastest size is the limit. The step is zoo's decoder-only LM training step at each shape as zoo
-trains it (forward to the final states, the chunked LM head + cross-entropy of zoo.model.chunked_ce,
-backward, AdamW), fp32 and under bf16 autocast (Lightning's precision=bf16-mixed). Its FLOPs are
+to keep every core busy, in fp32 and in bf16; the fastest size is the limit. The step is zoo's decoder-only
+LM training step at each shape as zoo trains it (forward to the final states, the chunked LM head +
+cross-entropy of zoo.model.chunked_ce, backward, AdamW), fp32 and under bf16 autocast (Lightning's
+precision=bf16-mixed). Its FLOPs are
 zoo.model.cost's: 3 x the forward FLOPs of the batch (backward = 2 x forward; Kaplan et al. 2020, sec. 2.1).
 The fraction = achieved FLOP/s / the matmul FLOP/s of the same precision: how close the step comes to what
 the machine's GEMMs reach.
 """
+
 import statistics
 import time
 
@@ -39,7 +41,7 @@ def matmul_flops_per_second(n: int, dtype: torch.dtype, reps: int, device: str =
             torch.cuda.synchronize()
         if r:
             times.append(time.perf_counter() - t)
-    return 2 * n ** 3 / statistics.median(times)
+    return 2 * n**3 / statistics.median(times)
 
 
 def zoo_step(model: DecoderOnly, idx: torch.Tensor, targets: torch.Tensor, precision: str):
@@ -53,6 +55,7 @@ def zoo_step(model: DecoderOnly, idx: torch.Tensor, targets: torch.Tensor, preci
         loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
+
     return step
 
 
@@ -68,28 +71,46 @@ def bench_peak(opts: Options) -> str:
     dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}
     measured = {(p, n): matmul_flops_per_second(n, dtype[p], opts.reps, opts.device) for p in PRECISIONS for n in sizes}
     limit = {p: max(measured[p, n] for n in sizes) for p in PRECISIONS}  # the best size is the limit
-    rows = [["matmul", f"{n} x {n}", p, "", fmt(measured[p, n] / 1e9), f"{measured[p, n] / limit[p]:.3f}"]
-            for p in PRECISIONS for n in sizes]
+    rows = [
+        ["matmul", f"{n} x {n}", p, "", fmt(measured[p, n] / 1e9), f"{measured[p, n] / limit[p]:.3f}"]
+        for p in PRECISIONS
+        for n in sizes
+    ]
     for s in default_lm_shapes(opts):
         progress(f"peak: {s.name}")
         (idx,), targets = lm_batch(s, opts.device)
         torch.manual_seed(0)
         model = DecoderOnly(zoo_lm_config(s)).to(opts.device).train()
         flops = 3 * forward_flops(model, s.batch, s.block)["total"]
-        times = interleaved({p: zoo_step(model, idx, targets, p) for p in PRECISIONS}, opts.reps, opts.warmup,
-                            opts.device)
+        times = interleaved(
+            {p: zoo_step(model, idx, targets, p) for p in PRECISIONS}, opts.reps, opts.warmup, opts.device
+        )
         for p in PRECISIONS:
             t = statistics.median(times[p])
             rate = flops / t
-            rows.append([s.name, f"{flops / 1e9:.2f} GFLOP / step", p, f"{t * 1e3:.1f}", fmt(rate / 1e9),
-                         f"{rate / limit[p]:.3f}"])
-    return "\n".join([
-        "## peak: achieved FLOP/s against the machine's matmul limit",
-        "",
-        f"The limit: per precision, the fastest of square n x n matmuls (2 n^3 FLOPs; n in {sizes}; median of "
-        f"{opts.reps} each) in this run. "
-        "The step: zoo's decoder-only LM training step (features, chunked LM head + cross-entropy, backward, "
-        "AdamW), fp32 and bf16 autocast, interleaved; training FLOPs = 3 x zoo.model.cost forward FLOPs.",
-        "",
-        markdown_table(["shape", "work", "precision", "step ms (median)", "GFLOP/s", "fraction of matmul"], rows,
-                       label_columns=3)])
+            rows.append(
+                [
+                    s.name,
+                    f"{flops / 1e9:.2f} GFLOP / step",
+                    p,
+                    f"{t * 1e3:.1f}",
+                    fmt(rate / 1e9),
+                    f"{rate / limit[p]:.3f}",
+                ]
+            )
+    return "\n".join(
+        [
+            "## peak: achieved FLOP/s against the machine's matmul limit",
+            "",
+            f"The limit: per precision, the fastest of square n x n matmuls (2 n^3 FLOPs; n in {sizes}; median of "
+            f"{opts.reps} each) in this run. "
+            "The step: zoo's decoder-only LM training step (features, chunked LM head + cross-entropy, backward, "
+            "AdamW), fp32 and bf16 autocast, interleaved; training FLOPs = 3 x zoo.model.cost forward FLOPs.",
+            "",
+            markdown_table(
+                ["shape", "work", "precision", "step ms (median)", "GFLOP/s", "fraction of matmul"],
+                rows,
+                label_columns=3,
+            ),
+        ]
+    )

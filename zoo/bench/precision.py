@@ -1,4 +1,5 @@
 """Benchmark 6: fp32 vs bf16 autocast (Lightning's precision='bf16-mixed'), for speed and for loss."""
+
 import gc
 import statistics
 
@@ -41,8 +42,16 @@ def bench_precision(opts: Options) -> str:
         times = interleaved(steps, opts.reps, opts.warmup, opts.device)
         tokens = s.batch * s.block
         tps = {k: tokens / median(v) for k, v in times.items()}
-        rows.append([s.name, fmt(1e3 * median(times["zoo fp32"])), fmt(1e3 * median(times["zoo bf16"])),
-                     fmt(tps["zoo fp32"]), fmt(tps["zoo bf16"]), ratio(tps["zoo bf16"], tps["zoo fp32"])])
+        rows.append(
+            [
+                s.name,
+                fmt(1e3 * median(times["zoo fp32"])),
+                fmt(1e3 * median(times["zoo bf16"])),
+                fmt(tps["zoo fp32"]),
+                fmt(tps["zoo bf16"]),
+                ratio(tps["zoo bf16"], tps["zoo fp32"]),
+            ]
+        )
         del steps
         gc.collect()
 
@@ -54,21 +63,25 @@ def bench_precision(opts: Options) -> str:
         train = statistics.fmean(losses[-LAST:])
         val = val_loss(model, prepared, opts.device)
         final[p] = (train, val)
-        loss_rows.append([p, f"{losses[0]:.3f}", f"{train:.4f}", f"{val:.4f}", fmt(seconds),
-                          fmt(K * BATCH * BLOCK / seconds)])
+        loss_rows.append(
+            [p, f"{losses[0]:.3f}", f"{train:.4f}", f"{val:.4f}", fmt(seconds), fmt(K * BATCH * BLOCK / seconds)]
+        )
     d_train, d_val = (final["bf16"][i] - final["fp32"][i] for i in (0, 1))
-    return "\n".join([
-        "## precision: zoo, fp32 vs bf16 autocast (precision=bf16-mixed)",
-        "",
-        "(a) train_step speed. Forward under torch.autocast(dtype=bfloat16), loss / weights / AdamW in fp32. "
-        "bf16/fp32 = tokens/s ratio (> 1 = bf16 faster; on CPUs without AVX512-BF16 / AMX bf16 can be slower).",
-        "",
-        markdown_table(["shape", "fp32 ms", "bf16 ms", "fp32 tokens/s", "bf16 tokens/s", "bf16/fp32"], rows),
-        "",
-        f"(b) loss: the nanoGPT CPU recipe, {K} steps on TinyShakespeare (block {BLOCK}, batch {BATCH}) from the "
-        f"same seed and batches. train loss = mean of the last {LAST} steps; val loss = fp32 evaluation on the "
-        "first 8 fixed validation batches (nats/token). Wall s: one run each (not a median).",
-        "",
-        markdown_table(["precision", "step-0 loss", "train loss", "val loss", "wall s", "tokens/s"], loss_rows),
-        "",
-        f"bf16 - fp32: train loss {round(d_train, 4) + 0.0:+.4f}, val loss {round(d_val, 4) + 0.0:+.4f}."])
+    return "\n".join(
+        [
+            "## precision: zoo, fp32 vs bf16 autocast (precision=bf16-mixed)",
+            "",
+            "(a) train_step speed. Forward under torch.autocast(dtype=bfloat16), loss / weights / AdamW in fp32. "
+            "bf16/fp32 = tokens/s ratio (> 1 = bf16 faster; on CPUs without AVX512-BF16 / AMX bf16 can be slower).",
+            "",
+            markdown_table(["shape", "fp32 ms", "bf16 ms", "fp32 tokens/s", "bf16 tokens/s", "bf16/fp32"], rows),
+            "",
+            f"(b) loss: the nanoGPT CPU recipe, {K} steps on TinyShakespeare (block {BLOCK}, batch {BATCH}) from the "
+            f"same seed and batches. train loss = mean of the last {LAST} steps; val loss = fp32 evaluation on the "
+            "first 8 fixed validation batches (nats/token). Wall s: one run each (not a median).",
+            "",
+            markdown_table(["precision", "step-0 loss", "train loss", "val loss", "wall s", "tokens/s"], loss_rows),
+            "",
+            f"bf16 - fp32: train loss {round(d_train, 4) + 0.0:+.4f}, val loss {round(d_val, 4) + 0.0:+.4f}.",
+        ]
+    )

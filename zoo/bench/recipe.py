@@ -1,10 +1,10 @@
 """The nanoGPT CPU Shakespeare recipe as a plain PyTorch loop over zoo's model and data (used by the
 overhead and precision benchmarks)."""
+
 import copy
 import os
 import time
 from pathlib import Path
-from typing import List, Optional, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -18,9 +18,21 @@ from zoo.optim import WarmupCosine, adamw
 
 REPO = Path(__file__).resolve().parents[2]
 BLOCK, BATCH = 64, 12
-NANOGPT_MODEL = dict(d_model=128, n_heads=4, d_ff=512, n_layers=4, dropout=0.0, norm_first=True, activation="gelu",
-                     position="learned", tie_embeddings=True, bias=False, scale_embeddings=False, init="gpt2",
-                     max_len=BLOCK)
+NANOGPT_MODEL = dict(
+    d_model=128,
+    n_heads=4,
+    d_ff=512,
+    n_layers=4,
+    dropout=0.0,
+    norm_first=True,
+    activation="gelu",
+    position="learned",
+    tie_embeddings=True,
+    bias=False,
+    scale_embeddings=False,
+    init="gpt2",
+    max_len=BLOCK,
+)
 NANOGPT_OPTIMIZER = {"lr": 1e-3, "betas": (0.9, 0.99), "weight_decay": 0.1}
 
 
@@ -33,6 +45,7 @@ def shakespeare():
     """zoo's TinyShakespeare datamodule at the recipe's block / batch, set up (text read and tokenised).
     Raises zoo.data.DataError when the text cannot be found (see the data README)."""
     from zoo.data.shakespeare import TinyShakespeare
+
     dm = TinyShakespeare(block_size=BLOCK, batch_size=BATCH, mirror=data_mirror())
     dm.setup()
     return dm
@@ -48,8 +61,9 @@ def scheduler_config(K: int) -> dict:
     return {"warmup_steps": 100, "decay_steps": K, "min_lr": 1e-4}
 
 
-def plain_run(prepared, K: int, device: str, precision: str = "fp32",
-              record_losses: bool = False) -> Tuple[float, List[float], nn.Module]:
+def plain_run(
+    prepared, K: int, device: str, precision: str = "fp32", record_losses: bool = False
+) -> tuple[float, list[float], nn.Module]:
     """K steps of the recipe from torch.manual_seed(0): next batch of a fresh train loader, forward (under
     bf16 autocast for precision 'bf16', like Lightning's 'bf16-mixed'), fp32 cross-entropy, backward,
     clip_grad_norm_(1.0), AdamW step, scheduler step, zero_grad(set_to_none=True).
@@ -92,7 +106,7 @@ def plain_run(prepared, K: int, device: str, precision: str = "fp32",
 
 
 @torch.no_grad()
-def val_loss(model: nn.Module, prepared, device: str, batches: Optional[int] = 8) -> float:
+def val_loss(model: nn.Module, prepared, device: str, batches: int | None = 8) -> float:
     """Mean fp32 cross-entropy (nats/token) of `model` over the first `batches` batches of the fixed
     validation windows (all of them for None)."""
     model.eval()

@@ -1,9 +1,10 @@
 """Markdown output of the benchmarks: tables, number formats, the header line, progress notes."""
+
 import math
 import os
 import platform
 import sys
-from typing import Dict, List, Optional, Sequence
+from collections.abc import Sequence
 
 import torch
 
@@ -22,11 +23,12 @@ def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[object]], lab
 
     def line(row):
         return "| " + " | ".join(c.ljust(w) if lf else c.rjust(w) for c, w, lf in zip(row, widths, left)) + " |"
+
     sep = "|" + "|".join(":" + "-" * (w + 1) if lf else "-" * (w + 1) + ":" for w, lf in zip(widths, left)) + "|"
     return "\n".join([line(headers), sep] + [line(r) for r in cells])
 
 
-def fmt(x: Optional[float], digits: int = 3) -> str:
+def fmt(x: float | None, digits: int = 3) -> str:
     """A number with `digits` significant digits, no scientific notation for everyday magnitudes;
     '—' for None / NaN."""
     if x is None or (isinstance(x, float) and math.isnan(x)):
@@ -61,7 +63,7 @@ def device_name(device: str) -> str:
     return "CPU: " + (platform.processor() or platform.machine())
 
 
-def load_average() -> Optional[float]:
+def load_average() -> float | None:
     """The 1-minute load average (runnable processes), None where the OS has none."""
     try:
         return os.getloadavg()[0]
@@ -72,6 +74,7 @@ def load_average() -> Optional[float]:
 def peer_versions() -> str:
     """'transformers X, x-transformers Y' (or 'not installed') for the header."""
     from importlib import metadata
+
     parts = []
     for dist in ("transformers", "x-transformers"):
         try:
@@ -86,15 +89,19 @@ def header(opts: Options) -> str:
     the start (with a warning paragraph when the CPU was busy)."""
     mode = "quick" if opts.quick else "full"
     load = load_average()
-    line = (f"torch {torch.__version__} | {device_name(opts.device)} | threads {torch.get_num_threads()} "
-            f"(of {os.cpu_count()} CPUs) | device {opts.device} | mode {mode} | reps {opts.reps} (median), "
-            f"warmup {opts.warmup} | train_step precision {opts.precision}"
-            f"{' | compiled (train_step, seq2seq_step)' if opts.compile else ''} | {peer_versions()}")
+    line = (
+        f"torch {torch.__version__} | {device_name(opts.device)} | threads {torch.get_num_threads()} "
+        f"(of {os.cpu_count()} CPUs) | device {opts.device} | mode {mode} | reps {opts.reps} (median), "
+        f"warmup {opts.warmup} | train_step precision {opts.precision}"
+        f"{' | compiled (train_step, seq2seq_step)' if opts.compile else ''} | {peer_versions()}"
+    )
     if load is not None:
         line += f" | load avg {load:.2f} at start"
         if opts.device == "cpu" and load >= 0.5 * (os.cpu_count() or 1):
-            line += ("\n\n**Warning**: the machine was busy at the start; CPU timings (above all with several "
-                     "threads, which wait for each other) are unreliable. Rerun on a quiet machine.")
+            line += (
+                "\n\n**Warning**: the machine was busy at the start; CPU timings (above all with several "
+                "threads, which wait for each other) are unreliable. Rerun on a quiet machine."
+            )
     return line
 
 
@@ -114,9 +121,15 @@ def wins(zoo: Sequence[float], peer: Sequence[float]) -> str:
     return f"{sum(z < p for z, p in zip(zoo, peer))}/{min(len(zoo), len(peer))}"
 
 
-def throughput_rows(label: str, times: Dict[str, List[float]], tokens: int, zoo_name: str,
-                    params: Dict[str, int], loss0: Dict[str, float],
-                    missing: Optional[Dict[str, str]] = None) -> List[List[str]]:
+def throughput_rows(
+    label: str,
+    times: dict[str, list[float]],
+    tokens: int,
+    zoo_name: str,
+    params: dict[str, int],
+    loss0: dict[str, float],
+    missing: dict[str, str] | None = None,
+) -> list[list[str]]:
     """Rows of THROUGHPUT_HEADERS: label | contender | trainable parameters | initial loss | median ms |
     min–max ms | tokens/s | zoo/peer: zoo tokens/s over the contender's (> 1 = zoo faster), then in
     parentheses the repetitions zoo won (`wins`), e.g. '1.03 (9/11)'.
@@ -125,9 +138,17 @@ def throughput_rows(label: str, times: Dict[str, List[float]], tokens: int, zoo_
     rows = []
     for name, ts in times.items():
         m = median(ts)
-        rows.append([label, name, fmt_params(params[name]), f"{loss0[name]:.3f}", fmt(1e3 * m),
-                     f"{fmt(1e3 * min(ts))}–{fmt(1e3 * max(ts))}", fmt(tokens / m),
-                     "1.00 (ref)" if name == zoo_name
-                     else f"{ratio(zoo_tps, tokens / m)} ({wins(times[zoo_name], ts)})"])
+        rows.append(
+            [
+                label,
+                name,
+                fmt_params(params[name]),
+                f"{loss0[name]:.3f}",
+                fmt(1e3 * m),
+                f"{fmt(1e3 * min(ts))}–{fmt(1e3 * max(ts))}",
+                fmt(tokens / m),
+                "1.00 (ref)" if name == zoo_name else f"{ratio(zoo_tps, tokens / m)} ({wins(times[zoo_name], ts)})",
+            ]
+        )
     rows += [[label, name, why, "—", "—", "—", "—", "—"] for name, why in (missing or {}).items()]
     return rows

@@ -1,6 +1,6 @@
 """Benchmark 2: the encoder-decoder training step at the paper's base shape, zoo vs its peers."""
-from zoo.bench.contenders import (COMPILED_NOTE, label, notes_lines, seq2seq_batch, seq2seq_contenders,
-                                  training_steps)
+
+from zoo.bench.contenders import COMPILED_NOTE, label, notes_lines, seq2seq_batch, seq2seq_contenders, training_steps
 from zoo.bench.options import Options
 from zoo.bench.report import THROUGHPUT_HEADERS, markdown_table, progress, throughput_rows
 from zoo.bench.shapes import SEQ2SEQ_SHAPES, Seq2SeqShape
@@ -25,18 +25,22 @@ def bench_seq2seq_step(opts: Options, shape: Seq2SeqShape = None) -> str:
     steps, params, loss0, missing = training_steps(contenders, inputs, labels, "fp32", opts.device, opts.compile)
     times = interleaved(steps, opts.reps, opts.warmup, opts.device)
     shape_label = f"{s.n_layers}+{s.n_layers} L, b{s.batch}"
-    rows = throughput_rows(shape_label, times, s.batch * s.tgt_len, label("zoo EncoderDecoder", opts.compile),
-                           params, loss0, missing)
-    return "\n".join([
-        "## seq2seq_step: encoder-decoder training step (forward + backward + AdamW)",
-        "",
-        f"{s.describe()}; post-LN, ReLU, sinusoidal positions, dropout 0 (the paper trains with 0.1: off here "
-        f"for timing fairness), fp32{COMPILED_NOTE if opts.compile else ''}. tokens/s counts target tokens; "
-        "zoo/peer > 1 = zoo faster. params: "
-        "trainable, tied counted once; loss₀: the initialised model's loss (~ln(vocab)).",
-        "",
-        markdown_table(THROUGHPUT_HEADERS, rows, label_columns=2),
-        "",
-        "zoo EncoderDecoder: separate source / target embeddings, head tied to the target one, a final "
-        "LayerNorm after each stack, Xavier init. Differences of the peers:",
-        *notes_lines(contenders)])
+    rows = throughput_rows(
+        shape_label, times, s.batch * s.tgt_len, label("zoo EncoderDecoder", opts.compile), params, loss0, missing
+    )
+    return "\n".join(
+        [
+            "## seq2seq_step: encoder-decoder training step (forward + backward + AdamW)",
+            "",
+            f"{s.describe()}; post-LN, ReLU, sinusoidal positions, dropout 0 (the paper trains with 0.1: off here "
+            f"for timing fairness), fp32{COMPILED_NOTE if opts.compile else ''}. tokens/s counts target tokens; "
+            "zoo/peer > 1 = zoo faster. params: "
+            "trainable, tied counted once; loss₀: the initialised model's loss (~ln(vocab)).",
+            "",
+            markdown_table(THROUGHPUT_HEADERS, rows, label_columns=2),
+            "",
+            "zoo EncoderDecoder: separate source / target embeddings, head tied to the target one, a final "
+            "LayerNorm after each stack, Xavier init. Differences of the peers:",
+            *notes_lines(contenders),
+        ]
+    )

@@ -1,6 +1,7 @@
 """The timed units: one training step as a closure, and the inputs it runs on."""
+
 import contextlib
-from typing import Callable, Optional
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
@@ -24,9 +25,14 @@ def random_tokens(shape, vocab: int, device: str, seed: int = 0) -> torch.Tensor
     return torch.randint(0, vocab, shape, generator=g).to(device)
 
 
-def train_step(model: nn.Module, forward: Callable[[nn.Module], torch.Tensor], targets: torch.Tensor,
-               precision: str = "fp32", lr: float = 1e-4,
-               loss_fn: Optional[Callable[[nn.Module], torch.Tensor]] = None) -> Callable[[], None]:
+def train_step(
+    model: nn.Module,
+    forward: Callable[[nn.Module], torch.Tensor],
+    targets: torch.Tensor,
+    precision: str = "fp32",
+    lr: float = 1e-4,
+    loss_fn: Callable[[nn.Module], torch.Tensor] | None = None,
+) -> Callable[[], None]:
     """One training step as a zero-argument closure: logits = forward(model) (B, T, V) under bf16
     autocast if precision == 'bf16' -> cross-entropy against targets (B, T) in fp32 (or loss_fn(model), the
     contender's own loss, under the same autocast) -> backward -> AdamW step (zoo.optim.adamw, lr 1e-4,
@@ -45,6 +51,7 @@ def train_step(model: nn.Module, forward: Callable[[nn.Module], torch.Tensor], t
         loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
+
     return step
 
 

@@ -1,8 +1,9 @@
 """Interleaved timing: every contender of a comparison runs in one process, repetition by repetition."""
+
 import gc
 import statistics
 import time
-from typing import Callable, Dict, List, Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 
@@ -17,15 +18,16 @@ def sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def order(names: List[str], r: int) -> List[str]:
+def order(names: list[str], r: int) -> list[str]:
     """The running order of repetition r: `names` rotated left by r // 2, reversed when r is odd."""
     k = (r // 2) % len(names)
     rotated = names[k:] + names[:k]
     return rotated if r % 2 == 0 else rotated[::-1]
 
 
-def interleaved(contenders: Dict[str, Callable[[], object]], reps: int, warmup: int,
-                device: str = "cpu") -> Dict[str, List[float]]:
+def interleaved(
+    contenders: dict[str, Callable[[], object]], reps: int, warmup: int, device: str = "cpu"
+) -> dict[str, list[float]]:
     """Time each contender `reps` times, interleaved: repetition r runs every contender once, in the
     order `order(names, r)` (A B C, C B A, B C A, A C B, ...): the order alternates direction, so slow
     drifts of the machine load are shared, and rotates every second repetition, so that no contender is
@@ -37,14 +39,14 @@ def interleaved(contenders: Dict[str, Callable[[], object]], reps: int, warmup: 
     Returns name -> list of `reps` durations (seconds), in repetition order.
 
     Python's cyclic garbage collector runs before each timed call, never inside it: the objects alive at
-    the start (models, imported libraries) are frozen out of its scans (gc.freeze), so that collection
-    costs microseconds instead of the ~0.5 s a full scan takes once transformers is imported.
+    the start (models, imported libraries) are frozen out of its scans (gc.freeze), so that a collection
+    does not rescan them (a full scan is slow once transformers is imported).
     """
     names = list(contenders)
     for _ in range(warmup):
         for name in names:
             contenders[name]()
-    times: Dict[str, List[float]] = {name: [] for name in names}
+    times: dict[str, list[float]] = {name: [] for name in names}
     gc.collect()
     gc.freeze()
     try:

@@ -1,6 +1,6 @@
 """zoo's peers built from torch.nn alone: a GPT on nn.TransformerEncoder and a seq2seq on nn.Transformer."""
+
 import math
-from typing import Dict
 
 import torch
 from torch import nn
@@ -22,19 +22,28 @@ class TorchGPT(nn.Module):
     denormal numbers, several times slower on CPU.
     """
 
-    def __init__(self, vocab: int, d_model: int, n_heads: int, n_layers: int, max_len: int, is_causal: bool = True,
-                 cache_mask: bool = True):
+    def __init__(
+        self,
+        vocab: int,
+        d_model: int,
+        n_heads: int,
+        n_layers: int,
+        max_len: int,
+        is_causal: bool = True,
+        cache_mask: bool = True,
+    ):
         super().__init__()
         self.tok = nn.Embedding(vocab, d_model)
         self.pos = nn.Embedding(max_len, d_model)
-        layer = nn.TransformerEncoderLayer(d_model, n_heads, 4 * d_model, dropout=0.0, activation="gelu",
-                                           batch_first=True, norm_first=True, bias=False)
+        layer = nn.TransformerEncoderLayer(
+            d_model, n_heads, 4 * d_model, dropout=0.0, activation="gelu", batch_first=True, norm_first=True, bias=False
+        )
         self.encoder = nn.TransformerEncoder(layer, n_layers, enable_nested_tensor=False)
         self.norm = nn.LayerNorm(d_model, bias=False)
         self.head = nn.Linear(d_model, vocab, bias=False)
         self.head.weight = self.tok.weight
         self.is_causal, self.cache_mask = is_causal, cache_mask
-        self._masks: Dict[tuple, torch.Tensor] = {}
+        self._masks: dict[tuple, torch.Tensor] = {}
         init_weights(self, "gpt2", n_layers)
 
     def causal_mask(self, T: int, device) -> torch.Tensor:
@@ -73,7 +82,7 @@ class TorchSeq2Seq(nn.Module):
         self.head = nn.Linear(d_model, vocab, bias=False)
         self.head.weight = self.tgt_tok.weight
         self.scale = math.sqrt(d_model)
-        self._masks: Dict[tuple, torch.Tensor] = {}
+        self._masks: dict[tuple, torch.Tensor] = {}
         init_weights(self, "xavier")
 
     def forward(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:

@@ -1,4 +1,5 @@
 """The best-checkpoint callback, whose choice a resumed run continues exactly as the uninterrupted run would."""
+
 import copy
 import math
 

@@ -1,4 +1,5 @@
 """The progress bar: Lightning's rich bar, with an epoch label that makes sense for step-bounded runs."""
+
 from lightning.pytorch.callbacks import RichProgressBar
 
 

@@ -1,5 +1,6 @@
 """Save and restore every random number generator with the checkpoint, so a resumed run draws the
 same dropout masks and data as an uninterrupted one."""
+
 import random
 
 import lightning.pytorch as pl
@@ -13,8 +14,11 @@ class RNGState(pl.Callback):
 
     def state_dict(self):
         kind, keys, pos, has_gauss, gauss = np.random.get_state()
-        state = {"python": random.getstate(), "torch": torch.get_rng_state(),
-                 "numpy": [kind, torch.from_numpy(keys.astype(np.int64)), pos, has_gauss, gauss]}
+        state = {
+            "python": random.getstate(),
+            "torch": torch.get_rng_state(),
+            "numpy": [kind, torch.from_numpy(keys.astype(np.int64)), pos, has_gauss, gauss],
+        }
         if torch.cuda.is_available():
             state["cuda"] = torch.cuda.get_rng_state_all()
         return state

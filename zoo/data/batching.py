@@ -29,8 +29,9 @@ def shuffled(items: list, g: torch.Generator) -> list:
     return [items[i] for i in torch.randperm(len(items), generator=g).tolist()]
 
 
-def pack_by_tokens(order: Sequence[int], src_lens: Sequence[int], tgt_lens: Sequence[int],
-                   max_tokens: int) -> list[list[int]]:
+def pack_by_tokens(
+    order: Sequence[int], src_lens: Sequence[int], tgt_lens: Sequence[int], max_tokens: int
+) -> list[list[int]]:
     """Cut `order` (example indices) greedily into consecutive batches with B * (max S + max T) <= max_tokens.
 
     Lengths are token counts of the padded source and target rows (tgt_lens: 0 for source-only data).
@@ -87,8 +88,13 @@ class EpochBatchSampler(Sampler):
             None: draw the epoch given to set_epoch(), from its start.
     """
 
-    def __init__(self, make_batches: Callable[[int], list[list[int]]], rank: int = 0, world_size: int = 1,
-                 progress_fn: Callable[[], tuple[int, int]] | None = None):
+    def __init__(
+        self,
+        make_batches: Callable[[int], list[list[int]]],
+        rank: int = 0,
+        world_size: int = 1,
+        progress_fn: Callable[[], tuple[int, int]] | None = None,
+    ):
         if not 0 <= rank < world_size:
             raise ValueError(f"rank {rank} is not in range(world_size={world_size})")
         self.make_batches, self.rank, self.world_size = make_batches, rank, world_size
@@ -158,9 +164,14 @@ class BatchedDataModule(pl.LightningDataModule):
 
     def _loader(self, dataset, batch_sampler) -> DataLoader:
         # its own generator: creating an iterator must not draw from the global RNG (exact resume)
-        return DataLoader(dataset, batch_sampler=batch_sampler, collate_fn=type(self).collate,
-                          num_workers=self.num_workers, generator=torch.Generator().manual_seed(self.seed),
-                          persistent_workers=self.num_workers > 0)
+        return DataLoader(
+            dataset,
+            batch_sampler=batch_sampler,
+            collate_fn=type(self).collate,
+            num_workers=self.num_workers,
+            generator=torch.Generator().manual_seed(self.seed),
+            persistent_workers=self.num_workers > 0,
+        )
 
     def train_dataloader(self) -> DataLoader:
         """Training batches of this process for the trainer's current epoch (see the class docstring)."""

@@ -32,12 +32,22 @@ ROLES = ("pad", "bos", "eos", "unk", "mask", "cls")  # the special tokens' roles
 FIXED_IDS = dict(zip(ROLES, range(len(ROLES))))  # role -> id in zoo's own tokenizers
 MODEL_KEYS = {"pad_id": "pad", "bos_id": "bos", "eos_id": "eos"}  # ModelConfig key -> role
 # the names a role goes by in pretrained files (zoo's, BERT's, RoBERTa's, GPT-2's), first match wins
-ROLE_NAMES = {"pad": ("<pad>", "[PAD]"), "bos": ("<s>", "<bos>", "[CLS]", "<|endoftext|>"),
-              "eos": ("</s>", "<eos>", "[SEP]", "<|endoftext|>"), "unk": ("<unk>", "[UNK]"),
-              "mask": ("<mask>", "[MASK]"), "cls": ("<cls>", "[CLS]", "<s>")}
-PURPOSE = {"pad": "pad the batches", "bos": "start every target", "eos": "end every sequence",
-           "cls": "start every example (the classifier may pool its state)", "unk": "stand for unknown text",
-           "mask": "mask tokens"}
+ROLE_NAMES = {
+    "pad": ("<pad>", "[PAD]"),
+    "bos": ("<s>", "<bos>", "[CLS]", "<|endoftext|>"),
+    "eos": ("</s>", "<eos>", "[SEP]", "<|endoftext|>"),
+    "unk": ("<unk>", "[UNK]"),
+    "mask": ("<mask>", "[MASK]"),
+    "cls": ("<cls>", "[CLS]", "<s>"),
+}
+PURPOSE = {
+    "pad": "pad the batches",
+    "bos": "start every target",
+    "eos": "end every sequence",
+    "cls": "start every example (the classifier may pool its state)",
+    "unk": "stand for unknown text",
+    "mask": "mask tokens",
+}
 
 
 def train_bpe(texts: Iterable[str], vocab_size: int) -> Tokenizer:
@@ -110,8 +120,10 @@ def special_roles(tok: Tokenizer, overrides: Mapping | None = None, where: str =
             raise DataError(f"data.special_tokens.{role}: no such role; the roles are {', '.join(ROLES)}")
         i = tok.token_to_id(str(token))
         if i is None:
-            raise DataError(f"data.special_tokens.{role}={token!r} is not a token of {where}.\nFix: name one of "
-                            f"its tokens, e.g. a special one: {', '.join(specials) or '(it has none)'}")
+            raise DataError(
+                f"data.special_tokens.{role}={token!r} is not a token of {where}.\nFix: name one of "
+                f"its tokens, e.g. a special one: {', '.join(specials) or '(it has none)'}"
+            )
         roles[role] = i
     return roles
 
@@ -128,8 +140,9 @@ def read_tokenizer(path: Path, fix: str, fixed_ids: bool = True) -> Tokenizer:
     return tok
 
 
-def load_or_train(path: str | Path, texts_fn: Callable[[], Iterable[str]], vocab_size: int,
-                  chars: bool = False) -> Tokenizer:
+def load_or_train(
+    path: str | Path, texts_fn: Callable[[], Iterable[str]], vocab_size: int, chars: bool = False
+) -> Tokenizer:
     """Load the tokenizer saved at `path`, or train one on texts_fn() and save it there.
 
     The file is a cache keyed by its path only (the datamodules put a digest of the training text and the
@@ -150,16 +163,21 @@ def load_or_train(path: str | Path, texts_fn: Callable[[], Iterable[str]], vocab
     """
     path = Path(path).expanduser()
     if path.is_file():
-        tok = read_tokenizer(path, "point the tokenizer path (data.tokenizer_path or data.tokenizer_dir) at another "
-                                   "place, and zoo trains a new one there")
+        tok = read_tokenizer(
+            path,
+            "point the tokenizer path (data.tokenizer_path or data.tokenizer_dir) at another "
+            "place, and zoo trains a new one there",
+        )
         if chars:
             return tok
         have = tok.get_vocab_size()
         # a small corpus saturates below vocab_size: accept the file if retraining would give the same size
         saturated = have < vocab_size and train_bpe(texts_fn(), vocab_size).get_vocab_size() == have
         if have != vocab_size and not saturated:
-            raise DataError(f"tokenizer {path} has vocab size {have}, but vocab_size={vocab_size} was asked for; "
-                            f"set vocab_size to {have}, or point the tokenizer path elsewhere to train a new one")
+            raise DataError(
+                f"tokenizer {path} has vocab size {have}, but vocab_size={vocab_size} was asked for; "
+                f"set vocab_size to {have}, or point the tokenizer path elsewhere to train a new one"
+            )
         return tok
     tok = train_chars(texts_fn()) if chars else train_bpe(texts_fn(), vocab_size)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -200,8 +218,9 @@ class SubwordTokenizer:
         return f"the tokenizer {self.path}" if self.path else "the tokenizer"
 
     @classmethod
-    def build(cls, texts_fn: Callable[[], Iterable[str]], vocab_size: int,
-              path: str | Path | None = None, chars: bool = False) -> "SubwordTokenizer":
+    def build(
+        cls, texts_fn: Callable[[], Iterable[str]], vocab_size: int, path: str | Path | None = None, chars: bool = False
+    ) -> "SubwordTokenizer":
         """load_or_train(path, ...) when path is given, else train_bpe(texts_fn(), ...) (train_chars with
         chars=True) kept in memory only. Special ids: zoo's fixed ones (checked)."""
         if path is None:
@@ -214,8 +233,9 @@ class SubwordTokenizer:
         (never retrained or written), with its own special ids (special_roles; `special_tokens` overrides).
         Raises DataError when it cannot be read, or for a bad override."""
         path = Path(path)
-        tok = read_tokenizer(path, "pass a tokenizer.json file (Hugging Face tokenizers format), or "
-                                   "data.tokenizer=bpe", fixed_ids=False)
+        tok = read_tokenizer(
+            path, "pass a tokenizer.json file (Hugging Face tokenizers format), or data.tokenizer=bpe", fixed_ids=False
+        )
         return cls(tok, path, special_tokens)
 
     @classmethod
@@ -239,10 +259,12 @@ class SubwordTokenizer:
         """The id of `role`. Raises DataError naming the role, the file and the fix when the tokenizer has none."""
         if role not in self.special_ids:
             specials = ", ".join(special_tokens_of(self.tokenizer)) or "(it has none)"
-            raise DataError(f"{self.where} has no {role} token (looked for {', '.join(ROLE_NAMES[role])} among its "
-                            f"special tokens: {specials}){needed_for}.\nFix: set data.special_tokens.{role} to a "
-                            f"token of the file (a special token above, or any token of its vocabulary), or use "
-                            f"data.tokenizer=bpe")
+            raise DataError(
+                f"{self.where} has no {role} token (looked for {', '.join(ROLE_NAMES[role])} among its "
+                f"special tokens: {specials}){needed_for}.\nFix: set data.special_tokens.{role} to a "
+                f"token of the file (a special token above, or any token of its vocabulary), or use "
+                f"data.tokenizer=bpe"
+            )
         return self.special_ids[role]
 
     @property
@@ -257,8 +279,9 @@ class SubwordTokenizer:
     def eos_id(self) -> int:
         return self.id_of("eos")
 
-    def model_ids(self, needed: Iterable[str] = (), distinct: Iterable[str] = (),
-                  user: str = "the data") -> dict[str, int]:
+    def model_ids(
+        self, needed: Iterable[str] = (), distinct: Iterable[str] = (), user: str = "the data"
+    ) -> dict[str, int]:
         """The model keys {pad_id, bos_id, eos_id}, which ModelConfig needs distinct. Each `needed` role (those
         the data's batches hold) must be there, and the `distinct` ones (those the task reads from the model
         config: translation's pad, bos, eos) must have distinct ids. Each key takes its role's id (needed roles
@@ -273,9 +296,11 @@ class SubwordTokenizer:
         for role in distinct:
             i = self.special_ids[role]
             if i in owner:
-                raise DataError(f"{self.where} gives {owner[i]} and {role} the same token "
-                                f"{self.tokenizer.id_to_token(i)!r} (id {i}), but {user} needs distinct pad, bos and "
-                                f"eos ids.\nFix: set data.special_tokens.{role} to another token of the file")
+                raise DataError(
+                    f"{self.where} gives {owner[i]} and {role} the same token "
+                    f"{self.tokenizer.id_to_token(i)!r} (id {i}), but {user} needs distinct pad, bos and "
+                    f"eos ids.\nFix: set data.special_tokens.{role} to another token of the file"
+                )
             owner[i] = role
         out = {}
         first = needed + distinct
@@ -306,8 +331,15 @@ class SubwordTokenizer:
         return f"SubwordTokenizer(vocab_size={self.vocab_size}, path={self.path})"
 
 
-def configured_ids(kind: str, special_tokens: Mapping | None, needed: Iterable[str], distinct: Iterable[str],
-                   own: dict, path_fn, user: str = "the data") -> dict:
+def configured_ids(
+    kind: str,
+    special_tokens: Mapping | None,
+    needed: Iterable[str],
+    distinct: Iterable[str],
+    own: dict,
+    path_fn,
+    user: str = "the data",
+) -> dict:
     """The special ids a datamodule's tokenizer setting gives, before any data work (a pretrained file is read,
     nothing else): {"model": {pad_id, bos_id, eos_id} as SubwordTokenizer.model_ids(needed, distinct),
     "roles": {role: id}, "pretrained": the file, or None for zoo's own tokenizers}. kind: char | bpe (zoo's
@@ -315,9 +347,11 @@ def configured_ids(kind: str, special_tokens: Mapping | None, needed: Iterable[s
     Raises DataError for special_tokens with zoo's own tokenizers, and SubwordTokenizer.model_ids' errors."""
     if kind in ("char", "bpe"):
         if special_tokens:
-            raise DataError(f"data.special_tokens applies to a pretrained tokenizer.json, not to data.tokenizer={kind} "
-                            f"(zoo's own, its special ids fixed).\nFix: drop data.special_tokens, or set "
-                            f"data.tokenizer to the path of a tokenizer.json")
+            raise DataError(
+                f"data.special_tokens applies to a pretrained tokenizer.json, not to data.tokenizer={kind} "
+                f"(zoo's own, its special ids fixed).\nFix: drop data.special_tokens, or set "
+                f"data.tokenizer to the path of a tokenizer.json"
+            )
         return {"model": dict(own), "roles": dict(FIXED_IDS) if own else {}, "pretrained": None}
     tok = SubwordTokenizer.load(path_fn(), special_tokens)
     return {"model": tok.model_ids(needed, distinct, user), "roles": dict(tok.special_ids), "pretrained": str(tok.path)}

@@ -4,6 +4,7 @@ zoo parses no CSV, JSON or Parquet itself: `read_records` hands the file to `dat
 packaged csv / json / parquet builders) and picks columns by name or index. Plain-text layouts (one example a
 line) are read line by line here, after the encoding check, so every error names the file and the line.
 """
+
 import codecs
 import csv
 import hashlib
@@ -13,8 +14,7 @@ from pathlib import Path
 from zoo.data.resolver import FILES, DataError, dataset_name, file_entry, locate
 
 FORMATS = ("csv", "tsv", "json", "parquet", "lines", "label_first", "regex")
-SUFFIXES = {".csv": "csv", ".tsv": "tsv", ".jsonl": "json", ".json": "json", ".parquet": "parquet",
-            ".txt": "lines"}
+SUFFIXES = {".csv": "csv", ".tsv": "tsv", ".jsonl": "json", ".json": "json", ".parquet": "parquet", ".txt": "lines"}
 TABLES = ("csv", "tsv", "json", "parquet")
 
 
@@ -45,8 +45,10 @@ def file_format(path: Path, fmt: str | None) -> str:
         return fmt
     suffix = path.suffix.lower()
     if suffix not in SUFFIXES:
-        raise DataError(f"{path}: cannot tell the format from the suffix {suffix or '(none)'!r}.\nFix: set "
-                        f"data.format to one of {', '.join(FORMATS)}")
+        raise DataError(
+            f"{path}: cannot tell the format from the suffix {suffix or '(none)'!r}.\nFix: set "
+            f"data.format to one of {', '.join(FORMATS)}"
+        )
     return SUFFIXES[suffix]
 
 
@@ -66,9 +68,11 @@ def check_encoding(path: Path, encoding: str = "utf-8", chunk: int = 1 << 20) ->
             except UnicodeDecodeError as e:
                 start = max(e.start, 0)  # within this block (a character cut across blocks: its first byte)
                 bad, line = offset + start, line + block[:start].count(b"\n")
-                raise DataError(f"{path}, line {line}: not valid {encoding.upper()} (byte offset {bad}: {e.reason}).\nFix: "
-                                f"convert the file to {encoding}, or set data.encoding to the file's "
-                                f"encoding") from None
+                raise DataError(
+                    f"{path}, line {line}: not valid {encoding.upper()} (byte offset {bad}: {e.reason}).\nFix: "
+                    f"convert the file to {encoding}, or set data.encoding to the file's "
+                    f"encoding"
+                ) from None
             if not block:
                 return
             line += block.count(b"\n")
@@ -82,8 +86,14 @@ def read_lines(path: Path, encoding: str = "utf-8") -> list[tuple[int, str]]:
         return [(n, ln.rstrip("\r\n")) for n, ln in enumerate(f, 1) if ln.strip()]
 
 
-def read_records(path: Path, fmt: str, header: bool = True, delimiter: str | None = None,
-                 encoding: str = "utf-8", cache_dir: str | None = None):
+def read_records(
+    path: Path,
+    fmt: str,
+    header: bool = True,
+    delimiter: str | None = None,
+    encoding: str = "utf-8",
+    cache_dir: str | None = None,
+):
     """The rows of a table file as a `datasets.Dataset` (Hugging Face's csv / json / parquet builders).
 
     fmt: csv | tsv | json (JSON Lines, or a JSON array) | parquet. header: the first csv / tsv row names the
@@ -93,8 +103,10 @@ def read_records(path: Path, fmt: str, header: bool = True, delimiter: str | Non
     """
     import datasets  # imported here: a second of start-up that only a user's table file needs
 
-    empty = DataError(f"{path} has no rows (the file is empty{', or only a header' if header else ''}).\nFix: "
-                      f"put examples in it, or leave the split out so that it is carved out of train")
+    empty = DataError(
+        f"{path} has no rows (the file is empty{', or only a header' if header else ''}).\nFix: "
+        f"put examples in it, or leave the split out so that it is carved out of train"
+    )
     if path.stat().st_size == 0:
         raise empty
 
@@ -102,9 +114,14 @@ def read_records(path: Path, fmt: str, header: bool = True, delimiter: str | Non
     kwargs = {}
     if fmt in ("csv", "tsv"):
         check_encoding(path, encoding)
-        kwargs = dict(sep=delimiter or ("\t" if fmt == "tsv" else ","), header=0 if header else None,
-                      quoting=csv.QUOTE_NONE if fmt == "tsv" else csv.QUOTE_MINIMAL, keep_default_na=False,
-                      na_filter=False, encoding=encoding)
+        kwargs = dict(
+            sep=delimiter or ("\t" if fmt == "tsv" else ","),
+            header=0 if header else None,
+            quoting=csv.QUOTE_NONE if fmt == "tsv" else csv.QUOTE_MINIMAL,
+            keep_default_na=False,
+            na_filter=False,
+            encoding=encoding,
+        )
     elif fmt == "json":
         check_encoding(path, encoding)
         kwargs = dict(encoding=encoding)
@@ -117,9 +134,11 @@ def read_records(path: Path, fmt: str, header: bool = True, delimiter: str | Non
         while (e.__cause__ or e.__context__) is not None:
             e = e.__cause__ or e.__context__
         first = (str(e).splitlines() or [""])[0][:200]
-        raise DataError(f"{path}: cannot be read as {fmt} ({type(e).__name__}: {first}).\n"
-                        f"Fix: check data.format, data.header and data.delimiter (a tab or delimiter inside a "
-                        f"field needs quoting, or another delimiter)") from None
+        raise DataError(
+            f"{path}: cannot be read as {fmt} ({type(e).__name__}: {first}).\n"
+            f"Fix: check data.format, data.header and data.delimiter (a tab or delimiter inside a "
+            f"field needs quoting, or another delimiter)"
+        ) from None
 
 
 def column(records, key, path: Path, what: str) -> list:
@@ -128,12 +147,15 @@ def column(records, key, path: Path, what: str) -> list:
     names = records.column_names
     if isinstance(key, int) and not isinstance(key, bool) and str(key) not in names:
         if not 0 <= key < len(names):
-            raise DataError(f"{path}: data.{what}={key} is out of range: the file has {len(names)} columns "
-                            f"({', '.join(names)})")
+            raise DataError(
+                f"{path}: data.{what}={key} is out of range: the file has {len(names)} columns ({', '.join(names)})"
+            )
         key = names[key]
     if str(key) not in names:
-        raise DataError(f"{path}: no column {key!r} for data.{what}; the columns are: {', '.join(names)}.\n"
-                        f"Fix: set data.{what} to one of them (or to a 0-based index)")
+        raise DataError(
+            f"{path}: no column {key!r} for data.{what}; the columns are: {', '.join(names)}.\n"
+            f"Fix: set data.{what} to one of them (or to a 0-based index)"
+        )
     return list(records[str(key)])
 
 
@@ -159,8 +181,10 @@ def split_line(text: str, fmt: str, pattern: re.Pattern | None, path: Path, n: i
 def compile_pattern(pattern: str | None) -> re.Pattern:
     """data.pattern as a regex with groups `text` and `label`. Raises DataError otherwise."""
     if not pattern:
-        raise DataError("data.format=regex needs data.pattern, a regex with named groups (?P<label>...) and "
-                        "(?P<text>...), e.g. '(?P<label>\\S+?):\\S+ (?P<text>.*)'")
+        raise DataError(
+            "data.format=regex needs data.pattern, a regex with named groups (?P<label>...) and "
+            "(?P<text>...), e.g. '(?P<label>\\S+?):\\S+ (?P<text>.*)'"
+        )
     try:
         rx = re.compile(pattern)
     except re.error as e:
@@ -192,9 +216,11 @@ def read_hub(hf_path: str, hf_name: str | None = None, cache_dir: str | None = N
     try:
         loaded = datasets.load_dataset(hf_path, hf_name, cache_dir=cache_dir)
     except Exception as e:  # offline, unknown id, missing config name: many types, one message
-        raise DataError(f"data.hf_path={hf_path}{f' data.hf_name={hf_name}' if hf_name else ''} cannot be loaded "
-                        f"({type(e).__name__}: {str(e).splitlines()[0][:200]}).\nFix: check the id (and that "
-                        f"this machine is online), or pass local files as data.train / val / test") from None
+        raise DataError(
+            f"data.hf_path={hf_path}{f' data.hf_name={hf_name}' if hf_name else ''} cannot be loaded "
+            f"({type(e).__name__}: {str(e).splitlines()[0][:200]}).\nFix: check the id (and that "
+            f"this machine is online), or pass local files as data.train / val / test"
+        ) from None
     out = {HUB_SPLITS[k]: v for k, v in loaded.items() if k in HUB_SPLITS}
     if "train" not in out:
         raise DataError(f"data.hf_path={hf_path} has no train split (it has {', '.join(loaded)})")
@@ -207,8 +233,10 @@ def check_fractions(val, test, val_fraction: float, test_fraction: float) -> Non
         if not 0.0 < f < 1.0:
             raise DataError(f"data.{key}={f} must be in (0, 1)")
     if val is None and test is None and val_fraction + test_fraction >= 1.0:
-        raise DataError(f"data.val_fraction + data.test_fraction = {val_fraction + test_fraction:g} leaves no "
-                        f"training data; their sum must be below 1")
+        raise DataError(
+            f"data.val_fraction + data.test_fraction = {val_fraction + test_fraction:g} leaves no "
+            f"training data; their sum must be below 1"
+        )
 
 
 class FileSplits:
@@ -224,12 +252,15 @@ class FileSplits:
     def where(self, split: str) -> str:
         """Where a split's examples come from, for messages."""
         value = self.sources[split]
-        return self.carved.get(split) or (", ".join(map(str, value.values())) if hasattr(value, "items") else str(value))
+        return self.carved.get(split) or (
+            ", ".join(map(str, value.values())) if hasattr(value, "items") else str(value)
+        )
 
     def file_settings(self) -> list[str]:
         """Every file setting of the splits that have one, in order."""
-        return [str(f) for v in self.sources.values() if v is not None
-                for f in (v.values() if hasattr(v, "items") else [v])]
+        return [
+            str(f) for v in self.sources.values() if v is not None for f in (v.values() if hasattr(v, "items") else [v])
+        ]
 
     def dataset_name(self) -> str:
         """`name`, else the Hugging Face dataset and the built-in datasets' folders and the user's files' paths

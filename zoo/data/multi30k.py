@@ -36,8 +36,14 @@ def check_language_pair(splits: list[str], src_lang: str, tgt_lang: str) -> None
             raise DataError(
                 f"Multi30k split {split!r} has no {'/'.join(missing)} files: it exists in languages {have}.\n"
                 f"Fix: choose src_lang/tgt_lang among {have}"
-                + (f", or a test_split with both {src_lang} and {tgt_lang}: {[s for s in both if s.startswith('test')]}"
-                   if split not in ("train", "val") else "") + ".")
+                + (
+                    f", or a test_split with both {src_lang} and {tgt_lang}: "
+                    f"{[s for s in both if s.startswith('test')]}"
+                    if split not in ("train", "val")
+                    else ""
+                )
+                + "."
+            )
 
 
 def read_gz_lines(path: Path) -> list[str]:
@@ -60,18 +66,47 @@ class Multi30k(ParallelText):
     Raises DataError for a language pair or test split without files (the message lists what exists).
     """
 
-    def __init__(self, src_lang: str = "de", tgt_lang: str = "en", max_tokens: int = 4096, max_len: int = 256,
-                 vocab_size: int = 8000, joint_vocab: bool = True, tokenizer_dir: str | None = None,
-                 test_split: str = "test_2016_flickr", num_workers: int = 0, seed: int = 1337,
-                 data_dir=None, mirror=None, limit: int | None = None, tokenizer: str = "bpe",
-                 special_tokens: dict | None = None):
+    def __init__(
+        self,
+        src_lang: str = "de",
+        tgt_lang: str = "en",
+        max_tokens: int = 4096,
+        max_len: int = 256,
+        vocab_size: int = 8000,
+        joint_vocab: bool = True,
+        tokenizer_dir: str | None = None,
+        test_split: str = "test_2016_flickr",
+        num_workers: int = 0,
+        seed: int = 1337,
+        data_dir=None,
+        mirror=None,
+        limit: int | None = None,
+        tokenizer: str = "bpe",
+        special_tokens: dict | None = None,
+    ):
         splits = {"train": "train", "val": "val", "test": test_split}
         check_language_pair(list(splits.values()), src_lang, tgt_lang)
-        files = {split: {"src": f"multi30k/{name}.{src_lang}.gz", "tgt": f"multi30k/{name}.{tgt_lang}.gz"}
-                 for split, name in splits.items()}
-        super().__init__(**files, tokenizer=tokenizer, special_tokens=special_tokens, src_lang=src_lang, tgt_lang=tgt_lang, max_tokens=max_tokens, max_len=max_len,
-                         vocab_size=vocab_size, joint_vocab=joint_vocab, tokenizer_dir=tokenizer_dir,
-                         num_workers=num_workers, seed=seed, data_dir=data_dir, mirror=mirror, limit=limit)
+        files = {
+            split: {"src": f"multi30k/{name}.{src_lang}.gz", "tgt": f"multi30k/{name}.{tgt_lang}.gz"}
+            for split, name in splits.items()
+        }
+        super().__init__(
+            **files,
+            tokenizer=tokenizer,
+            special_tokens=special_tokens,
+            src_lang=src_lang,
+            tgt_lang=tgt_lang,
+            max_tokens=max_tokens,
+            max_len=max_len,
+            vocab_size=vocab_size,
+            joint_vocab=joint_vocab,
+            tokenizer_dir=tokenizer_dir,
+            num_workers=num_workers,
+            seed=seed,
+            data_dir=data_dir,
+            mirror=mirror,
+            limit=limit,
+        )
         self.splits, self.test_split = splits, test_split
 
     def file_name(self, split: str, lang: str) -> str:
@@ -86,10 +121,20 @@ class Multi30k(ParallelText):
     def data_info(self) -> dict:
         """ParallelText's, with test_split and files {"<split>.<lang>": resolver name}."""
         info = super().data_info()
-        files = {f"{split}.{lang}": self.file_name(split, lang) for split in self.splits
-                 for lang in (self.src_lang, self.tgt_lang)}
+        files = {
+            f"{split}.{lang}": self.file_name(split, lang)
+            for split in self.splits
+            for lang in (self.src_lang, self.tgt_lang)
+        }
         return {**info, "test_split": self.test_split, "files": files}
 
 
-__all__ = ["Multi30k", "TranslationSet", "collate_translation", "read_gz_lines", "check_language_pair",
-           "split_languages", "DataError"]
+__all__ = [
+    "Multi30k",
+    "TranslationSet",
+    "collate_translation",
+    "read_gz_lines",
+    "check_language_pair",
+    "split_languages",
+    "DataError",
+]

@@ -6,6 +6,7 @@ missing val or test split is carved out of train (seeded). src_lang / tgt_lang a
 checkpoint, results.json and the W&B config. Batches are collate_translation dicts under a token budget.
 zoo.data.multi30k.Multi30k is this module on the published Multi30k files.
 """
+
 import functools
 import gzip
 import logging
@@ -17,8 +18,20 @@ from torch.utils.data import DataLoader, Dataset
 
 from zoo.data.batching import BatchedDataModule, epoch_generator, pack_by_tokens, pad, shuffled
 from zoo.data.bpe import BOS_ID, EOS_ID, MODEL_IDS, PAD_ID, SubwordTokenizer, configured_ids
-from zoo.data.files import (TABLES, FileSplits, check_encoding, check_fractions, column, file_format, find,
-                            find_tokenizer, first_row_line, read_hub, read_records, text_digest)
+from zoo.data.files import (
+    TABLES,
+    FileSplits,
+    check_encoding,
+    check_fractions,
+    column,
+    file_format,
+    find,
+    find_tokenizer,
+    first_row_line,
+    read_hub,
+    read_records,
+    text_digest,
+)
 from zoo.data.resolver import DataError
 
 log = logging.getLogger("zoo")
@@ -32,8 +45,15 @@ class TranslationSet(Dataset):
     `srcs` / `refs` hold the raw source / target lines (no newline), indexed like the examples.
     """
 
-    def __init__(self, src: list[list[int]], tgt: list[list[int]], srcs: list[str], refs: list[str],
-                 bos_id: int = BOS_ID, eos_id: int = EOS_ID):
+    def __init__(
+        self,
+        src: list[list[int]],
+        tgt: list[list[int]],
+        srcs: list[str],
+        refs: list[str],
+        bos_id: int = BOS_ID,
+        eos_id: int = EOS_ID,
+    ):
         self.src = [s + [eos_id] for s in src]
         self.tgt_in = [[bos_id] + t for t in tgt]
         self.tgt_out = [t + [eos_id] for t in tgt]
@@ -55,8 +75,14 @@ def collate_translation(items, pad_id: int = PAD_ID) -> dict[str, torch.Tensor]:
     src, src_mask = pad(src, pad_id)
     tgt_in, tgt_mask = pad(tgt_in, pad_id)
     tgt_out, _ = pad(tgt_out, pad_id)
-    return {"src": src, "src_key_padding_mask": src_mask, "tgt_in": tgt_in, "tgt_out": tgt_out,
-            "tgt_key_padding_mask": tgt_mask, "index": torch.tensor(index, dtype=torch.long)}
+    return {
+        "src": src,
+        "src_key_padding_mask": src_mask,
+        "tgt_in": tgt_in,
+        "tgt_out": tgt_out,
+        "tgt_key_padding_mask": tgt_mask,
+        "index": torch.tensor(index, dtype=torch.long),
+    }
 
 
 def aligned_lines(path: Path, encoding: str = "utf-8") -> list[str]:
@@ -125,25 +151,58 @@ class ParallelText(BatchedDataModule, FileSplits):
         """The special ids of the data config `data` (a mapping of this class's arguments), read before any data
         work: zoo.data.bpe.configured_ids. Raises DataError for a tokenizer.json without distinct pad, bos, eos."""
         kind = str(data.get("tokenizer") or "bpe")
-        return configured_ids(kind, data.get("special_tokens"), cls.SPECIAL_ROLES, cls.SPECIAL_ROLES, MODEL_IDS,
-                              lambda: find_tokenizer(kind, data.get("data_dir"), data.get("mirror")),
-                              f"data={cls.__name__}")
+        return configured_ids(
+            kind,
+            data.get("special_tokens"),
+            cls.SPECIAL_ROLES,
+            cls.SPECIAL_ROLES,
+            MODEL_IDS,
+            lambda: find_tokenizer(kind, data.get("data_dir"), data.get("mirror")),
+            f"data={cls.__name__}",
+        )
 
-    def __init__(self, train=None, val=None, test=None, src_lang: str = "src", tgt_lang: str = "tgt",
-                 format: str | None = None, header: bool = True, delimiter: str | None = None,
-                 encoding: str = "utf-8", src_column=None, tgt_column=None, val_fraction: float = 0.05,
-                 test_fraction: float = 0.05, split_seed: int = 0, max_tokens: int = 4096, max_len: int = 128,
-                 vocab_size: int = 8000, joint_vocab: bool = True, tokenizer: str = "bpe",
-                 tokenizer_dir: str | None = None, truncate: bool = True, num_workers: int = 0, seed: int = 1337,
-                 data_dir=None, mirror=None, limit: int | None = None, name: str | None = None,
-                 hf_path: str | None = None, hf_name: str | None = None, special_tokens: dict | None = None):
+    def __init__(
+        self,
+        train=None,
+        val=None,
+        test=None,
+        src_lang: str = "src",
+        tgt_lang: str = "tgt",
+        format: str | None = None,
+        header: bool = True,
+        delimiter: str | None = None,
+        encoding: str = "utf-8",
+        src_column=None,
+        tgt_column=None,
+        val_fraction: float = 0.05,
+        test_fraction: float = 0.05,
+        split_seed: int = 0,
+        max_tokens: int = 4096,
+        max_len: int = 128,
+        vocab_size: int = 8000,
+        joint_vocab: bool = True,
+        tokenizer: str = "bpe",
+        tokenizer_dir: str | None = None,
+        truncate: bool = True,
+        num_workers: int = 0,
+        seed: int = 1337,
+        data_dir=None,
+        mirror=None,
+        limit: int | None = None,
+        name: str | None = None,
+        hf_path: str | None = None,
+        hf_name: str | None = None,
+        special_tokens: dict | None = None,
+    ):
         super().__init__()
         self.save_hyperparameters()
         if special_tokens and tokenizer in ("bpe", "char"):
             configured_ids(tokenizer, special_tokens, (), (), MODEL_IDS, None)  # DataError: not for zoo's own
         if train is None and hf_path is None:
-            raise DataError("data.train is not set: give a table file with two columns, {src: FILE, tgt: FILE}, or "
-                            "a Hugging Face dataset (data.hf_path)")
+            raise DataError(
+                "data.train is not set: give a table file with two columns, {src: FILE, tgt: FILE}, or "
+                "a Hugging Face dataset (data.hf_path)"
+            )
         if src_lang == tgt_lang:
             raise DataError(f"data.src_lang and data.tgt_lang are both {src_lang!r}; name the two sides differently")
         check_fractions(val, test, val_fraction, test_fraction)
@@ -177,15 +236,19 @@ class ParallelText(BatchedDataModule, FileSplits):
             paths = [find(value[k], self.data_dir, self.mirror) for k in ("src", "tgt")]
             src, tgt = (aligned_lines(p, self.encoding) for p in paths)
             if len(src) != len(tgt):
-                raise DataError(f"parallel files differ in length: {paths[0]} has {len(src)} lines, {paths[1]} "
-                                f"has {len(tgt)} lines; they must be line-aligned")
+                raise DataError(
+                    f"parallel files differ in length: {paths[0]} has {len(src)} lines, {paths[1]} "
+                    f"has {len(tgt)} lines; they must be line-aligned"
+                )
             origin = (f"{paths[0]} and {paths[1]}", 1, "line")
         else:
             path = find(value, self.data_dir, self.mirror)
             fmt = file_format(path, self.format)
             if fmt not in TABLES:
-                raise DataError(f"{path}: a parallel corpus in one file must be a table (csv, tsv, json, parquet), "
-                                f"not {fmt}; or give data.{split}={{src: FILE, tgt: FILE}}")
+                raise DataError(
+                    f"{path}: a parallel corpus in one file must be a table (csv, tsv, json, parquet), "
+                    f"not {fmt}; or give data.{split}={{src: FILE, tgt: FILE}}"
+                )
             records = read_records(path, fmt, self.header, self.delimiter, self.encoding)
             src = [str(x) for x in column(records, self.columns[0], path, "src_column")]
             tgt = [str(x) for x in column(records, self.columns[1], path, "tgt_column")]
@@ -202,8 +265,10 @@ class ParallelText(BatchedDataModule, FileSplits):
             for split, records in read_hub(self.hf_path, self.hf_name).items():
                 if split not in data:
                     self.carved[split] = f"{self.hf_path}{f'/{self.hf_name}' if self.hf_name else ''}[{split}]"
-                    src, tgt = (column(records, c, Path(self.carved[split]), k)
-                                for c, k in zip(self.columns, ("src_column", "tgt_column")))
+                    src, tgt = (
+                        column(records, c, Path(self.carved[split]), k)
+                        for c, k in zip(self.columns, ("src_column", "tgt_column"))
+                    )
                     keep = [i for i in range(len(src)) if str(src[i]).strip() and str(tgt[i]).strip()]
                     self.skipped[split] = len(src) - len(keep)
                     self.origins[split] = (self.carved[split], 1, "row", keep)
@@ -232,8 +297,9 @@ class ParallelText(BatchedDataModule, FileSplits):
                 raise DataError(f"the {split} split ({self.where(split)}) has no {self.src_lang}-{self.tgt_lang} pairs")
         dup = len(set(zip(*data["train"])) & set(zip(*data["test"])))
         if dup:
-            log.warning("%d test pairs also appear in train (%s); their test scores measure memory", dup,
-                        self.where("test"))
+            log.warning(
+                "%d test pairs also appear in train (%s); their test scores measure memory", dup, self.where("test")
+            )
         return data
 
     def origin(self, split: str, i: int) -> str:
@@ -248,8 +314,9 @@ class ParallelText(BatchedDataModule, FileSplits):
         size (text_digest), so a tokenizer of other data is never reused; or the given tokenizer.json, as it is,
         with special_tokens."""
         if self.tokenizer_kind not in ("bpe", "char"):
-            return SubwordTokenizer.load(find_tokenizer(self.tokenizer_kind, self.data_dir, self.mirror),
-                                         self.special_tokens)
+            return SubwordTokenizer.load(
+                find_tokenizer(self.tokenizer_kind, self.data_dir, self.mirror), self.special_tokens
+            )
         chars = self.tokenizer_kind == "char"
         path = None
         if self.tokenizer_dir is not None:
@@ -278,24 +345,36 @@ class ParallelText(BatchedDataModule, FileSplits):
             src_ids, tgt_ids = self.src_tokenizer.encode_batch(src), self.tgt_tokenizer.encode_batch(tgt)
             long = [i for i, (s, t) in enumerate(zip(src_ids, tgt_ids)) if len(s) > body or len(t) > body]
             if long and not self.truncate:
-                raise DataError(f"{len(long)} {split} pairs are longer than data.max_len={self.max_len} tokens, the "
-                                f"first at {self.origin(split, long[0])} ({src[long[0]][:60]!r}).\nFix: raise "
-                                f"data.max_len (and model.max_len), or set data.truncate=true to cut them")
+                raise DataError(
+                    f"{len(long)} {split} pairs are longer than data.max_len={self.max_len} tokens, the "
+                    f"first at {self.origin(split, long[0])} ({src[long[0]][:60]!r}).\nFix: raise "
+                    f"data.max_len (and model.max_len), or set data.truncate=true to cut them"
+                )
             self.truncated[split] = len(long)
-            sets[split] = TranslationSet([s[:body] for s in src_ids], [t[:body] for t in tgt_ids], src, tgt,
-                                         self.model_ids["bos_id"], self.model_ids["eos_id"])
+            sets[split] = TranslationSet(
+                [s[:body] for s in src_ids],
+                [t[:body] for t in tgt_ids],
+                src,
+                tgt,
+                self.model_ids["bos_id"],
+                self.model_ids["eos_id"],
+            )
             longest = max(a + b for a, b in zip(sets[split].src_lens, sets[split].tgt_lens))
             if longest > self.max_tokens:
-                raise DataError(f"a {split} pair has {longest} source + target tokens, more than data.max_tokens="
-                                f"{self.max_tokens}; raise max_tokens or lower max_len={self.max_len}")
+                raise DataError(
+                    f"a {split} pair has {longest} source + target tokens, more than data.max_tokens="
+                    f"{self.max_tokens}; raise max_tokens or lower max_len={self.max_len}"
+                )
         self.train_set, self.val_set, self.test_set = sets["train"], sets["val"], sets["test"]
         self.val_srcs, self.val_refs = self.val_set.srcs, self.val_set.refs
         self.test_srcs, self.test_refs = self.test_set.srcs, self.test_set.refs
-        rank_zero_info(f"{self.dataset_name()} {self.src_lang}->{self.tgt_lang}: "
-                       f"{', '.join(f'{s} {len(d)}' for s, d in sets.items())} pairs; vocab {self.src_vocab_size}/"
-                       f"{self.tgt_vocab_size} ({'joint' if self.joint_vocab else 'separate'}); skipped blank pairs "
-                       f"{self.skipped}; truncated to data.max_len={self.max_len}: {self.truncated}"
-                       + "".join(f"; {s} = {how}" for s, how in self.carved.items()))
+        rank_zero_info(
+            f"{self.dataset_name()} {self.src_lang}->{self.tgt_lang}: "
+            f"{', '.join(f'{s} {len(d)}' for s, d in sets.items())} pairs; vocab {self.src_vocab_size}/"
+            f"{self.tgt_vocab_size} ({'joint' if self.joint_vocab else 'separate'}); skipped blank pairs "
+            f"{self.skipped}; truncated to data.max_len={self.max_len}: {self.truncated}"
+            + "".join(f"; {s} = {how}" for s, how in self.carved.items())
+        )
 
     def train_batches(self, epoch: int) -> list[list[int]]:
         """All training batches of `epoch` before rank sharding: a random order (seed, epoch) stably sorted by
@@ -318,10 +397,14 @@ class ParallelText(BatchedDataModule, FileSplits):
 
     def _loader(self, dataset, batch_sampler) -> DataLoader:
         """BatchedDataModule's loader, its collate padding with the tokenizer's pad id."""
-        return DataLoader(dataset, batch_sampler=batch_sampler,
-                          collate_fn=functools.partial(type(self).collate, pad_id=self.pad_id),
-                          num_workers=self.num_workers, generator=torch.Generator().manual_seed(self.seed),
-                          persistent_workers=self.num_workers > 0)
+        return DataLoader(
+            dataset,
+            batch_sampler=batch_sampler,
+            collate_fn=functools.partial(type(self).collate, pad_id=self.pad_id),
+            num_workers=self.num_workers,
+            generator=torch.Generator().manual_seed(self.seed),
+            persistent_workers=self.num_workers > 0,
+        )
 
     # ---- what the run records --------------------------------------------------------------------------
     def model_info(self) -> dict:
@@ -329,10 +412,14 @@ class ParallelText(BatchedDataModule, FileSplits):
         pad_id, bos_id, eos_id (model_ids)."""
         self.setup()
         n = len(self.train_set)
-        return {"vocab_size": self.tgt_vocab_size, "src_vocab_size": self.src_vocab_size,
-                "tokenizer": {"src": self.src_tokenizer.state_dict(), "tgt": self.tgt_tokenizer.state_dict()},
-                "seq_len": round(sum(len(t) for t in self.train_set.tgt_out) / n),
-                "src_len": round(sum(len(t) for t in self.train_set.src) / n), **self.model_ids}
+        return {
+            "vocab_size": self.tgt_vocab_size,
+            "src_vocab_size": self.src_vocab_size,
+            "tokenizer": {"src": self.src_tokenizer.state_dict(), "tgt": self.tgt_tokenizer.state_dict()},
+            "seq_len": round(sum(len(t) for t in self.train_set.tgt_out) / n),
+            "src_len": round(sum(len(t) for t in self.train_set.src) / n),
+            **self.model_ids,
+        }
 
     def data_info(self) -> dict:
         """The data this module reads (checkpoints, results.json): dataset, builtin, src_lang, tgt_lang,
@@ -340,11 +427,18 @@ class ParallelText(BatchedDataModule, FileSplits):
         src_file, src_vocab_size}."""
         self.setup()
         files = self.files_info()
-        return {"dataset": self.dataset_name(), "builtin": self.builtin, "src_lang": self.src_lang, "tgt_lang": self.tgt_lang,
-                "files": files, "tokenizer": {"kind": self.tokenizer_kind if self.tokenizer_kind in ("bpe", "char")
-                                              else "pretrained",
-                                              "joint": self.joint_vocab,
-                                              "file": self.tgt_tokenizer.path and str(self.tgt_tokenizer.path),
-                                              "vocab_size": self.tgt_vocab_size,
-                                              "src_file": self.src_tokenizer.path and str(self.src_tokenizer.path),
-                                              "src_vocab_size": self.src_vocab_size}}
+        return {
+            "dataset": self.dataset_name(),
+            "builtin": self.builtin,
+            "src_lang": self.src_lang,
+            "tgt_lang": self.tgt_lang,
+            "files": files,
+            "tokenizer": {
+                "kind": self.tokenizer_kind if self.tokenizer_kind in ("bpe", "char") else "pretrained",
+                "joint": self.joint_vocab,
+                "file": self.tgt_tokenizer.path and str(self.tgt_tokenizer.path),
+                "vocab_size": self.tgt_vocab_size,
+                "src_file": self.src_tokenizer.path and str(self.src_tokenizer.path),
+                "src_vocab_size": self.src_vocab_size,
+            },
+        }

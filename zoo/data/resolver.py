@@ -95,8 +95,9 @@ def _download(url: str, dest: Path, name: str, expected: str, progress: bool) ->
     """Stream url to a temp file next to dest, check its SHA-256, then move it into place atomically."""
     dest.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
-    bar = Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
-                   disable=not progress)
+    bar = Progress(
+        TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(), disable=not progress
+    )
     try:
         h = hashlib.sha256()
         with os.fdopen(fd, "wb") as f, urllib.request.urlopen(url, timeout=TIMEOUT) as r, bar:
@@ -113,8 +114,7 @@ def _download(url: str, dest: Path, name: str, expected: str, progress: bool) ->
             os.unlink(tmp)
 
 
-def resolve(name: str, data_dir: str | Path | None = None, mirror: str | None = None,
-            progress: bool = True) -> Path:
+def resolve(name: str, data_dir: str | Path | None = None, mirror: str | None = None, progress: bool = True) -> Path:
     """Return a local path to the verified dataset file `name`, downloading it if needed.
 
     Args:
@@ -142,11 +142,13 @@ def resolve(name: str, data_dir: str | Path | None = None, mirror: str | None = 
         actual = sha256sum(local)
         if actual == expected:
             return local
-        raise DataError(_mismatch(name, local, expected, actual)
-                        + f": it is not the published {name}, and zoo leaves it as it is.\nFix: to train on that "
-                        f"file as your own, pass its path ({local}) instead of the name {name!r} (your own files are "
-                        f"not checksummed); for the published dataset, set data.data_dir (or ZOO_DATA_DIR) to "
-                        f"another folder and re-run.")
+        raise DataError(
+            _mismatch(name, local, expected, actual)
+            + f": it is not the published {name}, and zoo leaves it as it is.\nFix: to train on that "
+            f"file as your own, pass its path ({local}) instead of the name {name!r} (your own files are "
+            f"not checksummed); for the published dataset, set data.data_dir (or ZOO_DATA_DIR) to "
+            f"another folder and re-run."
+        )
     tried.append(f"{local}: not found (data dir)")
 
     # (b) the mirror, then (c) upstream
@@ -178,7 +180,8 @@ def resolve(name: str, data_dir: str | Path | None = None, mirror: str | None = 
         f"could not get dataset file {name!r} (sha256 {expected}). Places searched:\n  - "
         + "\n  - ".join(tried)
         + "\nFix one of:\n"
-        "  - set ZOO_DATA_MIRROR=/path/to/shared/data (a local folder with the same layout), or pass data.mirror=/path/to/shared/data;\n"
+        "  - set ZOO_DATA_MIRROR=/path/to/shared/data (a local folder with the same layout), or pass "
+        "data.mirror=/path/to/shared/data;\n"
         f"  - put the file at {local} (or set ZOO_DATA_DIR to a folder that has {name});\n"
         "  - run with network access so it can be downloaded from upstream."
     )
@@ -190,8 +193,13 @@ def looks_like_path(value: str) -> bool:
     return "/" in value or os.sep in value or value.startswith(("~", ".")) or Path(value).suffix != ""
 
 
-def locate(value: str, data_dir: str | Path | None = None, mirror: str | None = None, progress: bool = True,
-           names: tuple[str, ...] = ()) -> Path:
+def locate(
+    value: str,
+    data_dir: str | Path | None = None,
+    mirror: str | None = None,
+    progress: bool = True,
+    names: tuple[str, ...] = (),
+) -> Path:
     """The file behind a dataset setting: a resolver name (one of FILES: found or downloaded and checksummed
     by `resolve`), or the path of the user's own file, "~" expanded, returned resolved and never checksummed.
     A name wins over a relative path spelled the same; write "./<name>" for a file of yours there.
@@ -218,8 +226,10 @@ def locate(value: str, data_dir: str | Path | None = None, mirror: str | None = 
         raise DataError(f"{shown} is a directory.\nFix: pass the path of a file in it{builtin}")
     if looks_like_path(value):
         raise DataError(f"not found: {shown}\nFix: check the path of your file{builtin}")
-    raise DataError(f"{value!r} is neither a built-in dataset name nor an existing file (there is no "
-                    f"{path.absolute()}).\nFix: pass the path of your own file{builtin}")
+    raise DataError(
+        f"{value!r} is neither a built-in dataset name nor an existing file (there is no "
+        f"{path.absolute()}).\nFix: pass the path of your own file{builtin}"
+    )
 
 
 def file_entry(value: str) -> str:

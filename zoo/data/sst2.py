@@ -12,8 +12,13 @@ in `skipped[split]` (reported once, at setup); any other malformed line is an er
 from pathlib import Path
 
 from zoo.data.resolver import DataError, locate
-from zoo.data.text_classification import (CHUNK_BATCHES, ClassificationSet, Example, TextClassification,
-                                          collate_classification)
+from zoo.data.text_classification import (
+    CHUNK_BATCHES,
+    ClassificationSet,
+    Example,
+    TextClassification,
+    collate_classification,
+)
 
 SPLITS = {"train": "sst2/sentiment-train", "val": "sst2/sentiment-dev", "test": "sst2/sentiment-test"}
 
@@ -52,8 +57,10 @@ def parse_sst2(path: Path) -> tuple[list[str], list[int], int, list[int]]:
         if not tab:
             raise DataError(f"{path}, line {n}: expected '<sentence>\\t<label>', found no tab in {line[:80]!r}")
         if label.strip() not in ("0", "1"):
-            raise DataError(f"{path}, line {n}: label {label.strip()!r} is not 0 or 1 (binary sentiment: 0 = "
-                            f"negative, 1 = positive).\nFix: write 0 or 1 after the tab on that line")
+            raise DataError(
+                f"{path}, line {n}: label {label.strip()!r} is not 0 or 1 (binary sentiment: 0 = "
+                f"negative, 1 = positive).\nFix: write 0 or 1 after the tab on that line"
+            )
         sentences.append(sentence.strip())
         labels.append(int(label))
         where.append(n)
@@ -77,15 +84,42 @@ class SST2(TextClassification):
     After setup(), beyond TextClassification's: `skipped` (split -> blank lines skipped).
     """
 
-    def __init__(self, batch_size: int = 64, max_len: int = 128, vocab_size: int = 8000,
-                 tokenizer_path: str | None = None, bucket: bool = True, num_workers: int = 0,
-                 seed: int = 1337, data_dir=None, mirror=None, limit: int | None = None,
-                 train_file: str = SPLITS["train"], val_file: str = SPLITS["val"], test_file: str = SPLITS["test"],
-                 tokenizer: str = "bpe", special_tokens: dict | None = None):
-        super().__init__(train=train_file, val=val_file, test=test_file, labels=[0, 1], vocab_size=vocab_size,
-                         tokenizer=tokenizer, special_tokens=special_tokens,
-                         tokenizer_path=tokenizer_path, max_len=max_len, batch_size=batch_size, bucket=bucket,
-                         num_workers=num_workers, seed=seed, data_dir=data_dir, mirror=mirror, limit=limit)
+    def __init__(
+        self,
+        batch_size: int = 64,
+        max_len: int = 128,
+        vocab_size: int = 8000,
+        tokenizer_path: str | None = None,
+        bucket: bool = True,
+        num_workers: int = 0,
+        seed: int = 1337,
+        data_dir=None,
+        mirror=None,
+        limit: int | None = None,
+        train_file: str = SPLITS["train"],
+        val_file: str = SPLITS["val"],
+        test_file: str = SPLITS["test"],
+        tokenizer: str = "bpe",
+        special_tokens: dict | None = None,
+    ):
+        super().__init__(
+            train=train_file,
+            val=val_file,
+            test=test_file,
+            labels=[0, 1],
+            vocab_size=vocab_size,
+            tokenizer=tokenizer,
+            special_tokens=special_tokens,
+            tokenizer_path=tokenizer_path,
+            max_len=max_len,
+            batch_size=batch_size,
+            bucket=bucket,
+            num_workers=num_workers,
+            seed=seed,
+            data_dir=data_dir,
+            mirror=mirror,
+            limit=limit,
+        )
         self.skipped: dict[str, int] = {}
 
     def prepare_data(self) -> None:
@@ -103,5 +137,13 @@ class SST2(TextClassification):
         return [Example(t, str(lab), path, n) for t, lab, n in zip(sentences, labels, where)]
 
 
-__all__ = ["SST2", "SPLITS", "parse_sst2", "read_lines", "ClassificationSet", "collate_classification",
-           "CHUNK_BATCHES", "DataError"]
+__all__ = [
+    "SST2",
+    "SPLITS",
+    "parse_sst2",
+    "read_lines",
+    "ClassificationSet",
+    "collate_classification",
+    "CHUNK_BATCHES",
+    "DataError",
+]

@@ -8,21 +8,33 @@ Labels may be strings or integers; the classes are the training split's labels, 
 unless `labels` lists them. Batches are collate_classification dicts. zoo.data.sst2.SST2 is this module
 with SST-2's own line format.
 """
+
 import functools
 import logging
 from pathlib import Path
 
 import torch
 from lightning.pytorch.utilities import rank_zero_info
-from torch.utils.data import Dataset
-
-from torch.utils.data import DataLoader
+from torch.utils.data import DataLoader, Dataset
 
 from zoo.data.batching import BatchedDataModule, epoch_generator, pad, shuffled
 from zoo.data.bpe import MODEL_IDS, PAD_ID, SubwordTokenizer, configured_ids
-from zoo.data.files import (TABLES, FileSplits, check_fractions, column, compile_pattern, file_format, find,
-                            find_tokenizer, first_row_line, read_hub, read_lines, read_records, split_line,
-                            text_digest)
+from zoo.data.files import (
+    TABLES,
+    FileSplits,
+    check_fractions,
+    column,
+    compile_pattern,
+    file_format,
+    find,
+    find_tokenizer,
+    first_row_line,
+    read_hub,
+    read_lines,
+    read_records,
+    split_line,
+    text_digest,
+)
 from zoo.data.resolver import DataError
 
 log = logging.getLogger("zoo")
@@ -49,12 +61,17 @@ def collate_classification(items, pad_id: int = PAD_ID) -> dict[str, torch.Tenso
     padding), labels (B,) long, index (B,) long (the examples' indices in their split)."""
     index, rows, labels = zip(*items)
     ids, mask = pad(rows, pad_id)
-    return {"ids": ids, "key_padding_mask": mask, "labels": torch.tensor(labels, dtype=torch.long),
-            "index": torch.tensor(index, dtype=torch.long)}
+    return {
+        "ids": ids,
+        "key_padding_mask": mask,
+        "labels": torch.tensor(labels, dtype=torch.long),
+        "index": torch.tensor(index, dtype=torch.long),
+    }
 
 
 class Example:
     """One example as read: text, label (str), and where it came from (file, line) for messages."""
+
     __slots__ = ("text", "label", "file", "line")
 
     def __init__(self, text: str, label: str, file: Path, line: int):
@@ -125,25 +142,58 @@ class TextClassification(BatchedDataModule, FileSplits):
         """The special ids of the data config `data` (a mapping of this class's arguments), read before any data
         work: zoo.data.bpe.configured_ids. Raises DataError for a tokenizer.json without a needed role."""
         kind = str(data.get("tokenizer") or "bpe")
-        return configured_ids(kind, data.get("special_tokens"), cls.SPECIAL_ROLES, (), MODEL_IDS,
-                              lambda: find_tokenizer(kind, data.get("data_dir"), data.get("mirror")),
-                              f"data={cls.__name__}")
+        return configured_ids(
+            kind,
+            data.get("special_tokens"),
+            cls.SPECIAL_ROLES,
+            (),
+            MODEL_IDS,
+            lambda: find_tokenizer(kind, data.get("data_dir"), data.get("mirror")),
+            f"data={cls.__name__}",
+        )
 
-    def __init__(self, train=None, val=None, test=None, format: str | None = None, text_column="text",
-                 label_column="label", header: bool = True, delimiter: str | None = None, encoding: str = "utf-8",
-                 pattern: str | None = None, labels: list | None = None, val_fraction: float = 0.1,
-                 test_fraction: float = 0.1, split_seed: int = 0, tokenizer: str = "bpe", vocab_size: int = 8000,
-                 tokenizer_path: str | None = None, max_len: int = 128, truncate: bool = True, batch_size: int = 64,
-                 bucket: bool = True, num_workers: int = 0, seed: int = 1337, data_dir=None, mirror=None,
-                 limit: int | None = None, name: str | None = None, hf_path: str | None = None,
-                 hf_name: str | None = None, special_tokens: dict | None = None):
+    def __init__(
+        self,
+        train=None,
+        val=None,
+        test=None,
+        format: str | None = None,
+        text_column="text",
+        label_column="label",
+        header: bool = True,
+        delimiter: str | None = None,
+        encoding: str = "utf-8",
+        pattern: str | None = None,
+        labels: list | None = None,
+        val_fraction: float = 0.1,
+        test_fraction: float = 0.1,
+        split_seed: int = 0,
+        tokenizer: str = "bpe",
+        vocab_size: int = 8000,
+        tokenizer_path: str | None = None,
+        max_len: int = 128,
+        truncate: bool = True,
+        batch_size: int = 64,
+        bucket: bool = True,
+        num_workers: int = 0,
+        seed: int = 1337,
+        data_dir=None,
+        mirror=None,
+        limit: int | None = None,
+        name: str | None = None,
+        hf_path: str | None = None,
+        hf_name: str | None = None,
+        special_tokens: dict | None = None,
+    ):
         super().__init__()
         self.save_hyperparameters()
         if special_tokens and tokenizer in ("bpe", "char"):
             configured_ids(tokenizer, special_tokens, (), (), MODEL_IDS, None)  # DataError: not for zoo's own
         if train is None and hf_path is None:
-            raise DataError("data.train is not set: give the training file (data.train=PATH), a {label: file} "
-                            "mapping, or a Hugging Face dataset (data.hf_path)")
+            raise DataError(
+                "data.train is not set: give the training file (data.train=PATH), a {label: file} "
+                "mapping, or a Hugging Face dataset (data.hf_path)"
+            )
         check_fractions(val, test, val_fraction, test_fraction)
         if batch_size < 1 or max_len < 3:
             raise DataError(f"need data.batch_size >= 1 and data.max_len >= 3, got {batch_size} and {max_len}")
@@ -173,8 +223,10 @@ class TextClassification(BatchedDataModule, FileSplits):
                 raise DataError(f"{path}: a {{label: file}} mapping reads one text a line (format lines), not {fmt}")
             return [Example(t.strip(), label, path, n) for n, t in read_lines(path, self.encoding)]
         if fmt == "lines":
-            raise DataError(f"{path}: format lines has no labels; give {{label: file}} files, or set data.format "
-                            f"to label_first or regex (or csv / tsv / json / parquet)")
+            raise DataError(
+                f"{path}: format lines has no labels; give {{label: file}} files, or set data.format "
+                f"to label_first or regex (or csv / tsv / json / parquet)"
+            )
         if fmt in TABLES:
             records = read_records(path, fmt, self.header, self.delimiter, self.encoding)
             return self._from_records(records, path, first_row_line(fmt, self.header))
@@ -191,8 +243,10 @@ class TextClassification(BatchedDataModule, FileSplits):
                 self.skipped_rows += 1
                 continue
             if lab is None or not str(lab).strip():
-                raise DataError(f"{where}, line {first + i}: the label is empty.\nFix: write the example's label "
-                                f"in data.label_column={self.label_column!r}, or remove the row")
+                raise DataError(
+                    f"{where}, line {first + i}: the label is empty.\nFix: write the example's label "
+                    f"in data.label_column={self.label_column!r}, or remove the row"
+                )
             out.append(Example(str(t).strip(), str(lab).strip(), where, first + i))
         return out
 
@@ -216,8 +270,11 @@ class TextClassification(BatchedDataModule, FileSplits):
         for split in ("val", "test"):
             if split in data:
                 continue
-            keep, carved = stratified_split([e.label for e in data["train"]], min(self.fractions[split] / left, 1.0),
-                                            self.split_seed + SPLITS.index(split))
+            keep, carved = stratified_split(
+                [e.label for e in data["train"]],
+                min(self.fractions[split] / left, 1.0),
+                self.split_seed + SPLITS.index(split),
+            )
             left -= self.fractions[split]
             data[split] = [data["train"][i] for i in carved]
             data["train"] = [data["train"][i] for i in keep]
@@ -236,16 +293,21 @@ class TextClassification(BatchedDataModule, FileSplits):
             for e in exs:
                 if e.label not in known:
                     whose = "data.labels" if self.fixed_labels else "the training split"
-                    raise DataError(f"{e.file}, line {e.line}: label {e.label!r} is not one of the classes of "
-                                    f"{whose} ({', '.join(self.classes)}).\nFix: correct the label, or "
-                                    f"{'add it to data.labels' if self.fixed_labels else 'add examples of it to train'}")
+                    raise DataError(
+                        f"{e.file}, line {e.line}: label {e.label!r} is not one of the classes of "
+                        f"{whose} ({', '.join(self.classes)}).\nFix: correct the label, or "
+                        f"{'add it to data.labels' if self.fixed_labels else 'add examples of it to train'}"
+                    )
             if len({e.label for e in exs}) < 2 and split == "train":
-                raise DataError(f"the train split ({self.where('train')}) has a single class "
-                                f"({exs[0].label!r}); classification needs two or more")
+                raise DataError(
+                    f"the train split ({self.where('train')}) has a single class "
+                    f"({exs[0].label!r}); classification needs two or more"
+                )
         dup = len({e.text for e in data["train"]} & {e.text for e in data["test"]})
         if dup:
-            log.warning("%d test texts also appear in train (%s); their test scores measure memory", dup,
-                        self.where("test"))
+            log.warning(
+                "%d test texts also appear in train (%s); their test scores measure memory", dup, self.where("test")
+            )
 
     # ---- setup -----------------------------------------------------------------------------------------
     def build_tokenizer(self, texts: list[str]) -> SubwordTokenizer:
@@ -253,8 +315,9 @@ class TextClassification(BatchedDataModule, FileSplits):
         tokenizer_path with a digest of them and the vocabulary size in its name (<stem>.<digest>.json: reused
         only for the same data); else the given tokenizer.json, as it is, with special_tokens."""
         if self.tokenizer_kind not in ("bpe", "char"):
-            return SubwordTokenizer.load(find_tokenizer(self.tokenizer_kind, self.data_dir, self.mirror),
-                                         self.special_tokens)
+            return SubwordTokenizer.load(
+                find_tokenizer(self.tokenizer_kind, self.data_dir, self.mirror), self.special_tokens
+            )
         chars = self.tokenizer_kind == "char"
         path = None
         if self.tokenizer_path is not None:  # keyed by the training texts, not only by the vocabulary size
@@ -280,17 +343,22 @@ class TextClassification(BatchedDataModule, FileSplits):
             long = [i for i, ids in enumerate(encoded) if len(ids) > body]
             if long and not self.truncate:
                 e = exs[long[0]]
-                raise DataError(f"{len(long)} {split} examples are longer than data.max_len={self.max_len} tokens, "
-                                f"the first at {e.file}, line {e.line}.\nFix: raise data.max_len (and "
-                                f"model.max_len), or set data.truncate=true to cut them")
+                raise DataError(
+                    f"{len(long)} {split} examples are longer than data.max_len={self.max_len} tokens, "
+                    f"the first at {e.file}, line {e.line}.\nFix: raise data.max_len (and "
+                    f"model.max_len), or set data.truncate=true to cut them"
+                )
             self.truncated[split] = len(long)
-            sets[split] = ClassificationSet([[cls_id] + ids[:body] + [eos_id] for ids in encoded],
-                                            [index[e.label] for e in exs])
+            sets[split] = ClassificationSet(
+                [[cls_id] + ids[:body] + [eos_id] for ids in encoded], [index[e.label] for e in exs]
+            )
         self.train_set, self.val_set, self.test_set = sets["train"], sets["val"], sets["test"]
-        rank_zero_info(f"{self.dataset_name()}: {', '.join(f'{s} {len(d)}' for s, d in sets.items())} examples; "
-                       f"{len(self.classes)} classes ({', '.join(self.classes)}); vocab {self.vocab_size}; truncated "
-                       f"to data.max_len={self.max_len}: {self.truncated}; rows without text skipped: "
-                       f"{self.skipped_rows}" + "".join(f"; {s} = {how}" for s, how in self.carved.items()))
+        rank_zero_info(
+            f"{self.dataset_name()}: {', '.join(f'{s} {len(d)}' for s, d in sets.items())} examples; "
+            f"{len(self.classes)} classes ({', '.join(self.classes)}); vocab {self.vocab_size}; truncated "
+            f"to data.max_len={self.max_len}: {self.truncated}; rows without text skipped: "
+            f"{self.skipped_rows}" + "".join(f"; {s} = {how}" for s, how in self.carved.items())
+        )
 
     @property
     def num_classes(self) -> int:
@@ -318,10 +386,14 @@ class TextClassification(BatchedDataModule, FileSplits):
 
     def _loader(self, dataset, batch_sampler) -> DataLoader:
         """BatchedDataModule's loader, its collate padding with the tokenizer's pad id."""
-        return DataLoader(dataset, batch_sampler=batch_sampler,
-                          collate_fn=functools.partial(type(self).collate, pad_id=self.pad_id),
-                          num_workers=self.num_workers, generator=torch.Generator().manual_seed(self.seed),
-                          persistent_workers=self.num_workers > 0)
+        return DataLoader(
+            dataset,
+            batch_sampler=batch_sampler,
+            collate_fn=functools.partial(type(self).collate, pad_id=self.pad_id),
+            num_workers=self.num_workers,
+            generator=torch.Generator().manual_seed(self.seed),
+            persistent_workers=self.num_workers > 0,
+        )
 
     # ---- what the run records --------------------------------------------------------------------------
     def model_info(self) -> dict:
@@ -329,16 +401,28 @@ class TextClassification(BatchedDataModule, FileSplits):
         pad_id, bos_id, eos_id (model_ids)."""
         self.setup()
         lengths = self.train_set.lengths
-        return {"vocab_size": self.vocab_size, "num_classes": len(self.classes), "classes": list(self.classes),
-                "tokenizer": self.tokenizer.state_dict(), "seq_len": round(sum(lengths) / len(lengths)),
-                **self.model_ids}
+        return {
+            "vocab_size": self.vocab_size,
+            "num_classes": len(self.classes),
+            "classes": list(self.classes),
+            "tokenizer": self.tokenizer.state_dict(),
+            "seq_len": round(sum(lengths) / len(lengths)),
+            **self.model_ids,
+        }
 
     def data_info(self) -> dict:
         """The data this module reads (checkpoints, results.json): dataset, builtin, files {split: path
         or carving}, classes (the label of each class index), tokenizer {kind, file, vocab_size}."""
         self.setup()
         files = self.files_info()
-        return {"dataset": self.dataset_name(), "builtin": self.builtin, "files": files, "classes": list(self.classes),
-                "tokenizer": {"kind": self.tokenizer_kind if self.tokenizer_kind in ("bpe", "char") else "pretrained",
-                              "file": self.tokenizer.path and str(self.tokenizer.path),
-                              "vocab_size": self.vocab_size}}
+        return {
+            "dataset": self.dataset_name(),
+            "builtin": self.builtin,
+            "files": files,
+            "classes": list(self.classes),
+            "tokenizer": {
+                "kind": self.tokenizer_kind if self.tokenizer_kind in ("bpe", "char") else "pretrained",
+                "file": self.tokenizer.path and str(self.tokenizer.path),
+                "vocab_size": self.vocab_size,
+            },
+        }

@@ -7,14 +7,14 @@ seeded), never by a cut through the joined text; a single document is cut at 1 -
 into a memory-mapped token file keyed by the documents' contents and the settings (for a pretrained
 tokenizer.json, its contents too); windows are drawn from it as TinyShakespeare's.
 """
+
 import codecs
 import fnmatch
 import glob as globlib
 import hashlib
 import json
-from pathlib import Path
-
 import os
+from pathlib import Path
 
 import lightning.pytorch as pl
 import numpy as np
@@ -56,6 +56,7 @@ def documents(spec: str, exclude=(), data_dir=None, mirror=None) -> list[Path]:
     def excluded(p: Path) -> bool:
         rel = str(p.relative_to(base)) if p.is_relative_to(base) else p.name
         return any(fnmatch.fnmatch(rel, pat) or fnmatch.fnmatch(p.name, pat) for pat in exclude)
+
     kept = [p.resolve() for p in found if not excluded(p)]
     if not kept:
         raise DataError(f"data.file={spec}: data.exclude={list(exclude)} leaves none of its {len(found)} files")
@@ -75,9 +76,11 @@ def text_chunks(path: Path, encoding: str = "utf-8", chunk: int = CHUNK):
             except UnicodeDecodeError as e:
                 start = max(e.start, 0)
                 line += block[:start].count(b"\n")
-                raise DataError(f"{path}, line {line}: not valid {encoding.upper()} (byte offset {offset + start}: "
-                                f"{e.reason}).\nFix: convert the file to {encoding.upper()} (with data=text_corpus, "
-                                f"data.encoding names another encoding and data.exclude leaves a file out)") from None
+                raise DataError(
+                    f"{path}, line {line}: not valid {encoding.upper()} (byte offset {offset + start}: "
+                    f"{e.reason}).\nFix: convert the file to {encoding.upper()} (with data=text_corpus, "
+                    f"data.encoding names another encoding and data.exclude leaves a file out)"
+                ) from None
             if text:
                 yield text
             if not block:
@@ -125,15 +128,38 @@ class TextCorpus(pl.LightningDataModule):
         """The special ids of the data config `data` (a mapping of this class's arguments), read before any data
         work: zoo.data.bpe.configured_ids (char: none; bpe: zoo's fixed ones; a tokenizer.json: its own)."""
         kind = str(data.get("tokenizer") or "char")
-        return configured_ids(kind, data.get("special_tokens"), (), (), MODEL_IDS if kind == "bpe" else {},
-                              lambda: find_tokenizer(kind, data.get("data_dir"), data.get("mirror")),
-                              f"data={cls.__name__}")
+        return configured_ids(
+            kind,
+            data.get("special_tokens"),
+            (),
+            (),
+            MODEL_IDS if kind == "bpe" else {},
+            lambda: find_tokenizer(kind, data.get("data_dir"), data.get("mirror")),
+            f"data={cls.__name__}",
+        )
 
-    def __init__(self, file: str = "tiny_shakespeare/input.txt", exclude=(), encoding: str = "utf-8",
-                 val_fraction: float = 0.1, split_seed: int = 0, tokenizer: str = "char", vocab_size: int = 8000,
-                 name: str | None = None, block_size: int = 256, batch_size: int = 64, num_workers: int = 0,
-                 pin_memory: bool = False, val_windows: int = 500, batches_per_epoch: int = 250, seed: int = 1337,
-                 data_dir=None, mirror=None, token_dir=None, special_tokens: dict | None = None):
+    def __init__(
+        self,
+        file: str = "tiny_shakespeare/input.txt",
+        exclude=(),
+        encoding: str = "utf-8",
+        val_fraction: float = 0.1,
+        split_seed: int = 0,
+        tokenizer: str = "char",
+        vocab_size: int = 8000,
+        name: str | None = None,
+        block_size: int = 256,
+        batch_size: int = 64,
+        num_workers: int = 0,
+        pin_memory: bool = False,
+        val_windows: int = 500,
+        batches_per_epoch: int = 250,
+        seed: int = 1337,
+        data_dir=None,
+        mirror=None,
+        token_dir=None,
+        special_tokens: dict | None = None,
+    ):
         super().__init__()
         self.save_hyperparameters()
         if not 0.0 < val_fraction < 1.0:
@@ -143,7 +169,12 @@ class TextCorpus(pl.LightningDataModule):
         self.kind = tokenizer if tokenizer in ("char", "bpe") else "pretrained"
         self.special_tokens, self.tokenizer_file = special_tokens, None
         self.file, self.exclude, self.encoding, self.val_fraction = file, list(exclude or ()), encoding, val_fraction
-        self.split_seed, self.tokenizer_kind, self.vocab_size_wanted, self.name = split_seed, tokenizer, vocab_size, name
+        self.split_seed, self.tokenizer_kind, self.vocab_size_wanted, self.name = (
+            split_seed,
+            tokenizer,
+            vocab_size,
+            name,
+        )
         self.block_size, self.batch_size = block_size, batch_size
         self.num_workers, self.pin_memory = num_workers, pin_memory
         self.val_windows, self.seed = val_windows, seed
@@ -167,8 +198,10 @@ class TextCorpus(pl.LightningDataModule):
         n_val = min(max(1, round(len(docs) * self.val_fraction)), len(docs) - 1)
         order = torch.randperm(len(docs), generator=torch.Generator().manual_seed(self.split_seed)).tolist()
         val = set(order[:n_val])
-        return {"train": [d for i, d in enumerate(docs) if i not in val],
-                "val": [d for i, d in enumerate(docs) if i in val]}
+        return {
+            "train": [d for i, d in enumerate(docs) if i not in val],
+            "val": [d for i, d in enumerate(docs) if i in val],
+        }
 
     def _key(self) -> str:
         """A digest of the documents' contents and every setting that changes the tokens: a pretrained
@@ -176,8 +209,9 @@ class TextCorpus(pl.LightningDataModule):
         settings = {"tokenizer": self.tokenizer_kind, "vocab": self.vocab_size_wanted}
         if self.kind == "pretrained":
             settings = {"tokenizer": "pretrained", "tokenizer_sha256": sha256sum(self._tokenizer_file())}
-        h = hashlib.sha256(json.dumps({**settings, "val_fraction": self.val_fraction,
-                                       "encoding": self.encoding}).encode())
+        h = hashlib.sha256(
+            json.dumps({**settings, "val_fraction": self.val_fraction, "encoding": self.encoding}).encode()
+        )
         for split, docs in self.docs.items():
             for d in docs:
                 h.update(f"{split}:{sha256sum(d)}\n".encode())
@@ -246,14 +280,22 @@ class TextCorpus(pl.LightningDataModule):
         meta = {"tokenizer": tok.state_dict(), "kind": self.kind, "source": str(self.file)}
         for p in parts:
             try:
-                out[p] = write_token_file(self.token_paths[p], self._encode(tok, self.docs["train" if single else p]),
-                                          tok.vocab_size, source_sha256=key, meta=meta)
+                out[p] = write_token_file(
+                    self.token_paths[p],
+                    self._encode(tok, self.docs["train" if single else p]),
+                    tok.vocab_size,
+                    source_sha256=key,
+                    meta=meta,
+                )
             except OSError as e:
-                raise DataError(f"cannot write the token file {self.token_paths[p]}: {e}. Set data.token_dir (or "
-                                f"data.data_dir) to a writable folder") from None
+                raise DataError(
+                    f"cannot write the token file {self.token_paths[p]}: {e}. Set data.token_dir (or "
+                    f"data.data_dir) to a writable folder"
+                ) from None
             if len(out[p]) == 0:
-                raise DataError(f"data.file={self.file}: the {p} documents are empty; add text or lower "
-                                f"data.val_fraction")
+                raise DataError(
+                    f"data.file={self.file}: the {p} documents are empty; add text or lower data.val_fraction"
+                )
         return out
 
     def setup(self, stage: str | None = None) -> None:
@@ -265,8 +307,11 @@ class TextCorpus(pl.LightningDataModule):
         if self.kind == "pretrained":  # the file itself: the token file is keyed by its contents, not overrides
             tok = self._build_tokenizer()
         else:
-            tok = (CharTokenizer.from_state_dict(meta["tokenizer"]) if meta.get("kind", "char") == "char"
-                   else SubwordTokenizer.from_state_dict(meta["tokenizer"]))
+            tok = (
+                CharTokenizer.from_state_dict(meta["tokenizer"])
+                if meta.get("kind", "char") == "char"
+                else SubwordTokenizer.from_state_dict(meta["tokenizer"])
+            )
         if "all" in files:  # one document: the first 1 - val_fraction of its tokens train
             data = files["all"]
             n = int((1 - self.val_fraction) * len(data))
@@ -275,18 +320,27 @@ class TextCorpus(pl.LightningDataModule):
             train_data, val_data = files["train"], files["val"]
         for split, d in (("train", train_data), ("val", val_data)):
             if len(d) < self.block_size + 1:
-                raise DataError(f"data.file={self.file}: the {split} split has {len(d)} tokens, fewer than "
-                                f"data.block_size + 1 = {self.block_size + 1}; use a smaller block_size or more text")
+                raise DataError(
+                    f"data.file={self.file}: the {split} split has {len(d)} tokens, fewer than "
+                    f"data.block_size + 1 = {self.block_size + 1}; use a smaller block_size or more text"
+                )
         self.tokenizer, self.vocab_size = tok, tok.vocab_size
         self.train_set = RandomWindows(train_data, self.block_size, self.train_windows_per_epoch, self.seed)
         self.val_set = FixedWindows(val_data, self.block_size, self.val_windows)
         self.train_data, self.val_data = train_data, val_data
-        cut = (f" (one document: the first {1 - self.val_fraction:g} of its tokens train, the rest val)"
-               if "all" in files else "")
-        rank_zero_info(f"{self.name or dataset_name([str(self.file)])}: "
-                       + "; ".join(f"{s} {len(self.docs[s])} document{'s' * (len(self.docs[s]) != 1)}, {len(d)} "
-                                   f"tokens" for s, d in (("train", train_data), ("val", val_data)))
-                       + f"{cut}; tokenizer {self.kind}, vocab {self.vocab_size}")
+        cut = (
+            f" (one document: the first {1 - self.val_fraction:g} of its tokens train, the rest val)"
+            if "all" in files
+            else ""
+        )
+        rank_zero_info(
+            f"{self.name or dataset_name([str(self.file)])}: "
+            + "; ".join(
+                f"{s} {len(self.docs[s])} document{'s' * (len(self.docs[s]) != 1)}, {len(d)} tokens"
+                for s, d in (("train", train_data), ("val", val_data))
+            )
+            + f"{cut}; tokenizer {self.kind}, vocab {self.vocab_size}"
+        )
 
     def data_info(self) -> dict:
         """The data this module reads (checkpoints, results.json): dataset (`name`, the built-in dataset's
@@ -294,26 +348,44 @@ class TextCorpus(pl.LightningDataModule):
         count}, tokenizer {kind (char, bpe or pretrained), file: the token file, vocab_size; path: the
         pretrained tokenizer.json}."""
         self.setup()
-        return {"dataset": self.name or dataset_name([str(self.file)]), "builtin": str(self.file) in FILES,
-                "files": {"text": file_entry(str(self.file))},
-                "documents": {s: len(d) for s, d in self.docs.items()},
-                "tokenizer": {"kind": self.kind, "file": str(self.token_path.resolve()), "vocab_size": self.vocab_size,
-                              **({"path": str(self.tokenizer_file)} if self.kind == "pretrained" else {})}}
+        return {
+            "dataset": self.name or dataset_name([str(self.file)]),
+            "builtin": str(self.file) in FILES,
+            "files": {"text": file_entry(str(self.file))},
+            "documents": {s: len(d) for s, d in self.docs.items()},
+            "tokenizer": {
+                "kind": self.kind,
+                "file": str(self.token_path.resolve()),
+                "vocab_size": self.vocab_size,
+                **({"path": str(self.tokenizer_file)} if self.kind == "pretrained" else {}),
+            },
+        }
 
     def model_info(self) -> dict:
         """What the model and task take from the data: vocab_size, the tokenizer's state, seq_len (tokens), and
         for a subword tokenizer pad_id, bos_id, eos_id (SubwordTokenizer.model_ids: none is needed)."""
         self.setup()
         ids = self.tokenizer.model_ids() if isinstance(self.tokenizer, SubwordTokenizer) else {}
-        return {"vocab_size": self.vocab_size, "tokenizer": self.tokenizer.state_dict(), "seq_len": self.block_size,
-                **ids}
+        return {
+            "vocab_size": self.vocab_size,
+            "tokenizer": self.tokenizer.state_dict(),
+            "seq_len": self.block_size,
+            **ids,
+        }
 
     def _loader(self, dataset, sampler=None, batch_size=None) -> DataLoader:
         # its own generator: creating an iterator must not draw from the global RNG (exact resume)
-        return DataLoader(dataset, batch_size=batch_size or self.batch_size, sampler=sampler, shuffle=False,
-                          drop_last=sampler is not None, num_workers=self.num_workers,
-                          generator=torch.Generator().manual_seed(self.seed),
-                          pin_memory=self.pin_memory, persistent_workers=self.num_workers > 0)
+        return DataLoader(
+            dataset,
+            batch_size=batch_size or self.batch_size,
+            sampler=sampler,
+            shuffle=False,
+            drop_last=sampler is not None,
+            num_workers=self.num_workers,
+            generator=torch.Generator().manual_seed(self.seed),
+            pin_memory=self.pin_memory,
+            persistent_workers=self.num_workers > 0,
+        )
 
     def train_dataloader(self) -> DataLoader:
         """batch_size is the global batch: each of the trainer's world_size processes loads
@@ -325,8 +397,10 @@ class TextCorpus(pl.LightningDataModule):
             progress = self.trainer.fit_loop.epoch_loop.batch_progress
             done = lambda: progress.total.completed  # noqa: E731  training batches so far, resumed runs included
         if self.batch_size % world:
-            raise DataError(f"data.batch_size={self.batch_size} (the global batch) is not divisible by the "
-                            f"{world} training processes; choose a multiple of {world}")
+            raise DataError(
+                f"data.batch_size={self.batch_size} (the global batch) is not divisible by the "
+                f"{world} training processes; choose a multiple of {world}"
+            )
         sampler = StreamSampler(len(self.train_set), self.batch_size, done, rank, world)
         return self._loader(self.train_set, sampler, self.batch_size // world)
 

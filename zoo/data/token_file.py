@@ -56,8 +56,9 @@ def _atomic_write(dest: Path, write) -> None:
             os.unlink(tmp)
 
 
-def write_token_file(path: str | Path, chunks: Iterable, vocab_size: int, source_sha256: str | None = None,
-                     meta: dict | None = None) -> "Tokens":
+def write_token_file(
+    path: str | Path, chunks: Iterable, vocab_size: int, source_sha256: str | None = None, meta: dict | None = None
+) -> "Tokens":
     """Write token ids to `path` (and its sidecar) atomically, one chunk at a time, and open the result.
 
     Args:
@@ -88,14 +89,21 @@ def write_token_file(path: str | Path, chunks: Iterable, vocab_size: int, source
                 raise ValueError(f"token chunks must be 1-D integer arrays, got shape {a.shape} dtype {a.dtype}")
             lo, hi = int(a.min()), int(a.max())
             if lo < 0 or hi >= vocab_size:
-                raise ValueError(f"token id {lo if lo < 0 else hi} at chunk offset {length} is outside "
-                                 f"[0, vocab_size={vocab_size})")
+                raise ValueError(
+                    f"token id {lo if lo < 0 else hi} at chunk offset {length} is outside [0, vocab_size={vocab_size})"
+                )
             f.write(a.astype(dtype, copy=False).tobytes())
             length += a.size
 
     _atomic_write(path, write)
-    info = {"format": FORMAT, "dtype": dtype.name, "length": length, "vocab_size": vocab_size,
-            "source_sha256": source_sha256, "meta": meta or {}}
+    info = {
+        "format": FORMAT,
+        "dtype": dtype.name,
+        "length": length,
+        "vocab_size": vocab_size,
+        "source_sha256": source_sha256,
+        "meta": meta or {},
+    }
     _atomic_write(sidecar(path), lambda f: f.write(json.dumps(info, indent=1).encode()))
     tokens = Tokens(path, dtype.name)
     tokens.info = info
@@ -174,8 +182,10 @@ class Tokens:
         """
         s = np.asarray(starts, dtype=np.int64).reshape(-1)
         if len(s) and (s.min() < 0 or s.max() + n > len(self)):
-            raise IndexError(f"window [{int(s.max())}, {int(s.max()) + n}) or [{int(s.min())}, ...) is outside "
-                             f"a range of {len(self)} tokens")
+            raise IndexError(
+                f"window [{int(s.max())}, {int(s.max()) + n}) or [{int(s.min())}, ...) is outside "
+                f"a range of {len(self)} tokens"
+            )
         if len(s) == 0 or n == 0:
             return torch.zeros(len(s), n, dtype=torch.long)
         m = self._mapped()
@@ -198,11 +208,16 @@ class Tokens:
 
     def __iter__(self):
         for a in range(0, len(self), 1 << 20):
-            yield from self[a:a + (1 << 20)].tolist()
+            yield from self[a : a + (1 << 20)].tolist()
 
     def __getstate__(self):
-        return {"path": str(self.path), "dtype": self.dtype.name, "start": self.start, "stop": self.stop,
-                "info": self.info}
+        return {
+            "path": str(self.path),
+            "dtype": self.dtype.name,
+            "start": self.start,
+            "stop": self.stop,
+            "info": self.info,
+        }
 
     def __setstate__(self, state):
         self.__init__(state["path"], state["dtype"], state["start"], state["stop"])

@@ -2,6 +2,7 @@
 (window k depends only on (seed, k), so a run can be reproduced and resumed exactly) and fixed, evenly spaced
 validation windows. zoo.data.text_corpus.TextCorpus draws its batches with them.
 """
+
 import torch
 from torch.utils.data import Dataset, Sampler
 
@@ -25,7 +26,7 @@ def _pairs(data, starts, block_size: int) -> list:
     if isinstance(data, Tokens):
         w = data.windows(starts, block_size + 1)
         return [(r[:-1], r[1:]) for r in w]
-    windows = [data[s:s + block_size + 1] for s in starts]
+    windows = [data[s : s + block_size + 1] for s in starts]
     return [(w[:-1], w[1:]) for w in windows]
 
 

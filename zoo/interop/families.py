@@ -10,30 +10,47 @@ the HF tensors stacked along dim 0: [W_q; W_k; W_v], [W_k; W_v], T5's [wi_0; wi_
 final_logits_bias), clone (an HF copy of an already written tensor, stored separately, e.g. BART's unused
 `shared` table when nothing is tied).
 """
+
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
 
 import torch
 
 from zoo.model.config import ModelConfig
 
 SUPPORTED = ("gpt2", "bert", "marian", "bart", "t5")
-HF_CLASSES = {"gpt2": "GPT2LMHeadModel", "bert": "BertForMaskedLM", "marian": "MarianMTModel",
-              "bart": "BartForConditionalGeneration", "t5": "T5ForConditionalGeneration"}
-ARCH_OF = {"gpt2": "decoder_only", "bert": "encoder_only", "marian": "encoder_decoder", "bart": "encoder_decoder",
-           "t5": "encoder_decoder"}
+HF_CLASSES = {
+    "gpt2": "GPT2LMHeadModel",
+    "bert": "BertForMaskedLM",
+    "marian": "MarianMTModel",
+    "bart": "BartForConditionalGeneration",
+    "t5": "T5ForConditionalGeneration",
+}
+ARCH_OF = {
+    "gpt2": "decoder_only",
+    "bert": "encoder_only",
+    "marian": "encoder_decoder",
+    "bart": "encoder_decoder",
+    "t5": "encoder_decoder",
+}
 
 # HF activation names (transformers.activations.ACT2FN) <-> zoo's
-_ACT_FROM_HF = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "relu": "relu",
-                "silu": "silu", "swish": "silu"}
+_ACT_FROM_HF = {
+    "gelu": "gelu",
+    "gelu_new": "gelu_tanh",
+    "gelu_pytorch_tanh": "gelu_tanh",
+    "relu": "relu",
+    "silu": "silu",
+    "swish": "silu",
+}
 _ACT_TO_HF = {"gelu": "gelu", "gelu_tanh": "gelu_new", "relu": "relu", "silu": "swish"}
 
 
 @dataclass
 class Entry:
     zoo: str
-    hf: Tuple[str, ...]
+    hf: tuple[str, ...]
     kind: str = "copy"
 
 
@@ -45,16 +62,17 @@ def _get(c, name, default=None):
     return getattr(c, name, default) if not isinstance(c, dict) else c.get(name, default)
 
 
-def zoo_ids(pad, bos, eos, vocab_size: int) -> Dict[str, int]:
+def zoo_ids(pad, bos, eos, vocab_size: int) -> dict[str, int]:
     """zoo's distinct pad / bos / eos ids from HF's (which may be None or equal, e.g. GPT-2's bos = eos): HF's
     where distinct, else the smallest free ids. Returns {"pad_id", "bos_id", "eos_id"}."""
-    used: List[int] = []
+    used: list[int] = []
 
     def take(i):
         if i is None or i in used or not 0 <= i < vocab_size:
             i = next(j for j in range(vocab_size) if j not in used)
         used.append(i)
         return i
+
     eos = take(eos if isinstance(eos, int) else None)
     pad = take(pad)
     bos = take(bos)
@@ -67,36 +85,42 @@ def require(cfg: ModelConfig, family: str, **allowed) -> None:
         values = values if isinstance(values, (tuple, list)) else (values,)
         value = getattr(cfg, key)
         if value not in values:
-            raise Unsupported(f"model.{key}={value!r} has no equivalent in Hugging Face {family} "
-                              f"({HF_CLASSES[family]}), which needs {' or '.join(repr(v) for v in values)}")
+            raise Unsupported(
+                f"model.{key}={value!r} has no equivalent in Hugging Face {family} "
+                f"({HF_CLASSES[family]}), which needs {' or '.join(repr(v) for v in values)}"
+            )
 
 
 def _common_to_hf(cfg: ModelConfig, family: str) -> None:
     require(cfg, family, num_classes=0, length_classes=0)
     if cfg.n_kv_heads not in (None, cfg.n_heads):
-        raise Unsupported(f"model.n_kv_heads={cfg.n_kv_heads} (grouped-query attention) has no equivalent in "
-                          f"Hugging Face {family}, which needs n_kv_heads=null (= n_heads)")
+        raise Unsupported(
+            f"model.n_kv_heads={cfg.n_kv_heads} (grouped-query attention) has no equivalent in "
+            f"Hugging Face {family}, which needs n_kv_heads=null (= n_heads)"
+        )
 
 
 def _ids_to_hf(cfg: ModelConfig) -> dict:
     return {"pad_token_id": cfg.pad_id, "bos_token_id": cfg.bos_id, "eos_token_id": cfg.eos_id}
 
 
-def _attn_entries(z: str, h: str, q: str, k: str, v: str, o: str, bias: bool, cross: bool = False) -> List[Entry]:
+def _attn_entries(z: str, h: str, q: str, k: str, v: str, o: str, bias: bool, cross: bool = False) -> list[Entry]:
     """Separate HF q / k / v / o projections -> zoo's fused qkv_proj (self) or q_proj + kv_proj (cross)."""
     kinds = ("weight", "bias") if bias else ("weight",)
     out = []
     for w in kinds:
         if cross:
-            out += [Entry(f"{z}q_proj.{w}", (f"{h}{q}.{w}",)),
-                    Entry(f"{z}kv_proj.{w}", (f"{h}{k}.{w}", f"{h}{v}.{w}"), "cat")]
+            out += [
+                Entry(f"{z}q_proj.{w}", (f"{h}{q}.{w}",)),
+                Entry(f"{z}kv_proj.{w}", (f"{h}{k}.{w}", f"{h}{v}.{w}"), "cat"),
+            ]
         else:
             out.append(Entry(f"{z}qkv_proj.{w}", (f"{h}{q}.{w}", f"{h}{k}.{w}", f"{h}{v}.{w}"), "cat"))
         out.append(Entry(f"{z}out_proj.{w}", (f"{h}{o}.{w}",)))
     return out
 
 
-def _wb(z: str, h: str, bias: bool = True) -> List[Entry]:
+def _wb(z: str, h: str, bias: bool = True) -> list[Entry]:
     return [Entry(f"{z}.weight", (f"{h}.weight",))] + ([Entry(f"{z}.bias", (f"{h}.bias",))] if bias else [])
 
 
@@ -104,63 +128,113 @@ def _wb(z: str, h: str, bias: bool = True) -> List[Entry]:
 class GPT2:
     """GPT-2 (Radford et al. 2019; transformers' modeling_gpt2.py): learned positions, pre-LN with ln_f, GELU
     (tanh approximation, gelu_new), fused c_attn in Conv1D layout (weight (in, out)), tied head."""
+
     name = "gpt2"
     ignore = ()
 
     @staticmethod
-    def config_from_hf(c, tied) -> Tuple[str, dict]:
+    def config_from_hf(c, tied) -> tuple[str, dict]:
         if _get(c, "add_cross_attention"):
             raise Unsupported("GPT-2 with add_cross_attention=true has no zoo equivalent (decoder_only has no memory)")
         if _get(c, "scale_attn_by_inverse_layer_idx"):
             raise Unsupported("GPT-2 with scale_attn_by_inverse_layer_idx=true has no zoo equivalent")
         act = _get(c, "activation_function")
         if act not in _ACT_FROM_HF:
-            raise Unsupported(f"GPT-2 activation_function={act!r} has no zoo equivalent; zoo has {sorted(_ACT_FROM_HF)}")
+            raise Unsupported(
+                f"GPT-2 activation_function={act!r} has no zoo equivalent; zoo has {sorted(_ACT_FROM_HF)}"
+            )
         d = _get(c, "n_embd")
         return "decoder_only", dict(
-            vocab_size=_get(c, "vocab_size"), d_model=d, n_heads=_get(c, "n_head"),
-            d_ff=_get(c, "n_inner") or 4 * d, n_layers=_get(c, "n_layer"), dropout=_get(c, "resid_pdrop"),
-            attn_dropout=_get(c, "attn_pdrop"), activation=_ACT_FROM_HF[act], norm="layernorm",
-            norm_eps=_get(c, "layer_norm_epsilon"), bias=True, norm_first=True, final_norm=True,
-            position="learned", max_len=_get(c, "n_positions"), scale_embeddings=False,
+            vocab_size=_get(c, "vocab_size"),
+            d_model=d,
+            n_heads=_get(c, "n_head"),
+            d_ff=_get(c, "n_inner") or 4 * d,
+            n_layers=_get(c, "n_layer"),
+            dropout=_get(c, "resid_pdrop"),
+            attn_dropout=_get(c, "attn_pdrop"),
+            activation=_ACT_FROM_HF[act],
+            norm="layernorm",
+            norm_eps=_get(c, "layer_norm_epsilon"),
+            bias=True,
+            norm_first=True,
+            final_norm=True,
+            position="learned",
+            max_len=_get(c, "n_positions"),
+            scale_embeddings=False,
             attn_scale=None if _get(c, "scale_attn_weights", True) else 1.0,
-            tie_embeddings=tied["lm_head"], init="gpt2",
-            **zoo_ids(_get(c, "pad_token_id"), _get(c, "bos_token_id"), _get(c, "eos_token_id"), _get(c, "vocab_size")))
+            tie_embeddings=tied["lm_head"],
+            init="gpt2",
+            **zoo_ids(_get(c, "pad_token_id"), _get(c, "bos_token_id"), _get(c, "eos_token_id"), _get(c, "vocab_size")),
+        )
 
     @staticmethod
     def config_to_hf(cfg: ModelConfig) -> dict:
         f = "gpt2"
         _common_to_hf(cfg, f)
-        require(cfg, f, norm="layernorm", norm_first=True, bias=True, position="learned", position_offset=0,
-                scale_embeddings=False, mask=(None, "causal"), attn_scale=(None, 1.0), embed_norm=False,
-                type_vocab_size=0, lm_head_transform=False, lm_head_bias=False, lm_head_scale=False,
-                activation=tuple(_ACT_TO_HF))
+        require(
+            cfg,
+            f,
+            norm="layernorm",
+            norm_first=True,
+            bias=True,
+            position="learned",
+            position_offset=0,
+            scale_embeddings=False,
+            mask=(None, "causal"),
+            attn_scale=(None, 1.0),
+            embed_norm=False,
+            type_vocab_size=0,
+            lm_head_transform=False,
+            lm_head_bias=False,
+            lm_head_scale=False,
+            activation=tuple(_ACT_TO_HF),
+        )
         if not cfg.use_final_norm:
-            raise Unsupported(f"model.final_norm={cfg.final_norm!r} (no final norm) has no equivalent in Hugging Face "
-                              f"gpt2, which always has ln_f; set final_norm=true")
-        return dict(model_type="gpt2", architectures=[HF_CLASSES[f]], vocab_size=cfg.vocab_size,
-                    n_positions=cfg.max_len, n_embd=cfg.d_model, n_layer=cfg.decoder_layers, n_head=cfg.n_heads,
-                    n_inner=cfg.d_ff, activation_function=_ACT_TO_HF[cfg.activation], resid_pdrop=cfg.dropout,
-                    embd_pdrop=cfg.dropout, attn_pdrop=cfg.attention_dropout, layer_norm_epsilon=cfg.norm_eps,
-                    scale_attn_weights=cfg.attn_scale is None, tie_word_embeddings=cfg.tie_embeddings,
-                    **_ids_to_hf(cfg))
+            raise Unsupported(
+                f"model.final_norm={cfg.final_norm!r} (no final norm) has no equivalent in Hugging Face "
+                f"gpt2, which always has ln_f; set final_norm=true"
+            )
+        return dict(
+            model_type="gpt2",
+            architectures=[HF_CLASSES[f]],
+            vocab_size=cfg.vocab_size,
+            n_positions=cfg.max_len,
+            n_embd=cfg.d_model,
+            n_layer=cfg.decoder_layers,
+            n_head=cfg.n_heads,
+            n_inner=cfg.d_ff,
+            activation_function=_ACT_TO_HF[cfg.activation],
+            resid_pdrop=cfg.dropout,
+            embd_pdrop=cfg.dropout,
+            attn_pdrop=cfg.attention_dropout,
+            layer_norm_epsilon=cfg.norm_eps,
+            scale_attn_weights=cfg.attn_scale is None,
+            tie_word_embeddings=cfg.tie_embeddings,
+            **_ids_to_hf(cfg),
+        )
 
     @staticmethod
-    def entries(cfg: ModelConfig) -> List[Entry]:
-        out = [Entry("embed.tok.weight", ("transformer.wte.weight",)),
-               Entry("embed.pos.weight", ("transformer.wpe.weight",))]
+    def entries(cfg: ModelConfig) -> list[Entry]:
+        out = [
+            Entry("embed.tok.weight", ("transformer.wte.weight",)),
+            Entry("embed.pos.weight", ("transformer.wpe.weight",)),
+        ]
         for i in range(cfg.decoder_layers):
             z, h = f"decoder.layers.{i}.", f"transformer.h.{i}."
             out += _wb(z + "self_attn_sub.norm", h + "ln_1")
-            out += [Entry(z + "self_attn.qkv_proj.weight", (h + "attn.c_attn.weight",), "T"),
-                    Entry(z + "self_attn.qkv_proj.bias", (h + "attn.c_attn.bias",)),
-                    Entry(z + "self_attn.out_proj.weight", (h + "attn.c_proj.weight",), "T"),
-                    Entry(z + "self_attn.out_proj.bias", (h + "attn.c_proj.bias",))]
+            out += [
+                Entry(z + "self_attn.qkv_proj.weight", (h + "attn.c_attn.weight",), "T"),
+                Entry(z + "self_attn.qkv_proj.bias", (h + "attn.c_attn.bias",)),
+                Entry(z + "self_attn.out_proj.weight", (h + "attn.c_proj.weight",), "T"),
+                Entry(z + "self_attn.out_proj.bias", (h + "attn.c_proj.bias",)),
+            ]
             out += _wb(z + "ffn_sub.norm", h + "ln_2")
-            out += [Entry(z + "ffn.linear1.weight", (h + "mlp.c_fc.weight",), "T"),
-                    Entry(z + "ffn.linear1.bias", (h + "mlp.c_fc.bias",)),
-                    Entry(z + "ffn.linear2.weight", (h + "mlp.c_proj.weight",), "T"),
-                    Entry(z + "ffn.linear2.bias", (h + "mlp.c_proj.bias",))]
+            out += [
+                Entry(z + "ffn.linear1.weight", (h + "mlp.c_fc.weight",), "T"),
+                Entry(z + "ffn.linear1.bias", (h + "mlp.c_fc.bias",)),
+                Entry(z + "ffn.linear2.weight", (h + "mlp.c_proj.weight",), "T"),
+                Entry(z + "ffn.linear2.bias", (h + "mlp.c_proj.bias",)),
+            ]
         out += _wb("decoder.norm", "transformer.ln_f")
         out.append(Entry("lm_head.weight", ("lm_head.weight",)))
         return out
@@ -171,62 +245,114 @@ class BERT:
     """BERT (Devlin et al. 2019; transformers' modeling_bert.py): word + token-type + learned positions, then
     LayerNorm; post-LN layers; GELU; the MLM head dense -> act -> LayerNorm -> tied decoder + bias. The pooler
     (BertModel's add_pooling_layer) has no zoo block and is dropped."""
+
     name = "bert"
-    ignore = (r"bert\.pooler\..*", r"cls\.predictions\.decoder\.bias", r"bert\.embeddings\.position_ids",
-              r"bert\.embeddings\.token_type_ids")
+    ignore = (
+        r"bert\.pooler\..*",
+        r"cls\.predictions\.decoder\.bias",
+        r"bert\.embeddings\.position_ids",
+        r"bert\.embeddings\.token_type_ids",
+    )
 
     @staticmethod
-    def config_from_hf(c, tied) -> Tuple[str, dict]:
+    def config_from_hf(c, tied) -> tuple[str, dict]:
         if _get(c, "is_decoder") or _get(c, "add_cross_attention"):
             raise Unsupported("BERT with is_decoder / add_cross_attention has no zoo encoder_only equivalent")
         if _get(c, "position_embedding_type", "absolute") != "absolute":
-            raise Unsupported(f"BERT position_embedding_type={_get(c, 'position_embedding_type')!r}: zoo maps "
-                              f"'absolute' only")
+            raise Unsupported(
+                f"BERT position_embedding_type={_get(c, 'position_embedding_type')!r}: zoo maps 'absolute' only"
+            )
         act = _get(c, "hidden_act")
         if act not in _ACT_FROM_HF:
             raise Unsupported(f"BERT hidden_act={act!r} has no zoo equivalent; zoo has {sorted(_ACT_FROM_HF)}")
         mlm = tied["has_mlm_head"]
         return "encoder_only", dict(
-            vocab_size=_get(c, "vocab_size"), d_model=_get(c, "hidden_size"), n_heads=_get(c, "num_attention_heads"),
-            d_ff=_get(c, "intermediate_size"), n_layers=_get(c, "num_hidden_layers"),
-            dropout=_get(c, "hidden_dropout_prob"), attn_dropout=_get(c, "attention_probs_dropout_prob"),
-            activation=_ACT_FROM_HF[act], norm="layernorm", norm_eps=_get(c, "layer_norm_eps"), bias=True,
-            norm_first=False, final_norm=False, position="learned", max_len=_get(c, "max_position_embeddings"),
-            scale_embeddings=False, embed_norm=True, type_vocab_size=_get(c, "type_vocab_size"),
-            tie_embeddings=tied["lm_head"] if mlm else True, lm_head_transform=mlm, lm_head_bias=mlm,
-            init="gpt2", pooling="cls",
-            **zoo_ids(_get(c, "pad_token_id"), _get(c, "bos_token_id"), _get(c, "eos_token_id"), _get(c, "vocab_size")))
+            vocab_size=_get(c, "vocab_size"),
+            d_model=_get(c, "hidden_size"),
+            n_heads=_get(c, "num_attention_heads"),
+            d_ff=_get(c, "intermediate_size"),
+            n_layers=_get(c, "num_hidden_layers"),
+            dropout=_get(c, "hidden_dropout_prob"),
+            attn_dropout=_get(c, "attention_probs_dropout_prob"),
+            activation=_ACT_FROM_HF[act],
+            norm="layernorm",
+            norm_eps=_get(c, "layer_norm_eps"),
+            bias=True,
+            norm_first=False,
+            final_norm=False,
+            position="learned",
+            max_len=_get(c, "max_position_embeddings"),
+            scale_embeddings=False,
+            embed_norm=True,
+            type_vocab_size=_get(c, "type_vocab_size"),
+            tie_embeddings=tied["lm_head"] if mlm else True,
+            lm_head_transform=mlm,
+            lm_head_bias=mlm,
+            init="gpt2",
+            pooling="cls",
+            **zoo_ids(_get(c, "pad_token_id"), _get(c, "bos_token_id"), _get(c, "eos_token_id"), _get(c, "vocab_size")),
+        )
 
     @staticmethod
     def config_to_hf(cfg: ModelConfig) -> dict:
         f = "bert"
         _common_to_hf(cfg, f)
-        require(cfg, f, norm="layernorm", norm_first=False, bias=True, position="learned", position_offset=0,
-                scale_embeddings=False, mask=(None, "bidirectional"), attn_scale=None, embed_norm=True,
-                lm_head_transform=True, lm_head_bias=True, lm_head_scale=False, activation=tuple(_ACT_TO_HF))
+        require(
+            cfg,
+            f,
+            norm="layernorm",
+            norm_first=False,
+            bias=True,
+            position="learned",
+            position_offset=0,
+            scale_embeddings=False,
+            mask=(None, "bidirectional"),
+            attn_scale=None,
+            embed_norm=True,
+            lm_head_transform=True,
+            lm_head_bias=True,
+            lm_head_scale=False,
+            activation=tuple(_ACT_TO_HF),
+        )
         if cfg.use_final_norm:
             raise Unsupported("model.final_norm=true has no equivalent in Hugging Face bert (post-LN, no final norm)")
         if cfg.type_vocab_size < 1:
-            raise Unsupported("model.type_vocab_size=0 has no equivalent in Hugging Face bert, which always adds a "
-                              "token-type embedding; set type_vocab_size >= 1")
-        return dict(model_type="bert", architectures=[HF_CLASSES[f]], vocab_size=cfg.vocab_size,
-                    hidden_size=cfg.d_model, num_hidden_layers=cfg.encoder_layers, num_attention_heads=cfg.n_heads,
-                    intermediate_size=cfg.d_ff, hidden_act=_ACT_TO_HF[cfg.activation],
-                    hidden_dropout_prob=cfg.dropout, attention_probs_dropout_prob=cfg.attention_dropout,
-                    max_position_embeddings=cfg.max_len, type_vocab_size=cfg.type_vocab_size,
-                    layer_norm_eps=cfg.norm_eps, tie_word_embeddings=cfg.tie_embeddings, **_ids_to_hf(cfg))
+            raise Unsupported(
+                "model.type_vocab_size=0 has no equivalent in Hugging Face bert, which always adds a "
+                "token-type embedding; set type_vocab_size >= 1"
+            )
+        return dict(
+            model_type="bert",
+            architectures=[HF_CLASSES[f]],
+            vocab_size=cfg.vocab_size,
+            hidden_size=cfg.d_model,
+            num_hidden_layers=cfg.encoder_layers,
+            num_attention_heads=cfg.n_heads,
+            intermediate_size=cfg.d_ff,
+            hidden_act=_ACT_TO_HF[cfg.activation],
+            hidden_dropout_prob=cfg.dropout,
+            attention_probs_dropout_prob=cfg.attention_dropout,
+            max_position_embeddings=cfg.max_len,
+            type_vocab_size=cfg.type_vocab_size,
+            layer_norm_eps=cfg.norm_eps,
+            tie_word_embeddings=cfg.tie_embeddings,
+            **_ids_to_hf(cfg),
+        )
 
     @staticmethod
-    def entries(cfg: ModelConfig) -> List[Entry]:
+    def entries(cfg: ModelConfig) -> list[Entry]:
         e = "bert.embeddings."
-        out = [Entry("embed.tok.weight", (e + "word_embeddings.weight",)),
-               Entry("embed.pos.weight", (e + "position_embeddings.weight",)),
-               Entry("embed.types.weight", (e + "token_type_embeddings.weight",))]
+        out = [
+            Entry("embed.tok.weight", (e + "word_embeddings.weight",)),
+            Entry("embed.pos.weight", (e + "position_embeddings.weight",)),
+            Entry("embed.types.weight", (e + "token_type_embeddings.weight",)),
+        ]
         out += _wb("embed.norm", e + "LayerNorm")
         for i in range(cfg.encoder_layers):
             z, h = f"encoder.layers.{i}.", f"bert.encoder.layer.{i}."
-            out += _attn_entries(z + "self_attn.", h + "attention.", "self.query", "self.key", "self.value",
-                                 "output.dense", bias=True)
+            out += _attn_entries(
+                z + "self_attn.", h + "attention.", "self.query", "self.key", "self.value", "output.dense", bias=True
+            )
             out += _wb(z + "self_attn_sub.norm", h + "attention.output.LayerNorm")
             out += _wb(z + "ffn.linear1", h + "intermediate.dense") + _wb(z + "ffn.linear2", h + "output.dense")
             out += _wb(z + "ffn_sub.norm", h + "output.LayerNorm")
@@ -245,7 +371,7 @@ class BERT:
 
 
 # ---------------------------------------------------------------- Marian / BART -> EncoderDecoder
-def _seq2seq_layers(cfg: ModelConfig) -> List[Entry]:
+def _seq2seq_layers(cfg: ModelConfig) -> list[Entry]:
     """BART-style layers (modeling_bart.py's BartEncoderLayer / BartDecoderLayer, Marian's copies): post-LN,
     q/k/v/out_proj, fc1 / fc2, self_attn_layer_norm, encoder_attn(_layer_norm), final_layer_norm."""
     out = []
@@ -255,8 +381,9 @@ def _seq2seq_layers(cfg: ModelConfig) -> List[Entry]:
             out += _attn_entries(z + "self_attn.", h + "self_attn.", "q_proj", "k_proj", "v_proj", "out_proj", True)
             out += _wb(z + "self_attn_sub.norm", h + "self_attn_layer_norm")
             if stack == "decoder":
-                out += _attn_entries(z + "cross_attn.", h + "encoder_attn.", "q_proj", "k_proj", "v_proj", "out_proj",
-                                     True, cross=True)
+                out += _attn_entries(
+                    z + "cross_attn.", h + "encoder_attn.", "q_proj", "k_proj", "v_proj", "out_proj", True, cross=True
+                )
                 out += _wb(z + "cross_attn_sub.norm", h + "encoder_attn_layer_norm")
             out += _wb(z + "ffn.linear1", h + "fc1") + _wb(z + "ffn.linear2", h + "fc2")
             out += _wb(z + "ffn_sub.norm", h + "final_layer_norm")
@@ -266,56 +393,104 @@ def _seq2seq_layers(cfg: ModelConfig) -> List[Entry]:
 def _seq2seq_from_hf(c, tied, family: str) -> dict:
     for a, b in (("encoder_attention_heads", "decoder_attention_heads"), ("encoder_ffn_dim", "decoder_ffn_dim")):
         if _get(c, a) != _get(c, b):
-            raise Unsupported(f"{family} with {a}={_get(c, a)} != {b}={_get(c, b)} has no zoo equivalent (one "
-                              f"n_heads / d_ff for both stacks)")
+            raise Unsupported(
+                f"{family} with {a}={_get(c, a)} != {b}={_get(c, b)} has no zoo equivalent (one "
+                f"n_heads / d_ff for both stacks)"
+            )
     act = _get(c, "activation_function")
     if act not in _ACT_FROM_HF:
         raise Unsupported(f"{family} activation_function={act!r} has no zoo equivalent; zoo has {sorted(_ACT_FROM_HF)}")
     enc, dec = _get(c, "encoder_layers"), _get(c, "decoder_layers")
-    return dict(d_model=_get(c, "d_model"), n_heads=_get(c, "encoder_attention_heads"), d_ff=_get(c, "encoder_ffn_dim"),
-                n_layers=enc, n_decoder_layers=None if dec == enc else dec, dropout=_get(c, "dropout"),
-                attn_dropout=_get(c, "attention_dropout"), activation=_ACT_FROM_HF[act], norm="layernorm",
-                norm_eps=1e-5, bias=True, norm_first=False, final_norm=False, max_len=_get(c, "max_position_embeddings"),
-                scale_embeddings=bool(_get(c, "scale_embedding")), tie_embeddings=tied["lm_head"],
-                lm_head_bias=tied["logits_bias"], init="gpt2")
+    return dict(
+        d_model=_get(c, "d_model"),
+        n_heads=_get(c, "encoder_attention_heads"),
+        d_ff=_get(c, "encoder_ffn_dim"),
+        n_layers=enc,
+        n_decoder_layers=None if dec == enc else dec,
+        dropout=_get(c, "dropout"),
+        attn_dropout=_get(c, "attention_dropout"),
+        activation=_ACT_FROM_HF[act],
+        norm="layernorm",
+        norm_eps=1e-5,
+        bias=True,
+        norm_first=False,
+        final_norm=False,
+        max_len=_get(c, "max_position_embeddings"),
+        scale_embeddings=bool(_get(c, "scale_embedding")),
+        tie_embeddings=tied["lm_head"],
+        lm_head_bias=tied["logits_bias"],
+        init="gpt2",
+    )
 
 
 def _seq2seq_to_hf(cfg: ModelConfig, family: str) -> dict:
     _common_to_hf(cfg, family)
-    require(cfg, family, norm="layernorm", norm_first=False, bias=True, mask=(None, "causal"), attn_scale=None,
-            type_vocab_size=0, lm_head_transform=False, lm_head_scale=False, activation=tuple(_ACT_TO_HF))
+    require(
+        cfg,
+        family,
+        norm="layernorm",
+        norm_first=False,
+        bias=True,
+        mask=(None, "causal"),
+        attn_scale=None,
+        type_vocab_size=0,
+        lm_head_transform=False,
+        lm_head_scale=False,
+        activation=tuple(_ACT_TO_HF),
+    )
     if cfg.use_final_norm:
         raise Unsupported(f"model.final_norm=true has no equivalent in Hugging Face {family} (post-LN, no final norm)")
-    return dict(model_type=family, architectures=[HF_CLASSES[family]], d_model=cfg.d_model,
-                encoder_layers=cfg.encoder_layers, decoder_layers=cfg.decoder_layers,
-                encoder_attention_heads=cfg.n_heads, decoder_attention_heads=cfg.n_heads,
-                encoder_ffn_dim=cfg.d_ff, decoder_ffn_dim=cfg.d_ff, activation_function=_ACT_TO_HF[cfg.activation],
-                dropout=cfg.dropout, attention_dropout=cfg.attention_dropout, activation_dropout=0.0,
-                max_position_embeddings=cfg.max_len, scale_embedding=cfg.scale_embeddings,
-                decoder_start_token_id=cfg.bos_id if cfg.decoder_start_id is None else cfg.decoder_start_id,
-                forced_eos_token_id=None, is_encoder_decoder=True, **_ids_to_hf(cfg))
+    return dict(
+        model_type=family,
+        architectures=[HF_CLASSES[family]],
+        d_model=cfg.d_model,
+        encoder_layers=cfg.encoder_layers,
+        decoder_layers=cfg.decoder_layers,
+        encoder_attention_heads=cfg.n_heads,
+        decoder_attention_heads=cfg.n_heads,
+        encoder_ffn_dim=cfg.d_ff,
+        decoder_ffn_dim=cfg.d_ff,
+        activation_function=_ACT_TO_HF[cfg.activation],
+        dropout=cfg.dropout,
+        attention_dropout=cfg.attention_dropout,
+        activation_dropout=0.0,
+        max_position_embeddings=cfg.max_len,
+        scale_embedding=cfg.scale_embeddings,
+        decoder_start_token_id=cfg.bos_id if cfg.decoder_start_id is None else cfg.decoder_start_id,
+        forced_eos_token_id=None,
+        is_encoder_decoder=True,
+        **_ids_to_hf(cfg),
+    )
 
 
-def _head_entries(cfg: ModelConfig) -> List[Entry]:
-    return [Entry("lm_head.weight", ("lm_head.weight",)),
-            Entry("lm_head.bias" if cfg.lm_head_bias else "", ("final_logits_bias",), "row")]
+def _head_entries(cfg: ModelConfig) -> list[Entry]:
+    return [
+        Entry("lm_head.weight", ("lm_head.weight",)),
+        Entry("lm_head.bias" if cfg.lm_head_bias else "", ("final_logits_bias",), "row"),
+    ]
 
 
 class Marian:
     """Marian (Junczys-Dowmunt et al. 2018; transformers' modeling_marian.py): sinusoidal positions with all
     sines before all cosines (not stored), sqrt(d_model) embedding scale where scale_embedding, post-LN,
     final_logits_bias, shared or separate source / target tables (decoder_vocab_size)."""
+
     name = "marian"
     ignore = (r"model\.(encoder|decoder)\.embed_positions\.weight", r"model\.shared\.weight")
 
     @staticmethod
-    def config_from_hf(c, tied) -> Tuple[str, dict]:
+    def config_from_hf(c, tied) -> tuple[str, dict]:
         src_v, tgt_v = _get(c, "vocab_size"), _get(c, "decoder_vocab_size") or _get(c, "vocab_size")
         d = _seq2seq_from_hf(c, tied, "marian")
-        d.update(vocab_size=tgt_v, src_vocab_size=None if src_v == tgt_v else src_v, position="sinusoidal",
-                 sinusoidal_layout="split", share_embeddings=tied["tokens"],
-                 decoder_start_id=_get(c, "decoder_start_token_id"),
-                 **zoo_ids(_get(c, "pad_token_id"), _get(c, "bos_token_id"), _get(c, "eos_token_id"), tgt_v))
+        d.update(
+            vocab_size=tgt_v,
+            src_vocab_size=None if src_v == tgt_v else src_v,
+            position="sinusoidal",
+            sinusoidal_layout="split",
+            share_embeddings=tied["tokens"],
+            decoder_start_id=_get(c, "decoder_start_token_id"),
+            **zoo_ids(_get(c, "pad_token_id"), _get(c, "bos_token_id"), _get(c, "eos_token_id"), tgt_v),
+        )
         return "encoder_decoder", d
 
     @staticmethod
@@ -323,23 +498,33 @@ class Marian:
         require(cfg, "marian", position="sinusoidal", sinusoidal_layout="split", embed_norm=False)
         shared = cfg.share_embeddings or cfg.share_tokens
         if shared and not cfg.tie_embeddings:
-            raise Unsupported("model.share_embeddings=true with tie_embeddings=false has no equivalent in Hugging "
-                              "Face marian (its shared table is tied to the head); set tie_embeddings=true")
+            raise Unsupported(
+                "model.share_embeddings=true with tie_embeddings=false has no equivalent in Hugging "
+                "Face marian (its shared table is tied to the head); set tie_embeddings=true"
+            )
         if cfg.pad_id >= min(cfg.vocab_size, cfg.src_vocab_size or cfg.vocab_size):
-            raise Unsupported(f"model.pad_id={cfg.pad_id} is outside the source vocabulary "
-                              f"({cfg.src_vocab_size}); Hugging Face marian pads both stacks with it")
+            raise Unsupported(
+                f"model.pad_id={cfg.pad_id} is outside the source vocabulary "
+                f"({cfg.src_vocab_size}); Hugging Face marian pads both stacks with it"
+            )
         out = _seq2seq_to_hf(cfg, "marian")
-        out.update(vocab_size=cfg.src_vocab_size or cfg.vocab_size, decoder_vocab_size=cfg.vocab_size,
-                   share_encoder_decoder_embeddings=shared, tie_word_embeddings=cfg.tie_embeddings)
+        out.update(
+            vocab_size=cfg.src_vocab_size or cfg.vocab_size,
+            decoder_vocab_size=cfg.vocab_size,
+            share_encoder_decoder_embeddings=shared,
+            tie_word_embeddings=cfg.tie_embeddings,
+        )
         return out
 
     @staticmethod
-    def entries(cfg: ModelConfig) -> List[Entry]:
+    def entries(cfg: ModelConfig) -> list[Entry]:
         out = []
         if cfg.share_embeddings or cfg.share_tokens:
             out.append(Entry("tgt_embed.tok.weight", ("model.shared.weight",)))
-        out += [Entry("src_embed.tok.weight", ("model.encoder.embed_tokens.weight",)),
-                Entry("tgt_embed.tok.weight", ("model.decoder.embed_tokens.weight",))]
+        out += [
+            Entry("src_embed.tok.weight", ("model.encoder.embed_tokens.weight",)),
+            Entry("tgt_embed.tok.weight", ("model.decoder.embed_tokens.weight",)),
+        ]
         return out + _seq2seq_layers(cfg) + _head_entries(cfg)
 
 
@@ -347,38 +532,50 @@ class BART:
     """BART (Lewis et al. 2020; transformers' modeling_bart.py): learned positions read at position + 2,
     layernorm_embedding per stack, post-LN, GELU, sqrt(d_model) scale where scale_embedding, final_logits_bias;
     with tie_word_embeddings one `shared` table for encoder, decoder and head, else three separate ones."""
+
     name = "bart"
     ignore = (r"model\.shared\.weight",)
 
     @staticmethod
-    def config_from_hf(c, tied) -> Tuple[str, dict]:
+    def config_from_hf(c, tied) -> tuple[str, dict]:
         d = _seq2seq_from_hf(c, tied, "bart")
-        d.update(vocab_size=_get(c, "vocab_size"), position="learned", position_offset=2, embed_norm=True,
-                 share_tokens=tied["tokens"], decoder_start_id=_get(c, "decoder_start_token_id"),
-                 **zoo_ids(_get(c, "pad_token_id"), _get(c, "bos_token_id"), _get(c, "eos_token_id"),
-                           _get(c, "vocab_size")))
+        d.update(
+            vocab_size=_get(c, "vocab_size"),
+            position="learned",
+            position_offset=2,
+            embed_norm=True,
+            share_tokens=tied["tokens"],
+            decoder_start_id=_get(c, "decoder_start_token_id"),
+            **zoo_ids(_get(c, "pad_token_id"), _get(c, "bos_token_id"), _get(c, "eos_token_id"), _get(c, "vocab_size")),
+        )
         return "encoder_decoder", d
 
     @staticmethod
     def config_to_hf(cfg: ModelConfig) -> dict:
         require(cfg, "bart", position="learned", position_offset=2, embed_norm=True, share_embeddings=False)
         if cfg.share_tokens != cfg.tie_embeddings:
-            raise Unsupported(f"model.share_tokens={cfg.share_tokens} with tie_embeddings={cfg.tie_embeddings} has no "
-                              f"equivalent in Hugging Face bart (tie_word_embeddings ties both or neither); set both "
-                              f"to the same value")
+            raise Unsupported(
+                f"model.share_tokens={cfg.share_tokens} with tie_embeddings={cfg.tie_embeddings} has no "
+                f"equivalent in Hugging Face bart (tie_word_embeddings ties both or neither); set both "
+                f"to the same value"
+            )
         out = _seq2seq_to_hf(cfg, "bart")
         out.update(vocab_size=cfg.vocab_size, tie_word_embeddings=cfg.tie_embeddings)
         if cfg.src_vocab_size not in (None, cfg.vocab_size):
-            raise Unsupported(f"model.src_vocab_size={cfg.src_vocab_size} != vocab_size has no equivalent in Hugging "
-                              f"Face bart (one vocabulary)")
+            raise Unsupported(
+                f"model.src_vocab_size={cfg.src_vocab_size} != vocab_size has no equivalent in Hugging "
+                f"Face bart (one vocabulary)"
+            )
         return out
 
     @staticmethod
-    def entries(cfg: ModelConfig) -> List[Entry]:
+    def entries(cfg: ModelConfig) -> list[Entry]:
         out = [Entry("tgt_embed.tok.weight", ("model.shared.weight",))] if cfg.share_tokens else []
         for zoo, hf in (("src_embed", "model.encoder."), ("tgt_embed", "model.decoder.")):
-            out += [Entry(f"{zoo}.tok.weight", (hf + "embed_tokens.weight",)),
-                    Entry(f"{zoo}.pos.weight", (hf + "embed_positions.weight",))]
+            out += [
+                Entry(f"{zoo}.tok.weight", (hf + "embed_tokens.weight",)),
+                Entry(f"{zoo}.pos.weight", (hf + "embed_positions.weight",)),
+            ]
             out += _wb(f"{zoo}.norm", hf + "layernorm_embedding")
         out += _seq2seq_layers(cfg) + _head_entries(cfg)
         if not cfg.share_tokens:  # BartModel always has `shared`; untied, forward never reads it
@@ -387,8 +584,14 @@ class BART:
 
 
 # ---------------------------------------------------------------- T5 -> EncoderDecoder
-_T5_FF = {"relu": "relu", "gated-gelu": "geglu_tanh", "gelu_new": "gelu_tanh", "gelu": "gelu",
-          "gated-silu": "swiglu", "silu": "silu"}
+_T5_FF = {
+    "relu": "relu",
+    "gated-gelu": "geglu_tanh",
+    "gelu_new": "gelu_tanh",
+    "gelu": "gelu",
+    "gated-silu": "swiglu",
+    "silu": "silu",
+}
 _T5_FF_TO_HF = {v: k for k, v in _T5_FF.items()}
 
 
@@ -397,15 +600,18 @@ class T5:
     stack's first layer shared by all layers, RMSNorm without mean or bias (T5LayerNorm), pre-LN with a final
     norm per stack, no biases, no 1/sqrt(d) in attention, ReLU or gated-GELU (v1.1) FFN, one shared table, and
     the decoder output times d_model^-0.5 where the config ties embeddings (scale_decoder_outputs)."""
+
     name = "t5"
     ignore = (r"decoder\.block\.0\.layer\.1\.EncDecAttention\.relative_attention_bias\.weight",)
 
     @staticmethod
-    def config_from_hf(c, tied) -> Tuple[str, dict]:
+    def config_from_hf(c, tied) -> tuple[str, dict]:
         d, h = _get(c, "d_model"), _get(c, "num_heads")
         if _get(c, "d_kv") * h != d:
-            raise Unsupported(f"T5 with d_kv={_get(c, 'd_kv')} * num_heads={h} != d_model={d} has no zoo equivalent "
-                              f"(zoo's head width is d_model / n_heads)")
+            raise Unsupported(
+                f"T5 with d_kv={_get(c, 'd_kv')} * num_heads={h} != d_model={d} has no zoo equivalent "
+                f"(zoo's head width is d_model / n_heads)"
+            )
         ff = _get(c, "feed_forward_proj")
         if ff not in _T5_FF:
             raise Unsupported(f"T5 feed_forward_proj={ff!r} has no zoo equivalent; zoo maps {sorted(_T5_FF)}")
@@ -413,64 +619,113 @@ class T5:
             raise Unsupported("T5 whose encoder and decoder token tables differ has no zoo equivalent")
         enc, dec = _get(c, "num_layers"), _get(c, "num_decoder_layers")
         return "encoder_decoder", dict(
-            vocab_size=_get(c, "vocab_size"), d_model=d, n_heads=h, d_ff=_get(c, "d_ff"), n_layers=enc,
-            n_decoder_layers=None if dec in (None, enc) else dec, dropout=_get(c, "dropout_rate"),
-            activation=_T5_FF[ff], norm="rmsnorm", norm_eps=_get(c, "layer_norm_epsilon"), bias=False,
-            norm_first=True, final_norm=True, position="t5_relative",
+            vocab_size=_get(c, "vocab_size"),
+            d_model=d,
+            n_heads=h,
+            d_ff=_get(c, "d_ff"),
+            n_layers=enc,
+            n_decoder_layers=None if dec in (None, enc) else dec,
+            dropout=_get(c, "dropout_rate"),
+            activation=_T5_FF[ff],
+            norm="rmsnorm",
+            norm_eps=_get(c, "layer_norm_epsilon"),
+            bias=False,
+            norm_first=True,
+            final_norm=True,
+            position="t5_relative",
             rel_buckets=_get(c, "relative_attention_num_buckets"),
-            rel_max_distance=_get(c, "relative_attention_max_distance"), attn_scale=1.0,
-            max_len=_get(c, "n_positions") or 512, scale_embeddings=False, share_embeddings=True,
-            tie_embeddings=tied["lm_head"], lm_head_scale=bool(_get(c, "scale_decoder_outputs", True)), init="gpt2",
+            rel_max_distance=_get(c, "relative_attention_max_distance"),
+            attn_scale=1.0,
+            max_len=_get(c, "n_positions") or 512,
+            scale_embeddings=False,
+            share_embeddings=True,
+            tie_embeddings=tied["lm_head"],
+            lm_head_scale=bool(_get(c, "scale_decoder_outputs", True)),
+            init="gpt2",
             decoder_start_id=_get(c, "decoder_start_token_id"),
-            **zoo_ids(_get(c, "pad_token_id"), _get(c, "bos_token_id"), _get(c, "eos_token_id"), _get(c, "vocab_size")))
+            **zoo_ids(_get(c, "pad_token_id"), _get(c, "bos_token_id"), _get(c, "eos_token_id"), _get(c, "vocab_size")),
+        )
 
     @staticmethod
     def config_to_hf(cfg: ModelConfig) -> dict:
         f = "t5"
         _common_to_hf(cfg, f)
-        require(cfg, f, norm="rmsnorm", norm_first=True, bias=False, position="t5_relative", attn_scale=1.0,
-                scale_embeddings=False, mask=(None, "causal"), embed_norm=False, type_vocab_size=0,
-                lm_head_transform=False, lm_head_bias=False, activation=tuple(_T5_FF_TO_HF))
+        require(
+            cfg,
+            f,
+            norm="rmsnorm",
+            norm_first=True,
+            bias=False,
+            position="t5_relative",
+            attn_scale=1.0,
+            scale_embeddings=False,
+            mask=(None, "causal"),
+            embed_norm=False,
+            type_vocab_size=0,
+            lm_head_transform=False,
+            lm_head_bias=False,
+            activation=tuple(_T5_FF_TO_HF),
+        )
         if not cfg.use_final_norm:
             raise Unsupported("model.final_norm=false has no equivalent in Hugging Face t5 (final_layer_norm)")
         if not (cfg.share_embeddings or cfg.share_tokens):
             raise Unsupported("model.share_embeddings=false has no equivalent in Hugging Face t5 (one shared table)")
-        return dict(model_type="t5", architectures=[HF_CLASSES[f]], vocab_size=cfg.vocab_size, d_model=cfg.d_model,
-                    d_kv=cfg.head_dim, d_ff=cfg.d_ff, num_layers=cfg.encoder_layers,
-                    num_decoder_layers=cfg.decoder_layers, num_heads=cfg.n_heads,
-                    relative_attention_num_buckets=cfg.rel_buckets,
-                    relative_attention_max_distance=cfg.rel_max_distance, dropout_rate=cfg.dropout,
-                    layer_norm_epsilon=cfg.norm_eps, feed_forward_proj=_T5_FF_TO_HF[cfg.activation],
-                    n_positions=cfg.max_len, is_encoder_decoder=True,
-                    # transformers 5 reads tie_word_embeddings=false as "do not rescale" (scale_decoder_outputs);
-                    # the head is tied when the file stores no separate lm_head.weight
-                    tie_word_embeddings=cfg.lm_head_scale,
-                    decoder_start_token_id=cfg.bos_id if cfg.decoder_start_id is None else cfg.decoder_start_id,
-                    **_ids_to_hf(cfg))
+        return dict(
+            model_type="t5",
+            architectures=[HF_CLASSES[f]],
+            vocab_size=cfg.vocab_size,
+            d_model=cfg.d_model,
+            d_kv=cfg.head_dim,
+            d_ff=cfg.d_ff,
+            num_layers=cfg.encoder_layers,
+            num_decoder_layers=cfg.decoder_layers,
+            num_heads=cfg.n_heads,
+            relative_attention_num_buckets=cfg.rel_buckets,
+            relative_attention_max_distance=cfg.rel_max_distance,
+            dropout_rate=cfg.dropout,
+            layer_norm_epsilon=cfg.norm_eps,
+            feed_forward_proj=_T5_FF_TO_HF[cfg.activation],
+            n_positions=cfg.max_len,
+            is_encoder_decoder=True,
+            # transformers 5 reads tie_word_embeddings=false as "do not rescale" (scale_decoder_outputs);
+            # the head is tied when the file stores no separate lm_head.weight
+            tie_word_embeddings=cfg.lm_head_scale,
+            decoder_start_token_id=cfg.bos_id if cfg.decoder_start_id is None else cfg.decoder_start_id,
+            **_ids_to_hf(cfg),
+        )
 
     @staticmethod
-    def entries(cfg: ModelConfig) -> List[Entry]:
-        out = [Entry("tgt_embed.tok.weight", ("shared.weight",)),
-               Entry("src_embed.tok.weight", ("encoder.embed_tokens.weight",)),
-               Entry("tgt_embed.tok.weight", ("decoder.embed_tokens.weight",))]
+    def entries(cfg: ModelConfig) -> list[Entry]:
+        out = [
+            Entry("tgt_embed.tok.weight", ("shared.weight",)),
+            Entry("src_embed.tok.weight", ("encoder.embed_tokens.weight",)),
+            Entry("tgt_embed.tok.weight", ("decoder.embed_tokens.weight",)),
+        ]
         gated = cfg.activation in ("geglu_tanh", "swiglu")
         for stack, n in (("encoder", cfg.encoder_layers), ("decoder", cfg.decoder_layers)):
             for i in range(n):
                 z, h = f"{stack}.layers.{i}.", f"{stack}.block.{i}.layer."
                 if i == 0:
-                    out.append(Entry(f"{stack}.rel_bias.weight",
-                                     (h + "0.SelfAttention.relative_attention_bias.weight",)))
+                    out.append(
+                        Entry(f"{stack}.rel_bias.weight", (h + "0.SelfAttention.relative_attention_bias.weight",))
+                    )
                 out += _attn_entries(z + "self_attn.", h + "0.SelfAttention.", "q", "k", "v", "o", False)
                 out.append(Entry(z + "self_attn_sub.norm.weight", (h + "0.layer_norm.weight",)))
                 ff = h + "1." if stack == "encoder" else h + "2."
                 if stack == "decoder":
-                    out += _attn_entries(z + "cross_attn.", h + "1.EncDecAttention.", "q", "k", "v", "o", False,
-                                         cross=True)
+                    out += _attn_entries(
+                        z + "cross_attn.", h + "1.EncDecAttention.", "q", "k", "v", "o", False, cross=True
+                    )
                     out.append(Entry(z + "cross_attn_sub.norm.weight", (h + "1.layer_norm.weight",)))
                 out.append(Entry(z + "ffn_sub.norm.weight", (ff + "layer_norm.weight",)))
                 if gated:
-                    out.append(Entry(z + "ffn.linear1.weight", (ff + "DenseReluDense.wi_0.weight",
-                                                                ff + "DenseReluDense.wi_1.weight"), "cat"))
+                    out.append(
+                        Entry(
+                            z + "ffn.linear1.weight",
+                            (ff + "DenseReluDense.wi_0.weight", ff + "DenseReluDense.wi_1.weight"),
+                            "cat",
+                        )
+                    )
                 else:
                     out.append(Entry(z + "ffn.linear1.weight", (ff + "DenseReluDense.wi.weight",)))
                 out.append(Entry(z + "ffn.linear2.weight", (ff + "DenseReluDense.wo.weight",)))
@@ -482,11 +737,12 @@ class T5:
 FAMILIES = {"gpt2": GPT2, "bert": BERT, "marian": Marian, "bart": BART, "t5": T5}
 
 
-def family_of(model_type: Optional[str]):
+def family_of(model_type: str | None):
     """The family class of an HF model_type. Raises Unsupported naming the supported ones."""
     if model_type not in FAMILIES:
-        raise Unsupported(f"Hugging Face model_type={model_type!r} is not supported; supported families: "
-                          f"{', '.join(SUPPORTED)}")
+        raise Unsupported(
+            f"Hugging Face model_type={model_type!r} is not supported; supported families: {', '.join(SUPPORTED)}"
+        )
     return FAMILIES[model_type]
 
 
@@ -499,13 +755,15 @@ def family_for(arch: str, cfg: ModelConfig) -> str:
         return "bert"
     by_position = {"t5_relative": "t5", "learned": "bart", "sinusoidal": "marian"}
     if cfg.position not in by_position:
-        raise Unsupported(f"model.position={cfg.position!r} in an encoder_decoder has no Hugging Face equivalent; "
-                          f"supported: {', '.join(f'{p} ({f})' for p, f in by_position.items())}")
+        raise Unsupported(
+            f"model.position={cfg.position!r} in an encoder_decoder has no Hugging Face equivalent; "
+            f"supported: {', '.join(f'{p} ({f})' for p, f in by_position.items())}"
+        )
     return by_position[cfg.position]
 
 
 # ---------------------------------------------------------------- applying a map
-def hf_to_zoo(entries: Sequence[Entry], hf: Dict[str, torch.Tensor], ignore: Sequence[str]) -> Dict[str, torch.Tensor]:
+def hf_to_zoo(entries: Sequence[Entry], hf: dict[str, torch.Tensor], ignore: Sequence[str]) -> dict[str, torch.Tensor]:
     """zoo state dict from an HF one by `entries`. Raises KeyError naming a missing HF key, ValueError naming
     an HF key the map does not read (unless it matches an `ignore` pattern)."""
     out, used = {}, set()
@@ -526,12 +784,14 @@ def hf_to_zoo(entries: Sequence[Entry], hf: Dict[str, torch.Tensor], ignore: Seq
         out.setdefault(e.zoo, value.contiguous())
     extra = [k for k in hf if k not in used and not any(re.fullmatch(p, k) for p in ignore)]
     if extra:
-        raise ValueError(f"the Hugging Face checkpoint has weights zoo's map does not read: {extra[:5]}"
-                         f"{' ...' if len(extra) > 5 else ''}")
+        raise ValueError(
+            f"the Hugging Face checkpoint has weights zoo's map does not read: {extra[:5]}"
+            f"{' ...' if len(extra) > 5 else ''}"
+        )
     return out
 
 
-def zoo_to_hf(entries: Sequence[Entry], zoo: Dict[str, torch.Tensor], vocab_size: int) -> Dict[str, torch.Tensor]:
+def zoo_to_hf(entries: Sequence[Entry], zoo: dict[str, torch.Tensor], vocab_size: int) -> dict[str, torch.Tensor]:
     """HF state dict from a zoo one by `entries`. Tensors tied in zoo (one storage) are written once, under the
     first HF key that maps them (the one transformers ties the others to). Raises ValueError naming a zoo
     key the map does not write."""

@@ -5,12 +5,12 @@ blocks, `to_hf` writes a zoo model as a checkpoint that `transformers` loads (co
 The per-family config and weight maps are zoo.interop.families; needs the `hf` extra (transformers,
 safetensors). Exact in fp32: logits agree with transformers' to ~1e-6 at toy size (tests/test_interop_*.py).
 """
+
 import json
 import logging
 import os
 from dataclasses import asdict, fields
 from pathlib import Path
-from typing import Dict, Optional, Tuple, Union
 
 import torch
 from torch import nn
@@ -21,9 +21,25 @@ from zoo.model import ARCHITECTURES, ModelConfig, build_model
 log = logging.getLogger(__name__)
 
 # ModelConfig fields that do not change a model's weights or math (load_into does not compare them)
-FREE_FIELDS = ("dropout", "attn_dropout", "init", "num_classes", "pooling", "length_classes", "pad_id", "bos_id",
-               "eos_id", "decoder_start_id", "max_len", "prefix_len", "window", "activation_checkpointing",
-               "compile", "compile_scope", "loss_chunk_size")
+FREE_FIELDS = (
+    "dropout",
+    "attn_dropout",
+    "init",
+    "num_classes",
+    "pooling",
+    "length_classes",
+    "pad_id",
+    "bos_id",
+    "eos_id",
+    "decoder_start_id",
+    "max_len",
+    "prefix_len",
+    "window",
+    "activation_checkpointing",
+    "compile",
+    "compile_scope",
+    "loss_chunk_size",
+)
 # zoo weights a fine-tuning model may add on top of a converted checkpoint (initialised fresh)
 NEW_HEADS = ("classifier.", "length_head.")
 
@@ -59,12 +75,14 @@ def load_hf_model(src):
     family = config.get("model_type")
     family_of(family)
     name = HF_CLASSES[family]
-    if family == "bert" and not any(a in " ".join(config.get("architectures") or []) for a in ("MaskedLM", "PreTraining")):
+    if family == "bert" and not any(
+        a in " ".join(config.get("architectures") or []) for a in ("MaskedLM", "PreTraining")
+    ):
         name = "BertModel"  # no MLM head in the checkpoint: zoo's plain tied head
     return getattr(tf, name).from_pretrained(str(src)).eval()
 
 
-def _state_of(model, family: str) -> Tuple[Dict[str, torch.Tensor], dict]:
+def _state_of(model, family: str) -> tuple[dict[str, torch.Tensor], dict]:
     """The HF model's state dict under its task model's key names, and what is tied or present
     ({"lm_head", "tokens": shared storage; "has_mlm_head"; "logits_bias": a nonzero final_logits_bias})."""
     sd = dict(model.state_dict())
@@ -85,17 +103,21 @@ def _state_of(model, family: str) -> Tuple[Dict[str, torch.Tensor], dict]:
         dec = "model.decoder.embed_tokens.weight"
         sd.setdefault("lm_head.weight", sd[dec])
         sd.setdefault("final_logits_bias", torch.zeros(1, sd["lm_head.weight"].shape[0]))
-        tied.update(lm_head=sd["lm_head.weight"].data_ptr() == ptr[dec],
-                    tokens=ptr["model.encoder.embed_tokens.weight"] == ptr[dec],
-                    logits_bias=bool(sd["final_logits_bias"].ne(0).any()))
+        tied.update(
+            lm_head=sd["lm_head.weight"].data_ptr() == ptr[dec],
+            tokens=ptr["model.encoder.embed_tokens.weight"] == ptr[dec],
+            logits_bias=bool(sd["final_logits_bias"].ne(0).any()),
+        )
     elif family == "t5":
         sd.setdefault("lm_head.weight", sd["shared.weight"])
-        tied.update(lm_head=sd["lm_head.weight"].data_ptr() == ptr["shared.weight"],
-                    tokens=ptr["encoder.embed_tokens.weight"] == ptr["decoder.embed_tokens.weight"])
+        tied.update(
+            lm_head=sd["lm_head.weight"].data_ptr() == ptr["shared.weight"],
+            tokens=ptr["encoder.embed_tokens.weight"] == ptr["decoder.embed_tokens.weight"],
+        )
     return sd, tied
 
 
-def check_state(model: nn.Module, state: Dict[str, torch.Tensor], allow_missing=()) -> None:
+def check_state(model: nn.Module, state: dict[str, torch.Tensor], allow_missing=()) -> None:
     """Raise ValueError naming the first key of `state` the model lacks, whose shape differs (both shapes), or
     a model key `state` lacks (except those starting with `allow_missing`)."""
     own = model.state_dict()
@@ -103,14 +125,16 @@ def check_state(model: nn.Module, state: Dict[str, torch.Tensor], allow_missing=
         if k not in own:
             raise ValueError(f"checkpoint key {k!r} has no place in this zoo model (its keys: {list(own)[:4]} ...)")
         if tuple(v.shape) != tuple(own[k].shape):
-            raise ValueError(f"shape mismatch at {k!r}: the checkpoint has {tuple(v.shape)}, the zoo model "
-                             f"{tuple(own[k].shape)}; build the model with the checkpoint's config")
+            raise ValueError(
+                f"shape mismatch at {k!r}: the checkpoint has {tuple(v.shape)}, the zoo model "
+                f"{tuple(own[k].shape)}; build the model with the checkpoint's config"
+            )
     missing = [k for k in own if k not in state and not k.startswith(tuple(allow_missing))]
     if missing:
         raise ValueError(f"the checkpoint has no {missing[0]!r} (and {len(missing) - 1} more) for this zoo model")
 
 
-def from_hf(hf_model_or_dir, family: Optional[str] = None) -> Tuple[nn.Module, ModelConfig]:
+def from_hf(hf_model_or_dir, family: str | None = None) -> tuple[nn.Module, ModelConfig]:
     """(zoo model in eval mode, its ModelConfig) with the weights of a transformers GPT-2 / BERT / Marian / BART /
     T5 model, a checkpoint directory of one, or a hub id (online). Raises Unsupported for another family or a
     setting zoo cannot express (the message names it)."""
@@ -120,6 +144,7 @@ def from_hf(hf_model_or_dir, family: Optional[str] = None) -> Tuple[nn.Module, M
     arch, cfg_fields = fam.config_from_hf(hf.config, tied)
     cfg = ModelConfig(**cfg_fields)
     from zoo.interop.families import hf_to_zoo
+
     state = hf_to_zoo(fam.entries(cfg), sd, fam.ignore)
     dropped = [k for k in sd if k.startswith("bert.pooler.")]
     if dropped:
@@ -135,10 +160,12 @@ def arch_of(model: nn.Module) -> str:
     for name, cls in ARCHITECTURES.items():
         if type(model) is cls:
             return name
-    raise ValueError(f"{type(model).__name__} is not a zoo model ({', '.join(c.__name__ for c in ARCHITECTURES.values())})")
+    raise ValueError(
+        f"{type(model).__name__} is not a zoo model ({', '.join(c.__name__ for c in ARCHITECTURES.values())})"
+    )
 
 
-def hf_config(model: nn.Module, family: Optional[str] = None) -> dict:
+def hf_config(model: nn.Module, family: str | None = None) -> dict:
     """The config.json dict of `model`'s HF family (default: family_for its arch and position). Raises
     Unsupported naming a zoo option the family cannot express."""
     arch, cfg = arch_of(model), model.cfg
@@ -150,7 +177,7 @@ def hf_config(model: nn.Module, family: Optional[str] = None) -> dict:
     return FAMILIES[family].config_to_hf(cfg)
 
 
-def to_hf(zoo_model: nn.Module, out_dir: Union[str, Path], tokenizer=None, family: Optional[str] = None) -> Path:
+def to_hf(zoo_model: nn.Module, out_dir: str | Path, tokenizer=None, family: str | None = None) -> Path:
     """Write `zoo_model` as a transformers checkpoint in out_dir: config.json, model.safetensors (tied weights
     stored once, under the key transformers ties the others to) and, when given, the tokenizer (a zoo
     SubwordTokenizer, its state {"json": ...}, {"src", "tgt"} states, or a tokenizers.Tokenizer) as
@@ -160,6 +187,7 @@ def to_hf(zoo_model: nn.Module, out_dir: Union[str, Path], tokenizer=None, famil
     from safetensors.torch import save_file
 
     from zoo.interop.families import zoo_to_hf
+
     d = hf_config(zoo_model, family)
     fam = FAMILIES[d["model_type"]]
     state = zoo_to_hf(fam.entries(zoo_model.cfg), zoo_model.state_dict(), zoo_model.cfg.vocab_size)
@@ -173,15 +201,17 @@ def to_hf(zoo_model: nn.Module, out_dir: Union[str, Path], tokenizer=None, famil
     return out
 
 
-def _tokenizer_json(tokenizer) -> Optional[str]:
+def _tokenizer_json(tokenizer) -> str | None:
     if isinstance(tokenizer, dict):
         if "json" in tokenizer:
             return tokenizer["json"]
         if "src" in tokenizer and "tgt" in tokenizer:
             src, tgt = _tokenizer_json(tokenizer["src"]), _tokenizer_json(tokenizer["tgt"])
             if src != tgt:
-                log.warning("source and target tokenizers differ: tokenizer.json is the source one, "
-                            "target_tokenizer/tokenizer.json the target one")
+                log.warning(
+                    "source and target tokenizers differ: tokenizer.json is the source one, "
+                    "target_tokenizer/tokenizer.json the target one"
+                )
             return src
         return None  # a character tokenizer ({"chars"}) has no tokenizer.json
     if hasattr(tokenizer, "state_dict"):
@@ -203,15 +233,17 @@ def write_tokenizer(tokenizer, out: Path, cfg: ModelConfig) -> bool:
         (out / "target_tokenizer").mkdir(exist_ok=True)
         (out / "target_tokenizer" / "tokenizer.json").write_text(_tokenizer_json(tokenizer["tgt"]))
     from tokenizers import Tokenizer
+
     tok = Tokenizer.from_str(text)
     names = {"pad_token": cfg.pad_id, "bos_token": cfg.bos_id, "eos_token": cfg.eos_id}
     special = {k: tok.id_to_token(i) for k, i in names.items() if tok.id_to_token(i) is not None}
-    (out / "tokenizer_config.json").write_text(json.dumps(
-        {"tokenizer_class": "PreTrainedTokenizerFast", "model_max_length": cfg.max_len, **special}, indent=2))
+    (out / "tokenizer_config.json").write_text(
+        json.dumps({"tokenizer_class": "PreTrainedTokenizerFast", "model_max_length": cfg.max_len, **special}, indent=2)
+    )
     return True
 
 
-def read_zoo_checkpoint(path: Union[str, Path]) -> dict:
+def read_zoo_checkpoint(path: str | Path) -> dict:
     """A zoo Lightning checkpoint (a .ckpt file, or a run directory: results.json's best_checkpoint, else
     checkpoints/last.ckpt, else its newest checkpoints/*.ckpt). Raises FileNotFoundError saying what it looked for."""
     p = Path(path)
@@ -220,12 +252,14 @@ def read_zoo_checkpoint(path: Union[str, Path]) -> dict:
         if (p / "results.json").is_file():
             best = json.loads((p / "results.json").read_text()).get("best_checkpoint")
         cands = [Path(best)] if best else []
-        cands += [p / "checkpoints" / "last.ckpt"] + sorted((p / "checkpoints").glob("*.ckpt"), key=os.path.getmtime,
-                                                             reverse=True)
+        cands += [p / "checkpoints" / "last.ckpt"] + sorted(
+            (p / "checkpoints").glob("*.ckpt"), key=os.path.getmtime, reverse=True
+        )
         found = next((c for c in cands if c.is_file()), None)
         if found is None:
-            raise FileNotFoundError(f"{p}: no checkpoint (results.json's best_checkpoint, checkpoints/last.ckpt or "
-                                    f"checkpoints/*.ckpt)")
+            raise FileNotFoundError(
+                f"{p}: no checkpoint (results.json's best_checkpoint, checkpoints/last.ckpt or checkpoints/*.ckpt)"
+            )
         p = found
     if not p.is_file():
         raise FileNotFoundError(f"{path} is neither a zoo .ckpt file nor a run directory")
@@ -238,30 +272,33 @@ def model_from_checkpoint(ckpt: dict) -> nn.Module:
     if "arch" not in hp or "model" not in hp:
         raise ValueError("not a zoo checkpoint: hyper_parameters needs arch and model")
     model = build_model(hp["arch"], ModelConfig.from_dict(dict(hp["model"])))
-    state = {k[len("model."):]: v for k, v in ckpt["state_dict"].items() if k.startswith("model.")}
+    state = {k[len("model.") :]: v for k, v in ckpt["state_dict"].items() if k.startswith("model.")}
     check_state(model, state)
     model.load_state_dict(state)
     return model.eval()
 
 
-def zoo_checkpoint(model: nn.Module, tokenizer: Optional[dict] = None, source: str = "") -> dict:
+def zoo_checkpoint(model: nn.Module, tokenizer: dict | None = None, source: str = "") -> dict:
     """A checkpoint dict as zoo's tasks save them (hyper_parameters {arch, model, tokenizer}, state_dict with
     keys "model.*"), loadable by model_from_checkpoint and zoo.generate-style loaders."""
     hp = {"arch": arch_of(model), "model": asdict(model.cfg)}
     if tokenizer is not None:
         hp["tokenizer"] = tokenizer
-    return {"hyper_parameters": hp, "state_dict": {f"model.{k}": v for k, v in model.state_dict().items()},
-            "zoo_interop": {"source": source}}
+    return {
+        "hyper_parameters": hp,
+        "state_dict": {f"model.{k}": v for k, v in model.state_dict().items()},
+        "zoo_interop": {"source": source},
+    }
 
 
-def hf_tokenizer_state(path: Union[str, Path]) -> Optional[dict]:
+def hf_tokenizer_state(path: str | Path) -> dict | None:
     """{"json": tokenizer.json text} of an HF checkpoint directory, or None when it has none (e.g. Marian's
     SentencePiece files)."""
     f = Path(path) / "tokenizer.json"
     return {"json": f.read_text()} if f.is_file() else None
 
 
-def config_of(dir_or_ckpt) -> Tuple[str, ModelConfig]:
+def config_of(dir_or_ckpt) -> tuple[str, ModelConfig]:
     """(arch, ModelConfig) a checkpoint's weights need: an HF directory (converted as from_hf does) or a zoo
     .ckpt / run directory. For model.init_from: build the model from these fields (data-given vocab / ids /
     num_classes may override; load_into checks the rest)."""
@@ -283,20 +320,22 @@ def load_into(zoo_model: nn.Module, dir_or_ckpt) -> nn.Module:
     else:
         ckpt = read_zoo_checkpoint(dir_or_ckpt)
         arch, cfg = ckpt["hyper_parameters"]["arch"], ModelConfig.from_dict(dict(ckpt["hyper_parameters"]["model"]))
-        state = {k[len("model."):]: v for k, v in ckpt["state_dict"].items() if k.startswith("model.")}
+        state = {k[len("model.") :]: v for k, v in ckpt["state_dict"].items() if k.startswith("model.")}
     if arch != arch_of(zoo_model):
-        raise ValueError(f"{dir_or_ckpt} holds a {arch} model, but this model is {arch_of(zoo_model)}; "
-                         f"build it with +arch={arch}")
+        raise ValueError(
+            f"{dir_or_ckpt} holds a {arch} model, but this model is {arch_of(zoo_model)}; build it with +arch={arch}"
+        )
     for f in fields(ModelConfig):
         if f.name in FREE_FIELDS:
             continue
         a, b = getattr(cfg, f.name), getattr(zoo_model.cfg, f.name)
         if a != b:
-            raise ValueError(f"model.{f.name}: the checkpoint {dir_or_ckpt} has {a!r}, this model {b!r}; set "
-                             f"model.{f.name}={a} (zoo.interop.hf.config_of gives the whole config)")
+            raise ValueError(
+                f"model.{f.name}: the checkpoint {dir_or_ckpt} has {a!r}, this model {b!r}; set "
+                f"model.{f.name}={a} (zoo.interop.hf.config_of gives the whole config)"
+            )
     own = zoo_model.state_dict()
-    state = {k: v for k, v in state.items()
-             if not k.startswith(NEW_HEADS) or (k in own and own[k].shape == v.shape)}
+    state = {k: v for k, v in state.items() if not k.startswith(NEW_HEADS) or (k in own and own[k].shape == v.shape)}
     check_state(zoo_model, state, allow_missing=NEW_HEADS)
     zoo_model.load_state_dict(state, strict=False)
     return zoo_model

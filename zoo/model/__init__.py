@@ -1,4 +1,5 @@
 """zoo.model: the blocks and the three architectures (pure nn.Modules, no training code)."""
+
 from zoo.model.config import ModelConfig
 from zoo.model.decoder_only import DecoderOnly
 from zoo.model.encoder_decoder import EncoderDecoder

@@ -4,8 +4,9 @@ Self-attention uses one fused QKV projection whose weight is laid out [W_q; W_k;
 nn.MultiheadAttention.in_proj_weight; cross-attention projects Q from the decoder and K, V from the
 memory. n_kv_heads < n_heads gives grouped-query / multi-query attention (Ainslie et al. 2023).
 """
+
 import math
-from typing import Optional, Tuple
+from dataclasses import dataclass, replace
 
 import torch
 import torch.nn.functional as F
@@ -16,19 +17,45 @@ from zoo.model.kv_cache import KVCache
 from zoo.model.positions import apply_rotary
 
 
-def _check_shape(name: str, t: torch.Tensor, full: Tuple[int, ...]) -> None:
+@dataclass(frozen=True)
+class AttentionInputs:
+    """The self-attention inputs of one forward, shared by every layer of a stack; built once by
+    TransformerBase.prepare. T new queries attend over T_k = offset + T keys (offset = tokens already in
+    the KV cache). The fields are `attend`'s arguments of the same names."""
+
+    mask: torch.Tensor | None = None  # bool (T, T_k) or (B | 1, 1, T, T_k), True = may attend; None = no mask
+    is_causal: bool = False  # query i (absolute position offset + i) sees keys 0 .. offset + i
+    rope: tuple[torch.Tensor, torch.Tensor] | None = None  # (cos, sin) of the new positions, each (B | 1, 1, T, d_head)
+    bias: torch.Tensor | None = None  # float (1, h, T, T_k) added to the scores (ALiBi, T5 relative positions)
+
+    def add_bias(self, bias: torch.Tensor) -> "AttentionInputs":
+        """A copy with `bias` (broadcastable to (B, h, T, T_k)) added to the scores."""
+        return replace(self, bias=bias if self.bias is None else self.bias + bias)
+
+
+def _check_shape(name: str, t: torch.Tensor, full: tuple[int, ...]) -> None:
     try:
         ok = torch.broadcast_shapes(t.shape, full) == full
     except RuntimeError:
         ok = False
     if not ok:
-        raise ValueError(f"attention {name} of shape {tuple(t.shape)} does not broadcast to (B, h, T_q, T_k) = "
-                         f"{full}; over cached keys it must cover all of them (T_k = cached + new)")
+        raise ValueError(
+            f"attention {name} of shape {tuple(t.shape)} does not broadcast to (B, h, T_q, T_k) = "
+            f"{full}; over cached keys it must cover all of them (T_k = cached + new)"
+        )
 
 
-def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: Optional[torch.Tensor] = None,
-           bias: Optional[torch.Tensor] = None, is_causal: bool = False, dropout_p: float = 0.0,
-           need_weights: bool = False, scale: Optional[float] = None) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
+def attend(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    mask: torch.Tensor | None = None,
+    bias: torch.Tensor | None = None,
+    is_causal: bool = False,
+    dropout_p: float = 0.0,
+    need_weights: bool = False,
+    scale: float | None = None,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
     """softmax(q k^T / sqrt(d_head) + bias + mask) v, safe with every mask (Vaswani et al. 2017, eq. 1).
 
     q: (B, h, T_q, d_head); k, v: (B, h_kv, T_k, d_head) with h % h_kv == 0.
@@ -47,16 +74,20 @@ def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: Optional[tor
     full = (B, h, T_q, T_k)
     if mask is not None:
         if mask.dtype != torch.bool:
-            raise ValueError(f"attention mask must be bool (True = may attend), got {mask.dtype}; pass an "
-                             f"additive float mask as bias=")
+            raise ValueError(
+                f"attention mask must be bool (True = may attend), got {mask.dtype}; pass an "
+                f"additive float mask as bias="
+            )
         _check_shape("mask", mask, full)
     if bias is not None:
         _check_shape("bias", bias, full)
     sdpa_causal = False
     if is_causal:
         if T_q > T_k:
-            raise ValueError(f"is_causal=True with {T_q} queries but {T_k} keys: causal queries are the last T_q "
-                             f"keys; pass is_causal=False with an explicit mask")
+            raise ValueError(
+                f"is_causal=True with {T_q} queries but {T_k} keys: causal queries are the last T_q "
+                f"keys; pass is_causal=False with an explicit mask"
+            )
         if mask is None and bias is None and T_q == T_k and not need_weights:
             sdpa_causal = True  # SDPA's fused path: top-left = bottom-right when T_q == T_k
         elif T_q > 1:  # one query at the end sees every key: nothing to mask
@@ -77,14 +108,24 @@ def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: Optional[tor
         scores = q @ k.transpose(-2, -1)  # (B, h, T_q, T_k)
         scores = scores / math.sqrt(q.shape[-1]) if scale is None else scores * scale
         if attn_mask is not None:
-            scores = scores.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype == torch.bool else scores + attn_mask
+            scores = (
+                scores.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype == torch.bool else scores + attn_mask
+            )
         weights = scores.softmax(dim=-1)
         if row_ok is not None:
             weights = weights.masked_fill(~row_ok, 0.0)
         out = F.dropout(weights, dropout_p) @ v  # (B, h, T_q, d_head)
         return out, weights
-    out = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=sdpa_causal,
-                                         enable_gqa=k.shape[1] != h, scale=scale)
+    out = F.scaled_dot_product_attention(
+        q,
+        k,
+        v,
+        attn_mask=attn_mask,
+        dropout_p=dropout_p,
+        is_causal=sdpa_causal,
+        enable_gqa=k.shape[1] != h,
+        scale=scale,
+    )
     if row_ok is not None:
         out = out.masked_fill(~row_ok, 0.0)
     return out, None
@@ -100,8 +141,16 @@ class MultiHeadAttention(nn.Module):
     Raises ValueError for indivisible head counts.
     """
 
-    def __init__(self, d_model: int, n_heads: int, n_kv_heads: Optional[int] = None, bias: bool = True,
-                 dropout: float = 0.0, cross: bool = False, scale: Optional[float] = None):
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        n_kv_heads: int | None = None,
+        bias: bool = True,
+        dropout: float = 0.0,
+        cross: bool = False,
+        scale: float | None = None,
+    ):
         super().__init__()
         n_kv_heads = n_kv_heads or n_heads
         if d_model % n_heads:
@@ -118,9 +167,17 @@ class MultiHeadAttention(nn.Module):
             self.qkv_proj = nn.Linear(d_model, d_model + 2 * kv_dim, bias=bias)
         self.out_proj = nn.Linear(d_model, d_model, bias=bias)
 
-    def forward(self, x: torch.Tensor, memory: Optional[torch.Tensor] = None, mask: Optional[torch.Tensor] = None,
-                is_causal: bool = False, rope: Optional[Tuple[torch.Tensor, torch.Tensor]] = None,
-                bias: Optional[torch.Tensor] = None, cache: Optional[KVCache] = None, need_weights: bool = False):
+    def forward(
+        self,
+        x: torch.Tensor,
+        memory: torch.Tensor | None = None,
+        mask: torch.Tensor | None = None,
+        is_causal: bool = False,
+        rope: tuple[torch.Tensor, torch.Tensor] | None = None,
+        bias: torch.Tensor | None = None,
+        cache: KVCache | None = None,
+        need_weights: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """x: (B, T_q, d_model); memory: (B, T_k, d_model) for cross-attention.
 
         mask / bias / is_causal: as `attend`, over all keys (cached ones included): with a cache holding
@@ -133,8 +190,10 @@ class MultiHeadAttention(nn.Module):
         `attend`.
         """
         if self.cross and is_causal:
-            raise ValueError("is_causal=True in cross-attention: the memory's positions are not the queries'; "
-                             "pass a mask over the memory (memory_key_padding_mask) instead")
+            raise ValueError(
+                "is_causal=True in cross-attention: the memory's positions are not the queries'; "
+                "pass a mask over the memory (memory_key_padding_mask) instead"
+            )
         d_q = self.n_heads * self.head_dim
         if self.cross:
             q = self.q_proj(x)  # (B, T_q, d_model)

@@ -1,10 +1,10 @@
 """What the three architectures share: position schemes, the per-forward attention inputs, caches."""
-from typing import Optional
 
 import torch
 from torch import nn
 
 from zoo.model import masks
+from zoo.model.attention import AttentionInputs
 from zoo.model.config import ModelConfig
 from zoo.model.embedding import Embedding
 from zoo.model.kv_cache import DecodingCache, KVCache
@@ -27,31 +27,44 @@ class TransformerBase(nn.Module):
         """Token embedding + the configured absolute positions (sinusoidal / learned) + dropout, with the
         token-type row and embedding norm when cfg.type_vocab_size / cfg.embed_norm ask for them."""
         cfg = self.cfg
-        pos = {"sinusoidal": lambda: SinusoidalPositions(cfg.d_model, cfg.max_len, cfg.sinusoidal_layout),
-               "learned": lambda: LearnedPositions(cfg.d_model, cfg.max_len, cfg.position_offset),
-               }.get(cfg.position, lambda: None)()
+        pos = {
+            "sinusoidal": lambda: SinusoidalPositions(cfg.d_model, cfg.max_len, cfg.sinusoidal_layout),
+            "learned": lambda: LearnedPositions(cfg.d_model, cfg.max_len, cfg.position_offset),
+        }.get(cfg.position, lambda: None)()
         norm = make_norm(cfg.norm, cfg.d_model, cfg.norm_eps, cfg.bias) if cfg.embed_norm else None
         return Embedding(vocab_size, cfg.d_model, pos, cfg.scale_embeddings, cfg.dropout, norm, cfg.type_vocab_size)
 
-    def prepare(self, idx: torch.Tensor, embed: Embedding, mask_kind: str,
-                key_padding_mask: Optional[torch.Tensor] = None, positions: Optional[torch.Tensor] = None,
-                offset: int = 0, prefix_len=None):
+    def prepare(
+        self,
+        idx: torch.Tensor,
+        embed: Embedding,
+        mask_kind: str,
+        key_padding_mask: torch.Tensor | None = None,
+        positions: torch.Tensor | None = None,
+        offset: int = 0,
+        prefix_len: int | torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, AttentionInputs]:
         """Embed idx (B, T) and build the self-attention inputs of every layer.
 
         key_padding_mask: (B, offset + T) bool, True = padding, over all keys (cached ones included).
         positions: (B, T) long; default: per row, the count of non-padding tokens before each token, so
         left-padded prompts start at position 0; without padding offset .. offset+T-1, shaped (1, T) and
         broadcast over the batch (a (B, T) index would make the learned-position backward B times the work).
-        Returns (x (B, T, d_model), mask, is_causal, rope (cos, sin) | None, bias (1, h, T, offset+T) | None).
+        prefix_len: int | (B,) for mask_kind=prefix (None = cfg.prefix_len).
+        Returns (x (B, T, d_model), the AttentionInputs every layer's self-attention reads).
         Raises ValueError when the sequence is longer than model.max_len.
         """
         B, T = idx.shape
         T_k = offset + T
         if not torch.compiler.is_compiling() and T_k > self.cfg.max_len:
-            raise ValueError(f"sequence of {T_k} tokens is longer than model.max_len={self.cfg.max_len}; "
-                             f"shorten it (data.block_size) or raise model.max_len")
+            raise ValueError(
+                f"sequence of {T_k} tokens is longer than model.max_len={self.cfg.max_len}; "
+                f"shorten it (data.block_size) or raise model.max_len"
+            )
         if key_padding_mask is not None and key_padding_mask.shape != (B, T_k):
-            raise ValueError(f"key_padding_mask must be (B, offset + T) = ({B}, {T_k}), got {tuple(key_padding_mask.shape)}")
+            raise ValueError(
+                f"key_padding_mask must be (B, offset + T) = ({B}, {T_k}), got {tuple(key_padding_mask.shape)}"
+            )
         if positions is None:
             if key_padding_mask is None:
                 positions = torch.arange(offset, T_k, device=idx.device).unsqueeze(0)  # (1, T): same for every row
@@ -59,16 +72,31 @@ class TransformerBase(nn.Module):
                 positions = ((~key_padding_mask).long().cumsum(1) - 1).clamp(min=0)[:, offset:]  # (B, T)
         x = embed(idx, positions)  # (B, T, d_model)
         prefix = self.cfg.prefix_len if prefix_len is None else prefix_len
-        mask, is_causal = masks.build(mask_kind, T, T_k, offset, key_padding_mask, prefix, self.cfg.window,
-                                      need_explicit=self.alibi is not None, device=idx.device)
+        mask, is_causal = masks.build(
+            mask_kind,
+            T,
+            T_k,
+            offset,
+            key_padding_mask,
+            prefix,
+            self.cfg.window,
+            need_explicit=self.alibi is not None,
+            device=idx.device,
+        )
         rope = self.rope(positions) if self.rope is not None else None
         # prefix LM sees later prefix keys: their distance must be |i - j| too (a penalty), so only purely
         # causal masks use the signed distance
-        bias = (self.alibi(T, T_k, offset, causal=mask_kind in ("causal", "sliding"))
-                if self.alibi is not None else None)
-        return x, mask, is_causal, rope, bias
+        bias = self.alibi(T, T_k, offset, causal=mask_kind in ("causal", "sliding")) if self.alibi is not None else None
+        return x, AttentionInputs(mask=mask, is_causal=is_causal, rope=rope, bias=bias)
 
-    def new_caches(self, n_layers: int, batch_size: int, max_len: int, device=None, dtype=None):
+    def new_caches(
+        self,
+        n_layers: int,
+        batch_size: int,
+        max_len: int,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
+    ) -> list[KVCache]:
         """n_layers preallocated KVCaches of max_len tokens each."""
         cfg = self.cfg
         dtype = dtype or next(self.parameters()).dtype

@@ -23,21 +23,24 @@ the chunks in fp32.
 On CUDA, with the automatic chunk size, `liger-kernel`'s fused Triton kernel is used when it is installed
 (reductions mean / sum, no per-row output); the CPU always runs the pure-PyTorch path here.
 """
+
 import contextlib
 from importlib import metadata
-from typing import Optional, Tuple, Union
 
 import torch
 import torch.nn.functional as F
 
+from zoo.model.chunk_pass import chunk_pass
+
 IGNORE_INDEX = -100
-LOGITS_CHUNK_BYTES = 64 * 2 ** 20  # automatic chunk: about this many bytes of fp32 logits per chunk
-MIN_CHUNK_ROWS = 512  # ... but at least this many rows: each chunk streams W (V x d) through 3 GEMMs (measured on CPU)
+LOGITS_CHUNK_BYTES = 64 * 2**20  # automatic chunk: about this many bytes of fp32 logits per chunk
+MIN_CHUNK_ROWS = 512  # ... but at least this many rows: each chunk streams W (V x d) through 3 GEMMs
 REDUCTIONS = ("mean", "sum", "none")
 
 
-def auto_chunk_size(n_rows: int, vocab_size: int, budget_bytes: int = LOGITS_CHUNK_BYTES,
-                    min_rows: int = MIN_CHUNK_ROWS) -> int:
+def auto_chunk_size(
+    n_rows: int, vocab_size: int, budget_bytes: int = LOGITS_CHUNK_BYTES, min_rows: int = MIN_CHUNK_ROWS
+) -> int:
     """The automatic chunk (rows): budget_bytes of fp32 logits (C x V x 4), at least min_rows (GEMM efficiency:
     each chunk reads W, and reads and writes grad W, once per projection), a multiple of 64 rows when it is
     smaller than n_rows, and never more than n_rows (then it is one chunk). At V = 50,257: 512 rows (103 MB)."""
@@ -46,7 +49,7 @@ def auto_chunk_size(n_rows: int, vocab_size: int, budget_bytes: int = LOGITS_CHU
     return max(1, min(n_rows, rows))
 
 
-def resolve_chunk_size(chunk_size: Optional[int], n_rows: int, vocab_size: int) -> int:
+def resolve_chunk_size(chunk_size: int | None, n_rows: int, vocab_size: int) -> int:
     """chunk_size None = auto_chunk_size; a positive int as given (capped at n_rows); 0 = the plain path (returned
     as 0). Raises ValueError for a negative value."""
     if chunk_size is None:
@@ -63,85 +66,6 @@ def _compute_dtype(h: torch.Tensor, weight: torch.Tensor) -> torch.dtype:
     if torch.is_autocast_enabled(device):
         return torch.get_autocast_dtype(device)
     return torch.promote_types(h.dtype, weight.dtype)
-
-
-def _add_in_blocks(acc: torch.Tensor, x: torch.Tensor, rows: int = 4096) -> None:
-    """acc += x for x in a lower precision, block of rows by block: a mixed-dtype add_ would first convert the
-    whole of x to acc's dtype (a temporary as large as grad w in fp32)."""
-    for i in range(0, x.shape[0], rows):
-        acc[i:i + rows].add_(x[i:i + rows])
-
-
-def _chunk_pass(h: torch.Tensor, w: torch.Tensor, b: Optional[torch.Tensor], target: torch.Tensor,
-                valid: torch.Tensor, label_smoothing: float, chunk: int, scale: Optional[torch.Tensor],
-                needs: Tuple[bool, bool, bool], acc_dtype: torch.dtype):
-    """The core loop. h (N, d), w (V, d), b (V,) or None, all in the compute dtype; target (N,) long, valid (N,)
-    bool (target != ignore_index). scale (N,) acc_dtype: d loss / d row loss (0 on ignored rows); None = no
-    gradient. needs: (grad h, grad w, grad b) wanted.
-    Returns (row losses (N,) acc_dtype (0 where ignored), grad h (N, d) h.dtype | None, grad w (V, d) acc_dtype
-    | None, grad b (V,) acc_dtype | None)."""
-    N, V = h.shape[0], w.shape[0]
-    ls = float(label_smoothing)
-    rows = torch.empty(N, dtype=acc_dtype, device=h.device)
-    grad = scale is not None
-    grad_h = torch.empty_like(h) if grad and needs[0] else None
-    grad_w = torch.zeros(w.shape, dtype=acc_dtype, device=w.device) if grad and needs[1] else None
-    grad_b = torch.zeros(V, dtype=acc_dtype, device=w.device) if grad and needs[2] and b is not None else None
-    low = h.dtype != acc_dtype  # projections in a lower precision than the softmax (autocast)
-    buf = torch.empty((min(chunk, N), V), dtype=acc_dtype, device=h.device)  # the only (C, V) fp32 tensor
-    # autocast: one (C, V) buffer in the projections' dtype (logits, then their gradient) and one (V, d) for each
-    # chunk's grad w before its fp32 accumulation, reused by every chunk
-    low_buf = torch.empty_like(buf, dtype=h.dtype) if low else None
-    low_gw = torch.empty_like(w) if low and grad_w is not None else None
-    safe_target = target.masked_fill(~valid, 0)
-    wt = w.t()
-    for start in range(0, N, chunk):
-        end = min(start + chunk, N)
-        hc, z = h[start:end], buf[:end - start]
-        if low:
-            zl = low_buf[:end - start]
-            if b is None:
-                torch.mm(hc, wt, out=zl)
-            else:
-                torch.addmm(b, hc, wt, out=zl)
-            z.copy_(zl)
-        elif b is None:
-            torch.mm(hc, wt, out=z)
-        else:
-            torch.addmm(b, hc, wt, out=z)
-        tc = safe_target[start:end].unsqueeze(1)  # (C, 1)
-        m = z.amax(1, keepdim=True)  # (C, 1)
-        z.sub_(m)  # z - max: log-probabilities are these minus log(sum exp)
-        zt = z.gather(1, tc).squeeze(1)  # (C,)
-        zmean = z.mean(1) if ls else None
-        z.exp_()
-        s = z.sum(1)  # (C,)
-        loss_c = s.log() - (1.0 - ls) * zt  # -log p_target, smoothed: (1-ls)(-log p_t) + ls mean_j(-log p_j)
-        if ls:
-            loss_c -= ls * zmean
-        rows[start:end] = loss_c.masked_fill_(~valid[start:end], 0.0)
-        if not grad:
-            continue
-        sc = scale[start:end]
-        # d loss / d z = scale * (softmax - (1 - ls) onehot - ls / V), in place in the buffer
-        z.mul_((sc / s).unsqueeze(1))
-        if ls:
-            z.sub_((sc * (ls / V)).unsqueeze(1))
-        z.scatter_add_(1, tc, (-(1.0 - ls) * sc).unsqueeze(1))
-        g = zl.copy_(z) if low else z
-        if grad_h is not None:
-            if low:
-                grad_h[start:end] = torch.mm(g, w)
-            else:
-                torch.mm(g, w, out=grad_h[start:end])
-        if grad_w is not None:
-            if low:
-                _add_in_blocks(grad_w, torch.mm(g.t(), hc, out=low_gw))
-            else:
-                grad_w.addmm_(g.t(), hc)
-        if grad_b is not None:
-            grad_b.add_(z.sum(0))
-    return rows, grad_h, grad_w, grad_b
 
 
 def _no_autocast(device: torch.device):
@@ -167,13 +91,24 @@ class FusedLinearCrossEntropy(torch.autograd.Function):
         if reduction == "mean":
             scale = scale / n.clamp(min=1)
         with _no_autocast(h.device):
-            rows, gh, gw, gb = _chunk_pass(h.to(dtype), weight.to(dtype), None if bias is None else bias.to(dtype),
-                                           target, valid, label_smoothing, chunk, scale, needs, acc)
+            rows, gh, gw, gb = chunk_pass(
+                h.to(dtype),
+                weight.to(dtype),
+                None if bias is None else bias.to(dtype),
+                target,
+                valid,
+                label_smoothing,
+                chunk,
+                scale,
+                needs,
+                acc,
+            )
         loss = rows.sum()
         if reduction == "mean":
             loss = loss / n
-        ctx.save_for_backward(gh, None if gw is None else gw.to(weight.dtype),
-                              None if gb is None else gb.to(bias.dtype))
+        ctx.save_for_backward(
+            gh, None if gw is None else gw.to(weight.dtype), None if gb is None else gb.to(bias.dtype)
+        )
         ctx.h_dtype = h.dtype
         ctx.mark_non_differentiable(rows)
         return loss, rows
@@ -186,6 +121,7 @@ class FusedLinearCrossEntropy(torch.autograd.Function):
 
         def scaled(g):
             return g if g is None or one else g * grad_loss.to(g.dtype)
+
         gh = None if gh is None else scaled(gh).to(ctx.h_dtype)
         return gh, scaled(gw), scaled(gb), None, None, None, None, None, None, None
 
@@ -200,8 +136,18 @@ class LinearCrossEntropyRows(torch.autograd.Function):
         acc = torch.promote_types(dtype, torch.float32)
         valid = target != ignore_index
         with _no_autocast(h.device):
-            rows = _chunk_pass(h.to(dtype), weight.to(dtype), None if bias is None else bias.to(dtype), target,
-                               valid, label_smoothing, chunk, None, needs, acc)[0]
+            rows = chunk_pass(
+                h.to(dtype),
+                weight.to(dtype),
+                None if bias is None else bias.to(dtype),
+                target,
+                valid,
+                label_smoothing,
+                chunk,
+                None,
+                needs,
+                acc,
+            )[0]
         ctx.save_for_backward(h, weight, bias, target)
         ctx.args = (ignore_index, label_smoothing, chunk, dtype, needs, acc)
         return rows
@@ -213,10 +159,29 @@ class LinearCrossEntropyRows(torch.autograd.Function):
         valid = target != ignore_index
         scale = grad_rows.to(acc).masked_fill(~valid, 0.0)
         with _no_autocast(h.device):
-            _, gh, gw, gb = _chunk_pass(h.to(dtype), weight.to(dtype), None if bias is None else bias.to(dtype),
-                                        target, valid, label_smoothing, chunk, scale, needs, acc)
-        return (None if gh is None else gh.to(h.dtype), None if gw is None else gw.to(weight.dtype),
-                None if gb is None else gb.to(bias.dtype), None, None, None, None, None, None)
+            _, gh, gw, gb = chunk_pass(
+                h.to(dtype),
+                weight.to(dtype),
+                None if bias is None else bias.to(dtype),
+                target,
+                valid,
+                label_smoothing,
+                chunk,
+                scale,
+                needs,
+                acc,
+            )
+        return (
+            None if gh is None else gh.to(h.dtype),
+            None if gw is None else gw.to(weight.dtype),
+            None if gb is None else gb.to(bias.dtype),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
 
 
 LIGER_MIN_VERSION = (0, 5)  # earlier releases drop label_smoothing / reduction silently
@@ -232,21 +197,74 @@ def _liger_loss(h, weight, target, bias, ignore_index, label_smoothing, reductio
         return None
     if version < LIGER_MIN_VERSION:
         return None
-    loss_fn = LigerFusedLinearCrossEntropyLoss(ignore_index=ignore_index, label_smoothing=label_smoothing,
-                                               reduction=reduction)
+    loss_fn = LigerFusedLinearCrossEntropyLoss(
+        ignore_index=ignore_index, label_smoothing=label_smoothing, reduction=reduction
+    )
     return loss_fn(weight, h, target, bias).float()  # liger's order: (weight, input, target, bias)
 
 
-def external_kernel_ok(h: torch.Tensor, chunk_size: Optional[int], reduction: str, return_rows: bool) -> bool:
+def external_kernel_ok(h: torch.Tensor, chunk_size: int | None, reduction: str, return_rows: bool) -> bool:
     """Whether linear_cross_entropy may hand the call to an installed GPU kernel: CUDA tensors, the automatic
     chunk size (an explicit one asks for the pure path), reduction mean / sum and no per-row output."""
     return h.is_cuda and chunk_size is None and reduction in ("mean", "sum") and not return_rows
 
 
-def linear_cross_entropy(h: torch.Tensor, weight: torch.Tensor, target: torch.Tensor,
-                         bias: Optional[torch.Tensor] = None, *, ignore_index: int = IGNORE_INDEX,
-                         label_smoothing: float = 0.0, reduction: str = "mean", chunk_size: Optional[int] = None,
-                         return_rows: bool = False) -> Union[torch.Tensor, Tuple[torch.Tensor, torch.Tensor]]:
+def _plain(h, weight, target, bias, ignore_index, label_smoothing, reduction, return_rows, out_shape):
+    """linear_cross_entropy's plain path (chunk_size=0): the full logits and F.cross_entropy."""
+    logits = F.linear(h, weight, bias)
+    logits = logits.float() if logits.dtype in (torch.float16, torch.bfloat16) else logits
+    loss = F.cross_entropy(
+        logits, target, ignore_index=ignore_index, label_smoothing=label_smoothing, reduction=reduction
+    )
+    if reduction == "none":
+        loss = loss.view(out_shape)
+    if not return_rows:
+        return loss
+    rows = (
+        loss.detach()
+        if reduction == "none"
+        else F.cross_entropy(
+            logits.detach(), target, ignore_index=ignore_index, label_smoothing=label_smoothing, reduction="none"
+        )
+    )
+    return loss, rows.view(out_shape)
+
+
+def _losses_only(h, weight, target, bias, ignore_index, label_smoothing, reduction, chunk, dtype):
+    """One chunked pass without gradients: (loss (reduced as `reduction`), row losses (N,))."""
+    acc = torch.promote_types(dtype, torch.float32)
+    valid = target != ignore_index
+    with torch.no_grad(), _no_autocast(h.device):
+        rows = chunk_pass(
+            h.to(dtype),
+            weight.to(dtype),
+            None if bias is None else bias.to(dtype),
+            target,
+            valid,
+            label_smoothing,
+            chunk,
+            None,
+            (False, False, False),
+            acc,
+        )[0]
+    loss = rows if reduction == "none" else rows.sum()
+    if reduction == "mean":
+        loss = loss / valid.sum()
+    return loss, rows
+
+
+def linear_cross_entropy(
+    h: torch.Tensor,
+    weight: torch.Tensor,
+    target: torch.Tensor,
+    bias: torch.Tensor | None = None,
+    *,
+    ignore_index: int = IGNORE_INDEX,
+    label_smoothing: float = 0.0,
+    reduction: str = "mean",
+    chunk_size: int | None = None,
+    return_rows: bool = False,
+) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
     """F.cross_entropy(F.linear(h, weight, bias).float(), target, ignore_index=ignore_index,
     label_smoothing=label_smoothing, reduction=reduction), without the full logits tensor.
 
@@ -279,18 +297,8 @@ def linear_cross_entropy(h: torch.Tensor, weight: torch.Tensor, target: torch.Te
     N, V = h2.shape[0], weight.shape[0]
     chunk = resolve_chunk_size(chunk_size, N, V)
 
-    if chunk == 0:  # the plain path
-        logits = F.linear(h2, weight, bias)
-        logits = logits.float() if logits.dtype in (torch.float16, torch.bfloat16) else logits
-        loss = F.cross_entropy(logits, t, ignore_index=ignore_index, label_smoothing=label_smoothing,
-                               reduction=reduction)
-        if reduction == "none":
-            loss = loss.view(out_shape)
-        if not return_rows:
-            return loss
-        rows = loss.detach() if reduction == "none" else F.cross_entropy(
-            logits.detach(), t, ignore_index=ignore_index, label_smoothing=label_smoothing, reduction="none")
-        return loss, rows.view(out_shape)
+    if chunk == 0:
+        return _plain(h2, weight, t, bias, ignore_index, label_smoothing, reduction, return_rows, out_shape)
 
     if external_kernel_ok(h2, chunk_size, reduction, return_rows):
         loss = _liger_loss(h2, weight, t, bias, ignore_index, label_smoothing, reduction)
@@ -300,14 +308,7 @@ def linear_cross_entropy(h: torch.Tensor, weight: torch.Tensor, target: torch.Te
     dtype = _compute_dtype(h2, weight)
     needs = (h2.requires_grad, weight.requires_grad, bias is not None and bias.requires_grad)
     if not (torch.is_grad_enabled() and any(needs)):
-        acc = torch.promote_types(dtype, torch.float32)
-        valid = t != ignore_index
-        with torch.no_grad(), _no_autocast(h2.device):
-            rows = _chunk_pass(h2.to(dtype), weight.to(dtype), None if bias is None else bias.to(dtype), t, valid,
-                               label_smoothing, chunk, None, needs, acc)[0]
-        loss = rows if reduction == "none" else rows.sum()
-        if reduction == "mean":
-            loss = loss / valid.sum()
+        loss, rows = _losses_only(h2, weight, t, bias, ignore_index, label_smoothing, reduction, chunk, dtype)
         loss = loss.view(out_shape) if reduction == "none" else loss
         return (loss, rows.view(out_shape)) if return_rows else loss
 
@@ -315,8 +316,9 @@ def linear_cross_entropy(h: torch.Tensor, weight: torch.Tensor, target: torch.Te
         rows = LinearCrossEntropyRows.apply(h2, weight, bias, t, ignore_index, label_smoothing, chunk, dtype, needs)
         rows = rows.view(out_shape)
         return (rows, rows.detach()) if return_rows else rows
-    loss, rows = FusedLinearCrossEntropy.apply(h2, weight, bias, t, ignore_index, label_smoothing, reduction, chunk,
-                                               dtype, needs)
+    loss, rows = FusedLinearCrossEntropy.apply(
+        h2, weight, bias, t, ignore_index, label_smoothing, reduction, chunk, dtype, needs
+    )
     return (loss, rows.view(out_shape)) if return_rows else loss
 
 
@@ -331,14 +333,37 @@ def lm_head_cross_entropy(head: torch.nn.Module, hidden: torch.Tensor, target: t
 
 
 @torch.no_grad()
-def chunked_cross_entropy_rows(h: torch.Tensor, weight: torch.Tensor, target: torch.Tensor,
-                               bias: Optional[torch.Tensor] = None, *, ignore_index: int = IGNORE_INDEX,
-                               label_smoothing: float = 0.0, chunk_size: Optional[int] = None) -> torch.Tensor:
+def chunked_cross_entropy_rows(
+    h: torch.Tensor,
+    weight: torch.Tensor,
+    target: torch.Tensor,
+    bias: torch.Tensor | None = None,
+    *,
+    ignore_index: int = IGNORE_INDEX,
+    label_smoothing: float = 0.0,
+    chunk_size: int | None = None,
+) -> torch.Tensor:
     """Evaluation: per-row losses (target's shape, 0 where ignored), no gradient, chunk by chunk
     (= linear_cross_entropy(..., reduction="none") under torch.no_grad)."""
-    return linear_cross_entropy(h, weight, target, bias, ignore_index=ignore_index, label_smoothing=label_smoothing,
-                                reduction="none", chunk_size=chunk_size)
+    return linear_cross_entropy(
+        h,
+        weight,
+        target,
+        bias,
+        ignore_index=ignore_index,
+        label_smoothing=label_smoothing,
+        reduction="none",
+        chunk_size=chunk_size,
+    )
 
 
-__all__ = ["FusedLinearCrossEntropy", "LinearCrossEntropyRows", "IGNORE_INDEX", "auto_chunk_size",
-           "chunked_cross_entropy_rows", "linear_cross_entropy", "lm_head_cross_entropy", "resolve_chunk_size"]
+__all__ = [
+    "FusedLinearCrossEntropy",
+    "LinearCrossEntropyRows",
+    "IGNORE_INDEX",
+    "auto_chunk_size",
+    "chunked_cross_entropy_rows",
+    "linear_cross_entropy",
+    "lm_head_cross_entropy",
+    "resolve_chunk_size",
+]

@@ -2,9 +2,9 @@
 
 Each field is one constructor argument of one block; `conf/model/*.yaml` sets them by name.
 """
+
 import itertools
 from dataclasses import dataclass, fields
-from typing import Optional
 
 ACTIVATIONS = ("relu", "gelu", "swiglu", "geglu", "gelu_tanh", "geglu_tanh", "silu")
 GATED_ACTIVATIONS = ("swiglu", "geglu", "geglu_tanh")  # FeedForward.linear1 gives [gate; up]
@@ -29,7 +29,8 @@ class ModelConfig:
     dropout: residual and embedding dropout; attn_dropout: on attention weights (None = dropout,
         as nn.TransformerEncoderLayer).
     activation: relu | gelu | swiglu | geglu (Shazeer 2020) | gelu_tanh (GELU's tanh approximation, GPT-2's
-        gelu_new) | geglu_tanh (gated, T5 v1.1's gated-gelu) | silu (Marian's swish). norm: layernorm | rmsnorm; norm_eps.
+        gelu_new) | geglu_tanh (gated, T5 v1.1's gated-gelu) | silu (Marian's swish).
+    norm: layernorm | rmsnorm; norm_eps.
     bias: biases in every Linear and LayerNorm.
     norm_first: pre-LN (Xiong et al. 2020) instead of the paper's post-LN.
     final_norm: a norm after each stack (None = on for pre-LN, off for post-LN).
@@ -77,26 +78,26 @@ class ModelConfig:
     """
 
     vocab_size: int = 65
-    src_vocab_size: Optional[int] = None
+    src_vocab_size: int | None = None
     d_model: int = 128
     n_heads: int = 4
-    n_kv_heads: Optional[int] = None
+    n_kv_heads: int | None = None
     d_ff: int = 512
     n_layers: int = 4
-    n_encoder_layers: Optional[int] = None
-    n_decoder_layers: Optional[int] = None
+    n_encoder_layers: int | None = None
+    n_decoder_layers: int | None = None
     dropout: float = 0.1
-    attn_dropout: Optional[float] = None
+    attn_dropout: float | None = None
     activation: str = "relu"
     norm: str = "layernorm"
     norm_eps: float = 1e-5
     bias: bool = True
     norm_first: bool = False
-    final_norm: Optional[bool] = None
+    final_norm: bool | None = None
     position: str = "sinusoidal"
     max_len: int = 1024
     rope_base: float = 10000.0
-    mask: Optional[str] = None
+    mask: str | None = None
     prefix_len: int = 0
     window: int = 128
     scale_embeddings: bool = True
@@ -107,14 +108,14 @@ class ModelConfig:
     rel_max_distance: int = 128
     position_offset: int = 0
     sinusoidal_layout: str = "interleaved"
-    attn_scale: Optional[float] = None
+    attn_scale: float | None = None
     embed_norm: bool = False
     type_vocab_size: int = 0
     share_tokens: bool = False
     lm_head_transform: bool = False
     lm_head_bias: bool = False
     lm_head_scale: bool = False
-    decoder_start_id: Optional[int] = None
+    decoder_start_id: int | None = None
     num_classes: int = 0
     pooling: str = "mean"
     length_classes: int = 0
@@ -124,7 +125,7 @@ class ModelConfig:
     activation_checkpointing: bool = False
     compile: bool = False
     compile_scope: str = "layers"
-    loss_chunk_size: Optional[int] = None
+    loss_chunk_size: int | None = None
 
     def __post_init__(self):
         self.validate()
@@ -155,15 +156,22 @@ class ModelConfig:
 
     def validate(self) -> None:
         """Raise ValueError naming the key, the value and what is allowed."""
-        choices = {"activation": ACTIVATIONS, "norm": NORMS, "position": POSITIONS, "init": INITS,
-                   "pooling": POOLINGS, "compile_scope": COMPILE_SCOPES, "sinusoidal_layout": SINUSOIDAL_LAYOUTS}
+        choices = {
+            "activation": ACTIVATIONS,
+            "norm": NORMS,
+            "position": POSITIONS,
+            "init": INITS,
+            "pooling": POOLINGS,
+            "compile_scope": COMPILE_SCOPES,
+            "sinusoidal_layout": SINUSOIDAL_LAYOUTS,
+        }
         for key, allowed in choices.items():
             value = getattr(self, key)
             if value not in allowed:
                 raise ValueError(f"model.{key}={value!r} is unknown; allowed: {', '.join(allowed)}")
         for f in fields(self):
             value = getattr(self, f.name)
-            switch = f.type is bool or (f.type == Optional[bool] and value is not None)
+            switch = f.type is bool or (f.type == (bool | None) and value is not None)
             if switch and not isinstance(value, bool):
                 raise ValueError(f"model.{f.name}={value!r} must be true or false")
         if self.mask is not None and self.mask not in MASKS:
@@ -172,19 +180,26 @@ class ModelConfig:
             if getattr(self, key) < 1:
                 raise ValueError(f"model.{key}={getattr(self, key)} must be a positive integer")
         if self.src_vocab_size is not None and self.src_vocab_size < 1:
-            raise ValueError(f"model.src_vocab_size={self.src_vocab_size} must be a positive integer "
-                             f"(or null = vocab_size)")
+            raise ValueError(
+                f"model.src_vocab_size={self.src_vocab_size} must be a positive integer (or null = vocab_size)"
+            )
         if self.n_layers < 0 or self.encoder_layers < 0 or self.decoder_layers < 0:
             raise ValueError(f"model.n_layers={self.n_layers} must be >= 0")
         if self.d_model % self.n_heads:
-            raise ValueError(f"model.d_model={self.d_model} is not divisible by model.n_heads={self.n_heads}; "
-                             f"choose n_heads among the divisors of d_model")
+            raise ValueError(
+                f"model.d_model={self.d_model} is not divisible by model.n_heads={self.n_heads}; "
+                f"choose n_heads among the divisors of d_model"
+            )
         if self.n_kv_heads is not None and (self.n_kv_heads < 1 or self.n_heads % self.n_kv_heads):
-            raise ValueError(f"model.n_heads={self.n_heads} is not divisible by model.n_kv_heads={self.n_kv_heads}; "
-                             f"n_kv_heads must divide n_heads (n_kv_heads=null means n_heads)")
+            raise ValueError(
+                f"model.n_heads={self.n_heads} is not divisible by model.n_kv_heads={self.n_kv_heads}; "
+                f"n_kv_heads must divide n_heads (n_kv_heads=null means n_heads)"
+            )
         if self.position == "rope" and self.head_dim % 2:
-            raise ValueError(f"model.position='rope' needs an even head dimension, got d_model/n_heads="
-                             f"{self.d_model}/{self.n_heads}={self.head_dim}; change d_model or n_heads")
+            raise ValueError(
+                f"model.position='rope' needs an even head dimension, got d_model/n_heads="
+                f"{self.d_model}/{self.n_heads}={self.head_dim}; change d_model or n_heads"
+            )
         if not 0.0 <= self.dropout < 1.0 or not 0.0 <= self.attention_dropout < 1.0:
             raise ValueError(f"model.dropout={self.dropout} / model.attn_dropout={self.attn_dropout} must be in [0, 1)")
         if self.mask == "sliding" and self.window < 1:
@@ -193,35 +208,49 @@ class ModelConfig:
             raise ValueError(f"model.num_classes={self.num_classes} must be >= 0 (0 = no classification head)")
         if self.length_classes < 0:
             raise ValueError(f"model.length_classes={self.length_classes} must be >= 0 (0 = no length head)")
-        if self.loss_chunk_size is not None and (isinstance(self.loss_chunk_size, bool)
-                                                 or not isinstance(self.loss_chunk_size, int)
-                                                 or self.loss_chunk_size < 0):
-            raise ValueError(f"model.loss_chunk_size={self.loss_chunk_size!r} must be an integer >= 0 (0 = full "
-                             f"logits, n = rows per chunk) or null (automatic)")
+        if self.loss_chunk_size is not None and (
+            isinstance(self.loss_chunk_size, bool)
+            or not isinstance(self.loss_chunk_size, int)
+            or self.loss_chunk_size < 0
+        ):
+            raise ValueError(
+                f"model.loss_chunk_size={self.loss_chunk_size!r} must be an integer >= 0 (0 = full "
+                f"logits, n = rows per chunk) or null (automatic)"
+            )
         for key in ("position_offset", "type_vocab_size"):
             if getattr(self, key) < 0:
                 raise ValueError(f"model.{key}={getattr(self, key)} must be >= 0")
         if self.rel_buckets < 4 or self.rel_max_distance < self.rel_buckets // 2:
-            raise ValueError(f"model.rel_buckets={self.rel_buckets} must be >= 4 and model.rel_max_distance="
-                             f"{self.rel_max_distance} >= rel_buckets / 2 (T5: 32 and 128)")
+            raise ValueError(
+                f"model.rel_buckets={self.rel_buckets} must be >= 4 and model.rel_max_distance="
+                f"{self.rel_max_distance} >= rel_buckets / 2 (T5: 32 and 128)"
+            )
         if self.attn_scale is not None and not self.attn_scale > 0:
             raise ValueError(f"model.attn_scale={self.attn_scale} must be > 0 (or null = 1/sqrt(d_head))")
         if self.decoder_start_id is not None and not 0 <= self.decoder_start_id < self.vocab_size:
-            raise ValueError(f"model.decoder_start_id={self.decoder_start_id} is outside the vocabulary "
-                             f"[0, {self.vocab_size}) (null = bos_id)")
+            raise ValueError(
+                f"model.decoder_start_id={self.decoder_start_id} is outside the vocabulary "
+                f"[0, {self.vocab_size}) (null = bos_id)"
+            )
         if self.prefix_len < 0:
             raise ValueError(f"model.prefix_len={self.prefix_len} must be >= 0")
         ids = {"model.pad_id": self.pad_id, "model.bos_id": self.bos_id, "model.eos_id": self.eos_id}
         for (key_a, a), (key_b, b) in itertools.combinations(ids.items(), 2):
             if a == b:  # e.g. pad = eos: the loss would ignore every real EOS, and the model never stops
-                raise ValueError(f"{key_a}={a} and {key_b}={b} are the same id; special tokens need distinct ids "
-                                 f"(the subword tokenizer's are pad 0, bos 1, eos 2)")
+                raise ValueError(
+                    f"{key_a}={a} and {key_b}={b} are the same id; special tokens need distinct ids "
+                    f"(the subword tokenizer's are pad 0, bos 1, eos 2)"
+                )
         if self.share_tokens and self.src_vocab_size not in (None, self.vocab_size):
-            raise ValueError(f"model.share_tokens=true needs one vocabulary, but src_vocab_size="
-                             f"{self.src_vocab_size} != vocab_size={self.vocab_size}; set share_tokens=false")
+            raise ValueError(
+                f"model.share_tokens=true needs one vocabulary, but src_vocab_size="
+                f"{self.src_vocab_size} != vocab_size={self.vocab_size}; set share_tokens=false"
+            )
         if self.share_embeddings and self.src_vocab_size not in (None, self.vocab_size):
-            raise ValueError(f"model.share_embeddings=true needs one vocabulary, but src_vocab_size="
-                             f"{self.src_vocab_size} != vocab_size={self.vocab_size}; set share_embeddings=false")
+            raise ValueError(
+                f"model.share_embeddings=true needs one vocabulary, but src_vocab_size="
+                f"{self.src_vocab_size} != vocab_size={self.vocab_size}; set share_embeddings=false"
+            )
 
     @classmethod
     def from_dict(cls, d: dict) -> "ModelConfig":

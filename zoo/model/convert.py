@@ -4,8 +4,8 @@ Works on the state dict of nn.TransformerEncoderLayer, nn.TransformerDecoderLaye
 nn.TransformerDecoder and nn.Transformer, giving the keys of zoo's EncoderLayer, DecoderLayer, Encoder,
 Decoder, and (Encoder, Decoder) under "encoder." / "decoder." as in EncoderDecoder.
 """
+
 import re
-from typing import Dict
 
 import torch
 
@@ -21,7 +21,7 @@ _DECODER_NORMS = {"norm1.": "self_attn_sub.norm.", "norm2.": "cross_attn_sub.nor
 _LAYER_KEY = re.compile(r"^(.*?)(self_attn\.|multihead_attn\.|linear[12]\.|norm[123]\.|dropout)")
 
 
-def from_torch_transformer(state_dict: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
+def from_torch_transformer(state_dict: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """Map a torch.nn.Transformer-family state dict to zoo's names.
 
     nn.MultiheadAttention's in_proj_weight [W_q; W_k; W_v] is zoo's fused qkv_proj for self-attention;
@@ -39,7 +39,7 @@ def from_torch_transformer(state_dict: Dict[str, torch.Tensor]) -> Dict[str, tor
                 out[key] = value
                 continue
             raise ValueError(f"unexpected key {key!r} in a torch.nn.Transformer state dict")
-        prefix, rest = m.group(1), key[len(m.group(1)):]
+        prefix, rest = m.group(1), key[len(m.group(1)) :]
         if rest.startswith("multihead_attn.in_proj_"):
             kind = rest.rsplit("_", 1)[1]  # weight | bias
             d = value.shape[0] // 3
@@ -49,7 +49,7 @@ def from_torch_transformer(state_dict: Dict[str, torch.Tensor]) -> Dict[str, tor
         norms = _DECODER_NORMS if prefix in decoder_prefixes else _ENCODER_NORMS
         for old, new in {**_RENAME, **norms}.items():
             if rest.startswith(old):
-                rest = new + rest[len(old):]
+                rest = new + rest[len(old) :]
                 break
         out[prefix + rest] = value
     return out

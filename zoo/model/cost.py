@@ -18,8 +18,8 @@ length (tokens), d = d_model = n_heads * d_head, kv_dim = n_kv_heads * d_head, d
 Attention is counted dense (all N x N_k scores): SDPA and FlopCounterMode compute / count the full
 matrices, so causal, prefix and sliding-window masks do not reduce the count.
 """
+
 import operator
-from typing import Dict, Optional
 
 from torch import nn
 
@@ -28,8 +28,18 @@ from zoo.model.decoder_only import DecoderOnly
 from zoo.model.encoder_decoder import EncoderDecoder
 from zoo.model.encoder_only import EncoderOnly
 
-LAYER_TERMS = ("attention_qkv", "attention_scores", "attention_values", "attention_out",
-               "cross_q", "cross_kv", "cross_scores", "cross_values", "cross_out", "ffn")
+LAYER_TERMS = (
+    "attention_qkv",
+    "attention_scores",
+    "attention_values",
+    "attention_out",
+    "cross_q",
+    "cross_kv",
+    "cross_scores",
+    "cross_values",
+    "cross_out",
+    "ffn",
+)
 TERMS = LAYER_TERMS + ("logits",)
 
 
@@ -53,7 +63,7 @@ def _check_len(name: str, value: int) -> int:
     return n
 
 
-def layer_flops(cfg: ModelConfig, batch_size: int, seq_len: int, memory_len: Optional[int] = None) -> Dict[str, int]:
+def layer_flops(cfg: ModelConfig, batch_size: int, seq_len: int, memory_len: int | None = None) -> dict[str, int]:
     """Forward FLOPs of ONE layer, by term (dict over LAYER_TERMS, ints).
 
     Self-attention over seq_len queries and seq_len keys (N_k = N); with memory_len = S, also
@@ -99,13 +109,14 @@ def layer_flops(cfg: ModelConfig, batch_size: int, seq_len: int, memory_len: Opt
     return out
 
 
-def _stack(cfg: ModelConfig, n_layers: int, batch_size: int, seq_len: int, memory_len: Optional[int]) -> Dict[str, int]:
+def _stack(cfg: ModelConfig, n_layers: int, batch_size: int, seq_len: int, memory_len: int | None) -> dict[str, int]:
     per_layer = layer_flops(cfg, batch_size, seq_len, memory_len)
     return {k: n_layers * v for k, v in per_layer.items()}
 
 
-def forward_flops_by_stack(model: nn.Module, batch_size: int, seq_len: int,
-                           src_len: Optional[int] = None) -> Dict[str, Dict[str, int]]:
+def forward_flops_by_stack(
+    model: nn.Module, batch_size: int, seq_len: int, src_len: int | None = None
+) -> dict[str, dict[str, int]]:
     """Forward FLOPs of model(...) split by stack: {"encoder": {term: FLOPs summed over its layers},
     "decoder": {...}, "head": {"logits": 2*b*N*d*V}}; a stack the model lacks is absent.
 
@@ -113,13 +124,14 @@ def forward_flops_by_stack(model: nn.Module, batch_size: int, seq_len: int,
     seq_len tokens with cross-attention over src_len memory tokens.
     """
     if not isinstance(model, (EncoderOnly, DecoderOnly, EncoderDecoder)):
-        raise TypeError(f"forward_flops needs a zoo.model EncoderOnly / DecoderOnly / EncoderDecoder, "
-                        f"got {type(model).__name__}")
+        raise TypeError(
+            f"forward_flops needs a zoo.model EncoderOnly / DecoderOnly / EncoderDecoder, got {type(model).__name__}"
+        )
     if src_len is not None and not isinstance(model, EncoderDecoder):
         raise ValueError(f"src_len applies to EncoderDecoder only; {type(model).__name__} has one input length")
     cfg = model.cfg
     b, N = _check_len("batch_size", batch_size), _check_len("seq_len", seq_len)
-    out: Dict[str, Dict[str, int]] = {}
+    out: dict[str, dict[str, int]] = {}
     if isinstance(model, EncoderOnly):
         out["encoder"] = _stack(cfg, len(model.encoder.layers), b, N, None)
     elif isinstance(model, DecoderOnly):
@@ -132,7 +144,7 @@ def forward_flops_by_stack(model: nn.Module, batch_size: int, seq_len: int,
     return out
 
 
-def forward_flops(model: nn.Module, batch_size: int, seq_len: int, src_len: Optional[int] = None) -> Dict[str, int]:
+def forward_flops(model: nn.Module, batch_size: int, seq_len: int, src_len: int | None = None) -> dict[str, int]:
     """Forward FLOPs (2 per multiply-add) of one model(...) call, by term, summed over stacks and layers.
 
     model: zoo.model EncoderOnly (forward: per-token LM logits; the classifier head of classify() is
@@ -154,8 +166,9 @@ def forward_flops(model: nn.Module, batch_size: int, seq_len: int, src_len: Opti
     return out
 
 
-def batch_flops(model: nn.Module, batch_size: int, seq_len: int, src_len: Optional[int] = None,
-                scored: Optional[int] = None) -> float:
+def batch_flops(
+    model: nn.Module, batch_size: int, seq_len: int, src_len: int | None = None, scored: int | None = None
+) -> float:
     """Forward FLOPs of one batch at its padded shape: forward_flops(...)["total"], with the LM head counted
     over `scored` output positions (e.g. only the masked ones a masked LM projects) instead of all
     batch_size * seq_len; scored=0 leaves the head out (a classifier's few FLOPs are not counted)."""
@@ -165,7 +178,7 @@ def batch_flops(model: nn.Module, batch_size: int, seq_len: int, src_len: Option
     return float(out["total"] - out["logits"] + out["logits"] * scored / (batch_size * seq_len))
 
 
-def flops_per_token(model: nn.Module, seq_len: int, src_len: Optional[int] = None) -> float:
+def flops_per_token(model: nn.Module, seq_len: int, src_len: int | None = None) -> float:
     """Forward FLOPs per token: forward_flops(model, b, seq_len, src_len)["total"] / (b * seq_len)
     (independent of b). Tokens are the seq_len tokens the model outputs logits for; for EncoderDecoder
     the target tokens, so the encoder's cost over src_len tokens is spread over the target tokens.
@@ -195,7 +208,7 @@ def classify_flops_per_token(model: nn.Module, seq_len: int) -> float:
     return (body + classifier) / seq_len
 
 
-def train_flops_per_token(model: nn.Module, seq_len: int, src_len: Optional[int] = None) -> float:
+def train_flops_per_token(model: nn.Module, seq_len: int, src_len: int | None = None) -> float:
     """Training FLOPs per token (forward + backward, no activation recomputation) = 3 * flops_per_token
     (Kaplan et al. 2020, sec. 2.1; Narayanan et al. 2021 count 4x because they add the forward
     recomputed by activation checkpointing)."""
@@ -224,7 +237,7 @@ def activation_memory(model: nn.Module, batch_size: int, seq_len: int) -> int:
     return n_layers(model) * (34 * b * N * cfg.d_model + 5 * b * N * N * cfg.n_heads)
 
 
-def summary(model: nn.Module, batch_size: int, seq_len: int, src_len: Optional[int] = None) -> dict:
+def summary(model: nn.Module, batch_size: int, seq_len: int, src_len: int | None = None) -> dict:
     """Cost summary of one training step's shapes: {"params": int (parameters),
     "forward_flops": int (FLOPs of one forward on (batch_size, seq_len), src_len for EncoderDecoder),
     "flops_per_token": float (forward FLOPs / token), "train_flops_per_token": float (3x),

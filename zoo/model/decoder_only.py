@@ -1,5 +1,4 @@
 """Decoder-only Transformer (GPT; Radford et al. 2018): causal language model."""
-from typing import Optional
 
 import torch
 from torch import nn
@@ -34,24 +33,36 @@ class DecoderOnly(TransformerBase):
         if cfg.tie_embeddings:
             self.lm_head.weight = self.embed.tok.weight
 
-    def features(self, idx: torch.Tensor, key_padding_mask: Optional[torch.Tensor] = None,
-                 positions: Optional[torch.Tensor] = None, cache: Optional[DecodingCache] = None,
-                 prefix_len=None, return_attention: bool = False):
+    def features(
+        self,
+        idx: torch.Tensor,
+        key_padding_mask: torch.Tensor | None = None,
+        positions: torch.Tensor | None = None,
+        cache: DecodingCache | None = None,
+        prefix_len: int | torch.Tensor | None = None,
+        return_attention: bool = False,
+    ):
         """Final hidden states (B, T, d_model) and the per-layer attention weights (or None)."""
         offset = cache.offset if cache is not None else 0
-        x, mask, is_causal, rope, bias = self.prepare(idx, self.embed, self.mask_kind, key_padding_mask, positions,
-                                                      offset, prefix_len)
-        return self.decoder(x, mask=mask, is_causal=is_causal, rope=rope, bias=bias,
-                            caches=cache.self_attn if cache is not None else None, need_weights=return_attention)
+        x, inputs = self.prepare(idx, self.embed, self.mask_kind, key_padding_mask, positions, offset, prefix_len)
+        return self.decoder(
+            x, attn=inputs, caches=cache.self_attn if cache is not None else None, need_weights=return_attention
+        )
 
-    def forward(self, idx: torch.Tensor, key_padding_mask: Optional[torch.Tensor] = None,
-                positions: Optional[torch.Tensor] = None, cache: Optional[DecodingCache] = None,
-                prefix_len=None, return_attention: bool = False):
+    def forward(
+        self,
+        idx: torch.Tensor,
+        key_padding_mask: torch.Tensor | None = None,
+        positions: torch.Tensor | None = None,
+        cache: DecodingCache | None = None,
+        prefix_len: int | torch.Tensor | None = None,
+        return_attention: bool = False,
+    ):
         x, attn = self.features(idx, key_padding_mask, positions, cache, prefix_len, return_attention)
         logits = self.lm_head(x)  # (B, T, vocab_size)
         return (logits, attn) if return_attention else logits
 
-    def classify(self, idx: torch.Tensor, key_padding_mask: Optional[torch.Tensor] = None) -> torch.Tensor:
+    def classify(self, idx: torch.Tensor, key_padding_mask: torch.Tensor | None = None) -> torch.Tensor:
         """Class logits (B, num_classes) from the state at each row's last real token (right padding: padding
         after the text does not change it); causal, or with mask=prefix bidirectional over the whole text (the
         text is the prefix, T5's prefix LM). Raises ValueError without a classification head."""
@@ -68,10 +79,19 @@ class DecoderOnly(TransformerBase):
         return DecodingCache(self.new_caches(len(self.decoder.layers), batch_size, max_len, device, dtype))
 
     @torch.no_grad()
-    def generate(self, idx: torch.Tensor, max_new_tokens: int, key_padding_mask: Optional[torch.Tensor] = None,
-                 temperature: float = 1.0, top_k: Optional[int] = None, top_p: Optional[float] = None,
-                 eos_id: Optional[int] = None, use_cache: bool = True, prefix_len=None,
-                 generator: Optional[torch.Generator] = None) -> torch.Tensor:
+    def generate(
+        self,
+        idx: torch.Tensor,
+        max_new_tokens: int,
+        key_padding_mask: torch.Tensor | None = None,
+        temperature: float = 1.0,
+        top_k: int | None = None,
+        top_p: float | None = None,
+        eos_id: int | None = None,
+        use_cache: bool = True,
+        prefix_len: int | torch.Tensor | None = None,
+        generator: torch.Generator | None = None,
+    ) -> torch.Tensor:
         """Continue prompts idx (B, T), LEFT-padded (see generate.left_pad), key_padding_mask (B, T) True = padding.
 
         temperature 0 = greedy; top_k / top_p restrict sampling. Each row stops at its own eos_id.
@@ -83,9 +103,11 @@ class DecoderOnly(TransformerBase):
             raise ValueError(f"prompt {T} + max_new_tokens {max_new_tokens} > model.max_len={self.cfg.max_len}")
         cache = self.new_cache(B, T + max_new_tokens, idx.device) if use_cache else None
 
-        def step(tokens, kpm, n_new):
+        def step(tokens, key_padding_mask, n_new):
             if cache is None:
-                return self(tokens, key_padding_mask=kpm, prefix_len=prefix_len)
-            return self(tokens[:, -n_new:], key_padding_mask=kpm, cache=cache, prefix_len=prefix_len)
-        return decode_loop(step, idx, key_padding_mask, max_new_tokens, temperature, top_k, top_p, eos_id,
-                           self.cfg.pad_id, generator)
+                return self(tokens, key_padding_mask=key_padding_mask, prefix_len=prefix_len)
+            return self(tokens[:, -n_new:], key_padding_mask=key_padding_mask, cache=cache, prefix_len=prefix_len)
+
+        return decode_loop(
+            step, idx, key_padding_mask, max_new_tokens, temperature, top_k, top_p, eos_id, self.cfg.pad_id, generator
+        )

@@ -1,6 +1,6 @@
 """Token embedding plus absolute positions, with the paper's sqrt(d_model) scaling and dropout."""
+
 import math
-from typing import Optional
 
 import torch
 from torch import nn
@@ -14,8 +14,9 @@ def check_ids(idx: torch.Tensor, vocab_size: int) -> None:
     lo, hi = torch.aminmax(idx)
     if int(lo) < 0 or int(hi) >= vocab_size:
         bad = idx[(idx < 0) | (idx >= vocab_size)][0].item()
-        raise ValueError(f"token id {bad} is outside the vocabulary [0, {vocab_size}); check the tokenizer and "
-                         f"model.vocab_size")
+        raise ValueError(
+            f"token id {bad} is outside the vocabulary [0, {vocab_size}); check the tokenizer and model.vocab_size"
+        )
 
 
 class Embedding(nn.Module):
@@ -29,9 +30,16 @@ class Embedding(nn.Module):
     Raises ValueError for a token id outside the vocabulary.
     """
 
-    def __init__(self, vocab_size: int, d_model: int, positions: Optional[nn.Module] = None,
-                 scale: bool = True, dropout: float = 0.0, norm: Optional[nn.Module] = None,
-                 type_vocab_size: int = 0):
+    def __init__(
+        self,
+        vocab_size: int,
+        d_model: int,
+        positions: nn.Module | None = None,
+        scale: bool = True,
+        dropout: float = 0.0,
+        norm: nn.Module | None = None,
+        type_vocab_size: int = 0,
+    ):
         super().__init__()
         self.tok = nn.Embedding(vocab_size, d_model)
         self.pos = positions

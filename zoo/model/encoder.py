@@ -1,19 +1,19 @@
 """The encoder stack: N encoder layers and an optional final norm."""
+
 import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
+from zoo.model.attention import AttentionInputs
 from zoo.model.config import ModelConfig
 from zoo.model.encoder_layer import EncoderLayer
+from zoo.model.kv_cache import KVCache
 from zoo.model.norm import make_norm
 from zoo.model.positions import RelativePositionBias
 
 
 class Encoder(nn.Module):
     """nn.TransformerEncoder: n_layers EncoderLayers, then a final norm if cfg.use_final_norm.
-
-    forward(x (B, T, d_model), mask, is_causal, rope, bias, caches (one KVCache per layer) | None,
-    need_weights) -> (x (B, T, d_model), [per-layer weights (B, h, T, T_k)] or None).
 
     cfg.activation_checkpointing: in training (grad enabled, no caches) each layer saves only its input and
     recomputes its activations in backward (torch.utils.checkpoint, use_reentrant=False; the RNG state is
@@ -27,21 +27,33 @@ class Encoder(nn.Module):
         self.layers = nn.ModuleList(EncoderLayer(cfg) for _ in range(n_layers))
         self.norm = make_norm(cfg.norm, cfg.d_model, cfg.norm_eps, cfg.bias) if cfg.use_final_norm else None
         self.activation_checkpointing = cfg.activation_checkpointing
-        self.rel_bias = (RelativePositionBias(cfg.n_heads, cfg.rel_buckets, cfg.rel_max_distance, bidirectional=True)
-                         if cfg.position == "t5_relative" else None)
+        self.rel_bias = (
+            RelativePositionBias(cfg.n_heads, cfg.rel_buckets, cfg.rel_max_distance, bidirectional=True)
+            if cfg.position == "t5_relative"
+            else None
+        )
 
-    def forward(self, x, mask=None, is_causal=False, rope=None, bias=None, caches=None, need_weights=False):
+    def forward(
+        self,
+        x: torch.Tensor,
+        attn: AttentionInputs | None = None,
+        caches: list[KVCache] | None = None,
+        need_weights: bool = False,
+    ) -> tuple[torch.Tensor, list | None]:
+        """x: (B, T, d_model); attn: every layer's self-attention inputs (None = no mask, positions or bias);
+        caches: one KVCache per layer, or None.
+        Returns (x (B, T, d_model), [per-layer weights (B, h, T, T_k)] with need_weights, else None)."""
         recompute = self.activation_checkpointing and self.training and torch.is_grad_enabled() and not caches
+        attn = attn or AttentionInputs()
         if self.rel_bias is not None:
             offset = caches[0].pos if caches else 0
-            rel = self.rel_bias(x.shape[1], offset + x.shape[1], offset)  # (1, h, T, offset + T)
-            bias = rel if bias is None else bias + rel
+            attn = attn.add_bias(self.rel_bias(x.shape[1], offset + x.shape[1], offset))  # (1, h, T, offset + T)
         weights = []
-        for i, layer in enumerate(self.layers):
+        for layer, cache in zip(self.layers, caches or [None] * len(self.layers)):
             if recompute:
-                x, w = checkpoint(layer, x, mask, is_causal, rope, bias, None, need_weights, use_reentrant=False)
+                x, w = checkpoint(layer, x, attn=attn, need_weights=need_weights, use_reentrant=False)
             else:
-                x, w = layer(x, mask, is_causal, rope, bias, caches[i] if caches else None, need_weights)
+                x, w = layer(x, attn=attn, cache=cache, need_weights=need_weights)
             weights.append(w)
         if self.norm is not None:
             x = self.norm(x)

@@ -2,7 +2,8 @@
 head for non-autoregressive translation (Mask-Predict's conditional masked LM, Ghazvininejad et al. 2019), and
 next-token prediction by re-reading the whole prefix bidirectionally at every position (ENTP, Ewer et al.
 2024, "Encoder-only Next Token Prediction"): `next_token_logits`, `prefix_next_logits`, `generate`."""
-from typing import Optional
+
+from dataclasses import replace
 
 import torch
 from torch import nn
@@ -41,27 +42,39 @@ class EncoderOnly(TransformerBase):
         if cfg.tie_embeddings:
             self.lm_head.weight = self.embed.tok.weight
 
-    def encode(self, idx: torch.Tensor, key_padding_mask: Optional[torch.Tensor] = None,
-               positions: Optional[torch.Tensor] = None, return_attention: bool = False,
-               source_len: Optional[torch.Tensor] = None):
+    def encode(
+        self,
+        idx: torch.Tensor,
+        key_padding_mask: torch.Tensor | None = None,
+        positions: torch.Tensor | None = None,
+        return_attention: bool = False,
+        source_len: torch.Tensor | None = None,
+    ):
         """idx (B, T), key_padding_mask (B, T) True = padding -> hidden states (B, T, d_model)
         (and per-layer weights (B, h, T, T) with return_attention). source_len (B,): see the class."""
-        x, mask, is_causal, rope, bias = self.prepare(idx, self.embed, self.mask_kind, key_padding_mask, positions)
+        x, inputs = self.prepare(idx, self.embed, self.mask_kind, key_padding_mask, positions)
         if source_len is not None:
-            mask, is_causal = masks.combine(mask, source_blind_mask(idx.shape[1], source_len)), False
-        x, attn = self.encoder(x, mask=mask, is_causal=is_causal, rope=rope, bias=bias, need_weights=return_attention)
+            inputs = replace(
+                inputs, mask=masks.combine(inputs.mask, source_blind_mask(idx.shape[1], source_len)), is_causal=False
+            )
+        x, attn = self.encoder(x, attn=inputs, need_weights=return_attention)
         return (x, attn) if return_attention else x
 
-    def forward(self, idx: torch.Tensor, key_padding_mask: Optional[torch.Tensor] = None,
-                positions: Optional[torch.Tensor] = None, return_attention: bool = False,
-                source_len: Optional[torch.Tensor] = None):
+    def forward(
+        self,
+        idx: torch.Tensor,
+        key_padding_mask: torch.Tensor | None = None,
+        positions: torch.Tensor | None = None,
+        return_attention: bool = False,
+        source_len: torch.Tensor | None = None,
+    ):
         """Per-token logits (B, T, vocab_size) (and attention weights with return_attention)."""
         out = self.encode(idx, key_padding_mask, positions, return_attention, source_len)
         h, attn = out if return_attention else (out, None)
         logits = self.lm_head(h)
         return (logits, attn) if return_attention else logits
 
-    def classify(self, idx: torch.Tensor, key_padding_mask: Optional[torch.Tensor] = None) -> torch.Tensor:
+    def classify(self, idx: torch.Tensor, key_padding_mask: torch.Tensor | None = None) -> torch.Tensor:
         """Class logits (B, num_classes) from the pooled hidden states (padding on the right).
         Raises ValueError when the model was built with num_classes=0."""
         if self.classifier is None:
@@ -69,8 +82,13 @@ class EncoderOnly(TransformerBase):
         h = self.encode(idx, key_padding_mask)  # (B, T, d_model)
         return self.classifier(pool(h, key_padding_mask, self.cfg.pooling))
 
-    def cmlm(self, idx: torch.Tensor, key_padding_mask: Optional[torch.Tensor], source_len: torch.Tensor,
-             at: Optional[torch.Tensor] = None):
+    def cmlm(
+        self,
+        idx: torch.Tensor,
+        key_padding_mask: torch.Tensor | None,
+        source_len: torch.Tensor,
+        at: torch.Tensor | None = None,
+    ):
         """Conditional masked LM (Ghazvininejad et al. 2019): one pass over [LENGTH] source, target slots.
 
         idx (B, T): per row a LENGTH token (any id, e.g. <cls>) at position 0, the source, then the target
@@ -87,8 +105,9 @@ class EncoderOnly(TransformerBase):
         h = self.encode(idx, key_padding_mask, source_len=source_len)  # (B, T, d_model)
         return self.lm_head(h if at is None else h[at]), self.length_head(h[:, 0])
 
-    def next_token_logits(self, idx: torch.Tensor, key_padding_mask: Optional[torch.Tensor] = None,
-                          positions: Optional[torch.Tensor] = None) -> torch.Tensor:
+    def next_token_logits(
+        self, idx: torch.Tensor, key_padding_mask: torch.Tensor | None = None, positions: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """ENTP's next-token logits (Ewer et al. 2024): each row idx (B, T) is read whole, bidirectionally (no
         causal mask, no KV cache), and the LM head runs only on its last non-padding position, predicting the
         token after it. key_padding_mask (B, T) True = padding, left or right. Returns (B, vocab_size)."""
@@ -96,9 +115,17 @@ class EncoderOnly(TransformerBase):
         return self.lm_head(pool(h, key_padding_mask, "last"))
 
     @torch.no_grad()
-    def generate(self, idx: torch.Tensor, max_new_tokens: int, key_padding_mask: Optional[torch.Tensor] = None,
-                 temperature: float = 1.0, top_k: Optional[int] = None, top_p: Optional[float] = None,
-                 eos_id: Optional[int] = None, generator: Optional[torch.Generator] = None) -> torch.Tensor:
+    def generate(
+        self,
+        idx: torch.Tensor,
+        max_new_tokens: int,
+        key_padding_mask: torch.Tensor | None = None,
+        temperature: float = 1.0,
+        top_k: int | None = None,
+        top_p: float | None = None,
+        eos_id: int | None = None,
+        generator: torch.Generator | None = None,
+    ) -> torch.Tensor:
         """ENTP decoding: continue prompts idx (B, T), LEFT-padded (generate.left_pad), one token per step, each
         step re-encoding every token so far (next_token_logits; no cache: a step costs a forward over the whole
         prefix). temperature 0 = greedy; each row stops at its own eos_id. Returns (B, T + new) long.
@@ -107,24 +134,32 @@ class EncoderOnly(TransformerBase):
         if T + max_new_tokens > self.cfg.max_len:
             raise ValueError(f"prompt {T} + max_new_tokens {max_new_tokens} > model.max_len={self.cfg.max_len}")
 
-        def step(tokens, kpm, _n_new):
-            return self.next_token_logits(tokens, kpm).unsqueeze(1)  # (B, 1, V)
-        return decode_loop(step, idx, key_padding_mask, max_new_tokens, temperature, top_k, top_p, eos_id,
-                           self.cfg.pad_id, generator)
+        def step(tokens, key_padding_mask, _n_new):
+            return self.next_token_logits(tokens, key_padding_mask).unsqueeze(1)  # (B, 1, V)
+
+        return decode_loop(
+            step, idx, key_padding_mask, max_new_tokens, temperature, top_k, top_p, eos_id, self.cfg.pad_id, generator
+        )
 
 
-def prefix_rows(seq: torch.Tensor, row: torch.Tensor, length: torch.Tensor, width: Optional[int] = None,
-                pad_id: int = 0):
+def prefix_rows(seq: torch.Tensor, row: torch.Tensor, length: torch.Tensor, width: int | None = None, pad_id: int = 0):
     """Right-padded prefixes: idx[r, :length[r]] = seq[row[r], :length[r]], pad_id after.
     seq (B, L) long; row, length (R,) long, 1 <= length <= width <= L; width None = max(length).
     Returns (idx (R, width) long, key_padding_mask (R, width) bool, True = padding)."""
     W = int(length.max()) if width is None else width
-    kpm = torch.arange(W, device=seq.device).unsqueeze(0) >= length.unsqueeze(1)  # (R, W)
-    return seq[row, :W].masked_fill(kpm, pad_id), kpm
+    key_padding_mask = torch.arange(W, device=seq.device).unsqueeze(0) >= length.unsqueeze(1)  # (R, W)
+    return seq[row, :W].masked_fill(key_padding_mask, pad_id), key_padding_mask
 
 
-def prefix_next_logits(model: EncoderOnly, seq: torch.Tensor, row: torch.Tensor, length: torch.Tensor,
-                       width: Optional[int] = None, max_tokens: Optional[int] = None, pad_id: int = 0) -> torch.Tensor:
+def prefix_next_logits(
+    model: EncoderOnly,
+    seq: torch.Tensor,
+    row: torch.Tensor,
+    length: torch.Tensor,
+    width: int | None = None,
+    max_tokens: int | None = None,
+    pad_id: int = 0,
+) -> torch.Tensor:
     """ENTP's next-token logits after each prefix seq[row[r], :length[r]] (Ewer et al. 2024), every prefix read
     alone, bidirectionally: row r is its own right-padded sequence (prefix_rows) with key_padding_mask, and
     the LM head runs on its last real position (EncoderOnly.next_token_logits). Tokens after a prefix never
@@ -133,9 +168,9 @@ def prefix_next_logits(model: EncoderOnly, seq: torch.Tensor, row: torch.Tensor,
     in forwards of at most max_tokens padded tokens, each padded to its own longest row (same values, less
     padding and memory). Returns (R, vocab_size) logits in the order of `row`."""
     if max_tokens is None:
-        idx, kpm = prefix_rows(seq, row, length, width, pad_id)
+        idx, key_padding_mask = prefix_rows(seq, row, length, width, pad_id)
         pos = torch.arange(idx.shape[1], device=seq.device).unsqueeze(0)  # right padding: real tokens at 0 .. n-1
-        return model.next_token_logits(idx, kpm, pos)
+        return model.next_token_logits(idx, key_padding_mask, pos)
     order = length.argsort()
     lens = length[order].tolist()
     parts, start = [], 0
@@ -149,7 +184,7 @@ def prefix_next_logits(model: EncoderOnly, seq: torch.Tensor, row: torch.Tensor,
     return torch.empty_like(out).index_copy_(0, order, out)
 
 
-def pool(h: torch.Tensor, key_padding_mask: Optional[torch.Tensor], pooling: str) -> torch.Tensor:
+def pool(h: torch.Tensor, key_padding_mask: torch.Tensor | None, pooling: str) -> torch.Tensor:
     """h (B, T, d_model), key_padding_mask (B, T) True = padding -> (B, d_model).
     cls: h[:, 0]; mean: mean over non-padding tokens; last: the last non-padding token."""
     if pooling == "cls":

@@ -1,4 +1,5 @@
 """Position-wise feed-forward network (Vaswani et al. 2017, eq. 2) and its gated variants (Shazeer 2020)."""
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -12,8 +13,15 @@ def gelu_tanh(x: torch.Tensor) -> torch.Tensor:
     return F.gelu(x, approximate="tanh")
 
 
-_ACT = {"relu": F.relu, "gelu": F.gelu, "swiglu": F.silu, "geglu": F.gelu, "gelu_tanh": gelu_tanh,
-        "geglu_tanh": gelu_tanh, "silu": F.silu}
+_ACT = {
+    "relu": F.relu,
+    "gelu": F.gelu,
+    "swiglu": F.silu,
+    "geglu": F.gelu,
+    "gelu_tanh": gelu_tanh,
+    "geglu_tanh": gelu_tanh,
+    "silu": F.silu,
+}
 
 
 class FeedForward(nn.Module):

@@ -1,11 +1,17 @@
 """Token-by-token generation shared by DecoderOnly and EncoderDecoder: greedy and sampling."""
-from typing import Callable, Optional
+
+from collections.abc import Callable
 
 import torch
 
 
-def sample_next(logits: torch.Tensor, temperature: float = 1.0, top_k: Optional[int] = None,
-                top_p: Optional[float] = None, generator: Optional[torch.Generator] = None) -> torch.Tensor:
+def sample_next(
+    logits: torch.Tensor,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
     """Pick the next token from logits (B, V): greedy (argmax) when temperature == 0, otherwise sample
     from softmax(logits / temperature) restricted to the top_k tokens and to the smallest set whose
     probability reaches top_p (nucleus sampling, Holtzman et al. 2020). Returns (B,) long.
@@ -35,15 +41,24 @@ def left_pad(prompts, pad_id: int, device=None):
     pad = torch.ones(len(prompts), T, dtype=torch.bool, device=device)
     for i, p in enumerate(prompts):
         if len(p):
-            idx[i, T - len(p):] = torch.as_tensor(p, device=device)
-            pad[i, T - len(p):] = False
+            idx[i, T - len(p) :] = torch.as_tensor(p, device=device)
+            pad[i, T - len(p) :] = False
     return idx, pad
 
 
 @torch.no_grad()
-def decode_loop(step: Callable, idx: torch.Tensor, key_padding_mask: Optional[torch.Tensor], max_new_tokens: int,
-                temperature: float = 1.0, top_k: Optional[int] = None, top_p: Optional[float] = None,
-                eos_id: Optional[int] = None, pad_id: int = 0, generator: Optional[torch.Generator] = None):
+def decode_loop(
+    step: Callable,
+    idx: torch.Tensor,
+    key_padding_mask: torch.Tensor | None,
+    max_new_tokens: int,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    eos_id: int | None = None,
+    pad_id: int = 0,
+    generator: torch.Generator | None = None,
+):
     """Append max_new_tokens tokens to idx (B, T), one at a time.
 
     step(tokens (B, t), key_padding_mask (B, t) | None, n_new) -> logits (B, n, V) whose last row scores

@@ -1,4 +1,5 @@
 """Weight initialisation schemes."""
+
 import math
 
 from torch import nn

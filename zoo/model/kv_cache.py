@@ -1,4 +1,5 @@
 """A preallocated key/value cache for incremental decoding, one per attention layer."""
+
 import torch
 
 
@@ -9,8 +10,7 @@ class KVCache:
     For cross-attention the cache holds the memory's K/V, computed once on the first step.
     """
 
-    def __init__(self, batch_size: int, n_kv_heads: int, max_len: int, head_dim: int, device=None,
-                 dtype=torch.float32):
+    def __init__(self, batch_size: int, n_kv_heads: int, max_len: int, head_dim: int, device=None, dtype=torch.float32):
         self.k = torch.zeros(batch_size, n_kv_heads, max_len, head_dim, device=device, dtype=dtype)
         self.v = torch.zeros_like(self.k)
         self.pos = 0
@@ -26,16 +26,18 @@ class KVCache:
         """
         T = k.shape[2]
         if self.pos + T > self.max_len:
-            raise ValueError(f"KV cache overflow: {self.pos} + {T} tokens > max_len={self.max_len}; "
-                             f"allocate a longer cache (model.max_len)")
-        self.k[:, :, self.pos:self.pos + T] = k.to(self.k.dtype)
-        self.v[:, :, self.pos:self.pos + T] = v.to(self.v.dtype)
+            raise ValueError(
+                f"KV cache overflow: {self.pos} + {T} tokens > max_len={self.max_len}; "
+                f"allocate a longer cache (model.max_len)"
+            )
+        self.k[:, :, self.pos : self.pos + T] = k.to(self.k.dtype)
+        self.v[:, :, self.pos : self.pos + T] = v.to(self.v.dtype)
         self.pos += T
         return self.get()
 
     def get(self):
         """The cached keys and values: two (B, n_kv_heads, pos, head_dim) views."""
-        return self.k[:, :, :self.pos], self.v[:, :, :self.pos]
+        return self.k[:, :, : self.pos], self.v[:, :, : self.pos]
 
     def reorder(self, index: torch.Tensor) -> None:
         """Keep rows `index` (beam search): index (B',) long."""

@@ -1,4 +1,5 @@
 """Target-length prediction for non-autoregressive translation (Mask-Predict, Ghazvininejad et al. 2019, sec. 3)."""
+
 import torch
 from torch import nn
 

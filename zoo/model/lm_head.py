@@ -1,5 +1,6 @@
 """The output projection to the vocabulary, with the pretrained families' extras (BERT's MLM transform, an
 output bias, T5's rescale) as options."""
+
 import torch
 from torch import nn
 
@@ -19,13 +20,15 @@ class LMHead(nn.Linear):
         self.dense = self.norm = None
         if cfg.lm_head_transform:
             if cfg.activation in GATED_ACTIVATIONS:
-                raise ValueError(f"model.lm_head_transform=true needs an ungated activation, got "
-                                 f"model.activation={cfg.activation}")
+                raise ValueError(
+                    f"model.lm_head_transform=true needs an ungated activation, got model.activation={cfg.activation}"
+                )
             from zoo.model.feedforward import _ACT
+
             self.dense = nn.Linear(cfg.d_model, cfg.d_model, bias=cfg.bias)
             self.act = _ACT[cfg.activation]
             self.norm = make_norm(cfg.norm, cfg.d_model, cfg.norm_eps, cfg.bias)
-        self.rescale = cfg.d_model ** -0.5 if cfg.lm_head_scale else None
+        self.rescale = cfg.d_model**-0.5 if cfg.lm_head_scale else None
 
     def features(self, x: torch.Tensor) -> torch.Tensor:
         """What the projection reads: (..., d_model) -> (..., d_model)."""

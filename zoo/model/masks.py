@@ -7,18 +7,17 @@ offset + i) sees keys j <= offset + i: bottom-right alignment, like flash-attent
 Note that model inputs take `key_padding_mask` with torch.nn.Transformer's convention (B, T_k) bool,
 True = padding (ignore); `padding()` turns it into this module's convention.
 """
-from typing import Optional, Tuple, Union
 
 import torch
 
 
-def _grid(T_q: int, T_k: int, offset: int, device) -> Tuple[torch.Tensor, torch.Tensor]:
+def _grid(T_q: int, T_k: int, offset: int, device) -> tuple[torch.Tensor, torch.Tensor]:
     i = torch.arange(T_q, device=device).unsqueeze(1) + offset  # (T_q, 1) absolute query positions
     j = torch.arange(T_k, device=device).unsqueeze(0)  # (1, T_k) key positions
     return i, j
 
 
-def causal(T_q: int, T_k: Optional[int] = None, offset: int = 0, device=None) -> torch.Tensor:
+def causal(T_q: int, T_k: int | None = None, offset: int = 0, device=None) -> torch.Tensor:
     """(T_q, T_k) bool: query at absolute position offset+i sees keys 0..offset+i (Vaswani et al. 2017, 3.2.3)."""
     T_k = T_q + offset if T_k is None else T_k
     i, j = _grid(T_q, T_k, offset, device)
@@ -30,7 +29,7 @@ def bidirectional(T_q: int, T_k: int, device=None) -> torch.Tensor:
     return torch.ones(T_q, T_k, dtype=torch.bool, device=device)
 
 
-def sliding_window(T_q: int, T_k: Optional[int] = None, window: int = 128, offset: int = 0, device=None) -> torch.Tensor:
+def sliding_window(T_q: int, T_k: int | None = None, window: int = 128, offset: int = 0, device=None) -> torch.Tensor:
     """(T_q, T_k) bool: causal, and only the last `window` keys: offset+i-window < j <= offset+i
     (Longformer / Mistral sliding-window attention)."""
     T_k = T_q + offset if T_k is None else T_k
@@ -38,8 +37,9 @@ def sliding_window(T_q: int, T_k: Optional[int] = None, window: int = 128, offse
     return (j <= i) & (j > i - window)
 
 
-def prefix_lm(T_q: int, T_k: Optional[int] = None, prefix_len: Union[int, torch.Tensor] = 0, offset: int = 0,
-              device=None) -> torch.Tensor:
+def prefix_lm(
+    T_q: int, T_k: int | None = None, prefix_len: int | torch.Tensor = 0, offset: int = 0, device=None
+) -> torch.Tensor:
     """Prefix LM (Raffel et al. 2020, T5 fig. 3): bidirectional over the first `prefix_len` keys, causal after.
 
     prefix_len: int, or (B,) tensor for a per-row prefix. Returns (T_q, T_k) or (B, 1, T_q, T_k) bool.
@@ -60,7 +60,7 @@ def padding(key_padding_mask: torch.Tensor) -> torch.Tensor:
     return ~key_padding_mask[:, None, None, :]
 
 
-def combine(*masks: Optional[torch.Tensor]) -> Optional[torch.Tensor]:
+def combine(*masks: torch.Tensor | None) -> torch.Tensor | None:
     """Logical AND of the given masks (None = no constraint), broadcasting shapes."""
     out = None
     for m in masks:
@@ -69,9 +69,17 @@ def combine(*masks: Optional[torch.Tensor]) -> Optional[torch.Tensor]:
     return out
 
 
-def build(kind: str, T_q: int, T_k: int, offset: int = 0, key_padding_mask: Optional[torch.Tensor] = None,
-          prefix_len: Union[int, torch.Tensor] = 0, window: int = 128, need_explicit: bool = False,
-          device=None) -> Tuple[Optional[torch.Tensor], bool]:
+def build(
+    kind: str,
+    T_q: int,
+    T_k: int,
+    offset: int = 0,
+    key_padding_mask: torch.Tensor | None = None,
+    prefix_len: int | torch.Tensor = 0,
+    window: int = 128,
+    need_explicit: bool = False,
+    device=None,
+) -> tuple[torch.Tensor | None, bool]:
     """The self-attention mask of one forward pass, built once and shared by every layer.
 
     kind: causal | bidirectional | prefix | sliding. key_padding_mask: (B, T_k), True = padding.

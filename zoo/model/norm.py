@@ -1,4 +1,5 @@
 """Normalisation layers: LayerNorm (Ba et al. 2016) and RMSNorm (Zhang & Sennrich 2019)."""
+
 import torch
 import torch.nn.functional as F
 from torch import nn

@@ -3,8 +3,8 @@
 Absolute ones (sinusoidal, learned) are added to the token embeddings; RoPE rotates q and k inside
 attention; ALiBi and T5's bucketed relative bias add a per-head bias to the attention scores.
 """
+
 import math
-from typing import List, Tuple
 
 import torch
 from einops import rearrange
@@ -14,8 +14,10 @@ from torch import nn
 def check_positions(positions: torch.Tensor, max_len: int) -> None:
     """Raise ValueError when a position is beyond the model's max_len (skipped under torch.compile)."""
     if not torch.compiler.is_compiling() and positions.numel() and int(positions.max()) >= max_len:
-        raise ValueError(f"sequence position {int(positions.max())} is beyond model.max_len={max_len}; "
-                         f"use shorter sequences (data.block_size) or a larger model.max_len")
+        raise ValueError(
+            f"sequence position {int(positions.max())} is beyond model.max_len={max_len}; "
+            f"use shorter sequences (data.block_size) or a larger model.max_len"
+        )
 
 
 def sinusoidal_table(max_len: int, d_model: int, layout: str = "interleaved") -> torch.Tensor:
@@ -97,18 +99,20 @@ class RotaryPositions(nn.Module):
         self.register_buffer("cos", angle.cos().float(), persistent=False)
         self.register_buffer("sin", angle.sin().float(), persistent=False)
 
-    def forward(self, positions: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         check_positions(positions, self.max_len)
         return self.cos[positions].unsqueeze(1), self.sin[positions].unsqueeze(1)
 
 
-def alibi_slopes(n_heads: int) -> List[float]:
+def alibi_slopes(n_heads: int) -> list[float]:
     """Head slopes of ALiBi (Press et al. 2022, sec. 3): the geometric sequence 2^(-8/n), 2^(-16/n), ...
     for n a power of two; otherwise the authors' rule (slopes of the nearest lower power of two, then
     every other slope of the next one)."""
+
     def power_of_two(n):
         start = 2 ** (-8 / n)
         return [start ** (i + 1) for i in range(n)]
+
     if math.log2(n_heads).is_integer():
         return power_of_two(n_heads)
     closest = 2 ** math.floor(math.log2(n_heads))
@@ -136,8 +140,9 @@ class ALiBi(nn.Module):
         return -self.slopes * dist  # (1, h, T_q, T_k)
 
 
-def t5_buckets(relative: torch.Tensor, bidirectional: bool, num_buckets: int = 32,
-               max_distance: int = 128) -> torch.Tensor:
+def t5_buckets(
+    relative: torch.Tensor, bidirectional: bool, num_buckets: int = 32, max_distance: int = 128
+) -> torch.Tensor:
     """T5's bucket of each relative position key - query (Raffel et al. 2020, sec. 2.1; Mesh TensorFlow's
     _relative_position_bucket, as transformers' T5Attention computes it). relative: (T_q, T_k) long.
 

@@ -1,8 +1,8 @@
 """What every task's LightningModule shares: step logging, best-metric tracking, the optimizer, and the
 runtime options model.compile and FSDP's sharded parameters."""
+
 import time
 import types
-from typing import Optional
 
 import lightning.pytorch as pl
 import torch
@@ -18,7 +18,11 @@ from zoo.model.encoder_layer import EncoderLayer
 from zoo.tasks.optim_config import configure_optimizers
 
 LOWER_IS_BETTER = ("loss", "ppl", "bpc")
-BUDGET_COST = {"tokens": "tokens", "flops": "flops", "time": "seconds"}  # budget kind -> its key of TaskBase.cost  # metric name endings; any other metric (acc, f1, bleu, ...): higher
+BUDGET_COST = {
+    "tokens": "tokens",
+    "flops": "flops",
+    "time": "seconds",
+}  # budget kind -> its key of TaskBase.cost  # metric name endings; any other metric (acc, f1, bleu, ...): higher
 
 
 def metric_mode(name: str) -> str:
@@ -98,7 +102,7 @@ class TaskBase(pl.LightningModule):
         max_steps = self.trainer.max_steps if self._trainer is not None else -1
         return self.global_step / max_steps if max_steps > 0 else 0.0
 
-    def forward_flops_per_token(self, seq_len: int, src_len: Optional[int] = None) -> float:
+    def forward_flops_per_token(self, seq_len: int, src_len: int | None = None) -> float:
         """Forward FLOPs per token of this task's model at the data's typical lengths (tokens): seq_len the
         target (or only) sequence, src_len the source. encoder_decoder reads them apart; the one-sequence
         archs read source + target joined when the task joins them (JOINS_SOURCE_AND_TARGET), else seq_len
@@ -157,20 +161,29 @@ class TaskBase(pl.LightningModule):
         contract = self.BATCH_CONTRACT
         if isinstance(contract, dict):
             if not isinstance(batch, dict):
-                raise ValueError(f"{type(self).__name__} reads dict batches with keys {', '.join(contract)}, but "
-                                 f"{source} gives {type(batch).__name__} batches")
+                raise ValueError(
+                    f"{type(self).__name__} reads dict batches with keys {', '.join(contract)}, but "
+                    f"{source} gives {type(batch).__name__} batches"
+                )
             items = [(f"batch[{k!r}]", batch.get(k), want) for k, want in contract.items()]
         else:
             if not isinstance(batch, (tuple, list)) or len(batch) != len(contract):
-                raise ValueError(f"{type(self).__name__} reads batches of {len(contract)} tensors (x, y), but "
-                                 f"{source} gives {type(batch).__name__} batches")
+                raise ValueError(
+                    f"{type(self).__name__} reads batches of {len(contract)} tensors (x, y), but "
+                    f"{source} gives {type(batch).__name__} batches"
+                )
             items = [(f"batch[{i}]", t, want) for i, (t, want) in enumerate(zip(batch, contract))]
         for name, t, (dtype, ndim) in items:
             if not isinstance(t, torch.Tensor) or t.dtype != dtype or t.dim() != ndim:
-                got = "missing" if t is None else (f"{t.dtype} with {t.dim()} dims" if isinstance(t, torch.Tensor)
-                                                   else type(t).__name__)
-                raise ValueError(f"{type(self).__name__} needs {name} as {dtype} with {ndim} dims, but {source} "
-                                 f"gives {got}; see {type(self).__name__}'s docstring for the batch it reads")
+                got = (
+                    "missing"
+                    if t is None
+                    else (f"{t.dtype} with {t.dim()} dims" if isinstance(t, torch.Tensor) else type(t).__name__)
+                )
+                raise ValueError(
+                    f"{type(self).__name__} needs {name} as {dtype} with {ndim} dims, but {source} "
+                    f"gives {got}; see {type(self).__name__}'s docstring for the batch it reads"
+                )
 
     def on_train_batch_start(self, batch, batch_idx) -> None:
         """Check the first batch against BATCH_CONTRACT, before any training step. Keep the step that loggers
@@ -184,9 +197,10 @@ class TaskBase(pl.LightningModule):
         self._t_batch = time.perf_counter()
 
     def on_train_batch_end(self, outputs, batch, batch_idx) -> None:
-        """Reaching trainer.max_steps, or the budget (self.budget), mid-epoch sets trainer.should_stop, so Lightning validates (and the
-        checkpoint callback scores) the final weights instead of ending on the last epoch's numbers; where the
-        schedule would not have validated, stop_validation marks it (zoo.callbacks.checkpoint.BestCheckpoint).
+        """Reaching trainer.max_steps, or the budget (self.budget), mid-epoch sets trainer.should_stop, so Lightning
+        validates (and the checkpoint callback scores) the final weights instead of ending on the last epoch's
+        numbers; where the schedule would not have validated, stop_validation marks it
+        (zoo.callbacks.checkpoint.BestCheckpoint).
         The batch's wall time (training step, backward, optimizer step) is added to cost["seconds"]."""
         if self._t_batch is not None:
             self.cost["seconds"] += time.perf_counter() - self._t_batch
@@ -195,7 +209,7 @@ class TaskBase(pl.LightningModule):
             self.trainer.should_stop = True
             self.stop_validation = not validation_due(self.trainer, batch_idx)  # read by BestCheckpoint
 
-    def inference_flops_per_token(self, seq_len: int, src_len: Optional[int] = None) -> float:
+    def inference_flops_per_token(self, seq_len: int, src_len: int | None = None) -> float:
         """Forward FLOPs per generated (or classified) token at the data's typical lengths: with a KV cache a new
         token costs about one token's forward pass, forward_flops_per_token. Objectives that re-read the whole
         sequence at each step (no cache) override it."""
@@ -219,11 +233,19 @@ class TaskBase(pl.LightningModule):
     def configure_optimizers(self):
         # under FSDP the parameters are flat 1-D shards here; weight decay picks matrices by their real shape
         # a run bounded by epochs (max_steps -1) decays over the steps those epochs of its data take
-        steps = self.trainer.max_steps if self.trainer.max_steps > 0 or self.budget is not None \
+        steps = (
+            self.trainer.max_steps
+            if self.trainer.max_steps > 0 or self.budget is not None
             else int(self.trainer.estimated_stepping_batches)
+        )
         with full_params(getattr(self.trainer.strategy, "model", None)):
-            return configure_optimizers(self.model, self.hparams.optimizer, self.hparams.scheduler, steps,
-                                        self.budget_progress if self.budget is not None else None)
+            return configure_optimizers(
+                self.model,
+                self.hparams.optimizer,
+                self.hparams.scheduler,
+                steps,
+                self.budget_progress if self.budget is not None else None,
+            )
 
     def configure_gradient_clipping(self, optimizer, gradient_clip_val=None, gradient_clip_algorithm=None):
         """trainer.gradient_clip_val clips the global gradient norm; under FSDP with FSDP's own

@@ -1,4 +1,5 @@
 """Text classification as a LightningModule, for each of the three architectures."""
+
 import time
 
 import torch
@@ -31,19 +32,30 @@ class Classification(TaskBase):
     BATCH_CONTRACT = {"ids": (torch.long, 2), "key_padding_mask": (torch.bool, 2), "labels": (torch.long, 1)}
     VAL_METRICS = {arch: ("val/loss", "val/acc", "val/f1") for arch in ARCHS}  # per arch, what task.monitor may name
 
-    def __init__(self, arch: str, model: dict, tokenizer: dict, optimizer: dict, scheduler: dict,
-                 monitor: str = "val/acc", monitor_mode: str = "max"):
+    def __init__(
+        self,
+        arch: str,
+        model: dict,
+        tokenizer: dict,
+        optimizer: dict,
+        scheduler: dict,
+        monitor: str = "val/acc",
+        monitor_mode: str = "max",
+    ):
         super().__init__()
         if model.get("num_classes", 0) < 2:
             raise ValueError(f"task=classification needs model.num_classes >= 2, got {model.get('num_classes')}")
         self.save_hyperparameters()
         self.model = build_model(arch, ModelConfig(**model))
         n = model["num_classes"]
-        self.metrics = torch.nn.ModuleDict({
-            f"{split}_{name}": metric(num_classes=n, average=avg)
-            for split in ("val", "test")
-            for name, metric, avg in (("acc", MulticlassAccuracy, "micro"), ("f1", MulticlassF1Score, "macro"))})
-        self.losses = torch.nn.ModuleDict({split: MeanMetric() for split in ("val", "test")})
+        self.metrics = torch.nn.ModuleDict(
+            {
+                f"{split}_{name}": metric(num_classes=n, average=avg)
+                for split in ("val", "test")
+                for name, metric, avg in (("acc", MulticlassAccuracy, "micro"), ("f1", MulticlassF1Score, "macro"))
+            }
+        )
+        self.mean_loss = torch.nn.ModuleDict({split: MeanMetric() for split in ("val", "test")})
 
     def forward_flops_per_token(self, seq_len: int, src_len=None) -> float:
         """Forward FLOPs per input token of model.classify on seq_len tokens: the classifier instead of the LM
@@ -68,14 +80,14 @@ class Classification(TaskBase):
         logits = self(batch).float()
         if split == "test":  # per-example predictions for paired tests between runs (zoo.report)
             self._test_rows += zip(batch["index"].tolist(), logits.argmax(-1).tolist(), batch["labels"].tolist())
-        self.losses[split].update(F.cross_entropy(logits, batch["labels"]), weight=len(batch["labels"]))
+        self.mean_loss[split].update(F.cross_entropy(logits, batch["labels"]), weight=len(batch["labels"]))
         for name in ("acc", "f1"):
             self.metrics[f"{split}_{name}"].update(logits, batch["labels"])
 
     def _eval_end(self, split):
-        metrics = {f"{split}/loss": self.losses[split].compute()}
+        metrics = {f"{split}/loss": self.mean_loss[split].compute()}
         metrics.update({f"{split}/{name}": self.metrics[f"{split}_{name}"].compute() for name in ("acc", "f1")})
-        self.losses[split].reset()
+        self.mean_loss[split].reset()
         for name in ("acc", "f1"):
             self.metrics[f"{split}_{name}"].reset()
         if split == "val":
@@ -98,6 +110,11 @@ class Classification(TaskBase):
     def on_test_epoch_end(self):
         self._eval_end("test")
         rows = sorted(self._test_rows)
-        self.examples = {"task": "classification", "split": "test", "ids": [r[0] for r in rows],
-                         "pred": [r[1] for r in rows], "label": [r[2] for r in rows]}
+        self.examples = {
+            "task": "classification",
+            "split": "test",
+            "ids": [r[0] for r in rows],
+            "pred": [r[1] for r in rows],
+            "label": [r[2] for r in rows],
+        }
         self.ms_per_example = 1000 * (time.perf_counter() - self._t_test) / max(1, len(rows))

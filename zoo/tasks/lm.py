@@ -1,9 +1,9 @@
 """Language modeling on character windows as a LightningModule: every architecture predicts the next token
 (decoder_only causal or prefix LM, encoder_only ENTP, encoder_decoder prefix -> continuation), scored on the
 same continuation tokens; encoder_only's masked LM (BERT) stays as task.objective=masked_lm."""
+
 import math
 import time
-from typing import Optional
 
 import torch
 import torch.nn.functional as F
@@ -17,10 +17,11 @@ from zoo.model import ModelConfig, build_model
 from zoo.model.chunked_ce import lm_head_cross_entropy
 from zoo.model.cost import batch_flops
 from zoo.model.encoder_only import prefix_next_logits
+from zoo.model_config_from_data import for_objective
 from zoo.tasks.base import TaskBase
 from zoo.tasks.nat import uniform
 
-ENTP_EVAL_TOKENS = 2 ** 16  # padded tokens per forward of entp's exact evaluation (bounds its memory)
+ENTP_EVAL_TOKENS = 2**16  # padded tokens per forward of entp's exact evaluation (bounds its memory)
 
 
 def strata(T: int, k: int) -> list:
@@ -29,7 +30,7 @@ def strata(T: int, k: int) -> list:
     return [i * T // k for i in range(k + 1)]
 
 
-def stratified_positions(like: torch.Tensor, k: int, generator: Optional[torch.Generator] = None) -> torch.Tensor:
+def stratified_positions(like: torch.Tensor, k: int, generator: torch.Generator | None = None) -> torch.Tensor:
     """(B, k) long: per row of like (B, T), one position drawn uniformly from each of the k strata (`strata`):
     every position is drawn with probability 1 / its stratum's size (k / T when k divides T); k = T: every
     position, in order."""
@@ -97,39 +98,56 @@ class LanguageModeling(TaskBase):
     VAL_METRICS = {  # per arch, what task.monitor may name: the validation metrics it logs
         "decoder_only": ("val/loss", "val/ppl", "val/bpc", "val/cont_loss"),
         "encoder_decoder": ("val/loss", "val/ppl", "val/bpc", "val/cont_loss"),
-        "encoder_only": ("val/loss", "val/ppl", "val/bpc", "val/cont_loss", "val/mlm_acc")}  # by objective:
+        "encoder_only": ("val/loss", "val/ppl", "val/bpc", "val/cont_loss", "val/mlm_acc"),
+    }  # by objective:
     OBJECTIVE_METRICS = {"masked_lm": ("val/loss", "val/ppl", "val/bpc", "val/mlm_acc")}  # others log val/cont_loss
-    MASKS = {"decoder_only": (None, "causal", "sliding", "prefix"),  # others would see the next token
-             "encoder_decoder": (None, "causal", "sliding")}
+    MASKS = {
+        "decoder_only": (None, "causal", "sliding", "prefix"),  # others would see the next token
+        "encoder_decoder": (None, "causal", "sliding"),
+    }
     # per arch, the objectives it trains, its default first (decoder_only: prefix_lm with model.mask=prefix)
-    OBJECTIVES = {"decoder_only": ("causal_lm", "prefix_lm"), "encoder_only": ("entp", "masked_lm"),
-                  "encoder_decoder": ("prefix_continuation",)}
+    OBJECTIVES = {
+        "decoder_only": ("causal_lm", "prefix_lm"),
+        "encoder_only": ("entp", "masked_lm"),
+        "encoder_decoder": ("prefix_continuation",),
+    }
 
-    def __init__(self, arch: str, model: dict, tokenizer: dict, optimizer: dict, scheduler: dict,
-                 sample: Optional[dict] = None, context_len: Optional[int] = None, monitor: str = "val/loss",
-                 monitor_mode: str = "min", objective: Optional[str] = None, entp_targets: int = 4):
+    def __init__(
+        self,
+        arch: str,
+        model: dict,
+        tokenizer: dict,
+        optimizer: dict,
+        scheduler: dict,
+        sample: dict | None = None,
+        context_len: int | None = None,
+        monitor: str = "val/loss",
+        monitor_mode: str = "min",
+        objective: str | None = None,
+        entp_targets: int = 4,
+    ):
         super().__init__()
         if arch not in self.ARCHS:
             raise ValueError(f"task=lm trains arch in {self.ARCHS}; got arch={arch!r}")
         self.objective = self.choose_objective(arch, objective, model.get("mask"))
         logged = self.OBJECTIVE_METRICS.get(self.objective, ("val/loss", "val/ppl", "val/bpc", "val/cont_loss"))
         if monitor not in logged:
-            raise ValueError(f"task.monitor={monitor} is not logged by task.objective={self.objective}; it logs "
-                             f"{', '.join(logged)}")
+            raise ValueError(
+                f"task.monitor={monitor} is not logged by task.objective={self.objective}; it logs {', '.join(logged)}"
+            )
         if entp_targets < 1:
             raise ValueError(f"task.entp_targets={entp_targets} must be >= 1 (next-token predictions per window)")
         objective = self.objective  # saved resolved: a checkpoint rebuilds the objective it was trained with
         self.save_hyperparameters()
         if self.objective == "masked_lm":
             self.mask_id = model["vocab_size"]  # <mask>: one id past the data's vocabulary
-            model = {**model, "vocab_size": model["vocab_size"] + 1}
-        self.model = build_model(arch, ModelConfig(**model))
+        self.model = build_model(arch, ModelConfig(**for_objective(self.objective, model)))
         self.tokenizer = tokenizer_from_state(tokenizer)  # char or BPE, as the data's
         self.val_loss, self.cont_loss, self.mlm_acc = MeanMetric(), MeanMetric(), MeanMetric()
         self.samples = []
 
     @classmethod
-    def choose_objective(cls, arch: str, objective: Optional[str], mask: Optional[str]) -> str:
+    def choose_objective(cls, arch: str, objective: str | None, mask: str | None) -> str:
         """task.objective for `arch`: None = its default (OBJECTIVES[arch][0]; decoder_only with model.mask=prefix:
         prefix_lm). Raises ValueError for one the arch does not train, naming those it does."""
         prefix = arch == "decoder_only" and mask == "prefix"
@@ -138,11 +156,15 @@ class LanguageModeling(TaskBase):
         if objective not in cls.OBJECTIVES[arch]:
             owner = [a for a, objs in cls.OBJECTIVES.items() if objective in objs]
             why = f"it is +arch={owner[0]}'s" if owner else "it is unknown"
-            raise ValueError(f"task.objective={objective} cannot train +arch={arch} in task=lm ({why}); +arch={arch} "
-                             f"trains {', '.join(cls.OBJECTIVES[arch])} (task.objective=null: its default)")
+            raise ValueError(
+                f"task.objective={objective} cannot train +arch={arch} in task=lm ({why}); +arch={arch} "
+                f"trains {', '.join(cls.OBJECTIVES[arch])} (task.objective=null: its default)"
+            )
         if arch == "decoder_only" and (objective == "prefix_lm") != prefix:
-            raise ValueError(f"task.objective={objective} needs model.mask{'=' if objective == 'prefix_lm' else '!='}"
-                             f"prefix (prefix_lm is decoder_only with the prefix mask, causal_lm without it)")
+            raise ValueError(
+                f"task.objective={objective} needs model.mask{'=' if objective == 'prefix_lm' else '!='}"
+                f"prefix (prefix_lm is decoder_only with the prefix mask, causal_lm without it)"
+            )
         return objective
 
     def mask_tokens(self, x: torch.Tensor, generator=None):
@@ -170,15 +192,15 @@ class LanguageModeling(TaskBase):
             return {"loss": loss, "cont": loss, "cont_windows": nll.mean(1)}
         if self.objective == "prefix_lm":  # bidirectional over x[:, :h]: only the continuation is scored
             hidden, _ = self.model.features(x, prefix_len=h)  # (B, T, d_model)
-            loss, nll = self.head_loss(hidden[:, h - 1:], y[:, h - 1:])  # nll (B, T - h + 1)
+            loss, nll = self.head_loss(hidden[:, h - 1 :], y[:, h - 1 :])  # nll (B, T - h + 1)
             return {"loss": loss, "cont": loss, "cont_windows": nll.mean(1)}
         if self.hparams.arch == "decoder_only":
             hidden, _ = self.model.features(x)  # (B, T, d_model)
             loss, nll = self.head_loss(hidden, y)
-            return {"loss": loss, "cont": nll[:, h - 1:].mean(), "cont_windows": nll[:, h - 1:].mean(1)}
+            return {"loss": loss, "cont": nll[:, h - 1 :].mean(), "cont_windows": nll[:, h - 1 :].mean(1)}
         if self.hparams.arch == "encoder_decoder":
-            hidden, _ = self.model.decode_features(x[:, h - 1:], self.model.encode(x[:, :h]))  # (B, T - h + 1, d)
-            loss, nll = self.head_loss(hidden, y[:, h - 1:])
+            hidden, _ = self.model.decode_features(x[:, h - 1 :], self.model.encode(x[:, :h]))  # (B, T - h + 1, d)
+            loss, nll = self.head_loss(hidden, y[:, h - 1 :])
             return {"loss": loss, "cont": loss, "cont_windows": nll.mean(1)}
         inputs, chosen = self.mask_tokens(x, generator)
         logits = self.model(inputs)[chosen].float()  # (n_chosen, V + 1)
@@ -188,11 +210,18 @@ class LanguageModeling(TaskBase):
     def head_loss(self, hidden: torch.Tensor, target: torch.Tensor):
         """(mean loss, per-token losses (B, N), detached) of the LM head on hidden (B, N, d_model) against target
         (B, N): zoo.model.chunked_ce, the (B N, V) logits never built (chunks of model.loss_chunk_size rows)."""
-        return lm_head_cross_entropy(self.model.lm_head, hidden, target, chunk_size=self.model.cfg.loss_chunk_size,
-                                     return_rows=True)
+        return lm_head_cross_entropy(
+            self.model.lm_head, hidden, target, chunk_size=self.model.cfg.loss_chunk_size, return_rows=True
+        )
 
-    def entp_nll(self, x: torch.Tensor, y: torch.Tensor, cuts: torch.Tensor, width: Optional[int] = None,
-                 max_tokens: Optional[int] = None) -> torch.Tensor:
+    def entp_nll(
+        self,
+        x: torch.Tensor,
+        y: torch.Tensor,
+        cuts: torch.Tensor,
+        width: int | None = None,
+        max_tokens: int | None = None,
+    ) -> torch.Tensor:
         """ENTP's next-token losses (nats): (B, k), entry (b, i) = -log p(y[b, j] | x[b, :j+1]) with j = cuts[b, i],
         each prefix re-read alone by the bidirectional encoder (prefix_next_logits; width, max_tokens there).
         x, y (B, T); cuts (B, k) long in 0 .. T-1."""
@@ -201,7 +230,7 @@ class LanguageModeling(TaskBase):
         logits = prefix_next_logits(self.model, x, row, cuts.flatten() + 1, width, max_tokens)  # (B k, V)
         return F.cross_entropy(logits.float(), y[row, cuts.flatten()], reduction="none").view(B, k)
 
-    def entp_training_loss(self, batch, generator: Optional[torch.Generator] = None) -> torch.Tensor:
+    def entp_training_loss(self, batch, generator: torch.Generator | None = None) -> torch.Tensor:
         """entp's training loss (nats): per window K = min(task.entp_targets, T) targets, one drawn uniformly
         from each of K strata of the T positions (stratified_positions), each predicted from its own prefix;
         stratum i is one right-padded (B, its last position + 1) forward. The mean over strata weighted by
@@ -213,7 +242,7 @@ class LanguageModeling(TaskBase):
         bounds, cuts = strata(T, k), stratified_positions(x, k, generator)  # (B, K)
         loss = 0.0
         for i in range(k):
-            nll = self.entp_nll(x, y, cuts[:, i:i + 1], width=bounds[i + 1])  # (B, 1)
+            nll = self.entp_nll(x, y, cuts[:, i : i + 1], width=bounds[i + 1])  # (B, 1)
             loss = loss + nll.mean() * ((bounds[i + 1] - bounds[i]) / T)
         return loss
 
@@ -234,7 +263,7 @@ class LanguageModeling(TaskBase):
             return sum(batch_flops(self.model, B, w, scored=B) for w in widths)
         return batch_flops(self.model, B, T, scored=round(0.15 * B * T))
 
-    def inference_flops_per_token(self, seq_len: int, src_len: Optional[int] = None) -> float:
+    def inference_flops_per_token(self, seq_len: int, src_len: int | None = None) -> float:
         """Forward FLOPs per generated token; entp has no cache, so a token costs a whole forward over its
         seq_len-token prefix with the LM head on one position (zoo.model.cost.batch_flops)."""
         if self.objective == "entp":
@@ -285,9 +314,14 @@ class LanguageModeling(TaskBase):
         improved = self.hparams.monitor in metrics and self.best.get(self.hparams.monitor) != before
         if improved and self._windows and not self.trainer.sanity_checking:
             # the validation the best checkpoint scored: its per-window continuation losses (paired tests)
-            self.examples = {"task": "lm", "split": "val", "metric": "val/cont_loss",
-                             "ids": list(range(len(self._windows))), "loss": self._windows,
-                             "tokens": [self._cont_tokens] * len(self._windows)}
+            self.examples = {
+                "task": "lm",
+                "split": "val",
+                "metric": "val/cont_loss",
+                "ids": list(range(len(self._windows))),
+                "loss": self._windows,
+                "tokens": [self._cont_tokens] * len(self._windows),
+            }
             self.ms_per_example = 1000 * (time.perf_counter() - self._t_val) / len(self._windows)
         if self.trainer.sanity_checking:
             return
@@ -316,12 +350,28 @@ class LanguageModeling(TaskBase):
                 logger.log_text(key="samples", columns=["step", "text"], data=self.samples)
 
     @torch.no_grad()
-    def generate_text(self, prompt: str, max_new_tokens: int, temperature: float = 0.8, top_k=None,
-                      top_p=None, seed: Optional[int] = None) -> str:
+    def generate_text(
+        self,
+        prompt: str,
+        max_new_tokens: int,
+        temperature: float = 0.8,
+        top_k=None,
+        top_p=None,
+        seed: int | None = None,
+    ) -> str:
         """Continue `prompt` (characters) by max_new_tokens tokens; returns prompt + continuation."""
         was_training = self.model.training
         self.model.eval()
-        text = sample(self.model, self.tokenizer, prompt, max_new_tokens, temperature, top_k, top_p, seed,
-                      self.hparams.context_len)
+        text = sample(
+            self.model,
+            self.tokenizer,
+            prompt,
+            max_new_tokens,
+            temperature,
+            top_k,
+            top_p,
+            seed,
+            self.hparams.context_len,
+        )
         self.model.train(was_training)
         return text

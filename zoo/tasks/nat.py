@@ -14,16 +14,24 @@ other rows' lengths.
 
 Everything here is tensor code without a model, except `mask_predict`, which calls a `step` function.
 """
-from typing import Callable, Optional
+
+from collections.abc import Callable
 
 import torch
 
 
-def nat_inputs(src: torch.Tensor, src_kpm: torch.Tensor, lengths: torch.Tensor, pad_id: int, cls_id: int,
-               fill_id: int, tgt: Optional[torch.Tensor] = None):
+def nat_inputs(
+    src: torch.Tensor,
+    src_key_padding_mask: torch.Tensor,
+    lengths: torch.Tensor,
+    pad_id: int,
+    cls_id: int,
+    fill_id: int,
+    tgt: torch.Tensor | None = None,
+):
     """Build the rows [<cls>] source, L target slots (see the module docstring).
 
-    src: (B, S) right-padded, each row ending with its separator (</s>); src_kpm: (B, S) True = padding.
+    src: (B, S) right-padded, each row ending with its separator (</s>); src_key_padding_mask: (B, S) True = padding.
     lengths: (B,) long, target slots per row (>= 0). tgt: (B, T_t) target tokens, right-padded, whose first
     lengths[b] entries fill the slots of row b; None fills every slot with fill_id (e.g. <mask>).
     Returns (seq (B, N) long, key_padding_mask (B, N) bool, slots (B, N) bool = target slot positions,
@@ -31,13 +39,13 @@ def nat_inputs(src: torch.Tensor, src_kpm: torch.Tensor, lengths: torch.Tensor, 
     """
     B, device = src.shape[0], src.device
     lengths = lengths.to(device)
-    source_len = 1 + (~src_kpm).sum(1)  # (B,)
+    source_len = 1 + (~src_key_padding_mask).sum(1)  # (B,)
     total = source_len + lengths
     N = int(total.max())
     pos = torch.arange(N, device=device).unsqueeze(0)  # (1, N)
     seq = torch.full((B, N), pad_id, dtype=torch.long, device=device)
     seq[:, 0] = cls_id
-    seq[(pos >= 1) & (pos < source_len.unsqueeze(1))] = src[~src_kpm]
+    seq[(pos >= 1) & (pos < source_len.unsqueeze(1))] = src[~src_key_padding_mask]
     slots = (pos >= source_len.unsqueeze(1)) & (pos < total.unsqueeze(1))
     if tgt is None:
         seq[slots] = fill_id
@@ -55,7 +63,7 @@ def rank_in_row(scores: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
     return s.argsort(dim=1, stable=True).argsort(dim=1, stable=True)
 
 
-def uniform(like: torch.Tensor, generator: Optional[torch.Generator] = None) -> torch.Tensor:
+def uniform(like: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
     """U[0, 1) floats of like's shape and device, drawn from `generator`, else from the default generator by
     torch.rand_like (the same draws as torch.rand in eager mode; torch.compile traces it at symbolic shapes,
     where torch.rand(shape, generator=None) fails)."""
@@ -64,7 +72,7 @@ def uniform(like: torch.Tensor, generator: Optional[torch.Generator] = None) -> 
     return torch.rand_like(like, dtype=torch.float)
 
 
-def cmlm_mask(slots: torch.Tensor, generator: Optional[torch.Generator] = None) -> torch.Tensor:
+def cmlm_mask(slots: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
     """The CMLM training mask (Ghazvininejad et al. 2019, sec. 2): per row, n ~ Uniform{1, ..., L} with L the
     row's slot count, then n slots chosen uniformly at random. slots: (B, N) bool. Returns (B, N) bool, a
     subset of slots (empty for a row with L = 0)."""
@@ -76,9 +84,9 @@ def cmlm_mask(slots: torch.Tensor, generator: Optional[torch.Generator] = None) 
 
 
 def num_to_mask(lengths: torch.Tensor, t: int, iterations: int) -> torch.Tensor:
-    """Tokens re-masked before iteration t = 1 .. T-1 of mask-predict: n = floor(L (T - t) / T) (Ghazvininejad
-    et al. 2019, sec. 3.1, "the number of masked tokens n is a function of the iteration t: n = N (T - t) / T";
-    fairseq's cmlm floors it). lengths: (B,) long. Returns (B,) long."""
+    """Tokens re-masked before iteration t = 1 .. iterations - 1 of mask-predict:
+    n = floor(L (iterations - t) / iterations) (Ghazvininejad et al. 2019, sec. 3.1, a linear decay; fairseq's
+    cmlm floors it). lengths: (B,) long. Returns (B,) long."""
     return lengths * (iterations - t) // iterations
 
 
@@ -89,13 +97,19 @@ def lowest(probs: torch.Tensor, slots: torch.Tensor, n: torch.Tensor) -> torch.T
 
 
 @torch.no_grad()
-def mask_predict(step: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], seq: torch.Tensor, slots: torch.Tensor,
-                 iterations: int, mask_id: int, banned: tuple = ()):
+def mask_predict(
+    step: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    seq: torch.Tensor,
+    slots: torch.Tensor,
+    iterations: int,
+    mask_id: int,
+    banned: tuple = (),
+):
     """Mask-predict decoding (Ghazvininejad et al. 2019, sec. 3.1) of rows whose target slots hold <mask>.
 
     Iteration 0 predicts every slot: y_i = argmax p(y_i | X, masked Y), p_i its probability. Iterations
-    t = 1 .. T-1 re-mask the n = floor(L (T - t) / T) slots of lowest p_i (`num_to_mask`) and re-predict only
-    those, updating their y_i and p_i; the others keep their tokens and probabilities. T = 1 is one-pass NAT.
+    t = 1 .. iterations - 1 re-mask the `num_to_mask` slots of lowest p_i and re-predict only those, updating
+    their y_i and p_i; the others keep their tokens and probabilities. iterations = 1 is one-pass NAT.
 
     step: (seq (B, N), at (B, N) bool) -> token logits (n, V) at the n positions of `at` in row-major order (the
     masked slots of the round: no logits for the source or the kept slots). seq: (B, N) long; slots: (B, N) bool.

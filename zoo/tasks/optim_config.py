@@ -1,4 +1,5 @@
 """The optimizer and LR schedule of every task, from the task config's optimizer / scheduler keys."""
+
 import difflib
 
 from zoo.optim import BudgetCosine, ConfigLambdaLR, Noam, WarmupCosine, adamw
@@ -16,8 +17,10 @@ def check_keys(optimizer, scheduler) -> None:
             if key not in allowed:
                 close = difflib.get_close_matches(str(key), allowed, n=1)
                 hint = f"did you mean task.{group}.{close[0]}? " if close else ""
-                raise ValueError(f"task.{group}.{key} is not a key of task.{group}, and nothing would read it; "
-                                 f"{hint}its keys are: {', '.join(allowed)}")
+                raise ValueError(
+                    f"task.{group}.{key} is not a key of task.{group}, and nothing would read it; "
+                    f"{hint}its keys are: {', '.join(allowed)}"
+                )
 
 
 def configure_optimizers(model, optimizer: dict, scheduler: dict, max_steps: int, progress=None):
@@ -28,12 +31,22 @@ def configure_optimizers(model, optimizer: dict, scheduler: dict, max_steps: int
     has no horizon and ignores both).
     Returns Lightning's optimizer dict. Raises ValueError for an unknown kind or key (check_keys)."""
     check_keys(optimizer, scheduler)
-    opt = adamw(model, optimizer["lr"], optimizer.get("betas", (0.9, 0.999)), optimizer.get("weight_decay", 0.1),
-                optimizer.get("eps", 1e-8))
+    opt = adamw(
+        model,
+        optimizer["lr"],
+        optimizer.get("betas", (0.9, 0.999)),
+        optimizer.get("weight_decay", 0.1),
+        optimizer.get("eps", 1e-8),
+    )
     kind = scheduler.get("kind", "cosine")
     if kind == "cosine" and progress is not None:
-        fn = BudgetCosine(scheduler["warmup_steps"], progress, optimizer["lr"], scheduler.get("min_lr", 0.0),
-                          scheduler.get("warmup_fraction"))
+        fn = BudgetCosine(
+            scheduler["warmup_steps"],
+            progress,
+            optimizer["lr"],
+            scheduler.get("min_lr", 0.0),
+            scheduler.get("warmup_fraction"),
+        )
     elif kind == "cosine":
         decay = scheduler.get("decay_steps") or max_steps
         fn = WarmupCosine(scheduler["warmup_steps"], decay, optimizer["lr"], scheduler.get("min_lr", 0.0))

@@ -1,0 +1,120 @@
+"""The manual (docs/, mkdocs.yml): the generated config reference and the site's structure.
+
+No torch: docs/gen_config_ref.py needs only PyYAML. `mkdocs build --strict` (.ci/run) checks the links.
+"""
+
+import importlib.util
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+CONF = ROOT / "conf"
+
+
+def _gen():
+    spec = importlib.util.spec_from_file_location("gen_config_ref", DOCS / "gen_config_ref.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+gen = _gen()
+
+
+@pytest.fixture(scope="module")
+def page():
+    return gen.render()
+
+
+def _rows(page, section):
+    """{(option, key): (default, comment)} of the table under `## section`."""
+    start = page.index(f"## {section}\n")
+    end = page.find("\n## ", start + 1)
+    rows = {}
+    for line in page[start : end if end > 0 else None].splitlines():
+        m = re.match(r"^\| `([^`]+)` \| `([^`]+)` \| (.*?) \| (.*) \|$", line)
+        if m:
+            rows[(m.group(1), m.group(2))] = (m.group(3), m.group(4))
+    return rows
+
+
+def _nav_pages(nav):
+    for item in nav:
+        if isinstance(item, str):
+            yield item
+        elif isinstance(item, dict):
+            for value in item.values():
+                yield from ([value] if isinstance(value, str) else _nav_pages(value))
+
+
+def test_top_level_seed_has_its_default_and_comment(page):
+    rows = _rows(page, "Top level: `config.yaml`")
+    assert rows[("config", "seed")] == ("`1337`", "seeds torch, numpy, python and dataloader workers")
+    assert rows[("config", "budget.kind")][0] == "`steps`"
+    assert rows[("config", "ckpt_path")][0] == "`null`"
+
+
+def test_every_group_of_conf_has_a_section(page):
+    group_dirs = sorted({p.parent.relative_to(CONF).as_posix() for p in CONF.rglob("*.yaml")} - {"."})
+    assert len(group_dirs) >= 10
+    for group in group_dirs:
+        assert f"\n## `{group}`\n" in page, group
+        section = page[page.index(f"\n## `{group}`\n") :]
+        listed = section[: section.index("\n\n", section.index("Options: "))]
+        for option in sorted(p.stem for p in (CONF / group).glob("*.yaml")):
+            assert f"`{option}`" in listed, (group, option)
+    # every top-level folder (conf/hydra holds only hydra/launcher) is covered
+    for folder in (p for p in CONF.iterdir() if p.is_dir()):
+        assert f"\n## `{folder.name}" in page, folder.name
+
+
+def test_keys_carry_their_package(page):
+    model = _rows(page, "`model`")
+    assert model[("tiny", "model.d_model")][0] == "`128`"
+    assert model[("base", "model.d_model")][0] == "`512`"
+    assert model[("tiny", "model.loss_chunk_size")][1].startswith("fused chunked head + cross-entropy")
+    # `# @package _global_`: the key as written; `# @package hydra.launcher`: under that prefix
+    assert _rows(page, "`arch`")[("prefix_lm", "model.mask")][0] == "`prefix`"
+    assert _rows(page, "`hydra/launcher`")[("slurm", "hydra.launcher.mem_gb")][0] == "`64`"
+    assert _rows(page, "`trainer`")[("fsdp", "trainer.strategy.sharding_strategy")][0] == "`FULL_SHARD`"
+
+
+def test_cells_escape_markdown_but_keep_code():
+    assert gen._cell("steps | tokens <sweep dir> a_b `x|y_z`") == "steps \\| tokens &lt;sweep dir&gt; a\\_b `x|y_z`"
+    assert gen._trailing_comment("pattern: '(?P<l>#x)'   # named groups") == "named groups"
+    assert gen._trailing_comment("url: http://a/#frag") == ""
+
+
+def test_committed_reference_has_every_group(page):
+    # every mkdocs build rewrites the page (CI builds before pytest), so only its structure is checked here;
+    # `python docs/gen_config_ref.py --check` says whether the committed copy matches conf/ exactly
+    committed = (DOCS / "reference" / "config.md").read_text(encoding="utf-8")
+    headings = [line for line in page.splitlines() if line.startswith("## ")]
+    assert headings == [line for line in committed.splitlines() if line.startswith("## ")]
+
+
+def test_nav_lists_every_page_and_every_page_exists():
+    config = yaml.safe_load((ROOT / "mkdocs.yml").read_text())
+    assert config["docs_dir"] == "docs" and config["strict"] is True
+    assert "docs/gen_config_ref.py" in config["hooks"]
+    nav = list(_nav_pages(config["nav"]))
+    for rel in nav:
+        assert (DOCS / rel).is_file(), rel
+    on_disk = {p.relative_to(DOCS).as_posix() for p in DOCS.rglob("*.md")}
+    assert on_disk == set(nav), on_disk ^ set(nav)
+
+
+def test_readme_links_resolve_and_keep_the_ci_test_command():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    links = re.findall(r"\]\(((?:docs|experiments)/[^)#]+)", readme)
+    assert any(link.startswith("docs/") for link in links) and any(link.startswith("experiments/") for link in links)
+    for link in links:
+        assert (ROOT / link).exists(), link
+    # .ci/run runs README's test command
+    assert "```bash\npython -m pytest -q\n```" in readme
+    assert "python -m pytest -q" in (ROOT / ".ci" / "run").read_text()
+    assert "mkdocs build --strict" in (ROOT / ".ci" / "run").read_text()

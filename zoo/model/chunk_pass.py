@@ -1,0 +1,107 @@
+"""The chunk loop of zoo.model.chunked_ce: one pass over the rows of h, C rows at a time, computing each
+chunk's logits in one reused (C, V) buffer, its rows' cross-entropy and, when asked, the gradients."""
+
+import torch
+
+
+def _add_in_blocks(acc: torch.Tensor, x: torch.Tensor, rows: int = 4096) -> None:
+    """acc += x for x in a lower precision, block of rows by block: a mixed-dtype add_ would first convert the
+    whole of x to acc's dtype (a temporary as large as grad w in fp32)."""
+    for i in range(0, x.shape[0], rows):
+        acc[i : i + rows].add_(x[i : i + rows])
+
+
+def _project(
+    hc: torch.Tensor, wt: torch.Tensor, b: torch.Tensor | None, z: torch.Tensor, zl: torch.Tensor | None
+) -> None:
+    """z (C, V) = hc (C, d) @ wt (d, V) + b, computed in zl (hc's lower precision) first when zl is given."""
+    out = z if zl is None else zl
+    if b is None:
+        torch.mm(hc, wt, out=out)
+    else:
+        torch.addmm(b, hc, wt, out=out)
+    if zl is not None:
+        z.copy_(zl)
+
+
+def _row_losses(z: torch.Tensor, tc: torch.Tensor, ls: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """Cross-entropy of each row of the logits z (C, V) against targets tc (C, 1), label smoothing ls;
+    leaves exp(z - max) in z. Returns (losses (C,), sum of exp(z - max) (C,))."""
+    m = z.amax(1, keepdim=True)  # (C, 1)
+    z.sub_(m)  # z - max: log-probabilities are these minus log(sum exp)
+    zt = z.gather(1, tc).squeeze(1)  # (C,)
+    zmean = z.mean(1) if ls else None
+    z.exp_()
+    s = z.sum(1)  # (C,)
+    loss = s.log() - (1.0 - ls) * zt  # -log p_target, smoothed: (1-ls)(-log p_t) + ls mean_j(-log p_j)
+    if ls:
+        loss -= ls * zmean
+    return loss, s
+
+
+def _logits_grad(z: torch.Tensor, s: torch.Tensor, sc: torch.Tensor, tc: torch.Tensor, ls: float) -> None:
+    """In place, from exp(z - max) (C, V) and its row sums s (C,): d loss / d z = sc * (softmax - (1 - ls)
+    onehot(tc) - ls / V), sc (C,) the rows' d loss / d row loss."""
+    z.mul_((sc / s).unsqueeze(1))
+    if ls:
+        z.sub_((sc * (ls / z.shape[1])).unsqueeze(1))
+    z.scatter_add_(1, tc, (-(1.0 - ls) * sc).unsqueeze(1))
+
+
+def chunk_pass(
+    h: torch.Tensor,
+    w: torch.Tensor,
+    b: torch.Tensor | None,
+    target: torch.Tensor,
+    valid: torch.Tensor,
+    label_smoothing: float,
+    chunk: int,
+    scale: torch.Tensor | None,
+    needs: tuple[bool, bool, bool],
+    acc_dtype: torch.dtype,
+):
+    """h (N, d), w (V, d), b (V,) or None, all in the compute dtype; target (N,) long, valid (N,) bool
+    (target != ignore_index). scale (N,) acc_dtype: d loss / d row loss (0 on ignored rows); None = no
+    gradient. needs: (grad h, grad w, grad b) wanted.
+    Returns (row losses (N,) acc_dtype (0 where ignored), grad h (N, d) h.dtype | None, grad w (V, d) acc_dtype
+    | None, grad b (V,) acc_dtype | None)."""
+    N, V = h.shape[0], w.shape[0]
+    ls = float(label_smoothing)
+    rows = torch.empty(N, dtype=acc_dtype, device=h.device)
+    grad = scale is not None
+    grad_h = torch.empty_like(h) if grad and needs[0] else None
+    grad_w = torch.zeros(w.shape, dtype=acc_dtype, device=w.device) if grad and needs[1] else None
+    grad_b = torch.zeros(V, dtype=acc_dtype, device=w.device) if grad and needs[2] and b is not None else None
+    low = h.dtype != acc_dtype  # projections in a lower precision than the softmax (autocast)
+    buf = torch.empty((min(chunk, N), V), dtype=acc_dtype, device=h.device)  # the only (C, V) fp32 tensor
+    # autocast: one (C, V) buffer in the projections' dtype (logits, then their gradient) and one (V, d) for each
+    # chunk's grad w before its fp32 accumulation, reused by every chunk
+    low_buf = torch.empty_like(buf, dtype=h.dtype) if low else None
+    low_gw = torch.empty_like(w) if low and grad_w is not None else None
+    safe_target = target.masked_fill(~valid, 0)
+    wt = w.t()
+    for start in range(0, N, chunk):
+        end = min(start + chunk, N)
+        hc, z = h[start:end], buf[: end - start]
+        zl = low_buf[: end - start] if low else None
+        _project(hc, wt, b, z, zl)
+        tc = safe_target[start:end].unsqueeze(1)  # (C, 1)
+        loss_c, s = _row_losses(z, tc, ls)
+        rows[start:end] = loss_c.masked_fill_(~valid[start:end], 0.0)
+        if not grad:
+            continue
+        _logits_grad(z, s, scale[start:end], tc, ls)
+        g = zl.copy_(z) if low else z
+        if grad_h is not None:
+            if low:
+                grad_h[start:end] = torch.mm(g, w)
+            else:
+                torch.mm(g, w, out=grad_h[start:end])
+        if grad_w is not None:
+            if low:
+                _add_in_blocks(grad_w, torch.mm(g.t(), hc, out=low_gw))
+            else:
+                grad_w.addmm_(g.t(), hc)
+        if grad_b is not None:
+            grad_b.add_(z.sum(0))
+    return rows, grad_h, grad_w, grad_b
