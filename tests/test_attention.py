@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from zoo.model import DecoderOnly, ModelConfig, masks
-from zoo.model.attention import MultiHeadAttention, attend
+from zoo.model.attention import AttentionInputs, MultiHeadAttention, attend
 from zoo.model.generate import left_pad
 
 B, H, T_Q, T_K, D = 2, 4, 5, 7, 8
@@ -161,7 +161,7 @@ def test_multihead_attention_module_against_reference():
     mha = MultiHeadAttention(d_model, h, h_kv)
     x = torch.randn(B, T, d_model)
     m = masks.causal(T)
-    y, _ = mha(x, mask=m)
+    y, _ = mha(x, attn=AttentionInputs(mask=m))
     hd = d_model // h
     W, b = mha.qkv_proj.weight, mha.qkv_proj.bias
     q = (x @ W[:d_model].T + b[:d_model]).view(B, T, h, hd).transpose(1, 2)

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from zoo.model import masks
-from zoo.model.attention import MultiHeadAttention, attend
+from zoo.model.attention import AttentionInputs, MultiHeadAttention, attend
 from zoo.model.kv_cache import KVCache
 from zoo.model.positions import ALiBi
 
@@ -73,14 +73,15 @@ def reference(mha: MultiHeadAttention, x, mask, bias, is_causal, chunks):
 def run(mha, x, mask, bias, is_causal, chunks, need_weights, dtype):
     """zoo's output over the whole sequence: one pass, or chunk by chunk through a KVCache."""
     if chunks is None:
-        return mha(x, mask=mask, bias=bias, is_causal=is_causal, need_weights=need_weights)
+        return mha(x, attn=AttentionInputs(mask=mask, bias=bias, is_causal=is_causal), need_weights=need_weights)
     cache = KVCache(B, H_KV, T, HD, dtype=dtype)
     ys, ws, s = [], [], 0
     for n in chunks:
         e = s + n
         m = mask[..., s:e, :e] if mask is not None else None
         bi = bias[..., s:e, :e] if bias is not None else None
-        y, w = mha(x[:, s:e], mask=m, bias=bi, is_causal=is_causal, cache=cache, need_weights=need_weights)
+        attn = AttentionInputs(mask=m, bias=bi, is_causal=is_causal)
+        y, w = mha(x[:, s:e], attn=attn, cache=cache, need_weights=need_weights)
         ys.append(y)
         if need_weights:
             ws.append(torch.nn.functional.pad(w, (0, T - e)))
@@ -148,9 +149,9 @@ def test_refused_combinations():
         attend(q, k, v, bias=torch.zeros(1, 3, 5, 5))
     cross = MultiHeadAttention(16, 2, cross=True)
     with pytest.raises(ValueError, match="is_causal=True in cross-attention"):
-        cross(torch.randn(1, 3, 16), memory=torch.randn(1, 4, 16), is_causal=True)
+        cross(torch.randn(1, 3, 16), memory=torch.randn(1, 4, 16), attn=AttentionInputs(is_causal=True))
     mha = MultiHeadAttention(16, 2)
     cache = KVCache(1, 2, 8, 8)
-    mha(torch.randn(1, 3, 16), cache=cache, is_causal=True)
+    mha(torch.randn(1, 3, 16), attn=AttentionInputs(is_causal=True), cache=cache)
     with pytest.raises(ValueError, match=r"mask of shape \(1, 1, 2, 2\) does not broadcast .* cached"):
-        mha(torch.randn(1, 2, 16), cache=cache, mask=torch.ones(1, 1, 2, 2, dtype=torch.bool))
+        mha(torch.randn(1, 2, 16), attn=AttentionInputs(mask=torch.ones(1, 1, 2, 2, dtype=torch.bool)), cache=cache)

@@ -33,6 +33,9 @@ class AttentionInputs:
         return replace(self, bias=bias if self.bias is None else self.bias + bias)
 
 
+NO_INPUTS = AttentionInputs()  # no mask, not causal, no rotary positions, no bias
+
+
 def _check_shape(name: str, t: torch.Tensor, full: tuple[int, ...]) -> None:
     try:
         ok = torch.broadcast_shapes(t.shape, full) == full
@@ -171,24 +174,23 @@ class MultiHeadAttention(nn.Module):
         self,
         x: torch.Tensor,
         memory: torch.Tensor | None = None,
-        mask: torch.Tensor | None = None,
-        is_causal: bool = False,
-        rope: tuple[torch.Tensor, torch.Tensor] | None = None,
-        bias: torch.Tensor | None = None,
+        attn: AttentionInputs | None = None,
         cache: KVCache | None = None,
         need_weights: bool = False,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """x: (B, T_q, d_model); memory: (B, T_k, d_model) for cross-attention.
 
-        mask / bias / is_causal: as `attend`, over all keys (cached ones included): with a cache holding
+        attn: mask / is_causal / bias as `attend`, over all keys (cached ones included): with a cache holding
             `pos` tokens, mask and bias are (.., T_q, pos + T_q), and is_causal lets the query at absolute
-            position pos + i see keys 0..pos + i.
-        rope: (cos, sin) of the new positions, each (B|1, 1, T_q, d_head), applied to q and k.
+            position pos + i see keys 0..pos + i; rope: (cos, sin) of the new positions, each
+            (B|1, 1, T_q, d_head), applied to q and k. None = none of them.
         cache: self-attention appends the new K/V; cross-attention computes the memory's K/V once.
         Returns (y (B, T_q, d_model), weights (B, n_heads, T_q, T_k) or None).
         Raises ValueError for is_causal in cross-attention (the memory has no order relative to x), and as
         `attend`.
         """
+        attn = attn or NO_INPUTS
+        mask, is_causal, rope, bias = attn.mask, attn.is_causal, attn.rope, attn.bias
         if self.cross and is_causal:
             raise ValueError(
                 "is_causal=True in cross-attention: the memory's positions are not the queries'; "

@@ -58,15 +58,8 @@ class DecoderLayer(nn.Module):
         Returns (x (B, T, d_model), (self weights (B, h, T, T_k), cross weights (B, h, T, S) or None) with
         need_weights, else None). Raises ValueError when a cross-attention layer gets no memory.
         """
-        attn = attn or AttentionInputs()
         y, self_w = self.self_attn(
-            self.self_attn_sub.sublayer_input(x),
-            mask=attn.mask,
-            is_causal=attn.is_causal,
-            rope=attn.rope,
-            bias=attn.bias,
-            cache=cache,
-            need_weights=need_weights,
+            self.self_attn_sub.sublayer_input(x), attn=attn, cache=cache, need_weights=need_weights
         )
         x = self.self_attn_sub.merge(x, y)
         cross_w = None
@@ -76,7 +69,7 @@ class DecoderLayer(nn.Module):
             y, cross_w = self.cross_attn(
                 self.cross_attn_sub.sublayer_input(x),
                 memory,
-                mask=memory_mask,
+                attn=AttentionInputs(mask=memory_mask),
                 cache=cross_cache,
                 need_weights=need_weights,
             )

@@ -36,15 +36,8 @@ class EncoderLayer(nn.Module):
         """x: (B, T, d_model); attn: the self-attention's mask / is_causal / rope / bias (None = none of them);
         cache: this layer's KV cache or None.
         Returns (x (B, T, d_model), attention weights (B, n_heads, T, T_k) with need_weights, else None)."""
-        attn = attn or AttentionInputs()
         y, weights = self.self_attn(
-            self.self_attn_sub.sublayer_input(x),
-            mask=attn.mask,
-            is_causal=attn.is_causal,
-            rope=attn.rope,
-            bias=attn.bias,
-            cache=cache,
-            need_weights=need_weights,
+            self.self_attn_sub.sublayer_input(x), attn=attn, cache=cache, need_weights=need_weights
         )
         x = self.self_attn_sub.merge(x, y)
         x = self.ffn_sub.merge(x, self.ffn(self.ffn_sub.sublayer_input(x)))
