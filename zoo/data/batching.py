@@ -10,6 +10,7 @@ workers, the DataLoader draws its first batches when Lightning creates the itera
 counters of a resumed run; EpochBatchSampler.position handles that case.
 """
 
+import functools
 from collections.abc import Callable, Sequence
 
 import lightning.pytorch as pl
@@ -160,14 +161,16 @@ class BatchedDataModule(pl.LightningDataModule):
     (a staticmethod) and define setup(), train_batches(epoch) and eval_batches(dataset), and after
     setup() hold train_set / val_set / test_set, seed and num_workers."""
 
-    collate = None
+    collate = None  # collate(items) or, for a module with a pad_id (the tokenizer's), collate(items, pad_id)
 
     def _loader(self, dataset, batch_sampler) -> DataLoader:
         # its own generator: creating an iterator must not draw from the global RNG (exact resume)
+        pad_id = getattr(self, "pad_id", None)
+        collate = type(self).collate if pad_id is None else functools.partial(type(self).collate, pad_id=pad_id)
         return DataLoader(
             dataset,
             batch_sampler=batch_sampler,
-            collate_fn=type(self).collate,
+            collate_fn=collate,
             num_workers=self.num_workers,
             generator=torch.Generator().manual_seed(self.seed),
             persistent_workers=self.num_workers > 0,

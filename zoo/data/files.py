@@ -11,6 +11,7 @@ import hashlib
 import re
 from pathlib import Path
 
+from zoo.data.bpe import MODEL_IDS, configured_ids
 from zoo.data.resolver import FILES, DataError, dataset_name, file_entry, locate
 
 FORMATS = ("csv", "tsv", "json", "parquet", "lines", "label_first", "regex")
@@ -245,9 +246,38 @@ class FileSplits:
 
     sources: dict
     carved: dict
+    SPECIAL_ROLES: tuple[str, ...] = ()  # the special tokens the batches hold
+    DISTINCT_ROLES: tuple[str, ...] = ()  # of those, the ones that must have distinct ids
     name: str | None = None
     hf_path: str | None = None
     hf_name: str | None = None
+
+    @classmethod
+    def config_ids(cls, data) -> dict:
+        """The special ids of the data config `data` (a mapping of the class's arguments), read before any data
+        work: zoo.data.bpe.configured_ids. Raises DataError for a tokenizer.json without a role of
+        SPECIAL_ROLES, or without distinct ids for DISTINCT_ROLES."""
+        kind = str(data.get("tokenizer") or "bpe")
+        return configured_ids(
+            kind,
+            data.get("special_tokens"),
+            cls.SPECIAL_ROLES,
+            cls.DISTINCT_ROLES,
+            MODEL_IDS,
+            lambda: find_tokenizer(kind, data.get("data_dir"), data.get("mirror")),
+            f"data={cls.__name__}",
+        )
+
+    @staticmethod
+    def check_settings(train, hf_path, tokenizer: str, special_tokens, val, test, fractions, train_forms: str) -> None:
+        """The checks of a file datamodule's arguments that need no file: special_tokens only with a
+        tokenizer.json, a train setting or a hub dataset (train_forms: what data.train may be), split fractions
+        (check_fractions; fractions = (val_fraction, test_fraction)). Raises DataError."""
+        if special_tokens and tokenizer in ("bpe", "char"):
+            configured_ids(tokenizer, special_tokens, (), (), MODEL_IDS, None)  # DataError: not for zoo's own
+        if train is None and hf_path is None:
+            raise DataError(f"data.train is not set: give {train_forms}, or a Hugging Face dataset (data.hf_path)")
+        check_fractions(val, test, *fractions)
 
     def where(self, split: str) -> str:
         """Where a split's examples come from, for messages."""

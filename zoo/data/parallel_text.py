@@ -7,22 +7,20 @@ checkpoint, results.json and the W&B config. Batches are collate_translation dic
 zoo.data.multi30k.Multi30k is this module on the published Multi30k files.
 """
 
-import functools
 import gzip
 import logging
 from pathlib import Path
 
 import torch
 from lightning.pytorch.utilities import rank_zero_info
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import Dataset
 
 from zoo.data.batching import BatchedDataModule, epoch_generator, pack_by_tokens, pad, shuffled
-from zoo.data.bpe import BOS_ID, EOS_ID, MODEL_IDS, PAD_ID, SubwordTokenizer, configured_ids
+from zoo.data.bpe import BOS_ID, EOS_ID, MODEL_IDS, PAD_ID, SubwordTokenizer
 from zoo.data.files import (
     TABLES,
     FileSplits,
     check_encoding,
-    check_fractions,
     column,
     file_format,
     find,
@@ -142,24 +140,9 @@ class ParallelText(BatchedDataModule, FileSplits):
 
     pad_id = PAD_ID  # zoo's tokenizers'; after setup, the tokenizer's
     special_ids = MODEL_IDS  # the model ids of zoo's own tokenizers (bpe, char); config_ids: of any setting
-    SPECIAL_ROLES = ("pad", "bos", "eos")  # the special tokens the batches hold, read from the model config too
+    SPECIAL_ROLES = DISTINCT_ROLES = ("pad", "bos", "eos")  # the special tokens the batches hold
     collate = staticmethod(collate_translation)  # collate(items, pad_id)
     BATCH = "translation"
-
-    @classmethod
-    def config_ids(cls, data) -> dict:
-        """The special ids of the data config `data` (a mapping of this class's arguments), read before any data
-        work: zoo.data.bpe.configured_ids. Raises DataError for a tokenizer.json without distinct pad, bos, eos."""
-        kind = str(data.get("tokenizer") or "bpe")
-        return configured_ids(
-            kind,
-            data.get("special_tokens"),
-            cls.SPECIAL_ROLES,
-            cls.SPECIAL_ROLES,
-            MODEL_IDS,
-            lambda: find_tokenizer(kind, data.get("data_dir"), data.get("mirror")),
-            f"data={cls.__name__}",
-        )
 
     def __init__(
         self,
@@ -196,16 +179,18 @@ class ParallelText(BatchedDataModule, FileSplits):
     ):
         super().__init__()
         self.save_hyperparameters()
-        if special_tokens and tokenizer in ("bpe", "char"):
-            configured_ids(tokenizer, special_tokens, (), (), MODEL_IDS, None)  # DataError: not for zoo's own
-        if train is None and hf_path is None:
-            raise DataError(
-                "data.train is not set: give a table file with two columns, {src: FILE, tgt: FILE}, or "
-                "a Hugging Face dataset (data.hf_path)"
-            )
+        self.check_settings(
+            train,
+            hf_path,
+            tokenizer,
+            special_tokens,
+            val,
+            test,
+            (val_fraction, test_fraction),
+            "a table file with two columns, {src: FILE, tgt: FILE}",
+        )
         if src_lang == tgt_lang:
             raise DataError(f"data.src_lang and data.tgt_lang are both {src_lang!r}; name the two sides differently")
-        check_fractions(val, test, val_fraction, test_fraction)
         if max_len < 2 or max_tokens < 4:
             raise DataError(f"need data.max_len >= 2 and data.max_tokens >= 4, got {max_len} and {max_tokens}")
         self.sources = {"train": train, "val": val, "test": test}
@@ -394,17 +379,6 @@ class ParallelText(BatchedDataModule, FileSplits):
         """Token-budget batches of pairs sorted by source length (ties by index)."""
         order = sorted(range(len(dataset)), key=dataset.src_lens.__getitem__)
         return pack_by_tokens(order, dataset.src_lens, dataset.tgt_lens, self.max_tokens)
-
-    def _loader(self, dataset, batch_sampler) -> DataLoader:
-        """BatchedDataModule's loader, its collate padding with the tokenizer's pad id."""
-        return DataLoader(
-            dataset,
-            batch_sampler=batch_sampler,
-            collate_fn=functools.partial(type(self).collate, pad_id=self.pad_id),
-            num_workers=self.num_workers,
-            generator=torch.Generator().manual_seed(self.seed),
-            persistent_workers=self.num_workers > 0,
-        )
 
     # ---- what the run records --------------------------------------------------------------------------
     def model_info(self) -> dict:

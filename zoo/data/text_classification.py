@@ -9,20 +9,18 @@ unless `labels` lists them. Batches are collate_classification dicts. zoo.data.s
 with SST-2's own line format.
 """
 
-import functools
 import logging
 from pathlib import Path
 
 import torch
 from lightning.pytorch.utilities import rank_zero_info
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import Dataset
 
 from zoo.data.batching import BatchedDataModule, epoch_generator, pad, shuffled
-from zoo.data.bpe import MODEL_IDS, PAD_ID, SubwordTokenizer, configured_ids
+from zoo.data.bpe import MODEL_IDS, PAD_ID, SubwordTokenizer
 from zoo.data.files import (
     TABLES,
     FileSplits,
-    check_fractions,
     column,
     compile_pattern,
     file_format,
@@ -137,21 +135,6 @@ class TextClassification(BatchedDataModule, FileSplits):
     collate = staticmethod(collate_classification)  # collate(items, pad_id)
     BATCH = "classification"
 
-    @classmethod
-    def config_ids(cls, data) -> dict:
-        """The special ids of the data config `data` (a mapping of this class's arguments), read before any data
-        work: zoo.data.bpe.configured_ids. Raises DataError for a tokenizer.json without a needed role."""
-        kind = str(data.get("tokenizer") or "bpe")
-        return configured_ids(
-            kind,
-            data.get("special_tokens"),
-            cls.SPECIAL_ROLES,
-            (),
-            MODEL_IDS,
-            lambda: find_tokenizer(kind, data.get("data_dir"), data.get("mirror")),
-            f"data={cls.__name__}",
-        )
-
     def __init__(
         self,
         train=None,
@@ -187,14 +170,16 @@ class TextClassification(BatchedDataModule, FileSplits):
     ):
         super().__init__()
         self.save_hyperparameters()
-        if special_tokens and tokenizer in ("bpe", "char"):
-            configured_ids(tokenizer, special_tokens, (), (), MODEL_IDS, None)  # DataError: not for zoo's own
-        if train is None and hf_path is None:
-            raise DataError(
-                "data.train is not set: give the training file (data.train=PATH), a {label: file} "
-                "mapping, or a Hugging Face dataset (data.hf_path)"
-            )
-        check_fractions(val, test, val_fraction, test_fraction)
+        self.check_settings(
+            train,
+            hf_path,
+            tokenizer,
+            special_tokens,
+            val,
+            test,
+            (val_fraction, test_fraction),
+            "the training file (data.train=PATH), a {label: file} mapping",
+        )
         if batch_size < 1 or max_len < 3:
             raise DataError(f"need data.batch_size >= 1 and data.max_len >= 3, got {batch_size} and {max_len}")
         self.sources = {"train": train, "val": val, "test": test}
@@ -383,17 +368,6 @@ class TextClassification(BatchedDataModule, FileSplits):
         """Batches of batch_size examples in order of length (ties by index)."""
         order = sorted(range(len(dataset)), key=dataset.lengths.__getitem__)
         return [order[i : i + self.batch_size] for i in range(0, len(order), self.batch_size)]
-
-    def _loader(self, dataset, batch_sampler) -> DataLoader:
-        """BatchedDataModule's loader, its collate padding with the tokenizer's pad id."""
-        return DataLoader(
-            dataset,
-            batch_sampler=batch_sampler,
-            collate_fn=functools.partial(type(self).collate, pad_id=self.pad_id),
-            num_workers=self.num_workers,
-            generator=torch.Generator().manual_seed(self.seed),
-            persistent_workers=self.num_workers > 0,
-        )
 
     # ---- what the run records --------------------------------------------------------------------------
     def model_info(self) -> dict:
