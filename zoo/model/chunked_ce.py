@@ -76,6 +76,15 @@ def _no_autocast(device: torch.device):
         return contextlib.nullcontext()
 
 
+def _chunk_pass(h, weight, bias, target, valid, label_smoothing, chunk, scale, needs, dtype):
+    """chunk_pass on h, weight and bias cast to the compute dtype, autocast off, accumulating in fp32 (or
+    wider when dtype is)."""
+    acc = torch.promote_types(dtype, torch.float32)
+    with _no_autocast(h.device):
+        b = None if bias is None else bias.to(dtype)
+        return chunk_pass(h.to(dtype), weight.to(dtype), b, target, valid, label_smoothing, chunk, scale, needs, acc)
+
+
 class FusedLinearCrossEntropy(torch.autograd.Function):
     """Reductions mean / sum: the loss and, in forward, the gradients (chunk by chunk, stored for backward).
     apply(h (N, d), weight (V, d), bias (V,) | None, target (N,), ignore_index, label_smoothing, reduction,
@@ -90,19 +99,7 @@ class FusedLinearCrossEntropy(torch.autograd.Function):
         scale = valid.to(acc)
         if reduction == "mean":
             scale = scale / n.clamp(min=1)
-        with _no_autocast(h.device):
-            rows, gh, gw, gb = chunk_pass(
-                h.to(dtype),
-                weight.to(dtype),
-                None if bias is None else bias.to(dtype),
-                target,
-                valid,
-                label_smoothing,
-                chunk,
-                scale,
-                needs,
-                acc,
-            )
+        rows, gh, gw, gb = _chunk_pass(h, weight, bias, target, valid, label_smoothing, chunk, scale, needs, dtype)
         loss = rows.sum()
         if reduction == "mean":
             loss = loss / n
@@ -135,19 +132,7 @@ class LinearCrossEntropyRows(torch.autograd.Function):
     def forward(ctx, h, weight, bias, target, ignore_index, label_smoothing, chunk, dtype, needs):
         acc = torch.promote_types(dtype, torch.float32)
         valid = target != ignore_index
-        with _no_autocast(h.device):
-            rows = chunk_pass(
-                h.to(dtype),
-                weight.to(dtype),
-                None if bias is None else bias.to(dtype),
-                target,
-                valid,
-                label_smoothing,
-                chunk,
-                None,
-                needs,
-                acc,
-            )[0]
+        rows = _chunk_pass(h, weight, bias, target, valid, label_smoothing, chunk, None, needs, dtype)[0]
         ctx.save_for_backward(h, weight, bias, target)
         ctx.args = (ignore_index, label_smoothing, chunk, dtype, needs, acc)
         return rows
@@ -158,19 +143,7 @@ class LinearCrossEntropyRows(torch.autograd.Function):
         ignore_index, label_smoothing, chunk, dtype, needs, acc = ctx.args
         valid = target != ignore_index
         scale = grad_rows.to(acc).masked_fill(~valid, 0.0)
-        with _no_autocast(h.device):
-            _, gh, gw, gb = chunk_pass(
-                h.to(dtype),
-                weight.to(dtype),
-                None if bias is None else bias.to(dtype),
-                target,
-                valid,
-                label_smoothing,
-                chunk,
-                scale,
-                needs,
-                acc,
-            )
+        _, gh, gw, gb = _chunk_pass(h, weight, bias, target, valid, label_smoothing, chunk, scale, needs, dtype)
         return (
             None if gh is None else gh.to(h.dtype),
             None if gw is None else gw.to(weight.dtype),
