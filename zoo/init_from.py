@@ -34,10 +34,10 @@ class InitFromError(ValueError):
 
 
 def init_source(cfg: DictConfig) -> dict | None:
-    """Read model.init_from (None: no init) before any data work: {"path", "arch", "model": the checkpoint's
-    ModelConfig fields}. Points data.tokenizer at DIR/tokenizer.json when DIR has one and the data would
-    train its own (bpe / char). Raises InitFromError for a missing path, an unreadable checkpoint or an
-    architecture other than +arch."""
+    """Read model.init_from (None: no init) before any data work, once: {"path", "arch", "model": the
+    checkpoint's ModelConfig fields, "checkpoint": the zoo.interop.hf.Checkpoint that load_weights copies}.
+    Points data.tokenizer at DIR/tokenizer.json when DIR has one and the data would train its own (bpe / char).
+    Raises InitFromError for a missing path, an unreadable checkpoint or an architecture other than +arch."""
     raw = cfg.model.get("init_from")
     if not raw:
         return None
@@ -47,12 +47,13 @@ def init_source(cfg: DictConfig) -> dict | None:
             f"model.init_from={raw}: not found; pass a Hugging Face checkpoint directory, a zoo .ckpt "
             f"or a zoo run directory"
         )
-    from zoo.interop.hf import config_of
+    from zoo.interop.hf import read_checkpoint
 
     try:
-        arch, conv = config_of(path)
+        checkpoint = read_checkpoint(path)
     except (ValueError, KeyError, OSError) as e:
         raise InitFromError(f"model.init_from={raw}: {e}") from None
+    arch = checkpoint.arch
     if arch != cfg.arch:
         raise InitFromError(
             f"model.init_from={raw} holds a {arch} model, but this run is +arch={cfg.arch}; use +arch={arch}"
@@ -62,7 +63,7 @@ def init_source(cfg: DictConfig) -> dict | None:
         with open_dict(cfg):
             cfg.data.tokenizer = str(tok)
         log.info("data.tokenizer=%s (the checkpoint's own, whose ids are its embedding rows)", tok)
-    return {"path": str(path), "arch": arch, "model": asdict(conv)}
+    return {"path": str(path), "arch": arch, "model": asdict(checkpoint.cfg), "checkpoint": checkpoint}
 
 
 def init_model_config(source: dict, run_model: dict, info: dict) -> dict:
@@ -90,7 +91,7 @@ def load_weights(model, source: dict) -> None:
     from zoo.interop.hf import load_into
 
     try:
-        load_into(model, source["path"])
+        load_into(model, source["checkpoint"])
     except ValueError as e:
         raise InitFromError(f"model.init_from={source['path']}: {e}") from None
     log.info("model.init_from: weights of %s", source["path"])

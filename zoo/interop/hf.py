@@ -11,6 +11,7 @@ import logging
 import os
 from dataclasses import asdict, fields
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
 from torch import nn
@@ -298,32 +299,51 @@ def hf_tokenizer_state(path: str | Path) -> dict | None:
     return {"json": f.read_text()} if f.is_file() else None
 
 
-def config_of(dir_or_ckpt) -> tuple[str, ModelConfig]:
-    """(arch, ModelConfig) a checkpoint's weights need: an HF directory (converted as from_hf does) or a zoo
-    .ckpt / run directory. For model.init_from: build the model from these fields (data-given vocab / ids /
-    num_classes may override; load_into checks the rest)."""
+class Checkpoint(NamedTuple):
+    """A checkpoint read once (read_checkpoint): its architecture, ModelConfig, zoo state dict, and where it
+    was read from (for messages)."""
+
+    arch: str
+    cfg: ModelConfig
+    state: dict
+    source: str
+
+
+def read_checkpoint(dir_or_ckpt) -> Checkpoint:
+    """An HF checkpoint directory or model (converted as from_hf does), or a zoo .ckpt / run directory, as a
+    Checkpoint. Raises Unsupported (from_hf), and OSError / KeyError for an unreadable zoo checkpoint."""
+    if isinstance(dir_or_ckpt, Checkpoint):
+        return dir_or_ckpt
     if isinstance(dir_or_ckpt, nn.Module) or _is_hf_dir(Path(dir_or_ckpt)):
         model, cfg = from_hf(dir_or_ckpt)
-        return arch_of(model), cfg
-    hp = read_zoo_checkpoint(dir_or_ckpt)["hyper_parameters"]
-    return hp["arch"], ModelConfig.from_dict(dict(hp["model"]))
+        return Checkpoint(
+            arch_of(model),
+            cfg,
+            model.state_dict(),
+            str(dir_or_ckpt) if not isinstance(dir_or_ckpt, nn.Module) else type(dir_or_ckpt).__name__,
+        )
+    ckpt = read_zoo_checkpoint(dir_or_ckpt)
+    hp = ckpt["hyper_parameters"]
+    state = {k[len("model.") :]: v for k, v in ckpt["state_dict"].items() if k.startswith("model.")}
+    return Checkpoint(hp["arch"], ModelConfig.from_dict(dict(hp["model"])), state, str(dir_or_ckpt))
+
+
+def config_of(dir_or_ckpt) -> tuple[str, ModelConfig]:
+    """(arch, ModelConfig) a checkpoint's weights need (read_checkpoint). For model.init_from: build the model
+    from these fields (data-given vocab / ids / num_classes may override; load_into checks the rest)."""
+    ckpt = read_checkpoint(dir_or_ckpt)
+    return ckpt.arch, ckpt.cfg
 
 
 def load_into(zoo_model: nn.Module, dir_or_ckpt) -> nn.Module:
-    """Copy the weights of an HF checkpoint directory (or model) or a zoo .ckpt / run directory into an already
-    built zoo model of the same architecture and config (FREE_FIELDS may differ; new classifier / length heads
-    keep their init). Returns zoo_model. Raises ValueError naming the first config field that differs, or the
-    mismatching key and both shapes."""
-    if isinstance(dir_or_ckpt, nn.Module) or _is_hf_dir(Path(dir_or_ckpt)):
-        src, cfg = from_hf(dir_or_ckpt)
-        arch, state = arch_of(src), src.state_dict()
-    else:
-        ckpt = read_zoo_checkpoint(dir_or_ckpt)
-        arch, cfg = ckpt["hyper_parameters"]["arch"], ModelConfig.from_dict(dict(ckpt["hyper_parameters"]["model"]))
-        state = {k[len("model.") :]: v for k, v in ckpt["state_dict"].items() if k.startswith("model.")}
+    """Copy the weights of an HF checkpoint directory (or model), a zoo .ckpt / run directory, or a Checkpoint
+    already read, into an already built zoo model of the same architecture and config (FREE_FIELDS may differ;
+    new classifier / length heads keep their init). Returns zoo_model. Raises ValueError naming the first
+    config field that differs, or the mismatching key and both shapes."""
+    arch, cfg, state, where = read_checkpoint(dir_or_ckpt)
     if arch != arch_of(zoo_model):
         raise ValueError(
-            f"{dir_or_ckpt} holds a {arch} model, but this model is {arch_of(zoo_model)}; build it with +arch={arch}"
+            f"{where} holds a {arch} model, but this model is {arch_of(zoo_model)}; build it with +arch={arch}"
         )
     for f in fields(ModelConfig):
         if f.name in FREE_FIELDS:
@@ -331,7 +351,7 @@ def load_into(zoo_model: nn.Module, dir_or_ckpt) -> nn.Module:
         a, b = getattr(cfg, f.name), getattr(zoo_model.cfg, f.name)
         if a != b:
             raise ValueError(
-                f"model.{f.name}: the checkpoint {dir_or_ckpt} has {a!r}, this model {b!r}; set "
+                f"model.{f.name}: the checkpoint {where} has {a!r}, this model {b!r}; set "
                 f"model.{f.name}={a} (zoo.interop.hf.config_of gives the whole config)"
             )
     own = zoo_model.state_dict()
