@@ -15,9 +15,10 @@ import pytest
 
 from zoo.report import main, report
 from zoo.report_literature import T5_STD, T5_TABLE2, t5_claim, t5_threshold
+from zoo.report_pairing import NotPaired, paired_data
 from zoo.report_plots import band
 from zoo.report_runs import find_runs, group_runs, parse_overrides, swept_keys
-from zoo.report_significance import NotPaired, ordering, paired_data
+from zoo.report_significance import ordering
 from zoo.report_stats import mcnemar_exact, paired_bootstrap, sacrebleu_paired, t_interval
 from zoo.report_table import fmt_ci, fmt_mean_std, rows
 

@@ -157,6 +157,37 @@ def write_results(cfg: DictConfig, results: dict, fitted, tested, loggers) -> No
     print(path.resolve())
 
 
+def run_results(cfg, ident: dict, data: dict, budget: dict, final: dict, task, tested, trainer, info, wall) -> dict:
+    """The results.json of a finished run (zoo.report_runs reads it): `ident` (arch, arch_config, task,
+    dataset, objective, params, flops_per_token), the data, seed, overrides, budget, final and best metrics,
+    the training cost and the inference cost, steps, wall seconds and where the run wrote its files."""
+    return {
+        "status": "ok",
+        **{k: ident[k] for k in ("arch", "arch_config", "task", "dataset")},
+        "data": data,
+        "objective": ident["objective"],
+        "seed": cfg.seed,
+        "overrides": job_overrides(),
+        "budget": budget,
+        "final": final,
+        "best": task.best,
+        "params": ident["params"],
+        "flops_per_token": ident["flops_per_token"],
+        "cost": {
+            "train_flops": task.cost["flops"],
+            "tokens": task.cost["tokens"],
+            "train_seconds": task.cost["seconds"],
+            "inference_flops_per_token": task.inference_flops_per_token(info["seq_len"], info.get("src_len")),
+            "ms_per_example": getattr(tested, "ms_per_example", getattr(task, "ms_per_example", None)),
+        },
+        "steps": trainer.global_step,
+        "wall_seconds": wall,
+        "output_dir": str(Path(cfg.paths.output_dir).resolve()),
+        "best_checkpoint": getattr(trainer.checkpoint_callback, "best_model_path", None) or None,
+        "examples": None,
+    }
+
+
 def run(cfg: DictConfig) -> float:
     """Train one run described by cfg; test on the best checkpoint when the task has a test split.
     Returns the best value of the task's monitored validation metric (for Hydra sweepers).
@@ -182,58 +213,22 @@ def run(cfg: DictConfig) -> float:
     n_params = task.model.num_params()
     flops_per_token = task.forward_flops_per_token(info["seq_len"], info.get("src_len"))
     log.info("model: %d parameters, %.4g forward FLOPs per token", n_params, flops_per_token)
-    objective = getattr(task, "objective", task_name)
-    log_config(
-        cfg,
-        task,
-        datamodule,
-        trainer,
-        loggers,
-        {
-            "arch": cfg.arch,
-            "arch_config": arch_config(cfg),
-            "task": task_name,
-            "dataset": data["dataset"],
-            "data_info": data,
-            "objective": objective,
-            "params": n_params,
-            "flops_per_token": flops_per_token,
-        },
-    )
-    final, tested = fit_and_test(cfg, trainer, task, datamodule, new_task)
-    fitted = task
-    results = {
-        "status": "ok",
+    ident = {
         "arch": cfg.arch,
         "arch_config": arch_config(cfg),
         "task": task_name,
         "dataset": data["dataset"],
-        "data": data,
-        "objective": objective,
-        "seed": cfg.seed,
-        "overrides": job_overrides(),
-        "budget": budget,
-        "final": final,
-        "best": fitted.best,
+        "objective": getattr(task, "objective", task_name),
         "params": n_params,
         "flops_per_token": flops_per_token,
-        "cost": {
-            "train_flops": fitted.cost["flops"],
-            "tokens": fitted.cost["tokens"],
-            "train_seconds": fitted.cost["seconds"],
-            "inference_flops_per_token": fitted.inference_flops_per_token(info["seq_len"], info.get("src_len")),
-            "ms_per_example": getattr(tested, "ms_per_example", getattr(fitted, "ms_per_example", None)),
-        },
-        "steps": trainer.global_step,
-        "wall_seconds": time.time() - start,
-        "output_dir": str(Path(cfg.paths.output_dir).resolve()),
-        "best_checkpoint": getattr(trainer.checkpoint_callback, "best_model_path", None) or None,
-        "examples": None,
     }
+    log_config(cfg, task, datamodule, trainer, loggers, {**ident, "data_info": data})
+    final, tested = fit_and_test(cfg, trainer, task, datamodule, new_task)
     if trainer.is_global_zero:
-        write_results(cfg, results, fitted, tested, loggers)
-    monitor = cfg.get("optimized_metric") or fitted.hparams.get("monitor", "val/loss")  # hparams_search sets it
-    return fitted.best.get(monitor, final.get(monitor, float("nan")))
+        results = run_results(cfg, ident, data, budget, final, task, tested, trainer, info, time.time() - start)
+        write_results(cfg, results, task, tested, loggers)
+    monitor = cfg.get("optimized_metric") or task.hparams.get("monitor", "val/loss")  # hparams_search sets it
+    return task.best.get(monitor, final.get(monitor, float("nan")))
 
 
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")

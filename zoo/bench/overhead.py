@@ -38,6 +38,43 @@ def quiet_lightning():
             lg.setLevel(lv)
 
 
+def lightning_run(prepared, K: int, device: str, model_cfg: dict) -> float:
+    """Seconds of K steps of zoo.tasks.lm.LanguageModeling under a minimal pl.Trainer (construction + fit) on a
+    fresh copy of the prepared datamodule. Raises RuntimeError when the Trainer did not run exactly K steps."""
+    import lightning.pytorch as pl
+    import torch
+
+    from zoo.tasks.lm import LanguageModeling
+
+    torch.manual_seed(0)
+    dm = fresh(prepared)
+    task = LanguageModeling(
+        "decoder_only", model_cfg, dm.tokenizer.state_dict(), dict(NANOGPT_OPTIMIZER), scheduler_config(K), sample=None
+    )
+    with quiet_lightning():
+        sync(device)
+        t0 = time.perf_counter()
+        trainer = pl.Trainer(
+            accelerator="gpu" if device == "cuda" else "cpu",
+            devices=1,
+            max_steps=K,
+            gradient_clip_val=1.0,
+            logger=False,
+            enable_checkpointing=False,
+            enable_progress_bar=False,
+            enable_model_summary=False,
+            log_every_n_steps=50,
+            limit_val_batches=0,
+            num_sanity_val_steps=0,
+        )
+        trainer.fit(task, datamodule=dm)
+        sync(device)
+        elapsed = time.perf_counter() - t0
+    if trainer.global_step != K:
+        raise RuntimeError(f"Lightning ran {trainer.global_step} steps, expected {K}")
+    return elapsed
+
+
 def bench_overhead(opts: Options) -> str:
     """The nanoGPT CPU recipe (4/4/128, block 64, batch 12; AdamW lr 1e-3 betas (0.9, 0.99) wd 0.1,
     warmup-cosine schedule, grad-norm clip 1.0) for K steps (QUICK: 50, full: 300), on zoo's
@@ -51,10 +88,6 @@ def bench_overhead(opts: Options) -> str:
     tokenising the text) are outside both. overhead % = Lightning / plain - 1 (median seconds).
     Warm-up: WARMUP_STEPS-step runs of each (a full K-step warm-up would double the cost for nothing).
     """
-    import lightning.pytorch as pl
-
-    from zoo.tasks.lm import LanguageModeling
-
     K = 50 if opts.quick else 300
     prepared = shakespeare()
     vocab = prepared.vocab_size
@@ -64,40 +97,7 @@ def bench_overhead(opts: Options) -> str:
         return Timed(plain_run(prepared, K, opts.device)[0])
 
     def lightning(K: int = K):
-        import torch
-
-        torch.manual_seed(0)
-        dm = fresh(prepared)
-        task = LanguageModeling(
-            "decoder_only",
-            model_cfg,
-            dm.tokenizer.state_dict(),
-            dict(NANOGPT_OPTIMIZER),
-            scheduler_config(K),
-            sample=None,
-        )
-        with quiet_lightning():
-            sync(opts.device)
-            t0 = time.perf_counter()
-            trainer = pl.Trainer(
-                accelerator="gpu" if opts.device == "cuda" else "cpu",
-                devices=1,
-                max_steps=K,
-                gradient_clip_val=1.0,
-                logger=False,
-                enable_checkpointing=False,
-                enable_progress_bar=False,
-                enable_model_summary=False,
-                log_every_n_steps=50,
-                limit_val_batches=0,
-                num_sanity_val_steps=0,
-            )
-            trainer.fit(task, datamodule=dm)
-            sync(opts.device)
-            elapsed = time.perf_counter() - t0
-        if trainer.global_step != K:
-            raise RuntimeError(f"Lightning ran {trainer.global_step} steps, expected {K}")
-        return Timed(elapsed)
+        return Timed(lightning_run(prepared, K, opts.device, model_cfg))
 
     progress(f"overhead K={K}")
     for _ in range(opts.warmup):  # warm-up: a short run of each (kernels, allocator, Lightning's imports)

@@ -156,6 +156,12 @@ class ModelConfig:
 
     def validate(self) -> None:
         """Raise ValueError naming the key, the value and what is allowed."""
+        self._check_choices()
+        self._check_sizes()
+        self._check_ids()
+
+    def _check_choices(self) -> None:
+        """Named options among their allowed values, switches true / false."""
         choices = {
             "activation": ACTIVATIONS,
             "norm": NORMS,
@@ -176,6 +182,9 @@ class ModelConfig:
                 raise ValueError(f"model.{f.name}={value!r} must be true or false")
         if self.mask is not None and self.mask not in MASKS:
             raise ValueError(f"model.mask={self.mask!r} is unknown; allowed: {', '.join(MASKS)} (or null)")
+
+    def _check_sizes(self) -> None:
+        """Sizes, counts, rates and scales within their ranges, and the ones that must divide each other."""
         for key in ("vocab_size", "d_model", "n_heads", "d_ff", "max_len"):
             if getattr(self, key) < 1:
                 raise ValueError(f"model.{key}={getattr(self, key)} must be a positive integer")
@@ -227,13 +236,16 @@ class ModelConfig:
             )
         if self.attn_scale is not None and not self.attn_scale > 0:
             raise ValueError(f"model.attn_scale={self.attn_scale} must be > 0 (or null = 1/sqrt(d_head))")
+        if self.prefix_len < 0:
+            raise ValueError(f"model.prefix_len={self.prefix_len} must be >= 0")
+
+    def _check_ids(self) -> None:
+        """Special and start ids distinct and in the vocabulary; shared embeddings with one vocabulary."""
         if self.decoder_start_id is not None and not 0 <= self.decoder_start_id < self.vocab_size:
             raise ValueError(
                 f"model.decoder_start_id={self.decoder_start_id} is outside the vocabulary "
                 f"[0, {self.vocab_size}) (null = bos_id)"
             )
-        if self.prefix_len < 0:
-            raise ValueError(f"model.prefix_len={self.prefix_len} must be >= 0")
         ids = {"model.pad_id": self.pad_id, "model.bos_id": self.bos_id, "model.eos_id": self.eos_id}
         for (key_a, a), (key_b, b) in itertools.combinations(ids.items(), 2):
             if a == b:  # e.g. pad = eos: the loss would ignore every real EOS, and the model never stops
