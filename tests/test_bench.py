@@ -88,15 +88,17 @@ def test_quick_train_step_prints_table_with_ratio(tmp_path):
     assert "transformers" in header and "x-transformers" in header  # peer versions (or 'not installed')
     rows = {r[1]: r for r in table_rows(out, "| shape")}
     zoo = rows["zoo DecoderOnly"]
-    assert zoo[0] == "tiny" and zoo[-1] == "1.00 (ref)"
+    ratio = 7  # THROUGHPUT_HEADERS' zoo/peer; the step-memory columns (PEAK_HEADERS) follow it
+    assert zoo[0] == "tiny" and zoo[ratio] == "1.00 (ref)" and zoo[-1] == "1.00 (ref)"
     assert int(zoo[2].replace(",", "")) == gpt_params(LM_SHAPES["tiny"]) == 27328
     assert rows["torch TransformerEncoder"][2] == zoo[2]  # the same model, built from nn.TransformerEncoder
-    assert re.fullmatch(r"\d+\.\d\d \([0-5]/5\)", rows["torch TransformerEncoder"][-1])  # ratio (reps zoo won)
+    assert re.fullmatch(r"\d+\.\d\d \([0-5]/5\)", rows["torch TransformerEncoder"][ratio])  # ratio (reps won)
+    assert float(zoo[-2].replace(",", "")) > float(zoo[-3].replace(",", "")) > 0  # process peak > step peak, MB
     assert float(rows["torch TransformerEncoder"][6].replace(",", "")) > 0  # tokens/s
     for name in ("zoo DecoderOnly", "torch TransformerEncoder"):  # freshly initialised: loss ~ ln(65) = 4.17
         assert abs(float(rows[name][3]) - 4.174) < 0.15, rows[name]
     for peer in ("HF GPT2LMHeadModel", "x-transformers TransformerWrapper"):  # measured, or a 'not installed' row
-        assert re.fullmatch(r"\d+\.\d\d \([0-5]/5\)", rows[peer][-1]) or rows[peer][2] == NOT_INSTALLED, rows[peer]
+        assert re.fullmatch(r"\d+\.\d\d \([0-5]/5\)", rows[peer][ratio]) or rows[peer][2] == NOT_INSTALLED, rows[peer]
     assert out_file.read_text().strip().splitlines()[2] == header
 
 
@@ -288,3 +290,31 @@ def test_peak_reports_the_fraction_of_the_matmul_limit(monkeypatch):
     assert float(step[5]) == pytest.approx(rate / 20.0, rel=0.02, abs=2e-3)
     bf16 = rows[("tiny", f"{gflop:.2f} GFLOP / step", "bf16")]
     assert float(bf16[5]) == pytest.approx(float(bf16[4].replace(",", "")) / 80.0, rel=0.02, abs=2e-3)
+
+
+def test_step_peaks_cover_the_gradients_and_adamw_state():
+    """zoo.bench.step_memory: a contender's training step, measured alone in a fresh process, grows the memory by
+    at least its fp32 gradients (zero_grad(set_to_none=True) frees them between steps), and the process holds at
+    least the weights plus AdamW's two moments (3 x 4 bytes a parameter)."""
+    from zoo.bench.step_memory import step_peaks
+
+    s = LM_SHAPES["nanogpt"]
+    peaks = step_peaks("lm", "nanogpt", ["zoo DecoderOnly"])["zoo DecoderOnly"]
+    n = gpt_params(s)
+    assert peaks["peak_bytes"] >= 4 * n, peaks
+    assert peaks["process_bytes"] >= 12 * n + peaks["peak_bytes"], peaks
+    zoo, peer = "zoo DecoderOnly", "a peer"
+    half = {"peak_bytes": 2 * peaks["peak_bytes"], "process_bytes": peaks["process_bytes"]}
+    rows = throughput_rows(
+        "nanogpt",
+        {zoo: [1.0], peer: [1.0]},
+        768,
+        zoo,
+        {zoo: n, peer: n},
+        {zoo: 4.2, peer: 4.2},
+        None,
+        {zoo: peaks, peer: half},
+    )
+    mb = float(rows[0][-3].replace(",", ""))
+    assert abs(mb - peaks["peak_bytes"] / 2**20) <= 0.01 * mb
+    assert (rows[0][-1], rows[1][-1]) == ("1.00 (ref)", "0.50")  # zoo's step peak / the peer's

@@ -60,57 +60,47 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument(
         "--compile", action="store_true", help="train_step / seq2seq_step: every contender as torch.compile(model)"
     )
+    p.add_argument(
+        "--no-step-memory",
+        action="store_true",
+        help="train_step / seq2seq_step: skip each contender's peak memory (a fresh process per contender)",
+    )
     p.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's own)")
     p.add_argument("--out", default=None, help="also write the Markdown report to this file")
     return p.parse_args(argv)
 
 
-def main(argv=None) -> int:
-    """Run the chosen benchmarks, print the Markdown report (and write --out). Returns the exit status:
-    0, 1 when a benchmark failed (its section says why; the others still run), 2 for bad arguments."""
-    args = parse_args(argv)
+def options(args) -> tuple[list[str], Options]:
+    """The benchmark names and Options of parsed arguments. Raises ValueError naming a bad argument and its fix,
+    before any benchmark runs."""
     names = list(BENCHMARKS) if args.only is None else [n.strip() for n in args.only.split(",") if n.strip()]
     unknown = [n for n in names if n not in BENCHMARKS]
     if unknown or not names:
         what = f"unknown benchmark(s) {unknown}" if unknown else "no benchmark named"
-        print(f"--only {args.only!r}: {what}; choose among: {', '.join(BENCHMARKS)}", file=sys.stderr)
-        return 2
+        raise ValueError(f"--only {args.only!r}: {what}; choose among: {', '.join(BENCHMARKS)}")
     if args.device == "cuda" and not torch.cuda.is_available():
-        print(
+        raise ValueError(
             "--device cuda: CUDA is not available to this torch; use --device cpu, or install a CUDA build of "
-            "torch on a machine with a GPU",
-            file=sys.stderr,
+            "torch on a machine with a GPU"
         )
-        return 2
     reps = args.reps if args.reps is not None else (5 if args.quick else 7)
     if reps < 5:
-        print(f"--reps {reps}: at least 5 repetitions are needed for a meaningful median", file=sys.stderr)
-        return 2
+        raise ValueError(f"--reps {reps}: at least 5 repetitions are needed for a meaningful median")
     warmup = args.warmup if args.warmup is not None else (1 if args.quick else 2)
     if warmup < 0 or (args.compile and warmup < 1):
-        print(
-            f"--warmup {warmup}: give a count >= 0 (>= 1 with --compile: the first step compiles and must not be "
-            "timed)",
-            file=sys.stderr,
+        raise ValueError(
+            f"--warmup {warmup}: give a count >= 0 (>= 1 with --compile: the first step compiles and must not be timed)"
         )
-        return 2
     if args.threads is not None and args.threads < 1:
-        print(
-            f"--threads {args.threads}: give a positive number of threads (or leave it out for torch's default)",
-            file=sys.stderr,
+        raise ValueError(
+            f"--threads {args.threads}: give a positive number of threads (or leave it out for torch's default)"
         )
-        return 2
     if args.out and Path(args.out).is_dir():
-        print(f"--out {args.out}: is a folder; give a file path such as {Path(args.out) / 'bench.md'}", file=sys.stderr)
-        return 2
+        raise ValueError(f"--out {args.out}: is a folder; give a file path such as {Path(args.out) / 'bench.md'}")
     if args.out and not os.access(Path(args.out).resolve().parent, os.W_OK):
-        print(
-            f"--out {args.out}: its folder does not exist or is not writable; create it or pick another path",
-            file=sys.stderr,
+        raise ValueError(
+            f"--out {args.out}: its folder does not exist or is not writable; create it or pick another path"
         )
-        return 2
-    if args.threads is not None:
-        torch.set_num_threads(args.threads)
     opts = Options(
         quick=args.quick,
         device=args.device,
@@ -118,14 +108,25 @@ def main(argv=None) -> int:
         reps=reps,
         warmup=warmup,
         compile=args.compile,
+        step_memory=not args.no_step_memory and not args.compile,
         shapes=[s.strip() for s in args.shapes.split(",")] if args.shapes else None,
     )
     if opts.shapes:
-        try:
-            default_lm_shapes(opts)
-        except ValueError as e:
-            print(str(e), file=sys.stderr)
-            return 2
+        default_lm_shapes(opts)  # ValueError for an unknown shape
+    return names, opts
+
+
+def main(argv=None) -> int:
+    """Run the chosen benchmarks, print the Markdown report (and write --out). Returns the exit status:
+    0, 1 when a benchmark failed (its section says why; the others still run), 2 for bad arguments."""
+    args = parse_args(argv)
+    try:
+        names, opts = options(args)
+    except ValueError as e:
+        print(str(e), file=sys.stderr)
+        return 2
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
 
     t_start, cpu_start = time.perf_counter(), time.process_time()
     torch.manual_seed(0)

@@ -111,6 +111,7 @@ def progress(msg: str) -> None:
 
 
 THROUGHPUT_HEADERS = ["shape", "contender", "params", "loss₀", "ms (median)", "ms (min–max)", "tokens/s", "zoo/peer"]
+PEAK_HEADERS = ["step peak MB", "process peak MB", "step peak zoo/peer"]  # zoo.bench.step_memory
 
 
 def wins(zoo: Sequence[float], peer: Sequence[float]) -> str:
@@ -129,10 +130,13 @@ def throughput_rows(
     params: dict[str, int],
     loss0: dict[str, float],
     missing: dict[str, str] | None = None,
+    peaks: dict[str, dict] | None = None,
 ) -> list[list[str]]:
     """Rows of THROUGHPUT_HEADERS: label | contender | trainable parameters | initial loss | median ms |
     min–max ms | tokens/s | zoo/peer: zoo tokens/s over the contender's (> 1 = zoo faster), then in
-    parentheses the repetitions zoo won (`wins`), e.g. '1.03 (9/11)'.
+    parentheses the repetitions zoo won (`wins`), e.g. '1.03 (9/11)'. With `peaks` (zoo.bench.step_memory
+    .step_peaks) also PEAK_HEADERS: the step's peak growth and the process's peak, MB, and zoo's step peak
+    over the contender's (< 1 = zoo needs less).
     `missing` (name -> why, e.g. NOT_INSTALLED) contenders get a row with the reason."""
     zoo_tps = tokens / median(times[zoo_name])
     rows = []
@@ -150,5 +154,13 @@ def throughput_rows(
                 "1.00 (ref)" if name == zoo_name else f"{ratio(zoo_tps, tokens / m)} ({wins(times[zoo_name], ts)})",
             ]
         )
-    rows += [[label, name, why, "—", "—", "—", "—", "—"] for name, why in (missing or {}).items()]
+        if peaks:
+            p, z = peaks[name], peaks[zoo_name]["peak_bytes"]
+            rows[-1] += [
+                fmt(p["peak_bytes"] / 2**20),
+                fmt(p["process_bytes"] / 2**20),
+                "1.00 (ref)" if name == zoo_name else ratio(z, p["peak_bytes"]),
+            ]
+    width = len(THROUGHPUT_HEADERS) + (len(PEAK_HEADERS) if peaks else 0)
+    rows += [[label, name, why] + ["—"] * (width - 3) for name, why in (missing or {}).items()]
     return rows

@@ -2,8 +2,9 @@
 
 from zoo.bench.contenders import COMPILED_NOTE, label, notes_lines, seq2seq_batch, seq2seq_contenders, training_steps
 from zoo.bench.options import Options
-from zoo.bench.report import THROUGHPUT_HEADERS, markdown_table, progress, throughput_rows
+from zoo.bench.report import PEAK_HEADERS, THROUGHPUT_HEADERS, markdown_table, progress, throughput_rows
 from zoo.bench.shapes import SEQ2SEQ_SHAPES, Seq2SeqShape
+from zoo.bench.step_memory import STEP_MEMORY_NOTE, step_peaks
 from zoo.bench.timing import interleaved
 
 
@@ -24,10 +25,11 @@ def bench_seq2seq_step(opts: Options, shape: Seq2SeqShape = None) -> str:
     contenders = seq2seq_contenders(s)
     steps, params, loss0, missing = training_steps(contenders, inputs, labels, "fp32", opts.device, opts.compile)
     times = interleaved(steps, opts.reps, opts.warmup, opts.device)
+    del steps
+    peaks = step_peaks("seq2seq", s.name, times, opts.device) if opts.step_memory else None
     shape_label = f"{s.n_layers}+{s.n_layers} L, b{s.batch}"
-    rows = throughput_rows(
-        shape_label, times, s.batch * s.tgt_len, label("zoo EncoderDecoder", opts.compile), params, loss0, missing
-    )
+    zoo_name = label("zoo EncoderDecoder", opts.compile)
+    rows = throughput_rows(shape_label, times, s.batch * s.tgt_len, zoo_name, params, loss0, missing, peaks)
     return "\n".join(
         [
             "## seq2seq_step: encoder-decoder training step (forward + backward + AdamW)",
@@ -37,7 +39,8 @@ def bench_seq2seq_step(opts: Options, shape: Seq2SeqShape = None) -> str:
             "zoo/peer > 1 = zoo faster. params: "
             "trainable, tied counted once; loss₀: the initialised model's loss (~ln(vocab)).",
             "",
-            markdown_table(THROUGHPUT_HEADERS, rows, label_columns=2),
+            markdown_table(THROUGHPUT_HEADERS + (PEAK_HEADERS if opts.step_memory else []), rows, label_columns=2),
+            *([STEP_MEMORY_NOTE] if opts.step_memory else []),
             "",
             "zoo EncoderDecoder: separate source / target embeddings, head tied to the target one, a final "
             "LayerNorm after each stack, Xavier init. Differences of the peers:",

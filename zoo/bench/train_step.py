@@ -4,8 +4,9 @@ import gc
 
 from zoo.bench.contenders import COMPILED_NOTE, label, lm_batch, lm_contenders, notes_lines, training_steps
 from zoo.bench.options import Options
-from zoo.bench.report import THROUGHPUT_HEADERS, markdown_table, progress, throughput_rows
+from zoo.bench.report import PEAK_HEADERS, THROUGHPUT_HEADERS, markdown_table, progress, throughput_rows
 from zoo.bench.shapes import default_lm_shapes
+from zoo.bench.step_memory import STEP_MEMORY_NOTE, step_peaks
 from zoo.bench.timing import interleaved
 
 
@@ -31,13 +32,14 @@ def bench_train_step(opts: Options) -> str:
             contenders, inputs, targets, opts.precision, opts.device, opts.compile
         )
         times = interleaved(steps, opts.reps, opts.warmup, opts.device)
+        del steps
+        gc.collect()
+        peaks = step_peaks("lm", s.name, times, opts.device, opts.precision) if opts.step_memory else None
         rows += throughput_rows(
-            s.name, times, s.batch * s.block, label("zoo DecoderOnly", opts.compile), params, loss0, missing
+            s.name, times, s.batch * s.block, label("zoo DecoderOnly", opts.compile), params, loss0, missing, peaks
         )
         sections.append(s.describe())
         contenders_seen = contenders
-        del steps
-        gc.collect()
     return "\n".join(
         [
             "## train_step: decoder-only LM training step (forward + backward + AdamW)",
@@ -49,7 +51,8 @@ def bench_train_step(opts: Options) -> str:
             "params = trainable parameters (tied counted once); loss₀ = the initialised model's loss on the batch "
             "(~ln(vocab) for every contender: same numerical regime).",
             "",
-            markdown_table(THROUGHPUT_HEADERS, rows, label_columns=2),
+            markdown_table(THROUGHPUT_HEADERS + (PEAK_HEADERS if opts.step_memory else []), rows, label_columns=2),
+            *([STEP_MEMORY_NOTE] if opts.step_memory else []),
             "",
             "zoo DecoderOnly: pre-LN, exact GELU, learned positions, tied head, no biases, SDPA is_causal (no mask "
             "tensor), GPT-2 init. Differences of the peers:",
