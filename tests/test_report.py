@@ -258,3 +258,28 @@ def test_bad_input_exits_2(tmp_path, capsys):
     (tmp_path / "run" / "results.json").write_text("{not json")
     assert main([str(tmp_path)]) == 2
     assert "cannot read" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "series, drawn, lines",
+    [
+        ([([1, 2], [3.0, 2.0])], "curve", 1),
+        ([([1, 2, 3], [3.0, 2.0, 1.0]), ([1, 3], [2.0, 1.0])], "band", 1),
+        ([([119], [2.52]), ([118], [2.57]), ([113], [2.51])], "points", 3),  # one validation each, other steps
+    ],
+)
+def test_every_group_is_drawn(series, drawn, lines):
+    """draw_group: a group whose seeds share no x range (each validated once, at different steps) is drawn as its
+    seeds' points, not left out; the legend names it once."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from zoo.report_plots import draw_group
+
+    fig, ax = plt.subplots()
+    assert draw_group(ax, series, "C0", "g") == drawn
+    assert len(ax.lines) == lines
+    assert len(ax.get_legend_handles_labels()[1]) == 1
+    plt.close(fig)

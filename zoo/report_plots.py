@@ -73,6 +73,32 @@ def group_label(group: dict) -> str:
     return label + (f", {n} seeds" if n > 1 else "")
 
 
+def draw_group(ax, series: list[tuple[list, list]], color: str, label: str) -> str:
+    """Draw one group's seeds on ax: one seed as its curve; several as the mean and min-max band at their common
+    x points; several whose x ranges do not overlap (e.g. one validation each, at different steps) as every
+    seed's points, so that no group is left out. Returns "curve", "band" or "points"."""
+    if len(series) == 1:
+        ax.plot(*series[0], marker="o", markersize=3, color=color, label=label)
+        return "curve"
+    b = band(series)
+    if b is None:
+        for i, (x, y) in enumerate(series):
+            ax.plot(
+                x,
+                y,
+                marker="o",
+                markersize=4,
+                linestyle=":",
+                color=color,
+                label=f"{label} (each seed)" if i == 0 else None,
+            )
+        return "points"
+    x, mean, lo, hi = b
+    ax.plot(x, mean, marker="o", markersize=3, color=color, label=label + " (mean, min-max)")
+    ax.fill_between(x, lo, hi, color=color, alpha=0.2, linewidth=0)
+    return "band"
+
+
 def plot_curves(groups: list[dict], out_dir: Path) -> list[Path]:
     """val_<task>.png per task: a grid of panels, rows = the x axes of X_AXES some run logged, columns = the
     metrics of CURVES[task] (every val/ metric for another task) some run logged; one line per group (mean over
@@ -97,16 +123,7 @@ def plot_curves(groups: list[dict], out_dir: Path) -> list[Path]:
                     series = [s for s in series if s[0]]
                     if not series:
                         continue
-                    color = f"C{k % 10}"
-                    if len(series) == 1:
-                        ax.plot(*series[0], marker="o", markersize=3, color=color, label=group_label(g))
-                        continue
-                    b = band(series)
-                    if b is None:
-                        continue
-                    x, mean, lo, hi = b
-                    ax.plot(x, mean, marker="o", markersize=3, color=color, label=group_label(g) + " (mean, min-max)")
-                    ax.fill_between(x, lo, hi, color=color, alpha=0.2, linewidth=0)
+                    draw_group(ax, series, f"C{k % 10}", group_label(g))
                 if x_key is not None:
                     ax.ticklabel_format(axis="x", style="sci", scilimits=(-3, 4))
                 ax.set_xlabel(x_label)
