@@ -144,3 +144,39 @@ def test_every_cell_uses_the_same_block_options(experiment):
             options[arch] = {k: cfg.model.get(k) for k in BLOCK_OPTIONS}
         first = options[ARCHS[0]]
         assert all(o == first for o in options.values()), f"{experiment} {cell}: {options}"
+
+
+def paper_block_options() -> dict:
+    """The block options of model/tiny.yaml: the paper's design, the default of every model preset."""
+    from omegaconf import OmegaConf
+
+    tiny = OmegaConf.load(f"{CONF_DIR}/model/tiny.yaml")
+    return {k: tiny.get(k) for k in BLOCK_OPTIONS}
+
+
+@pytest.mark.parametrize("experiment", ["compare", "compare_gpu"])
+def test_comparison_cells_use_the_papers_block_options(experiment):
+    """No task's own recipe reaches the comparison: every cell has the preset's (the paper's) block options, even
+    where a task changes one for its plain runs (task=lm's dropout 0)."""
+    paper = paper_block_options()
+    for cell in CELLS:
+        with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+            cfg = compose("config", overrides=[f"experiment={experiment}", "+arch=decoder_only", f"+benchmark={cell}"])
+        assert {k: cfg.model.get(k) for k in BLOCK_OPTIONS} == paper, cell
+
+
+def test_plain_cells_share_block_options_within_a_task():
+    """`+arch=A task=T` (the 3 x 3 table, prefix_lm too): within a task every architecture gets the same block
+    options, so a task's recipe (task=lm: dropout 0) applies to every architecture alike; the main job is the
+    decoder_only lm cell, with 64 x 16 windows and dropout 0 on the paper's block."""
+    for task in CELLS:
+        options = {}
+        for arch in ARCHS:
+            with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+                cfg = compose("config", overrides=[f"+arch={arch}", f"task={task}"])
+            options[arch] = {k: cfg.model.get(k) for k in BLOCK_OPTIONS}
+        assert all(o == options[ARCHS[0]] for o in options.values()), f"{task}: {options}"
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        main = compose("config", overrides=["+arch=decoder_only"])
+    assert {k: main.model.get(k) for k in BLOCK_OPTIONS} == {**paper_block_options(), "dropout": 0.0}
+    assert (main.data.block_size, main.data.batch_size, main.trainer.max_steps) == (64, 16, 1000)
