@@ -100,10 +100,22 @@ class EncoderOnly(TransformerBase):
         Returns (token logits (B, T, vocab_size) or (n, vocab_size), length logits (B, length_classes)).
         Raises ValueError when the model was built with length_classes=0.
         """
+        h, length_logits = self.cmlm_features(idx, key_padding_mask, source_len, at)
+        return self.lm_head(h), length_logits
+
+    def cmlm_features(
+        self,
+        idx: torch.Tensor,
+        key_padding_mask: torch.Tensor | None,
+        source_len: torch.Tensor,
+        at: torch.Tensor | None = None,
+    ):
+        """cmlm before the LM head: (final states (B, T, d_model), or (n, d_model) at `at`; length logits). The
+        training loss runs the head inside zoo.model.chunked_ce. Raises ValueError without a length head."""
         if self.length_head is None:
             raise ValueError("this model has no length head: build it with model.length_classes > 0")
         h = self.encode(idx, key_padding_mask, source_len=source_len)  # (B, T, d_model)
-        return self.lm_head(h if at is None else h[at]), self.length_head(h[:, 0])
+        return (h if at is None else h[at]), self.length_head(h[:, 0])
 
     def next_token_logits(
         self, idx: torch.Tensor, key_padding_mask: torch.Tensor | None = None, positions: torch.Tensor | None = None
@@ -111,8 +123,15 @@ class EncoderOnly(TransformerBase):
         """ENTP's next-token logits (Ewer et al. 2024): each row idx (B, T) is read whole, bidirectionally (no
         causal mask, no KV cache), and the LM head runs only on its last non-padding position, predicting the
         token after it. key_padding_mask (B, T) True = padding, left or right. Returns (B, vocab_size)."""
+        return self.lm_head(self.next_token_features(idx, key_padding_mask, positions))
+
+    def next_token_features(
+        self, idx: torch.Tensor, key_padding_mask: torch.Tensor | None = None, positions: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """next_token_logits before the LM head: the final state at each row's last non-padding position,
+        (B, d_model)."""
         h = self.encode(idx, key_padding_mask, positions)  # (B, T, d_model)
-        return self.lm_head(pool(h, key_padding_mask, "last"))
+        return pool(h, key_padding_mask, "last")
 
     @torch.no_grad()
     def generate(
@@ -160,17 +179,31 @@ def prefix_next_logits(
     max_tokens: int | None = None,
     pad_id: int = 0,
 ) -> torch.Tensor:
-    """ENTP's next-token logits after each prefix seq[row[r], :length[r]] (Ewer et al. 2024), every prefix read
-    alone, bidirectionally: row r is its own right-padded sequence (prefix_rows) with key_padding_mask, and
-    the LM head runs on its last real position (EncoderOnly.next_token_logits). Tokens after a prefix never
-    enter its row. seq (B, L); row, length (R,) long (1 <= length <= L).
+    """ENTP's next-token logits after each prefix seq[row[r], :length[r]] (Ewer et al. 2024): the LM head on
+    prefix_next_features. Returns (R, vocab_size) logits in the order of `row`."""
+    return model.lm_head(prefix_next_features(model, seq, row, length, width, max_tokens, pad_id))
+
+
+def prefix_next_features(
+    model: EncoderOnly,
+    seq: torch.Tensor,
+    row: torch.Tensor,
+    length: torch.Tensor,
+    width: int | None = None,
+    max_tokens: int | None = None,
+    pad_id: int = 0,
+) -> torch.Tensor:
+    """The final state that predicts the token after each prefix seq[row[r], :length[r]], every prefix read
+    alone, bidirectionally: row r is its own right-padded sequence (prefix_rows) with key_padding_mask, and the
+    state is its last real position's (EncoderOnly.next_token_features). Tokens after a prefix never enter its
+    row. seq (B, L); row, length (R,) long (1 <= length <= L).
     max_tokens None: one forward of (R, width) (width None = max(length)); else the rows sorted by length go
     in forwards of at most max_tokens padded tokens, each padded to its own longest row (same values, less
-    padding and memory). Returns (R, vocab_size) logits in the order of `row`."""
+    padding and memory). Returns (R, d_model) in the order of `row`."""
     if max_tokens is None:
         idx, key_padding_mask = prefix_rows(seq, row, length, width, pad_id)
         pos = torch.arange(idx.shape[1], device=seq.device).unsqueeze(0)  # right padding: real tokens at 0 .. n-1
-        return model.next_token_logits(idx, key_padding_mask, pos)
+        return model.next_token_features(idx, key_padding_mask, pos)
     order = length.argsort()
     lens = length[order].tolist()
     parts, start = [], 0
@@ -178,7 +211,7 @@ def prefix_next_logits(
         end = start + 1
         while end < len(lens) and (end + 1 - start) * lens[end] <= max_tokens:
             end += 1
-        parts.append(prefix_next_logits(model, seq, row[order[start:end]], length[order[start:end]], pad_id=pad_id))
+        parts.append(prefix_next_features(model, seq, row[order[start:end]], length[order[start:end]], pad_id=pad_id))
         start = end
     out = torch.cat(parts)
     return torch.empty_like(out).index_copy_(0, order, out)

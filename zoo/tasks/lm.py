@@ -16,7 +16,7 @@ from zoo.generate import sample
 from zoo.model import ModelConfig, build_model
 from zoo.model.chunked_ce import lm_head_cross_entropy
 from zoo.model.cost import batch_flops
-from zoo.model.encoder_only import prefix_next_logits
+from zoo.model.encoder_only import prefix_next_features
 from zoo.model_config_from_data import for_objective
 from zoo.tasks.base import TaskBase
 from zoo.tasks.nat import uniform
@@ -203,7 +203,7 @@ class LanguageModeling(TaskBase):
             loss, nll = self.head_loss(hidden, y[:, h - 1 :])
             return {"loss": loss, "cont": loss, "cont_windows": nll.mean(1)}
         inputs, chosen = self.mask_tokens(x, generator)
-        logits = self.model(inputs)[chosen].float()  # (n_chosen, V + 1)
+        logits = self.model.lm_head(self.model.encode(inputs)[chosen]).float()  # (n_chosen, V + 1): for the accuracy
         target = x[chosen]
         return {"loss": F.cross_entropy(logits, target), "acc": (logits.argmax(-1) == target).float().mean()}
 
@@ -223,12 +223,19 @@ class LanguageModeling(TaskBase):
         max_tokens: int | None = None,
     ) -> torch.Tensor:
         """ENTP's next-token losses (nats): (B, k), entry (b, i) = -log p(y[b, j] | x[b, :j+1]) with j = cuts[b, i],
-        each prefix re-read alone by the bidirectional encoder (prefix_next_logits; width, max_tokens there).
+        each prefix re-read alone by the bidirectional encoder (prefix_next_features; width, max_tokens there).
         x, y (B, T); cuts (B, k) long in 0 .. T-1."""
         B, k = cuts.shape
         row = torch.arange(B, device=x.device).repeat_interleave(k)
-        logits = prefix_next_logits(self.model, x, row, cuts.flatten() + 1, width, max_tokens)  # (B k, V)
-        return F.cross_entropy(logits.float(), y[row, cuts.flatten()], reduction="none").view(B, k)
+        feats = prefix_next_features(self.model, x, row, cuts.flatten() + 1, width, max_tokens)  # (B k, d_model)
+        nll = lm_head_cross_entropy(
+            self.model.lm_head,
+            feats,
+            y[row, cuts.flatten()],
+            reduction="none",
+            chunk_size=self.model.cfg.loss_chunk_size,
+        )  # zoo.model.chunked_ce: the (B k, V) logits never built
+        return nll.view(B, k)
 
     def entp_training_loss(self, batch, generator: torch.Generator | None = None) -> torch.Tensor:
         """entp's training loss (nats): per window K = min(task.entp_targets, T) targets, one drawn uniformly

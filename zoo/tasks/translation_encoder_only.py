@@ -8,7 +8,8 @@ import torch.nn.functional as F
 
 from zoo.data.bpe import BOS_ID, CLS_ID, EOS_ID, MASK_ID, PAD_ID
 from zoo.model.beam_search import beam_search_encoder_only
-from zoo.model.encoder_only import prefix_next_logits
+from zoo.model.chunked_ce import lm_head_cross_entropy
+from zoo.model.encoder_only import prefix_next_features
 from zoo.model.generate import left_pad
 from zoo.tasks.nat import cmlm_mask, mask_predict, nat_inputs, rank_in_row, uniform
 
@@ -59,11 +60,16 @@ class EncoderOnlyTranslation:
         b, j = chosen.nonzero(as_tuple=True)  # (R,) pair and target offset of each row
         p = src_len[b] + j  # position of the target token in the joined sequence = its prefix length
         if targets is None:
-            logits = prefix_next_logits(self.model, seq, b, p, max_tokens=AR_EVAL_TOKENS, pad_id=self.pad_id)
+            feats = prefix_next_features(self.model, seq, b, p, max_tokens=AR_EVAL_TOKENS, pad_id=self.pad_id)
         else:
-            logits = prefix_next_logits(self.model, seq, b, p, width=seq.shape[1] - 1, pad_id=self.pad_id)
-        nll = F.cross_entropy(
-            logits.float(), seq[b, p], reduction="none", label_smoothing=self.hparams.label_smoothing
+            feats = prefix_next_features(self.model, seq, b, p, width=seq.shape[1] - 1, pad_id=self.pad_id)
+        nll = lm_head_cross_entropy(  # zoo.model.chunked_ce: the (R, V) logits never built
+            self.model.lm_head,
+            feats,
+            seq[b, p],
+            reduction="none",
+            label_smoothing=self.hparams.label_smoothing,
+            chunk_size=self.model.cfg.loss_chunk_size,
         )  # (R,)
         return (nll * weight[b]).sum() / n.sum()
 
@@ -83,10 +89,16 @@ class EncoderOnlyTranslation:
             batch["src"], batch["src_key_padding_mask"], lengths, self.pad_id, CLS_ID, MASK_ID, tgt=batch["tgt_out"]
         )
         chosen = cmlm_mask(slots, generator)  # (B, N)
-        logits, length_logits = self.model.cmlm(
+        feats, length_logits = self.model.cmlm_features(
             seq.masked_fill(chosen, MASK_ID), key_padding_mask, source_len, at=chosen
+        )  # (n, d_model): the LM head runs inside zoo.model.chunked_ce
+        token = lm_head_cross_entropy(
+            self.model.lm_head,
+            feats,
+            seq[chosen],
+            label_smoothing=self.hparams.label_smoothing,
+            chunk_size=self.model.cfg.loss_chunk_size,
         )
-        token = F.cross_entropy(logits.float(), seq[chosen], label_smoothing=self.hparams.label_smoothing)
         length = F.cross_entropy(length_logits.float(), lengths)
         acc = (length_logits.argmax(-1) == lengths).float().mean()
         return {"token": token, "length": length, "length_acc": acc, "n_masked": chosen.sum()}
