@@ -1,8 +1,6 @@
 """Bad configurations and inputs raise ValueError naming the key and the value; bad command lines of the main
 job exit with 2 and a message naming the problem and the fix, before any data work."""
 
-import time
-
 import pytest
 import torch
 from zoo_run import TINY, make_cfg, run_cli
@@ -236,9 +234,8 @@ def test_override_check_leaves_help_cfg_and_good_runs_alone(tmp_path):
     assert r.returncode == 0 and (tmp_path / "run" / "results.json").is_file(), r.stderr[-2000:]
 
 
-def test_override_check_is_cheap_and_silent_on_good_command_lines():
-    """The extra compositions cost well under a second; a good command line (a sweep, hydra.* keys, another
-    error Hydra reports itself) gives no message."""
+def test_override_check_is_silent_on_good_command_lines():
+    """A good command line (a sweep, hydra.* keys, another error Hydra reports itself) gives no message."""
     for argv in (
         ["+arch=decoder_only", "model.d_model=48", "hydra.run.dir=x"],
         ["-m", "+arch=encoder_only,decoder_only", "model.d_model=32,48", "hydra.sweep.dir=x"],
@@ -246,9 +243,7 @@ def test_override_check_is_cheap_and_silent_on_good_command_lines():
         ["+arch=decoder_only", "data=no_such_data"],
         ["+arch=decoder_only", "model.d_model=32,48"],
     ):
-        start = time.perf_counter()
         assert typos(argv, CONF_DIR) == [], argv
-        assert time.perf_counter() - start < 1.0, argv
     assert typos(["data.block_size=32"], CONF_DIR) == [  # no +arch: no task, so no data yet
         "data.block_size sets a key of data, but no data=... option is chosen, so the config has no data; add "
         "data=<an option of conf/data/> (or +arch=..., whose task picks its data)"

@@ -119,6 +119,7 @@ def test_bad_arguments_exit_2(capsys, tmp_path):
         assert why in captured.err and not captured.out, args
 
 
+@pytest.mark.e2e
 def test_missing_peers_get_not_installed_rows(no_peers):
     opts = Options(quick=True, reps=5, warmup=0, shapes=["tiny"])
     rows = {r[1]: r for r in table_rows(bench_train_step(opts), "| shape")}
@@ -130,6 +131,7 @@ def test_missing_peers_get_not_installed_rows(no_peers):
     assert abs(float(rows["zoo EncoderDecoder"][3]) - 4.575) < 0.3  # ln(97): vocab 97
 
 
+@pytest.mark.e2e
 def test_generate_tables_tiny():
     shape = LMShape("tiny-gen", 2, 2, 32, 64, 1, 65)
     text = bench_generate(FAST, shape, new=8, contexts=(8, 32))
@@ -260,6 +262,7 @@ def test_bench_scripts_run_at_the_tiny_shape():
     assert res.returncode == 2 and "unknown shape 'base'; known: tiny, nanogpt" in res.stderr
 
 
+@pytest.mark.e2e
 def test_peak_reports_the_fraction_of_the_matmul_limit(monkeypatch):
     """bench_peak: the fastest matmul size of each precision is the limit (fraction 1.000), and each step row's
     fraction is its GFLOP/s over that limit, with zoo.model.cost's 3 x forward FLOPs as the work."""
@@ -292,6 +295,7 @@ def test_peak_reports_the_fraction_of_the_matmul_limit(monkeypatch):
     assert float(bf16[5]) == pytest.approx(float(bf16[4].replace(",", "")) / 80.0, rel=0.02, abs=2e-3)
 
 
+@pytest.mark.e2e
 def test_step_peaks_cover_the_gradients_and_adamw_state():
     """zoo.bench.step_memory: a contender's training step, measured alone in a fresh process, grows the memory by
     at least its fp32 gradients (zero_grad(set_to_none=True) frees them between steps), and the process holds at

@@ -52,6 +52,7 @@ def test_special_ids_fixed():
         train_bpe(TINY, 6)
 
 
+@pytest.mark.e2e
 @needs_shared
 def test_round_trip_multi30k(tok, sentences):
     assert tok.vocab_size == 1000
@@ -142,6 +143,7 @@ def digest(rows) -> str:
     return h.hexdigest()[:16]
 
 
+@pytest.mark.e2e
 @needs_shared
 def test_presets_keep_their_token_ids(tmp_path):
     """zoo's own tokenizers give the presets the token ids, tokenizer files and token file names they gave before

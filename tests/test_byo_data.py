@@ -49,6 +49,7 @@ def sst2_files(tmp_path_factory):
     return d
 
 
+@pytest.mark.e2e
 def test_classification_formats_give_the_presets_examples(tmp_path, sst2_files):
     d = sst2_files
     splits = lambda ext: {s: str(d / f"{s}.{ext}") for s in ("train", "val", "test")}  # noqa: E731
@@ -77,6 +78,7 @@ def test_classification_formats_give_the_presets_examples(tmp_path, sst2_files):
     assert info["classes"] == ["0", "1"] and info["files"]["train"]["1"] == str(d / "train.1.txt")
 
 
+@pytest.mark.e2e
 def test_parquet_delimiter_hub_folder_and_char_tokenizer(tmp_path, sst2_files):
     """Parquet (written by `datasets`), a semicolon-delimited file without a header, a Hugging Face dataset
     from a local folder of split files (data.hf_path: its validation split is val), and tokenizer=char."""

@@ -293,6 +293,7 @@ def test_auto_chunk_size_and_config_key():
         linear_cross_entropy(h, w, t[:-1])
 
 
+@pytest.mark.e2e
 def test_peak_memory_far_below_the_plain_path():
     """Peak memory growth of one forward + backward at N = 4096, V = 50,257, d = 256 (fp32), each path in a fresh
     process (zoo.bench.loss.loss_peak: VmHWM over the steady state): plain holds several (N, V) fp32 tensors
@@ -366,6 +367,7 @@ def test_lm_head_cross_entropy_uses_the_heads_features_and_bias(head_cls):
         torch.testing.assert_close(g, r, atol=FP32_TOL, rtol=0)
 
 
+@pytest.mark.e2e
 def test_bench_loss_section_runs(monkeypatch):
     """`python -m zoo.bench --only loss` end to end at a tiny shape: both contenders, their ratio and peaks."""
     from zoo.bench import loss as bench_loss_module

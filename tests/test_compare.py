@@ -49,6 +49,7 @@ def model_info(tmp_path_factory):
     return infos
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("cell", list(CELLS))
 def test_parameters_match_within_ten_percent(cell, model_info, tmp_path):
     """Each cell composes its task and data whatever the arch's natural ones are; the built models of a
@@ -78,6 +79,7 @@ def test_parameters_match_within_ten_percent(cell, model_info, tmp_path):
         ("compare_gpu", {"classification": 6000, "lm": 5000, "translation": 20000}),
     ],
 )
+@pytest.mark.e2e
 def test_cells_take_their_budgets_from_the_experiment(experiment, steps):
     """A cell's steps and validation interval come from its experiment's tables (compare.budgets, val_every),
     whatever the arch's natural budget (encoder_only: two epochs); compare.budget picks the kind."""
@@ -132,6 +134,7 @@ BLOCK_OPTIONS = (
 )
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("experiment", ["compare", "compare_gpu"])
 def test_every_cell_uses_the_same_block_options(experiment):
     """Within each task, every architecture of the comparison has the same block options (a faster recipe for
@@ -154,6 +157,7 @@ def paper_block_options() -> dict:
     return {k: tiny.get(k) for k in BLOCK_OPTIONS}
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("experiment", ["compare", "compare_gpu"])
 def test_comparison_cells_use_the_papers_block_options(experiment):
     """No task's own recipe reaches the comparison: every cell has the preset's (the paper's) block options, even
@@ -165,6 +169,7 @@ def test_comparison_cells_use_the_papers_block_options(experiment):
         assert {k: cfg.model.get(k) for k in BLOCK_OPTIONS} == paper, cell
 
 
+@pytest.mark.e2e
 def test_plain_cells_share_block_options_within_a_task():
     """`+arch=A task=T` (the 3 x 3 table, prefix_lm too): within a task every architecture gets the same block
     options, so a task's recipe (task=lm: dropout 0) applies to every architecture alike; the main job is the

@@ -349,6 +349,7 @@ def test_activation_checkpointing_same_loss_and_gradients(arch):
         torch.testing.assert_close(ckpt_model.eval()(*batch(arch)[0]), plain.eval()(*batch(arch)[0]))
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("arch", ["decoder_only", "encoder_only", "encoder_decoder"])
 def test_forward_compiles_as_one_graph(arch):
     """torch.compile(model, fullgraph=True) traces each architecture's forward without a graph break
@@ -378,6 +379,7 @@ def test_forward_compiled_by_inductor(arch):
         torch.testing.assert_close(torch.compile(model, fullgraph=True)(*inputs), model(*inputs), rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.e2e
 def test_compile_layers_one_graph_for_all_layers():
     """zoo.tasks.base.compile_layers (model.compile=true): the training forward of all 3 layers runs one
     compiled graph and gives eager's loss and gradients (dropout on); evaluation stays eager (no new
@@ -405,6 +407,7 @@ def test_compile_layers_one_graph_for_all_layers():
     assert list(model.state_dict()) == keys
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("flag,scope", [(True, "layers"), (True, "model"), (False, "layers"), (False, "model")])
 def test_task_compiles_only_when_asked(flag, scope):
     """The task's configure_model hook (run by Lightning before DDP/FSDP wrap the module) compiles exactly
@@ -464,6 +467,7 @@ def tasks_for_compile():
     ]
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("kind", ["lm", "classification", "translation"])
 def test_compile_training_loss_matches_eager(kind):
     """compile_training_loss (model.compile_scope=model): each task's whole training loss compiled

@@ -131,6 +131,7 @@ def test_exact_loss_equals_each_prefix_alone_and_ignores_padding():
     assert abs(got.item() - (torch.stack(alone) * n).sum().item() / n.sum().item()) < 1e-5
 
 
+@pytest.mark.e2e
 def test_sampled_training_loss_is_unbiased():
     """Training draws k = min(K, n) target positions per pair, weighted n / k: with K >= every target length it
     equals the exact loss; with K = 1 its mean over 400 draws is within 4 standard errors of it."""
@@ -188,6 +189,7 @@ def test_objective_is_chosen_per_arch_and_refused_for_the_wrong_one():
         ar_task(encoder_ar_targets=0)
 
 
+@pytest.mark.e2e
 def test_tiny_model_overfits_a_reversal_task():
     """16 pairs target = reversed source (lengths 3..8, 24 token types): within 400 Adam steps on K = 4 sampled
     positions per pair greedy decoding reproduces at least 15 of 16 targets and the exact loss falls from above

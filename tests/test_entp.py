@@ -94,6 +94,7 @@ def test_reads_the_prefix_bidirectionally_and_never_the_target():
         assert (h2[:, 1] - h[:, 1]).abs().max() > 1e-4  # position 1 reads position 4
 
 
+@pytest.mark.e2e
 def test_sampled_training_loss_is_unbiased():
     """The training loss draws one target per window from each of K strata of all T positions: with K = T it is
     exactly the mean over every position of the per-prefix reference; with K = 5 (strata of 2, 2, 3, 2, 3
@@ -187,6 +188,7 @@ def test_generate_re_encodes_the_prefix():
     assert text.startswith("AB") and len(text) == 7
 
 
+@pytest.mark.e2e
 def test_tiny_model_overfits_a_handful_of_windows():
     """8 windows of 24 characters: 300 Adam steps on K = 8 sampled prefixes per window bring the exact
     continuation loss from above 3.5 nats (measured 4.67) below 0.5 (measured 0.016)."""

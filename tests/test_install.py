@@ -40,6 +40,7 @@ def wheel(tmp_path_factory) -> Path:
     return whl
 
 
+@pytest.mark.e2e
 def test_wheel_has_every_config_and_module(wheel):
     """Every conf/**/*.yaml (conf/hydra/launcher/ too) is in the wheel as zoo/conf/..., and so is every
     zoo/**/*.py (pyproject.toml lists the packages by name)."""

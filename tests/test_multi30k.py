@@ -17,6 +17,8 @@ from zoo.data.bpe import BOS_ID, EOS_ID, PAD_ID
 from zoo.data.multi30k import Multi30k, read_gz_lines
 from zoo.data.resolver import DataError
 
+pytestmark = pytest.mark.e2e  # every test reads the real dataset through its datamodule
+
 PAIRS = {"train": 29_000, "val": 1_014, "test": 1_000}
 
 

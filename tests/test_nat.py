@@ -225,6 +225,7 @@ def test_length_candidates_stop_at_source_length_plus_max_len_b():
     assert [len(h) for h in hyps] == [32 - 4, 32 - 5]
 
 
+@pytest.mark.e2e
 def test_tiny_model_overfits_a_reversal_task():
     """16 pairs target = reversed source (lengths 3..8, 24 token types): after at most 300 Adam steps (measured:
     all 16 exact at step 125) the length head and 4 rounds of mask-predict reproduce every target exactly."""
@@ -251,6 +252,7 @@ def test_tiny_model_overfits_a_reversal_task():
     assert task.nat_losses(batch)["length_acc"] == 1.0
 
 
+@pytest.mark.e2e
 def test_compiled_training_loss_at_two_lengths():
     """model.compile_scope=model on encoder_only translation: the compiled training loss (aot_eager, dynamic
     shapes: the second batch has other lengths) equals eager with the same seed. The CMLM mask's uniform draws

@@ -200,6 +200,7 @@ def test_a_missing_role_is_named_with_the_fix(tmp_path, files, sst2_csv):
         TextCorpus(file=train, tokenizer="bpee", data_dir=str(tmp_path)).setup()
 
 
+@pytest.mark.e2e
 def test_config_check_refuses_contradictions_before_training(tmp_path, files, sst2_csv):
     """model.pad_id set against the file, a missing role, and encoder_only translation with other ids than zoo's
     fixed ones: refused by check_config (nothing trained, no data read)."""

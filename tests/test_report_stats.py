@@ -539,6 +539,7 @@ def _translation_sweep(root, bleu, worse_of):
             )
 
 
+@pytest.mark.e2e
 def test_translation_ranking_against_t5(tmp_path):
     _translation_sweep(
         tmp_path / "a",

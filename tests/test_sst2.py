@@ -16,6 +16,8 @@ from zoo.data.bpe import CLS_ID, EOS_ID, PAD_ID
 from zoo.data.resolver import DataError
 from zoo.data.sst2 import SPLITS, SST2
 
+pytestmark = pytest.mark.e2e  # every test reads the real dataset through its datamodule
+
 ROWS = {"train": 67_349, "val": 872, "test": 1_821}  # lines of sentiment-{train,dev,test}; none is blank
 
 
@@ -154,7 +156,6 @@ def fit(dm, root, max_epochs, validate, ckpt_path=None):
 
 @needs_shared
 @pytest.mark.parametrize("num_workers, validate", [(0, False), (1, True)])
-@pytest.mark.e2e
 def test_lightning_epochs_and_resume(tmp_path, num_workers, validate):
     """Under a Trainer: epoch e is train_batches(e); resuming (at an epoch end or mid-epoch) repeats nothing."""
     dm = SST2(

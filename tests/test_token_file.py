@@ -87,6 +87,7 @@ def _rss_mb() -> float:
     raise RuntimeError("no VmRSS in /proc/self/status")
 
 
+@pytest.mark.e2e
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads RSS from /proc")
 def test_resident_memory_does_not_grow_with_the_corpus(tmp_path):
     """A 300 MB token file (150M uint16 tokens), written from a generator and sampled with 20,000 random
