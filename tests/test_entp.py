@@ -8,7 +8,7 @@ import torch.nn.functional as F
 from zoo_run import counted_flops
 
 from zoo.model.cost import batch_flops
-from zoo.model.encoder_only import prefix_next_logits, prefix_rows
+from zoo.model.encoder_only import prefix_next_features, prefix_rows
 from zoo.tasks.lm import LanguageModeling, strata, stratified_positions
 
 CHARS = {"chars": "".join(chr(32 + i) for i in range(65))}
@@ -54,7 +54,7 @@ def test_exact_loss_equals_each_prefix_run_alone(position):
 
 
 def test_chunked_rows_equal_one_padded_forward():
-    """prefix_next_logits in forwards of at most max_tokens (rows sorted by length, scattered back) gives the
+    """prefix_next_features in forwards of at most max_tokens (rows sorted by length, scattered back) gives the
     rows of one right-padded forward, in the caller's order; prefix_rows pads after each prefix."""
     torch.manual_seed(0)
     task = lm_task().eval()
@@ -65,8 +65,8 @@ def test_chunked_rows_equal_one_padded_forward():
     assert idx.shape == (5, 10) and kpm.sum(1).tolist() == [7, 0, 9, 3, 8]
     assert torch.equal(idx[0, :3], x[1, :3]) and (idx[0, 3:] == 0).all()
     with torch.no_grad():
-        one = prefix_next_logits(task.model, x, row, length)
-        chunked = prefix_next_logits(task.model, x, row, length, max_tokens=12)
+        one = task.model.lm_head(prefix_next_features(task.model, x, row, length))
+        chunked = task.model.lm_head(prefix_next_features(task.model, x, row, length, max_tokens=12))
         alone = torch.stack([task.model(x[r : r + 1, :n])[0, -1] for r, n in zip(row.tolist(), length.tolist())])
     torch.testing.assert_close(one, alone, rtol=0, atol=1e-5)
     torch.testing.assert_close(chunked, alone, rtol=0, atol=1e-5)

@@ -1,7 +1,7 @@
 """Encoder-only Transformer (BERT; Devlin et al. 2019): per-token logits, a pooled classifier, a target-length
 head for non-autoregressive translation (Mask-Predict's conditional masked LM, Ghazvininejad et al. 2019), and
 next-token prediction by re-reading the whole prefix bidirectionally at every position (ENTP, Ewer et al.
-2024, "Encoder-only Next Token Prediction"): `next_token_logits`, `prefix_next_logits`, `generate`."""
+2024, "Encoder-only Next Token Prediction"): `next_token_logits`, `prefix_next_features`, `generate`."""
 
 from dataclasses import replace
 
@@ -168,20 +168,6 @@ def prefix_rows(seq: torch.Tensor, row: torch.Tensor, length: torch.Tensor, widt
     W = int(length.max()) if width is None else width
     key_padding_mask = torch.arange(W, device=seq.device).unsqueeze(0) >= length.unsqueeze(1)  # (R, W)
     return seq[row, :W].masked_fill(key_padding_mask, pad_id), key_padding_mask
-
-
-def prefix_next_logits(
-    model: EncoderOnly,
-    seq: torch.Tensor,
-    row: torch.Tensor,
-    length: torch.Tensor,
-    width: int | None = None,
-    max_tokens: int | None = None,
-    pad_id: int = 0,
-) -> torch.Tensor:
-    """ENTP's next-token logits after each prefix seq[row[r], :length[r]] (Ewer et al. 2024): the LM head on
-    prefix_next_features. Returns (R, vocab_size) logits in the order of `row`."""
-    return model.lm_head(prefix_next_features(model, seq, row, length, width, max_tokens, pad_id))
 
 
 def prefix_next_features(

@@ -54,7 +54,7 @@ class LanguageModeling(TaskBase):
         mask, no KV reuse), and the LM head on the prefix's last position predicts the next token. Scored as
         encoder_decoder: val/loss = val/cont_loss = the loss on the T - T/2 + 1 continuation targets
         y[:, T/2-1:], predicted from prefixes of lengths T/2 .. T, computed exactly (every prefix a row of
-        padded forwards, zoo.model.encoder_only.prefix_next_logits). Training: per window task.entp_targets
+        padded forwards, zoo.model.encoder_only.prefix_next_features). Training: per window task.entp_targets
         = K targets drawn from all T (prefix lengths 1 .. T, the positions decoder_only trains on, so short
         contexts are learned too), one uniformly from each of K equal strata of positions: each position is
         equally likely, so the stratum-weighted mean is an unbiased estimate of the causal LM's all-position
