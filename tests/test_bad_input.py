@@ -235,12 +235,11 @@ def test_override_check_leaves_help_cfg_and_good_runs_alone(tmp_path):
 
 
 def test_override_check_is_silent_on_good_command_lines():
-    """A good command line (a sweep, hydra.* keys, another error Hydra reports itself) gives no message."""
+    """A good command line (a sweep, hydra.* keys, an error Hydra reports itself) gives no message."""
     for argv in (
         ["+arch=decoder_only", "model.d_model=48", "hydra.run.dir=x"],
         ["-m", "+arch=encoder_only,decoder_only", "model.d_model=32,48", "hydra.sweep.dir=x"],
         ["-m", "experiment=compare", "compare.seeds=1"],
-        ["+arch=decoder_only", "data=no_such_data"],
         ["+arch=decoder_only", "model.d_model=32,48"],
     ):
         assert typos(argv, CONF_DIR) == [], argv
@@ -317,3 +316,41 @@ def test_bad_compare_seeds_exits_2_before_any_job(tmp_path, n):
     )
     assert proc.returncode == 2 and "must be a positive whole number" in proc.stderr, proc.stderr[-1000:]
     assert "Traceback" not in proc.stderr and "#0 :" not in proc.stderr + proc.stdout
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (
+            ["+arch=decoder_only", "data=tiny_shakspeare"],
+            "data=tiny_shakspeare is not an option of data; did you mean data=tiny_shakespeare? its options are: "
+            "multi30k, parallel_text, sst2, text_classification, text_corpus, tiny_shakespeare",
+        ),
+        (
+            ["+arch=decoder_onyl"],
+            "+arch=decoder_onyl is not an option of arch; did you mean +arch=decoder_only? its options are: "
+            "decoder_only, encoder_decoder, encoder_only, prefix_lm",
+        ),
+        (
+            ["+arch=decoder_only", "data=no_such_data"],  # nothing near: the options alone
+            "data=no_such_data is not an option of data; its options are: "
+            "multi30k, parallel_text, sst2, text_classification, text_corpus, tiny_shakespeare",
+        ),
+    ],
+)
+def test_a_group_option_typo_names_the_options(argv, message):
+    """A group option with no config file is named with the group's options and the nearest one (Hydra's own
+    error exits 1 with its search path); a key typo on the same line is still reported."""
+    assert typos(argv, CONF_DIR) == [message]
+    assert typos([*argv, "model.d_modle=3"], CONF_DIR)[0] == message
+    assert "model.d_modle is not a key of model" in typos([*argv, "model.d_modle=3"], CONF_DIR)[1]
+
+
+@pytest.mark.parametrize("steps", [0, -5, "two"])
+def test_max_steps_that_train_nothing_are_refused(tmp_path, steps):
+    """trainer.max_steps=0 would finish at once with an empty results.json marked ok, and a negative one other
+    than -1 fails inside Lightning: both are a ConfigError (exit 2) before any data work; -1 stays allowed."""
+    cfg = make_cfg(tmp_path, [f"trainer.max_steps={steps}"])
+    with pytest.raises(ConfigError, match=r"trainer\.max_steps=.* would train nothing"):
+        check_config(cfg)
+    check_config(make_cfg(tmp_path, ["trainer.max_steps=-1", "trainer.max_epochs=1"]))

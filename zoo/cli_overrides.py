@@ -3,7 +3,8 @@
 `data.text_colum=x` names a key the config does not have; Hydra then advises `+data.text_colum=x`, which
 adds a key nobody reads. check_overrides composes the config as Hydra is about to (a multirun: its master
 config, then its first job as the basic sweeper would launch it) and, for each override of a missing key,
-prints the keys of that node it may have meant, and exits with 2. Every other outcome (a config that
+prints the keys of that node it may have meant (for a group option without a config file, such as
+`data=tiny_shakspeare`, the group's options and the nearest), and exits with 2. Every other outcome (a config that
 composes, any other error, a command line it does not read) leaves everything to Hydra, as before.
 """
 
@@ -14,7 +15,7 @@ import sys
 from hydra import initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
-from hydra.errors import ConfigCompositionException
+from hydra.errors import ConfigCompositionException, MissingConfigException
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError
@@ -53,6 +54,21 @@ def missing_key(e: ConfigCompositionException):
     return m.group(1), cause.full_key, cause.full_key.rpartition(".")[0], [str(k) for k in node.keys()]
 
 
+def missing_option(e: Exception, overrides: list[str]) -> tuple[str, str] | None:
+    """(the override, its message) when Hydra found no config file for a group option the command line chose
+    (e.g. data=tiny_shakspeare): the message names the group's options and the nearest; None otherwise."""
+    if not isinstance(e, MissingConfigException) or not e.missing_cfg_file or not e.options:
+        return None
+    group, _, option = e.missing_cfg_file.rpartition("/")
+    chosen = [o for o in overrides if o.split("=", 1)[0].lstrip("+~") == group.replace("/", ".")]
+    if not group or not chosen:
+        return None
+    key = chosen[0].split("=", 1)[0]  # as typed: data, +arch, ...
+    near = difflib.get_close_matches(option, list(e.options), n=1)
+    hint = f"did you mean {key}={near[0]}? " if near else ""
+    return chosen[0], f"{key}={option} is not an option of {group}; {hint}its options are: {', '.join(e.options)}"
+
+
 def describe(override: str, key: str, parent: str, keys: list[str], choices: dict) -> str:
     """The message of one missing key: the node (and the config group option it came from), the near keys."""
     leaf = key.rpartition(".")[2]
@@ -82,6 +98,11 @@ def compose_checked(overrides: list[str], mode: RunMode):
         try:
             cfg = hydra.compose_config(CONFIG_NAME, overrides, run_mode=mode, with_log_configuration=False)
         except ConfigCompositionException as e:
+            option = missing_option(e, overrides)
+            if option is not None:  # drop it and compose on, to name the other typos too
+                found.append(option[1])
+                overrides = [o for o in overrides if o != option[0]]
+                continue
             miss = missing_key(e)
             if miss is None:
                 break
@@ -92,8 +113,8 @@ def compose_checked(overrides: list[str], mode: RunMode):
             overrides = left
             continue
         choices = OmegaConf.to_container(cfg.hydra.runtime.choices)
-        return cfg, [describe(*m, choices) for m in found]
-    return None, [describe(*m, {}) for m in found]
+        return cfg, [m if isinstance(m, str) else describe(*m, choices) for m in found]
+    return None, [m if isinstance(m, str) else describe(*m, {}) for m in found]
 
 
 def first_job(master: DictConfig) -> list[str] | None:

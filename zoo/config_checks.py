@@ -121,6 +121,14 @@ def check_config(cfg: DictConfig) -> None:
     """Raise ConfigError (a ValueError) for a bad model config or contradictions between groups."""
     if cfg.get("data") is None:
         raise ConfigError("no dataset selected: add data=tiny_shakespeare (or another option of conf/data/)")
+    max_steps = cfg.trainer.get("max_steps")
+    if max_steps is not None and (
+        isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps == 0 or max_steps < -1
+    ):
+        raise ConfigError(
+            f"trainer.max_steps={max_steps!r} would train nothing: give a positive number of optimizer steps, or -1 "
+            f"to let trainer.max_epochs, trainer.max_time or budget.* end the run"
+        )
     task_cls = get_class(cfg.task._target_)
     check_task_and_data(cfg, task_cls)
     check_special_ids(cfg, task_cls)
