@@ -119,7 +119,8 @@ def bench_peak(opts: Options) -> str:
     progress(f"peak: seq2seq {s.name}")
     inputs, targets = seq2seq_batch(s, opts.device)
     zoo = [c for c in seq2seq_contenders(s, peers=False) if c.name == ZOO_SEQ2SEQ]
-    flops = 3 * forward_flops(EncoderDecoder(zoo_seq2seq_config(s)), s.batch, s.tgt_len, s.src_len)["total"]
+    with torch.device("meta"):  # counted from the config and layer count; no weights allocated
+        flops = 3 * forward_flops(EncoderDecoder(zoo_seq2seq_config(s)), s.batch, s.tgt_len, s.src_len)["total"]
     steps = {p: training_steps(zoo, inputs, targets, p, opts.device)[0][ZOO_SEQ2SEQ] for p in PRECISIONS}
     times = interleaved(steps, opts.reps, opts.warmup, opts.device)
     rows += [peak_row(f"seq2seq {s.name}", flops, statistics.median(times[p]), p, limit[p]) for p in PRECISIONS]
