@@ -199,6 +199,7 @@ def test_override_typo_exits_2_with_the_key_it_meant(tmp_path):
     assert not (tmp_path / "outputs").exists()  # before Hydra made a run dir
 
 
+@pytest.mark.slow
 @pytest.mark.e2e
 def test_override_typo_in_a_multirun_exits_2_before_any_job(tmp_path):
     r = run_cli(
@@ -300,14 +301,16 @@ def test_num_classes_other_than_the_data_is_refused(tmp_path):
     assert not (tmp_path / "checkpoints").exists()
 
 
-@pytest.mark.parametrize("seed", ["abc", "-1", "1.5"])
+@pytest.mark.parametrize(
+    "seed", ["abc", pytest.param("-1", marks=pytest.mark.slow), pytest.param("1.5", marks=pytest.mark.slow)]
+)
 @pytest.mark.e2e
 def test_a_bad_seed_exits_2(tmp_path, seed):
     proc = run_cli(["+arch=decoder_only", f"seed={seed}", "trainer.max_steps=1"], cwd=tmp_path)
     assert proc.returncode == 2 and "must be a non-negative integer" in proc.stderr, proc.stderr[-1000:]
 
 
-@pytest.mark.parametrize("n", ["0", "two"])
+@pytest.mark.parametrize("n", ["0", pytest.param("two", marks=pytest.mark.slow)])
 @pytest.mark.e2e
 def test_bad_compare_seeds_exits_2_before_any_job(tmp_path, n):
     """compare.seeds=0 would sweep no seed at all: refused with a message, and no job starts."""

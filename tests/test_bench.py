@@ -57,6 +57,7 @@ def no_peers(monkeypatch):
     )
 
 
+@pytest.mark.slow
 @pytest.mark.e2e
 def test_quick_train_step_prints_table_with_ratio(tmp_path):
     out_file = tmp_path / "bench.md"

@@ -429,6 +429,7 @@ def test_user_classification_config_compares_the_three_archs(tmp_path, sst2_file
     assert all(f"| classification / {a} | my_topics |" in table for a in ("encoder_only", "decoder_only"))
 
 
+@pytest.mark.slow
 @pytest.mark.e2e
 def test_user_parallel_and_corpus_configs_train(tmp_path, multi30k_files):
     """--config-dir with two aligned files, -m over the three archs (the task follows the data to translation),

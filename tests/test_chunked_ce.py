@@ -293,6 +293,7 @@ def test_auto_chunk_size_and_config_key():
         linear_cross_entropy(h, w, t[:-1])
 
 
+@pytest.mark.slow
 @pytest.mark.e2e
 def test_peak_memory_far_below_the_plain_path():
     """Peak memory growth of one forward + backward at N = 4096, V = 50,257, d = 256 (fp32), each path in a fresh

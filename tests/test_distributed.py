@@ -74,6 +74,7 @@ def sweep(tmp_path_factory):
     return root, sweeps, jobs
 
 
+@pytest.mark.slow
 @pytest.mark.e2e
 def test_ddp_multirun_runs_each_job_once_into_one_dir(sweep):
     """Each sweep job runs once on 2 ranks (not once per rank), all ranks of a job share its dir, and only
@@ -93,6 +94,7 @@ def test_ddp_multirun_runs_each_job_once_into_one_dir(sweep):
     assert len(list(root.rglob("offline-run-*"))) == 2
 
 
+@pytest.mark.slow
 @pytest.mark.e2e
 def test_ddp_resume_continues_exactly(sweep, tmp_path):
     """A 5-step ddp_cpu run resumed to 10 steps logs the losses of the uninterrupted 10-step ddp_cpu run
@@ -147,6 +149,7 @@ def assert_tied_after_reload(checkpoint):
     assert len(list(model.parameters())) == len(sd) - 1  # the tied pair counts once
 
 
+@pytest.mark.slow
 @pytest.mark.e2e
 def test_tied_weights_survive_ddp_and_reload(sweep):
     """After 10 DDP steps the LM head and the token embedding are still one tensor: the checkpoint stores
@@ -158,6 +161,7 @@ def test_tied_weights_survive_ddp_and_reload(sweep):
     assert_tied_after_reload(c)
 
 
+@pytest.mark.slow
 @pytest.mark.e2e
 def test_fsdp_on_cpu_matches_ddp(sweep, tmp_path):
     """trainer=fsdp on 2 CPU processes (gloo): each layer one FSDP unit; after 10 steps val/loss equals the
@@ -190,6 +194,7 @@ def test_fsdp_on_cpu_matches_ddp(sweep, tmp_path):
     assert_tied_after_reload(c)
 
 
+@pytest.mark.slow
 @pytest.mark.e2e
 def test_torchrun_launch(sweep, tmp_path):
     """torchrun starts the 2 processes (Lightning re-launches nothing); with one hydra.run.dir both ranks
@@ -224,6 +229,7 @@ def test_torchrun_launch(sweep, tmp_path):
     assert abs(results(run_dir)["final"]["val/loss"] - results(jobs[10])["final"]["val/loss"]) <= 1e-3
 
 
+@pytest.mark.slow
 @pytest.mark.e2e
 def test_srun_script(sweep, tmp_path):
     """experiments/slurm/train.sbatch under a stand-in for sbatch's environment and srun (which starts the

@@ -252,6 +252,7 @@ def test_tiny_model_overfits_a_reversal_task():
     assert task.nat_losses(batch)["length_acc"] == 1.0
 
 
+@pytest.mark.slow
 @pytest.mark.e2e
 def test_compiled_training_loss_at_two_lengths():
     """model.compile_scope=model on encoder_only translation: the compiled training loss (aot_eager, dynamic

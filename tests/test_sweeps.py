@@ -120,6 +120,7 @@ def test_three_architecture_multirun(tmp_path):
     assert seen == set(expected)
 
 
+@pytest.mark.slow
 @pytest.mark.e2e
 def test_optuna_sweep_optimizes_the_returned_metric(tmp_path):
     """hparams_search=optuna with 2 trials: the study minimizes val/loss (task.monitor_mode=min), and its
@@ -256,6 +257,7 @@ def test_wandb_sweeps_are_the_documented_ones():
         assert (REPO / sweep["program"]).is_file()
 
 
+@pytest.mark.slow
 @pytest.mark.e2e
 def test_optuna_direction_against_the_metric_is_refused(tmp_path):
     """hydra.sweeper.direction=minimize while optimized_metric is val/acc (better higher) would sweep toward the

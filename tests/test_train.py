@@ -176,7 +176,7 @@ def test_cli_without_arch_explains_and_fails(tmp_path):
 
 
 @pytest.mark.e2e
-def test_cli_help_cfg_and_strict_keys(tmp_path):
+def test_cli_help_cfg_and_group_option(tmp_path):
     r = run_cli(["--help"], cwd=tmp_path, timeout=120)
     assert r.returncode == 0
     for group in (
@@ -198,8 +198,6 @@ def test_cli_help_cfg_and_strict_keys(tmp_path):
     )
     r = run_cli(["+arch=decoder_only", "model=huge"], cwd=tmp_path, timeout=120)
     assert r.returncode == 2 and "model=huge is not an option of model; its options are: base, small, tiny" in r.stderr
-    r = run_cli(["+arch=decoder_only", "model.d_modle=64"], cwd=tmp_path, timeout=120)
-    assert r.returncode != 0 and "d_modle" in r.stderr
 
 
 @pytest.mark.e2e
