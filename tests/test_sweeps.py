@@ -68,6 +68,7 @@ def wandb_records(run_dir: Path) -> dict:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.e2e
 def test_three_architecture_multirun(tmp_path):
     """`python -m zoo -m +arch=encoder_only,decoder_only,encoder_decoder`: 3 run dirs, 3 results.json, 3
