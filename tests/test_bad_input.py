@@ -357,3 +357,33 @@ def test_max_steps_that_train_nothing_are_refused(tmp_path, steps):
     with pytest.raises(ConfigError, match=r"trainer\.max_steps=.* would train nothing"):
         check_config(cfg)
     check_config(make_cfg(tmp_path, ["trainer.max_steps=-1", "trainer.max_epochs=1"]))
+
+
+def test_a_bad_budget_is_refused_before_any_job():
+    """compare.budget=bogus: zoo's BudgetError message from the pre-launch check, for one run and a multirun's
+    first job alike, not a resolver traceback after the sweep has launched its jobs."""
+    want = "compare.budget='bogus' is unknown; allowed: steps, tokens, flops, time"
+    one = ["experiment=compare", "+arch=decoder_only", "+benchmark=lm", "compare.budget=bogus"]
+    assert typos(one, CONF_DIR) == [want]
+    assert typos(["-m", "experiment=compare", "compare.budget=bogus"], CONF_DIR) == [want]
+    assert typos(["-m", "experiment=compare", "compare.budget=flops"], CONF_DIR) == []
+    missing = typos([*one[:-1], "compare.budget=tokens", "compare.budgets.lm.tokens=null"], CONF_DIR)
+    assert len(missing) == 1 and "this cell has no tokens budget" in missing[0]
+
+
+def test_a_wrapped_budget_error_exits_2(capsys):
+    """A BudgetError that OmegaConf wraps while resolving ${zoo_budget:...} prints zoo's message and exits 2."""
+    from omegaconf.errors import InterpolationResolutionError
+
+    from zoo.budget import BudgetError
+    from zoo.train import handle_error
+
+    try:
+        try:  # as OmegaConf does: its error raised while handling the resolver's
+            raise BudgetError("compare.budget='x' is unknown")
+        except BudgetError:
+            raise InterpolationResolutionError("BudgetError raised while resolving interpolation") from None
+    except InterpolationResolutionError as e:
+        with pytest.raises(SystemExit) as exit_:
+            handle_error(e)
+    assert exit_.value.code == 2 and "zoo: error: compare.budget='x' is unknown" in capsys.readouterr().err

@@ -20,6 +20,8 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError
 
+from zoo.budget import BudgetError
+
 CONFIG_NAME = "config"
 # flags after which Hydra composes nothing, or composes another config than CONF_DIR/config.yaml
 SKIP = (
@@ -131,8 +133,23 @@ def first_job(master: DictConfig) -> list[str] | None:
     return list(master.hydra.overrides.hydra) + list(jobs[0][0]) if jobs and jobs[0] else None
 
 
+def budget_problem(cfg: DictConfig | None) -> list[str]:
+    """The BudgetError message of cfg's budget.value (a bad compare.budget or a missing compare.budgets entry),
+    as a one-item list; [] when it resolves. Found before any job starts, a multirun's too."""
+    if cfg is None or cfg.get("budget") is None:
+        return []
+    try:
+        cfg.budget.get("value")  # resolves ${zoo_budget:...}
+    except Exception as e:  # noqa: BLE001 -- OmegaConf raises its own error while handling the resolver's
+        cause = e.__cause__ or e.__context__ or e
+        if isinstance(cause, BudgetError):
+            return [str(cause)]
+    return []
+
+
 def typos(argv: list[str], conf_dir: str) -> list[str]:
-    """The messages of the overrides in argv (Hydra's command line) that name missing keys."""
+    """The messages of the overrides in argv (Hydra's command line) that name missing keys, or else of a bad
+    budget (budget_problem)."""
     from hydra._internal.utils import get_args_parser
 
     if "--version" in argv:
@@ -144,12 +161,16 @@ def typos(argv: list[str], conf_dir: str) -> list[str]:
         return []
     with initialize_config_dir(config_dir=conf_dir, version_base="1.3"):
         if not args.multirun:
-            return compose_checked(list(args.overrides), RunMode.RUN)[1]
+            cfg, found = compose_checked(list(args.overrides), RunMode.RUN)
+            return found or budget_problem(cfg)
         master, found = compose_checked(list(args.overrides), RunMode.MULTIRUN)
         if found or master is None:
             return found
         job = first_job(master)
-        return compose_checked(job, RunMode.RUN)[1] if job is not None else []
+        if job is None:
+            return []
+        cfg, found = compose_checked(job, RunMode.RUN)
+        return found or budget_problem(cfg)
 
 
 def check_overrides(argv: list[str], conf_dir: str) -> None:

@@ -17,6 +17,7 @@ from lightning.pytorch.loggers import WandbLogger
 from lightning.pytorch.utilities.model_helpers import is_overridden
 from lightning.pytorch.utilities.rank_zero import rank_zero_only
 from omegaconf import DictConfig
+from omegaconf.errors import InterpolationResolutionError
 
 from zoo.budget import BudgetError, apply_budget
 from zoo.callbacks.progress import ProgressBar
@@ -256,7 +257,9 @@ def handle_error(e: BaseException) -> float:
     """Bad input (ConfigError, DataError, BudgetError, a constructor's ValueError): print its message and exit
     with 2; in a grid multirun (basic_multirun), raise it instead, so Hydra runs the other jobs and fails at
     the end. Re-raise anything else."""
-    cause = e.__cause__ if isinstance(e, InstantiationException) else e  # a datamodule's or task's constructor
+    # a datamodule's or task's constructor, or a resolver (${zoo_budget:...}) that OmegaConf wraps
+    wrapped = isinstance(e, (InstantiationException, InterpolationResolutionError))
+    cause = (e.__cause__ or e.__context__ or e) if wrapped else e
     if isinstance(cause, (ConfigError, DataError, BudgetError, InitFromError)) or (
         cause is not e and isinstance(cause, ValueError)
     ):
