@@ -4,7 +4,8 @@
 adds a key nobody reads. check_overrides composes the config as Hydra is about to (a multirun: its master
 config, then its first job as the basic sweeper would launch it) and, for each override of a missing key,
 prints the keys of that node it may have meant (for a group option without a config file, such as
-`data=tiny_shakspeare`, the group's options and the nearest), and exits with 2. Every other outcome (a config that
+`data=tiny_shakspeare`, the group's options and the nearest), and exits with 2; so does a budget.value that
+does not resolve (budget_problem: a bad compare.budget). Every other outcome (a config that
 composes, any other error, a command line it does not read) leaves everything to Hydra, as before.
 """
 
