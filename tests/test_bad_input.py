@@ -371,19 +371,38 @@ def test_a_bad_budget_is_refused_before_any_job():
     assert len(missing) == 1 and "this cell has no tokens budget" in missing[0]
 
 
-def test_a_wrapped_budget_error_exits_2(capsys):
-    """A BudgetError that OmegaConf wraps while resolving ${zoo_budget:...} prints zoo's message and exits 2."""
+def _resolver_error(inner: Exception):
+    """An InterpolationResolutionError raised, as OmegaConf does, while handling a resolver's error `inner`."""
     from omegaconf.errors import InterpolationResolutionError
 
+    try:
+        try:
+            raise inner
+        except type(inner):
+            raise InterpolationResolutionError(f"{type(inner).__name__} raised while resolving") from None
+    except InterpolationResolutionError as e:
+        return e
+
+
+@pytest.mark.parametrize("kind", ["budget", "other_resolver_value_error"], ids=["zoo_budget", "another_resolver"])
+def test_a_wrapped_resolver_error_exits_2(capsys, kind):
+    """A BudgetError (or any resolver's ValueError: a resolver sees only the user's config) that OmegaConf
+    wraps while resolving prints the resolver's own message and exits 2, with no traceback."""
     from zoo.budget import BudgetError
     from zoo.train import handle_error
 
-    try:
-        try:  # as OmegaConf does: its error raised while handling the resolver's
-            raise BudgetError("compare.budget='x' is unknown")
-        except BudgetError:
-            raise InterpolationResolutionError("BudgetError raised while resolving interpolation") from None
-    except InterpolationResolutionError as e:
-        with pytest.raises(SystemExit) as exit_:
-            handle_error(e)
-    assert exit_.value.code == 2 and "zoo: error: compare.budget='x' is unknown" in capsys.readouterr().err
+    inner = BudgetError("compare.budget='x' is unknown") if kind == "budget" else ValueError("zoo_seeds: n=0 < 1")
+    with pytest.raises(SystemExit) as exit_:
+        handle_error(_resolver_error(inner))
+    assert exit_.value.code == 2 and f"zoo: error: {inner}" in capsys.readouterr().err
+
+
+def test_a_wrapped_resolver_bug_is_reraised(capsys):
+    """A resolver's error that is not a ValueError (a bug, not bad input) is re-raised with its traceback."""
+    from omegaconf.errors import InterpolationResolutionError
+
+    from zoo.train import handle_error
+
+    with pytest.raises(InterpolationResolutionError):
+        handle_error(_resolver_error(KeyError("internal")))
+    assert "zoo: error" not in capsys.readouterr().err

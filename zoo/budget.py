@@ -34,6 +34,12 @@ def cell_value(kind: str, budgets) -> "float | None":
 OmegaConf.register_new_resolver("zoo_budget", cell_value, replace=True)
 
 
+def unwrapped(e: BaseException) -> BaseException:
+    """The error that OmegaConf's InterpolationResolutionError or Hydra's InstantiationException e was raised
+    around (its __cause__, else its __context__, while handling it), or e itself when it wraps none."""
+    return e.__cause__ or e.__context__ or e
+
+
 class BudgetError(ValueError):
     """A bad budget config; zoo.train prints it (a ConfigError's message) and exits with 2."""
 

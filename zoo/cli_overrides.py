@@ -21,7 +21,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError
 
-from zoo.budget import BudgetError
+from zoo.budget import BudgetError, unwrapped
 
 CONFIG_NAME = "config"
 # flags after which Hydra composes nothing, or composes another config than CONF_DIR/config.yaml
@@ -142,9 +142,8 @@ def budget_problem(cfg: DictConfig | None) -> list[str]:
     try:
         cfg.budget.get("value")  # resolves ${zoo_budget:...}
     except Exception as e:  # noqa: BLE001 -- OmegaConf raises its own error while handling the resolver's
-        cause = e.__cause__ or e.__context__ or e
-        if isinstance(cause, BudgetError):
-            return [str(cause)]
+        if isinstance(unwrapped(e), BudgetError):
+            return [str(unwrapped(e))]
     return []
 
 

@@ -19,7 +19,7 @@ from lightning.pytorch.utilities.rank_zero import rank_zero_only
 from omegaconf import DictConfig
 from omegaconf.errors import InterpolationResolutionError
 
-from zoo.budget import BudgetError, apply_budget
+from zoo.budget import BudgetError, apply_budget, unwrapped
 from zoo.callbacks.progress import ProgressBar
 from zoo.checkpoint_io import AtomicCheckpointIO
 from zoo.config_checks import (
@@ -259,7 +259,7 @@ def handle_error(e: BaseException) -> float:
     the end. Re-raise anything else."""
     # a datamodule's or task's constructor, or a resolver (${zoo_budget:...}) that OmegaConf wraps
     wrapped = isinstance(e, (InstantiationException, InterpolationResolutionError))
-    cause = (e.__cause__ or e.__context__ or e) if wrapped else e
+    cause = unwrapped(e) if wrapped else e
     if isinstance(cause, (ConfigError, DataError, BudgetError, InitFromError)) or (
         cause is not e and isinstance(cause, ValueError)
     ):
