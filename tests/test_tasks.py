@@ -11,6 +11,7 @@ from zoo.config_checks import ConfigError
 from zoo.data.bpe import SubwordTokenizer, train_bpe
 from zoo.model import ModelConfig, build_model
 from zoo.model.cost import classify_flops_per_token
+from zoo.tasks.classification import Classification
 from zoo.tasks.translation import Translation, join_source_target
 from zoo.train import run
 
@@ -108,6 +109,26 @@ def test_task_and_data_that_do_not_fit_are_refused_before_work(tmp_path):
     natural = {"lm": "TinyShakespeare", "classification": "SST2", "translation": "Multi30k"}
     for task, data in natural.items():  # task= alone picks its dataset, whatever the arch's own task
         assert make_cfg(tmp_path, [f"task={task}"], arch="encoder_only").data._target_.endswith(data)
+
+
+def test_classification_label_smoothing_by_hand():
+    """task.label_smoothing=eps: the training loss is (1 - eps) * NLL + eps * mean over classes of -log p per
+    example (Szegedy et al. 2016), averaged over the batch; 0 is plain cross-entropy; eps >= 1 is refused."""
+    model = dict(vocab_size=20, d_model=16, n_heads=2, d_ff=32, n_layers=1, dropout=0.0, num_classes=3)
+    batch = {
+        "ids": torch.tensor([[5, 6, 7, 2], [8, 9, 2, 0]]),
+        "key_padding_mask": torch.tensor([[False] * 4, [False] * 3 + [True]]),
+        "labels": torch.tensor([2, 0]),
+    }
+    plain = Classification("encoder_only", model, {}, {"lr": 1e-3}, {"warmup_steps": 1})
+    smooth = Classification("encoder_only", model, {}, {"lr": 1e-3}, {"warmup_steps": 1}, label_smoothing=0.2)
+    smooth.load_state_dict(plain.state_dict())
+    logp = plain(batch).float().log_softmax(-1)
+    nll = -logp[torch.arange(2), batch["labels"]]
+    assert torch.allclose(plain.training_loss(batch), nll.mean(), atol=1e-6)
+    assert torch.allclose(smooth.training_loss(batch), (0.8 * nll - 0.2 * logp.mean(-1)).mean(), atol=1e-6)
+    with pytest.raises(ValueError, match=r"task.label_smoothing=1.0 must be in \[0, 1\)"):
+        Classification("encoder_only", model, {}, {"lr": 1e-3}, {"warmup_steps": 1}, label_smoothing=1.0)
 
 
 @pytest.mark.parametrize("arch", ["encoder_only", "decoder_only", "encoder_decoder"])
@@ -255,7 +276,6 @@ def test_bert_masking_proportions():
 
 
 def test_lm_objectives_by_hand():
-    torch.manual_seed(0)
     x = torch.randint(0, 65, (3, 10))
     y = torch.randint(0, 65, (3, 10))
     dec = lm_task("decoder_only").eval()

@@ -144,6 +144,24 @@ def check_config(cfg: DictConfig) -> None:
             f"task={task_cls.__name__}; allowed: {', '.join(str(m) for m in allowed)}"
         )
     check_lengths(cfg, task_cls)
+    check_weight_averaging(cfg)
+
+
+def check_weight_averaging(cfg: DictConfig) -> None:
+    """A weight-averaging callback (callbacks=ema) keeps a full copy of the weights, which FSDP's shards
+    cannot give it: refuse the two together (ConfigError)."""
+    from lightning.pytorch.callbacks import WeightAveraging
+
+    strategy = cfg.trainer.get("strategy")
+    target = strategy.get("_target_") if isinstance(strategy, DictConfig) else strategy
+    if "fsdp" not in str(target or "").lower():
+        return
+    for name, cb in (cfg.get("callbacks") or {}).items():
+        if isinstance(cb, DictConfig) and cb.get("_target_") and issubclass(get_class(cb._target_), WeightAveraging):
+            raise ConfigError(
+                f"callbacks.{name} ({cb._target_}) averages full copies of the weights, and trainer=fsdp shards "
+                f"them: use trainer=ddp with it, or another callbacks option (callbacks=default)"
+            )
 
 
 def check_task_and_data(cfg: DictConfig, task_cls) -> None:

@@ -22,7 +22,8 @@ class Classification(TaskBase):
     Batches: {"ids": (B, T), "key_padding_mask": (B, T) True = padding, "labels": (B,)}.
     arch, model (ModelConfig fields; num_classes from the data), tokenizer (state kept in the checkpoint),
     optimizer {lr, betas, weight_decay}, scheduler {kind: cosine | noam, warmup_steps, decay_steps, min_lr},
-    monitor / monitor_mode: the validation metric that selects checkpoints and is returned to sweepers.
+    label_smoothing: of the training loss (Szegedy et al. 2016; 0 = plain cross-entropy; val / test loss stay
+    plain), monitor / monitor_mode: the validation metric that selects checkpoints and is returned to sweepers.
     After test: `examples` {task, split, ids, pred, label} (per test example, for paired tests; one process
     only) and `ms_per_example` (test wall time per example).
     """
@@ -41,8 +42,11 @@ class Classification(TaskBase):
         scheduler: dict,
         monitor: str = "val/acc",
         monitor_mode: str = "max",
+        label_smoothing: float = 0.0,
     ):
         super().__init__()
+        if not 0.0 <= label_smoothing < 1.0:
+            raise ValueError(f"task.label_smoothing={label_smoothing} must be in [0, 1); 0 = plain cross-entropy")
         if model.get("num_classes", 0) < 2:
             raise ValueError(f"task=classification needs model.num_classes >= 2, got {model.get('num_classes')}")
         self.save_hyperparameters()
@@ -67,8 +71,9 @@ class Classification(TaskBase):
         return self.model.classify(batch["ids"], batch["key_padding_mask"])
 
     def training_loss(self, batch) -> torch.Tensor:
-        """Mean cross-entropy (nats per example) of the class logits against batch["labels"] (B,)."""
-        return F.cross_entropy(self(batch).float(), batch["labels"])
+        """Mean cross-entropy (nats per example) of the class logits against batch["labels"] (B,), with
+        task.label_smoothing."""
+        return F.cross_entropy(self(batch).float(), batch["labels"], label_smoothing=self.hparams.label_smoothing)
 
     def training_step(self, batch, batch_idx):
         loss = self.training_loss(batch)
