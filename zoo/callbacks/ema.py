@@ -26,7 +26,7 @@ class EMA(WeightAveraging):
     Raises ValueError for a decay outside [0, 1).
     """
 
-    def __init__(self, decay: float = 0.999, update_starting_at_step: int | None = None, **kwargs):
+    def __init__(self, decay: float = 0.995, update_starting_at_step: int | None = None, **kwargs):
         if not 0.0 <= decay < 1.0:
             raise ValueError(f"callbacks.ema.decay={decay} must be in [0, 1) (e.g. 0.995)")
         super().__init__(multi_avg_fn=get_ema_multi_avg_fn(decay), **kwargs)
