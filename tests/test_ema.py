@@ -103,9 +103,19 @@ def test_validation_checkpoint_and_test_all_see_the_ema(tmp_path):
     assert module.tested[0] == pytest.approx(ema_closed_form(best_step), abs=1e-6)
 
 
-def test_a_bad_decay_is_refused():
-    with pytest.raises(ValueError, match=r"callbacks.ema.decay=1.0 must be in \[0, 1\)"):
-        EMA(decay=1.0)
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"decay": 1.0}, r"callbacks.ema.decay=1.0 must be a number in \[0, 1\); e.g. 0.995"),
+        ({"decay": "abc"}, r"callbacks.ema.decay='abc' must be a number in \[0, 1\)"),
+        ({"decay": None}, r"callbacks.ema.decay=None must be a number in \[0, 1\)"),
+        ({"update_starting_at_step": -3}, r"update_starting_at_step=-3 must be a step >= 0, or null \(0\)"),
+    ],
+    ids=["decay_1", "decay_text", "decay_null", "negative_start"],
+)
+def test_bad_ema_options_are_refused(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        EMA(**kwargs)
 
 
 def test_callbacks_ema_config_and_its_fsdp_refusal(tmp_path):

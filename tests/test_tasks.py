@@ -113,7 +113,8 @@ def test_task_and_data_that_do_not_fit_are_refused_before_work(tmp_path):
 
 def test_classification_label_smoothing_by_hand():
     """task.label_smoothing=eps: the training loss is (1 - eps) * NLL + eps * mean over classes of -log p per
-    example (Szegedy et al. 2016), averaged over the batch; 0 is plain cross-entropy; eps >= 1 is refused."""
+    example (Szegedy et al. 2016), averaged over the batch; 0 is plain cross-entropy; eps outside [0, 1) or not
+    a number is refused, by translation too."""
     model = dict(vocab_size=20, d_model=16, n_heads=2, d_ff=32, n_layers=1, dropout=0.0, num_classes=3)
     batch = {
         "ids": torch.tensor([[5, 6, 7, 2], [8, 9, 2, 0]]),
@@ -127,8 +128,30 @@ def test_classification_label_smoothing_by_hand():
     nll = -logp[torch.arange(2), batch["labels"]]
     assert torch.allclose(plain.training_loss(batch), nll.mean(), atol=1e-6)
     assert torch.allclose(smooth.training_loss(batch), (0.8 * nll - 0.2 * logp.mean(-1)).mean(), atol=1e-6)
-    with pytest.raises(ValueError, match=r"task.label_smoothing=1.0 must be in \[0, 1\)"):
-        Classification("encoder_only", model, {}, {"lr": 1e-3}, {"warmup_steps": 1}, label_smoothing=1.0)
+    for bad in (1.0, -0.1, "abc"):
+        with pytest.raises(ValueError, match=rf"task.label_smoothing={bad!r} must be a number in \[0, 1\)"):
+            Classification("encoder_only", model, {}, {"lr": 1e-3}, {"warmup_steps": 1}, label_smoothing=bad)
+    tok = SubwordTokenizer(train_bpe(["ein hund", "a dog"], 30)).state_dict()
+    with pytest.raises(ValueError, match=r"task.label_smoothing=1.0 must be a number in \[0, 1\); 0.1 is the"):
+        Translation("encoder_decoder", model, {"src": tok, "tgt": tok}, {"lr": 1e-3}, {}, label_smoothing=1.0)
+
+
+def test_testing_a_checkpoint_keeps_the_runs_training_cost():
+    """The test of the best checkpoint after fit loads that checkpoint into the fitted task: results.json's
+    cost must stay the whole run's (the budget that was spent), not the cost up to that checkpoint; resuming
+    a fit continues from the checkpoint's cost."""
+    from types import SimpleNamespace
+
+    from lightning.pytorch.trainer.states import TrainerFn
+
+    model = dict(vocab_size=20, d_model=16, n_heads=2, d_ff=32, n_layers=1, dropout=0.0, num_classes=2)
+    run_cost, best_cost = {"flops": 9e9, "tokens": 900, "seconds": 85.0}, {"flops": 4e9, "tokens": 400, "seconds": 38.0}
+    for fn, expected in ((TrainerFn.TESTING, run_cost), (TrainerFn.FITTING, best_cost)):
+        task = Classification("encoder_only", model, {}, {"lr": 1e-3}, {"warmup_steps": 1})
+        task.cost.update(run_cost)
+        task._trainer = SimpleNamespace(state=SimpleNamespace(fn=fn))
+        task.on_load_checkpoint({"zoo_cost": dict(best_cost)})
+        assert task.cost == expected, fn
 
 
 @pytest.mark.parametrize("arch", ["encoder_only", "decoder_only", "encoder_decoder"])

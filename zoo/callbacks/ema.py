@@ -6,6 +6,8 @@ from lightning.pytorch.callbacks import WeightAveraging
 from lightning.pytorch.trainer.states import TrainerFn
 from torch.optim.swa_utils import get_ema_multi_avg_fn
 
+from zoo.tasks.base import check_fraction
+
 
 class EMA(WeightAveraging):
     """Lightning's WeightAveraging with an EMA: after each training step from update_starting_at_step on,
@@ -23,12 +25,19 @@ class EMA(WeightAveraging):
     decay: the EMA's weight on its past, in [0, 1) (0.995: a horizon of about 1 / (1 - decay) = 200 steps).
     update_starting_at_step: the first (0-based) step averaged; None = 0.
     Not for sharded models (FSDP): the average is a full copy of the weights.
-    Raises ValueError for a decay outside [0, 1).
+    Raises ValueError for a decay that is not a number in [0, 1), or a negative start.
     """
 
     def __init__(self, decay: float = 0.995, update_starting_at_step: int | None = None, **kwargs):
-        if not 0.0 <= decay < 1.0:
-            raise ValueError(f"callbacks.ema.decay={decay} must be in [0, 1) (e.g. 0.995)")
+        check_fraction("callbacks.ema.decay", decay, "e.g. 0.995")
+        if update_starting_at_step is not None and (
+            isinstance(update_starting_at_step, bool)
+            or not isinstance(update_starting_at_step, int)
+            or update_starting_at_step < 0
+        ):
+            raise ValueError(
+                f"callbacks.ema.update_starting_at_step={update_starting_at_step!r} must be a step >= 0, or null (0)"
+            )
         super().__init__(multi_avg_fn=get_ema_multi_avg_fn(decay), **kwargs)
         self.decay, self.update_starting_at_step = decay, update_starting_at_step
 

@@ -6,6 +6,7 @@ import types
 
 import lightning.pytorch as pl
 import torch
+from lightning.pytorch.trainer.states import TrainerFn
 from torch import nn
 
 from zoo.callbacks.checkpoint import validation_due
@@ -150,9 +151,12 @@ class TaskBase(pl.LightningModule):
     def on_load_checkpoint(self, checkpoint: dict) -> None:
         """Before Lightning restores its loops from an epoch-end checkpoint, record whether that epoch finished
         or max_steps cut it (zoo.checkpoint_io.settle_epoch_end): the resumed run then reads the batches, and
-        validates and checkpoints at the steps, of an uninterrupted run."""
+        validates and checkpoints at the steps, of an uninterrupted run. A resumed fit also continues the
+        checkpoint's training cost; loading one to test it leaves the cost of the run that trained."""
         settle_epoch_end(checkpoint)
-        self.cost.update(checkpoint.get("zoo_cost", {}))
+        if self._trainer is None or self.trainer.state.fn == TrainerFn.FITTING:
+            # resume continues the cost; the test of the best checkpoint keeps the whole run's, not its own
+            self.cost.update(checkpoint.get("zoo_cost", {}))
 
     def check_batch(self, batch) -> None:
         """Raise ValueError naming the datamodule, the key and what was expected when `batch` breaks
@@ -255,3 +259,10 @@ class TaskBase(pl.LightningModule):
             wrapped.clip_grad_norm_(gradient_clip_val)
             return
         super().configure_gradient_clipping(optimizer, gradient_clip_val, gradient_clip_algorithm)
+
+
+def check_fraction(key: str, value, fix: str) -> None:
+    """Raise ValueError unless value is a number in [0, 1): `key` names the option, `fix` the usual value
+    (label smoothing, an EMA decay)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
+        raise ValueError(f"{key}={value!r} must be a number in [0, 1); {fix}")

@@ -9,7 +9,7 @@ from torchmetrics.classification import MulticlassAccuracy, MulticlassF1Score
 
 from zoo.model import ModelConfig, build_model
 from zoo.model.cost import classify_flops_per_token
-from zoo.tasks.base import TaskBase
+from zoo.tasks.base import TaskBase, check_fraction
 
 
 class Classification(TaskBase):
@@ -45,8 +45,7 @@ class Classification(TaskBase):
         label_smoothing: float = 0.0,
     ):
         super().__init__()
-        if not 0.0 <= label_smoothing < 1.0:
-            raise ValueError(f"task.label_smoothing={label_smoothing} must be in [0, 1); 0 = plain cross-entropy")
+        check_fraction("task.label_smoothing", label_smoothing, "0 = plain cross-entropy")
         if model.get("num_classes", 0) < 2:
             raise ValueError(f"task=classification needs model.num_classes >= 2, got {model.get('num_classes')}")
         self.save_hyperparameters()

@@ -17,7 +17,7 @@ from zoo.model.chunked_ce import lm_head_cross_entropy
 from zoo.model.cost import batch_flops
 from zoo.model.generate import left_pad
 from zoo.model_config_from_data import for_objective
-from zoo.tasks.base import TaskBase
+from zoo.tasks.base import TaskBase, check_fraction
 from zoo.tasks.translation_encoder_only import EncoderOnlyTranslation, join_source_target
 
 IGNORE = -100  # target positions the loss skips, chosen by position (padding, source), never by token id
@@ -94,6 +94,7 @@ class Translation(EncoderOnlyTranslation, TaskBase):
     ):
         super().__init__()
         check_early_stopping(early_stopping)
+        check_fraction("task.label_smoothing", label_smoothing, "0.1 is the paper's, 0 = plain cross-entropy")
         if arch not in self.ARCHS:
             raise ValueError(f"task=translation trains arch in {self.ARCHS}; got arch={arch!r}")
         if objective is None:
