@@ -1,0 +1,327 @@
+"""zoo.scaling: the Chinchilla law's fit (Huber on log L, L-BFGS-B from Hoffmann's grid), its bootstrap intervals,
+the compute-optimal allocation, the CLI and its refusals.
+
+Fits with many bootstrap resamples run in a subprocess: scipy >= 1.15's L-BFGS-B is 10-30x slower with OpenBLAS
+threads (scipy issue #22438), and OPENBLAS_NUM_THREADS only takes effect before numpy loads.
+"""
+
+import csv
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.optimize import approx_fprime, minimize_scalar
+from scipy.special import huber
+
+from zoo.scaling import fit as F
+from zoo.scaling.__main__ import main
+
+ROOT = Path(__file__).resolve().parents[1]
+CHINCHILLA = "chinchilla_epoch/svg_extracted_data.csv"
+# Besiroglu et al. 2024 (arXiv 2404.10102), 240 points (5 highest losses dropped): the fit and 95% intervals
+EPOCH_FIT = {"E": 1.817, "A": 478.0, "B": 2143.0, "alpha": 0.347, "beta": 0.367}
+EPOCH_CI = {"E": (1.769, 1.871), "alpha": (0.317, 0.373), "beta": (0.331, 0.415)}
+# synthetic truth for coverage and recovery: Epoch's fit, on a design like zoo's (4 sizes over 16x, 4 budgets each)
+TRUE = {"E": 1.82, "A": 478.0, "B": 2143.0, "alpha": 0.347, "beta": 0.367}
+
+
+def design(tokens_per_param=(5, 10, 20, 40)):
+    """4 model sizes spanning 16x (1M-16M parameters) x the given tokens per parameter: (N, D) of each point."""
+    n, r = np.meshgrid(1e6 * np.geomspace(1, 16, 4), np.asarray(tokens_per_param, dtype=float))
+    return n.ravel(), (n * r).ravel()
+
+
+def true_loss(N, D):
+    return F.scaling_law(N, D, *(TRUE[k] for k in F.PARAMS))
+
+
+def _coverage(reps: int, bootstrap: int, sigma: float = 0.01, seed: int = 0, **fit_kw) -> dict:
+    """Fit `reps` synthetic data sets (design(), multiplicative log-normal noise `sigma`); how often each
+    percentile interval holds the true value, and the median interval widths. fit_kw go to fit_scaling_law."""
+    N, D = design()
+    rng = np.random.default_rng(seed)
+    hits, widths = [], []
+    for r in range(reps):
+        L = true_loss(N, D) * np.exp(sigma * rng.standard_normal(len(N)))
+        fit = F.fit_scaling_law(N, D, L, bootstrap=bootstrap, seed=r, **fit_kw)
+        hits.append([fit.ci[k][0] <= TRUE[k] <= fit.ci[k][1] for k in ("alpha", "beta", "E")])
+        widths.append([fit.ci[k][1] - fit.ci[k][0] for k in ("alpha", "beta")])
+    h = np.mean(hits, axis=0)
+    return {"alpha": h[0], "beta": h[1], "E": h[2], "width": np.median(widths, axis=0).tolist(), "reps": reps}
+
+
+def _one_thread_env():
+    return {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
+
+
+def _in_subprocess(expr: str):
+    """Evaluate `expr` (JSON-able) in a fresh interpreter with this module imported as t and one OpenBLAS thread."""
+    code = f"import json, sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); import test_scaling_fit as t; "
+    code += f"print(json.dumps({expr}))"
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=_one_thread_env(), capture_output=True, text=True, timeout=1200
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _write_csv(path, header, rows):
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(header)
+        w.writerows(rows)
+    return path
+
+
+# --- the objective ------------------------------------------------------------------------------------------------
+
+
+def _reference_objective(theta, N, D, L, w):
+    """Sum_i w_i huber_delta(LSE(a - alpha log N, b - beta log D, e) - log L), from scipy.special.huber."""
+    a, b, e, alpha, beta = theta
+    pred = np.logaddexp.reduce([a - alpha * np.log(N), b - beta * np.log(D), np.full(len(N), e)], axis=0)
+    return float(w @ huber(F.DELTA, pred - np.log(L)))
+
+
+def test_objective_is_the_summed_huber_of_log_residuals_and_its_gradient_is_exact():
+    N, D = design()
+    # at the truth, half the log residuals lie inside delta = 1e-3 (quadratic) and half outside (linear)
+    noise = np.where(np.arange(len(N)) % 2, 5e-4, 2e-2) * np.where(np.arange(len(N)) % 4 < 2, 1, -1)
+    L = true_loss(N, D) * np.exp(noise)
+    problem = F._Problem(N, D, L)
+    w = np.random.default_rng(1).integers(0, 3, len(N)).astype(float)
+    truth = [np.log(TRUE["A"]), np.log(TRUE["B"]), np.log(TRUE["E"]), TRUE["alpha"], TRUE["beta"]]
+    for theta in (truth, [6.0, 7.5, 0.6, 0.3, 0.4], [1, 2, 0, 0.1, 0.9]):
+        u = problem.to_u(np.array(theta, dtype=float))
+        f, g = problem.value_and_grad(u, w)
+        assert f * F.DELTA == pytest.approx(_reference_objective(theta, N, D, L, w), rel=1e-12)
+        assert problem.values(u[None, :], w)[0] == pytest.approx(f, rel=1e-12)
+        numeric = approx_fprime(u, lambda v: problem.value_and_grad(v, w)[0], 1e-8)
+        np.testing.assert_allclose(g, numeric, rtol=1e-4, atol=1e-4 * np.abs(g).max())
+        np.testing.assert_allclose(problem.to_theta(u), theta, atol=1e-12)
+
+
+def _noise_free_fit() -> dict:
+    N, D = design((2, 5, 10, 20, 40, 80))
+    fit = F.fit_scaling_law(N, D, true_loss(N, D), bootstrap=0)
+    err = float(np.max(np.abs(fit.predict(N, D) / true_loss(N, D) - 1)))
+    return {"values": fit.values, "ci": fit.ci["alpha"], "samples": fit.samples.shape, "predict_err": err}
+
+
+def test_fit_recovers_the_parameters_of_noise_free_data():
+    fit = _in_subprocess("t._noise_free_fit()")
+    for k, v in TRUE.items():
+        assert fit["values"][k] == pytest.approx(v, rel=1e-4), k
+    assert fit["values"]["a"] == pytest.approx(TRUE["beta"] / (TRUE["alpha"] + TRUE["beta"]), rel=1e-4)
+    assert fit["ci"] is None and fit["samples"] == [0, 5] and fit["predict_err"] < 1e-6
+
+
+# --- compute-optimal allocation -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("params", [TRUE, {"E": 1.69, "A": 406.4, "B": 410.7, "alpha": 0.34, "beta": 0.28}])
+def test_compute_optimal_allocation_minimises_the_law_at_fixed_compute(params):
+    p = [params[k] for k in F.PARAMS]
+    C = np.array([1e15, 1e18, 1e21, 1e24])
+    n_opt, d_opt, l_star = F.compute_optimal(C, *p)
+    np.testing.assert_allclose(6 * n_opt * d_opt, C, rtol=1e-12)
+    np.testing.assert_allclose(l_star, F.scaling_law(n_opt, d_opt, *p), rtol=1e-12)
+    for c, n in zip(C, n_opt):
+        # numerical minimum of L(N, C / 6N) over log N
+        res = minimize_scalar(lambda x: F.scaling_law(np.exp(x), c / (6 * np.exp(x)), *p), bracket=(0, 60), tol=1e-12)
+        assert np.exp(res.x) == pytest.approx(n, rel=1e-4)
+    a, b = F.allocation_exponents(params["alpha"], params["beta"])
+    assert a + b == pytest.approx(1.0)
+    assert n_opt[1] / n_opt[0] == pytest.approx(1e3**a, rel=1e-10)  # N_opt ∝ C^a
+    assert d_opt[1] / d_opt[0] == pytest.approx(1e3**b, rel=1e-10)
+    assert all(np.isnan(v) for v in F.compute_optimal(1e20, 1.8, 400.0, 400.0, -0.1, 0.3))  # alpha < 0: no optimum
+
+
+# --- the bootstrap ------------------------------------------------------------------------------------------------
+
+
+def _seeded_fits() -> dict:
+    N, D = design()
+    L = true_loss(N, D) * np.exp(0.01 * np.random.default_rng(3).standard_normal(len(N)))
+    fits = [F.fit_scaling_law(N, D, L, bootstrap=8, seed=seed) for seed in (7, 7, 8)]
+    return {"samples": [f.samples.tolist() for f in fits], "alpha": fits[0].values["alpha"], "ci": fits[0].ci["alpha"]}
+
+
+def test_bootstrap_is_deterministic_given_the_seed_and_resamples_whole_points():
+    fits = _in_subprocess("t._seeded_fits()")
+    one, two, other = (np.array(s) for s in fits["samples"])
+    np.testing.assert_array_equal(one, two)
+    assert one.shape == (8, 5) and not np.array_equal(one, other)
+    # every resample moved away from the full-data fit (a stuck optimiser gives the fit back: intervals collapse)
+    assert np.all(np.abs(one[:, 3] - fits["alpha"]) > 1e-9)
+    lo, hi = np.percentile(one, [2.5, 97.5], axis=0)
+    assert fits["ci"] == pytest.approx([lo[3], hi[3]])
+
+
+def test_an_optimiser_that_stops_where_it_starts_is_refused(monkeypatch):
+    N, D = design()
+    L = true_loss(N, D) * np.exp(0.01 * np.random.default_rng(3).standard_normal(len(N)))
+    real = F._Problem.minimize
+
+    def stuck(self, u0, w):
+        if np.all(w == 1):  # the full-data fit runs; each resample's optimiser "stops at its start"
+            return real(self, u0, w)
+        return u0, self.value_and_grad(u0, w)[0], False
+
+    monkeypatch.setattr(F._Problem, "minimize", stuck)
+    with pytest.raises(RuntimeError, match="stopped where it started on 4 of 4 resamples"):
+        F.fit_scaling_law(N, D, L, bootstrap=4, seed=0, n_starts=1)
+
+
+def test_epoch_replication_of_chinchilla_fit_and_intervals(shared_data, tmp_path):
+    """The published reproduction: Besiroglu et al. 2024 on Chinchilla's 245 points, 5 highest losses dropped."""
+    out = tmp_path / "fit.json"
+    args = ["fit", str(shared_data / CHINCHILLA), "--params", "Model Size", "--flops", "Training FLOP"]
+    args += ["--loss", "loss", "--drop-highest", "5", "--json", str(out)]  # --bootstrap 1000 --seed 0: defaults
+    start = time.perf_counter()
+    run = subprocess.run(
+        [sys.executable, "-m", "zoo.scaling", *args], cwd=ROOT, env=_one_thread_env(), capture_output=True, text=True
+    )
+    seconds = time.perf_counter() - start
+    assert run.returncode == 0, run.stderr
+    fit = json.loads(out.read_text())
+    assert fit["n_points"] == 240 and fit["n_bootstrap"] == 1000 and len(fit["data"]["dropped"]) == 5
+    for k in ("E", "alpha", "beta"):
+        assert abs(fit[k]["value"] - EPOCH_FIT[k]) <= 0.002, (k, fit[k])
+        for got, published in zip(fit[k]["ci"], EPOCH_CI[k]):
+            assert abs(got - published) <= 0.015, (k, fit[k]["ci"], EPOCH_CI[k])
+    for k in ("A", "B"):
+        assert fit[k]["value"] == pytest.approx(EPOCH_FIT[k], rel=0.01), k
+    a = fit["beta"]["value"] / (fit["alpha"]["value"] + fit["beta"]["value"])
+    assert fit["a"]["value"] == pytest.approx(a) and fit["a"]["ci"][0] < a < fit["a"]["ci"][1]
+    frontier = fit["frontier"]
+    assert frontier["C"][0] == 1e18 and frontier["C"][-1] == 1e23  # the decades the points' 6ND span
+    assert all(lo < v < hi for v, (lo, hi) in zip(frontier["loss"]["value"], frontier["loss"]["ci"]))
+    assert "alpha" in run.stdout and "L*(C)" in run.stdout
+    print(f"Epoch replication: {seconds:.1f} s wall")
+
+
+def test_bootstrap_intervals_cover_the_truth_fast():
+    """A quick coverage check (fewer starts and resamples than the defaults): intervals that collapse (a stuck
+    optimiser) almost never hold the truth; 95% ones do 8+ times in 10."""
+    cov = _in_subprocess("t._coverage(10, 40, seed=1, n_starts=5, bootstrap_starts=0)")
+    print(cov)
+    assert cov["alpha"] >= 0.8 and cov["beta"] >= 0.8, cov
+
+
+@pytest.mark.slow
+def test_bootstrap_intervals_cover_the_truth():
+    """Over 50 synthetic data sets (16 points, 1% noise), the 95% intervals hold the true alpha and beta >= 90%."""
+    cov = _in_subprocess("t._coverage(50, 200, seed=2)")
+    print(cov)
+    assert cov["alpha"] >= 0.9 and cov["beta"] >= 0.9, cov
+
+
+# --- the CLI and its refusals -------------------------------------------------------------------------------------
+
+
+def _points(n=8):
+    N, D = design()
+    L = true_loss(N, D)
+    return [(f"{a:.6g}", f"{b:.6g}", f"{6 * a * b:.6g}", f"{c:.6g}") for a, b, c in zip(N[:n], D[:n], L[:n])]
+
+
+HEADER = ["params", "tokens", "flops", "loss"]
+
+
+@pytest.fixture
+def no_fitting(monkeypatch):
+    """Any optimiser call fails: a refusal must come before fitting."""
+
+    def refuse(*a, **k):
+        raise AssertionError("fitting started")
+
+    monkeypatch.setattr(F._Problem, "minimize", refuse)
+
+
+def _refused(capsys, argv) -> str:
+    with pytest.raises(SystemExit) as e:
+        sys.exit(main(argv))
+    assert e.value.code == 2
+    return capsys.readouterr().err
+
+
+def test_cli_tokens_and_flops_give_the_same_fit(tmp_path):
+    path = _write_csv(tmp_path / "runs.csv", HEADER, _points(16))
+    outs = []
+    for flag in (["--tokens", "tokens"], ["--flops", "flops"]):
+        out = tmp_path / f"{flag[1]}.json"
+        argv = ["fit", str(path), "--params", "params", *flag, "--loss", "loss", "--bootstrap", "0", "--json", str(out)]
+        run = subprocess.run([sys.executable, "-m", "zoo.scaling", *argv], cwd=ROOT, capture_output=True, text=True)
+        assert run.returncode == 0, run.stderr
+        assert "E " in run.stdout and "L*(C)" in run.stdout
+        outs.append(json.loads(out.read_text()))
+    for k in F.PARAMS:
+        assert outs[0][k]["value"] == pytest.approx(outs[1][k]["value"], rel=1e-4)
+        assert outs[0][k]["value"] == pytest.approx(TRUE[k], rel=1e-3)
+        assert outs[0][k]["ci"] is None
+    assert outs[0]["n_points"] == 16
+
+
+@pytest.mark.parametrize(
+    "edit, expected",
+    [
+        ({"column": "Params"}, r"no column --params 'Params'; the columns are: 'params', 'tokens', 'flops', 'loss'"),
+        ({"row": 2, "col": 0, "value": "0"}, "line 4: column 'params' (--params) = '0'"),
+        ({"row": 0, "col": 1, "value": "-5e7"}, "line 2: column 'tokens' (--tokens) = '-5e7'"),
+        ({"row": 5, "col": 3, "value": "-1"}, "line 7: column 'loss' (--loss) = '-1'"),
+        ({"row": 1, "col": 3, "value": "nan"}, "line 3: column 'loss' (--loss) = 'nan'"),
+        ({"row": 3, "col": 3, "value": ""}, "line 5: column 'loss' (--loss) = ''"),
+        ({"row": 4, "col": 2, "value": "0", "flops": True}, "line 6: column 'flops' (--flops) = '0'"),
+    ],
+)
+def test_cli_refuses_bad_columns_and_values_naming_the_row(tmp_path, capsys, no_fitting, edit, expected):
+    rows = [list(r) for r in _points(8)]
+    if "row" in edit:
+        rows[edit["row"]][edit["col"]] = edit["value"]
+    path = _write_csv(tmp_path / "runs.csv", HEADER, rows)
+    which = ["--flops", "flops"] if edit.get("flops") else ["--tokens", "tokens"]
+    err = _refused(capsys, ["fit", str(path), "--params", edit.get("column", "params"), *which, "--loss", "loss"])
+    assert expected in err and str(path) in err, err
+
+
+def test_cli_refuses_too_few_points_after_dropping(tmp_path, capsys, no_fitting):
+    path = _write_csv(tmp_path / "runs.csv", HEADER, _points(7))
+    base = ["fit", str(path), "--params", "params", "--tokens", "tokens", "--loss", "loss"]
+    err = _refused(capsys, [*base, "--drop-highest", "3"])
+    assert "4 point(s) left to fit (7 given, 3 highest dropped)" in err and "at least 5" in err
+    assert "lower --drop-highest" in err
+    assert "0 point(s) left" in _refused(capsys, [*base, "--drop-highest", "7"])
+    assert "non-negative" in _refused(capsys, [*base, "--drop-highest", "-1"])
+    small = _write_csv(tmp_path / "four.csv", HEADER, _points(4))
+    assert "4 point(s) left to fit (4 given" in _refused(capsys, ["fit", str(small), *base[2:]])
+
+
+def test_cli_requires_exactly_one_of_tokens_and_flops(tmp_path, capsys, no_fitting):
+    path = _write_csv(tmp_path / "runs.csv", HEADER, _points(8))
+    base = ["fit", str(path), "--params", "params", "--loss", "loss"]
+    assert "one of the arguments --tokens --flops is required" in _refused(capsys, base)
+    err = _refused(capsys, [*base, "--tokens", "tokens", "--flops", "flops"])
+    assert "argument --flops: not allowed with argument --tokens" in err
+
+
+def test_cli_refuses_a_missing_file_and_an_unwritable_json(tmp_path, capsys, no_fitting):
+    base = ["--params", "params", "--tokens", "tokens", "--loss", "loss"]
+    err = _refused(capsys, ["fit", str(tmp_path / "nope.csv"), *base])
+    assert "nope.csv: cannot read the file" in err
+    path = _write_csv(tmp_path / "runs.csv", HEADER, _points(8))
+    err = _refused(capsys, ["fit", str(path), *base, "--json", str(tmp_path / "no" / "fit.json")])
+    assert "does not exist; create it first" in err
+
+
+def test_drop_highest_drops_the_k_highest_losses():
+    L = np.array([3.0, 5.0, 2.0, 4.0, 5.0, 1.0, 2.5])
+    kept = F.check_points(np.ones(7), np.ones(7), L, drop_highest=2)
+    np.testing.assert_array_equal(kept, [0, 2, 3, 5, 6])
+    with pytest.raises(F.ScalingError, match="point 1: loss = -2.0"):
+        F.check_points([1, 1, 1, 1, 1, 1], [1] * 6, [1, -2, 1, 1, 1, 1])

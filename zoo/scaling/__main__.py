@@ -1,0 +1,156 @@
+"""python -m zoo.scaling fit FILE.csv --params COL (--tokens COL | --flops COL) --loss COL [--drop-highest K]
+[--bootstrap B] [--seed S] [--json OUT] [--compute C ...]
+
+Fits the Chinchilla law L(N, D) = E + A / N^alpha + B / D^beta to a CSV of points (any runs, not only zoo's) with
+bootstrap intervals, and prints the compute-optimal allocation and the frontier L*(C) (docs/scaling-laws.md).
+Bad input (a missing column, a non-numeric or non-positive value, too few points) exits with 2 before any fitting.
+"""
+
+import argparse
+import csv
+import json
+import math
+import os
+import sys
+from pathlib import Path
+
+
+def read_points(path: Path, params: str, loss: str, tokens: str | None = None, flops: str | None = None):
+    """(N, D, L, labels) from a CSV with a header row: N from column `params`, D from `tokens` or D = C / (6 N) from
+    `flops` (C in FLOPs), L from `loss`; labels[i] = "FILE line k". Raises ScalingError (a ValueError) naming the
+    file, line and column of a missing column, an empty file, or a value that is not a positive finite number."""
+    from zoo.scaling.fit import ScalingError
+
+    wanted = {"--params": params, "--loss": loss}
+    wanted.update({"--tokens": tokens} if tokens is not None else {"--flops": flops})
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as f:
+            reader = csv.DictReader(f)
+            header = reader.fieldnames
+            if not header:
+                raise ScalingError(f"{path}: empty file; give a CSV with a header row and one row per point")
+            missing = [f"{flag} {col!r}" for flag, col in wanted.items() if col not in header]
+            if missing:
+                raise ScalingError(
+                    f"{path}: no column {', '.join(missing)}; the columns are: {', '.join(map(repr, header))}"
+                )
+            columns = {flag: [] for flag in wanted}
+            labels = []
+            for row in reader:
+                label = f"{path} line {reader.line_num}"
+                for flag, col in wanted.items():
+                    cell = row[col]
+                    try:
+                        value = float(cell)
+                    except (TypeError, ValueError):
+                        value = math.nan
+                    if not (math.isfinite(value) and value > 0):
+                        raise ScalingError(
+                            f"{label}: column {col!r} ({flag}) = {cell!r}; parameters, tokens, FLOPs and loss must be "
+                            "positive finite numbers: fix or remove the row"
+                        )
+                    columns[flag].append(value)
+                labels.append(label)
+    except OSError as e:
+        raise ScalingError(f"{path}: cannot read the file ({e.strerror or e})") from e
+    N, L = columns["--params"], columns["--loss"]
+    D = columns["--tokens"] if tokens is not None else [c / (6.0 * n) for c, n in zip(columns["--flops"], N)]
+    return N, D, L, labels
+
+
+def default_compute(N, D) -> list[float]:
+    """Powers of ten spanning the points' compute 6 N D (FLOPs)."""
+    logs = [math.log10(6.0 * n * d) for n, d in zip(N, D)]
+    return [float(f"1e{k}") for k in range(math.floor(min(logs)), math.ceil(max(logs)) + 1)]
+
+
+def _ci(ci) -> str:
+    return "-" if ci is None else f"[{ci[0]:.4g}, {ci[1]:.4g}]"
+
+
+def table(fit, allocation: dict, source: str) -> str:
+    """The text report: parameters with intervals, then N_opt, D_opt and L*(C) at each compute C."""
+    pct = f"{100 * fit.level:g}%"
+    boot = f"{fit.n_bootstrap} bootstrap resamples of whole points, seed {fit.seed}"
+    boot = boot if fit.n_bootstrap else "no bootstrap"
+    lines = [
+        "L(N, D) = E + A / N^alpha + B / D^beta",
+        f"data: {source}",
+        f"fit: Huber (delta 1e-3) on log L, L-BFGS-B from Hoffmann et al.'s grid; {boot}",
+        "",
+        f"{'':8}{'value':>12}  {pct} interval",
+    ]
+    notes = {"a": "N_opt ∝ C^a, a = beta / (alpha + beta)", "b": "D_opt ∝ C^b, b = alpha / (alpha + beta)"}
+    notes["G"] = "N_opt = G (C/6)^a"
+    for k in ("E", "A", "B", "alpha", "beta", "a", "b", "G"):
+        value = f"{fit.values[k]:.4g}" if math.isfinite(fit.values[k]) else "-"
+        lines.append(f"{k:8}{value:>12}  {_ci(fit.ci[k]):24}  {notes.get(k, '')}".rstrip())
+    lines += ["", f"compute-optimal allocation, C = 6 N D FLOPs (Hoffmann et al. 2022, appendix D.2; {pct} intervals):"]
+    lines.append(f"{'C':>10}  {'N_opt':>10} {'':24} {'D_opt':>10} {'':24} {'L*(C)':>10}")
+    for i, c in enumerate(allocation["C"]):
+        cells = []
+        for name in ("N_opt", "D_opt", "loss"):
+            v, ci = allocation[name]["value"][i], allocation[name]["ci"]
+            cells.append(f"{'-' if v is None else f'{v:.4g}':>10} {_ci(None if ci is None else ci[i]):24}")
+        lines.append(f"{c:>10.3g}  " + " ".join(cells).rstrip())
+    lines += [f"note: {n}" for n in fit.notes]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m zoo.scaling", description=__doc__.split("\n\n")[1])
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("fit", help="fit L(N, D) = E + A / N^alpha + B / D^beta to a CSV of points")
+    p.add_argument("csv", type=Path, metavar="FILE.csv", help="one row per point (run), with a header row")
+    p.add_argument("--params", required=True, metavar="COL", help="column of parameter counts N")
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--tokens", metavar="COL", help="column of training tokens D")
+    which.add_argument("--flops", metavar="COL", help="column of training compute C in FLOPs: D = C / (6 N)")
+    p.add_argument("--loss", required=True, metavar="COL", help="column of final losses (nats per token)")
+    p.add_argument("--drop-highest", type=int, default=0, metavar="K", help="drop the K highest-loss points first")
+    p.add_argument("--bootstrap", type=int, default=1000, metavar="B", help="bootstrap resamples (default 1000)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the resamples (default 0)")
+    p.add_argument("--json", type=Path, metavar="OUT", help="also write the fit as JSON")
+    p.add_argument(
+        "--compute",
+        type=float,
+        nargs="+",
+        metavar="C",
+        help="compute budgets (FLOPs) of the allocation table (default: the powers of ten spanning the points' 6 N D)",
+    )
+    args = parser.parse_args(argv)
+    # scipy >= 1.15's L-BFGS-B runs 10-30x slower with OpenBLAS threads (scipy issue #22438): one thread, unless
+    # the user chose; takes effect because numpy loads only below
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    from zoo.scaling.fit import ScalingError, check_points, fit_scaling_law
+
+    try:
+        if args.json is not None and not args.json.parent.is_dir():
+            raise ScalingError(f"--json {args.json}: the folder {args.json.parent} does not exist; create it first")
+        if args.compute is not None and not all(math.isfinite(c) and c > 0 for c in args.compute):
+            raise ScalingError(f"--compute {args.compute}: compute budgets must be positive FLOPs")
+        N, D, L, labels = read_points(args.csv, args.params, args.loss, args.tokens, args.flops)
+        kept = check_points(N, D, L, args.drop_highest, labels)
+        if args.bootstrap < 0:
+            raise ScalingError(f"--bootstrap {args.bootstrap}: give 0 (no intervals) or more resamples (default 1000)")
+        fit = fit_scaling_law(N, D, L, drop_highest=args.drop_highest, bootstrap=args.bootstrap, seed=args.seed)
+        compute = args.compute or default_compute([N[i] for i in kept], [D[i] for i in kept])
+        allocation = fit.allocation(compute)
+    except ScalingError as e:
+        print(f"zoo.scaling: error: {e}", file=sys.stderr)
+        return 2
+    derived = f"D = C / (6 N) from {args.flops!r}" if args.flops else f"D from {args.tokens!r}"
+    dropped = sorted(set(range(len(L))) - set(kept.tolist()))
+    source = f"{args.csv}: {fit.n_points} of {len(L)} points ({len(dropped)} highest losses dropped); {derived}"
+    print(table(fit, allocation, source))
+    if args.json is not None:
+        out = fit.to_dict()
+        out["frontier"] = allocation
+        out["data"] = {"file": str(args.csv), "rows": len(L), "dropped": [labels[i] for i in dropped]}
+        args.json.write_text(json.dumps(out, indent=2) + "\n")
+        print(args.json)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

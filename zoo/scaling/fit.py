@@ -1,0 +1,359 @@
+"""Fit the Chinchilla scaling law L(N, D) = E + A / N^alpha + B / D^beta, with bootstrap intervals.
+
+N: parameters, D: training tokens, L: final loss (any data, not only zoo's runs). Only numpy and scipy.
+
+Method (Hoffmann et al. 2022, "Training Compute-Optimal Large Language Models", section 3.3 and appendix D.2;
+as reproduced by Besiroglu et al. 2024, "Chinchilla Scaling: A replication attempt", arXiv 2404.10102):
+
+- the law in log-sum-exp form, log L_hat = LSE(a - alpha log N, b - beta log D, e), A = e^a, B = e^b, E = e^e;
+- the objective: the Huber loss (delta = 1e-3) of log L_hat - log L, summed over the points;
+- minimised with L-BFGS-B (scipy) and the closed-form gradient, from Hoffmann's grid of starting points
+  (alpha, beta in {0, 0.5, ..., 2}, e in {-1, -0.5, ..., 1}, a, b in {0, 5, ..., 25}): the objective is evaluated at
+  all 4,500 grid points and L-BFGS-B runs from the `n_starts` best of them; the lowest end point is the fit;
+- intervals: the percentile bootstrap over whole points (each resample draws n points with replacement, Epoch's
+  scheme), each resample refitted from the full-data fit and the best grid starts.
+
+The optimiser works in centred coordinates (a - alpha mean(log N), b - beta mean(log D), e, alpha, beta), a change
+of variables that leaves the minimum unchanged and conditions the problem; the objective is divided by delta.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.optimize import minimize
+
+DELTA = 1e-3
+PARAMS = ("E", "A", "B", "alpha", "beta")
+DERIVED = ("a", "b", "G")
+N_FIT = len(PARAMS)  # parameters fitted: the fewest points a fit accepts
+# Hoffmann et al. 2022, appendix D.2: the grid of initialisations (a = log A, b = log B, e = log E)
+GRID = {
+    "a": np.arange(0.0, 30.0, 5.0),
+    "b": np.arange(0.0, 30.0, 5.0),
+    "e": np.arange(-1.0, 1.5, 0.5),
+    "alpha": np.arange(0.0, 2.5, 0.5),
+    "beta": np.arange(0.0, 2.5, 0.5),
+}
+_LBFGSB = {"maxiter": 5000, "maxfun": 20000, "ftol": 1e-13, "gtol": 1e-10}
+
+
+class ScalingError(ValueError):
+    """Bad input to the fit (a missing column, a non-positive value, too few points); the CLI exits with 2."""
+
+
+def scaling_law(N, D, E, A, B, alpha, beta):
+    """L(N, D) = E + A / N^alpha + B / D^beta (Hoffmann et al. 2022, eq. 2); broadcasts over all arguments."""
+    return E + A / np.power(N, alpha) + B / np.power(D, beta)
+
+
+def compute_optimal(C, E, A, B, alpha, beta):
+    """The compute-optimal allocation and loss frontier for compute C = 6 N D FLOPs (broadcasts).
+
+    Hoffmann et al. 2022, appendix D.2: minimising L(N, D) subject to 6 N D = C gives
+    N_opt = G (C/6)^a, D_opt = (C/6)^b / G, G = (alpha A / (beta B))^(1/(alpha+beta)), a = beta / (alpha+beta),
+    b = alpha / (alpha+beta), and the frontier L*(C) = L(N_opt, D_opt). Needs alpha > 0 and beta > 0 (otherwise there
+    is no interior optimum): entries without are NaN. Returns (N_opt, D_opt, L_star) as float arrays.
+    """
+    C, E, A, B, alpha, beta = (np.asarray(v, dtype=float) for v in (C, E, A, B, alpha, beta))
+    ok = (alpha > 0) & (beta > 0)
+    al, be = np.where(ok, alpha, 1.0), np.where(ok, beta, 1.0)
+    log_g = (np.log(al * A) - np.log(be * B)) / (al + be)
+    log_k = np.log(C / 6.0)
+    log_n = log_g + be / (al + be) * log_k
+    log_d = log_k - log_n
+    loss = E + A * np.exp(-al * log_n) + B * np.exp(-be * log_d)
+    nan = np.where(ok, 1.0, np.nan)
+    return np.exp(log_n) * nan, np.exp(log_d) * nan, loss * nan
+
+
+def allocation_exponents(alpha, beta):
+    """(a, b) of N_opt ∝ C^a, D_opt ∝ C^b: a = beta / (alpha+beta), b = alpha / (alpha+beta) (Hoffmann, D.2)."""
+    alpha, beta = np.asarray(alpha, dtype=float), np.asarray(beta, dtype=float)
+    return beta / (alpha + beta), alpha / (alpha + beta)
+
+
+def check_points(N, D, L, drop_highest: int = 0, labels=None) -> np.ndarray:
+    """Validate the points and return the indices fitted (all but the `drop_highest` highest losses), sorted.
+
+    N, D, L: 1-d sequences of equal length (parameters, tokens, loss). labels[i] names point i in errors (default
+    "point i"). Raises ScalingError for a non-finite or non-positive value (naming the point), a negative
+    drop_highest, or fewer than 5 points (the parameters fitted) left after dropping. Ties among the highest losses
+    drop the earlier row first.
+    """
+    arrays = {}
+    for name, values in (("N (parameters)", N), ("D (tokens)", D), ("loss", L)):
+        arr = np.asarray(values, dtype=float)
+        if arr.ndim != 1:
+            raise ScalingError(f"{name} must be a 1-d sequence, got shape {arr.shape}")
+        arrays[name] = arr
+    lengths = {len(a) for a in arrays.values()}
+    if len(lengths) != 1:
+        raise ScalingError(f"N, D and loss must have the same length, got {[len(a) for a in arrays.values()]}")
+    label = (lambda i: labels[i]) if labels is not None else (lambda i: f"point {i}")
+    for name, arr in arrays.items():
+        bad = np.flatnonzero(~np.isfinite(arr) | (arr <= 0))
+        if len(bad):
+            i = int(bad[0])
+            raise ScalingError(
+                f"{label(i)}: {name} = {float(arr[i])!r}; the law needs positive, finite N, D and loss "
+                f"({len(bad)} such point(s)); fix or remove the row"
+            )
+    if int(drop_highest) != drop_highest or drop_highest < 0:
+        raise ScalingError(f"drop_highest must be a non-negative integer, got {drop_highest!r}")
+    n = len(arrays["loss"])
+    left = n - int(drop_highest)
+    if left < N_FIT:
+        raise ScalingError(
+            f"{left} point(s) left to fit ({n} given, {int(drop_highest)} highest dropped) but the law has {N_FIT} "
+            f"parameters (E, A, B, alpha, beta): give at least {N_FIT} points after dropping (lower --drop-highest)"
+        )
+    order = np.argsort(-arrays["loss"], kind="stable")
+    return np.sort(order[int(drop_highest) :])
+
+
+class _Problem:
+    """The summed Huber objective of one data set in centred coordinates u = (a', b', e, alpha, beta)."""
+
+    def __init__(self, N, D, L, delta: float = DELTA):
+        x, y = np.log(N), np.log(D)
+        self.x_mean, self.y_mean = float(x.mean()), float(y.mean())
+        self.xc, self.yc = x - self.x_mean, y - self.y_mean
+        self.log_loss = np.log(L)
+        self.delta = delta
+
+    def to_u(self, theta):
+        """(a, b, e, alpha, beta) -> centred u; works on (..., 5) arrays."""
+        theta = np.array(theta, dtype=float)
+        theta[..., 0] -= theta[..., 3] * self.x_mean
+        theta[..., 1] -= theta[..., 4] * self.y_mean
+        return theta
+
+    def to_theta(self, u):
+        u = np.array(u, dtype=float)
+        u[..., 0] += u[..., 3] * self.x_mean
+        u[..., 1] += u[..., 4] * self.y_mean
+        return u
+
+    def value_and_grad(self, u, w):
+        """Objective sum_i w_i huber(r_i) / delta, r = LSE(...) - log L, and its exact gradient in u."""
+        a, b, e, alpha, beta = u
+        t1 = a - alpha * self.xc
+        t2 = b - beta * self.yc
+        m = np.maximum(np.maximum(t1, t2), e)
+        e1, e2, e3 = np.exp(t1 - m), np.exp(t2 - m), np.exp(e - m)
+        s = e1 + e2 + e3
+        r = m + np.log(s) - self.log_loss
+        c = np.clip(r / self.delta, -1.0, 1.0)  # huber'(r) / delta
+        f = w @ (c * r - 0.5 * self.delta * c * c)  # huber(r) / delta in both regimes
+        g = w * c / s
+        g1, g2 = g * e1, g * e2
+        return f, np.array([g1.sum(), g2.sum(), g @ e3, -(g1 @ self.xc), -(g2 @ self.yc)])
+
+    def values(self, us, w):
+        """Objective at each row of us (k, 5), vectorised (ranks the grid)."""
+        a, b, e, alpha, beta = (us[:, k : k + 1] for k in range(5))
+        t = np.stack([a - alpha * self.xc, b - beta * self.yc, np.broadcast_to(e, (len(us), len(self.xc)))])
+        r = np.logaddexp.reduce(t, axis=0) - self.log_loss
+        c = np.clip(r / self.delta, -1.0, 1.0)
+        return ((c * r - 0.5 * self.delta * c * c) * w).sum(axis=1)  # no BLAS call: no idle threads spinning
+
+    def minimize(self, u0, w):
+        """L-BFGS-B from u0; returns (u, objective, moved) with moved False when it stopped where it started."""
+        res = minimize(self.value_and_grad, u0, args=(w,), jac=True, method="L-BFGS-B", options=_LBFGSB)
+        return res.x, float(res.fun), bool(np.any(res.x != u0))
+
+
+def _grid() -> np.ndarray:
+    """Hoffmann's 4,500 starting points as (a, b, e, alpha, beta) rows."""
+    return np.array(list(itertools.product(*(GRID[k] for k in ("a", "b", "e", "alpha", "beta")))))
+
+
+def _best(problem: _Problem, starts: np.ndarray, w) -> tuple[np.ndarray, float, bool]:
+    best_u, best_f, moved_any = None, math.inf, False
+    for u0 in starts:
+        u, f, moved = problem.minimize(u0, w)
+        moved_any |= moved
+        if np.isfinite(f) and f < best_f:
+            best_u, best_f = u, f
+    if best_u is None:
+        raise ScalingError("no start of L-BFGS-B reached a finite objective; check the data for extreme values")
+    return best_u, best_f, moved_any
+
+
+@dataclass
+class ScalingFit:
+    """A fitted law. values: E, A, B, alpha, beta and the derived a, b, G (compute_optimal; NaN unless alpha > 0
+    and beta > 0); ci: their percentile
+    intervals at `level` (None without bootstrap, or for a, b, G when some resample had alpha <= 0 or beta <= 0);
+    samples: (n_bootstrap, 5) fits of the resamples, columns PARAMS; kept: indices of the input points fitted;
+    objective: the summed Huber loss (log-loss units) at the fit."""
+
+    values: dict[str, float]
+    ci: dict[str, tuple[float, float] | None]
+    samples: np.ndarray
+    n_points: int
+    kept: np.ndarray
+    objective: float
+    n_bootstrap: int
+    seed: int | None
+    level: float = 0.95
+    notes: list[str] = field(default_factory=list)
+
+    def predict(self, N, D):
+        """The fitted L(N, D)."""
+        return scaling_law(N, D, *(self.values[k] for k in PARAMS))
+
+    def allocation(self, C) -> dict[str, dict]:
+        """N_opt, D_opt and the frontier L*(C) at each compute C (FLOPs, C = 6 N D), with intervals from the
+        resamples: {"C": [...], "N_opt": {"value": [...], "ci": [[lo, hi], ...] or None}, "D_opt": ..., "loss": ...}.
+        """
+        C = np.atleast_1d(np.asarray(C, dtype=float))
+        if np.any(~np.isfinite(C) | (C <= 0)):
+            raise ScalingError(f"compute C must be positive and finite, got {C.tolist()}")
+        point = compute_optimal(C, *(self.values[k] for k in PARAMS))
+        out = {"C": C.tolist()}
+        draws = None
+        if len(self.samples):
+            s = self.samples
+            draws = compute_optimal(C[None, :], *(s[:, k : k + 1] for k in range(5)))
+        for name, value, k in zip(("N_opt", "D_opt", "loss"), point, range(3)):
+            ci = None
+            if draws is not None and np.all(np.isfinite(draws[k])):
+                lo, hi = _percentiles(draws[k], self.level)
+                ci = [[float(a), float(b)] for a, b in zip(lo, hi)]
+            out[name] = {"value": [_num(v) for v in value], "ci": ci}
+        return out
+
+    def to_dict(self, compute=None) -> dict:
+        """The JSON form: {"E": {"value": v, "ci": [lo, hi]}, ..., "a": ..., "b": ..., "G": ..., "n_points": n, ...}
+        plus the frontier at `compute` (a list of C) when given."""
+        out = {k: {"value": _num(self.values[k]), "ci": _pair(self.ci[k])} for k in (*PARAMS, *DERIVED)}
+        out.update(
+            n_points=self.n_points,
+            n_bootstrap=self.n_bootstrap,
+            seed=self.seed,
+            level=self.level,
+            delta=DELTA,
+            objective=self.objective,
+            notes=list(self.notes),
+        )
+        if compute is not None:
+            out["frontier"] = self.allocation(compute)
+        return out
+
+
+def _num(v) -> float | None:
+    return float(v) if np.isfinite(v) else None
+
+
+def _pair(ci) -> list[float] | None:
+    return None if ci is None else [float(ci[0]), float(ci[1])]
+
+
+def _percentiles(x: np.ndarray, level: float):
+    tail = 50.0 * (1.0 - level)
+    return np.percentile(x, [tail, 100.0 - tail], axis=0)
+
+
+def fit_scaling_law(
+    N,
+    D,
+    L,
+    *,
+    drop_highest: int = 0,
+    bootstrap: int = 1000,
+    seed: int | None = 0,
+    level: float = 0.95,
+    n_starts: int | None = 20,
+    bootstrap_starts: int = 1,
+    labels=None,
+) -> ScalingFit:
+    """Fit L(N, D) = E + A / N^alpha + B / D^beta to points (N parameters, D tokens, L loss; 1-d, equal length).
+
+    drop_highest: drop that many highest-loss points first (Besiroglu et al. drop 5 of Chinchilla's 245).
+    bootstrap: resamples for the intervals (0: none); seed fixes them (the fit is deterministic given it).
+    n_starts: L-BFGS-B runs from that many best points of Hoffmann's grid (None: all 4,500).
+    bootstrap_starts: each resample's fit starts from the full-data fit and that many best grid points.
+    labels[i] names point i in errors. Raises ScalingError on bad input (check_points) before any fitting, and
+    RuntimeError when a resample's optimiser never left its starting points (the intervals would collapse).
+    Returns a ScalingFit; its values and ci hold E, A, B, alpha, beta, a, b and G.
+    In-process callers: start Python with OPENBLAS_NUM_THREADS=1 (scipy >= 1.15's L-BFGS-B is 10-30x slower with
+    OpenBLAS threads, scipy issue #22438); python -m zoo.scaling does.
+    """
+    kept = check_points(N, D, L, drop_highest, labels)
+    if int(bootstrap) != bootstrap or bootstrap < 0:
+        raise ScalingError(f"bootstrap must be a non-negative integer, got {bootstrap!r}")
+    if not 0.0 < level < 1.0:
+        raise ScalingError(f"level must be in (0, 1), got {level!r}")
+    N, D, L = (np.asarray(v, dtype=float)[kept] for v in (N, D, L))
+    n = len(L)
+    problem = _Problem(N, D, L)
+    ones = np.ones(n)
+
+    grid_u = problem.to_u(_grid())
+    ranked = grid_u[np.argsort(problem.values(grid_u, ones), kind="stable")]
+    starts = ranked if n_starts is None else ranked[: max(1, int(n_starts))]
+    u_hat, f_hat, _ = _best(problem, starts, ones)
+    theta = problem.to_theta(u_hat)
+    values = _values(theta)
+
+    rng = np.random.default_rng(seed)
+    samples = np.empty((int(bootstrap), N_FIT))
+    stuck = 0
+    boot_starts = np.vstack([u_hat[None, :], ranked[: int(bootstrap_starts)]])
+    for k in range(int(bootstrap)):
+        w = np.bincount(rng.integers(0, n, size=n), minlength=n).astype(float)
+        u, _, moved = _best(problem, boot_starts, w)
+        if not moved and np.max(np.abs(problem.value_and_grad(u_hat, w)[1])) > _LBFGSB["gtol"]:
+            stuck += 1
+        t = problem.to_theta(u)
+        with np.errstate(over="ignore"):  # an overflowing A, B or E is reported in notes, not raised
+            samples[k] = [np.exp(t[2]), np.exp(t[0]), np.exp(t[1]), t[3], t[4]]
+    if stuck:
+        raise RuntimeError(
+            f"L-BFGS-B stopped where it started on {stuck} of {bootstrap} resamples: the intervals would be too narrow"
+        )
+
+    notes = []
+    ci: dict[str, tuple[float, float] | None] = dict.fromkeys((*PARAMS, *DERIVED))
+    if bootstrap:
+        lo, hi = _percentiles(samples, level)
+        for i, k in enumerate(PARAMS):
+            bad = int(np.sum(~np.isfinite(samples[:, i])))
+            if bad:
+                notes.append(f"{bad} of {bootstrap} resamples fit a non-finite {k}: no interval for {k}")
+            else:
+                ci[k] = (float(lo[i]), float(hi[i]))
+        alpha, beta = samples[:, 3], samples[:, 4]
+        bad = int(np.sum(~((alpha > 0) & (beta > 0))))
+        if bad:
+            notes.append(f"{bad} of {bootstrap} resamples fit alpha <= 0 or beta <= 0: no interval for a, b, G")
+        else:
+            with np.errstate(over="ignore", invalid="ignore"):
+                derived = np.column_stack([*allocation_exponents(alpha, beta), _g(*samples.T)])
+            for i, k in enumerate(DERIVED):
+                if np.all(np.isfinite(derived[:, i])):
+                    ci[k] = tuple(float(v) for v in _percentiles(derived[:, i], level))
+                else:
+                    notes.append(f"some resamples give a non-finite {k}: no interval for {k}")
+    return ScalingFit(values, ci, samples, n, kept, f_hat * DELTA, int(bootstrap), seed, level, notes)
+
+
+def _g(E, A, B, alpha, beta):
+    """G = (alpha A / (beta B))^(1 / (alpha + beta)) (Hoffmann et al. 2022, appendix D.2)."""
+    return np.exp((np.log(alpha * A) - np.log(beta * B)) / (alpha + beta))
+
+
+def _values(theta) -> dict[str, float]:
+    a, b, e, alpha, beta = (float(v) for v in theta)
+    with np.errstate(over="ignore"):
+        values = {"E": float(np.exp(e)), "A": float(np.exp(a)), "B": float(np.exp(b)), "alpha": alpha, "beta": beta}
+    values.update(a=math.nan, b=math.nan, G=math.nan)  # no compute-optimal allocation unless alpha, beta > 0
+    if alpha > 0 and beta > 0:
+        exp_a, exp_b = allocation_exponents(alpha, beta)
+        values.update(a=float(exp_a), b=float(exp_b), G=float(_g(*(values[k] for k in PARAMS))))
+    return values
