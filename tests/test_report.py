@@ -3,6 +3,7 @@ come from their CSV logs, the PNGs are images, the cross-attention rows are dist
 
 import csv
 import json
+import os
 from pathlib import Path
 
 import matplotlib.image as mpimg
@@ -247,6 +248,32 @@ def test_cross_attention_rows_are_distributions(sweep):
         cross_attention(model, src_tok, tgt_tok, sentence, layer=len(model.decoder.layers))
     # a model without cross-attention has no map (its checkpoint is not loaded)
     assert load_translation_model(next(r for r in find_runs(sweep) if r["arch"] == "decoder_only")) is None
+
+
+@pytest.mark.e2e
+def test_attention_defaults_to_a_sentence_of_the_runs_own_test_set(sweep, tmp_path, monkeypatch):
+    """examples.json keeps the tested source sentences (the lines of multi30k test_2016_flickr.de at its ids);
+    the attention map reads the first of them, and its title names the dataset and where the sentence is from."""
+    import gzip
+
+    import zoo.report_attention as report_attention
+    from zoo.report_runs import group_runs
+
+    res = next(r for r in find_runs(sweep) if r["task"] == "translation")
+    ex = json.loads((Path(res["run_dir"]) / "examples.json").read_text())
+    with gzip.open(Path(os.environ["ZOO_DATA_MIRROR"]) / "multi30k" / "test_2016_flickr.de.gz", "rt") as f:
+        lines = f.read().splitlines()
+    assert ex["src"] == [lines[i] for i in ex["ids"]] and len(ex["src"]) == len(ex["hyp"]) > 0
+    titles, plot = [], report_attention.plot_attention
+    monkeypatch.setattr(
+        report_attention,
+        "plot_attention",
+        lambda w, s, t, title, path: titles.append(title) or plot(w, s, t, title, path),
+    )
+    groups = [g for g in group_runs(find_runs(sweep)) if g["task"] == "translation"]
+    assert len(report_attention.attention_maps(groups, tmp_path)) == 1
+    assert titles[0].startswith("encoder_decoder") and "(multi30k, de->en): cross-attention" in titles[0]
+    assert f"\nmulti30k test example {ex['ids'][0]}: {report_attention._clip(ex['src'][0])}\n" in titles[0]
 
 
 def test_bad_input_exits_2(tmp_path, capsys):

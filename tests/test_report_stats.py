@@ -48,9 +48,11 @@ def write_run(
     cost=True,
     curve=None,
     legacy=False,
+    data=None,
 ) -> Path:
-    """One run dir: results.json (zoo.train's keys; legacy=True: only those of before seeds), examples.json
-    when `examples` is given, and csv/metrics.csv when `curve` {metric: [(step, value, flops, seconds)]} is."""
+    """One run dir: results.json (zoo.train's keys; legacy=True: only those of before seeds; `data`: its
+    "data" record, the datamodule's data_info), examples.json when `examples` is given, and csv/metrics.csv
+    when `curve` {metric: [(step, value, flops, seconds)]} is."""
     d = Path(root) / name
     d.mkdir(parents=True)
     objective = (
@@ -104,6 +106,8 @@ def write_run(
             )
             for k in ("budget", "cost", "objective"):
                 res.pop(k, None)
+    if data is not None:
+        res["data"] = data
     if examples is not None:
         (d / "examples.json").write_text(json.dumps(examples))
         res["examples"] = "examples.json"

@@ -10,16 +10,21 @@ included), each run's Lightning CSV log (`<run dir>/csv/metrics.csv`) and per-ex
     mean +- std over seeds and its 95% Student-t interval ("n/a (1 seed)" for one seed), the seeds behind it
     (failed ones counted), and the group's cost: parameters, training FLOPs, tokens, training seconds, FLOPs
     per generated token, ms per example (zoo.report_table). Failed runs are listed with their error.
+    A translation group with all hypotheses empty or test BLEU below 1 is flagged in a "flag" column.
   - per task, paired significance tests between groups on the same examples (sacreBLEU's paired bootstrap for
     BLEU / chrF, McNemar's exact test for accuracy, a paired bootstrap over validation windows for LM loss)
-    with p-values and the ranking they support, only within one (dataset, budget) (zoo.report_significance).
-  - for translation and classification, zoo's ordering of prefix_lm, decoder_only and encoder_decoder against
-    T5's (Raffel et al. 2020, Table 2): agrees / disagrees / not significant.
+    with p-values, the counts each rests on (McNemar's b and c, how many segments / windows differ) and the
+    ranking they support, only within one (dataset, budget) (zoo.report_significance); two flagged groups are
+    not ranked against each other.
+  - for translation on the built-in Multi30k (en-de) and classification on the built-in SST-2, zoo's ordering
+    of prefix_lm, decoder_only and encoder_decoder against T5's (Raffel et al. 2020, Table 2): agrees /
+    disagrees / not significant, "not judged" with one seed (zoo.report_literature); nothing for other data.
 - val_<task>.png: validation curves against step, training FLOPs and training seconds, one line per group,
-  min-max band over seeds (zoo.report_plots).
+  min-max band over seeds; titles name the task's datasets (zoo.report_plots).
 - attention_<group>.png (translation groups whose model has cross-attention, i.e. encoder_decoder): the
-  cross-attention of the best checkpoint of the group's first seed on one test sentence
-  (zoo.report_attention; --sentence picks it, --layer the decoder layer).
+  cross-attention of the best checkpoint of the group's first seed on one sentence, by default the first
+  source sentence of the run's own test set (zoo.report_attention; --sentence picks another, --layer the
+  decoder layer).
 
 Exit status 2 with a one-line message for bad input (no results.json found, unreadable files).
 """
@@ -184,7 +189,7 @@ def main(argv=None) -> int:
         "--sentence",
         default=None,
         help="source sentence of the attention maps "
-        "(default: the first test_2016_flickr sentence in each checkpoint's source language)",
+        "(default: the first source sentence of each run's own test set, from its examples.json)",
     )
     parser.add_argument("--layer", type=int, default=-1, help="decoder layer of the attention maps (default -1: last)")
     args = parser.parse_args(argv)

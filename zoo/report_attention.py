@@ -11,16 +11,22 @@ from pathlib import Path
 import torch
 
 from zoo.data.info import LEGACY_LANGS, from_checkpoint
-from zoo.report_runs import ReportError, slug
+from zoo.report_runs import ReportError, read_examples, slug
 
 SPACE = "\u2581"  # the BPE's word-start mark (Metaspace)
-# The first sentence of Multi30k test_2016_flickr in each of its languages; --sentence picks another
+# The first sentence of Multi30k test_2016_flickr in each of its languages: the default of a run on that test set
+# whose examples.json predates its "src" field (default_sentence); --sentence picks another
 DEFAULT_SENTENCE = {
     "de": "Ein Mann mit einem orangefarbenen Hut, der etwas anstarrt.",
     "en": "A man in an orange hat starring at something.",
     "fr": "Un homme avec un chapeau orange regardant quelque chose.",
     "cs": "Mu\u017e v oran\u017eov\u00e9m klobouku na n\u011bco z\u00edr\u00e1.",
 }
+
+
+def _clip(text: str, width: int = 90) -> str:
+    """text, cut to `width` characters with "..." (a figure title's line)."""
+    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 def _plt():
@@ -111,6 +117,32 @@ def plot_attention(weights: torch.Tensor, src_pieces: list[str], tgt_pieces: lis
     return path
 
 
+def default_sentence(run: dict, data: dict) -> tuple[str | None, str]:
+    """(sentence, where it comes from) of a run's attention map when no --sentence is given: the first source
+    sentence of the run's own test set, i.e. examples.json's "src" at its first id (the lowest: the translation
+    task writes them in order). A run whose
+    examples.json has no "src" (written before zoo kept it) gets the first test_2016_flickr sentence in its
+    source language (DEFAULT_SENTENCE) when `data` (zoo.data.info.from_checkpoint) is the built-in Multi30k
+    tested on test_2016_flickr, or a checkpoint from before data settings were kept (Multi30k assumed);
+    otherwise (None, why not)."""
+    ex, _ = read_examples(run)
+    src = ex.get("src") if ex is not None else None
+    dataset = data.get("dataset") if data.get("stored") else run.get("dataset", "?")
+    if isinstance(src, list) and src and len(src) == len(ex["ids"]) and str(src[0]).strip():
+        return str(src[0]), f"{dataset} test example {ex['ids'][0]}"
+    multi30k = not data.get("stored") or (
+        data.get("dataset") == "multi30k"
+        and data.get("builtin", True)
+        and data.get("test_split", "test_2016_flickr") == "test_2016_flickr"
+    )
+    if multi30k and DEFAULT_SENTENCE.get(data.get("src_lang")):
+        return DEFAULT_SENTENCE[data["src_lang"]], "multi30k test_2016_flickr sentence 1"
+    return None, (
+        f'no source sentence of its own test set ({dataset}): its examples.json has no "src" and its data '
+        f"is not the built-in Multi30k test_2016_flickr; pass one with --sentence"
+    )
+
+
 def attention_maps(
     groups: list[dict],
     out_dir: Path,
@@ -120,10 +152,11 @@ def attention_maps(
     attend: Callable | None = None,
 ) -> list[Path]:
     """attention_<group label>.png for each translation group whose model has cross-attention, from its first
-    finished run (the lowest seed), on `sentence` or the DEFAULT_SENTENCE of the checkpoint's source language.
+    finished run (the lowest seed), on `sentence` or the first source sentence of the run's own test set
+    (default_sentence). The title names the group, seed, dataset, language pair and where the sentence comes from.
     attend: the cross_attention function to call (zoo.report passes its own name, so a test can wrap it).
-    Returns the paths; a run without a checkpoint, or whose source language has no default sentence, gets no
-    map, and a line saying so is appended to `skipped`."""
+    Returns the paths; a run without a checkpoint, or without a sentence of its own test set, gets no map, and
+    a line saying so is appended to `skipped`."""
     attend = attend or cross_attention
     written = []
     for group in groups:
@@ -144,21 +177,19 @@ def attention_maps(
         pair = f"{data['src_lang']}->{data['tgt_lang']}"
         if not data["stored"]:
             pair += f" ({data.get('note', 'assumed')})"
-        text = sentence or DEFAULT_SENTENCE.get(data["src_lang"])
+        text, source = (sentence, "--sentence") if sentence else default_sentence(run, data)
         if text is None:
             if skipped is not None:
-                skipped.append(
-                    f"{run['run_dir']}: no example sentence in {data['src_lang']!r}, the source language of "
-                    f"its checkpoint ({pair}); pass one with --sentence"
-                )
+                skipped.append(f"{run['run_dir']}: {source}")
             continue
+        dataset = data.get("dataset") if data.get("stored") else group["dataset"]
         w, src_pieces, tgt_pieces = attend(model, src_tok, tgt_tok, text, layer, hp.get("max_len_b", 50))
         n = len(model.decoder.layers)
         hyp = "".join(tgt_pieces[:-1]).replace(SPACE, " ").strip()
         seed = f", seed {run['seed']}" if run.get("seed") is not None else ""
         title = (
-            f"{group['label']}{seed} ({pair}): cross-attention, decoder layer {layer % n + 1} of {n}, mean of "
-            f"heads\n{text}\n-> {hyp if len(hyp) <= 90 else hyp[:87] + '...'}"
+            f"{group['label']}{seed} ({dataset}, {pair}): cross-attention, decoder layer {layer % n + 1} of {n}, "
+            f"mean of heads\n{source}: {_clip(text)}\n-> {_clip(hyp)}"
         )
         path = out_dir / f"attention_{slug(group['label'])}.png"
         written.append(plot_attention(w, src_pieces, tgt_pieces, title, path))

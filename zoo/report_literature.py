@@ -3,7 +3,9 @@ on translation (test BLEU) and classification (test accuracy) against T5's (Raff
 
 T5's numbers are constants here (T5_TABLE2, with its citation). t5_claim turns them into pairwise orderings
 (an ordering needs a gap beyond T5's own run-to-run noise); versus_t5 puts zoo's ordering (ranking records of
-zoo.report_significance.compare_task, which require a paired test and disjoint seed intervals) beside them.
+zoo.report_significance.compare_task, which require a paired test and disjoint seed intervals) beside them,
+only for runs on zoo's built-in benchmarks of T5's kind (T5_SETUP: Multi30k between English and German, SST-2)
+and with a verdict only where each architecture has several seeds.
 """
 
 import math
@@ -29,6 +31,27 @@ T5_STD = {"EnDe": 0.112, "GLUE": 0.235}  # Table 1: baseline standard deviation 
 # zoo task -> (T5 benchmark, its column in T5_TABLE2, the zoo metric compared with it)
 T5_BENCHMARK = {"translation": ("EnDe", 5, "test/bleu"), "classification": ("GLUE", 6, "test/acc")}
 T5_ARCHS = ("prefix_lm", "decoder_only", "encoder_decoder")
+# zoo's built-in benchmarks of T5's kind: translation between English and German (T5: WMT EnDe) on Multi30k, and
+# SST-2 classification (one of GLUE's tasks); zoo task -> (dataset name, language pair or None)
+T5_SETUP = {"translation": ("multi30k", {"en", "de"}), "classification": ("sst2", None)}
+
+
+def t5_setup(task: str, group: dict) -> str:
+    """ "" when every finished run of the group is on the built-in benchmark of T5_SETUP for its task, else why
+    not. A run's results.json "data" (the datamodule's data_info) must name the built-in dataset ("builtin"
+    True, "dataset") and, for translation, an English-German pair; a results.json from before "data" was kept
+    is judged by its "dataset" name."""
+    if task not in T5_SETUP:
+        return f"T5's Table 2 has no {task} benchmark"
+    name, langs = T5_SETUP[task]
+    for r in group["ok"]:
+        data = r.get("data") if isinstance(r.get("data"), dict) else {"dataset": r.get("dataset"), "builtin": True}
+        if data.get("dataset") != name or data.get("builtin") is False:
+            return f"{group['label']} is on {data.get('dataset') or r.get('dataset')!r}, not zoo's built-in {name}"
+        if langs and "src_lang" in data and {data["src_lang"], data.get("tgt_lang")} != langs:
+            pair = f"{data['src_lang']}->{data.get('tgt_lang')}"
+            return f"{group['label']} translates {pair}, not between English and German"
+    return ""
 
 
 def t5_threshold(benchmark: str) -> float:
@@ -77,7 +100,11 @@ def t5_arch(group: dict) -> str | None:
 
 def versus_t5(task: str, records: list[dict], groups: list[dict]) -> list[str]:
     """The literature section of a task (translation, classification): zoo's ordering of prefix_lm, decoder_only
-    and encoder_decoder with intervals, T5's (t5_claim), and per pair "agrees" / "disagrees" / "not significant"."""
+    and encoder_decoder with intervals, T5's (t5_claim), and per pair "agrees" / "disagrees" / "not significant".
+    Only for groups on the built-in benchmarks of T5's setup (t5_setup: Multi30k en-de, SST-2): nothing for a
+    user's dataset, nor for a group flagged in every run (zoo.report_table.flag_group: empty hypotheses or BLEU
+    below 1). A pair where either group has a single seed is "not judged": T5's orderings are gaps beyond
+    its run-to-run noise, which one training run per architecture cannot show."""
     if task not in T5_BENCHMARK:
         return []
     benchmark, col, zoo_metric = T5_BENCHMARK[task]
@@ -88,7 +115,7 @@ def versus_t5(task: str, records: list[dict], groups: list[dict]) -> list[str]:
         arch_rows: dict[str, list[dict]] = {}
         for r in rec["order"]:
             a = t5_arch(groups[r["group"]])
-            if a:
+            if a and not t5_setup(task, groups[r["group"]]) and not groups[r["group"]].get("degenerate"):
                 arch_rows.setdefault(a, []).append(r)
         if len(arch_rows) < 2:
             continue
@@ -133,7 +160,9 @@ def versus_t5(task: str, records: list[dict], groups: list[dict]) -> list[str]:
                 z_sign, z_why, _ = rec["pairs"][(ra["group"], rb["group"])]
                 t5_text = {1: f"{a} ahead", -1: f"{b} ahead", 0: "no ordering"}[t5_sign]
                 zoo_text = {1: f"{a} ahead", -1: f"{b} ahead", 0: "no significant ordering"}[z_sign]
-                if t5_sign == 0:
+                if min(ra["n"], rb["n"]) < 2:
+                    verdict = "not judged (one seed: a verdict needs several seeds per architecture)"
+                elif t5_sign == 0:
                     verdict = (
                         "agrees (neither orders them)"
                         if z_sign == 0

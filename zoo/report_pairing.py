@@ -90,27 +90,25 @@ def paired_data(ga: dict, gb: dict, task: str) -> dict:
 
 
 def paired_tests(ga: dict, gb: dict, task: str) -> tuple[dict[str, dict], dict[str, str]]:
-    """({table metric: {"p", "test", ...}}, {"BLEU"/"chrF2": sacreBLEU signature}) of groups A vs B. Raises
-    NotPaired."""
+    """({table metric: {"p", "test", "seeds", "n" (pooled paired units), "n_diff" (units that differ: McNemar's
+    discordant examples b + c, segments whose metric statistics differ, windows whose losses differ), "unit"
+    ("examples", "segments", "windows"), and the test's own keys (McNemar's "b", "c"; sacreBLEU's "a", "b"
+    scores, "identical")}}, {"BLEU"/"chrF2": sacreBLEU signature}) of groups A vs B. Raises NotPaired."""
     data = paired_data(ga, gb, task)
     out, sigs = {}, {}
     if task == "classification":
         m = mcnemar_exact(*data["correct"])
-        out["test/acc"] = {**m, "test": "McNemar exact", "seeds": data["seeds"], "n": len(data["correct"][0])}
+        out["test/acc"] = {**m, "test": "McNemar exact", "seeds": data["seeds"], "unit": "examples"}
     elif task == "translation":
         refs = data["ref"][0]
         s = sacrebleu_paired(*data["hyp"], refs)
-        out["test/bleu"] = {**s["bleu"], "test": "sacreBLEU paired bootstrap", "seeds": data["seeds"], "n": len(refs)}
-        out["test/chrf"] = {**s["chrf"], "test": "sacreBLEU paired bootstrap", "seeds": data["seeds"], "n": len(refs)}
+        common = {"test": "sacreBLEU paired bootstrap", "seeds": data["seeds"], "unit": "segments"}
+        out["test/bleu"] = {**s["bleu"], **common}
+        out["test/chrf"] = {**s["chrf"], **common}
         sigs = {"BLEU": s["bleu"]["signature"], "chrF2": s["chrf"]["signature"]}
         if "hyp_beam" in data:
             s = sacrebleu_paired(*data["hyp_beam"], refs)
-            out["test/bleu_beam"] = {
-                **s["bleu"],
-                "test": "sacreBLEU paired bootstrap",
-                "seeds": data["seeds"],
-                "n": len(refs),
-            }
+            out["test/bleu_beam"] = {**s["bleu"], **common}
     elif task == "lm":
         la, lb = data["loss"]
         diff = [float(x) - float(y) for x, y in zip(la, lb)]
@@ -119,5 +117,6 @@ def paired_tests(ga: dict, gb: dict, task: str) -> tuple[dict[str, dict], dict[s
             **b,
             "test": "paired bootstrap (token-weighted windows)",
             "seeds": data["seeds"],
+            "unit": "windows",
         }
     return out, sigs

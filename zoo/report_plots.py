@@ -99,10 +99,17 @@ def draw_group(ax, series: list[tuple[list, list]], color: str, label: str) -> s
     return "band"
 
 
+def curves_title(task: str, datasets: list[str], name: str | None = None) -> str:
+    """The title of a task's curves (name None: the figure's) or of one metric's panel: it names the datasets."""
+    on = f"{task} on {', '.join(datasets) or '?'}"
+    return f"{on}: {name}" if name else f"Validation curves, {on}"
+
+
 def plot_curves(groups: list[dict], out_dir: Path) -> list[Path]:
     """val_<task>.png per task: a grid of panels, rows = the x axes of X_AXES some run logged, columns = the
     metrics of CURVES[task] (every val/ metric for another task) some run logged; one line per group (mean over
-    seeds, min-max band). Returns the paths."""
+    seeds, min-max band). The figure's and every panel's title name the task's datasets (curves_title); where
+    a task's groups are on several datasets, each legend entry names its own. Returns the paths."""
     plt = _plt()
     written = []
     for task in dict.fromkeys(g["task"] for g in groups):
@@ -115,6 +122,7 @@ def plot_curves(groups: list[dict], out_dir: Path) -> list[Path]:
         axes_ = [ax for ax in X_AXES if ax[1] is None or any(ax[1] in c for c in all_curves)]
         if not names:
             continue
+        datasets = list(dict.fromkeys(str(g["dataset"]) for g, _ in task_groups))
         fig, axes = plt.subplots(len(axes_), len(names), figsize=(5.5 * len(names), 4 * len(axes_)), squeeze=False)
         for row, (_, x_key, x_label) in zip(axes, axes_):
             for ax, name in zip(row, names):
@@ -123,15 +131,17 @@ def plot_curves(groups: list[dict], out_dir: Path) -> list[Path]:
                     series = [s for s in series if s[0]]
                     if not series:
                         continue
-                    draw_group(ax, series, f"C{k % 10}", group_label(g))
+                    label = group_label(g) + (f" [{g['dataset']}]" if len(datasets) > 1 else "")
+                    draw_group(ax, series, f"C{k % 10}", label)
                 if x_key is not None:
                     ax.ticklabel_format(axis="x", style="sci", scilimits=(-3, 4))
                 ax.set_xlabel(x_label)
                 ax.set_ylabel(name)
-                ax.set_title(f"{task}: {name}")
+                ax.set_title(curves_title(task, datasets, name))
                 ax.grid(alpha=0.3)
                 if ax.get_legend_handles_labels()[0]:
                     ax.legend(fontsize=7)
+        fig.suptitle(curves_title(task, datasets))
         fig.tight_layout()
         path = out_dir / f"val_{task}.png"
         fig.savefig(path, dpi=100)

@@ -12,11 +12,15 @@ McNemar's exact test (mcnemar_exact); LM loss: a paired bootstrap over the same 
 weighted by their scored tokens (paired_bootstrap). A group is "ahead" of another when the test's p < ALPHA
 and, where both have several seeds, their 95% seed intervals do not overlap (a difference within the
 intervals is not an ordering); without examples, the intervals alone decide, and one seed each decides nothing.
+Two translation groups whose every run is flagged (zoo.report_table.flag_group: all hypotheses empty, or test
+BLEU below 1) are never ahead of each other, and their p-values are printed unstarred. Under each p-value
+table the report prints the counts the tests rest on (counts_text): McNemar's b and c, and how many segments
+or windows differ.
 """
 
 from zoo.report_pairing import NotPaired, paired_tests
 from zoo.report_stats import ALPHA, BOOTSTRAP_SAMPLES, SACREBLEU_SAMPLES, SEED
-from zoo.report_table import PRIMARY, fmt_ci, fmt_value, lower_is_better, objective_note
+from zoo.report_table import MIN_BLEU, PRIMARY, fmt_ci, fmt_value, lower_is_better, objective_note
 
 TESTS = {  # task -> how its metrics are tested (printed)
     "translation": f"sacreBLEU paired bootstrap resampling ({SACREBLEU_SAMPLES} resamples, seed {SEED}; "
@@ -27,6 +31,14 @@ TESTS = {  # task -> how its metrics are tested (printed)
     f"difference of the token-weighted mean losses, windows resampled, p two-sided (bootstrap shifted to the "
     f"null)",
 }
+ZERO_AND_FLOOR = (
+    "p = 1 where the observed difference is 0 (identical outputs, equal scores); a bootstrap's p is at least "
+    "2^(1 - k), k = the segments / windows that differ (the smallest p an exact paired randomization test "
+    "reaches on k units), so one differing unit is never significant"
+)
+DEGENERATE = (
+    f"both flagged (all hypotheses empty or test/bleu < {MIN_BLEU:g} in every run): not ranked against each other"
+)
 POOLING = (
     "seeds: the i-th seed of one group is paired with the i-th of the other (seed order) and the pairs are "
     "pooled (outputs concatenated seed after seed, references / labels repeated once per seed), so a resample "
@@ -70,8 +82,34 @@ def partitions(table: list[dict], task: str) -> dict[tuple[str, str], list[dict]
     return parts
 
 
-def fmt_p(p: float | None) -> str:
-    return "-" if p is None else (f"{p:.4f}" if p >= 1e-4 else f"{p:.1e}") + ("*" if p < ALPHA else "")
+def fmt_p(p: float | None, star: bool = True) -> str:
+    """A p-value with 4 decimals (scientific below 1e-4, "<1e-300" where it underflowed), `*` when p < ALPHA and
+    star is True; "-" for None."""
+    if p is None:
+        return "-"
+    text = f"{p:.4f}" if p >= 1e-4 else f"{p:.1e}" if p >= 1e-300 else "<1e-300"
+    return text + ("*" if star and p < ALPHA else "")
+
+
+def counts_text(res: dict, metric: str) -> str:
+    """What a paired test rests on: McNemar's b and c, or how many segments / windows differ, of how many pooled
+    units."""
+    seeds = res.get("seeds", 1)
+    pooled = f", {seeds} seeds pooled" if seeds and seeds > 1 else ""
+    if res.get("test") == "McNemar exact":
+        return (
+            f"b = {res['b']} (A right, B wrong), c = {res['c']} (A wrong, B right): {res['b'] + res['c']} "
+            f"discordant of {res['n']} examples{pooled}"
+        )
+    unit = res.get("unit", "units")
+    what = f"in their {metric} statistics" if unit == "segments" else "in loss" if unit == "windows" else ""
+    text = f"{res.get('n_diff', '?')} of {res.get('n', '?')} {unit} differ {what}".rstrip() + pooled
+    return text + (" (identical outputs)" if res.get("identical") else "")
+
+
+def both_degenerate(groups: list[dict], gi: int, gj: int) -> bool:
+    """Whether both groups are flagged as unusable (zoo.report_table.flag_group): no ordering between them."""
+    return bool(groups[gi].get("degenerate") and groups[gj].get("degenerate"))
 
 
 def pairwise_tests(order: list[int], groups: list[dict], task: str) -> tuple[dict, list[str], dict]:
@@ -116,8 +154,11 @@ def ranking_lines(order: list[int], rows: dict, pairs: dict, groups: list[dict])
 
 
 def p_value_lines(by_metric: dict, order: list[int], tests: dict, groups: list[dict]) -> list[str]:
-    """One Markdown table of p-values per metric that was tested, then the pairs with identical outputs."""
+    """One Markdown table of p-values per metric that was tested, each followed by the counts each p-value rests
+    on (counts_text); then the pairs with identical outputs. A pair of flagged groups (both_degenerate) gets
+    its p-value unstarred and marked †."""
     lines = []
+    flagged_pairs = False
     for m in [m for m in by_metric if any(m in res for res in tests.values())]:
         m_order = [g for g in order if g in by_metric[m]] or order
         lines += [
@@ -130,9 +171,22 @@ def p_value_lines(by_metric: dict, order: list[int], tests: dict, groups: list[d
             cells = []
             for gj in m_order:
                 res = tests.get((gi, gj)) or tests.get((gj, gi)) or {}
-                cells.append("-" if gi == gj else fmt_p(res.get(m, {}).get("p")))
+                p = res.get(m, {}).get("p")
+                if gi == gj:
+                    cells.append("-")
+                elif p is not None and both_degenerate(groups, gi, gj):
+                    cells.append(fmt_p(p, star=False) + " †")
+                    flagged_pairs = True
+                else:
+                    cells.append(fmt_p(p))
             lines.append("| " + " | ".join([groups[gi]["label"]] + cells) + " |")
+        lines += ["", f"Counts behind the p-values, {m}:", ""]
+        for (gi, gj), res in tests.items():
+            if m in res and gi in m_order and gj in m_order:
+                lines.append(f"- {groups[gi]['label']} (A) vs {groups[gj]['label']} (B): {counts_text(res[m], m)}")
         lines.append("")
+    if flagged_pairs:
+        lines += [f"†: {DEGENERATE}.", ""]
     identical = sorted(
         {
             f"{groups[gi]['label']} and {groups[gj]['label']}"
@@ -156,7 +210,7 @@ def compare_task(task: str, table: list[dict], groups: list[dict]) -> tuple[list
     lines += [
         f"### {task}",
         "",
-        f"Test: {TESTS.get(task, 'none (no paired test for this task)')}; {POOLING}. "
+        f"Test: {TESTS.get(task, 'none (no paired test for this task)')}; {POOLING}; {ZERO_AND_FLOOR}. "
         f"`*`: p < {ALPHA}. A group is ahead of another when p < {ALPHA} and, where both have several seeds, "
         f"their 95% seed intervals do not overlap.",
         "",
@@ -180,6 +234,14 @@ def compare_task(task: str, table: list[dict], groups: list[dict]) -> tuple[list
         lines += [f"**{dataset}, budget {budget}**, ranked by {metric}:", ""]
         if excluded:
             lines += ["Not ranked (a different objective): " + ", ".join(groups[g]["label"] for g in excluded), ""]
+        flagged = [g for g in gis if groups[g].get("flags")]
+        if flagged:
+            lines += [
+                "Flagged (the table's flag column): "
+                + "; ".join(f"{groups[g]['label']} ({'; '.join(groups[g]['flags'])})" for g in flagged)
+                + ". Two groups flagged in every run are not ranked against each other.",
+                "",
+            ]
         rows_ = sorted(
             (by_metric[metric][g] for g in ranked), key=lambda r: r["mean"], reverse=not lower_is_better(metric)
         )
@@ -190,6 +252,8 @@ def compare_task(task: str, table: list[dict], groups: list[dict]) -> tuple[list
         for (gi, gj), res in tests.items():
             p = res.get(metric, {}).get("p")
             sign, why = ordering(by_metric[metric][gi], by_metric[metric][gj], p)
+            if both_degenerate(groups, gi, gj):
+                sign, why = 0, DEGENERATE
             pairs[(gi, gj)] = (sign, why, p)
             pairs[(gj, gi)] = (-sign, why, p)
         lines += ranking_lines(order, by_metric[metric], pairs, groups)

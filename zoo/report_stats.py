@@ -51,10 +51,14 @@ def mcnemar_exact(correct_a: Sequence[bool], correct_b: Sequence[bool]) -> dict:
     """McNemar's exact test of two classifiers on the same examples (paired by position).
 
     correct_a, correct_b: (N,) booleans, example i classified correctly by A / by B. Returns {"b": # A right and
-    B wrong, "c": # A wrong and B right, "p": two-sided p-value}. Under H0 (equal error rates) the b of the
-    n = b + c discordant examples is Binomial(n, 1/2): p = min(1, 2 * sum_{i <= min(b, c)} C(n, i) / 2^n);
-    p = 1 when n = 0. Source: McNemar (1947), in its exact (binomial) form; see Dietterich (1998), "Approximate
+    B wrong, "c": # A wrong and B right, "p": two-sided p-value, "n": N, "n_diff": b + c}. Under H0 (equal error
+    rates) the b of the n = b + c discordant examples is Binomial(n, 1/2): p = min(1, 2 * sum_{i <= min(b, c)}
+    C(n, i) / 2^n), computed by scipy.stats.binomtest (exact at any n; it underflows to 0.0 only below the
+    smallest double, n beyond about 1,075 all one way); p = 1 when n = 0, so a single example (n <= 1) is never
+    significant. Source: McNemar (1947), in its exact (binomial) form; see Dietterich (1998), "Approximate
     statistical tests for comparing supervised classification learning algorithms"."""
+    from scipy.stats import binomtest
+
     a = np.asarray(correct_a, dtype=bool)
     b_ = np.asarray(correct_b, dtype=bool)
     if a.shape != b_.shape:
@@ -62,10 +66,19 @@ def mcnemar_exact(correct_a: Sequence[bool], correct_b: Sequence[bool]) -> dict:
     b = int((a & ~b_).sum())
     c = int((~a & b_).sum())
     n = b + c
-    if n == 0:
-        return {"b": b, "c": c, "p": 1.0}
-    tail = sum(math.comb(n, i) for i in range(min(b, c) + 1))
-    return {"b": b, "c": c, "p": min(1.0, 2.0 * tail / 2**n)}
+    p = 1.0 if n == 0 else min(1.0, float(binomtest(b, n, 0.5, alternative="two-sided").pvalue))
+    return {"b": b, "c": c, "p": p, "n": int(a.size), "n_diff": n}
+
+
+def randomization_floor(n_diff: int) -> float:
+    """min(1, 2 / 2^n_diff): the smallest two-sided p-value an exact paired test can reach when n_diff units
+    (examples, segments, windows) differ between two systems. A paired randomization (sign-flip) test has
+    2^n_diff equally likely swaps of the differing units, and the observed one and its mirror (all swapped)
+    are at least as extreme as the observed difference (Riezler & Maxwell 2005, "On some pitfalls in automatic
+    evaluation and significance testing for MT"). The bootstraps below report max(their p, this floor): a
+    bootstrap of one differing unit, or of a few that all differ by the same amount, resamples the same
+    difference every time and would otherwise print p = 1 / (resamples + 1)."""
+    return 1.0 if n_diff <= 1 else min(1.0, 2.0 ** (1 - n_diff))
 
 
 def paired_bootstrap(
@@ -76,25 +89,41 @@ def paired_bootstrap(
     diff: (N,) per-unit differences A - B (e.g. nats per token of validation window i); weights: (N,) unit
     weights (scored tokens of window i), default 1. The statistic is delta = sum(w d) / sum(w) (the difference
     of the two token-weighted mean losses). Units are resampled with replacement n_samples times
-    (numpy default_rng(seed)); the two-sided p-value is (1 + #{|delta*_b - delta| >= |delta|}) / (n_samples + 1),
+    (numpy default_rng(seed)); the bootstrap p-value is (1 + #{|delta*_b - delta| >= |delta|}) / (n_samples + 1),
     the bootstrap distribution shifted to the null (Efron & Tibshirani 1993, ch. 16; Koehn 2004, "Statistical
-    significance tests for machine translation evaluation"). Identical systems (all d = 0) give p = 1.
-    Returns {"delta", "p", "n"}."""
+    significance tests for machine translation evaluation"). The reported "p" is max(that, randomization_floor(
+    n_diff)), n_diff = the units whose d is not 0; it is 1 when delta is 0 (identical systems, or differences
+    that cancel). Returns {"delta", "p", "p_bootstrap" (None when no resampling was needed), "n", "n_diff"}.
+    Raises ValueError for empty or mismatched inputs, or weights that are negative or sum to 0."""
     d = np.asarray(diff, dtype=float)
     w = np.ones_like(d) if weights is None else np.asarray(weights, dtype=float)
     if d.shape != w.shape or d.ndim != 1 or len(d) == 0:
         raise ValueError(f"paired_bootstrap: diff {d.shape} and weights {w.shape} must be the same non-empty (N,)")
+    if not (np.isfinite(d).all() and np.isfinite(w).all()) or (w < 0).any() or w.sum() <= 0:
+        raise ValueError("paired_bootstrap: differences and weights must be finite, weights >= 0 with a positive sum")
     delta = float((w * d).sum() / w.sum())
+    n_diff = int(((d != 0) & (w > 0)).sum())
+    tol = 1e-12 * max(1.0, float(np.abs(d).max()))  # float rounding of a difference that is 0
+    if n_diff == 0 or abs(delta) <= tol:
+        return {"delta": delta, "p": 1.0, "p_bootstrap": None, "n": len(d), "n_diff": n_diff}
     rng = np.random.default_rng(seed)
     hits, done, chunk = 0, 0, max(1, min(n_samples, 2_000_000 // len(d)))
     while done < n_samples:
         k = min(chunk, n_samples - done)
         idx = rng.integers(0, len(d), size=(k, len(d)))
         ws = w[idx]
-        star = (ws * d[idx]).sum(1) / ws.sum(1)
-        hits += int((np.abs(star - delta) >= abs(delta) - 1e-12).sum())
+        sums = ws.sum(1)
+        star = np.divide((ws * d[idx]).sum(1), sums, out=np.zeros(k), where=sums > 0)
+        hits += int((np.abs(star - delta) >= abs(delta) - tol).sum())
         done += k
-    return {"delta": delta, "p": (1 + hits) / (n_samples + 1), "n": len(d)}
+    p_boot = (1 + hits) / (n_samples + 1)
+    return {
+        "delta": delta,
+        "p": max(p_boot, randomization_floor(n_diff)),
+        "p_bootstrap": p_boot,
+        "n": len(d),
+        "n_diff": n_diff,
+    }
 
 
 @contextlib.contextmanager
@@ -123,36 +152,65 @@ def sacrebleu_paired(
     CHRF(): the corpus_bleu / corpus_chrf the translation task logs).
 
     hyps_a, hyps_b, refs: (N,) detokenized sentences, paired by position (one reference each). Returns
-    {"bleu": {"a", "b" (corpus scores, 0-100), "p", "signature"}, "chrf": {...}}; the signature is sacreBLEU's
-    (nrefs, bs, seed, tokenizer, version...). When B's outputs equal A's, "p" is 1.0 and "identical" True:
-    sacreBLEU counts resampled differences strictly greater than the observed one, so a system against itself
-    would get 1 / (n_samples + 1), which is no evidence of a difference."""
+    {"bleu": {"a", "b" (corpus scores, 0-100), "p", "p_sacrebleu", "n" (N), "n_diff", "identical", "signature"},
+    "chrf": {...}}; the signature is sacreBLEU's (nrefs, bs, seed, tokenizer, version...). n_diff counts the
+    segments whose sufficient statistics under the metric differ between A and B (n-gram matches and lengths
+    for BLEU, character and word n-gram matches for chrF): the segments the metric can tell apart.
+    "p" is sacreBLEU's p-value ("p_sacrebleu") except where sacreBLEU's rule (it counts resampled differences
+    strictly greater than the observed one, +1) would claim a difference from none:
+    - identical outputs ("identical" True), or equal corpus scores (n_diff may be > 0, e.g. different words
+      that match the reference equally): p = 1, the observed difference is 0;
+    - otherwise p = max(p_sacrebleu, randomization_floor(n_diff)): a single differing segment (N = 1 included)
+      is never significant, since every resample repeats it.
+    Raises ValueError for empty or mismatched inputs."""
     from sacrebleu.metrics import BLEU, CHRF
     from sacrebleu.significance import PairedTest
 
     if not len(hyps_a) == len(hyps_b) == len(refs) or not len(refs):
         raise ValueError(f"sacrebleu_paired: {len(hyps_a)}, {len(hyps_b)} hypotheses and {len(refs)} references")
+    hyps_a, hyps_b, refs = list(hyps_a), list(hyps_b), list(refs)
     with _sacrebleu_seed(seed):
         test = PairedTest(
-            [("A", list(hyps_a)), ("B", list(hyps_b))],
+            [("A", hyps_a), ("B", hyps_b)],
             {"BLEU": BLEU(), "chrF": CHRF()},
-            references=[list(refs)],
+            references=[refs],
             test_type="bs",
             n_samples=n_samples,
         )
         signatures, scores = test()
-    identical = list(hyps_a) == list(hyps_b)
+    identical = hyps_a == hyps_b
     out = {}
-    for key, name in (("bleu", "BLEU"), ("chrf", next(k for k in scores if k.startswith("chrF")))):
+    chrf = next(k for k in scores if k.startswith("chrF"))
+    for key, name, metric in (("bleu", "BLEU", BLEU), ("chrf", chrf, CHRF)):
         base, other = scores[name]
+        a, b = float(base.score), float(other.score)
+        n_diff = 0 if identical else segments_that_differ(metric, hyps_a, hyps_b, refs)
+        p_sacre = float(other.p_value)
+        p = 1.0 if identical or a == b or n_diff == 0 else max(p_sacre, randomization_floor(n_diff))
         out[key] = {
-            "a": float(base.score),
-            "b": float(other.score),
-            "p": 1.0 if identical else float(other.p_value),
+            "a": a,
+            "b": b,
+            "p": p,
+            "p_sacrebleu": p_sacre,
+            "n": len(refs),
+            "n_diff": n_diff,
             "identical": identical,
             "signature": str(signatures[name]),
         }
     return out
+
+
+def segments_that_differ(metric_cls, hyps_a: list[str], hyps_b: list[str], refs: list[str]) -> int:
+    """How many segments have different sufficient statistics under a sacreBLEU metric (BLEU, CHRF with their
+    defaults) for hypotheses A and B against the same references: the per-segment statistics PairedTest itself
+    resamples (Metric._extract_corpus_statistics), compared only where the two hypotheses differ as strings."""
+    differ = [i for i, (x, y) in enumerate(zip(hyps_a, hyps_b)) if x != y]
+    if not differ:
+        return 0
+    metric = metric_cls(references=[[refs[i] for i in differ]])  # references tokenized once, for both systems
+    sa = metric._extract_corpus_statistics([hyps_a[i] for i in differ], None)
+    sb = metric._extract_corpus_statistics([hyps_b[i] for i in differ], None)
+    return sum(list(x) != list(y) for x, y in zip(sa, sb))
 
 
 def pooled(per_seed: list[Sequence]) -> list:

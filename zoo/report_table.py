@@ -3,7 +3,7 @@ interval, and each group's cost (parameters, training FLOPs, tokens, training se
 
 import math
 
-from zoo.report_runs import first_line, fmt_budget, seeds_text
+from zoo.report_runs import first_line, fmt_budget, read_examples, seeds_text
 from zoo.report_stats import t_interval
 
 # (metric, where in results.json): "final" = the last value / the test split on the best checkpoint,
@@ -33,6 +33,7 @@ NOTES = {  # printed under the table
     "decoding): its BLEU / chrF compare with the others', its val/loss (masked-token loss) "
     "does not",
 }
+MIN_BLEU = 1.0  # a translation run below this test BLEU (0-100) is flagged: its ranking would be noise
 COST_KEYS = ("train_flops", "tokens", "train_seconds", "inference_flops_per_token", "ms_per_example")
 LOWER_IS_BETTER = ("loss", "ppl", "bpc")  # metric name endings (zoo.tasks.base's rule); others: higher is better
 
@@ -45,6 +46,35 @@ def lower_is_better(metric: str) -> bool:
 def objective_note(task: str, objective: str) -> str:
     """DIFFERENT for an objective outside the task's comparable ones (STANDARD_OBJECTIVE), else ""."""
     return DIFFERENT if task in STANDARD_OBJECTIVE and objective not in STANDARD_OBJECTIVE[task] else ""
+
+
+def run_flag(run: dict, task: str) -> str:
+    """Why a finished run's outputs are unusable for a ranking, "" when they are usable. Translation only: all
+    of its test hypotheses empty (examples.json's "hyp", blank after stripping), or its test/bleu below
+    MIN_BLEU (a run without examples.json is judged on its BLEU alone)."""
+    if task != "translation":
+        return ""
+    ex, _ = read_examples(run)
+    if ex is not None and all(not str(h).strip() for h in ex["hyp"]):
+        return "all hypotheses empty"
+    bleu = run["final"].get("test/bleu")
+    if bleu is not None and float(bleu) < MIN_BLEU:
+        return f"test/bleu {float(bleu):.2f} < {MIN_BLEU:g}"
+    return ""
+
+
+def flag_group(group: dict) -> str:
+    """Set group["flags"] (one "seed S: why" per flagged finished run, run_flag) and group["degenerate"] (True
+    when every finished run is flagged: zoo.report_significance does not rank two such groups against each
+    other). Returns the flag text of the group's table rows ("" for none)."""
+    flags = []
+    for r in group["ok"]:
+        why = run_flag(r, group["task"])
+        if why:
+            flags.append(f"seed {r.get('seed', '?')}: {why}" if len(group["ok"]) > 1 else why)
+    group["flags"] = flags
+    group["degenerate"] = bool(group["ok"]) and len(flags) == len(group["ok"])
+    return "; ".join(flags)
 
 
 def metric_spec(task: str, runs: list[dict]) -> list:
@@ -85,10 +115,12 @@ def rows(groups: list[dict]) -> list[dict]:
     note (objective_note), metric (" (best)" for the best validation value), seeds (text: "3", "2 (1 failed)"),
     n (values averaged), n_failed, values / seeds_list (per seed), mean, std, half, lo, hi (t_interval; None for
     one seed), value (= mean), status ("ok" | "failed"), error (first line of the first failure), group (its index
-    in groups), run_dirs, and group_cost's keys (train_seconds: the cost's, else the run's wall_seconds)."""
+    in groups), run_dirs, flag (flag_group: the group's unusable runs, "" for none), and group_cost's keys
+    (train_seconds: the cost's, else the run's wall_seconds)."""
     out = []
     for gi, g in enumerate(groups):
         cost = group_cost(g)
+        flag = flag_group(g)
         base = {
             "cell": f"{g['task']} / {g['label']}",
             "task": g["task"],
@@ -104,6 +136,7 @@ def rows(groups: list[dict]) -> list[dict]:
             "group": gi,
             "error": first_line(g["failed"][0]["error"]) if g["failed"] else "",
             "run_dirs": [r["run_dir"] for r in g["runs"]],
+            "flag": flag,
             **cost,
             "train_seconds_measured": cost["train_seconds"] is not None,
         }
@@ -212,8 +245,11 @@ def markdown_table(table: list[dict]) -> str:
     """The rows as a Markdown table (HEADER): values with 4 decimals; params; training FLOPs and tokens (3
     significant digits); training seconds with the run's whole wall seconds in parentheses; FLOPs per generated
     token in millions (cost.inference_flops_per_token; results.json's forward flops_per_token, marked with †, for
-    a run that recorded no inference cost); ms per example. "-": not recorded."""
-    lines = ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
+    a run that recorded no inference cost); ms per example. "-": not recorded. When some row is flagged
+    (flag_group), a last column "flag" says why."""
+    flagged = any(r.get("flag") for r in table)
+    header = HEADER + ["flag"] * flagged
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for r in table:
         obj = r["objective"] + (f" ({r['note']})" if r["note"] else "")
         train_s = (
@@ -239,7 +275,7 @@ def markdown_table(table: list[dict]) -> str:
             train_s,
             flops_per_token,
             fmt_num(r["ms_per_example"], digits=".2f"),
-        ]
+        ] + [r.get("flag") or ""] * flagged
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
     return "\n".join(lines)
 
