@@ -5,7 +5,8 @@ adds a key nobody reads. check_overrides composes the config as Hydra is about t
 config, then its first job as the basic sweeper would launch it) and, for each override of a missing key,
 prints the keys of that node it may have meant (for a group option without a config file, such as
 `data=tiny_shakspeare`, the group's options and the nearest), and exits with 2; so does a budget.value that
-does not resolve (budget_problem: a bad compare.budget). Every other outcome (a config that
+does not resolve (budget_problem: a bad compare.budget), and a data key its datamodule does not take, written
+in a YAML file or as +data.key= (zoo.data.config_keys). Every other outcome (a config that
 composes, any other error, a command line it does not read) leaves everything to Hydra, as before.
 """
 
@@ -22,6 +23,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError
 
 from zoo.budget import BudgetError, unwrapped
+from zoo.data.config_keys import composed_key_problems
 
 CONFIG_NAME = "config"
 # flags after which Hydra composes nothing, or composes another config than CONF_DIR/config.yaml
@@ -162,7 +164,7 @@ def typos(argv: list[str], conf_dir: str) -> list[str]:
     with initialize_config_dir(config_dir=conf_dir, version_base="1.3"):
         if not args.multirun:
             cfg, found = compose_checked(list(args.overrides), RunMode.RUN)
-            return found or budget_problem(cfg)
+            return found or budget_problem(cfg) or composed_key_problems(cfg)
         master, found = compose_checked(list(args.overrides), RunMode.MULTIRUN)
         if found or master is None:
             return found
@@ -170,7 +172,7 @@ def typos(argv: list[str], conf_dir: str) -> list[str]:
         if job is None:
             return []
         cfg, found = compose_checked(job, RunMode.RUN)
-        return found or budget_problem(cfg)
+        return found or budget_problem(cfg) or composed_key_problems(cfg)
 
 
 def check_overrides(argv: list[str], conf_dir: str) -> None:

@@ -12,6 +12,11 @@ Special tokens. zoo's own tokenizers (train_bpe, train_chars) put them first, al
 ROLE_NAMES[role] among the file's special tokens (unk: else its model's unk_token), or the token that an
 override {role: token} names (data.special_tokens in the configs). encode() adds none of them; the data
 modules add what their task needs, with the tokenizer's ids (SubwordTokenizer.special_ids).
+
+A pretrained file brings its vocabulary, pipeline and roles only: its padding and truncation settings are
+switched off (zoo pads and cuts its batches itself), and an added token its normalizer writes (a Replace such
+as \\d+ -> <num>) is matched in the normalized text, so it is one id; a token the normalizer writes and then
+changes is refused (zoo_pipeline).
 """
 
 import json
@@ -128,6 +133,51 @@ def special_roles(tok: Tokenizer, overrides: Mapping | None = None, where: str =
     return roles
 
 
+def replace_contents(node) -> list[str]:
+    """The `content` of every Replace normalizer in a tokenizer.json's normalizer (a nested Sequence too)."""
+    if isinstance(node, dict):
+        own = [node["content"]] if node.get("type") == "Replace" and isinstance(node.get("content"), str) else []
+        return own + [c for v in node.values() for c in replace_contents(v)]
+    if isinstance(node, list):
+        return [c for v in node for c in replace_contents(v)]
+    return []
+
+
+def zoo_pipeline(tok: Tokenizer, where: str = "the tokenizer") -> Tokenizer:
+    """The tokenizer as zoo encodes with it: padding and truncation off (a pretrained file's settings would pad
+    every encode_batch to its longest text with the file's pad token, or cut texts zoo never counts), and every
+    added token that a Replace normalizer writes (e.g. \\d+ -> " <num> ") matched after normalization
+    (`normalized`: true), so the normalizer's <num> is one id, not "<", "num", ">". Returns `tok`, changed in
+    place, or a rebuilt copy when an added token changed.
+    Raises DataError naming `where` and the token when the normalizer writes it and then changes it (its changed
+    form could match other text)."""
+    tok.no_padding()
+    tok.no_truncation()
+    if tok.normalizer is None:
+        return tok
+    state = json.loads(tok.to_str())
+    written = replace_contents(state.get("normalizer"))
+    changed = [
+        t for t in state.get("added_tokens", []) if not t.get("normalized") and any(t["content"] in c for c in written)
+    ]
+    if not changed:
+        return tok
+    for t in changed:
+        t["normalized"] = True
+    new = Tokenizer.from_str(json.dumps(state))
+    for t in changed:  # recognised only as written: a changed form would also match other text
+        kept = new.normalizer.normalize_str(t["content"]) == t["content"]
+        if not kept or new.encode(t["content"], add_special_tokens=False).ids != [t["id"]]:
+            raise DataError(
+                f"{where}: its normalizer writes the token {t['content']!r} (a Replace), then changes it to "
+                f"{new.normalizer.normalize_str(t['content'])!r}; zoo reads such a token as one id only where the "
+                f"normalizer leaves it as written.\nFix: use "
+                f"a tokenizer.json whose normalizer leaves {t['content']!r} as it is (its Replace last), or "
+                f"data.tokenizer=bpe"
+            )
+    return new
+
+
 def read_tokenizer(path: Path, fix: str, fixed_ids: bool = True) -> Tokenizer:
     """The tokenizer.json at `path`, its special ids checked (fixed_ids: zoo's own). Raises DataError naming the
     file and `fix` when it cannot be read or (fixed_ids) a special token sits at another id."""
@@ -200,15 +250,16 @@ class SubwordTokenizer:
         tokenizer: a tokenizer from train_bpe / load_or_train (zoo's fixed ids), or a pretrained one.
         path: the file it was loaded from or saved to, if any (informational, and named in messages).
         special_tokens: {role: token} overrides of the roles found by name (special_roles).
+    The tokenizer is used through zoo_pipeline: no padding or truncation of its own.
     Attributes:
         special_ids: {role: id} of the roles it has (FIXED_IDS for zoo's own tokenizers).
     Raises:
-        DataError: for an override of an unknown role or a token not in the vocabulary.
+        DataError: for an override of an unknown role or a token not in the vocabulary, or zoo_pipeline's.
     """
 
     def __init__(self, tokenizer: Tokenizer, path: str | Path | None = None, special_tokens: Mapping | None = None):
-        self.tokenizer = tokenizer
         self.path = Path(path) if path is not None else None
+        self.tokenizer = zoo_pipeline(tokenizer, self.where)
         self.overrides = {str(k): str(v) for k, v in (special_tokens or {}).items()}
         self.special_ids = special_roles(tokenizer, self.overrides, self.where)
         self._skip = set(self.special_ids.values())  # decode drops them, special added tokens or not

@@ -3,13 +3,24 @@
 zoo parses no CSV, JSON or Parquet itself: `read_records` hands the file to `datasets.load_dataset` (its
 packaged csv / json / parquet builders) and picks columns by name or index. Plain-text layouts (one example a
 line) are read line by line here, after the encoding check, so every error names the file and the line.
+
+Line breaks: one rule for every reader (plain and .gz text, SST-2, classification, parallel and corpus files, and
+the CSV / TSV / JSON Lines parsers, which follow it too): "\\r\\n", "\\r" and "\\n" end a line, as in Python's text
+mode with newline=None; every other character (U+2028, U+2029, U+0085, "\\v", "\\f", "\\x1c".."\\x1e") stays inside
+its line. A line break at the end of a file ends its last line (it starts no empty one). text_chunks and
+text_lines read by this rule, and never with str.splitlines, which also splits at those other characters.
 """
 
 import codecs
 import csv
+import gzip
 import hashlib
+import io
+import logging
 import re
+import zlib
 from pathlib import Path
+from typing import NamedTuple
 
 from zoo.data.bpe import MODEL_IDS, configured_ids
 from zoo.data.resolver import FILES, DataError, dataset_name, file_entry, locate
@@ -17,6 +28,8 @@ from zoo.data.resolver import FILES, DataError, dataset_name, file_entry, locate
 FORMATS = ("csv", "tsv", "json", "parquet", "lines", "label_first", "regex")
 SUFFIXES = {".csv": "csv", ".tsv": "tsv", ".jsonl": "json", ".json": "json", ".parquet": "parquet", ".txt": "lines"}
 TABLES = ("csv", "tsv", "json", "parquet")
+CHUNK = 1 << 20  # bytes decoded at a time
+log = logging.getLogger("zoo")
 
 
 def find(value, data_dir=None, mirror=None, names: tuple[str, ...] = ()) -> Path:
@@ -53,38 +66,71 @@ def file_format(path: Path, fmt: str | None) -> str:
     return SUFFIXES[suffix]
 
 
-def check_encoding(path: Path, encoding: str = "utf-8", chunk: int = 1 << 20) -> None:
-    """Decode the whole file in chunks (memory stays at one chunk). Raises DataError naming the file, the line
-    and the byte offset of the first undecodable byte, or an unknown encoding."""
+def count_breaks(text: str) -> int:
+    """The line breaks in `text` by the module's rule: "\\r\\n", "\\r" and "\\n", one each."""
+    return text.count("\n") + text.count("\r") - text.count("\r\n")
+
+
+def text_chunks(path: Path, encoding: str = "utf-8", chunk: int = CHUNK, fix: str | None = None):
+    """The decoded text of a file (gzip when its name ends in .gz), chunk by chunk (memory: one chunk), every
+    line break ("\\r\\n", "\\r", "\\n"; the module's rule) written as "\\n", as Python's text mode does.
+
+    Raises DataError naming the file, the line (by that rule) and the byte offset of the first undecodable byte,
+    with `fix` (default: convert the file, or set data.encoding); for an unknown encoding; for a bad gzip file.
+    """
     try:
-        decoder = codecs.getincrementaldecoder(encoding)()
+        decoder = io.IncrementalNewlineDecoder(codecs.getincrementaldecoder(encoding)(), translate=True)
     except LookupError:
         raise DataError(f"data.encoding={encoding!r} is not an encoding Python knows (e.g. utf-8, latin-1)") from None
+    gz = path.suffix == ".gz"
     line, offset = 1, 0
-    with open(path, "rb") as f:
+    with gzip.open(path, "rb") if gz else open(path, "rb") as f:
         while True:
-            block = f.read(chunk)
             try:
-                decoder.decode(block, final=not block)
+                block = f.read(chunk)
+            except (OSError, EOFError, zlib.error) as e:
+                if not gz:
+                    raise
+                raise DataError(f"{path}: not a valid gzip file ({e})") from None
+            try:
+                text = decoder.decode(block, final=not block)
             except UnicodeDecodeError as e:
-                start = max(e.start, 0)  # within this block (a character cut across blocks: its first byte)
-                bad, line = offset + start, line + block[:start].count(b"\n")
+                held = max(len(e.object) - len(block), 0)  # bytes of a character begun in the last block
+                pending_cr = decoder.getstate()[1] & 1  # a "\r" held back from the last block
+                before = ("\r" if pending_cr else "") + codecs.decode(e.object[: e.start], encoding, "replace")
                 raise DataError(
-                    f"{path}, line {line}: not valid {encoding.upper()} (byte offset {bad}: {e.reason}).\nFix: "
-                    f"convert the file to {encoding}, or set data.encoding to the file's "
-                    f"encoding"
+                    f"{path}, line {line + count_breaks(before)}: not valid {encoding.upper()} (byte offset "
+                    f"{offset - held + e.start}: {e.reason}).\nFix: "
+                    + (fix or f"convert the file to {encoding}, or set data.encoding to the file's encoding")
                 ) from None
+            if text:
+                line += text.count("\n")
+                yield text
             if not block:
                 return
-            line += block.count(b"\n")
             offset += len(block)
 
 
-def read_lines(path: Path, encoding: str = "utf-8") -> list[tuple[int, str]]:
-    """(line number, text) of every non-blank line, after check_encoding; a trailing "\\r" is dropped."""
-    check_encoding(path, encoding)
-    with open(path, encoding=encoding, newline="") as f:
-        return [(n, ln.rstrip("\r\n")) for n, ln in enumerate(f, 1) if ln.strip()]
+def check_encoding(path: Path, encoding: str = "utf-8", chunk: int = CHUNK) -> None:
+    """Decode the whole file in chunks (memory stays at one chunk): text_chunks' errors, else nothing."""
+    for _ in text_chunks(path, encoding, chunk):
+        pass
+
+
+def text_lines(path: Path, encoding: str = "utf-8") -> list[str]:
+    """Every line of a text file (gzip when its name ends in .gz) by the module's rule, without its line break;
+    blank lines kept (so that two files stay aligned). Raises text_chunks' DataError."""
+    lines = "".join(text_chunks(path, encoding)).split("\n")
+    if lines[-1] == "":  # the break that ends the last line (or an empty file)
+        lines.pop()
+    return lines
+
+
+def read_lines(path: Path, encoding: str = "utf-8") -> tuple[list[tuple[int, str]], int]:
+    """((line number, text) of every non-blank line, the number of blank lines), by the module's rule."""
+    lines = text_lines(path, encoding)
+    kept = [(n, ln) for n, ln in enumerate(lines, 1) if ln.strip()]
+    return kept, len(lines) - len(kept)
 
 
 def read_records(
@@ -98,8 +144,10 @@ def read_records(
     """The rows of a table file as a `datasets.Dataset` (Hugging Face's csv / json / parquet builders).
 
     fmt: csv | tsv | json (JSON Lines, or a JSON array) | parquet. header: the first csv / tsv row names the
-        columns (else they are "0", "1", ...). delimiter: overrides "," (csv) or a tab (tsv); tsv reads
-        quotes as text (QUOTE_NONE), csv as quoting.
+        columns (else they are "0", "1", ...). delimiter: overrides "," (csv) or a tab (tsv). With a tab
+        delimiter (tsv, or csv with delimiter "\\t") quotes are text (QUOTE_NONE), so a quote can never merge
+        rows; other csv delimiters read quoting. A blank csv / tsv line is a row of empty fields (the readers
+        skip and count it); JSON Lines' blank lines are no rows (read_table counts them).
     Raises DataError naming the file when it has no rows, or `datasets` cannot read it.
     """
     import datasets  # imported here: a second of start-up that only a user's table file needs
@@ -115,12 +163,14 @@ def read_records(
     kwargs = {}
     if fmt in ("csv", "tsv"):
         check_encoding(path, encoding)
+        sep = delimiter or ("\t" if fmt == "tsv" else ",")
         kwargs = dict(
-            sep=delimiter or ("\t" if fmt == "tsv" else ","),
+            sep=sep,
             header=0 if header else None,
-            quoting=csv.QUOTE_NONE if fmt == "tsv" else csv.QUOTE_MINIMAL,
+            quoting=csv.QUOTE_NONE if sep == "\t" else csv.QUOTE_MINIMAL,
             keep_default_na=False,
             na_filter=False,
+            skip_blank_lines=False,
             encoding=encoding,
         )
     elif fmt == "json":
@@ -142,6 +192,62 @@ def read_records(
         ) from None
 
 
+class Table(NamedTuple):
+    """A table file as read_table reads it: `records` (a datasets.Dataset), `places` (each row's first line in
+    the file, or its 1-based row number), `unit` ("line" or "row": what `places` count), `blank` (blank lines
+    that are no row: JSON Lines'; a blank csv / tsv line is a row of empty fields)."""
+
+    records: object
+    places: list[int]
+    unit: str
+    blank: int
+
+
+def read_table(
+    path: Path, fmt: str, header: bool = True, delimiter: str | None = None, encoding: str = "utf-8"
+) -> Table:
+    """read_records, with where each row is in the file (line numbers by the module's rule; parquet and JSON
+    arrays: row numbers). Logs a warning naming the file and the lines of the first csv row whose quoted field
+    holds a line break (a quote never closed merges the rows below it into one). Raises read_records'
+    DataError."""
+    records = read_records(path, fmt, header, delimiter, encoding)
+    n = len(records)
+    if fmt == "parquet":
+        return Table(records, list(range(1, n + 1)), "row", 0)
+    if fmt == "json":
+        lines = text_lines(path, encoding)
+        filled = [i for i, ln in enumerate(lines, 1) if ln.strip()]
+        if not (filled and lines[filled[0] - 1].lstrip().startswith("[")) and len(filled) == n:  # JSON Lines
+            return Table(records, filled, "line", len(lines) - len(filled))
+        return Table(records, list(range(1, n + 1)), "row", 0)  # a JSON array: rows, not lines
+    first, places = first_row_line(fmt, header), []
+    strings = [c for c, f in records.features.items() if getattr(f, "dtype", None) in ("string", "large_string")]
+    breaks = [0] * n  # line breaks inside the fields of each row (only quoted csv fields hold any)
+    if (delimiter or ("\t" if fmt == "tsv" else ",")) != "\t":
+        for c in strings:
+            for i, v in enumerate(records[c]):
+                if v and ("\n" in v or "\r" in v):
+                    breaks[i] += count_breaks(v)
+    line = first
+    for b in breaks:
+        places.append(line)
+        line += 1 + b
+    merged = [i for i, b in enumerate(breaks) if b]
+    if merged:
+        i = merged[0]
+        log.warning(
+            "%s, lines %d-%d: a quoted field runs over %d lines (%d such rows in the file). If that is not "
+            'meant, a quote (") opens the field and is never closed, merging the rows below it into one: close '
+            'it, or double a quote inside a field ("")',
+            path,
+            places[i],
+            places[i] + breaks[i],
+            breaks[i] + 1,
+            len(merged),
+        )
+    return Table(records, places, "line", 0)
+
+
 def column(records, key, path: Path, what: str) -> list:
     """Column `key` (a name, or an index into the columns) of `records`. Raises DataError listing the
     columns when there is no such column."""
@@ -155,7 +261,8 @@ def column(records, key, path: Path, what: str) -> list:
     if str(key) not in names:
         raise DataError(
             f"{path}: no column {key!r} for data.{what}; the columns are: {', '.join(names)}.\n"
-            f"Fix: set data.{what} to one of them (or to a 0-based index)"
+            f"Fix: set data.{what} to one of them (or to a 0-based index); if line 1 of a csv / tsv file is an "
+            f"example, not the column names, set data.header=false and give the columns as 0-based indices"
         )
     return list(records[str(key)])
 
@@ -209,13 +316,22 @@ HUB_SPLITS = {"train": "train", "validation": "val", "valid": "val", "dev": "val
 
 def read_hub(hf_path: str, hf_name: str | None = None, cache_dir: str | None = None) -> dict:
     """{split: datasets.Dataset} of a Hugging Face dataset: a hub id (online), or a local folder of data files
-    named by split (train.csv, test.jsonl, ...; offline). Split names map through HUB_SPLITS (validation ->
-    val). Raises DataError naming the dataset when `datasets` cannot load it, or it has no train split."""
+    named by split (train.csv, test.jsonl, ...; offline; csv / tsv files read as read_records reads them). Split
+    names map through HUB_SPLITS (validation -> val). Raises DataError naming the dataset when `datasets` cannot
+    load it, or it has no train split."""
     import datasets
 
     datasets.disable_progress_bars()
+    kwargs = {}
+    folder = Path(hf_path).expanduser()
+    if folder.is_dir():  # a folder of csv / tsv files: read as read_records reads them (text "NA" is text)
+        suffixes = {f.suffix.lower() for f in folder.rglob("*") if f.is_file()}
+        if suffixes & {".csv", ".tsv"} and not suffixes & {".json", ".jsonl", ".parquet", ".txt"}:
+            kwargs = dict(keep_default_na=False, na_filter=False, skip_blank_lines=False)
+            if ".csv" not in suffixes:  # a tab delimiter: quotes are text
+                kwargs["quoting"] = csv.QUOTE_NONE
     try:
-        loaded = datasets.load_dataset(hf_path, hf_name, cache_dir=cache_dir)
+        loaded = datasets.load_dataset(hf_path, hf_name, cache_dir=cache_dir, **kwargs)
     except Exception as e:  # offline, unknown id, missing config name: many types, one message
         raise DataError(
             f"data.hf_path={hf_path}{f' data.hf_name={hf_name}' if hf_name else ''} cannot be loaded "

@@ -47,7 +47,7 @@ def check_language_pair(splits: list[str], src_lang: str, tgt_lang: str) -> None
 
 
 def read_gz_lines(path: Path) -> list[str]:
-    """The lines of a gzip UTF-8 file, split on "\\n" only (zoo.data.parallel_text.aligned_lines).
+    """The lines of a gzip UTF-8 file, split at "\\r\\n", "\\r" and "\\n" only (zoo.data.parallel_text.aligned_lines).
     Raises DataError if the file is not gzip or not valid UTF-8."""
     return aligned_lines(path)
 

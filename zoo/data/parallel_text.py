@@ -7,7 +7,6 @@ checkpoint, results.json and the W&B config. Batches are collate_translation dic
 zoo.data.multi30k.Multi30k is this module on the published Multi30k files.
 """
 
-import gzip
 import logging
 from pathlib import Path
 
@@ -20,15 +19,14 @@ from zoo.data.bpe import BOS_ID, EOS_ID, MODEL_IDS, PAD_ID, SubwordTokenizer
 from zoo.data.files import (
     TABLES,
     FileSplits,
-    check_encoding,
     column,
     file_format,
     find,
     find_tokenizer,
-    first_row_line,
     read_hub,
-    read_records,
+    read_table,
     text_digest,
+    text_lines,
 )
 from zoo.data.resolver import DataError
 
@@ -85,24 +83,9 @@ def collate_translation(items, pad_id: int = PAD_ID) -> dict[str, torch.Tensor]:
 
 def aligned_lines(path: Path, encoding: str = "utf-8") -> list[str]:
     """Every line of a text file (gzip when it ends in .gz), blank ones kept so that two files stay aligned;
-    split on "\\n" only. Raises DataError for a bad gzip file or encoding (with the line)."""
-    if path.suffix == ".gz":
-        try:
-            raw = gzip.decompress(path.read_bytes())
-        except (OSError, EOFError) as e:
-            raise DataError(f"{path}: not a valid gzip file ({e})") from None
-        try:
-            text = raw.decode(encoding)
-        except UnicodeDecodeError as e:
-            line = raw[: e.start].count(b"\n") + 1
-            raise DataError(f"{path}, line {line}: not valid {encoding.upper()} ({e.reason})") from None
-    else:
-        check_encoding(path, encoding)
-        text = path.read_text(encoding=encoding)
-    lines = text.split("\n")  # not splitlines(): it also splits at U+2028, U+0085, ... and breaks alignment
-    if lines and lines[-1] == "":
-        lines.pop()
-    return [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
+    line breaks are "\\r\\n", "\\r" and "\\n" (zoo.data.files.text_lines: U+2028, U+0085 ... stay inside a
+    line, never str.splitlines). Raises DataError for a bad gzip file or encoding (with the line)."""
+    return text_lines(path, encoding)
 
 
 class ParallelText(BatchedDataModule, FileSplits):
@@ -208,13 +191,15 @@ class ParallelText(BatchedDataModule, FileSplits):
         self.skipped: dict[str, int] = {}
         self.truncated: dict[str, int] = {}
         self.carved: dict[str, str] = {}
-        # {split: (file(s), the line of row 0, "line" | "row", each kept pair's 0-based row there)}: messages
+        # {split: (file(s), an offset, "line" | "row", each kept pair's place less the offset)}: messages
         self.origins: dict[str, tuple[str, int, str, list[int]]] = {}
         self._train_cut: list[int] | None = None
 
     # ---- reading ---------------------------------------------------------------------------------------
     def read_pairs(self, split: str, value) -> tuple[list[str], list[str]]:
-        """(sources, targets) of one split, blank pairs dropped (counted in skipped[split])."""
+        """(sources, targets) of one split, blank pairs (and JSON Lines' blank lines) dropped, counted in
+        skipped[split]. With data.header=true and columns given by index, logs that line 1 is taken as the
+        column names (a file without a header loses its first pair there: data.header=false)."""
         if hasattr(value, "items"):
             if set(value) != {"src", "tgt"}:
                 raise DataError(f"data.{split} as two files needs exactly the keys src and tgt, got {sorted(value)}")
@@ -225,7 +210,7 @@ class ParallelText(BatchedDataModule, FileSplits):
                     f"parallel files differ in length: {paths[0]} has {len(src)} lines, {paths[1]} "
                     f"has {len(tgt)} lines; they must be line-aligned"
                 )
-            origin = (f"{paths[0]} and {paths[1]}", 1, "line")
+            origin, places, blank = (f"{paths[0]} and {paths[1]}", 1, "line"), None, 0
         else:
             path = find(value, self.data_dir, self.mirror)
             fmt = file_format(path, self.format)
@@ -234,13 +219,23 @@ class ParallelText(BatchedDataModule, FileSplits):
                     f"{path}: a parallel corpus in one file must be a table (csv, tsv, json, parquet), "
                     f"not {fmt}; or give data.{split}={{src: FILE, tgt: FILE}}"
                 )
-            records = read_records(path, fmt, self.header, self.delimiter, self.encoding)
-            src = [str(x) for x in column(records, self.columns[0], path, "src_column")]
-            tgt = [str(x) for x in column(records, self.columns[1], path, "tgt_column")]
-            origin = (str(path), first_row_line(fmt, self.header), "row" if fmt == "parquet" else "line")
+            table = read_table(path, fmt, self.header, self.delimiter, self.encoding)
+            src = [str(x) for x in column(table.records, self.columns[0], path, "src_column")]
+            tgt = [str(x) for x in column(table.records, self.columns[1], path, "tgt_column")]
+            origin, places, blank = (str(path), 0, table.unit), table.places, table.blank
+            by_index = [c for c in self.columns if isinstance(c, int) and not isinstance(c, bool)]
+            if self.header and fmt in ("csv", "tsv") and by_index:
+                log.warning(
+                    "%s, line 1: data.header=true reads it as the column names (%s), not as a %s-%s pair; if "
+                    "the file has no header row, set data.header=false",
+                    path,
+                    ", ".join(map(repr, table.records.column_names)),
+                    self.src_lang,
+                    self.tgt_lang,
+                )
         keep = [i for i in range(len(src)) if src[i].strip() and tgt[i].strip()]
-        self.skipped[split] = len(src) - len(keep)
-        self.origins[split] = (*origin, keep)
+        self.skipped[split] = len(src) - len(keep) + blank
+        self.origins[split] = (*origin, keep if places is None else [places[i] for i in keep])
         return [src[i] for i in keep], [tgt[i] for i in keep]
 
     def read(self) -> dict[str, tuple[list[str], list[str]]]:

@@ -1,16 +1,17 @@
 """SST-2 binary sentiment classification: zoo.data.text_classification.TextClassification on SST-2's files.
 
 Files (via the resolver, or your own: train_file / val_file / test_file): sst2/sentiment-train,
-sentiment-dev, sentiment-test; UTF-8, one example a line,
+sentiment-dev, sentiment-test; UTF-8, one example a line (line breaks: zoo.data.files' rule),
 `<sentence> \\t<label>` (lowercased, PTB-tokenized text, a space, a tab, then 0 = negative or 1 = positive).
 The published files have 67,349 / 872 / 1,821 lines and no empty ones.
 
 Empty-line policy: a line that is empty or blank, or whose sentence is blank (" \\t1"), is skipped and counted
-in `skipped[split]` (reported once, at setup); any other malformed line is an error (DataError).
+in `skipped[split]` (reported in the setup line); any other malformed line is an error (DataError).
 """
 
 from pathlib import Path
 
+from zoo.data.files import text_lines
 from zoo.data.resolver import DataError, locate
 from zoo.data.text_classification import (
     CHUNK_BATCHES,
@@ -24,21 +25,13 @@ SPLITS = {"train": "sst2/sentiment-train", "val": "sst2/sentiment-dev", "test": 
 
 
 def read_lines(path: Path) -> list[str]:
-    """The lines of a UTF-8 text file ("\\n" separated, a trailing "\\r" removed; no empty last line).
+    """The lines of a UTF-8 text file, without their line breaks ("\\r\\n", "\\r" or "\\n": the one rule of
+    zoo.data.files; U+2028, U+0085 ... stay inside a line; no empty last line).
 
     Raises:
         DataError: if the file is not valid UTF-8 (the message gives the line number).
     """
-    raw = path.read_bytes()
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line = raw[: e.start].count(b"\n") + 1
-        raise DataError(f"{path}: not valid UTF-8 at line {line}, byte offset {e.start} ({e.reason})") from None
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    return [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
+    return text_lines(path, "utf-8")
 
 
 def parse_sst2(path: Path) -> tuple[list[str], list[int], int, list[int]]:

@@ -4,12 +4,16 @@ Files: CSV, TSV, JSON Lines, Parquet (read by Hugging Face `datasets`, columns b
 text: `lines` (one example a line, with one file per label: `train: {pos: a.txt, neg: b.txt}`),
 `label_first` (`<label> <text>`), `regex` (named groups text and label). Each of train / val / test is a file
 or a {label: file} mapping; a missing val or test split is carved out of train (stratified by label, seeded).
-Labels may be strings or integers; the classes are the training split's labels, sorted (integers by value),
-unless `labels` lists them. Batches are collate_classification dicts. zoo.data.sst2.SST2 is this module
-with SST-2's own line format.
+Labels may be strings or numbers: a whole number is one class whatever its type (1, 1.0, "1" and "1.0" are the
+class "1"), a number that is not whole is refused (class_label); the classes are the training split's labels,
+sorted (numbers by value), unless `labels` lists them. Batches are collate_classification dicts.
+zoo.data.sst2.SST2 is this module with SST-2's own line format.
 """
 
 import logging
+import numbers
+import re
+from decimal import Decimal
 from pathlib import Path
 
 import torch
@@ -26,10 +30,9 @@ from zoo.data.files import (
     file_format,
     find,
     find_tokenizer,
-    first_row_line,
     read_hub,
     read_lines,
-    read_records,
+    read_table,
     split_line,
     text_digest,
 )
@@ -68,16 +71,53 @@ def collate_classification(items, pad_id: int = PAD_ID) -> dict[str, torch.Tenso
 
 
 class Example:
-    """One example as read: text, label (str), and where it came from (file, line) for messages."""
+    """One example as read: text, label (str), and where it came from (file, line; `unit` "row" for Parquet,
+    JSON arrays and Hugging Face datasets, whose `line` is then a 1-based row number) for messages."""
 
-    __slots__ = ("text", "label", "file", "line")
+    __slots__ = ("text", "label", "file", "line", "unit")
 
-    def __init__(self, text: str, label: str, file: Path, line: int):
-        self.text, self.label, self.file, self.line = text, label, file, line
+    def __init__(self, text: str, label: str, file: Path, line: int, unit: str = "line"):
+        self.text, self.label, self.file, self.line, self.unit = text, label, file, line, unit
+
+    @property
+    def where(self) -> str:
+        """Where it is: "FILE, line N" (or "FILE, row N")."""
+        return f"{self.file}, {self.unit} {self.line}"
+
+
+NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")  # a decimal number, as text
+
+
+def class_label(value, where: str) -> str:
+    """The class of a label as read. A number (int, float, or text that reads as a decimal number: "1", "1.0",
+    "1e1") that is whole is its integer's digits, so 1, 1.0, "1" and "1.0" are one class "1"; other text is
+    itself, stripped; True / False stay "True" / "False".
+
+    Raises DataError naming `where` (a file and line, or a key) for a number that is not whole (1.7, NaN, inf):
+    a class is a whole number or a name."""
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, numbers.Integral):
+        return str(int(value))
+    if isinstance(value, numbers.Real):
+        number = Decimal(float(value)) if float(value) == float(value) else Decimal("NaN")
+    else:
+        text = str(value).strip()
+        if not NUMBER.fullmatch(text):
+            return text
+        number = Decimal(text)
+    if number.is_finite() and number == number.to_integral_value():
+        return str(int(number))
+    raise DataError(
+        f"{where}: label {value!r} is a number that is not whole; a class is a whole number or a name.\nFix: "
+        f"write the label as a whole number (1, not 1.7) or as a name that does not read as a number (e.g. "
+        f"'r1.7'), the same in train, val and test"
+    )
 
 
 def label_key(label: str):
-    """Sort key of a label: integers by value, before any other label, which sorts as a string."""
+    """Sort key of a label: integers by value, before any other label, which sorts as a string. Labels are
+    class_label's, so every number among them is an integer's digits."""
     try:
         return (0, int(label), "")
     except ValueError:
@@ -107,9 +147,12 @@ class TextClassification(BatchedDataModule, FileSplits):
             per label, format lines); val / test may be None: carved from train (val_fraction, test_fraction).
         format: csv | tsv | json | parquet | lines | label_first | regex; None = from the suffix.
         text_column, label_column: column names or 0-based indices (table formats).
-        header: the first csv / tsv row names the columns. delimiter: overrides csv's "," / tsv's tab.
+        header: the first csv / tsv row names the columns; a first row whose label cell is a class of the data
+            is refused (the file has no header; its first example would be lost). delimiter: overrides csv's
+            "," / tsv's tab; with a tab, quotes are text.
         encoding: of every text file (checked line by line). pattern: the regex of format=regex.
-        labels: the classes, in order (None = the sorted labels of train); any other label is refused.
+        labels: the classes, in order (None = the sorted labels of train); any other label is refused. Labels
+            are classes by class_label: 1, 1.0 and "1" are one class; 1.7 is refused.
         val_fraction, test_fraction: in (0, 1), used for a missing split. split_seed: their random order.
         tokenizer: bpe (trained on the training texts, vocab_size), char (one token per character), or the
             path of a pretrained tokenizer.json (or its folder), with its own special ids (zoo.data.bpe: cls,
@@ -123,10 +166,12 @@ class TextClassification(BatchedDataModule, FileSplits):
         hf_path, hf_name: a Hugging Face dataset (hub id when online, or a local folder of split files), for
             the splits no file is given for (its validation split is val); columns as for a table.
     After setup(): `tokenizer`, `vocab_size`, `pad_id` (the tokenizer's), `model_ids` ({pad_id, bos_id, eos_id},
-    given to the model), train_set / val_set / test_set, classes.
+    given to the model), train_set / val_set / test_set, classes, `skipped` ({split: blank lines and rows
+    without text skipped}, logged).
     Raises DataError (at setup, before any training) for missing files, columns, labels or encodings, empty or
-    one-class splits, fractions outside (0, 1), labels of val / test that train lacks, too-long examples with
-    truncate=false, a tokenizer.json without a cls, eos or pad token (the message names data.special_tokens).
+    one-class splits, fractions outside (0, 1), labels of val / test that train lacks, a label that is a number
+    but not whole, a header row that is an example, too-long examples with truncate=false, a tokenizer.json
+    without a cls, eos or pad token (the message names data.special_tokens).
     """
 
     pad_id = PAD_ID  # zoo's tokenizers'; after setup, the tokenizer's
@@ -185,7 +230,7 @@ class TextClassification(BatchedDataModule, FileSplits):
         self.sources = {"train": train, "val": val, "test": test}
         self.format, self.text_column, self.label_column = format, text_column, label_column
         self.header, self.delimiter, self.encoding, self.pattern = header, delimiter, encoding, pattern
-        self.fixed_labels = [str(x) for x in labels] if labels is not None else None
+        self.fixed_labels = [class_label(x, "data.labels") for x in labels] if labels is not None else None
         self.fractions = {"val": val_fraction, "test": test_fraction}
         self.split_seed, self.tokenizer_kind, self.vocab_size_wanted = split_seed, tokenizer, vocab_size
         self.tokenizer_path, self.max_len, self.truncate = tokenizer_path, max_len, truncate
@@ -197,58 +242,83 @@ class TextClassification(BatchedDataModule, FileSplits):
         self.classes: list[str] | None = None
         self.truncated: dict[str, int] = {}
         self.carved: dict[str, str] = {}
-        self.skipped_rows = 0  # table rows without text
+        self.skipped: dict[str, int] = {}  # {split: blank lines and table rows without text}
+        self.header_cells: list[tuple[Path, object]] = []  # (csv / tsv file, its header's label cell)
+
+    @property
+    def skipped_rows(self) -> int:
+        """Blank lines and table rows without text skipped, in all splits."""
+        return sum(self.skipped.values())
 
     # ---- reading ---------------------------------------------------------------------------------------
-    def _read_file(self, value, label: str | None = None) -> list[Example]:
+    def _read_file(self, split: str, value, label=None) -> list[Example]:
         path = find(value, self.data_dir, self.mirror)
         fmt = file_format(path, self.format if label is None else (self.format or "lines"))
         if label is not None:  # one file per label: every line is one text
             if fmt != "lines":
                 raise DataError(f"{path}: a {{label: file}} mapping reads one text a line (format lines), not {fmt}")
-            return [Example(t.strip(), label, path, n) for n, t in read_lines(path, self.encoding)]
+            label = class_label(label, f"data.{split}: the key {label!r} of {path}")
+            lines, blank = read_lines(path, self.encoding)
+            self.skipped[split] = self.skipped.get(split, 0) + blank
+            return [Example(t.strip(), label, path, n) for n, t in lines]
         if fmt == "lines":
             raise DataError(
                 f"{path}: format lines has no labels; give {{label: file}} files, or set data.format "
                 f"to label_first or regex (or csv / tsv / json / parquet)"
             )
         if fmt in TABLES:
-            records = read_records(path, fmt, self.header, self.delimiter, self.encoding)
-            return self._from_records(records, path, first_row_line(fmt, self.header))
+            table = read_table(path, fmt, self.header, self.delimiter, self.encoding)
+            names, key = table.records.column_names, self.label_column
+            if self.header and fmt in ("csv", "tsv"):  # check: a header whose label cell is a class of the data
+                if isinstance(key, int) and not isinstance(key, bool) and str(key) not in names:
+                    key = names[key] if 0 <= key < len(names) else key
+                self.header_cells.append((path, key))
+            self.skipped[split] = self.skipped.get(split, 0) + table.blank
+            return self._from_records(split, table.records, path, table.places, table.unit)
         rx = compile_pattern(self.pattern) if fmt == "regex" else None
-        return [Example(*split_line(t, fmt, rx, path, n), path, n) for n, t in read_lines(path, self.encoding)]
+        lines, blank = read_lines(path, self.encoding)
+        self.skipped[split] = self.skipped.get(split, 0) + blank
+        out = []
+        for n, t in lines:
+            text, label = split_line(t, fmt, rx, path, n)
+            out.append(Example(text, class_label(label, f"{path}, line {n}"), path, n))
+        return out
 
-    def _from_records(self, records, where, first: int) -> list[Example]:
-        """Examples of a table's rows (text_column, label_column); `first` is the line of row 0."""
+    def _from_records(self, split: str, records, where, places: list[int], unit: str = "line") -> list[Example]:
+        """Examples of a table's rows (text_column, label_column); row i is at `unit` places[i] of `where`.
+        Rows without text are skipped and counted in skipped[split]."""
         texts = column(records, self.text_column, where, "text_column")
         labels = column(records, self.label_column, where, "label_column")
-        out = []
-        for i, (t, lab) in enumerate(zip(texts, labels)):
-            if not str(t).strip():  # a row without text: skipped, counted in the setup line
-                self.skipped_rows += 1
+        out, skipped = [], 0
+        for t, lab, n in zip(texts, labels, places):
+            if t is None or not str(t).strip():  # a blank line or a row without text: skipped, counted
+                skipped += 1
                 continue
             if lab is None or not str(lab).strip():
                 raise DataError(
-                    f"{where}, line {first + i}: the label is empty.\nFix: write the example's label "
+                    f"{where}, {unit} {n}: the label is empty.\nFix: write the example's label "
                     f"in data.label_column={self.label_column!r}, or remove the row"
                 )
-            out.append(Example(str(t).strip(), str(lab).strip(), where, first + i))
+            out.append(Example(str(t).strip(), class_label(lab, f"{where}, {unit} {n}"), where, n, unit))
+        self.skipped[split] = self.skipped.get(split, 0) + skipped
         return out
 
     def _read_split(self, split: str, value) -> list[Example]:
         """The examples of one split's file setting (a file, or a {label: file} mapping)."""
         if hasattr(value, "items"):
-            return [ex for lab, f in value.items() for ex in self._read_file(f, str(lab))]
-        return self._read_file(value)
+            return [ex for lab, f in value.items() for ex in self._read_file(split, f, lab)]
+        return self._read_file(split, value)
 
     def read(self) -> dict[str, list[Example]]:
         """Every split's examples; missing val / test carved out of train (logged with their sizes)."""
+        self.skipped, self.header_cells = {s: 0 for s in SPLITS}, []
         data = {s: self._read_split(s, v) for s, v in self.sources.items() if v is not None}
         if self.hf_path is not None:  # the hub dataset's splits, where no file is given
             for split, records in read_hub(self.hf_path, self.hf_name).items():
                 if split not in data:
                     self.carved[split] = f"{self.hf_path}{f'/{self.hf_name}' if self.hf_name else ''}[{split}]"
-                    data[split] = self._from_records(records, Path(self.carved[split]), 1)
+                    where = Path(self.carved[split])
+                    data[split] = self._from_records(split, records, where, list(range(1, len(records) + 1)), "row")
         if self.limit is not None:
             data["train"] = data["train"][: self.limit]
         left = 1.0  # the part of the training file still in train: each fraction is of the whole file
@@ -268,6 +338,19 @@ class TextClassification(BatchedDataModule, FileSplits):
 
     def check(self, data: dict[str, list[Example]]) -> None:
         """The classes, and the refusals of the class docstring; warns about train / test duplicates."""
+        seen = {e.label for exs in data.values() for e in exs} | set(self.fixed_labels or ())
+        for path, cell in self.header_cells:
+            try:
+                header_class = class_label(cell, "")
+            except DataError:  # a number that is not whole: no class
+                continue
+            if header_class in seen:
+                raise DataError(
+                    f"{path}, line 1: data.header=true reads this line as the column names, but its cell in "
+                    f"data.label_column={self.label_column!r} is {cell!r}, a class of the data: the file has no "
+                    f"header row, and its first example would be lost.\nFix: set data.header=false (and give "
+                    f"data.text_column and data.label_column as 0-based indices), or add a header row to the file"
+                )
         train_labels = sorted({e.label for e in data["train"]}, key=label_key)
         self.classes = self.fixed_labels or train_labels
         known = set(self.classes)
@@ -279,7 +362,7 @@ class TextClassification(BatchedDataModule, FileSplits):
                 if e.label not in known:
                     whose = "data.labels" if self.fixed_labels else "the training split"
                     raise DataError(
-                        f"{e.file}, line {e.line}: label {e.label!r} is not one of the classes of "
+                        f"{e.where}: label {e.label!r} is not one of the classes of "
                         f"{whose} ({', '.join(self.classes)}).\nFix: correct the label, or "
                         f"{'add it to data.labels' if self.fixed_labels else 'add examples of it to train'}"
                     )
@@ -330,7 +413,7 @@ class TextClassification(BatchedDataModule, FileSplits):
                 e = exs[long[0]]
                 raise DataError(
                     f"{len(long)} {split} examples are longer than data.max_len={self.max_len} tokens, "
-                    f"the first at {e.file}, line {e.line}.\nFix: raise data.max_len (and "
+                    f"the first at {e.where}.\nFix: raise data.max_len (and "
                     f"model.max_len), or set data.truncate=true to cut them"
                 )
             self.truncated[split] = len(long)
@@ -341,8 +424,8 @@ class TextClassification(BatchedDataModule, FileSplits):
         rank_zero_info(
             f"{self.dataset_name()}: {', '.join(f'{s} {len(d)}' for s, d in sets.items())} examples; "
             f"{len(self.classes)} classes ({', '.join(self.classes)}); vocab {self.vocab_size}; truncated "
-            f"to data.max_len={self.max_len}: {self.truncated}; rows without text skipped: "
-            f"{self.skipped_rows}" + "".join(f"; {s} = {how}" for s, how in self.carved.items())
+            f"to data.max_len={self.max_len}: {self.truncated}; skipped (blank lines, rows without "
+            f"text): {self.skipped}" + "".join(f"; {s} = {how}" for s, how in self.carved.items())
         )
 
     @property

@@ -3,12 +3,12 @@
 `file` is one text file, a folder (every file under it, recursively), or a glob, less `exclude` patterns;
 each file is a document. Several documents are split into train / val by document (val_fraction of them,
 seeded), never by a cut through the joined text; a single document is cut at 1 - val_fraction of its tokens
-(Tiny Shakespeare's usual split). The corpus is tokenized once, in a streaming pass (memory: one chunk),
-into a memory-mapped token file keyed by the documents' contents and the settings (for a pretrained
-tokenizer.json, its contents too); windows are drawn from it as TinyShakespeare's.
+(Tiny Shakespeare's usual split). Line breaks ("\\r\\n", "\\r", "\\n": zoo.data.files' rule) are read as "\\n",
+as in Python's text mode; U+2028, U+0085 ... are characters of their line. The corpus is tokenized once, in a
+streaming pass (memory: one chunk), into a memory-mapped token file keyed by the documents' contents and the
+settings (for a pretrained tokenizer.json, its contents too); windows are drawn from it as TinyShakespeare's.
 """
 
-import codecs
 import fnmatch
 import glob as globlib
 import hashlib
@@ -25,6 +25,7 @@ from torch.utils.data import DataLoader
 from zoo.data.bpe import MODEL_IDS, SubwordTokenizer, configured_ids, train_bpe
 from zoo.data.char_tokenizer import CharTokenizer
 from zoo.data.files import find_tokenizer
+from zoo.data.files import text_chunks as file_chunks
 from zoo.data.resolver import FILES, DataError, dataset_name, file_entry, locate, sha256sum
 from zoo.data.token_file import open_token_file, write_token_file
 from zoo.data.windows import FixedWindows, RandomWindows, StreamSampler
@@ -64,28 +65,25 @@ def documents(spec: str, exclude=(), data_dir=None, mirror=None) -> list[Path]:
 
 
 def text_chunks(path: Path, encoding: str = "utf-8", chunk: int = CHUNK):
-    """The decoded text of a file, chunk by chunk (memory: one chunk). Raises DataError naming the file and
-    line of the first undecodable byte."""
-    decoder = codecs.getincrementaldecoder(encoding)()
-    line, offset = 1, 0
+    """The decoded text of a file, chunk by chunk (memory: one chunk), each line break ("\\r\\n", "\\r", "\\n": the
+    one rule of zoo.data.files) as "\\n". Raises DataError naming the file and line of the first undecodable
+    byte."""
+    return file_chunks(
+        path,
+        encoding,
+        chunk,
+        f"convert the file to {encoding.upper()} (with data=text_corpus, data.encoding names another encoding "
+        f"and data.exclude leaves a file out)",
+    )
+
+
+def has_cr(path: Path, chunk: int = CHUNK) -> bool:
+    """Whether the file holds a carriage return byte (a line break the token file writes as "\\n")."""
     with open(path, "rb") as f:
-        while True:
-            block = f.read(chunk)
-            try:
-                text = decoder.decode(block, final=not block)
-            except UnicodeDecodeError as e:
-                start = max(e.start, 0)
-                line += block[:start].count(b"\n")
-                raise DataError(
-                    f"{path}, line {line}: not valid {encoding.upper()} (byte offset {offset + start}: "
-                    f"{e.reason}).\nFix: convert the file to {encoding.upper()} (with data=text_corpus, "
-                    f"data.encoding names another encoding and data.exclude leaves a file out)"
-                ) from None
-            if text:
-                yield text
-            if not block:
-                return
-            line, offset = line + block.count(b"\n"), offset + len(block)
+        while block := f.read(chunk):
+            if b"\r" in block:
+                return True
+    return False
 
 
 def char_ids(text: str, codepoints: np.ndarray) -> np.ndarray:
@@ -209,6 +207,8 @@ class TextCorpus(pl.LightningDataModule):
         settings = {"tokenizer": self.tokenizer_kind, "vocab": self.vocab_size_wanted}
         if self.kind == "pretrained":
             settings = {"tokenizer": "pretrained", "tokenizer_sha256": sha256sum(self._tokenizer_file())}
+        if any(has_cr(d) for docs in self.docs.values() for d in docs):  # tokens of "\r\n" / "\r" breaks: "\n"
+            settings["newline"] = "universal"
         h = hashlib.sha256(
             json.dumps({**settings, "val_fraction": self.val_fraction, "encoding": self.encoding}).encode()
         )
