@@ -47,10 +47,11 @@ def bert_dir(tmp_path_factory):
 
 
 def test_a_run_starts_from_the_checkpoint_weights(bert_dir, tmp_path):
-    """With lr 1e-30 (updates below fp32 resolution) the run's checkpoint holds exactly the converted BERT
-    (every weight but the new classifier), the data uses the checkpoint's tokenizer (BERT's ids), and the shape
-    is the checkpoint's."""
-    run(make_cfg(tmp_path, [*RUN, f"model.init_from={bert_dir}", "task.optimizer.lr=1e-30"], arch="encoder_only"))
+    """With lr 1e-30 and min_lr 0 (updates below fp32 resolution) the run's checkpoint holds exactly the converted
+    BERT (every weight but the new classifier), the data uses the checkpoint's tokenizer (BERT's ids), and the
+    shape is the checkpoint's."""
+    lr = ["task.optimizer.lr=1e-30", "task.scheduler.min_lr=0.0"]  # the cosine decays to min_lr after warm-up
+    run(make_cfg(tmp_path, [*RUN, f"model.init_from={bert_dir}", *lr], arch="encoder_only"))
     converted, cfg = zhf.from_hf(str(bert_dir))
     ckpt = torch.load(next((tmp_path / "checkpoints").glob("last.ckpt")), map_location="cpu", weights_only=True)
     hp = ckpt["hyper_parameters"]
@@ -81,6 +82,23 @@ def test_fine_tuning_changes_the_weights(bert_dir, tmp_path):
 def test_a_missing_checkpoint_is_refused(tmp_path, over, message):
     with pytest.raises(InitFromError, match=message):
         run(make_cfg(tmp_path, [*RUN, *over], arch="encoder_only"))
+
+
+def test_a_directory_without_config_json_is_refused_naming_it(tmp_path):
+    """A Hugging Face directory without its config.json (weights and tokenizer only), and an empty directory, are
+    refused before any data work with a message that names config.json (and the files it did find)."""
+    hf = tmp_path / "bert"
+    hf.mkdir()
+    torch.manual_seed(0)
+    tf.BertForMaskedLM(
+        tf.BertConfig(vocab_size=40, hidden_size=16, num_hidden_layers=1, num_attention_heads=2)
+    ).save_pretrained(hf)
+    (hf / "config.json").unlink()
+    with pytest.raises(InitFromError, match=r"holds Hugging Face files \(model.safetensors\) but no config.json"):
+        run(make_cfg(tmp_path / "a", [*RUN, f"model.init_from={hf}"], arch="encoder_only"))
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(InitFromError, match=r"empty: no config.json \(a Hugging Face checkpoint directory\)"):
+        run(make_cfg(tmp_path / "b", [*RUN, f"model.init_from={tmp_path / 'empty'}"], arch="encoder_only"))
 
 
 def test_wrong_arch_and_wrong_tokenizer_are_refused_before_training(bert_dir, tmp_path):

@@ -172,6 +172,8 @@ def test_zoo_ids_are_distinct_and_keep_hf_ids_where_they_are():
     assert zoo_ids(0, 1, 2, 10) == {"pad_id": 0, "bos_id": 1, "eos_id": 2}
     assert zoo_ids(None, 9, 9, 10) == {"pad_id": 0, "bos_id": 1, "eos_id": 9}  # GPT-2: bos = eos, no pad
     assert zoo_ids(5, None, 1, 10) == {"pad_id": 5, "bos_id": 0, "eos_id": 1}  # T5: no bos
+    assert zoo_ids(0, None, None, 10) == {"pad_id": 0, "bos_id": 2, "eos_id": 1}  # BERT: pad only, kept
+    assert zoo_ids(3, None, 0, 10) == {"pad_id": 3, "bos_id": 1, "eos_id": 0}  # a placeholder skips real ids
 
 
 def test_hf_config_json_is_what_transformers_reads(tmp_path):

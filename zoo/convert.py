@@ -2,9 +2,10 @@
 checkpoints (GPT-2, BERT, Marian, BART, T5) to zoo checkpoints and back (zoo.interop.hf; needs zoo[hf]).
 
 from-hf: DIR is a transformers checkpoint directory (or a hub id, online); out.ckpt holds hyper_parameters
-{arch, model, tokenizer (DIR's tokenizer.json, when it has one)} and state_dict "model.*", as zoo's runs save
-them. to-hf: RUN_OR_CKPT is a zoo .ckpt or a run directory (its best checkpoint, else checkpoints/last.ckpt);
-OUT_DIR gets config.json, model.safetensors and the run's tokenizer, ready for AutoModel...from_pretrained.
+{arch, model, tokenizer (DIR's tokenizer.json and its tokenizer_config.json roles, when it has one)} and
+state_dict "model.*", as zoo's runs save them, and the source's HF special-token ids, which to-hf writes back.
+to-hf: RUN_OR_CKPT is a zoo .ckpt or a run directory (its best checkpoint, else checkpoints/last.ckpt); OUT_DIR
+gets config.json, model.safetensors and the run's tokenizer, ready for AutoModel...from_pretrained.
 
 examples:
   python -m zoo.convert from-hf ckpt/gpt2 gpt2.ckpt

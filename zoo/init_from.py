@@ -11,6 +11,7 @@ import logging
 from dataclasses import asdict
 from pathlib import Path
 
+import torch
 from omegaconf import DictConfig, open_dict
 
 log = logging.getLogger("zoo")
@@ -37,7 +38,9 @@ def init_source(cfg: DictConfig) -> dict | None:
     """Read model.init_from (None: no init) before any data work, once: {"path", "arch", "model": the
     checkpoint's ModelConfig fields, "checkpoint": the zoo.interop.hf.Checkpoint that load_weights copies}.
     Points data.tokenizer at DIR/tokenizer.json when DIR has one and the data would train its own (bpe / char).
-    Raises InitFromError for a missing path, an unreadable checkpoint or an architecture other than +arch."""
+    "model" holds the data's vocab_size: a masked_lm checkpoint's embedding has one row more, its <mask>.
+    Raises InitFromError for a missing path, an unreadable checkpoint, an architecture other than +arch, or a
+    trainer.precision the checkpoint's HF family does not run in (zoo.interop.hf.HALF_REFUSED: T5 in float16)."""
     raw = cfg.model.get("init_from")
     if not raw:
         return None
@@ -58,12 +61,21 @@ def init_source(cfg: DictConfig) -> dict | None:
         raise InitFromError(
             f"model.init_from={raw} holds a {arch} model, but this run is +arch={cfg.arch}; use +arch={arch}"
         )
+    precision = str(cfg.get("trainer", {}).get("precision", "32-true"))
+    if checkpoint.family is not None and precision.startswith("16"):
+        from zoo.interop.hf import HALF_REFUSED
+
+        why = HALF_REFUSED.get((checkpoint.family, torch.float16))
+        if why is not None:
+            raise InitFromError(f"model.init_from={raw} with trainer.precision={precision}: {why}")
     tok = path / "tokenizer.json" if path.is_dir() else None
     if tok is not None and tok.is_file() and cfg.data.get("tokenizer", "bpe") in ("bpe", "char"):
         with open_dict(cfg):
             cfg.data.tokenizer = str(tok)
         log.info("data.tokenizer=%s (the checkpoint's own, whose ids are its embedding rows)", tok)
-    return {"path": str(path), "arch": arch, "model": asdict(checkpoint.cfg), "checkpoint": checkpoint}
+    model = asdict(checkpoint.cfg)
+    model["vocab_size"] -= checkpoint.added_tokens  # the data's vocabulary: the task adds masked_lm's <mask> again
+    return {"path": str(path), "arch": arch, "model": model, "checkpoint": checkpoint}
 
 
 def init_model_config(source: dict, run_model: dict, info: dict) -> dict:

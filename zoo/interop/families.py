@@ -63,20 +63,27 @@ def _get(c, name, default=None):
 
 
 def zoo_ids(pad, bos, eos, vocab_size: int) -> dict[str, int]:
-    """zoo's distinct pad / bos / eos ids from HF's (which may be None or equal, e.g. GPT-2's bos = eos): HF's
-    where distinct, else the smallest free ids. Returns {"pad_id", "bos_id", "eos_id"}."""
-    used: list[int] = []
+    """zoo's distinct pad / bos / eos ids from HF's (each may be None, or equal another, e.g. GPT-2's bos = eos).
+    Every HF id in [0, vocab_size) that no earlier role (eos, then pad, then bos) holds is kept; a role left
+    without one gets a placeholder, the smallest id that is none of HF's three (so a placeholder never takes a
+    real special token's id). Placeholders are zoo-only: to_hf writes HF's own ids back (export_special_ids).
+    Returns {"pad_id", "bos_id", "eos_id"}. Raises Unsupported for a vocabulary of fewer than 3 tokens."""
+    if vocab_size < 3:
+        raise Unsupported(f"vocab_size={vocab_size}: zoo needs 3 distinct special ids (pad, bos, eos)")
 
-    def take(i):
-        if i is None or i in used or not 0 <= i < vocab_size:
-            i = next(j for j in range(vocab_size) if j not in used)
-        used.append(i)
-        return i
+    def real(i) -> bool:
+        return isinstance(i, int) and not isinstance(i, bool) and 0 <= i < vocab_size
 
-    eos = take(eos if isinstance(eos, int) else None)
-    pad = take(pad)
-    bos = take(bos)
-    return {"pad_id": pad, "bos_id": bos, "eos_id": eos}
+    out: dict[str, int] = {}
+    for key, i in (("eos_id", eos), ("pad_id", pad), ("bos_id", bos)):
+        if real(i) and i not in out.values():
+            out[key] = i
+    taken = {i for i in (pad, bos, eos) if real(i)}
+    free = (j for j in range(vocab_size) if j not in taken)
+    for key in ("eos_id", "pad_id", "bos_id"):
+        if key not in out:
+            out[key] = next(free)
+    return {k: out[k] for k in ("pad_id", "bos_id", "eos_id")}
 
 
 def require(cfg: ModelConfig, family: str, **allowed) -> None:
@@ -437,6 +444,7 @@ def _seq2seq_to_hf(cfg: ModelConfig, family: str) -> dict:
         lm_head_transform=False,
         lm_head_scale=False,
         activation=tuple(_ACT_TO_HF),
+        norm_eps=1e-5,  # modeling_bart.py / modeling_marian.py build every nn.LayerNorm with the default eps
     )
     if cfg.use_final_norm:
         raise Unsupported(f"model.final_norm=true has no equivalent in Hugging Face {family} (post-LN, no final norm)")
@@ -555,7 +563,7 @@ class BART:
         require(cfg, "bart", position="learned", position_offset=2, embed_norm=True, share_embeddings=False)
         if cfg.share_tokens != cfg.tie_embeddings:
             raise Unsupported(
-                f"model.share_tokens={cfg.share_tokens} with tie_embeddings={cfg.tie_embeddings} has no "
+                f"model.share_tokens={cfg.share_tokens} with model.tie_embeddings={cfg.tie_embeddings} has no "
                 f"equivalent in Hugging Face bart (tie_word_embeddings ties both or neither); set both "
                 f"to the same value"
             )
@@ -668,6 +676,16 @@ class T5:
         )
         if not cfg.use_final_norm:
             raise Unsupported("model.final_norm=false has no equivalent in Hugging Face t5 (final_layer_norm)")
+        if cfg.src_vocab_size not in (None, cfg.vocab_size):
+            raise Unsupported(
+                f"model.src_vocab_size={cfg.src_vocab_size} != vocab_size={cfg.vocab_size} has no equivalent in "
+                f"Hugging Face t5 (one vocabulary, one shared table)"
+            )
+        if cfg.attention_dropout != cfg.dropout:
+            raise Unsupported(
+                f"model.attn_dropout={cfg.attn_dropout} has no equivalent in Hugging Face t5, whose one "
+                f"dropout_rate (model.dropout={cfg.dropout}) also drops attention weights; set attn_dropout=null"
+            )
         if not (cfg.share_embeddings or cfg.share_tokens):
             raise Unsupported("model.share_embeddings=false has no equivalent in Hugging Face t5 (one shared table)")
         return dict(

@@ -3,7 +3,10 @@ blocks, `to_hf` writes a zoo model as a checkpoint that `transformers` loads (co
 + the tokenizer), `load_into` fills an already built zoo model from either kind of checkpoint.
 
 The per-family config and weight maps are zoo.interop.families; needs the `hf` extra (transformers,
-safetensors). Exact in fp32: logits agree with transformers' to ~1e-6 at toy size (tests/test_interop_*.py).
+safetensors). Exact in fp32: logits agree with transformers' to ~1e-6 at toy size (tests/test_interop_*.py);
+float16 / bfloat16 as transformers runs them, or refused (check_dtype). Special-token ids and tokenizer roles
+survive HF -> zoo -> HF (export_special_ids, hf_tokenizer_state); every ModelConfig field is held by the
+export or refused (tests/test_interop_settings.py).
 """
 
 import json
@@ -16,7 +19,17 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
-from zoo.interop.families import ARCH_OF, FAMILIES, HF_CLASSES, SUPPORTED, Unsupported, family_for, family_of
+from zoo.data.bpe import ROLES
+from zoo.interop.families import (
+    ARCH_OF,
+    FAMILIES,
+    HF_CLASSES,
+    SUPPORTED,
+    Unsupported,
+    family_for,
+    family_of,
+    zoo_ids,
+)
 from zoo.model import ARCHITECTURES, ModelConfig, build_model
 
 log = logging.getLogger(__name__)
@@ -45,6 +58,25 @@ FREE_FIELDS = (
 NEW_HEADS = ("classifier.", "length_head.")
 
 _PREFIX = {"gpt2": "transformer.", "bert": "bert.", "marian": "model.", "bart": "model.", "t5": ""}
+# the special-token ids of an HF config.json, each an id or None (GPT-2 has no pad, BERT no bos / eos)
+HF_IDS = ("pad_token_id", "bos_token_id", "eos_token_id")
+# the special-token roles of an HF tokenizer_config.json (SpecialTokensMixin.SPECIAL_TOKENS_ATTRIBUTES), kept as
+# they are from a converted checkpoint's tokenizer
+HF_ROLES = (
+    "bos_token",
+    "eos_token",
+    "unk_token",
+    "sep_token",
+    "pad_token",
+    "cls_token",
+    "mask_token",
+    "additional_special_tokens",
+    "extra_special_tokens",
+)
+# files of a Hugging Face checkpoint directory besides config.json (named when config.json is missing)
+HF_FILES = ("pytorch_model.bin", "tokenizer.json", "tokenizer_config.json", "generation_config.json", "vocab.txt")
+# zoo's roles (zoo.data.bpe.ROLES) -> HF's role names ("pad" -> "pad_token")
+_ZOO_ROLES = {role: f"{role}_token" for role in ROLES}
 
 
 def _transformers():
@@ -135,12 +167,52 @@ def check_state(model: nn.Module, state: dict[str, torch.Tensor], allow_missing=
         raise ValueError(f"the checkpoint has no {missing[0]!r} (and {len(missing) - 1} more) for this zoo model")
 
 
-def from_hf(hf_model_or_dir, family: str | None = None) -> tuple[nn.Module, ModelConfig]:
+# transformers' half-precision guards zoo's blocks lack, per (family, dtype): that precision is refused
+HALF_REFUSED = {
+    ("t5", torch.float16): (
+        "Hugging Face t5 does not run in torch.float16 in zoo: transformers keeps T5's feed-forward output "
+        "projection (wo, _keep_in_fp32_modules) in float32 and clamps every block's output to the float16 "
+        "range (modeling_t5.py), guards zoo's blocks do not have, and T5's activations overflow float16 without "
+        "them (inf, then NaN); use dtype=torch.bfloat16 (the precision T5 was trained in) or torch.float32"
+    ),
+}
+DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+
+
+def check_dtype(family: str, dtype: torch.dtype) -> None:
+    """Raise Unsupported unless a converted `family` model runs in `dtype` as transformers runs it: float32 and
+    bfloat16 always; float16 except T5 (HALF_REFUSED says why). In float16 / bfloat16 zoo's logits are then as
+    far from the float32 ones as transformers' own model's in that dtype, within a factor of 2
+    (tests/test_interop_half.py)."""
+    if dtype not in DTYPES:
+        raise Unsupported(f"dtype={dtype}: zoo converts to {', '.join(map(str, DTYPES))}")
+    if (family, dtype) in HALF_REFUSED:
+        raise Unsupported(HALF_REFUSED[family, dtype])
+
+
+def _model_type(src) -> str | None:
+    """The HF model_type of a transformers model or a checkpoint directory (None for a hub id: read later)."""
+    if isinstance(src, nn.Module):
+        return getattr(getattr(src, "config", None), "model_type", None)
+    path = Path(src)
+    return json.loads((path / "config.json").read_text()).get("model_type") if _is_hf_dir(path) else None
+
+
+def from_hf(
+    hf_model_or_dir, family: str | None = None, dtype: torch.dtype | None = None
+) -> tuple[nn.Module, ModelConfig]:
     """(zoo model in eval mode, its ModelConfig) with the weights of a transformers GPT-2 / BERT / Marian / BART /
-    T5 model, a checkpoint directory of one, or a hub id (online). Raises Unsupported for another family or a
-    setting zoo cannot express (the message names it)."""
+    T5 model, a checkpoint directory of one, or a hub id (online). dtype: the model's dtype (None = float32;
+    check_dtype). The model keeps its family as `hf_family` and HF's own special-token ids as `hf_special_ids`
+    ({pad, bos, eos}_token_id, each an id or None), which to_hf writes back where zoo's ModelConfig needed
+    placeholders (zoo_ids). Raises Unsupported for another family, a setting zoo cannot express or a refused
+    dtype (the message names it)."""
+    if dtype is not None:
+        check_dtype(family or _model_type(hf_model_or_dir), dtype)  # before loading anything
     hf = load_hf_model(hf_model_or_dir)
     fam = family_of(family or hf.config.model_type)
+    if dtype is not None:
+        check_dtype(fam.name, dtype)
     sd, tied = _state_of(hf, fam.name)
     arch, cfg_fields = fam.config_from_hf(hf.config, tied)
     cfg = ModelConfig(**cfg_fields)
@@ -153,7 +225,9 @@ def from_hf(hf_model_or_dir, family: str | None = None) -> tuple[nn.Module, Mode
     model = build_model(arch, cfg)
     check_state(model, state)
     model.load_state_dict(state)
-    return model.eval(), cfg
+    model.hf_special_ids = {k: getattr(hf.config, k, None) for k in HF_IDS}
+    model.hf_family = fam.name
+    return model.eval().to(dtype or torch.float32), cfg
 
 
 def arch_of(model: nn.Module) -> str:
@@ -166,30 +240,82 @@ def arch_of(model: nn.Module) -> str:
     )
 
 
-def hf_config(model: nn.Module, family: str | None = None) -> dict:
-    """The config.json dict of `model`'s HF family (default: family_for its arch and position). Raises
-    Unsupported naming a zoo option the family cannot express."""
+def hf_config(model: nn.Module, family: str | None = None, tokenizer=None) -> dict:
+    """The config.json dict of `model`'s HF family (default: family_for its arch and position), with the
+    special-token ids export_special_ids(model, tokenizer) gives. Raises Unsupported naming a zoo option the
+    family cannot express."""
     arch, cfg = arch_of(model), model.cfg
     family = family or family_for(arch, cfg)
     if family not in FAMILIES:
         raise Unsupported(f"family={family!r} is not supported; supported families: {', '.join(SUPPORTED)}")
     if ARCH_OF[family] != arch:
         raise Unsupported(f"a zoo {arch} model cannot be written as Hugging Face {family} ({ARCH_OF[family]})")
-    return FAMILIES[family].config_to_hf(cfg)
+    return {**FAMILIES[family].config_to_hf(cfg), **export_special_ids(model, tokenizer)}
+
+
+def _tokenizer_state(tokenizer) -> dict | None:
+    """The state dict ({"json", "special_tokens"?, "hf_roles"?}) of the tokenizer written as tokenizer.json (for
+    {"src", "tgt"} states the source one), or None for a tokenizer without that form (zoo's character one)."""
+    if isinstance(tokenizer, dict):
+        if "json" in tokenizer:
+            return tokenizer
+        return _tokenizer_state(tokenizer["src"]) if "src" in tokenizer else None
+    if hasattr(tokenizer, "state_dict"):
+        return _tokenizer_state(tokenizer.state_dict())
+    if hasattr(tokenizer, "to_str"):
+        return {"json": tokenizer.to_str()}
+    return None
+
+
+def _roles_of(tokenizer) -> dict[str, int] | None:
+    """{zoo role: id} of a tokenizer with a tokenizer.json form (zoo.data.bpe.special_roles, with the state's
+    data.special_tokens overrides), or None (no tokenizer, or a character tokenizer)."""
+    state = _tokenizer_state(tokenizer) if tokenizer is not None else None
+    if state is None:
+        return None
+    from tokenizers import Tokenizer
+
+    from zoo.data.bpe import special_roles
+
+    return special_roles(Tokenizer.from_str(state["json"]), state.get("special_tokens"))
+
+
+def export_special_ids(model: nn.Module, tokenizer=None) -> dict:
+    """The {pad, bos, eos}_token_id to_hf writes for `model` (each an id, or None for a role the model's
+    tokens do not have), never a zoo placeholder id (zoo_ids, SubwordTokenizer.model_ids):
+    - a model converted from HF (model.hf_special_ids, from from_hf or a zoo.convert checkpoint) gives HF's own
+      ids back, while its ModelConfig still holds the ids they became (zoo_ids of them);
+    - else, with a tokenizer that has a tokenizer.json: its pad / bos / eos tokens' ids (zoo.data.bpe's roles;
+      None where it has none, e.g. GPT-2's pad);
+    - else the ModelConfig's pad_id / bos_id / eos_id (zoo's own tokenizers: 0, 1, 2)."""
+    cfg = model.cfg
+    own = {"pad_token_id": cfg.pad_id, "bos_token_id": cfg.bos_id, "eos_token_id": cfg.eos_id}
+    hf = getattr(model, "hf_special_ids", None)
+    if hf and zoo_ids(*(hf.get(k) for k in HF_IDS), cfg.vocab_size) == {
+        "pad_id": cfg.pad_id,
+        "bos_id": cfg.bos_id,
+        "eos_id": cfg.eos_id,
+    }:
+        return {k: hf.get(k) for k in HF_IDS}
+    roles = _roles_of(tokenizer)
+    if roles is not None:
+        return {f"{r}_token_id": roles.get(r) for r in ("pad", "bos", "eos")}
+    return own
 
 
 def to_hf(zoo_model: nn.Module, out_dir: str | Path, tokenizer=None, family: str | None = None) -> Path:
     """Write `zoo_model` as a transformers checkpoint in out_dir: config.json, model.safetensors (tied weights
     stored once, under the key transformers ties the others to) and, when given, the tokenizer (a zoo
     SubwordTokenizer, its state {"json": ...}, {"src", "tgt"} states, or a tokenizers.Tokenizer) as
-    tokenizer.json + tokenizer_config.json. Returns out_dir. Raises Unsupported naming an option with no
-    equivalent (before writing anything)."""
+    tokenizer.json + tokenizer_config.json. The special-token ids are export_special_ids(zoo_model, tokenizer): a
+    converted model's own, never a zoo placeholder. Returns out_dir. Raises Unsupported naming an option the
+    family cannot hold (every ModelConfig field: tests/test_interop_settings.py), before writing anything."""
     tf = _transformers()
     from safetensors.torch import save_file
 
     from zoo.interop.families import zoo_to_hf
 
-    d = hf_config(zoo_model, family)
+    d = hf_config(zoo_model, family, tokenizer)
     fam = FAMILIES[d["model_type"]]
     state = zoo_to_hf(fam.entries(zoo_model.cfg), zoo_model.state_dict(), zoo_model.cfg.vocab_size)
     out = Path(out_dir)
@@ -198,7 +324,7 @@ def to_hf(zoo_model: nn.Module, out_dir: str | Path, tokenizer=None, family: str
     config.save_pretrained(out)
     save_file({k: v.contiguous() for k, v in state.items()}, str(out / "model.safetensors"), metadata={"format": "pt"})
     if tokenizer is not None:
-        write_tokenizer(tokenizer, out, zoo_model.cfg)
+        write_tokenizer(tokenizer, out, zoo_model.cfg, {k: d.get(k) for k in HF_IDS})
     return out
 
 
@@ -222,9 +348,12 @@ def _tokenizer_json(tokenizer) -> str | None:
     return None
 
 
-def write_tokenizer(tokenizer, out: Path, cfg: ModelConfig) -> bool:
+def write_tokenizer(tokenizer, out: Path, cfg: ModelConfig, special_ids: dict | None = None) -> bool:
     """tokenizer.json + tokenizer_config.json (PreTrainedTokenizerFast) in out; False (and a warning) for a
-    tokenizer with no tokenizer.json form (zoo's character tokenizer)."""
+    tokenizer with no tokenizer.json form (zoo's character tokenizer). The roles tokenizer_config.json names: a
+    converted checkpoint's own, as its tokenizer_config.json had them (the state's "hf_roles",
+    hf_tokenizer_state); else the tokens of special_ids ({pad, bos, eos}_token_id, None = no such role; default
+    cfg's pad / bos / eos ids) and the tokenizer's unk / mask / cls tokens (zoo.data.bpe.special_roles)."""
     text = _tokenizer_json(tokenizer)
     if text is None:
         log.warning("this tokenizer has no tokenizer.json form (character tokenizer?); wrote no tokenizer")
@@ -236,8 +365,14 @@ def write_tokenizer(tokenizer, out: Path, cfg: ModelConfig) -> bool:
     from tokenizers import Tokenizer
 
     tok = Tokenizer.from_str(text)
-    names = {"pad_token": cfg.pad_id, "bos_token": cfg.bos_id, "eos_token": cfg.eos_id}
-    special = {k: tok.id_to_token(i) for k, i in names.items() if tok.id_to_token(i) is not None}
+    state = _tokenizer_state(tokenizer)
+    if state.get("hf_roles") is not None:
+        special = dict(state["hf_roles"])
+    else:
+        ids = special_ids or {"pad_token_id": cfg.pad_id, "bos_token_id": cfg.bos_id, "eos_token_id": cfg.eos_id}
+        named = {_ZOO_ROLES[r]: i for r, i in _roles_of(tokenizer).items() if r in ("unk", "mask", "cls")}
+        named.update({k[: -len("_id")]: i for k, i in ids.items()})
+        special = {k: tok.id_to_token(i) for k, i in named.items() if i is not None and tok.id_to_token(i) is not None}
     (out / "tokenizer_config.json").write_text(
         json.dumps({"tokenizer_class": "PreTrainedTokenizerFast", "model_max_length": cfg.max_len, **special}, indent=2)
     )
@@ -258,8 +393,15 @@ def read_zoo_checkpoint(path: str | Path) -> dict:
         )
         found = next((c for c in cands if c.is_file()), None)
         if found is None:
+            hf_files = sorted(f.name for f in p.iterdir() if f.name in HF_FILES or f.suffix == ".safetensors")
+            if hf_files:
+                raise FileNotFoundError(
+                    f"{p} holds Hugging Face files ({', '.join(hf_files)}) but no config.json: transformers' "
+                    f"save_pretrained writes config.json beside the weights; copy the model's config.json into {p}"
+                )
             raise FileNotFoundError(
-                f"{p}: no checkpoint (results.json's best_checkpoint, checkpoints/last.ckpt or checkpoints/*.ckpt)"
+                f"{p}: no config.json (a Hugging Face checkpoint directory) and no zoo checkpoint (results.json's "
+                f"best_checkpoint, checkpoints/last.ckpt or checkpoints/*.ckpt)"
             )
         p = found
     if not p.is_file():
@@ -267,46 +409,92 @@ def read_zoo_checkpoint(path: str | Path) -> dict:
     return torch.load(p, map_location="cpu", weights_only=True)
 
 
+def checkpoint_config(hp: dict) -> tuple[ModelConfig, int]:
+    """(the ModelConfig that rebuilds a zoo checkpoint's weights, the tokens its objective added past the data's
+    vocabulary) from its hyper_parameters: masked_lm adds <mask> (zoo.tasks.lm), 1; every other objective 0.
+    A masked_lm checkpoint saved before hyper_parameters held mask_id has the data's vocab_size: one row less
+    than its embedding, counted back in here. Raises ValueError for an unknown model key."""
+    model = dict(hp["model"])
+    added = 1 if hp.get("objective") == "masked_lm" else 0
+    if added and hp.get("mask_id") is None:
+        model["vocab_size"] += added
+    return ModelConfig.from_dict(model), added
+
+
 def model_from_checkpoint(ckpt: dict) -> nn.Module:
-    """The zoo model of a loaded zoo checkpoint (hyper_parameters {arch, model}, state_dict "model.*"), eval mode."""
+    """The zoo model of a loaded zoo checkpoint (hyper_parameters {arch, model}, state_dict "model.*"), eval mode;
+    a zoo.convert checkpoint's model keeps its HF special ids (hf_special_ids). Raises ValueError for a
+    checkpoint that is not zoo's, or whose weights do not fit its config (check_state)."""
     hp = ckpt.get("hyper_parameters", {})
     if "arch" not in hp or "model" not in hp:
         raise ValueError("not a zoo checkpoint: hyper_parameters needs arch and model")
-    model = build_model(hp["arch"], ModelConfig.from_dict(dict(hp["model"])))
+    model = build_model(hp["arch"], checkpoint_config(hp)[0])
     state = {k[len("model.") :]: v for k, v in ckpt["state_dict"].items() if k.startswith("model.")}
     check_state(model, state)
     model.load_state_dict(state)
+    interop = ckpt.get("zoo_interop") or {}
+    if interop.get("hf_special_ids") is not None:
+        model.hf_special_ids, model.hf_family = dict(interop["hf_special_ids"]), interop.get("hf_family")
     return model.eval()
 
 
 def zoo_checkpoint(model: nn.Module, tokenizer: dict | None = None, source: str = "") -> dict:
     """A checkpoint dict as zoo's tasks save them (hyper_parameters {arch, model, tokenizer}, state_dict with
-    keys "model.*"), loadable by model_from_checkpoint and zoo.generate-style loaders."""
+    keys "model.*"), loadable by model_from_checkpoint and zoo.generate-style loaders; "zoo_interop" records the
+    source and, for a converted model, its HF special ids and family."""
     hp = {"arch": arch_of(model), "model": asdict(model.cfg)}
     if tokenizer is not None:
         hp["tokenizer"] = tokenizer
+    interop = {"source": source}
+    for key in ("hf_special_ids", "hf_family"):
+        if getattr(model, key, None) is not None:
+            interop[key] = getattr(model, key)
     return {
         "hyper_parameters": hp,
         "state_dict": {f"model.{k}": v for k, v in model.state_dict().items()},
-        "zoo_interop": {"source": source},
+        "zoo_interop": interop,
     }
 
 
+def _plain_role(value):
+    """A tokenizer_config.json role as plain text: an AddedToken dict becomes its content (its flags live in
+    tokenizer.json's added_tokens)."""
+    if isinstance(value, dict):
+        return value.get("content", value)
+    if isinstance(value, list):
+        return [_plain_role(v) for v in value]
+    return value
+
+
 def hf_tokenizer_state(path: str | Path) -> dict | None:
-    """{"json": tokenizer.json text} of an HF checkpoint directory, or None when it has none (e.g. Marian's
-    SentencePiece files)."""
-    f = Path(path) / "tokenizer.json"
-    return {"json": f.read_text()} if f.is_file() else None
+    """{"json": tokenizer.json text, "hf_roles": {role: token}} of an HF checkpoint directory: the special-token
+    roles (HF_ROLES) its tokenizer_config.json and special_tokens_map.json name, as they name them (write_tokenizer
+    writes them back); no "hf_roles" when it has neither file. None when it has no tokenizer.json (e.g.
+    Marian's SentencePiece files)."""
+    d = Path(path)
+    if not (d / "tokenizer.json").is_file():
+        return None
+    state = {"json": (d / "tokenizer.json").read_text()}
+    files = [d / name for name in ("tokenizer_config.json", "special_tokens_map.json") if (d / name).is_file()]
+    if files:
+        roles = {}
+        for f in files:
+            roles.update({k: _plain_role(v) for k, v in json.loads(f.read_text()).items() if k in HF_ROLES})
+        state["hf_roles"] = {k: v for k, v in roles.items() if v is not None}
+    return state
 
 
 class Checkpoint(NamedTuple):
-    """A checkpoint read once (read_checkpoint): its architecture, ModelConfig, zoo state dict, and where it
-    was read from (for messages)."""
+    """A checkpoint read once (read_checkpoint): its architecture, ModelConfig, zoo state dict, where it was read
+    from (for messages), the tokens its objective added past the data's vocabulary (checkpoint_config), and the
+    HF family it was converted from (None for a zoo run's)."""
 
     arch: str
     cfg: ModelConfig
     state: dict
     source: str
+    added_tokens: int = 0
+    family: str | None = None
 
 
 def read_checkpoint(dir_or_ckpt) -> Checkpoint:
@@ -321,11 +509,14 @@ def read_checkpoint(dir_or_ckpt) -> Checkpoint:
             cfg,
             model.state_dict(),
             str(dir_or_ckpt) if not isinstance(dir_or_ckpt, nn.Module) else type(dir_or_ckpt).__name__,
+            family=model.hf_family,
         )
     ckpt = read_zoo_checkpoint(dir_or_ckpt)
     hp = ckpt["hyper_parameters"]
     state = {k[len("model.") :]: v for k, v in ckpt["state_dict"].items() if k.startswith("model.")}
-    return Checkpoint(hp["arch"], ModelConfig.from_dict(dict(hp["model"])), state, str(dir_or_ckpt))
+    cfg, added = checkpoint_config(hp)
+    family = (ckpt.get("zoo_interop") or {}).get("hf_family")
+    return Checkpoint(hp["arch"], cfg, state, str(dir_or_ckpt), added, family)
 
 
 def config_of(dir_or_ckpt) -> tuple[str, ModelConfig]:
@@ -340,7 +531,7 @@ def load_into(zoo_model: nn.Module, dir_or_ckpt) -> nn.Module:
     already read, into an already built zoo model of the same architecture and config (FREE_FIELDS may differ;
     new classifier / length heads keep their init). Returns zoo_model. Raises ValueError naming the first
     config field that differs, or the mismatching key and both shapes."""
-    arch, cfg, state, where = read_checkpoint(dir_or_ckpt)
+    arch, cfg, state, where = read_checkpoint(dir_or_ckpt)[:4]
     if arch != arch_of(zoo_model):
         raise ValueError(
             f"{where} holds a {arch} model, but this model is {arch_of(zoo_model)}; build it with +arch={arch}"
