@@ -20,6 +20,9 @@ from zoo.model.chunked_ce import (
 IGNORE = -100
 FP32_TOL = 1e-6  # loss and every gradient entry, fp32 against the float64 reference and the plain fp32 path
 FP32_REL = 1e-5  # ... and relative Frobenius error of each gradient
+# with a z-loss term (rows of ~10-20 nats, sums of 500, gradients up to 16): every entry within this share of
+# its tensor's largest entry (measured: fp32 chunked and plain paths both within 6e-7 of the float64 reference)
+FP32_SCALE_REL = 2e-6
 # bf16 autocast (8-bit mantissa, 2^-8 = 0.4% per rounding): loss within 1e-2 nats and gradients within 2%
 # (relative Frobenius error) of the float64 reference
 BF16_LOSS_TOL, BF16_GRAD_REL = 1e-2, 2e-2
@@ -400,14 +403,15 @@ def encoder_only_objectives():
     text = torch.randint(0, 65, (3, 17), generator=g)
     windows = (text[:, :-1], text[:, 1:])
 
-    def lm(chunk):
+    def lm(chunk, z_loss=0.0):
         model = dict(small, vocab_size=65, loss_chunk_size=chunk)
-        return LanguageModeling("encoder_only", model, chars, {"lr": 1e-3}, {"warmup_steps": 1}, entp_targets=3)
+        opt, sched = {"lr": 1e-3}, {"warmup_steps": 1}
+        return LanguageModeling("encoder_only", model, chars, opt, sched, entp_targets=3, z_loss=z_loss)
 
     def translation(objective):
-        def build(chunk):
+        def build(chunk, z_loss=0.0):
             model = dict(small, vocab_size=30, loss_chunk_size=chunk)
-            kw = {"label_smoothing": 0.1, "objective": objective}
+            kw = {"label_smoothing": 0.1, "objective": objective, "z_loss": z_loss}
             return Translation("encoder_only", model, {"src": tok, "tgt": tok}, {"lr": 1e-3}, {"warmup_steps": 1}, **kw)
 
         return build
@@ -423,15 +427,17 @@ def encoder_only_objectives():
     ]
 
 
+@pytest.mark.parametrize("z_loss", [0.0, 0.01])
 @pytest.mark.parametrize("case", range(4), ids=["entp", "encoder_ar", "encoder_ar exact", "cmlm"])
-def test_encoder_only_objectives_equal_the_plain_path(case):
+def test_encoder_only_objectives_equal_the_plain_path(case, z_loss):
     """ENTP, encoder_ar and CMLM train through the chunked head (model.loss_chunk_size rows a chunk): the loss
     and every parameter's gradient equal those of the plain path (loss_chunk_size=0: full logits of the scored
-    positions, F.cross_entropy) within 1e-6, label smoothing included for translation."""
+    positions, F.cross_entropy) within 1e-6, label smoothing included for translation, and with task.z_loss
+    (the plain path's term is torch's logsumexp, test_z_loss_value_and_gradients_equal_the_unfused_reference)."""
     name, build, loss_of = encoder_only_objectives()[case]
     torch.manual_seed(0)
-    chunked = build(2)
-    plain = build(0)
+    chunked = build(2, z_loss)
+    plain = build(0, z_loss)
     plain.load_state_dict(chunked.state_dict())
     losses, grads = [], []
     for task in (chunked, plain):
@@ -445,3 +451,139 @@ def test_encoder_only_objectives_equal_the_plain_path(case):
         if g is None and r is None:
             continue
         torch.testing.assert_close(g, r, atol=FP32_TOL, rtol=0, msg=f"{name}: {pname}")
+
+
+def chunked_before_z_loss(h, w, b, t, ls, chunk, scale):
+    """The fp32 chunk pass as it was before the z-loss option, operation for operation (zoo.model.chunk_pass):
+    the reference that z_loss = 0 must reproduce bit for bit. scale (N,): d loss / d row loss. Returns
+    (row losses (N,), grad h, grad w, grad b or None)."""
+    N, V = h.shape[0], w.shape[0]
+    valid = t != IGNORE
+    rows = torch.empty(N, dtype=torch.float32)
+    grad_h, grad_w = torch.empty_like(h), torch.zeros(w.shape, dtype=torch.float32)
+    grad_b = torch.zeros(V, dtype=torch.float32) if b is not None else None
+    buf = torch.empty((min(chunk, N), V), dtype=torch.float32)
+    safe_target, wt = t.masked_fill(~valid, 0), w.t()
+    for start in range(0, N, chunk):
+        end = min(start + chunk, N)
+        hc, z = h[start:end], buf[: end - start]
+        torch.mm(hc, wt, out=z) if b is None else torch.addmm(b, hc, wt, out=z)
+        tc = safe_target[start:end].unsqueeze(1)
+        m = z.amax(1, keepdim=True)
+        z.sub_(m)
+        zt = z.gather(1, tc).squeeze(1)
+        zmean = z.mean(1) if ls else None
+        z.exp_()
+        s = z.sum(1)
+        loss = s.log() - (1.0 - ls) * zt
+        if ls:
+            loss -= ls * zmean
+        rows[start:end] = loss.masked_fill_(~valid[start:end], 0.0)
+        sc = scale[start:end]
+        z.mul_((sc / s).unsqueeze(1))
+        if ls:
+            z.sub_((sc * (ls / z.shape[1])).unsqueeze(1))
+        z.scatter_add_(1, tc, (-(1.0 - ls) * sc).unsqueeze(1))
+        torch.mm(z, w, out=grad_h[start:end])
+        grad_w.addmm_(z.t(), hc)
+        if grad_b is not None:
+            grad_b.add_(z.sum(0))
+    return rows, grad_h, grad_w, grad_b
+
+
+@pytest.mark.parametrize("chunk", [7, 64])
+@pytest.mark.parametrize("ls", [0.0, 0.1])
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("reduction", ["mean", "none"])
+def test_z_loss_zero_is_bit_identical_to_the_loss_before_it(chunk, ls, bias, reduction):
+    """z_loss=0 (the default) runs the very operations of the cross-entropy before the option existed: the
+    loss, the rows and every gradient equal chunked_before_z_loss's bit for bit (torch.equal), for the fused
+    mean (gradients computed in forward) and the per-row path (recomputed in backward)."""
+    h, w, b, t = inputs(bias=bias, ignored=(0, 3, *range(14, 21), 49))
+    valid = t != IGNORE
+    weights = torch.rand(N, generator=torch.Generator().manual_seed(3))
+    for z_kw in ({}, {"z_loss": 0.0}, {"z_loss": 0}):
+        out = linear_cross_entropy(h, w, t, b, label_smoothing=ls, chunk_size=chunk, reduction=reduction, **z_kw)
+        grads = torch.autograd.grad(out if reduction == "mean" else (out * weights).sum(), leaves(h, w, b))
+        if reduction == "mean":
+            scale = valid.float() / valid.sum().clamp(min=1)
+        else:
+            scale = weights.masked_fill(~valid, 0.0)
+        with torch.no_grad():
+            rows, *ref_grads = chunked_before_z_loss(h, w, b, t, ls, chunk, scale)
+        ref = rows.sum() / valid.sum() if reduction == "mean" else rows
+        assert torch.equal(out.detach(), ref)
+        for g, r in zip(grads, [x for x in ref_grads if x is not None]):
+            assert torch.equal(g, r)
+    plain = linear_cross_entropy(h, w, t, b, label_smoothing=ls, chunk_size=0, reduction=reduction, z_loss=0.0)
+    assert torch.equal(plain, plain_loss(h, w, b, t, ls, reduction))  # the plain path: F.cross_entropy itself
+
+
+def z_loss_reference(h, w, b, t, ls, reduction, z_loss):
+    """PaLM's z-loss (Chowdhery et al. 2022, sec. 5) on full logits with torch: per non-ignored row
+    F.cross_entropy + z_loss * logsumexp(logits)^2, reduced over those rows (mean: divided by their count)."""
+    logits = F.linear(h, w, b)
+    logits = logits if logits.dtype == torch.float64 else logits.float()
+    valid = t != IGNORE
+    ce = F.cross_entropy(logits, t, ignore_index=IGNORE, label_smoothing=ls, reduction="none")
+    rows = ce + z_loss * logits.logsumexp(-1).square() * valid
+    if reduction == "none":
+        return rows
+    return rows.sum() / valid.sum() if reduction == "mean" else rows.sum()
+
+
+@pytest.mark.parametrize("chunk", [7, None, 0])
+@pytest.mark.parametrize("ls", [0.0, 0.1])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_z_loss_value_and_gradients_equal_the_unfused_reference(chunk, ls, reduction):
+    """With z_loss > 0 the fused chunked loss (chunks of 7, automatic, and the plain path) and its gradients wrt
+    h, W and bias equal z_loss_reference's (autograd through full logits) within the fp32 tolerances, ignored
+    rows excluded from the term and from the mean; the term is the difference from z_loss = 0."""
+    z = 0.05  # large enough that the term moves the loss and gradients well past the tolerances
+    h, w, b, t = inputs(ignored=(0, 3, *range(14, 21), 49))
+    weights = torch.rand(N, generator=torch.Generator().manual_seed(3))
+
+    def fused(*x, z_loss=z):
+        return linear_cross_entropy(
+            x[0], x[1], t, x[2], label_smoothing=ls, reduction=reduction, chunk_size=chunk, z_loss=z_loss
+        )
+
+    got = loss_and_grads(fused, h, w, b, t, weights)
+    plain = loss_and_grads(lambda *x: z_loss_reference(*x, t, ls, reduction, z), h, w, b, t, weights)
+    ref = loss_and_grads(lambda *x: z_loss_reference(*x, t, ls, reduction, z), *double(h, w, b), t, weights)
+    for x, p, r in zip([got[0], *got[1]], [plain[0], *plain[1]], [ref[0], *ref[1]]):
+        tol = FP32_TOL + FP32_SCALE_REL * r.abs().max().item()
+        torch.testing.assert_close(x.double(), r, atol=tol, rtol=0)
+        torch.testing.assert_close(x, p, atol=tol, rtol=0)
+        assert x.dim() == 0 or rel(x, r) < FP32_REL
+    off = loss_and_grads(lambda *x: fused(*x, z_loss=0.0), h, w, b, t, weights)
+    logits = F.linear(h, w, b).detach().double()
+    term = z * logits.logsumexp(-1).square() * (t != IGNORE)
+    expected = {"none": term, "sum": term.sum(), "mean": term.sum() / (t != IGNORE).sum()}[reduction]
+    torch.testing.assert_close((got[0] - off[0]).double(), expected, atol=1e-5, rtol=1e-5)
+    assert rel(got[1][1], off[1][1]) > 1e-2  # the term's gradient is far beyond the tolerances
+
+
+def test_z_loss_rows_and_no_grad_path():
+    """return_rows and the gradient-free pass (torch.no_grad) give the rows with the term: the reference's."""
+    h, w, b, t = inputs(ignored=(2, 9))
+    ref = z_loss_reference(*double(h, w, b), t, 0.1, "none", 0.05).detach()
+    tol = FP32_TOL + FP32_SCALE_REL * ref.abs().max().item()
+    loss, rows = linear_cross_entropy(h, w, t, b, label_smoothing=0.1, chunk_size=7, z_loss=0.05, return_rows=True)
+    torch.testing.assert_close(rows.double(), ref, atol=tol, rtol=0)
+    torch.testing.assert_close(loss.double(), ref.sum() / 48, atol=tol, rtol=0)
+    with torch.no_grad():
+        rows = chunked_cross_entropy_rows(h, w, t, b, label_smoothing=0.1, chunk_size=7)
+        got = linear_cross_entropy(h, w, t, b, label_smoothing=0.1, chunk_size=7, z_loss=0.05, reduction="none")
+    torch.testing.assert_close(got.double(), ref, atol=tol, rtol=0)
+    assert (got - rows)[[2, 9]].abs().max() == 0 and ((got - rows) > 0).sum() == N - 2  # ignored rows: no term
+
+
+@pytest.mark.parametrize("bad", [-1e-4, float("nan"), float("inf"), True, "1e-4", None])
+def test_z_loss_must_be_a_non_negative_number(bad):
+    h, w, b, t = inputs()
+    with pytest.raises(ValueError, match=r"z_loss=.* must be a non-negative number.*0 = off"):
+        linear_cross_entropy(h, w, t, b, z_loss=bad)
+    with pytest.raises(ValueError, match=r"^task\.z_loss=.* must be a non-negative number"):
+        chunked_ce.check_z_loss(bad, "task.z_loss")
+    assert chunked_ce.check_z_loss(0) == 0.0 and chunked_ce.check_z_loss(1e-4) == 1e-4

@@ -344,3 +344,81 @@ def test_lm_run_each_arch(tmp_path, arch, objective, metric):
     if objective != "causal_lm":  # the monitor (val/loss) is the continuation loss
         assert sum(ex["loss"]) / 16 == pytest.approx(results["best"]["val/cont_loss"], abs=1e-5)
         assert results["final"]["val/loss"] == pytest.approx(results["final"]["val/cont_loss"], abs=1e-6)
+
+
+Z_LOSS = 0.01  # large enough to move the loss by ~0.1 nats at an untrained model's log Z ~ 4
+
+
+def z_loss_pair(build):
+    """(build(z_loss=0), build(z_loss=Z_LOSS)) with the same weights."""
+    torch.manual_seed(0)
+    off, on = build(0.0), build(Z_LOSS)
+    on.load_state_dict(off.state_dict())
+    return off, on
+
+
+def test_z_loss_adds_palms_term_to_the_training_loss_only():
+    """task.z_loss adds PaLM's z_loss * log(Z)^2 (Chowdhery et al. 2022, sec. 5) to the training loss, averaged
+    over the tokens the cross-entropy averages (the causal LM's every position, masked_lm's masked positions,
+    translation's real target tokens, padding excluded), checked against full logits; in evaluation (val / test
+    loss) the loss is the z_loss=0 task's exactly."""
+    from zoo.tasks.lm import LanguageModeling
+
+    chars = {"chars": "".join(chr(32 + i) for i in range(65))}
+    cfg = dict(vocab_size=65, d_model=16, n_heads=2, d_ff=32, n_layers=1, dropout=0.0, max_len=64)
+    g = torch.Generator().manual_seed(0)
+    x, y = torch.randint(0, 65, (3, 10), generator=g), torch.randint(0, 65, (3, 10), generator=g)
+
+    def lm(arch, objective=None):
+        opt, sched = {"lr": 1e-3}, {"warmup_steps": 1}
+        return lambda z: LanguageModeling(arch, cfg, chars, opt, sched, objective=objective, z_loss=z)
+
+    off, on = z_loss_pair(lm("decoder_only"))
+    logits = off.model(x).float()
+    expected = F.cross_entropy(logits.flatten(0, 1), y.flatten()) + Z_LOSS * logits.logsumexp(-1).square().mean()
+    assert abs(on.training_loss((x, y)).item() - expected.item()) < 1e-6
+    assert on.training_loss((x, y)).item() - off.training_loss((x, y)).item() > 0.05
+    assert torch.equal(on.eval().losses((x, y))["loss"], off.eval().losses((x, y))["loss"])
+
+    off, on = z_loss_pair(lm("encoder_only", "masked_lm"))
+    inputs, chosen = off.mask_tokens(x, torch.Generator().manual_seed(1))
+    logits = off.model.lm_head(off.model.encode(inputs)[chosen]).float()
+    expected = F.cross_entropy(logits, x[chosen]) + Z_LOSS * logits.logsumexp(-1).square().mean()
+    got = on.losses((x, y), torch.Generator().manual_seed(1))["loss"]
+    assert abs(got.item() - expected.item()) < 1e-6
+    on.eval(), off.eval()
+    g1, g2 = torch.Generator().manual_seed(1), torch.Generator().manual_seed(1)
+    assert torch.equal(on.losses((x, y), g1)["loss"], off.losses((x, y), g2)["loss"])
+
+    tok = SubwordTokenizer(train_bpe(["ein hund läuft", "a dog runs"], 30)).state_dict()
+    model = dict(vocab_size=20, d_model=16, n_heads=2, d_ff=32, n_layers=1, dropout=0.0)
+    off, on = z_loss_pair(
+        lambda z: Translation(
+            "encoder_decoder", model, {"src": tok, "tgt": tok}, {"lr": 1e-3}, {"warmup_steps": 1}, z_loss=z
+        )
+    )
+    src, tgt_in, tgt_out = (
+        torch.tensor(t) for t in ([[5, 6, 2], [7, 2, 0]], [[1, 8, 9], [1, 10, 0]], [[8, 9, 2], [10, 2, 0]])
+    )
+    batch = {"src": src, "src_key_padding_mask": src == 0, "tgt_in": tgt_in, "tgt_out": tgt_out}
+    batch["tgt_key_padding_mask"] = tgt_out == 0
+    logits = off.model(src, tgt_in, src == 0, tgt_out == 0).float()[tgt_out != 0]  # (5 real tokens, V)
+    ce = F.cross_entropy(logits, tgt_out[tgt_out != 0], label_smoothing=0.1)
+    expected = ce + Z_LOSS * logits.logsumexp(-1).square().mean()
+    assert abs(on.training_loss(batch).item() - expected.item()) < 1e-6
+    assert torch.equal(on.eval().loss(batch), off.eval().loss(batch))
+
+
+def test_z_loss_must_be_a_non_negative_number(tmp_path):
+    """A bad task.z_loss is refused before any data is read (ConfigError), and by the task itself."""
+    from zoo.config_checks import check_config
+    from zoo.tasks.lm import LanguageModeling
+
+    for bad in ("-0.1", "abc", "true"):
+        cfg = make_cfg(tmp_path, [f"task.z_loss={bad}"], arch="decoder_only")
+        with pytest.raises(ConfigError, match=r"task\.z_loss=.* must be a non-negative number.*0 = off"):
+            check_config(cfg)
+    cfg = dict(vocab_size=65, d_model=16, n_heads=2, d_ff=32, n_layers=1, max_len=64)
+    with pytest.raises(ValueError, match=r"task\.z_loss=-1 must be a non-negative number"):
+        LanguageModeling("decoder_only", cfg, {"chars": "ab"}, {"lr": 1e-3}, {"warmup_steps": 1}, z_loss=-1)
+    check_config(make_cfg(tmp_path, ["task.z_loss=1e-4"], arch="encoder_decoder"))  # translation takes it too

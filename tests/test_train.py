@@ -1,12 +1,19 @@
 """The main job end to end: results.json, exact resume, bad input, the command line."""
 
 import csv
+import hashlib
 import json
+import logging
+import shutil
+import warnings
 from pathlib import Path
 
+import lightning.pytorch as pl
 import pytest
 import torch
-from zoo_run import TINY, make_cfg, run_cli
+from lightning.pytorch.callbacks import ModelCheckpoint
+from torch.utils.data import DataLoader, TensorDataset
+from zoo_run import TINY, TINY_MODEL, make_cfg, run_cli
 
 from zoo.config_checks import ConfigError
 from zoo.data.resolver import DataError
@@ -49,11 +56,14 @@ def test_run_writes_results_and_checkpoints(tmp_path, capsys):
 
 @pytest.mark.e2e
 def test_resume_is_exact(tmp_path):
-    """An uninterrupted 10-step run and a 5-step run resumed to 10 steps log the same losses (dropout on)."""
-    run(make_cfg(tmp_path / "full", TINY + ["logger=csv"]))
-    run(make_cfg(tmp_path / "half", TINY + ["logger=csv", "trainer.max_steps=5"]))
+    """An uninterrupted 10-step run and a 5-step run resumed to 10 steps log the same losses (dropout on). The
+    schedule (warm-up 2, cosine to step 10) does not depend on max_steps, so the 5-step run's is the first half
+    of the 10-step run's."""
+    base = TINY + ["logger=csv", "task.scheduler.warmup_steps=2", "task.scheduler.decay_steps=10"]
+    run(make_cfg(tmp_path / "full", base))
+    run(make_cfg(tmp_path / "half", base + ["trainer.max_steps=5"]))
     ckpt = tmp_path / "half" / "checkpoints" / "last.ckpt"
-    run(make_cfg(tmp_path / "resumed", TINY + ["logger=csv", f"ckpt_path={ckpt}"]))
+    run(make_cfg(tmp_path / "resumed", base + [f"ckpt_path={ckpt}"]))
     full, half, resumed = (train_losses(tmp_path / d) for d in ("full", "half", "resumed"))
     assert len(full) == 10 and len(half) == 5 and len(resumed) == 5
     assert half == full[:5]
@@ -526,3 +536,324 @@ def test_progress_bar_epoch_label(max_epochs, expected):
     bar = ProgressBar()
     bar._trainer = SimpleNamespace(max_epochs=max_epochs)
     assert bar._get_train_description(3).rstrip() == expected
+
+
+# ---- results.json's best_checkpoint: the file the test scored ----------------------------------------------
+
+
+def weights_digest(state_dict: dict) -> str:
+    """A digest of a state_dict's names and tensor bytes."""
+    h = hashlib.sha256()
+    for name in sorted(state_dict):
+        h.update(name.encode())
+        h.update(state_dict[name].detach().cpu().contiguous().numpy().tobytes())
+    return h.hexdigest()
+
+
+class Probe(pl.Callback):
+    """Appends JSON lines to `path`: each validation's step and monitored score, and at the start of the test
+    phase the checkpoint trainer.test loaded (trainer.ckpt_path) and a digest of the weights it scores."""
+
+    def __init__(self, path: str):
+        self.path = Path(path)
+
+    def _write(self, **row) -> None:
+        with self.path.open("a") as f:
+            f.write(json.dumps(row) + "\n")
+
+    def on_validation_end(self, trainer, pl_module):
+        if not trainer.sanity_checking:
+            monitor = pl_module.hparams.monitor
+            self._write(kind="val", step=trainer.global_step, score=float(trainer.callback_metrics[monitor]))
+
+    def on_test_start(self, trainer, pl_module):
+        path = str(trainer.ckpt_path) if trainer.ckpt_path else None
+        self._write(kind="test", ckpt_path=path, digest=weights_digest(pl_module.state_dict()))
+
+
+CLASSIFICATION = [
+    *TINY_MODEL,
+    "trainer.enable_model_summary=false",
+    "data.limit=80",  # epochs of 5 batches
+    "data.batch_size=16",
+    "data.vocab_size=300",
+    "model.max_len=128",
+    "trainer.limit_val_batches=2",
+    "trainer.limit_test_batches=1",
+]
+TRANSLATION = [
+    *TINY_MODEL,
+    "trainer.enable_model_summary=false",
+    "data.limit=30",
+    "data.vocab_size=300",
+    "data.max_tokens=512",
+    "task.beam_size=1",
+    "task.max_len_b=2",
+    "trainer.limit_val_batches=1",
+    "trainer.limit_test_batches=1",
+]
+BY_LOSS = ["task.monitor=val/loss", "task.monitor_mode=min"]  # scores that differ at every validation
+CKPT_CASES = {  # (arch, overrides, the steps that validate): epochs of 5 batches
+    "lm, max_steps between validations": ("decoder_only", TINY + ["task.sample=null", "trainer.max_steps=7"], [5, 7]),
+    "classification, only the forced validation": ("encoder_only", CLASSIFICATION + ["trainer.max_steps=3"], [3]),
+    "classification, val_check_interval": (
+        "encoder_only",
+        CLASSIFICATION + BY_LOSS + ["trainer.val_check_interval=2", "trainer.max_steps=8"],
+        [2, 4, 7, 8],  # batches 2 and 4 of each epoch (not its last, 5), and the forced one
+    ),
+    "translation, val_check_interval": (
+        "encoder_decoder",
+        TRANSLATION + BY_LOSS + ["trainer.val_check_interval=2", "trainer.max_steps=3"],
+        [2, 3],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(CKPT_CASES))
+@pytest.mark.e2e
+def test_best_checkpoint_is_the_file_the_test_scored(tmp_path, case):
+    """results.json's best_checkpoint exists, is the file trainer.test loaded, holds the very weights the test
+    scored, and is the best validation's checkpoint by task.monitor (lm, without a test: the best validation's
+    file), for every task, with val_check_interval, and when max_steps ends the run between two validations
+    (its forced validation scored and saved; loading that checkpoint to test it restores the callback state
+    from before the forced score, which named a deleted file, or none)."""
+    arch, overrides, val_steps = CKPT_CASES[case]
+    record = tmp_path / "probe.jsonl"
+    probe = ["+callbacks.probe._target_=test_train.Probe", f"+callbacks.probe.path={record}"]
+    cfg = make_cfg(tmp_path / "run", [*overrides, "logger=csv", "task.scheduler.warmup_steps=1", *probe], arch=arch)
+    run(cfg)
+    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    rows = [json.loads(line) for line in record.read_text().splitlines()]
+    vals, tests = [r for r in rows if r["kind"] == "val"], [r for r in rows if r["kind"] == "test"]
+    assert [r["step"] for r in vals] == val_steps
+    best = results["best_checkpoint"]
+    assert best is not None and Path(best).is_file() and Path(best).parent == tmp_path / "run" / "checkpoints"
+    ckpt = torch.load(best, map_location="cpu", weights_only=True)
+    better = min if cfg.task.monitor_mode == "min" else max
+    first_best = next(r for r in vals if r["score"] == better(v["score"] for v in vals))  # ties: the first saved
+    assert ckpt["global_step"] == first_best["step"]
+    assert results["best"][cfg.task.monitor] == pytest.approx(first_best["score"], rel=1e-6)
+    if arch == "decoder_only":
+        assert tests == []  # lm has no test phase
+        return
+    assert len(tests) == 1 and tests[0]["ckpt_path"] == best
+    assert weights_digest(ckpt["state_dict"]) == tests[0]["digest"]
+
+
+class Scripted(pl.LightningModule):
+    """One weight, trained toward each batch's value; validation scores val/score = scores[global_step]
+    (default: `rest`), higher is better. Reaching max_steps mid-epoch forces a validation, as TaskBase does.
+    test/w logs the weight it tests."""
+
+    def __init__(self, scores: dict, rest: float):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.zeros(1))
+        self.scores, self.rest = scores, rest
+
+    def training_step(self, batch, batch_idx):
+        return ((self.w - batch[0]) ** 2).sum()
+
+    def on_train_batch_end(self, outputs, batch, batch_idx):
+        from zoo.callbacks.checkpoint import validation_due
+
+        if 0 < self.trainer.max_steps <= self.trainer.global_step:
+            self.trainer.should_stop = True
+            self.stop_validation = not validation_due(self.trainer, batch_idx)
+
+    def validation_step(self, batch, batch_idx):
+        pass
+
+    def on_validation_epoch_end(self):
+        self.log("val/score", self.scores.get(self.trainer.global_step, self.rest))
+
+    def test_step(self, batch, batch_idx):
+        self.log("test/w", self.w.sum())
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.1)
+
+    def train_dataloader(self):
+        return DataLoader(TensorDataset(torch.arange(1.0, 6.0).unsqueeze(1)), batch_size=1)  # epochs of 5
+
+    def val_dataloader(self):
+        return DataLoader(TensorDataset(torch.zeros(1, 1)), batch_size=1)
+
+    def test_dataloader(self):
+        return self.val_dataloader()
+
+
+def scripted_run(ckpt_dir: Path, max_steps: int, scores: dict, rest: float, ckpt_path=None):
+    """fit_and_test on Scripted with zoo's two checkpoint callbacks (conf/callbacks/default.yaml), validating
+    every 2 batches; returns (the checkpoint fit_and_test reports, test/w)."""
+    from omegaconf import OmegaConf
+
+    from zoo.callbacks.checkpoint import BestCheckpoint
+    from zoo.train import fit_and_test
+
+    best = BestCheckpoint(
+        dirpath=ckpt_dir,
+        filename="step{step}",
+        auto_insert_metric_name=False,
+        monitor="val/score",
+        mode="max",
+        save_top_k=1,
+        save_on_train_epoch_end=False,
+    )
+    last = ModelCheckpoint(
+        dirpath=ckpt_dir,
+        filename="last",
+        monitor=None,
+        save_top_k=1,
+        save_on_train_epoch_end=True,
+        enable_version_counter=False,
+    )
+    trainer = pl.Trainer(
+        accelerator="cpu",
+        max_steps=max_steps,
+        val_check_interval=2,
+        num_sanity_val_steps=0,
+        callbacks=[best, last],
+        logger=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+    )
+    task = Scripted(scores, rest)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # few batches, non-resumable loader
+        final, _, ckpt = fit_and_test(OmegaConf.create({"ckpt_path": ckpt_path}), trainer, task, None, None)
+    return ckpt, final["test/w"]
+
+
+def test_best_checkpoint_survives_a_forced_score_and_a_resume(tmp_path):
+    """max_steps=3 forces a validation at step 3 that beats step 2's: the test scores step3.ckpt, and results
+    name it (Lightning's restored callback state named step2.ckpt, deleted by then). Resumed to step 10 with no
+    later score beating step 2's, the run continues the uninterrupted run's choice: step2.ckpt, still on disk,
+    is tested (it was deleted, and the test failed); a later better score replaces it."""
+    d = tmp_path / "checkpoints"
+    ckpt, w = scripted_run(d, 3, {2: 0.5, 3: 0.7}, rest=0.0)
+    assert ckpt == str(d / "step3.ckpt") and Path(ckpt).is_file()
+    assert w == torch.load(ckpt, weights_only=True)["state_dict"]["w"].item()
+    assert (d / "step2.ckpt").is_file()  # kept for a resumed run
+    ckpt, w = scripted_run(d, 10, {}, rest=0.4, ckpt_path=d / "last.ckpt")  # validations at 4, 5, 7, 9, 10
+    assert ckpt == str(d / "step2.ckpt") and Path(ckpt).is_file()
+    assert w == torch.load(ckpt, weights_only=True)["state_dict"]["w"].item()
+    assert w != torch.load(d / "step3.ckpt", weights_only=True)["state_dict"]["w"].item()
+    shutil.rmtree(d)
+    scripted_run(d, 3, {2: 0.5, 3: 0.7}, rest=0.0)
+    ckpt, w = scripted_run(d, 10, {7: 0.6}, rest=0.4, ckpt_path=d / "last.ckpt")
+    assert ckpt == str(d / "step7.ckpt") and not (d / "step2.ckpt").exists()
+    assert w == torch.load(ckpt, weights_only=True)["state_dict"]["w"].item()
+
+
+# ---- the warm-up fits in the run -----------------------------------------------------------------------------
+
+
+def test_warmup_longer_than_max_steps_refused_if_given_scaled_if_configured(tmp_path, caplog):
+    """The issue's case, translation (noam, 300 warm-up steps by default) with trainer.max_steps=150: the
+    config's warm-up is scaled to a tenth of the run, 15 steps, with a warning naming both; the same warm-up
+    given on the command line is refused (ConfigError: both keys and the fix). One that fits is kept."""
+    from zoo.tasks.optim_config import check_schedule, warmup_overridden
+
+    cfg = make_cfg(tmp_path, ["trainer.max_steps=150"], arch="encoder_decoder")
+    assert cfg.task.scheduler.warmup_steps == 300
+    with caplog.at_level(logging.WARNING, logger="zoo"):
+        check_schedule(cfg, ["+arch=encoder_decoder", "trainer.max_steps=150"])
+    assert cfg.task.scheduler.warmup_steps == 15
+    assert "task.scheduler.warmup_steps=300 (from the config) is longer than the run (trainer.max_steps=150)" in (
+        caplog.text
+    )
+    assert "warming up over 15 steps" in caplog.text
+    overrides = ["+arch=encoder_decoder", "trainer.max_steps=150", "task.scheduler.warmup_steps=300"]
+    cfg = make_cfg(tmp_path, overrides[1:], arch="encoder_decoder")
+    message = (
+        r"task\.scheduler\.warmup_steps=300 is longer than the run \(trainer\.max_steps=150\).*"
+        r"Set task\.scheduler\.warmup_steps=15 .* or raise trainer\.max_steps to at least 300"
+    )
+    with pytest.raises(ConfigError, match=message):
+        check_schedule(cfg, overrides)
+    for steps, warmup in ((300, 300), (1000, 300)):  # fits (equal included): unchanged
+        cfg = make_cfg(tmp_path, [f"trainer.max_steps={steps}"], arch="encoder_decoder")
+        check_schedule(cfg, [f"task.scheduler.warmup_steps={warmup}"])
+        assert cfg.task.scheduler.warmup_steps == warmup
+    assert warmup_overridden(["++task.scheduler.warmup_steps=3"]) and warmup_overridden(
+        ["+task.scheduler.warmup_steps=3"]
+    )
+    assert not warmup_overridden(["task.scheduler.warmup_fraction=0.1", "trainer.max_steps=3"])
+
+
+@pytest.mark.e2e
+def test_warmup_longer_than_max_steps_exits_2_before_work(tmp_path):
+    out = run_cli(
+        [
+            "+arch=encoder_decoder",
+            "trainer.max_steps=150",
+            "task.scheduler.warmup_steps=300",
+            "logger=csv",
+            f"hydra.run.dir={tmp_path}",
+        ],
+        cwd=tmp_path,
+    )
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "zoo: error: task.scheduler.warmup_steps=300 is longer than the run (trainer.max_steps=150)" in out.stderr
+    assert not (tmp_path / "checkpoints").exists() and not list(tmp_path.glob("tokenizer*"))
+
+
+@pytest.mark.parametrize("bad", [0, 1.5, -0.1, "abc"])
+def test_warmup_fraction_must_be_a_share_of_the_budget(tmp_path, bad):
+    from zoo.tasks.optim_config import check_schedule
+
+    cfg = make_cfg(tmp_path, [f"task.scheduler.warmup_fraction={bad}"])
+    with pytest.raises(ConfigError, match=r"task\.scheduler\.warmup_fraction=.* must be a share of the budget in"):
+        check_schedule(cfg, [])
+
+
+def lr_rows(run_dir) -> dict:
+    """{step: lr} of a run's CSV log."""
+    rows = csv.DictReader(open(Path(run_dir) / "csv" / "metrics.csv"))
+    return {int(r["step"]): float(r["lr"]) for r in rows if r.get("lr")}
+
+
+@pytest.mark.e2e
+def test_scaled_warmups_are_the_schedule_the_run_follows(tmp_path, caplog):
+    """Translation's default noam warm-up (300) in a 20-step run warms up over 2 steps: the logged lr is
+    1e-3 x Noam(2) at every step, reaching the peak 1e-3, and the checkpoint records warmup_steps=2.
+    Classification bounded by epochs (1 epoch of 5 steps) scales its cosine warm-up (100) once the step count
+    is known: warmup_cosine(s, 1, 5, 5e-4, 1e-5), with the warning naming the epochs."""
+    from zoo.optim import Noam
+
+    with caplog.at_level(logging.WARNING, logger="zoo"):
+        run(make_cfg(tmp_path / "t", TRANSLATION + ["logger=csv", "trainer.max_steps=20"], arch="encoder_decoder"))
+    lr = lr_rows(tmp_path / "t")
+    assert sorted(lr) == list(range(20)) and max(lr.values()) == pytest.approx(1e-3, rel=1e-6)
+    for s, v in lr.items():
+        assert v == pytest.approx(1e-3 * Noam(2)(s), rel=1e-6), s
+    assert ckpt_hparams(tmp_path / "t")["scheduler"]["warmup_steps"] == 2
+    assert "warming up over 2 steps" in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="zoo"):
+        overrides = CLASSIFICATION + ["logger=csv", "trainer.max_steps=-1", "trainer.max_epochs=1"]
+        run(make_cfg(tmp_path / "c", overrides, arch="encoder_only"))
+    lr = lr_rows(tmp_path / "c")
+    assert sorted(lr) == list(range(5))
+    for s, v in lr.items():
+        assert v == pytest.approx(warmup_cosine(s, 1, 5, 5e-4, 1e-5), rel=1e-6), s
+    assert "longer than the run (the 5 optimizer steps of trainer.max_epochs=1)" in caplog.text
+
+
+def test_budget_run_warns_when_its_step_warmup_outlasts_it(caplog):
+    """A tokens / FLOPs / time budget has no step count in advance: StepWarmupWatch estimates it from the spent
+    share (step / progress once 10% is spent) and warns once when the warm-up (300 steps) outlasts it (150);
+    the multiplier is the schedule's own, and a run long enough is not warned about."""
+    from zoo.optim import Noam, StepWarmupWatch
+
+    for total, warned in ((150, True), (400, False)):
+        caplog.clear()
+        spent = [0.0]
+        watch = StepWarmupWatch(Noam(300), 300, lambda: spent[0])
+        with caplog.at_level(logging.WARNING, logger="zoo"):
+            for step in range(total):
+                spent[0] = step / total
+                assert watch(step) == Noam(300)(step)
+        assert caplog.text.count("task.scheduler.warmup_steps=300 is longer than this run") == warned
+        if warned:
+            assert "ends near step 150" in caplog.text and "task.scheduler.warmup_fraction" in caplog.text

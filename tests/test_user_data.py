@@ -2,6 +2,7 @@
 the shared datasets (a user's copy of Tiny Shakespeare's first 20 kB, an SST-2 file with a bad label), the
 resolver's name / path split, results.json, W&B, checkpoints and what zoo.report / zoo.generate read back."""
 
+import gzip
 import json
 import logging
 import time
@@ -194,15 +195,21 @@ def test_translation_checkpoint_keeps_its_languages_and_the_report_follows(tmp_p
 
     monkeypatch.setattr(rep, "cross_attention", spy)
     got = rep.report(tmp_path / "sweep", tmp_path / "report")
-    assert seen == [rep.DEFAULT_SENTENCE["en"]] and [p.name for p in got["attention"]] == [
-        "attention_encoder_decoder.png"
-    ]
+    # the default sentence is the run's own first tested source (English), from its examples.json
+    ex = json.loads((out / "examples.json").read_text())
+    with gzip.open(SHARED_DATA / "multi30k" / "test_2016_flickr.en.gz", "rt") as f:
+        assert ex["src"][0] == f.read().splitlines()[ex["ids"][0]]
+    assert seen == [ex["src"][0]] and [p.name for p in got["attention"]] == ["attention_encoder_decoder.png"]
     assert got["table"] and all(r["dataset"] == "multi30k" for r in got["table"])
     assert "| translation / encoder_decoder | multi30k |" in got["report"].read_text()
+    # an examples.json from before the sources were kept: the first test_2016_flickr sentence in English
+    (out / "examples.json").write_text(json.dumps({k: v for k, v in ex.items() if k != "src"}))
+    rep.report(tmp_path / "sweep", tmp_path / "report1")
+    assert seen[1:] == [rep.DEFAULT_SENTENCE["en"]]
     monkeypatch.setitem(rep.DEFAULT_SENTENCE, "en", None)
     got = rep.report(tmp_path / "sweep", tmp_path / "report2")
-    assert got["attention"] == [] and "no example sentence in 'en'" in got["report"].read_text()
-    assert len(seen) == 1  # nothing translated the second time
+    assert got["attention"] == [] and "no source sentence of its own test set" in got["report"].read_text()
+    assert len(seen) == 2  # nothing translated the third time
     # an old checkpoint: the languages come from its datamodule hyperparameters, else de -> en, said so
     del ckpt[CHECKPOINT_KEY]
     assert from_checkpoint(ckpt)["src_lang"] == "en"

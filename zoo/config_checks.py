@@ -13,6 +13,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from zoo.model import ModelConfig
 from zoo.model.beam_search import check_early_stopping
+from zoo.model.chunked_ce import check_z_loss
 from zoo.model_config_from_data import FROM_DATA, RUNTIME, model_dict
 from zoo.tasks.base import metric_mode
 
@@ -47,6 +48,30 @@ def seed_list(n) -> str:
 
 
 OmegaConf.register_new_resolver("zoo_seeds", seed_list, replace=True)
+
+
+def compare_benchmarks(builtin, data_target, overrides) -> str:
+    """${zoo_benchmarks:...} -> the +benchmark values experiment=compare sweeps: `builtin` (compare.benchmarks,
+    [classification, lm, translation]) joined by commas; or, when the command line chooses data=<config>
+    (`overrides`, Hydra's task overrides), the one benchmark of that data's task (TASK_OF_BATCH of its
+    datamodule's BATCH): its budgets, validation interval and recipe on the user's data, which the command
+    line's data= keeps. Prints a message and exits with 2 for data whose datamodule gives no task's batches."""
+    chosen = [o for o in overrides or () if o.split("=", 1)[0].lstrip("+~") == "data"]
+    if not chosen:
+        return builtin if isinstance(builtin, str) else ",".join(map(str, builtin))
+    kind = getattr(get_class(data_target), "BATCH", None) if data_target else None
+    if kind not in TASK_OF_BATCH:
+        print(
+            f"zoo: error: experiment=compare with {chosen[-1]}: its datamodule ({data_target or 'none'}) gives "
+            f"{kind or 'no'} batches, not those of a task ({', '.join(TASK_OF_BATCH)}); choose a data config "
+            f"whose defaults are text_classification, text_corpus or parallel_text",
+            file=sys.stderr,
+        )
+        sys.exit(2)
+    return TASK_OF_BATCH[kind]
+
+
+OmegaConf.register_new_resolver("zoo_benchmarks", compare_benchmarks, replace=True)
 
 
 def exit_on_bad_arch_or_seed(cfg: DictConfig) -> None:
@@ -121,6 +146,11 @@ def check_config(cfg: DictConfig) -> None:
     """Raise ConfigError (a ValueError) for a bad model config or contradictions between groups."""
     if cfg.get("data") is None:
         raise ConfigError("no dataset selected: add data=tiny_shakespeare (or another option of conf/data/)")
+    from zoo.data.config_keys import data_key_problems
+
+    typos = data_key_problems(cfg.data)  # a key the datamodule does not take, e.g. text_colum in a YAML file
+    if typos:
+        raise ConfigError("\nzoo: error: ".join(typos))
     max_steps = cfg.trainer.get("max_steps")
     if max_steps is not None and (
         isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps == 0 or max_steps < -1
@@ -137,6 +167,11 @@ def check_config(cfg: DictConfig) -> None:
             check_early_stopping(cfg.task.early_stopping)
         except ValueError as e:
             raise ConfigError(f"task.{e}") from None
+    if "z_loss" in cfg.task:
+        try:
+            check_z_loss(cfg.task.z_loss, "task.z_loss")
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
     allowed = getattr(task_cls, "MASKS", {}).get(cfg.arch)
     if allowed is not None and cfg.model.get("mask") not in allowed:
         raise ConfigError(
@@ -200,6 +235,11 @@ def check_task_and_data(cfg: DictConfig, task_cls) -> None:
             f"got {sched.get('warmup_steps')}"
         )
     if cfg.model.get("share_embeddings") and cfg.data.get("joint_vocab") is False:
+        if cfg.get("compare") is not None:  # experiment=compare: two embeddings would unmatch the parameter counts
+            raise ConfigError(
+                "experiment=compare matches the architectures' parameter counts with one embedding for source and "
+                "target (model.share_embeddings=true), which needs one vocabulary: set data.joint_vocab=true"
+            )
         raise ConfigError(
             "model.share_embeddings=true needs one vocabulary for source and target: set "
             "data.joint_vocab=true (or model.share_embeddings=false)"

@@ -1,10 +1,14 @@
 """Optimizer and learning-rate schedule shared by every task."""
 
+import logging
 import math
 from collections.abc import Sequence
 
 import torch
 from torch import nn
+
+log = logging.getLogger("zoo")
+WATCH_FROM = 0.1  # StepWarmupWatch estimates the run's steps once this share of the budget is spent
 
 
 def adamw(
@@ -73,6 +77,34 @@ class Noam:
     def __call__(self, step: int) -> float:
         s = step + 1
         return min(s**-0.5, s * self.warmup_steps**-1.5) * self.warmup_steps**0.5
+
+
+class StepWarmupWatch:
+    """LambdaLR multiplier `fn` of a run bounded by tokens, FLOPs or time whose warm-up is counted in steps
+    (warmup_steps; task.scheduler.warmup_fraction unset, or noam), whose step count is not known in advance.
+    Once WATCH_FROM of the budget is spent (progress() in [0, 1]) it estimates the run's steps as
+    step / progress and, while still warming up, warns once when they fall short of warmup_steps: the run
+    would end before its learning rate peaks. The multiplier itself is fn's, unchanged."""
+
+    def __init__(self, fn, warmup_steps: int, progress):
+        self.fn, self.warmup_steps, self.progress = fn, warmup_steps, progress
+        self.warned = False
+
+    def __call__(self, step: int) -> float:
+        if not self.warned and 0 < step < self.warmup_steps:
+            p = float(self.progress())
+            if p >= WATCH_FROM and step / p < self.warmup_steps:
+                self.warned = True
+                log.warning(
+                    "task.scheduler.warmup_steps=%d is longer than this run: %.0f%% of its budget is spent at step "
+                    "%d, so it ends near step %d, still warming up; set task.scheduler.warmup_fraction (e.g. 0.1) "
+                    "to warm up over a share of the budget",
+                    self.warmup_steps,
+                    100 * p,
+                    step,
+                    round(step / p),
+                )
+        return self.fn(step)
 
 
 class ConfigLambdaLR(torch.optim.lr_scheduler.LambdaLR):

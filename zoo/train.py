@@ -37,6 +37,7 @@ from zoo.init_from import InitFromError, init_source, load_weights
 from zoo.model_config_from_data import from_data
 from zoo.results import arch_config, failed_record, job_overrides, save_tokenizers, write_examples, write_json
 from zoo.run_loggers import data_tag, flat_config, make_loggers, route_lightning_logs
+from zoo.tasks.optim_config import check_schedule
 from zoo.threads import set_threads
 
 log = logging.getLogger("zoo")
@@ -50,6 +51,7 @@ def checked_config(cfg: DictConfig):
     cfg = task_for_data(cfg)
     check_config(cfg)
     budget = apply_budget(cfg)
+    check_schedule(cfg, job_overrides())  # the warm-up fits in trainer.max_steps (scaled, or refused)
     try:
         set_threads(cfg)
     except ValueError as e:
@@ -110,14 +112,27 @@ def log_config(cfg: DictConfig, task, datamodule, trainer, loggers, top: dict) -
             logger.experiment.summary.update({"params": top["params"], "flops_per_token": top["flops_per_token"]})
 
 
+def saved_best(trainer) -> str | None:
+    """The best checkpoint by the monitor that the run's checkpoint callback holds now, if that file exists."""
+    best = getattr(trainer.checkpoint_callback, "best_model_path", None)
+    if best and not Path(best).is_file():
+        log.warning("the best checkpoint %s is missing from disk: no checkpoint is tested or recorded", best)
+        return None
+    return best or None
+
+
 def fit_and_test(cfg: DictConfig, trainer, task, datamodule, new_task):
     """Fit; then, when the task has a test step, test the best checkpoint (by the monitor). Returns the final
-    metrics and the task that was tested (the fitted one, or under FSDP a fresh one; the fitted one if none)."""
+    metrics, the task that was tested (the fitted one, or under FSDP a fresh one; the fitted one if none) and
+    the checkpoint file whose weights the test scored: the path trainer.test loaded (trainer.ckpt_path; None
+    when it scored the final weights in memory, as without a checkpoint callback), or for a task without a
+    test, the best checkpoint after fit. It is read right after the call that uses it: loading a checkpoint
+    to test it also restores the callbacks' state saved in it, which can name an earlier best."""
     trainer.fit(task, datamodule=datamodule, ckpt_path=cfg.get("ckpt_path"))
     final = {k: float(v) for k, v in trainer.callback_metrics.items() if v.numel() == 1}
+    best = saved_best(trainer)
     if not is_overridden("test_step", task) or trainer.fast_dev_run:
-        return final, task
-    best = getattr(trainer.checkpoint_callback, "best_model_path", None)
+        return final, task, None if trainer.fast_dev_run else best
     tested = task
     if is_fsdp(trainer.strategy.model):
         # FSDP left the fitted task's own parameters (embeddings, head) as flat shards, and Lightning does not
@@ -128,10 +143,10 @@ def fit_and_test(cfg: DictConfig, trainer, task, datamodule, new_task):
                 "test phase skipped: under FSDP it needs a checkpoint of the trained weights, and this run "
                 "wrote none (keep callbacks=default, or test later with the run's checkpoint)"
             )
-            return final, task
-    trainer.test(tested, datamodule=datamodule, ckpt_path=best or None, verbose=False)
+            return final, task, None
+    trainer.test(tested, datamodule=datamodule, ckpt_path=best, verbose=False)
     final.update({k: float(v) for k, v in trainer.callback_metrics.items() if k.startswith("test/")})
-    return final, tested
+    return final, tested, str(trainer.ckpt_path) if trainer.ckpt_path else None
 
 
 def write_results(cfg: DictConfig, results: dict, fitted, tested, loggers) -> None:
@@ -158,10 +173,14 @@ def write_results(cfg: DictConfig, results: dict, fitted, tested, loggers) -> No
     print(path.resolve())
 
 
-def run_results(cfg, ident: dict, data: dict, budget: dict, final: dict, task, tested, trainer, info, wall) -> dict:
+def run_results(
+    cfg, ident: dict, data: dict, budget: dict, final: dict, task, tested, trainer, info, wall, checkpoint=None
+) -> dict:
     """The results.json of a finished run (zoo.report_runs reads it): `ident` (arch, arch_config, task,
     dataset, objective, params, flops_per_token), the data, seed, overrides, budget, final and best metrics,
-    the training cost and the inference cost, steps, wall seconds and where the run wrote its files."""
+    the training cost and the inference cost, steps, wall seconds, where the run wrote its files, and
+    best_checkpoint: `checkpoint`, the file the test scored (fit_and_test; null when it scored the final
+    weights in memory)."""
     return {
         "status": "ok",
         **{k: ident[k] for k in ("arch", "arch_config", "task", "dataset")},
@@ -184,7 +203,7 @@ def run_results(cfg, ident: dict, data: dict, budget: dict, final: dict, task, t
         "steps": trainer.global_step,
         "wall_seconds": wall,
         "output_dir": str(Path(cfg.paths.output_dir).resolve()),
-        "best_checkpoint": getattr(trainer.checkpoint_callback, "best_model_path", None) or None,
+        "best_checkpoint": checkpoint,
         "examples": None,
     }
 
@@ -224,9 +243,10 @@ def run(cfg: DictConfig) -> float:
         "flops_per_token": flops_per_token,
     }
     log_config(cfg, task, datamodule, trainer, loggers, {**ident, "data_info": data})
-    final, tested = fit_and_test(cfg, trainer, task, datamodule, new_task)
+    final, tested, checkpoint = fit_and_test(cfg, trainer, task, datamodule, new_task)
     if trainer.is_global_zero:
-        results = run_results(cfg, ident, data, budget, final, task, tested, trainer, info, time.time() - start)
+        wall = time.time() - start
+        results = run_results(cfg, ident, data, budget, final, task, tested, trainer, info, wall, checkpoint)
         write_results(cfg, results, task, tested, loggers)
     monitor = cfg.get("optimized_metric") or task.hparams.get("monitor", "val/loss")  # hparams_search sets it
     return task.best.get(monitor, final.get(monitor, float("nan")))

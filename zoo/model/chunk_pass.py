@@ -24,9 +24,12 @@ def _project(
         z.copy_(zl)
 
 
-def _row_losses(z: torch.Tensor, tc: torch.Tensor, ls: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """Cross-entropy of each row of the logits z (C, V) against targets tc (C, 1), label smoothing ls;
-    leaves exp(z - max) in z. Returns (losses (C,), sum of exp(z - max) (C,))."""
+def _row_losses(
+    z: torch.Tensor, tc: torch.Tensor, ls: float, z_loss: float = 0.0
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    """Cross-entropy of each row of the logits z (C, V) against targets tc (C, 1), label smoothing ls, plus
+    z_loss * logsumexp(z)^2 when z_loss > 0 (PaLM's z-loss, Chowdhery et al. 2022, sec. 5); leaves
+    exp(z - max) in z. Returns (losses (C,), sum of exp(z - max) (C,), logsumexp (C,) or None without z-loss)."""
     m = z.amax(1, keepdim=True)  # (C, 1)
     z.sub_(m)  # z - max: log-probabilities are these minus log(sum exp)
     zt = z.gather(1, tc).squeeze(1)  # (C,)
@@ -36,13 +39,29 @@ def _row_losses(z: torch.Tensor, tc: torch.Tensor, ls: float) -> tuple[torch.Ten
     loss = s.log() - (1.0 - ls) * zt  # -log p_target, smoothed: (1-ls)(-log p_t) + ls mean_j(-log p_j)
     if ls:
         loss -= ls * zmean
-    return loss, s
+    lse = None
+    if z_loss:
+        lse = m.squeeze(1) + s.log()  # log Z
+        loss += z_loss * lse.square()
+    return loss, s, lse
 
 
-def _logits_grad(z: torch.Tensor, s: torch.Tensor, sc: torch.Tensor, tc: torch.Tensor, ls: float) -> None:
+def _logits_grad(
+    z: torch.Tensor,
+    s: torch.Tensor,
+    sc: torch.Tensor,
+    tc: torch.Tensor,
+    ls: float,
+    lse: torch.Tensor | None = None,
+    z_loss: float = 0.0,
+) -> None:
     """In place, from exp(z - max) (C, V) and its row sums s (C,): d loss / d z = sc * (softmax - (1 - ls)
-    onehot(tc) - ls / V), sc (C,) the rows' d loss / d row loss."""
-    z.mul_((sc / s).unsqueeze(1))
+    onehot(tc) - ls / V), sc (C,) the rows' d loss / d row loss; with the z-loss term z_loss * lse^2 (lse (C,)
+    the rows' logsumexp) the softmax part is scaled by 1 + 2 z_loss lse (d lse / d z = softmax)."""
+    if z_loss:
+        z.mul_((sc * (1.0 + 2.0 * z_loss * lse) / s).unsqueeze(1))
+    else:
+        z.mul_((sc / s).unsqueeze(1))
     if ls:
         z.sub_((sc * (ls / z.shape[1])).unsqueeze(1))
     z.scatter_add_(1, tc, (-(1.0 - ls) * sc).unsqueeze(1))
@@ -59,10 +78,12 @@ def chunk_pass(
     scale: torch.Tensor | None,
     needs: tuple[bool, bool, bool],
     acc_dtype: torch.dtype,
+    z_loss: float = 0.0,
 ):
     """h (N, d), w (V, d), b (V,) or None, all in the compute dtype; target (N,) long, valid (N,) bool
     (target != ignore_index). scale (N,) acc_dtype: d loss / d row loss (0 on ignored rows); None = no
-    gradient. needs: (grad h, grad w, grad b) wanted.
+    gradient. needs: (grad h, grad w, grad b) wanted. z_loss: weight of each row's logsumexp^2 added to its
+    loss (0 = plain cross-entropy, the same operations as without the term).
     Returns (row losses (N,) acc_dtype (0 where ignored), grad h (N, d) h.dtype | None, grad w (V, d) acc_dtype
     | None, grad b (V,) acc_dtype | None)."""
     N, V = h.shape[0], w.shape[0]
@@ -86,11 +107,11 @@ def chunk_pass(
         zl = low_buf[: end - start] if low else None
         _project(hc, wt, b, z, zl)
         tc = safe_target[start:end].unsqueeze(1)  # (C, 1)
-        loss_c, s = _row_losses(z, tc, ls)
+        loss_c, s, lse = _row_losses(z, tc, ls, z_loss)
         rows[start:end] = loss_c.masked_fill_(~valid[start:end], 0.0)
         if not grad:
             continue
-        _logits_grad(z, s, scale[start:end], tc, ls)
+        _logits_grad(z, s, scale[start:end], tc, ls, lse, z_loss)
         g = zl.copy_(z) if low else z
         if grad_h is not None:
             if low:

@@ -2,6 +2,7 @@
 
     loss = linear_cross_entropy(h, weight, target, bias, label_smoothing=0.1)
     # = F.cross_entropy(F.linear(h, weight, bias).float(), target, ignore_index=-100, label_smoothing=0.1)
+    loss = linear_cross_entropy(h, weight, target, z_loss=1e-4)   # + PaLM's z-loss, 1e-4 * log(Z)^2 per row
 
 The rows of h (N, d) go through the head in chunks of C rows. Each chunk computes its (C, V) logits, their
 logsumexp, its rows' losses and, in the same pass, the gradient of the loss wrt those logits, which it turns at
@@ -16,12 +17,15 @@ each (N, V) fp32 tensor is 1.6 GB.
 Semantics are F.cross_entropy's, exactly as torch defines them: the row loss is
 (1 - ls) * (-log p_target) + ls * mean_j(-log p_j) over all V classes; ignored rows (target == ignore_index)
 lose 0 and get no gradient; reduction="mean" divides the sum by the number of non-ignored rows (all ignored:
-nan, with zero gradients, as torch). Under torch.autocast the two projections run in the autocast dtype (as
+nan, with zero gradients, as torch). z_loss > 0 adds z_loss * log(Z)^2 to every non-ignored row's loss, log Z
+the logsumexp of its logits (PaLM's z-loss, Chowdhery et al. 2022, sec. 5: it keeps the softmax normaliser near
+1), reduced with the cross-entropy over the same rows; z_loss = 0 runs the very operations of plain
+cross-entropy. Under torch.autocast the two projections run in the autocast dtype (as
 F.linear would) and the softmax and loss in fp32 (as the tasks' `logits.float()`); grad W is accumulated over
 the chunks in fp32.
 
 On CUDA, with the automatic chunk size, `liger-kernel`'s fused Triton kernel is used when it is installed
-(reductions mean / sum, no per-row output); the CPU always runs the pure-PyTorch path here.
+(reductions mean / sum, no per-row output, no z-loss); the CPU always runs the pure-PyTorch path here.
 """
 
 import contextlib
@@ -47,6 +51,17 @@ def auto_chunk_size(
     rows = max(min_rows, budget_bytes // (4 * max(1, vocab_size)))
     rows = max(64, rows // 64 * 64)
     return max(1, min(n_rows, rows))
+
+
+def check_z_loss(z_loss, key: str = "z_loss") -> float:
+    """z_loss as a float; raises ValueError naming `key` unless it is a finite number >= 0 (0 = off; PaLM,
+    Chowdhery et al. 2022, uses 1e-4)."""
+    if isinstance(z_loss, bool) or not isinstance(z_loss, (int, float)) or not 0.0 <= z_loss < float("inf"):
+        raise ValueError(
+            f"{key}={z_loss!r} must be a non-negative number: the weight of log(Z)^2 in the training loss "
+            f"(0 = off, PaLM uses 1e-4)"
+        )
+    return float(z_loss)
 
 
 def resolve_chunk_size(chunk_size: int | None, n_rows: int, vocab_size: int) -> int:
@@ -76,30 +91,34 @@ def _no_autocast(device: torch.device):
         return contextlib.nullcontext()
 
 
-def _chunk_pass(h, weight, bias, target, valid, label_smoothing, chunk, scale, needs, dtype):
+def _chunk_pass(h, weight, bias, target, valid, label_smoothing, chunk, scale, needs, dtype, z_loss=0.0):
     """chunk_pass on h, weight and bias cast to the compute dtype, autocast off, accumulating in fp32 (or
     wider when dtype is)."""
     acc = torch.promote_types(dtype, torch.float32)
     with _no_autocast(h.device):
         b = None if bias is None else bias.to(dtype)
-        return chunk_pass(h.to(dtype), weight.to(dtype), b, target, valid, label_smoothing, chunk, scale, needs, acc)
+        return chunk_pass(
+            h.to(dtype), weight.to(dtype), b, target, valid, label_smoothing, chunk, scale, needs, acc, z_loss
+        )
 
 
 class FusedLinearCrossEntropy(torch.autograd.Function):
     """Reductions mean / sum: the loss and, in forward, the gradients (chunk by chunk, stored for backward).
     apply(h (N, d), weight (V, d), bias (V,) | None, target (N,), ignore_index, label_smoothing, reduction,
-    chunk rows, compute dtype, needs (grad h, grad weight, grad bias)) -> (loss (), row losses (N,),
+    chunk rows, compute dtype, needs (grad h, grad weight, grad bias), z_loss) -> (loss (), row losses (N,),
     not differentiable)."""
 
     @staticmethod
-    def forward(ctx, h, weight, bias, target, ignore_index, label_smoothing, reduction, chunk, dtype, needs):
+    def forward(ctx, h, weight, bias, target, ignore_index, label_smoothing, reduction, chunk, dtype, needs, z_loss):
         acc = torch.promote_types(dtype, torch.float32)
         valid = target != ignore_index
         n = valid.sum()
         scale = valid.to(acc)
         if reduction == "mean":
             scale = scale / n.clamp(min=1)
-        rows, gh, gw, gb = _chunk_pass(h, weight, bias, target, valid, label_smoothing, chunk, scale, needs, dtype)
+        rows, gh, gw, gb = _chunk_pass(
+            h, weight, bias, target, valid, label_smoothing, chunk, scale, needs, dtype, z_loss
+        )
         loss = rows.sum()
         if reduction == "mean":
             loss = loss / n
@@ -120,7 +139,7 @@ class FusedLinearCrossEntropy(torch.autograd.Function):
             return g if g is None or one else g * grad_loss.to(g.dtype)
 
         gh = None if gh is None else scaled(gh).to(ctx.h_dtype)
-        return gh, scaled(gw), scaled(gb), None, None, None, None, None, None, None
+        return gh, scaled(gw), scaled(gb), None, None, None, None, None, None, None, None
 
 
 class LinearCrossEntropyRows(torch.autograd.Function):
@@ -129,25 +148,26 @@ class LinearCrossEntropyRows(torch.autograd.Function):
     FusedLinearCrossEntropy without reduction; returns row losses (N,)."""
 
     @staticmethod
-    def forward(ctx, h, weight, bias, target, ignore_index, label_smoothing, chunk, dtype, needs):
+    def forward(ctx, h, weight, bias, target, ignore_index, label_smoothing, chunk, dtype, needs, z_loss):
         acc = torch.promote_types(dtype, torch.float32)
         valid = target != ignore_index
-        rows = _chunk_pass(h, weight, bias, target, valid, label_smoothing, chunk, None, needs, dtype)[0]
+        rows = _chunk_pass(h, weight, bias, target, valid, label_smoothing, chunk, None, needs, dtype, z_loss)[0]
         ctx.save_for_backward(h, weight, bias, target)
-        ctx.args = (ignore_index, label_smoothing, chunk, dtype, needs, acc)
+        ctx.args = (ignore_index, label_smoothing, chunk, dtype, needs, acc, z_loss)
         return rows
 
     @staticmethod
     def backward(ctx, grad_rows):
         h, weight, bias, target = ctx.saved_tensors
-        ignore_index, label_smoothing, chunk, dtype, needs, acc = ctx.args
+        ignore_index, label_smoothing, chunk, dtype, needs, acc, z_loss = ctx.args
         valid = target != ignore_index
         scale = grad_rows.to(acc).masked_fill(~valid, 0.0)
-        _, gh, gw, gb = _chunk_pass(h, weight, bias, target, valid, label_smoothing, chunk, scale, needs, dtype)
+        _, gh, gw, gb = _chunk_pass(h, weight, bias, target, valid, label_smoothing, chunk, scale, needs, dtype, z_loss)
         return (
             None if gh is None else gh.to(h.dtype),
             None if gw is None else gw.to(weight.dtype),
             None if gb is None else gb.to(bias.dtype),
+            None,
             None,
             None,
             None,
@@ -176,16 +196,22 @@ def _liger_loss(h, weight, target, bias, ignore_index, label_smoothing, reductio
     return loss_fn(weight, h, target, bias).float()  # liger's order: (weight, input, target, bias)
 
 
-def external_kernel_ok(h: torch.Tensor, chunk_size: int | None, reduction: str, return_rows: bool) -> bool:
+def external_kernel_ok(
+    h: torch.Tensor, chunk_size: int | None, reduction: str, return_rows: bool, z_loss: float = 0.0
+) -> bool:
     """Whether linear_cross_entropy may hand the call to an installed GPU kernel: CUDA tensors, the automatic
-    chunk size (an explicit one asks for the pure path), reduction mean / sum and no per-row output."""
-    return h.is_cuda and chunk_size is None and reduction in ("mean", "sum") and not return_rows
+    chunk size (an explicit one asks for the pure path), reduction mean / sum, no per-row output and no
+    z-loss (the pure path computes that one)."""
+    return h.is_cuda and chunk_size is None and reduction in ("mean", "sum") and not return_rows and not z_loss
 
 
-def _plain(h, weight, target, bias, ignore_index, label_smoothing, reduction, return_rows, out_shape):
-    """linear_cross_entropy's plain path (chunk_size=0): the full logits and F.cross_entropy."""
+def _plain(h, weight, target, bias, ignore_index, label_smoothing, reduction, return_rows, out_shape, z_loss=0.0):
+    """linear_cross_entropy's plain path (chunk_size=0): the full logits and F.cross_entropy (plus the z-loss
+    term when z_loss > 0, `_plain_z`)."""
     logits = F.linear(h, weight, bias)
     logits = logits.float() if logits.dtype in (torch.float16, torch.bfloat16) else logits
+    if z_loss:
+        return _plain_z(logits, target, ignore_index, label_smoothing, reduction, return_rows, out_shape, z_loss)
     loss = F.cross_entropy(
         logits, target, ignore_index=ignore_index, label_smoothing=label_smoothing, reduction=reduction
     )
@@ -203,7 +229,19 @@ def _plain(h, weight, target, bias, ignore_index, label_smoothing, reduction, re
     return loss, rows.view(out_shape)
 
 
-def _losses_only(h, weight, target, bias, ignore_index, label_smoothing, reduction, chunk, dtype):
+def _plain_z(logits, target, ignore_index, label_smoothing, reduction, return_rows, out_shape, z_loss):
+    """The plain path with z-loss: rows = F.cross_entropy(reduction="none") + z_loss * logsumexp(logits)^2 on
+    the non-ignored rows (0 elsewhere), reduced as `reduction` (mean: over the non-ignored rows)."""
+    valid = target != ignore_index
+    ce = F.cross_entropy(logits, target, ignore_index=ignore_index, label_smoothing=label_smoothing, reduction="none")
+    rows = ce + torch.where(valid, z_loss * logits.logsumexp(-1).square(), 0.0)
+    loss = rows.view(out_shape) if reduction == "none" else rows.sum()
+    if reduction == "mean":
+        loss = loss / valid.sum()
+    return (loss, rows.detach().view(out_shape)) if return_rows else loss
+
+
+def _losses_only(h, weight, target, bias, ignore_index, label_smoothing, reduction, chunk, dtype, z_loss=0.0):
     """One chunked pass without gradients: (loss (reduced as `reduction`), row losses (N,))."""
     acc = torch.promote_types(dtype, torch.float32)
     valid = target != ignore_index
@@ -219,6 +257,7 @@ def _losses_only(h, weight, target, bias, ignore_index, label_smoothing, reducti
             None,
             (False, False, False),
             acc,
+            z_loss,
         )[0]
     loss = rows if reduction == "none" else rows.sum()
     if reduction == "mean":
@@ -237,9 +276,12 @@ def linear_cross_entropy(
     reduction: str = "mean",
     chunk_size: int | None = None,
     return_rows: bool = False,
+    z_loss: float = 0.0,
 ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
     """F.cross_entropy(F.linear(h, weight, bias).float(), target, ignore_index=ignore_index,
-    label_smoothing=label_smoothing, reduction=reduction), without the full logits tensor.
+    label_smoothing=label_smoothing, reduction=reduction), without the full logits tensor; with z_loss > 0
+    each non-ignored row's loss also gets z_loss * logsumexp(its logits)^2 (PaLM's z-loss, Chowdhery et al.
+    2022, sec. 5), reduced with it (mean: over the same rows).
 
     h (..., d): hidden states (any leading shape, flattened to N rows), fp32 or under autocast; weight (V, d):
     the head's weight (e.g. model.lm_head.weight, tied or not); bias (V,) or None; target (...) long, h's
@@ -251,9 +293,11 @@ def linear_cross_entropy(
     return_rows: also return the per-row losses (target's shape, detached, fp32, 0 where ignored): free here
     (every chunk computes them), for metrics such as per-window losses.
     Without a gradient to compute (torch.no_grad, or no input requiring grad) one chunked pass computes the
-    losses only. Returns the loss (fp32; float64 for float64 inputs), or (loss, rows) with return_rows.
-    Raises ValueError for an unknown reduction, a negative chunk_size or mismatched shapes.
+    losses only. The rows (reduction none, return_rows) include the z-loss term. Returns the loss (fp32; float64
+    for float64 inputs), or (loss, rows) with return_rows.
+    Raises ValueError for an unknown reduction, a negative chunk_size or z_loss, or mismatched shapes.
     """
+    z_loss = check_z_loss(z_loss)
     if reduction not in REDUCTIONS:
         raise ValueError(f"reduction={reduction!r} is unknown; allowed: {', '.join(REDUCTIONS)}")
     if not 0.0 <= label_smoothing <= 1.0:
@@ -271,9 +315,9 @@ def linear_cross_entropy(
     chunk = resolve_chunk_size(chunk_size, N, V)
 
     if chunk == 0:
-        return _plain(h2, weight, t, bias, ignore_index, label_smoothing, reduction, return_rows, out_shape)
+        return _plain(h2, weight, t, bias, ignore_index, label_smoothing, reduction, return_rows, out_shape, z_loss)
 
-    if external_kernel_ok(h2, chunk_size, reduction, return_rows):
+    if external_kernel_ok(h2, chunk_size, reduction, return_rows, z_loss):
         loss = _liger_loss(h2, weight, t, bias, ignore_index, label_smoothing, reduction)
         if loss is not None:
             return loss
@@ -281,16 +325,18 @@ def linear_cross_entropy(
     dtype = _compute_dtype(h2, weight)
     needs = (h2.requires_grad, weight.requires_grad, bias is not None and bias.requires_grad)
     if not (torch.is_grad_enabled() and any(needs)):
-        loss, rows = _losses_only(h2, weight, t, bias, ignore_index, label_smoothing, reduction, chunk, dtype)
+        loss, rows = _losses_only(h2, weight, t, bias, ignore_index, label_smoothing, reduction, chunk, dtype, z_loss)
         loss = loss.view(out_shape) if reduction == "none" else loss
         return (loss, rows.view(out_shape)) if return_rows else loss
 
     if reduction == "none":
-        rows = LinearCrossEntropyRows.apply(h2, weight, bias, t, ignore_index, label_smoothing, chunk, dtype, needs)
+        rows = LinearCrossEntropyRows.apply(
+            h2, weight, bias, t, ignore_index, label_smoothing, chunk, dtype, needs, z_loss
+        )
         rows = rows.view(out_shape)
         return (rows, rows.detach()) if return_rows else rows
     loss, rows = FusedLinearCrossEntropy.apply(
-        h2, weight, bias, t, ignore_index, label_smoothing, reduction, chunk, dtype, needs
+        h2, weight, bias, t, ignore_index, label_smoothing, reduction, chunk, dtype, needs, z_loss
     )
     return (loss, rows.view(out_shape)) if return_rows else loss
 
@@ -335,6 +381,7 @@ __all__ = [
     "LinearCrossEntropyRows",
     "IGNORE_INDEX",
     "auto_chunk_size",
+    "check_z_loss",
     "chunked_cross_entropy_rows",
     "linear_cross_entropy",
     "lm_head_cross_entropy",

@@ -16,7 +16,7 @@ from zoo.distributed import full_params, is_fsdp
 from zoo.model.cost import flops_per_token
 from zoo.model.decoder_layer import DecoderLayer
 from zoo.model.encoder_layer import EncoderLayer
-from zoo.tasks.optim_config import configure_optimizers
+from zoo.tasks.optim_config import configure_optimizers, fit_warmup
 
 LOWER_IS_BETTER = ("loss", "ppl", "bpc")
 BUDGET_COST = {
@@ -224,6 +224,12 @@ class TaskBase(pl.LightningModule):
         that training_step backpropagates. Every task overrides it; model.compile_scope=model compiles it."""
         raise NotImplementedError
 
+    def head_z_loss(self) -> float:
+        """The z-loss weight of the LM head's loss now: task.z_loss in training mode (PaLM's auxiliary term,
+        Chowdhery et al. 2022, sec. 5: a regulariser of the training loss), 0 in evaluation, so val / test
+        losses stay the plain (label-smoothed) cross-entropy; 0 for checkpoints saved without the key."""
+        return float(self.hparams.get("z_loss", 0.0)) if self.training else 0.0
+
     def configure_model(self):
         """Lightning hook, run before DDP / FSDP wrap the module: model.compile=true compiles the layers
         (compile_layers) or, with model.compile_scope=model, the whole training loss (compile_training_loss)."""
@@ -242,11 +248,15 @@ class TaskBase(pl.LightningModule):
             if self.trainer.max_steps > 0 or self.budget is not None
             else int(self.trainer.estimated_stepping_batches)
         )
+        scheduler = self.hparams.scheduler
+        if self.trainer.max_steps <= 0 and self.budget is None:  # epochs: a warm-up longer than them is scaled
+            run = f"the {steps} optimizer steps of trainer.max_epochs={self.trainer.max_epochs}"
+            scheduler = fit_warmup(scheduler, steps, run, explicit=False, fix="")
         with full_params(getattr(self.trainer.strategy, "model", None)):
             return configure_optimizers(
                 self.model,
                 self.hparams.optimizer,
-                self.hparams.scheduler,
+                scheduler,
                 steps,
                 self.budget_progress if self.budget is not None else None,
             )

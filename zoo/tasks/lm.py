@@ -14,7 +14,7 @@ from zoo.data.bpe import tokenizer_from_state
 from zoo.distributed import is_fsdp, root_params
 from zoo.generate import sample
 from zoo.model import ModelConfig, build_model
-from zoo.model.chunked_ce import lm_head_cross_entropy
+from zoo.model.chunked_ce import check_z_loss, lm_head_cross_entropy
 from zoo.model.cost import batch_flops
 from zoo.model.encoder_only import prefix_next_features
 from zoo.model_config_from_data import for_objective
@@ -82,7 +82,11 @@ class LanguageModeling(TaskBase):
     (data.block_size, tokens), the longest context sampling feeds the model (kept in the checkpoint for
     `python -m zoo.generate`; None = model.max_len). monitor / monitor_mode: the validation
     metric that selects checkpoints and is returned to sweepers. objective: see above (None = the arch's
-    default). entp_targets: K of entp's training (next-token predictions per window and step).
+    default). entp_targets: K of entp's training (next-token predictions per window and step). z_loss: PaLM's
+    z-loss weight (Chowdhery et al. 2022, sec. 5; 0 = off): z_loss * log(Z)^2 per scored token added to the
+    training loss (TaskBase.head_z_loss; validation losses stay plain).
+    mask_id: masked_lm's <mask> id, None = one past the data's vocabulary, model.vocab_size, which then grows by
+    one; saved with the grown model, so a checkpoint's model.vocab_size is its embedding's rows and rebuilds as it is.
 
     Logged: train/loss (nats/token), lr, tokens/s each step; val/loss, val/ppl = exp(val/loss),
     val/bpc = val/loss / ln 2 (bits per character for a character vocabulary) each validation; cost/flops,
@@ -125,8 +129,11 @@ class LanguageModeling(TaskBase):
         monitor_mode: str = "min",
         objective: str | None = None,
         entp_targets: int = 4,
+        z_loss: float = 0.0,
+        mask_id: int | None = None,
     ):
         super().__init__()
+        check_z_loss(z_loss, "task.z_loss")
         if arch not in self.ARCHS:
             raise ValueError(f"task=lm trains arch in {self.ARCHS}; got arch={arch!r}")
         self.objective = self.choose_objective(arch, objective, model.get("mask"))
@@ -138,10 +145,11 @@ class LanguageModeling(TaskBase):
         if entp_targets < 1:
             raise ValueError(f"task.entp_targets={entp_targets} must be >= 1 (next-token predictions per window)")
         objective = self.objective  # saved resolved: a checkpoint rebuilds the objective it was trained with
-        self.save_hyperparameters()
-        if self.objective == "masked_lm":
-            self.mask_id = model["vocab_size"]  # <mask>: one id past the data's vocabulary
-        self.model = build_model(arch, ModelConfig(**for_objective(self.objective, model)))
+        if objective == "masked_lm" and mask_id is None:  # <mask>: one id past the data's vocabulary
+            mask_id, model = model["vocab_size"], for_objective(objective, model)
+        self.save_hyperparameters()  # model.vocab_size saved = the embedding's rows, <mask> included
+        self.mask_id = mask_id
+        self.model = build_model(arch, ModelConfig(**model))
         self.tokenizer = tokenizer_from_state(tokenizer)  # char or BPE, as the data's
         self.val_loss, self.cont_loss, self.mlm_acc = MeanMetric(), MeanMetric(), MeanMetric()
         self.samples = []
@@ -205,13 +213,21 @@ class LanguageModeling(TaskBase):
         inputs, chosen = self.mask_tokens(x, generator)
         logits = self.model.lm_head(self.model.encode(inputs)[chosen]).float()  # (n_chosen, V + 1): for the accuracy
         target = x[chosen]
-        return {"loss": F.cross_entropy(logits, target), "acc": (logits.argmax(-1) == target).float().mean()}
+        loss = F.cross_entropy(logits, target)
+        if self.head_z_loss():  # PaLM's z-loss over the same masked positions
+            loss = loss + self.head_z_loss() * logits.logsumexp(-1).square().mean()
+        return {"loss": loss, "acc": (logits.argmax(-1) == target).float().mean()}
 
     def head_loss(self, hidden: torch.Tensor, target: torch.Tensor):
         """(mean loss, per-token losses (B, N), detached) of the LM head on hidden (B, N, d_model) against target
         (B, N): zoo.model.chunked_ce, the (B N, V) logits never built (chunks of model.loss_chunk_size rows)."""
         return lm_head_cross_entropy(
-            self.model.lm_head, hidden, target, chunk_size=self.model.cfg.loss_chunk_size, return_rows=True
+            self.model.lm_head,
+            hidden,
+            target,
+            chunk_size=self.model.cfg.loss_chunk_size,
+            return_rows=True,
+            z_loss=self.head_z_loss(),
         )
 
     def entp_nll(
@@ -234,6 +250,7 @@ class LanguageModeling(TaskBase):
             y[row, cuts.flatten()],
             reduction="none",
             chunk_size=self.model.cfg.loss_chunk_size,
+            z_loss=self.head_z_loss(),
         )  # zoo.model.chunked_ce: the (B k, V) logits never built
         return nll.view(B, k)
 

@@ -13,7 +13,7 @@ from zoo.data.bpe import SubwordTokenizer
 from zoo.data.resolver import DataError
 from zoo.model import ModelConfig, build_model
 from zoo.model.beam_search import beam_search, beam_search_decoder_only, check_early_stopping
-from zoo.model.chunked_ce import lm_head_cross_entropy
+from zoo.model.chunked_ce import check_z_loss, lm_head_cross_entropy
 from zoo.model.cost import batch_flops
 from zoo.model.generate import left_pad
 from zoo.model_config_from_data import for_objective
@@ -35,8 +35,9 @@ class Translation(EncoderOnlyTranslation, TaskBase):
     beam_size > 1 test/bleu_beam, test/chrf_beam (beam search, GNMT length penalty, max length = source
     length + max_len_b, stopping rule early_stopping: never | true | false, zoo.model.beam_search).
     Batches: zoo.data.parallel_text.collate_translation dicts. After test: `examples` {task, split, ids, hyp,
-    ref, hyp_beam} (detokenized test hypotheses, for paired tests; one process only) and `ms_per_example`
-    (test wall time per sentence, greedy and beam decoding included).
+    ref, src, hyp_beam} (detokenized test hypotheses, references and sources, for paired tests and zoo.report's
+    attention maps; one process only) and `ms_per_example` (test wall time per sentence, greedy and beam
+    decoding included).
 
     encoder_only: "encoder_ar" (default), ENTP (Ewer et al. 2024), or task.objective=cmlm_mask_predict,
     non-autoregressive Mask-Predict (Ghazvininejad et al. 2019): zoo.tasks.translation_encoder_only. Both need
@@ -91,9 +92,11 @@ class Translation(EncoderOnlyTranslation, TaskBase):
         early_stopping="never",
         objective: str | None = None,
         encoder_ar_targets: int = 4,
+        z_loss: float = 0.0,
     ):
         super().__init__()
         check_early_stopping(early_stopping)
+        check_z_loss(z_loss, "task.z_loss")  # PaLM's z-loss on the LM head in training (TaskBase.head_z_loss)
         check_fraction("task.label_smoothing", label_smoothing, "0.1 is the paper's, 0 = plain cross-entropy")
         if arch not in self.ARCHS:
             raise ValueError(f"task=translation trains arch in {self.ARCHS}; got arch={arch!r}")
@@ -174,6 +177,7 @@ class Translation(EncoderOnlyTranslation, TaskBase):
             ignore_index=IGNORE,
             label_smoothing=self.hparams.label_smoothing,
             chunk_size=self.model.cfg.loss_chunk_size,
+            z_loss=self.head_z_loss(),
         )
 
     def batch_flops(self, batch) -> float:
@@ -341,6 +345,7 @@ class Translation(EncoderOnlyTranslation, TaskBase):
             "ids": ids,
             "hyp": [self.hyps["test"][i] for i in ids],
             "ref": [dm.test_refs[i] for i in ids],
+            "src": [dm.test_srcs[i] for i in ids],
         }
         if self.hparams.beam_size > 1:
             self.examples["hyp_beam"] = [self.hyps["test_beam"][i] for i in ids]

@@ -70,6 +70,7 @@ class EncoderOnlyTranslation:
             reduction="none",
             label_smoothing=self.hparams.label_smoothing,
             chunk_size=self.model.cfg.loss_chunk_size,
+            z_loss=self.head_z_loss(),
         )  # (R,)
         return (nll * weight[b]).sum() / n.sum()
 
@@ -98,6 +99,7 @@ class EncoderOnlyTranslation:
             seq[chosen],
             label_smoothing=self.hparams.label_smoothing,
             chunk_size=self.model.cfg.loss_chunk_size,
+            z_loss=self.head_z_loss(),
         )
         length = F.cross_entropy(length_logits.float(), lengths)
         acc = (length_logits.argmax(-1) == lengths).float().mean()
