@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+# the datasets: $ZOO_DATA_MIRROR when set (as .ci/run sets it), else ../shared/data beside the repository
+SHARED_DATA = Path(os.environ.get("ZOO_DATA_MIRROR") or Path(__file__).resolve().parents[1].parent / "shared" / "data")
 
 
 def pytest_collection_modifyitems(config, items):

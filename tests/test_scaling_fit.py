@@ -298,6 +298,7 @@ def test_cli_refuses_too_few_points_after_dropping(tmp_path, capsys, no_fitting)
     assert "lower --drop-highest" in err
     assert "0 point(s) left" in _refused(capsys, [*base, "--drop-highest", "7"])
     assert "non-negative" in _refused(capsys, [*base, "--drop-highest", "-1"])
+    assert "--seed -1: a seed is a non-negative integer" in _refused(capsys, [*base, "--seed", "-1"])
     small = _write_csv(tmp_path / "four.csv", HEADER, _points(4))
     assert "4 point(s) left to fit (4 given" in _refused(capsys, ["fit", str(small), *base[2:]])
 

@@ -759,9 +759,7 @@ def test_warmup_longer_than_max_steps_refused_if_given_scaled_if_configured(tmp_
     with caplog.at_level(logging.WARNING, logger="zoo"):
         check_schedule(cfg, ["+arch=encoder_decoder", "trainer.max_steps=150"])
     assert cfg.task.scheduler.warmup_steps == 15
-    assert "task.scheduler.warmup_steps=300 (from the config) is longer than the run (trainer.max_steps=150)" in (
-        caplog.text
-    )
+    assert "task.scheduler.warmup_steps=300 is longer than the run (trainer.max_steps=150)" in (caplog.text)
     assert "warming up over 15 steps" in caplog.text
     overrides = ["+arch=encoder_decoder", "trainer.max_steps=150", "task.scheduler.warmup_steps=300"]
     cfg = make_cfg(tmp_path, overrides[1:], arch="encoder_decoder")
@@ -805,6 +803,33 @@ def test_warmup_fraction_must_be_a_share_of_the_budget(tmp_path, bad):
     cfg = make_cfg(tmp_path, [f"task.scheduler.warmup_fraction={bad}"])
     with pytest.raises(ConfigError, match=r"task\.scheduler\.warmup_fraction=.* must be a share of the budget in"):
         check_schedule(cfg, [])
+
+
+@pytest.mark.parametrize(
+    "over",
+    [
+        ["task.scheduler.warmup_steps=-5"],
+        ["task.scheduler.warmup_steps=2.5"],
+        ["task.scheduler.warmup_steps=abc"],
+        ["task.scheduler.warmup_steps=true"],
+        ["task.scheduler.kind=noam", "task.scheduler.warmup_steps=0"],
+    ],
+)
+def test_warmup_steps_must_be_a_whole_number_of_steps(tmp_path, over):
+    """A negative warm-up starts mid-cosine and a fractional one overshoots the peak lr: both are refused."""
+    from zoo.tasks.optim_config import check_schedule
+
+    cfg = make_cfg(tmp_path, over)
+    with pytest.raises(ConfigError, match=r"task\.scheduler\.warmup_steps=.* must be a whole number of optimizer"):
+        check_schedule(cfg, [])
+
+
+def test_a_fitting_warmup_of_zero_cosine_steps_is_kept(tmp_path):
+    from zoo.tasks.optim_config import check_schedule
+
+    cfg = make_cfg(tmp_path, ["task.scheduler.warmup_steps=0", "trainer.max_steps=10"])
+    check_schedule(cfg, [])
+    assert cfg.task.scheduler.warmup_steps == 0
 
 
 def lr_rows(run_dir) -> dict:

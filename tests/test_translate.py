@@ -270,6 +270,22 @@ def test_bad_input_or_options_exit_2_before_decoding(argv, stdin, message, ckpt,
     assert message.format(tmp=tmp_path, ckpt=ckpt) in err
 
 
+def test_a_gpu_device_without_cuda_is_refused_before_loading(ckpt, monkeypatch, capsys):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(zt, "load", lambda *a, **k: pytest.fail("the model was built"))
+    rc, out, err = run_main(capsys, ckpt, SOURCES[0], "--device", "cuda")
+    assert rc == 2 and out == [] and "--device=cuda: this torch sees no CUDA GPU" in err
+
+
+def test_a_beam_wider_than_the_vocabulary_is_refused(ckpt, monkeypatch, capsys):
+    calls = spy(monkeypatch)
+    vocab = task_of(ckpt)[0].model.cfg.vocab_size
+    rc, out, err = run_main(capsys, ckpt, SOURCES[0], "--beam", vocab + 1)
+    assert rc == 2 and out == [] and calls == [] and f"larger than the target vocabulary ({vocab} tokens)" in err
+    rc, out, _ = run_main(capsys, ckpt, SOURCES[0], "--beam", vocab)
+    assert rc == 0 and calls[0][0] == vocab
+
+
 def test_an_unknown_flag_is_argparses_exit_2(ckpt, capsys):
     with pytest.raises(SystemExit) as e:
         zt.main([str(ckpt), "--beams", "2"])

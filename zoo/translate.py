@@ -234,11 +234,14 @@ def check_options(args) -> None:
         raise TranslateError(f"--lenpen={args.lenpen} must be a finite number (GNMT alpha, e.g. 0.6)")
     if args.device not in ("cpu", "cuda") and not str(args.device).startswith("cuda:"):
         raise TranslateError(f"--device={args.device!r} must be cpu or cuda[:N]")
+    if args.device != "cpu" and not torch.cuda.is_available():
+        raise TranslateError(f"--device={args.device}: this torch sees no CUDA GPU; drop --device (cpu is the default)")
 
 
 def apply_options(task, args) -> int:
     """Set the decoding options the command line gives on task.hparams (the ones Translation.translate reads);
-    returns the beam size (--beam, else the run's task.beam_size)."""
+    returns the beam size (--beam, else the run's task.beam_size). Raises TranslateError for a beam larger than
+    the target vocabulary."""
     early = {"true": True, "false": False, "never": "never"}.get(args.early_stopping)
     for key, value in (
         ("length_penalty", args.lenpen),
@@ -249,7 +252,14 @@ def apply_options(task, args) -> int:
         if value is not None:
             task.hparams[key] = value
     check_early_stopping(task.hparams.early_stopping)
-    return args.beam if args.beam is not None else int(task.hparams.beam_size)
+    beam = args.beam if args.beam is not None else int(task.hparams.beam_size)
+    vocab = task.model.cfg.vocab_size
+    if beam > vocab:
+        raise TranslateError(
+            f"--beam={beam} is larger than the target vocabulary ({vocab} tokens): a beam holds at most one "
+            f"hypothesis per token at its first step; use --beam between 1 and {vocab} (fairseq uses 5)"
+        )
+    return beam
 
 
 def check_languages(args, data: dict, where: str) -> None:

@@ -131,6 +131,8 @@ def main(argv=None) -> int:
             raise ScalingError(f"--compute {args.compute}: compute budgets must be positive FLOPs")
         N, D, L, labels = read_points(args.csv, args.params, args.loss, args.tokens, args.flops)
         kept = check_points(N, D, L, args.drop_highest, labels)
+        if args.seed < 0:
+            raise ScalingError(f"--seed {args.seed}: a seed is a non-negative integer (default 0)")
         if args.bootstrap < 0:
             raise ScalingError(f"--bootstrap {args.bootstrap}: give 0 (no intervals) or more resamples (default 1000)")
         fit = fit_scaling_law(N, D, L, drop_highest=args.drop_highest, bootstrap=args.bootstrap, seed=args.seed)
