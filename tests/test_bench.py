@@ -264,6 +264,7 @@ def test_bench_scripts_run_at_the_tiny_shape():
 
 
 @pytest.mark.e2e
+@pytest.mark.slow  # times real bf16 and fp32 steps: about 75 s on 2 cores
 def test_peak_reports_the_fraction_of_the_matmul_limit(monkeypatch):
     """bench_peak: the fastest matmul size of each precision is the limit (fraction 1.000), and each step row's
     fraction is its GFLOP/s over that limit, with zoo.model.cost's 3 x forward FLOPs as the work."""

@@ -286,6 +286,23 @@ def test_a_beam_wider_than_the_vocabulary_is_refused(ckpt, monkeypatch, capsys):
     assert rc == 0 and calls[0][0] == vocab
 
 
+def test_input_lines_break_as_the_data_readers_and_bad_bytes_are_named(ckpt, tmp_path, monkeypatch, capsys):
+    """--input and stdin split at \\r\\n, \\r and \\n only (docs/data.md's rule: U+2028 stays in its line);
+    a file that is not UTF-8 is refused with its line and a fix that zoo.translate takes."""
+    calls = []
+    monkeypatch.setattr(zt, "translate", lambda task, tok, lines, *a: calls.append(lines) or [""] * len(lines))
+    text = "Ein Hund.\rZwei\u2028Katzen.\r\nDrei.\n"
+    (tmp_path / "in.de").write_bytes(text.encode())
+    monkeypatch.setattr("sys.stdin", io.StringIO(text))
+    assert run_main(capsys, ckpt, "--input", tmp_path / "in.de")[0] == 0
+    assert run_main(capsys, ckpt)[0] == 0
+    assert calls == [["Ein Hund.", "Zwei\u2028Katzen.", "Drei."]] * 2
+    (tmp_path / "bad.de").write_bytes(b"Ein Hund.\n\xff\xfe\n")
+    rc, out, err = run_main(capsys, ckpt, "--input", tmp_path / "bad.de")
+    assert rc == 2 and "bad.de, line 2: not valid UTF-8" in err and "give a UTF-8 text file" in err
+    assert "data.encoding" not in err
+
+
 def test_an_unknown_flag_is_argparses_exit_2(ckpt, capsys):
     with pytest.raises(SystemExit) as e:
         zt.main([str(ckpt), "--beams", "2"])

@@ -27,8 +27,8 @@ import torch
 
 from zoo.data.batching import pack_by_tokens, pad
 from zoo.data.bpe import tokenizer_from_state
+from zoo.data.files import text_chunks
 from zoo.data.info import from_checkpoint
-from zoo.data.parallel_text import aligned_lines
 from zoo.data.resolver import DataError
 from zoo.model.beam_search import check_early_stopping
 
@@ -143,7 +143,8 @@ def source_limit(task, dm: dict) -> int:
 
 def read_sentences(args) -> tuple[list[str], str]:
     """The sentences to translate and where they came from (for messages): the command line's, --input's lines
-    (zoo.data.parallel_text.aligned_lines: gzip, encoding errors with their line), or stdin's lines. Raises
+    (zoo.data.files.text_chunks: gzip, encoding errors with their line), or stdin's lines, split at "\r\n", "\r"
+    and "\n" as the data readers split theirs. Raises
     TranslateError for a missing file or an input without any non-blank line."""
     if args.sentences and args.input is not None:
         raise TranslateError("give sentences on the command line or --input FILE, not both")
@@ -153,21 +154,22 @@ def read_sentences(args) -> tuple[list[str], str]:
         path = Path(args.input).expanduser()
         if not path.is_file():
             raise TranslateError(f"--input {args.input} does not exist; give a text file, one sentence a line")
-        try:
-            lines = aligned_lines(path)
+        try:  # a UTF-8 text file (gzip when it ends in .gz), lines by the data readers' rule
+            lines = "".join(text_chunks(path, fix="give a UTF-8 text file, one sentence a line")).split("\n")
         except DataError as e:
             raise TranslateError(str(e)) from None
+        if lines and lines[-1] == "":
+            lines.pop()
         where = str(path)
     else:
         if sys.stdin is None:
             raise TranslateError("no sentences: give them on the command line, with --input FILE, or on stdin")
         if sys.stdin.isatty():
             print("zoo.translate: reading sentences from stdin, one a line (Ctrl-D ends)", file=sys.stderr)
-        text = sys.stdin.read()
+        text = sys.stdin.read().replace("\r\n", "\n").replace("\r", "\n")  # the data readers' line breaks
         lines = text.split("\n")
         if lines and lines[-1] == "":
             lines.pop()
-        lines = [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
         where = "stdin"
     if not any(ln.strip() for ln in lines):
         raise TranslateError(
