@@ -27,7 +27,7 @@ import torch
 
 from zoo.data.batching import pack_by_tokens, pad
 from zoo.data.bpe import tokenizer_from_state
-from zoo.data.files import text_chunks
+from zoo.data.files import text_lines
 from zoo.data.info import from_checkpoint
 from zoo.data.resolver import DataError
 from zoo.model.beam_search import check_early_stopping
@@ -143,7 +143,7 @@ def source_limit(task, dm: dict) -> int:
 
 def read_sentences(args) -> tuple[list[str], str]:
     """The sentences to translate and where they came from (for messages): the command line's, --input's lines
-    (zoo.data.files.text_chunks: gzip, encoding errors with their line), or stdin's lines, split at "\r\n", "\r"
+    (zoo.data.files.text_lines: gzip, encoding errors with their line), or stdin's lines, split at "\r\n", "\r"
     and "\n" as the data readers split theirs. Raises
     TranslateError for a missing file or an input without any non-blank line."""
     if args.sentences and args.input is not None:
@@ -155,11 +155,9 @@ def read_sentences(args) -> tuple[list[str], str]:
         if not path.is_file():
             raise TranslateError(f"--input {args.input} does not exist; give a text file, one sentence a line")
         try:  # a UTF-8 text file (gzip when it ends in .gz), lines by the data readers' rule
-            lines = "".join(text_chunks(path, fix="give a UTF-8 text file, one sentence a line")).split("\n")
+            lines = text_lines(path, fix="give a UTF-8 text file, one sentence a line")
         except DataError as e:
             raise TranslateError(str(e)) from None
-        if lines and lines[-1] == "":
-            lines.pop()
         where = str(path)
     else:
         if sys.stdin is None:

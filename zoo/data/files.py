@@ -117,10 +117,10 @@ def check_encoding(path: Path, encoding: str = "utf-8", chunk: int = CHUNK) -> N
         pass
 
 
-def text_lines(path: Path, encoding: str = "utf-8") -> list[str]:
+def text_lines(path: Path, encoding: str = "utf-8", fix: str | None = None) -> list[str]:
     """Every line of a text file (gzip when its name ends in .gz) by the module's rule, without its line break;
-    blank lines kept (so that two files stay aligned). Raises text_chunks' DataError."""
-    lines = "".join(text_chunks(path, encoding)).split("\n")
+    blank lines kept (so that two files stay aligned). Raises text_chunks' DataError (with `fix`)."""
+    lines = "".join(text_chunks(path, encoding, fix=fix)).split("\n")
     if lines[-1] == "":  # the break that ends the last line (or an empty file)
         lines.pop()
     return lines
