@@ -812,16 +812,16 @@ def test_warmup_fraction_must_be_a_share_of_the_budget(tmp_path, bad):
         ["task.scheduler.warmup_steps=2.5"],
         ["task.scheduler.warmup_steps=abc"],
         ["task.scheduler.warmup_steps=true"],
-        ["task.scheduler.kind=noam", "task.scheduler.warmup_steps=0"],
     ],
 )
 def test_warmup_steps_must_be_a_whole_number_of_steps(tmp_path, over):
-    """A negative warm-up starts mid-cosine and a fractional one overshoots the peak lr: both are refused."""
-    from zoo.tasks.optim_config import check_schedule
+    """A negative warm-up starts mid-cosine and a fractional one overshoots the peak lr: both are refused (noam's
+    warm-up of 0: test_contradictory_settings_are_refused)."""
+    from zoo.config_checks import check_config
 
     cfg = make_cfg(tmp_path, over)
     with pytest.raises(ConfigError, match=r"task\.scheduler\.warmup_steps=.* must be a whole number of optimizer"):
-        check_schedule(cfg, [])
+        check_config(cfg)
 
 
 def test_a_fitting_warmup_of_zero_cosine_steps_is_kept(tmp_path):

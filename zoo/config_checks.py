@@ -228,7 +228,13 @@ def check_task_and_data(cfg: DictConfig, task_cls) -> None:
         raise ConfigError(str(e)) from None
     if sched.get("kind", "cosine") not in ("cosine", "noam"):
         raise ConfigError(f"task.scheduler.kind={sched.get('kind')!r} is unknown; allowed: cosine, noam")
-    if sched.get("kind") == "noam" and not (sched.get("warmup_steps") or 0) >= 1:
+    warmup = sched.get("warmup_steps")
+    if warmup is not None and (isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0):
+        raise ConfigError(
+            f"task.scheduler.warmup_steps={warmup!r} must be a whole number of optimizer steps >= 0, e.g. "
+            f"task.scheduler.warmup_steps=100 (a negative or fractional warm-up would bend the schedule)"
+        )
+    if sched.get("kind") == "noam" and not (warmup or 0) >= 1:
         raise ConfigError(
             f"task.scheduler.kind=noam needs task.scheduler.warmup_steps >= 1 (its peak is at "
             f"warmup_steps: lr * min(step^-0.5, step * warmup^-1.5) * warmup^0.5); "

@@ -73,8 +73,8 @@ def fit_warmup(scheduler: dict, steps: int, run: str, explicit: bool, fix: str) 
 
 
 def check_schedule(cfg, overrides) -> None:
-    """Before any data is read: task.scheduler.warmup_steps is a whole number >= 0 (noam: >= 1) and
-    task.scheduler.warmup_fraction, when set, is a share of the budget in (0, 1];
+    """Before any data is read, after check_config (which checks that task.scheduler.warmup_steps is a whole
+    number): task.scheduler.warmup_fraction, when set, is a share of the budget in (0, 1];
     and in a run bounded by trainer.max_steps the warm-up fits in it (fit_warmup: a command-line
     task.scheduler.warmup_steps longer than max_steps raises ConfigError, a config file's is scaled in cfg).
     Runs bounded by epochs are fitted when their step count is known (TaskBase.configure_optimizers); runs
@@ -91,12 +91,6 @@ def check_schedule(cfg, overrides) -> None:
         raise ConfigError(
             f"task.scheduler.warmup_fraction={fraction!r} must be a share of the budget in (0, 1] (e.g. 0.1), or "
             f"null to warm up over task.scheduler.warmup_steps"
-        )
-    warmup, low = sched.get("warmup_steps"), 1 if sched.get("kind") == "noam" else 0
-    if warmup is not None and (isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < low):
-        raise ConfigError(
-            f"{WARMUP_KEY}={warmup!r} must be a whole number of optimizer steps >= {low} "
-            f"(task.scheduler.kind={sched.get('kind')}), e.g. {WARMUP_KEY}=100"
         )
     steps = cfg.trainer.get("max_steps")
     if not isinstance(steps, int) or isinstance(steps, bool) or steps <= 0:
