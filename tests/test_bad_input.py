@@ -5,15 +5,15 @@ import pytest
 import torch
 from zoo_run import TINY, make_cfg, run_cli
 
-from zoo.cli_overrides import typos
-from zoo.config_checks import CONF_DIR, ConfigError, check_config
 from zoo.model import DecoderOnly, EncoderDecoder, EncoderOnly, ModelConfig, build_model
 from zoo.model.feedforward import FeedForward
 from zoo.model.generate import sample_next
 from zoo.model.init import init_weights
 from zoo.model.norm import make_norm
-from zoo.tasks.optim_config import configure_optimizers
-from zoo.train import run
+from zoo.run.cli_overrides import typos
+from zoo.run.config_checks import CONF_DIR, ConfigError, check_config
+from zoo.run.train import run
+from zoo.training.optim_config import configure_optimizers
 
 SMALL = dict(vocab_size=50, d_model=16, n_heads=4, d_ff=32, n_layers=2, dropout=0.0, max_len=16)
 
@@ -388,8 +388,8 @@ def _resolver_error(inner: Exception):
 def test_a_wrapped_resolver_error_exits_2(capsys, kind):
     """A BudgetError (or any resolver's ValueError: a resolver sees only the user's config) that OmegaConf
     wraps while resolving prints the resolver's own message and exits 2, with no traceback."""
-    from zoo.budget import BudgetError
-    from zoo.train import handle_error
+    from zoo.run.budget import BudgetError
+    from zoo.run.train import handle_error
 
     inner = BudgetError("compare.budget='x' is unknown") if kind == "budget" else ValueError("zoo_seeds: n=0 < 1")
     with pytest.raises(SystemExit) as exit_:
@@ -401,7 +401,7 @@ def test_a_wrapped_resolver_bug_is_reraised(capsys):
     """A resolver's error that is not a ValueError (a bug, not bad input) is re-raised with its traceback."""
     from omegaconf.errors import InterpolationResolutionError
 
-    from zoo.train import handle_error
+    from zoo.run.train import handle_error
 
     with pytest.raises(InterpolationResolutionError):
         handle_error(_resolver_error(KeyError("internal")))

@@ -10,11 +10,11 @@ import torch
 from omegaconf import OmegaConf
 from zoo_run import TINY, make_cfg, run_cli
 
-from zoo.budget import BudgetError, apply_budget, cell_value
 from zoo.model import ModelConfig, build_model
 from zoo.model.cost import forward_flops
-from zoo.optim import BudgetCosine
-from zoo.train import run
+from zoo.run.budget import BudgetError, apply_budget, cell_value
+from zoo.run.train import run
+from zoo.training.optim import BudgetCosine
 
 # 8 windows of 32 characters a step: 256 tokens
 STEP_TOKENS = 8 * 32

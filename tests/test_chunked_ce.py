@@ -420,10 +420,14 @@ def encoder_only_objectives():
         return torch.Generator().manual_seed(1)
 
     return [
-        ("entp", lm, lambda t: t.entp_training_loss(windows, seeded())),
-        ("encoder_ar", translation("encoder_ar"), lambda t: t.encoder_ar_loss(batch, targets=2, generator=seeded())),
-        ("encoder_ar exact", translation("encoder_ar"), lambda t: t.encoder_ar_loss(batch)),
-        ("cmlm", translation("cmlm_mask_predict"), lambda t: t.nat_losses(batch, seeded())["token"]),
+        ("entp", lm, lambda t: t.objective_impl.training_loss(windows, seeded())),
+        (
+            "encoder_ar",
+            translation("encoder_ar"),
+            lambda t: t.objective_impl.targets_loss(batch, targets=2, generator=seeded()),
+        ),
+        ("encoder_ar exact", translation("encoder_ar"), lambda t: t.objective_impl.targets_loss(batch)),
+        ("cmlm", translation("cmlm_mask_predict"), lambda t: t.objective_impl.losses(batch, seeded())["token"]),
     ]
 
 

@@ -14,7 +14,7 @@ with warnings.catch_warnings():  # the library's pydantic v1-style validators
     import wandb_workspaces.reports.v2 as wr
     import wandb_workspaces.workspaces as ws
 
-from zoo.dashboard import KEYS, build_workspace, main
+from zoo.report.dashboard import KEYS, build_workspace, main
 
 GROUP = "outputs/compare/2026-01-02_03-04-05"
 STEP, FLOPS, SECONDS = "trainer/global_step", "cost/flops", "cost/seconds"

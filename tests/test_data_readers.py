@@ -17,8 +17,6 @@ import pytest
 from tokenizers import Regex, Tokenizer, models, normalizers, pre_tokenizers, trainers
 from zoo_run import SHARED_DATA, make_cfg, multi30k_pairs, needs_shared, run_cli, sst2_rows
 
-from zoo.cli_overrides import typos
-from zoo.config_checks import ConfigError, check_config
 from zoo.data import text_corpus
 from zoo.data.bpe import SubwordTokenizer
 from zoo.data.files import text_chunks, text_lines
@@ -28,7 +26,9 @@ from zoo.data.resolver import DataError
 from zoo.data.sst2 import SST2
 from zoo.data.text_classification import TextClassification, class_label
 from zoo.data.text_corpus import TextCorpus
-from zoo.train import CONF_DIR
+from zoo.run.cli_overrides import typos
+from zoo.run.config_checks import ConfigError, check_config
+from zoo.run.train import CONF_DIR
 
 pytestmark = needs_shared
 

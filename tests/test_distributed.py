@@ -16,13 +16,13 @@ from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 from zoo_run import REPO, TINY, run_cli
 
-from zoo.distributed import quote
 from zoo.model import ModelConfig, build_model
 from zoo.model.decoder_layer import DecoderLayer
 from zoo.model.encoder_layer import EncoderLayer
-from zoo.optim import warmup_cosine
+from zoo.run.train import CONF_DIR
 from zoo.tasks.base import compile_layers, compile_training_loss
-from zoo.train import CONF_DIR
+from zoo.training.distributed import quote
+from zoo.training.optim import warmup_cosine
 
 # dropout 0.1: the random streams must line up too; a schedule that moves (warmup 2, cosine to step 10)
 # and the same for a 5- and a 10-step run, so a resumed 5-step run must continue the 10-step run's schedule
@@ -285,7 +285,7 @@ def test_srun_script(sweep, tmp_path):
 def test_fsdp_config_wraps_each_layer():
     """conf/trainer/fsdp.yaml: zoo's FSDPStrategy, one FSDP unit per EncoderLayer / DecoderLayer; activation
     checkpointing off unless asked for, then on the same classes."""
-    from zoo.distributed import FSDPStrategy
+    from zoo.training.distributed import FSDPStrategy
 
     def strategy(*overrides):
         with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):

@@ -1,5 +1,5 @@
-"""zoo.callbacks.ema.EMA: the averaged weights against the closed form of an EMA, validation and the test of the
-best checkpoint on those weights, and the config that turns it on (callbacks=ema)."""
+"""zoo.training.callbacks.ema.EMA: the averaged weights against the closed form of an EMA, validation and the test
+of the best checkpoint on those weights, and the config that turns it on (callbacks=ema)."""
 
 import warnings
 
@@ -8,8 +8,8 @@ import pytest
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 
-from zoo.callbacks.checkpoint import BestCheckpoint
-from zoo.callbacks.ema import EMA
+from zoo.training.callbacks.checkpoint import BestCheckpoint
+from zoo.training.callbacks.ema import EMA
 
 LR, DECAY, STEPS = 0.5, 0.8, 6
 # validation scores -|w - GOAL|: the raw weight w_t = 1 - LR * t overshoots GOAL = -1 at step 4 (w_4 = -1), and the
@@ -124,12 +124,12 @@ def test_callbacks_ema_config_and_its_fsdp_refusal(tmp_path):
     from hydra.utils import instantiate
     from zoo_run import make_cfg
 
-    from zoo.config_checks import ConfigError, check_config
+    from zoo.run.config_checks import ConfigError, check_config
 
     cfg = make_cfg(tmp_path, ["callbacks=ema"])
     assert set(cfg.callbacks) == set(make_cfg(tmp_path, []).callbacks) | {"ema"}
     ema = instantiate(cfg.callbacks.ema)
     assert type(ema) is EMA and ema.decay == 0.995
     check_config(cfg)  # one CPU process: fine
-    with pytest.raises(ConfigError, match=r"callbacks.ema \(zoo.callbacks.ema.EMA\) averages full copies"):
+    with pytest.raises(ConfigError, match=r"callbacks.ema \(zoo.training.callbacks.ema.EMA\) averages full copies"):
         check_config(make_cfg(tmp_path, ["callbacks=ema", "trainer=fsdp"]))

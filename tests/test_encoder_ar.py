@@ -122,8 +122,8 @@ def test_exact_loss_equals_each_prefix_alone_and_ignores_padding():
     task = ar_task(label_smoothing=0.1).eval()
     ref = reference_loss(task.model, PAIRS, 0.1)
     with torch.no_grad():
-        got = task.encoder_ar_loss(pairs_batch(PAIRS))
-        alone = [task.encoder_ar_loss(pairs_batch([p])) for p in PAIRS]
+        got = task.objective_impl.targets_loss(pairs_batch(PAIRS))
+        alone = [task.objective_impl.targets_loss(pairs_batch([p])) for p in PAIRS]
     assert abs(got.item() - torch.cat(ref).mean().item()) < 1e-5
     for a, r in zip(alone, ref):
         assert abs(a.item() - r.mean().item()) < 1e-5
@@ -139,10 +139,10 @@ def test_sampled_training_loss_is_unbiased():
     task = ar_task(label_smoothing=0.1, encoder_ar_targets=5).eval()
     batch = pairs_batch(PAIRS)  # target lengths 5, 2, 4 (EOS included)
     with torch.no_grad():
-        exact = task.encoder_ar_loss(batch).item()
+        exact = task.objective_impl.targets_loss(batch).item()
         assert abs(task.loss(batch).item() - exact) < 1e-5
         g = torch.Generator().manual_seed(1)
-        draws = torch.tensor([task.encoder_ar_loss(batch, 1, g).item() for _ in range(400)])
+        draws = torch.tensor([task.objective_impl.targets_loss(batch, 1, g).item() for _ in range(400)])
     assert draws.std() > 0
     assert abs(draws.mean().item() - exact) < 4 * draws.std().item() / 20
 
@@ -199,7 +199,7 @@ def test_tiny_model_overfits_a_reversal_task():
     batch = pairs_batch(pairs)
     task = ar_task(label_smoothing=0.0, encoder_ar_targets=4, max_len_b=2)
     with torch.no_grad():
-        before = task.eval().encoder_ar_loss(batch).item()
+        before = task.eval().objective_impl.targets_loss(batch).item()
     opt = torch.optim.Adam(task.parameters(), lr=3e-3)
     right = 0
     for step in range(1, 401):
@@ -213,5 +213,5 @@ def test_tiny_model_overfits_a_reversal_task():
             if right == 16:
                 break
     with torch.no_grad():
-        after = task.eval().encoder_ar_loss(batch).item()
+        after = task.eval().objective_impl.targets_loss(batch).item()
     assert right >= 15 and before > 3 and after < 0.3, (right, step, before, after)

@@ -9,7 +9,8 @@ from zoo_run import counted_flops
 
 from zoo.model.cost import batch_flops
 from zoo.model.encoder_only import prefix_next_features, prefix_rows
-from zoo.tasks.lm import LanguageModeling, strata, stratified_positions
+from zoo.tasks.lm import LanguageModeling
+from zoo.tasks.objectives.entp import strata, stratified_positions
 
 CHARS = {"chars": "".join(chr(32 + i) for i in range(65))}
 
@@ -81,14 +82,14 @@ def test_reads_the_prefix_bidirectionally_and_never_the_target():
     x, y = windows(2, 12)
     cuts = torch.tensor([[5], [8]])  # targets y[0, 5] = x[0, 6] and y[1, 8] = x[1, 9]
     with torch.no_grad():
-        base = task.entp_nll(x, y, cuts)
+        base = task.objective_impl.nll(x, y, cuts)
         later = x.clone()
         later[0, 6:] = (x[0, 6:] + 7) % 65  # the target itself and every token after it
         later[1, 9:] = (x[1, 9:] + 7) % 65
-        assert torch.equal(task.entp_nll(later, y, cuts), base)
+        assert torch.equal(task.objective_impl.nll(later, y, cuts), base)
         earlier = x.clone()
         earlier[:, 1] = (x[:, 1] + 7) % 65
-        assert (task.entp_nll(earlier, y, cuts) - base).abs().min() > 1e-4
+        assert (task.objective_impl.nll(earlier, y, cuts) - base).abs().min() > 1e-4
         h = task.model.encode(x[:, :6])
         h2 = task.model.encode(torch.cat([x[:, :4], (x[:, 4:5] + 7) % 65, x[:, 5:6]], 1))
         assert (h2[:, 1] - h[:, 1]).abs().max() > 1e-4  # position 1 reads position 4
@@ -105,10 +106,10 @@ def test_sampled_training_loss_is_unbiased():
     x, y = windows(2, 12)
     with torch.no_grad():
         exact = reference_nll(task.model, x, y, range(12)).mean().item()
-        assert abs(task.entp_training_loss((x, y)).item() - exact) < 1e-5
+        assert abs(task.objective_impl.training_loss((x, y)).item() - exact) < 1e-5
         task.hparams.entp_targets = 5
         g = torch.Generator().manual_seed(1)
-        draws = torch.tensor([task.entp_training_loss((x, y), g).item() for _ in range(400)])
+        draws = torch.tensor([task.objective_impl.training_loss((x, y), g).item() for _ in range(400)])
     assert draws.std() > 0  # really sampled
     assert abs(draws.mean().item() - exact) < 4 * draws.std().item() / 20
     assert strata(12, 5) == [0, 2, 4, 7, 9, 12]

@@ -9,9 +9,9 @@ tf = pytest.importorskip("transformers")
 from test_pretrained_tokenizer import bert_like  # noqa: E402
 from zoo_run import make_cfg, run_cli, sst2_rows  # noqa: E402
 
-from zoo.init_from import InitFromError  # noqa: E402
 from zoo.interop import hf as zhf  # noqa: E402
-from zoo.train import run  # noqa: E402
+from zoo.interop.init_from import InitFromError  # noqa: E402
+from zoo.run.train import run  # noqa: E402
 
 pytestmark = pytest.mark.e2e  # every test here starts a run from a converted checkpoint
 

@@ -9,10 +9,10 @@ from hydra.utils import get_class, instantiate
 from zoo_run import TINY_MODEL, make_cfg, needs_shared
 
 from zoo.data.bpe import tokenizer_from_state
-from zoo.init_from import init_source, load_weights
 from zoo.interop import hf as zhf
-from zoo.model_config_from_data import from_data
-from zoo.train import run
+from zoo.interop.init_from import init_source, load_weights
+from zoo.run.model_config import from_data
+from zoo.run.train import run
 
 pytestmark = [pytest.mark.e2e, needs_shared, pytest.mark.usefixtures("one_thread")]
 
@@ -105,7 +105,7 @@ def test_checkpoint_vocab_is_the_embedding_rows_and_reloads(tmp_path, arch, over
     )
     assert shapes(task.model.state_dict()) == shapes(state)
     if objective in ("causal_lm", "prefix_lm"):
-        from zoo.generate import load
+        from zoo.run.generate import load
 
         assert shapes(load(str(path))[0].state_dict()) == shapes(state)
 

@@ -9,8 +9,8 @@ tf = pytest.importorskip("transformers")
 
 from test_interop_util import assert_close, assert_same_state, right_padded, seeded  # noqa: E402
 
-from zoo.convert import main  # noqa: E402
 from zoo.interop import hf as zhf  # noqa: E402
+from zoo.interop.convert import main  # noqa: E402
 from zoo.model import EncoderDecoder, ModelConfig  # noqa: E402
 
 

@@ -118,7 +118,7 @@ def test_init_from_a_t5_in_float16_training_is_refused(tmp_path):
     bf16-mixed is accepted."""
     from zoo_run import make_cfg
 
-    from zoo.init_from import InitFromError, init_source
+    from zoo.interop.init_from import InitFromError, init_source
 
     tiny_t5().save_pretrained(tmp_path / "t5")
     over = ["task=lm", "data=tiny_shakespeare", f"model.init_from={tmp_path / 't5'}"]

@@ -16,9 +16,9 @@ from test_interop_gpt2 import tiny_gpt2  # noqa: E402
 from test_interop_marian import tiny_marian  # noqa: E402
 from test_interop_t5 import tiny_t5  # noqa: E402
 
-from zoo.convert import main  # noqa: E402
 from zoo.data.bpe import SubwordTokenizer  # noqa: E402
 from zoo.interop import hf as zhf  # noqa: E402
+from zoo.interop.convert import main  # noqa: E402
 from zoo.model import build_model  # noqa: E402
 from zoo.model.config import ModelConfig  # noqa: E402
 

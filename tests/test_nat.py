@@ -12,9 +12,9 @@ from zoo.data.resolver import DataError
 from zoo.model import EncoderOnly, ModelConfig
 from zoo.model.encoder_only import source_blind_mask
 from zoo.model.length_head import LengthHead
-from zoo.tasks.nat import cmlm_mask, lowest, mask_predict, nat_inputs, num_to_mask
+from zoo.tasks.objectives.cmlm import NAT_BANNED
+from zoo.tasks.objectives.nat import cmlm_mask, lowest, mask_predict, nat_inputs, num_to_mask
 from zoo.tasks.translation import Translation
-from zoo.tasks.translation_encoder_only import NAT_BANNED
 
 TOK = reversal_tokenizer()
 
@@ -141,7 +141,7 @@ def test_only_masked_positions_are_scored():
     length loss is the cross-entropy against L = target tokens without EOS."""
     task = nat_task(label_smoothing=0.1).eval()
     b = toy_batch()
-    out = task.nat_losses(b, torch.Generator().manual_seed(3))
+    out = task.objective_impl.losses(b, torch.Generator().manual_seed(3))
     lengths = torch.tensor([3, 1])
     seq, kpm, slots, source_len = nat_inputs(
         b["src"], b["src_key_padding_mask"], lengths, 0, CLS_ID, MASK_ID, tgt=b["tgt_out"]
@@ -197,9 +197,12 @@ def test_batched_decoding_equals_one_row_at_a_time():
     task = nat_task(nat_iterations=3).eval()
     rows = [[7, 8, 2], [9, 10, 11, 12, 13, 2], [14, 2]]
     batch = collate_translation([(i, r, [1, 6], [6, 2]) for i, r in enumerate(rows)])
-    together = task.translate_nat(batch["src"], batch["src_key_padding_mask"], length_beam=2)
+    together = task.objective_impl.translate(batch, 2)
     alone = [
-        task.translate_nat(torch.tensor([r]), torch.zeros(1, len(r), dtype=torch.bool), length_beam=2)[0] for r in rows
+        task.objective_impl.translate(
+            {"src": torch.tensor([r]), "src_key_padding_mask": torch.zeros(1, len(r), dtype=torch.bool)}, 2
+        )[0]
+        for r in rows
     ]
     assert together == alone
     assert all(len(h) >= 1 for h in together)
@@ -216,12 +219,12 @@ def test_length_candidates_stop_at_source_length_plus_max_len_b():
         head.weight.zero_()
         head.bias.copy_(torch.arange(head.bias.numel(), dtype=torch.float))  # the longer, the likelier
     batch = toy_batch()  # 3 and 4 source tokens
-    hyps = task.translate_nat(batch["src"], batch["src_key_padding_mask"])
+    hyps = task.objective_impl.translate(batch)
     assert [len(h) for h in hyps] == [3 + 3, 4 + 3]  # the one candidate: the longest allowed
-    hyps = task.translate_nat(batch["src"], batch["src_key_padding_mask"], length_beam=3)
+    hyps = task.objective_impl.translate(batch, 3)
     assert [len(h) for h in hyps] in ([a, b] for a in (4, 5, 6) for b in (5, 6, 7))  # the 3 longest allowed
     task.hparams.max_len_b = 100  # now model.max_len (32) limits: 32 - (1 + source tokens) slots
-    hyps = task.translate_nat(batch["src"], batch["src_key_padding_mask"])
+    hyps = task.objective_impl.translate(batch)
     assert [len(h) for h in hyps] == [32 - 4, 32 - 5]
 
 
@@ -238,18 +241,18 @@ def test_tiny_model_overfits_a_reversal_task():
     right = 0
     for step in range(1, 301):
         task.train()
-        out = task.nat_losses(batch)
+        out = task.objective_impl.losses(batch)
         opt.zero_grad()
         (out["token"] + out["length"]).backward()
         opt.step()
         if step % 25 == 0:
             task.eval()
-            hyps = task.translate_nat(batch["src"], batch["src_key_padding_mask"], 1, 4)
+            hyps = task.objective_impl.translate(batch, 1, 4)
             right = sum(h == y for h, y in zip(hyps, gold))
             if right == len(gold):
                 break
     assert right == 16, f"{right}/16 exact after {step} steps"
-    assert task.nat_losses(batch)["length_acc"] == 1.0
+    assert task.objective_impl.losses(batch)["length_acc"] == 1.0
 
 
 @pytest.mark.slow

@@ -24,13 +24,13 @@ from zoo_run import (
     sst2_rows,
 )
 
-from zoo.config_checks import ConfigError, check_config
 from zoo.data.bpe import FIXED_IDS, SubwordTokenizer, train_bpe
 from zoo.data.parallel_text import ParallelText
 from zoo.data.resolver import DataError
 from zoo.data.text_classification import TextClassification
 from zoo.data.text_corpus import TextCorpus
-from zoo.train import run
+from zoo.run.config_checks import ConfigError, check_config
+from zoo.run.train import run
 
 pytestmark = needs_shared
 
@@ -236,7 +236,7 @@ def test_config_check_refuses_contradictions_before_training(tmp_path, files, ss
 @pytest.mark.e2e
 def test_short_runs_train_on_pretrained_files(tmp_path, files, sst2_csv):
     """+arch=encoder_only classification (BERT) and LM on a text corpus (RoBERTa) train 5 steps through
-    zoo.train; the model config and the checkpoint hold the file's ids and tokenizer."""
+    zoo.run.train; the model config and the checkpoint hold the file's ids and tokenizer."""
     out = tmp_path / "cls"
     run(
         make_cfg(

@@ -11,7 +11,7 @@ import pytest
 import torch
 from zoo_run import SHORT_RUN, TINY, make_cfg, run_cli
 
-from zoo.report import (
+from zoo.report.build import (
     METRICS,
     ReportError,
     cross_attention,
@@ -21,8 +21,8 @@ from zoo.report import (
     read_curves,
     report,
 )
-from zoo.tasks.lm import LanguageModeling
-from zoo.train import run
+from zoo.run.train import run
+from zoo.tasks.objectives import of_arch
 
 LM_ARCHS = ("decoder_only", "encoder_decoder", "encoder_only")  # sorted
 SMALL = [*SHORT_RUN, "trainer.val_check_interval=6"]
@@ -181,7 +181,7 @@ def test_table_equals_results_json(sweep, reported):
         assert cells[3].startswith(r["objective"])
         assert ("not comparable" in cells[3]) == (r["objective"] == "masked_lm")
     assert {(r["arch"], r["objective"]) for r in table if r["task"] == "lm"} == {
-        (a, LanguageModeling.OBJECTIVES[a][0]) for a in LM_ARCHS
+        (a, of_arch("lm", a)[0].NAME) for a in LM_ARCHS
     }  # each arch's default objective
     # the lm cells: a paired bootstrap over the same validation windows, each pair of the three
     text = out["report"].read_text()
@@ -256,8 +256,8 @@ def test_attention_defaults_to_a_sentence_of_the_runs_own_test_set(sweep, tmp_pa
     the attention map reads the first of them, and its title names the dataset and where the sentence is from."""
     import gzip
 
-    import zoo.report_attention as report_attention
-    from zoo.report_runs import group_runs
+    import zoo.report.attention as report_attention
+    from zoo.report.runs import group_runs
 
     res = next(r for r in find_runs(sweep) if r["task"] == "translation")
     ex = json.loads((Path(res["run_dir"]) / "examples.json").read_text())
@@ -303,7 +303,7 @@ def test_every_group_is_drawn(series, drawn, lines):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from zoo.report_plots import draw_group
+    from zoo.report.plots import draw_group
 
     fig, ax = plt.subplots()
     assert draw_group(ax, series, "C0", "g") == drawn

@@ -15,13 +15,13 @@ import torch
 from scipy.stats import binomtest, norm, permutation_test
 from test_report_stats import REFS, translation_examples, write_run
 
-import zoo.report_attention as report_attention
-from zoo.report import report
-from zoo.report_attention import DEFAULT_SENTENCE, attention_maps, default_sentence
-from zoo.report_literature import t5_setup
-from zoo.report_runs import find_runs, group_runs
-from zoo.report_significance import DEGENERATE, counts_text, fmt_p
-from zoo.report_stats import (
+import zoo.report.attention as report_attention
+from zoo.report.attention import DEFAULT_SENTENCE, attention_maps, default_sentence
+from zoo.report.build import report
+from zoo.report.literature import t5_setup
+from zoo.report.runs import find_runs, group_runs
+from zoo.report.significance import DEGENERATE, counts_text, fmt_p
+from zoo.report.stats import (
     ALPHA,
     mcnemar_exact,
     paired_bootstrap,

@@ -1,5 +1,5 @@
 """zoo.report as a research instrument, on synthetic multiruns (results.json + examples.json + CSV logs written
-here, following zoo.train's contract): grouping by swept keys and seeds, Student-t intervals, paired tests
+here, following zoo.run.train's contract): grouping by swept keys and seeds, Student-t intervals, paired tests
 (McNemar, token-weighted bootstrap, sacreBLEU's paired bootstrap), failed runs, mixed datasets / budgets, the
 ranking against T5, and the curves' seed bands."""
 
@@ -13,14 +13,14 @@ import matplotlib.image as mpimg
 import numpy as np
 import pytest
 
-from zoo.report import main, report
-from zoo.report_literature import T5_STD, T5_TABLE2, t5_claim, t5_threshold
-from zoo.report_pairing import NotPaired, paired_data
-from zoo.report_plots import band
-from zoo.report_runs import find_runs, group_runs, parse_overrides, swept_keys
-from zoo.report_significance import ordering
-from zoo.report_stats import mcnemar_exact, paired_bootstrap, sacrebleu_paired, t_interval
-from zoo.report_table import fmt_ci, fmt_mean_std, rows
+from zoo.report.build import main, report
+from zoo.report.literature import T5_STD, T5_TABLE2, t5_claim, t5_threshold
+from zoo.report.pairing import NotPaired, paired_data
+from zoo.report.plots import band
+from zoo.report.runs import find_runs, group_runs, parse_overrides, swept_keys
+from zoo.report.significance import ordering
+from zoo.report.stats import mcnemar_exact, paired_bootstrap, sacrebleu_paired, t_interval
+from zoo.report.table import fmt_ci, fmt_mean_std, rows
 
 T_975 = {1: 12.706204736174707, 2: 4.302652729749464, 3: 3.182446305284263}  # Student t quantiles, printed tables
 
@@ -50,7 +50,7 @@ def write_run(
     legacy=False,
     data=None,
 ) -> Path:
-    """One run dir: results.json (zoo.train's keys; legacy=True: only those of before seeds; `data`: its
+    """One run dir: results.json (zoo.run.train's keys; legacy=True: only those of before seeds; `data`: its
     "data" record, the datamodule's data_info), examples.json when `examples` is given, and csv/metrics.csv
     when `curve` {metric: [(step, value, flops, seconds)]} is."""
     d = Path(root) / name
@@ -59,7 +59,7 @@ def write_run(
         {"decoder_only": "causal_lm", "encoder_decoder": "prefix_continuation"}.get(arch, "masked_lm")
         if task == "lm"
         else task
-    )  # the task's objective (zoo.tasks.lm.LanguageModeling.OBJECTIVES)
+    )  # the task's objective (zoo.tasks.objectives.of_arch)
     res = {
         "arch": arch,
         "task": task,
@@ -91,7 +91,7 @@ def write_run(
                 "inference_flops_per_token": 2.5e6,
                 "ms_per_example": 4.0,
             }
-        if status == "failed":  # as zoo.results.failed_record: what the run knew before failing
+        if status == "failed":  # as zoo.run.results.failed_record: what the run knew before failing
             res.update(
                 {
                     "error": error or "RuntimeError: CUDA out of memory\nTraceback ...",

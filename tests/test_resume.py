@@ -10,7 +10,7 @@ last.ckpt of step 5. The resumed run writes into the stopped run's folder, as a 
 best-checkpoint callback continues from its saved state (Lightning forgets it in a new folder).
 
 A run that max_steps stops mid-epoch validates its final weights (its own test phase sees them); the
-resumed run leaves that score out of its choice of the best checkpoint (zoo.callbacks.checkpoint), so it
+resumed run leaves that score out of its choice of the best checkpoint (zoo.training.callbacks.checkpoint), so it
 saves at the very steps the uninterrupted run does.
 """
 
@@ -24,8 +24,8 @@ import pytest
 import torch
 from zoo_run import TINY, TINY_MODEL, make_cfg
 
-from zoo.checkpoint_io import settle_epoch_end
-from zoo.train import run
+from zoo.run.train import run
+from zoo.training.checkpoint_io import settle_epoch_end
 
 SMALL = [
     *TINY_MODEL,

@@ -12,7 +12,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 from zoo_run import REPO, TINY_MODEL, run_cli
 
-from zoo.config_checks import CONF_DIR, check_config
+from zoo.run.config_checks import CONF_DIR, check_config
 
 SWEEPS = sorted((REPO / "experiments" / "sweeps").glob("*.yaml"))
 TINY_LM = [

@@ -7,13 +7,14 @@ import torch
 import torch.nn.functional as F
 from zoo_run import SHORT_RUN, make_cfg
 
-from zoo.config_checks import ConfigError
 from zoo.data.bpe import SubwordTokenizer, train_bpe
 from zoo.model import ModelConfig, build_model
 from zoo.model.cost import classify_flops_per_token
+from zoo.run.config_checks import ConfigError
+from zoo.run.train import run
 from zoo.tasks.classification import Classification
-from zoo.tasks.translation import Translation, join_source_target
-from zoo.train import run
+from zoo.tasks.objectives.joined import join_source_target
+from zoo.tasks.translation import Translation
 
 SMALL = SHORT_RUN
 
@@ -288,7 +289,7 @@ def test_bert_masking_proportions():
     task = lm_task("encoder_only", "masked_lm")
     assert task.mask_id == 65 and task.model.cfg.vocab_size == 66
     x = torch.randint(0, 65, (200, 500), generator=torch.Generator().manual_seed(0))
-    inputs, chosen = task.mask_tokens(x, torch.Generator().manual_seed(1))
+    inputs, chosen = task.objective_impl.mask_tokens(x, torch.Generator().manual_seed(1))
     n = chosen.sum().item()
     assert abs(n / x.numel() - 0.15) < 0.005
     assert torch.equal(inputs[~chosen], x[~chosen])
@@ -381,7 +382,7 @@ def test_z_loss_adds_palms_term_to_the_training_loss_only():
     assert torch.equal(on.eval().losses((x, y))["loss"], off.eval().losses((x, y))["loss"])
 
     off, on = z_loss_pair(lm("encoder_only", "masked_lm"))
-    inputs, chosen = off.mask_tokens(x, torch.Generator().manual_seed(1))
+    inputs, chosen = off.objective_impl.mask_tokens(x, torch.Generator().manual_seed(1))
     logits = off.model.lm_head(off.model.encode(inputs)[chosen]).float()
     expected = F.cross_entropy(logits, x[chosen]) + Z_LOSS * logits.logsumexp(-1).square().mean()
     got = on.losses((x, y), torch.Generator().manual_seed(1))["loss"]
@@ -411,7 +412,7 @@ def test_z_loss_adds_palms_term_to_the_training_loss_only():
 
 def test_z_loss_must_be_a_non_negative_number(tmp_path):
     """A bad task.z_loss is refused before any data is read (ConfigError), and by the task itself."""
-    from zoo.config_checks import check_config
+    from zoo.run.config_checks import check_config
     from zoo.tasks.lm import LanguageModeling
 
     for bad in ("-0.1", "abc", "true"):

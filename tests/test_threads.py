@@ -5,7 +5,7 @@ import torch
 from omegaconf import OmegaConf
 from zoo_run import make_cfg
 
-from zoo.threads import choose_threads, processes_per_machine, set_threads
+from zoo.run.threads import choose_threads, processes_per_machine, set_threads
 
 
 @pytest.mark.parametrize(

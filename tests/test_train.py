@@ -15,12 +15,12 @@ from lightning.pytorch.callbacks import ModelCheckpoint
 from torch.utils.data import DataLoader, TensorDataset
 from zoo_run import TINY, TINY_MODEL, make_cfg, run_cli
 
-from zoo.config_checks import ConfigError
 from zoo.data.resolver import DataError
 from zoo.model import ModelConfig, build_model
 from zoo.model.cost import flops_per_token, param_count
-from zoo.optim import warmup_cosine
-from zoo.train import run
+from zoo.run.config_checks import ConfigError
+from zoo.run.train import run
+from zoo.training.optim import warmup_cosine
 
 
 def train_losses(run_dir):
@@ -245,7 +245,7 @@ def test_ddp_cpu_matches_one_process(tmp_path):
 def test_generate_cli_samples_from_checkpoint(tmp_path, capsys):
     """python -m zoo.generate reads a checkpoint with weights_only=True and continues the prompt; with a
     seed the text is reproducible, and greedy (temperature 0) equals the model's own greedy generate."""
-    from zoo.generate import load, main, sample
+    from zoo.run.generate import load, main, sample
 
     run(make_cfg(tmp_path, TINY + ["logger=csv"]))
     ckpt = str(tmp_path / "checkpoints" / "last.ckpt")
@@ -267,7 +267,7 @@ def test_generate_cli_samples_from_checkpoint(tmp_path, capsys):
 def test_sampling_never_feeds_more_context_than_training(tmp_path):
     """With block_size 32 and max_len 64, every generate call of a 100-token sample sees at most 32 tokens
     (positions 32..63 of learned embeddings were never trained), and the output keeps every token."""
-    from zoo.generate import load, sample
+    from zoo.run.generate import load, sample
 
     run(make_cfg(tmp_path, TINY + ["logger=csv"]))
     model, tok, context_len = load(str(tmp_path / "checkpoints" / "last.ckpt"))
@@ -298,7 +298,7 @@ def test_sampling_never_feeds_more_context_than_training(tmp_path):
 @pytest.mark.e2e
 def test_generate_cli_bad_input_is_a_clear_error(tmp_path, capsys, args, message):
     """Bad zoo.generate arguments exit with status 2 and one message naming the problem, no traceback."""
-    from zoo.generate import main
+    from zoo.run.generate import main
 
     ckpt = tmp_path / "x.ckpt"
     if any("CKPT" in a for a in args):
@@ -480,7 +480,7 @@ def test_monitor_with_its_direction_is_accepted(tmp_path, overrides, monitor, mo
     best-checkpoint callback built from the config keeps the best by it, in that direction."""
     from hydra.utils import instantiate
 
-    from zoo.config_checks import check_config
+    from zoo.run.config_checks import check_config
 
     cfg = make_cfg(tmp_path, overrides, arch="encoder_only")
     check_config(cfg)
@@ -502,8 +502,8 @@ def test_callbacks_none_writes_no_checkpoint(tmp_path):
     """callbacks=none: no checkpoint anywhere under the run dir (Lightning's default ModelCheckpoint used to
     write csv/checkpoints/epoch=0-step=10.ckpt) and results.json names none; zoo's progress bar replaces
     Lightning's default one; trainer.* settings win."""
-    from zoo.callbacks.progress import ProgressBar
-    from zoo.train import trainer_callbacks
+    from zoo.run.train import trainer_callbacks
+    from zoo.training.callbacks.progress import ProgressBar
 
     run(make_cfg(tmp_path, TINY + ["logger=csv", "callbacks=none", "task.sample=null"]))
     results = json.loads((tmp_path / "results.json").read_text())
@@ -531,7 +531,7 @@ def test_progress_bar_epoch_label(max_epochs, expected):
     run (max_epochs=-1), and with the last epoch's index when max_epochs does."""
     from types import SimpleNamespace
 
-    from zoo.callbacks.progress import ProgressBar
+    from zoo.training.callbacks.progress import ProgressBar
 
     bar = ProgressBar()
     bar._trainer = SimpleNamespace(max_epochs=max_epochs)
@@ -654,7 +654,7 @@ class Scripted(pl.LightningModule):
         return ((self.w - batch[0]) ** 2).sum()
 
     def on_train_batch_end(self, outputs, batch, batch_idx):
-        from zoo.callbacks.checkpoint import validation_due
+        from zoo.training.callbacks.checkpoint import validation_due
 
         if 0 < self.trainer.max_steps <= self.trainer.global_step:
             self.trainer.should_stop = True
@@ -687,8 +687,8 @@ def scripted_run(ckpt_dir: Path, max_steps: int, scores: dict, rest: float, ckpt
     every 2 batches; returns (the checkpoint fit_and_test reports, test/w)."""
     from omegaconf import OmegaConf
 
-    from zoo.callbacks.checkpoint import BestCheckpoint
-    from zoo.train import fit_and_test
+    from zoo.run.train import fit_and_test
+    from zoo.training.callbacks.checkpoint import BestCheckpoint
 
     best = BestCheckpoint(
         dirpath=ckpt_dir,
@@ -752,7 +752,7 @@ def test_warmup_longer_than_max_steps_refused_if_given_scaled_if_configured(tmp_
     """The issue's case, translation (noam, 300 warm-up steps by default) with trainer.max_steps=150: the
     config's warm-up is scaled to a tenth of the run, 15 steps, with a warning naming both; the same warm-up
     given on the command line is refused (ConfigError: both keys and the fix). One that fits is kept."""
-    from zoo.tasks.optim_config import check_schedule, warmup_overridden
+    from zoo.training.optim_config import check_schedule, warmup_overridden
 
     cfg = make_cfg(tmp_path, ["trainer.max_steps=150"], arch="encoder_decoder")
     assert cfg.task.scheduler.warmup_steps == 300
@@ -798,7 +798,7 @@ def test_warmup_longer_than_max_steps_exits_2_before_work(tmp_path):
 
 @pytest.mark.parametrize("bad", [0, 1.5, -0.1, "abc"])
 def test_warmup_fraction_must_be_a_share_of_the_budget(tmp_path, bad):
-    from zoo.tasks.optim_config import check_schedule
+    from zoo.training.optim_config import check_schedule
 
     cfg = make_cfg(tmp_path, [f"task.scheduler.warmup_fraction={bad}"])
     with pytest.raises(ConfigError, match=r"task\.scheduler\.warmup_fraction=.* must be a share of the budget in"):
@@ -817,7 +817,7 @@ def test_warmup_fraction_must_be_a_share_of_the_budget(tmp_path, bad):
 def test_warmup_steps_must_be_a_whole_number_of_steps(tmp_path, over):
     """A negative warm-up starts mid-cosine and a fractional one overshoots the peak lr: both are refused (noam's
     warm-up of 0: test_contradictory_settings_are_refused)."""
-    from zoo.config_checks import check_config
+    from zoo.run.config_checks import check_config
 
     cfg = make_cfg(tmp_path, over)
     with pytest.raises(ConfigError, match=r"task\.scheduler\.warmup_steps=.* must be a whole number of optimizer"):
@@ -825,7 +825,7 @@ def test_warmup_steps_must_be_a_whole_number_of_steps(tmp_path, over):
 
 
 def test_a_fitting_warmup_of_zero_cosine_steps_is_kept(tmp_path):
-    from zoo.tasks.optim_config import check_schedule
+    from zoo.training.optim_config import check_schedule
 
     cfg = make_cfg(tmp_path, ["task.scheduler.warmup_steps=0", "trainer.max_steps=10"])
     check_schedule(cfg, [])
@@ -844,7 +844,7 @@ def test_scaled_warmups_are_the_schedule_the_run_follows(tmp_path, caplog):
     1e-3 x Noam(2) at every step, reaching the peak 1e-3, and the checkpoint records warmup_steps=2.
     Classification bounded by epochs (1 epoch of 5 steps) scales its cosine warm-up (100) once the step count
     is known: warmup_cosine(s, 1, 5, 5e-4, 1e-5), with the warning naming the epochs."""
-    from zoo.optim import Noam
+    from zoo.training.optim import Noam
 
     with caplog.at_level(logging.WARNING, logger="zoo"):
         run(make_cfg(tmp_path / "t", TRANSLATION + ["logger=csv", "trainer.max_steps=20"], arch="encoder_decoder"))
@@ -869,7 +869,7 @@ def test_budget_run_warns_when_its_step_warmup_outlasts_it(caplog):
     """A tokens / FLOPs / time budget has no step count in advance: StepWarmupWatch estimates it from the spent
     share (step / progress once 10% is spent) and warns once when the warm-up (300 steps) outlasts it (150);
     the multiplier is the schedule's own, and a run long enough is not warned about."""
-    from zoo.optim import Noam, StepWarmupWatch
+    from zoo.training.optim import Noam, StepWarmupWatch
 
     for total, warned in ((150, True), (400, False)):
         caplog.clear()

@@ -9,9 +9,9 @@ import pytest
 import torch
 from zoo_run import multi30k_pairs, run_cli
 
-from zoo import translate as zt
 from zoo.data.batching import pad
 from zoo.data.bpe import SubwordTokenizer, train_bpe
+from zoo.run import translate as zt
 from zoo.tasks.translation import Translation
 
 pytestmark = pytest.mark.usefixtures("one_thread")

@@ -17,7 +17,7 @@ from zoo.data.info import CHECKPOINT_KEY, from_checkpoint
 from zoo.data.parallel_text import ParallelText
 from zoo.data.resolver import DataError, locate
 from zoo.data.text_corpus import TextCorpus
-from zoo.train import run
+from zoo.run.train import run
 
 pytestmark = needs_shared
 
@@ -85,7 +85,7 @@ def test_run_on_a_user_file_names_it_everywhere(my_text, tmp_path, capsys):
     checkpoint's data settings reach zoo.generate's messages; without them (an old checkpoint) it still loads."""
     from test_sweeps import wandb_records
 
-    from zoo.generate import load, main
+    from zoo.run.generate import load, main
 
     out = tmp_path / "run"
     run(make_cfg(out, TINY + ["trainer.max_steps=5", f"data.file={my_text}"]))  # logger: wandb (offline) + csv
@@ -156,7 +156,7 @@ def test_translation_checkpoint_keeps_its_languages_and_the_report_follows(tmp_p
     """An en -> de run (Multi30k has en, de, fr, cs): its checkpoint stores the pair, the report's attention map
     reads an English sentence (never the German default), its table names the dataset, and a source
     language without a default sentence is said so in report.md instead of failing the report."""
-    from zoo import report as rep
+    from zoo.report import build as rep
 
     out = tmp_path / "sweep" / "en-de"
     run(

@@ -21,7 +21,7 @@ from torch.utils.flop_counter import FlopCounterMode, sdpa_flop_count
 from zoo.data.bpe import SubwordTokenizer, train_bpe
 from zoo.data.shakespeare import TinyShakespeare
 from zoo.model import ModelConfig
-from zoo.train import CONF_DIR
+from zoo.run.train import CONF_DIR
 
 REPO = Path(__file__).resolve().parents[1]
 # a small, fast decoder-only run on the real Tiny Shakespeare

@@ -1,10 +1,10 @@
 """`python -m zoo +arch=decoder_only [key=value ...]`: the main job (see zoo/train.py). An override of a key
-the config does not have is refused first, with the keys it may have meant (zoo.cli_overrides)."""
+the config does not have is refused first, with the keys it may have meant (zoo.run.cli_overrides)."""
 
 import sys
 
-from zoo.cli_overrides import check_overrides
-from zoo.train import CONF_DIR, main
+from zoo.run.cli_overrides import check_overrides
+from zoo.run.train import CONF_DIR, main
 
 if __name__ == "__main__":
     check_overrides(sys.argv[1:], CONF_DIR)

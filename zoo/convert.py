@@ -1,80 +1,8 @@
-"""`python -m zoo.convert from-hf DIR out.ckpt` / `python -m zoo.convert to-hf RUN_OR_CKPT OUT_DIR`: Hugging Face
-checkpoints (GPT-2, BERT, Marian, BART, T5) to zoo checkpoints and back (zoo.interop.hf; needs zoo[hf]).
+"""`python -m zoo.convert`: the command's name stays; its code is zoo.interop.convert."""
 
-from-hf: DIR is a transformers checkpoint directory (or a hub id, online); out.ckpt holds hyper_parameters
-{arch, model, tokenizer (DIR's tokenizer.json and its tokenizer_config.json roles, when it has one)} and
-state_dict "model.*", as zoo's runs save them, and the source's HF special-token ids, which to-hf writes back.
-to-hf: RUN_OR_CKPT is a zoo .ckpt or a run directory (its best checkpoint, else checkpoints/last.ckpt); OUT_DIR
-gets config.json, model.safetensors and the run's tokenizer, ready for AutoModel...from_pretrained.
-
-examples:
-  python -m zoo.convert from-hf ckpt/gpt2 gpt2.ckpt
-  python -m zoo +arch=decoder_only model.init_from=ckpt/gpt2     # or fine-tune from the HF directory directly
-  python -m zoo.convert to-hf outputs/2026-12-01/12-00-00 hf_out --family gpt2
-Exit status 2 with a message for a missing source, an unsupported family or option, or a missing extra.
-"""
-
-import argparse
-import os
 import sys
-from pathlib import Path
 
-
-def check_source(src: str) -> None:
-    """Raise FileNotFoundError for a source that names a local path (absolute, relative with ./ or ../, ~, or
-    more than one '/') that does not exist; a hub id is `org/name` or `name`."""
-    if Path(src).expanduser().exists():
-        return
-    if src.startswith(("/", ".", "~")) or src.count("/") > 1 or src.endswith((".ckpt", ".json", ".safetensors")):
-        raise FileNotFoundError(
-            f"{src} does not exist: give a transformers checkpoint directory (config.json + "
-            f"weights) or a hub id such as gpt2 or google-t5/t5-small"
-        )
-
-
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m zoo.convert", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    sub = parser.add_subparsers(dest="command", required=True)
-    a = sub.add_parser("from-hf", help="a Hugging Face checkpoint -> a zoo checkpoint")
-    a.add_argument("src", help="transformers checkpoint directory (config.json + weights) or hub id")
-    a.add_argument("out", help="the zoo checkpoint to write (.ckpt)")
-    b = sub.add_parser("to-hf", help="a zoo checkpoint or run -> a Hugging Face checkpoint directory")
-    b.add_argument("src", help="a zoo .ckpt file or a run directory")
-    b.add_argument("out", help="the directory to write")
-    b.add_argument(
-        "--family", default=None, help="HF family (default: gpt2 / bert / t5, bart, marian by arch and model.position)"
-    )
-    args = parser.parse_args(argv)
-    try:
-        import torch
-
-        from zoo.interop import hf
-
-        if args.command == "from-hf":
-            check_source(args.src)
-            model, cfg = hf.from_hf(args.src)
-            tok = hf.hf_tokenizer_state(args.src) if Path(args.src).is_dir() else None
-            out = Path(args.out)
-            out.parent.mkdir(parents=True, exist_ok=True)
-            tmp = out.with_name(out.name + ".tmp")
-            torch.save(hf.zoo_checkpoint(model, tok, source=str(args.src)), tmp)
-            os.replace(tmp, out)  # atomic: an interrupted write never leaves a truncated out.ckpt
-            print(
-                f"{out}: +arch={hf.arch_of(model)}, {model.num_params()} parameters"
-                + ("" if tok else " (no tokenizer.json in the source)")
-            )
-        else:
-            ckpt = hf.read_zoo_checkpoint(args.src)
-            model = hf.model_from_checkpoint(ckpt)
-            out = hf.to_hf(model, args.out, ckpt["hyper_parameters"].get("tokenizer"), args.family)
-            print(f"{out}: {hf.hf_config(model, args.family)['architectures'][0]}")
-    except (ValueError, OSError, KeyError, ImportError) as e:  # OSError: a missing file, an unreachable hub
-        print(f"zoo.convert: error: {e}", file=sys.stderr)
-        return 2
-    return 0
-
+from zoo.interop.convert import main
 
 if __name__ == "__main__":
     sys.exit(main())

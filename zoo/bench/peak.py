@@ -30,7 +30,7 @@ from zoo.bench.timing import interleaved
 from zoo.model import DecoderOnly, EncoderDecoder
 from zoo.model.chunked_ce import lm_head_cross_entropy
 from zoo.model.cost import forward_flops
-from zoo.optim import adamw
+from zoo.training.optim import adamw
 
 PRECISIONS = ("fp32", "bf16")
 

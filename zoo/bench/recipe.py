@@ -14,7 +14,7 @@ from torch.optim.lr_scheduler import LambdaLR
 from zoo.bench.steps import autocast
 from zoo.bench.timing import sync
 from zoo.model import ModelConfig, build_model
-from zoo.optim import WarmupCosine, adamw
+from zoo.training.optim import WarmupCosine, adamw
 
 REPO = Path(__file__).resolve().parents[2]
 BLOCK, BATCH = 64, 12

@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from zoo.optim import adamw
+from zoo.training.optim import adamw
 
 
 def autocast(device: str, precision: str):
@@ -35,7 +35,7 @@ def train_step(
 ) -> Callable[[], None]:
     """One training step as a zero-argument closure: logits = forward(model) (B, T, V) under bf16
     autocast if precision == 'bf16' -> cross-entropy against targets (B, T) in fp32 (or loss_fn(model), the
-    contender's own loss, under the same autocast) -> backward -> AdamW step (zoo.optim.adamw, lr 1e-4,
+    contender's own loss, under the same autocast) -> backward -> AdamW step (zoo.training.optim.adamw, lr 1e-4,
     weight decay on matrices only) -> zero_grad(set_to_none=True)."""
     opt = adamw(model, lr=lr)
     device = targets.device.type

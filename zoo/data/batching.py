@@ -144,7 +144,7 @@ def trainer_hooks(trainer) -> tuple[int, int, Callable[[], tuple[int, int]] | No
     progress_fn returns the fit loop's completed epoch count (trainer.current_epoch: the epoch in progress)
     and the epoch loop's ready-batch count of that epoch; both are restored from a checkpoint on resume.
     Not the processed count, which Lightning passes to set_epoch: a checkpoint saved in on_train_epoch_end
-    has it one ahead (see zoo.checkpoint_io.settle_epoch_end).
+    has it one ahead (see zoo.training.checkpoint_io.settle_epoch_end).
     """
     if trainer is None:
         return 0, 1, None

@@ -3,7 +3,7 @@
 Hydra would pass it to the constructor and fail with a TypeError (exit 1, a traceback). data_key_problems
 finds such keys before any work and says where each was written (the YAML file of the data option, a
 `+data.key=` override, or the composed config), the key it may have meant and the fix; the callers
-(zoo.config_checks.check_config, zoo.cli_overrides) print it and exit 2, as for the same typo on the command
+(zoo.run.config_checks.check_config, zoo.run.cli_overrides) print it and exit 2, as for the same typo on the command
 line.
 """
 
@@ -102,7 +102,7 @@ def data_key_problems(data: DictConfig | None, hydra_cfg: DictConfig | None = No
 
 
 def composed_key_problems(cfg: DictConfig | None) -> list[str]:
-    """data_key_problems of a config composed with its hydra node (zoo.cli_overrides, before Hydra runs a job);
+    """data_key_problems of a config composed with its hydra node (zoo.run.cli_overrides, before Hydra runs a job);
     [] for None."""
     if cfg is None or "hydra" not in cfg:
         return []

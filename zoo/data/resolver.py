@@ -20,6 +20,8 @@ from pathlib import Path
 
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
 
+from zoo.errors import DataError
+
 # name -> sha256 (from shared/data/README.md)
 FILES: dict[str, str] = {
     "tiny_shakespeare/input.txt": "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed",
@@ -60,10 +62,6 @@ UPSTREAM: dict[str, str] = {
 TIMEOUT = 30.0  # seconds, per network operation
 _URL_SCHEMES = ("http://", "https://", "file://")
 _hash_cache: dict[tuple[str, int, int], str] = {}  # (path, size, mtime_ns) -> sha256, per process
-
-
-class DataError(RuntimeError):
-    """A dataset file is unknown, cannot be found or downloaded, or fails its checksum."""
 
 
 def sha256sum(path: str | Path) -> str:

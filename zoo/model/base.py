@@ -3,7 +3,7 @@
 import torch
 from torch import nn
 
-from zoo.model import masks
+import zoo.model.masks as masks
 from zoo.model.attention import AttentionInputs
 from zoo.model.config import ModelConfig
 from zoo.model.embedding import Embedding

@@ -34,6 +34,7 @@ from importlib import metadata
 import torch
 import torch.nn.functional as F
 
+from zoo.errors import check_z_loss
 from zoo.model.chunk_pass import chunk_pass
 
 IGNORE_INDEX = -100
@@ -51,17 +52,6 @@ def auto_chunk_size(
     rows = max(min_rows, budget_bytes // (4 * max(1, vocab_size)))
     rows = max(64, rows // 64 * 64)
     return max(1, min(n_rows, rows))
-
-
-def check_z_loss(z_loss, key: str = "z_loss") -> float:
-    """z_loss as a float; raises ValueError naming `key` unless it is a finite number >= 0 (0 = off; PaLM,
-    Chowdhery et al. 2022, uses 1e-4)."""
-    if isinstance(z_loss, bool) or not isinstance(z_loss, (int, float)) or not 0.0 <= z_loss < float("inf"):
-        raise ValueError(
-            f"{key}={z_loss!r} must be a non-negative number: the weight of log(Z)^2 in the training loss "
-            f"(0 = off, PaLM uses 1e-4)"
-        )
-    return float(z_loss)
 
 
 def resolve_chunk_size(chunk_size: int | None, n_rows: int, vocab_size: int) -> int:
@@ -381,7 +371,6 @@ __all__ = [
     "LinearCrossEntropyRows",
     "IGNORE_INDEX",
     "auto_chunk_size",
-    "check_z_loss",
     "chunked_cross_entropy_rows",
     "linear_cross_entropy",
     "lm_head_cross_entropy",

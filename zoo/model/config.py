@@ -61,7 +61,7 @@ class ModelConfig:
         head); pooling: how EncoderOnly pools its states for it (cls | mean | last).
     length_classes: classes of EncoderOnly's target-length head (zoo.model.length_head.LengthHead), built
         when > 0: lengths 0 .. length_classes - 1 (non-autoregressive translation sets it; 0 = no head).
-    pad_id, bos_id, eos_id: special token ids, distinct; zoo.train takes them from the data's tokenizer (zoo's
+    pad_id, bos_id, eos_id: special token ids, distinct; zoo.run.train takes them from the data's tokenizer (zoo's
         own: 0, 1, 2, zoo.data.bpe; a pretrained tokenizer.json: its own) and refuses an override that differs.
     activation_checkpointing: in training, each encoder / decoder layer keeps only its input and recomputes
         its activations in backward (torch.utils.checkpoint, use_reentrant=False): less memory, one more

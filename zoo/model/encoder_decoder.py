@@ -3,7 +3,7 @@
 import torch
 from torch import nn
 
-from zoo.model import masks
+import zoo.model.masks as masks
 from zoo.model.base import TransformerBase
 from zoo.model.config import ModelConfig
 from zoo.model.decoder import Decoder

@@ -8,7 +8,7 @@ from dataclasses import replace
 import torch
 from torch import nn
 
-from zoo.model import masks
+import zoo.model.masks as masks
 from zoo.model.base import TransformerBase
 from zoo.model.config import ModelConfig
 from zoo.model.encoder import Encoder

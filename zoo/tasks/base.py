@@ -9,14 +9,13 @@ import torch
 from lightning.pytorch.trainer.states import TrainerFn
 from torch import nn
 
-from zoo.callbacks.checkpoint import validation_due
-from zoo.checkpoint_io import settle_epoch_end
 from zoo.data.info import CHECKPOINT_KEY
-from zoo.distributed import full_params, is_fsdp
-from zoo.model.cost import flops_per_token
 from zoo.model.decoder_layer import DecoderLayer
 from zoo.model.encoder_layer import EncoderLayer
-from zoo.tasks.optim_config import configure_optimizers, fit_warmup
+from zoo.training.callbacks.checkpoint import validation_due
+from zoo.training.checkpoint_io import settle_epoch_end
+from zoo.training.distributed import full_params, is_fsdp
+from zoo.training.optim_config import configure_optimizers, fit_warmup
 
 LOWER_IS_BETTER = ("loss", "ppl", "bpc")
 BUDGET_COST = {
@@ -75,11 +74,11 @@ def compile_training_loss(task: "TaskBase", **compile_kwargs) -> bool:
 
 
 class TaskBase(pl.LightningModule):
-    """Subclasses set self.model (a zoo.model architecture) and save hparams with optimizer, scheduler,
+    """Subclasses set self.model (a zoo.model architecture), self.objective_impl (its zoo.tasks.objectives
+    objective, which owns the losses, costs and decoding) and save hparams with optimizer, scheduler,
     monitor and monitor_mode. `best` holds the best value of each validation metric (direction:
-    metric_mode, min for loss / ppl / bpc, else max); the monitored one is what zoo.train returns to sweepers."""
+    metric_mode, min for loss / ppl / bpc, else max); the monitored one is what zoo.run.train returns to sweepers."""
 
-    JOINS_SOURCE_AND_TARGET = False  # True: one-sequence archs read source + target as one sequence
     BATCH = None  # the kind of batch it reads ("lm", "classification", "translation"), as datamodules declare it
     # what a batch must hold: {key: (dtype, ndim)} for dict batches, or a tuple of (dtype, ndim) for tuples
     BATCH_CONTRACT: "dict | tuple" = {}
@@ -92,7 +91,7 @@ class TaskBase(pl.LightningModule):
         # cumulative training cost of the run (all ranks; kept in checkpoints): forward + backward FLOPs
         # (3 x the forward FLOPs of the padded batches, zoo.model.cost), tokens read, seconds in training steps
         self.cost = {"flops": 0.0, "tokens": 0, "seconds": 0.0}
-        self.budget = None  # (kind: tokens | flops | time, value): the run stops when cost reaches it (zoo.train)
+        self.budget = None  # (kind: tokens | flops | time, value): the run stops when cost reaches it (zoo.run.train)
 
     def budget_progress(self) -> float:
         """The fraction of the run's budget spent: cost[kind] / value (tokens, flops, seconds), else
@@ -105,12 +104,9 @@ class TaskBase(pl.LightningModule):
 
     def forward_flops_per_token(self, seq_len: int, src_len: int | None = None) -> float:
         """Forward FLOPs per token of this task's model at the data's typical lengths (tokens): seq_len the
-        target (or only) sequence, src_len the source. encoder_decoder reads them apart; the one-sequence
-        archs read source + target joined when the task joins them (JOINS_SOURCE_AND_TARGET), else seq_len
-        alone. See zoo.model.cost.flops_per_token (Kaplan et al. 2020's 2 x parameters per token plus attention)."""
-        if self.hparams.arch != "encoder_decoder":
-            seq_len, src_len = seq_len + (src_len or 0) * self.JOINS_SOURCE_AND_TARGET, None
-        return flops_per_token(self.model, seq_len, src_len)
+        target (or only) sequence, src_len the source, read as the objective reads them
+        (zoo.tasks.objectives.base.Objective.forward_flops_per_token)."""
+        return self.objective_impl.forward_flops_per_token(seq_len, src_len)
 
     def log_train_step(self, loss: torch.Tensor, tokens, forward_flops: float) -> None:
         """Log train/loss, lr and tokens/s (tokens of this batch over the time since the previous step), and add
@@ -139,7 +135,7 @@ class TaskBase(pl.LightningModule):
         self._t_last = None  # validation time is not training throughput
 
     def on_save_checkpoint(self, checkpoint: dict) -> None:
-        """Record the task class, so a checkpoint from another task is refused before training (zoo.train),
+        """Record the task class, so a checkpoint from another task is refused before training (zoo.run.train),
         and the datamodule's data settings (its data_info(), under zoo.data.info.CHECKPOINT_KEY), which
         zoo.report and zoo.generate read."""
         checkpoint["zoo_task"] = type(self).__name__
@@ -150,7 +146,7 @@ class TaskBase(pl.LightningModule):
 
     def on_load_checkpoint(self, checkpoint: dict) -> None:
         """Before Lightning restores its loops from an epoch-end checkpoint, record whether that epoch finished
-        or max_steps cut it (zoo.checkpoint_io.settle_epoch_end): the resumed run then reads the batches, and
+        or max_steps cut it (zoo.training.checkpoint_io.settle_epoch_end): the resumed run then reads the batches, and
         validates and checkpoints at the steps, of an uninterrupted run. A resumed fit also continues the
         checkpoint's training cost; loading one to test it leaves the cost of the run that trained."""
         settle_epoch_end(checkpoint)
@@ -204,7 +200,7 @@ class TaskBase(pl.LightningModule):
         """Reaching trainer.max_steps, or the budget (self.budget), mid-epoch sets trainer.should_stop, so Lightning
         validates (and the checkpoint callback scores) the final weights instead of ending on the last epoch's
         numbers; where the schedule would not have validated, stop_validation marks it
-        (zoo.callbacks.checkpoint.BestCheckpoint).
+        (zoo.training.callbacks.checkpoint.BestCheckpoint).
         The batch's wall time (training step, backward, optimizer step) is added to cost["seconds"]."""
         if self._t_batch is not None:
             self.cost["seconds"] += time.perf_counter() - self._t_batch
@@ -214,10 +210,9 @@ class TaskBase(pl.LightningModule):
             self.stop_validation = not validation_due(self.trainer, batch_idx)  # read by BestCheckpoint
 
     def inference_flops_per_token(self, seq_len: int, src_len: int | None = None) -> float:
-        """Forward FLOPs per generated (or classified) token at the data's typical lengths: with a KV cache a new
-        token costs about one token's forward pass, forward_flops_per_token. Objectives that re-read the whole
-        sequence at each step (no cache) override it."""
-        return self.forward_flops_per_token(seq_len, src_len)
+        """Forward FLOPs per generated (or classified) token at the data's typical lengths (the objective's:
+        about one token's forward pass with a KV cache, a whole forward over the prefix without one)."""
+        return self.objective_impl.inference_flops_per_token(seq_len, src_len)
 
     def training_loss(self, batch) -> torch.Tensor:
         """The training objective of a batch: a scalar (nats per token, or per example for classification)
@@ -269,10 +264,3 @@ class TaskBase(pl.LightningModule):
             wrapped.clip_grad_norm_(gradient_clip_val)
             return
         super().configure_gradient_clipping(optimizer, gradient_clip_val, gradient_clip_algorithm)
-
-
-def check_fraction(key: str, value, fix: str) -> None:
-    """Raise ValueError unless value is a number in [0, 1): `key` names the option, `fix` the usual value
-    (label smoothing, an EMA decay)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
-        raise ValueError(f"{key}={value!r} must be a number in [0, 1); {fix}")

@@ -7,9 +7,10 @@ import torch.nn.functional as F
 from torchmetrics import MeanMetric
 from torchmetrics.classification import MulticlassAccuracy, MulticlassF1Score
 
+from zoo.errors import check_fraction
 from zoo.model import ModelConfig, build_model
-from zoo.model.cost import classify_flops_per_token
-from zoo.tasks.base import TaskBase, check_fraction
+from zoo.tasks.base import TaskBase
+from zoo.tasks.objectives import Classify
 
 
 class Classification(TaskBase):
@@ -50,6 +51,7 @@ class Classification(TaskBase):
             raise ValueError(f"task=classification needs model.num_classes >= 2, got {model.get('num_classes')}")
         self.save_hyperparameters()
         self.model = build_model(arch, ModelConfig(**model))
+        self.objective_impl = Classify(self)
         n = model["num_classes"]
         self.metrics = torch.nn.ModuleDict(
             {
@@ -60,24 +62,18 @@ class Classification(TaskBase):
         )
         self.mean_loss = torch.nn.ModuleDict({split: MeanMetric() for split in ("val", "test")})
 
-    def forward_flops_per_token(self, seq_len: int, src_len=None) -> float:
-        """Forward FLOPs per input token of model.classify on seq_len tokens: the classifier instead of the LM
-        head (zoo.model.cost.classify_flops_per_token). src_len is unused (one input sequence)."""
-        return classify_flops_per_token(self.model, seq_len)
-
     def forward(self, batch) -> torch.Tensor:
         """Class logits (B, num_classes)."""
-        return self.model.classify(batch["ids"], batch["key_padding_mask"])
+        return self.objective_impl.logits(batch)
 
     def training_loss(self, batch) -> torch.Tensor:
         """Mean cross-entropy (nats per example) of the class logits against batch["labels"] (B,), with
-        task.label_smoothing."""
-        return F.cross_entropy(self(batch).float(), batch["labels"], label_smoothing=self.hparams.label_smoothing)
+        task.label_smoothing (zoo.tasks.objectives.classify)."""
+        return self.objective_impl.training_loss(batch)
 
     def training_step(self, batch, batch_idx):
         loss = self.training_loss(batch)
-        B, T = batch["ids"].shape
-        self.log_train_step(loss, (~batch["key_padding_mask"]).sum(), classify_flops_per_token(self.model, T) * B * T)
+        self.log_train_step(loss, (~batch["key_padding_mask"]).sum(), self.objective_impl.batch_flops(batch))
         return loss
 
     def _eval_step(self, batch, split):

@@ -1,1 +1,0 @@
-"""zoo.callbacks: Lightning callbacks of zoo's own."""

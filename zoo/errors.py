@@ -1,0 +1,57 @@
+"""zoo's error classes and the small value checks more than one layer makes. Imports nothing from zoo: every
+other module may import it (the import-linter contract in .importlinter keeps it at the bottom).
+
+A run that raises ConfigError, DataError, BudgetError or InitFromError before training prints the message and
+exits with 2 (zoo.run.train.handle_error); each message names the key or file at fault and the fix."""
+
+
+class ConfigError(ValueError):
+    """A bad or contradictory config, found before any training starts."""
+
+
+class DataError(RuntimeError):
+    """A dataset file is unknown, cannot be found or downloaded, is malformed, or fails its checksum."""
+
+
+class BudgetError(ValueError):
+    """A bad budget.* config (zoo.run.budget)."""
+
+
+class InitFromError(ValueError):
+    """A bad model.init_from: a checkpoint zoo cannot read, or one whose shape the run cannot take
+    (zoo.interop.init_from)."""
+
+
+def check_fraction(key: str, value, fix: str) -> None:
+    """Raise ValueError unless value is a number in [0, 1): `key` names the option, `fix` the usual value
+    (label smoothing, an EMA decay)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
+        raise ValueError(f"{key}={value!r} must be a number in [0, 1); {fix}")
+
+
+def check_z_loss(z_loss, key: str = "z_loss") -> float:
+    """z_loss as a float; raises ValueError naming `key` unless it is a finite number >= 0 (0 = off; PaLM,
+    Chowdhery et al. 2022, uses 1e-4)."""
+    if isinstance(z_loss, bool) or not isinstance(z_loss, (int, float)) or not 0.0 <= z_loss < float("inf"):
+        raise ValueError(
+            f"{key}={z_loss!r} must be a non-negative number: the weight of log(Z)^2 in the training loss "
+            f"(0 = off, PaLM uses 1e-4)"
+        )
+    return float(z_loss)
+
+
+def check_warmup_steps(warmup, kind: str | None, key: str = "task.scheduler.warmup_steps") -> None:
+    """Raise ConfigError unless warmup is None or a whole number of optimizer steps >= 0; for the noam
+    schedule (`kind`), >= 1: its peak is at warmup (Vaswani et al. 2017, eq. 3:
+    lr * min(step^-0.5, step * warmup^-1.5) * warmup^0.5)."""
+    if warmup is not None and (isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0):
+        raise ConfigError(
+            f"{key}={warmup!r} must be a whole number of optimizer steps >= 0, e.g. "
+            f"{key}=100 (a negative or fractional warm-up would bend the schedule)"
+        )
+    if kind == "noam" and not (warmup or 0) >= 1:
+        raise ConfigError(
+            f"task.scheduler.kind=noam needs {key} >= 1 (its peak is at "
+            f"warmup_steps: lr * min(step^-0.5, step * warmup^-1.5) * warmup^0.5); "
+            f"got {warmup}"
+        )

@@ -1,0 +1,204 @@
+"""Report of a sweep: `python -m zoo.report <multirun dir> [--out DIR] [--sentence TEXT] [--layer N]`.
+
+Reads only local files (no network): every `results.json` below the multirun dir (zoo.run.train.run, failed runs
+included), each run's Lightning CSV log (`<run dir>/csv/metrics.csv`) and per-example outputs
+(`examples.json`), and writes into --out (default: the multirun dir):
+
+- report.md:
+  - a table with one row per (group, metric). Runs are grouped by the keys the multirun swept (their Hydra
+    overrides that differ between runs), averaging over `seed` (zoo.report.runs.group_runs); a row gives the
+    mean +- std over seeds and its 95% Student-t interval ("n/a (1 seed)" for one seed), the seeds behind it
+    (failed ones counted), and the group's cost: parameters, training FLOPs, tokens, training seconds, FLOPs
+    per generated token, ms per example (zoo.report.table). Failed runs are listed with their error.
+    A translation group with all hypotheses empty or test BLEU below 1 is flagged in a "flag" column.
+  - per task, paired significance tests between groups on the same examples (sacreBLEU's paired bootstrap for
+    BLEU / chrF, McNemar's exact test for accuracy, a paired bootstrap over validation windows for LM loss)
+    with p-values, the counts each rests on (McNemar's b and c, how many segments / windows differ) and the
+    ranking they support, only within one (dataset, budget) (zoo.report.significance); two flagged groups are
+    not ranked against each other.
+  - for translation on the built-in Multi30k (en-de) and classification on the built-in SST-2, zoo's ordering
+    of prefix_lm, decoder_only and encoder_decoder against T5's (Raffel et al. 2020, Table 2): agrees /
+    disagrees / not significant, "not judged" with one seed (zoo.report.literature); nothing for other data.
+- val_<task>.png: validation curves against step, training FLOPs and training seconds, one line per group,
+  min-max band over seeds; titles name the task's datasets (zoo.report.plots).
+- attention_<group>.png (translation groups whose model has cross-attention, i.e. encoder_decoder): the
+  cross-attention of the best checkpoint of the group's first seed on one sentence, by default the first
+  source sentence of the run's own test set (zoo.report.attention; --sentence picks another, --layer the
+  decoder layer).
+
+Exit status 2 with a one-line message for bad input (no results.json found, unreadable files).
+"""
+
+import argparse
+import sys
+from pathlib import Path
+
+from zoo.report.attention import (
+    DEFAULT_SENTENCE,
+    SPACE,
+    attention_maps,
+    cross_attention,
+    has_cross_attention,
+    load_translation_model,
+    plot_attention,
+)
+from zoo.report.literature import versus_t5
+from zoo.report.plots import CURVES, band, plot_curves
+from zoo.report.runs import (
+    ARCH_ORDER,
+    TASK_ORDER,
+    ReportError,
+    find_runs,
+    group_runs,
+    parse_overrides,
+    read_curves,
+    read_examples,
+    swept_keys,
+)
+from zoo.report.significance import compare_task
+from zoo.report.table import DIFFERENT, METRICS, NOTES, STANDARD_OBJECTIVE, failed_runs, markdown_table, rows
+
+__all__ = [
+    "ARCH_ORDER",
+    "CURVES",
+    "DEFAULT_SENTENCE",
+    "DIFFERENT",
+    "METRICS",
+    "NOTES",
+    "SPACE",
+    "STANDARD_OBJECTIVE",
+    "TASK_ORDER",
+    "ReportError",
+    "attention_maps",
+    "band",
+    "cross_attention",
+    "find_runs",
+    "group_runs",
+    "has_cross_attention",
+    "load_translation_model",
+    "main",
+    "markdown_table",
+    "parse_overrides",
+    "plot_attention",
+    "plot_curves",
+    "read_curves",
+    "read_examples",
+    "report",
+    "rows",
+    "sweep_summary",
+    "swept_keys",
+]
+
+
+def sweep_summary(runs: list[dict]) -> list[str]:
+    """One line per task: its runs, the keys swept within it, and the seeds averaged over."""
+    lines = []
+    for task in dict.fromkeys(r["task"] for r in runs):
+        task_runs = [r for r in runs if r["task"] == task]
+        keys = swept_keys(task_runs)
+        seeds = sorted({str(r.get("seed")) for r in task_runs if r.get("seed") is not None})
+        failed = sum(r["status"] != "ok" for r in task_runs)
+        n = len(task_runs)
+        lines.append(
+            f"- {task}: {n} run{'s' * (n != 1)}"
+            + (f" ({failed} failed)" if failed else "")
+            + f"; swept: {', '.join(k for k in keys if k != 'seed') or 'nothing'}"
+            + (f"; averaged over seed ({', '.join(seeds)})" if len(seeds) > 1 else "")
+        )
+    return lines
+
+
+def report(root: Path, out_dir: Path | None = None, sentence: str | None = None, layer: int = -1) -> dict:
+    """Write report.md, val_<task>.png and attention_<group>.png into out_dir (default root).
+    Returns {"runs", "groups", "table": rows, "records": {task: ranking records}, "report": path, "curves":
+    [paths], "attention": [paths], "skipped": [attention maps not drawn, why]}."""
+    root = Path(root)
+    runs = find_runs(root)
+    groups = group_runs(runs)
+    out_dir = Path(out_dir) if out_dir is not None else root
+    out_dir.mkdir(parents=True, exist_ok=True)
+    table = rows(groups)
+    curves = plot_curves(groups, out_dir)
+    skipped: list[str] = []
+    attention = attention_maps(groups, out_dir, sentence, layer, skipped, attend=cross_attention)
+    notes = [f"- {o}: {NOTES[o]}" for o in dict.fromkeys(r["objective"] for r in table) if o in NOTES]
+    n_failed = sum(r["status"] != "ok" for r in runs)
+    text = [
+        f"# Comparison report: {root}",
+        "",
+        f"{len(runs)} runs" + (f" ({n_failed} failed)" if n_failed else "") + f" in {len(groups)} groups:",
+        "",
+        *sweep_summary(runs),
+        "",
+        "A row is a group of runs that differ only in seed: mean ± std over its seeds, 95% CI: Student t over "
+        "seeds (n/a for one seed). Values: test metrics on the checkpoint with the best validation score "
+        "(classification, translation) or the best validation value (lm, marked `(best)`). Cost, mean over "
+        "seeds: train FLOPs (forward + backward, 3 x forward FLOPs of the training batches), tokens (training "
+        "tokens read), train s (time in training steps; in parentheses the run's whole wall seconds: data setup, "
+        "training, validation, test), FLOPs/token (FLOPs per generated token; † forward FLOPs per token, "
+        "zoo.model.cost, for runs that recorded no inference cost), ms/example (per test sentence or example, "
+        "per validation window for lm). `-`: not recorded.",
+        "",
+        markdown_table(table),
+        "",
+    ]
+    failed = failed_runs(groups)
+    if failed:
+        text += ["Failed runs (listed, not dropped):", "", *failed, ""]
+    if notes:
+        text += ["Objectives:", "", *notes, ""]
+    significance, literature = [], []
+    records = {}
+    for task in dict.fromkeys(g["task"] for g in groups):
+        lines, recs = compare_task(task, table, groups)
+        significance += lines
+        literature += versus_t5(task, recs, groups)
+        records[task] = recs
+    if significance:
+        text += ["## Significance", "", *significance]
+    if literature:
+        text += ["## Against the literature", "", *literature]
+    text += [
+        "Validation curves (x: step, training FLOPs, training seconds; several seeds: mean and min-max band "
+        "at the common x points): "
+        + (", ".join(f"[{p.name}]({p.name})" for p in curves) or "none (no run has a CSV log with validation metrics)")
+    ]
+    if attention:
+        text += ["", "Cross-attention: " + ", ".join(f"[{p.name}]({p.name})" for p in attention)]
+    if skipped:
+        text += ["", "Cross-attention not drawn:", "", *(f"- {line}" for line in skipped)]
+    path = out_dir / "report.md"
+    path.write_text("\n".join(text) + "\n")
+    return {
+        "runs": runs,
+        "groups": groups,
+        "table": table,
+        "records": records,
+        "report": path,
+        "curves": curves,
+        "attention": attention,
+        "skipped": skipped,
+    }
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m zoo.report", description=__doc__.split("\n")[0])
+    parser.add_argument("multirun_dir", help="a dir with runs' results.json below it (outputs/compare/<date>_<time>)")
+    parser.add_argument("--out", default=None, help="where to write report.md and the PNGs (default: multirun_dir)")
+    parser.add_argument(
+        "--sentence",
+        default=None,
+        help="source sentence of the attention maps "
+        "(default: the first source sentence of each run's own test set, from its examples.json)",
+    )
+    parser.add_argument("--layer", type=int, default=-1, help="decoder layer of the attention maps (default -1: last)")
+    args = parser.parse_args(argv)
+    try:
+        out = report(Path(args.multirun_dir), args.out, args.sentence, args.layer)
+    except ReportError as e:
+        print(f"zoo.report: error: {e}", file=sys.stderr)
+        return 2
+    print(out["report"].read_text())
+    for p in [*out["curves"], *out["attention"]]:
+        print(p)
+    return 0

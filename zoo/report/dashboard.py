@@ -1,0 +1,181 @@
+"""`python -m zoo.dashboard --project P [--entity E] [--group G] [--keys K,...] [--by K,...]`: save the W&B
+workspace that compares zoo's runs, built with wandb-workspaces (`pip install 'zoo[dashboard]'`).
+
+One section per task; runs grouped by `arch` and `arch_config`; the task's validation metrics against step,
+training FLOPs and training seconds,
+its best metric against params and training FLOPs, parallel coordinates over --keys. --group keeps one W&B
+group (a multirun's sweep dir). `build_workspace` needs no network; `main` saves (needs `wandb login`).
+Bad input exits 2 with a one-line message, before any network.
+"""
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+KEYS = ("arch", "seed", "model.d_model", "model.n_layers", "task.optimizer.lr", "params")
+BY = ("arch", "arch_config")  # arch_config keeps prefix_lm (arch decoder_only, mask prefix) its own group
+STEP = "trainer/global_step"
+FLOPS = "cost/flops"
+SECONDS = "cost/seconds"
+# task -> (validation metrics, the summary's best metric)
+TASKS = {
+    "classification": (("val/acc", "val/f1"), "best/val/acc"),
+    "lm": (("val/cont_loss", "val/bpc"), "best/val/cont_loss"),
+    "translation": (("val/bleu", "val/chrf"), "best/val/bleu"),
+}
+INSTALL = "pip install 'zoo[dashboard]' (or pip install wandb-workspaces==0.4.13)"
+
+
+class DashboardError(ValueError):
+    """Bad input; the message names the fix."""
+
+
+def _libs():
+    try:
+        import wandb_workspaces.reports.v2 as wr
+        import wandb_workspaces.workspaces as ws
+    except ImportError as e:
+        raise DashboardError(f"wandb-workspaces is not installed ({e}): {INSTALL}") from None
+    return ws, wr
+
+
+def _keys(keys: Sequence[str], option: str) -> list:
+    keys = [k.strip() for k in keys]
+    if not keys or not all(keys):
+        raise DashboardError(f"{option}: give run config keys separated by commas, e.g. {option} arch,seed")
+    return keys
+
+
+def build_workspace(
+    project: str,
+    entity: str | None = None,
+    group: str | None = None,
+    keys: Sequence[str] = KEYS,
+    by: Sequence[str] = BY,
+):
+    """The comparison workspace (a wandb_workspaces.workspaces.Workspace), built offline.
+
+    keys: the config keys of the parallel coordinates; by: the config keys the runs are grouped by;
+    entity None leaves it empty, for main to fill in from the W&B default."""
+    if not project or not project.strip():
+        raise DashboardError("no W&B project: pass --project P (the logger's project, `zoo` by default)")
+    keys, by = _keys(keys, "--keys"), _keys(by, "--by")
+    ws, wr = _libs()
+
+    class FlatConfigColumn(wr.ParallelCoordinatesPlotColumn):
+        """A column of a flat config key: zoo logs `model.d_model` as one key, stored as `model.d_model.value`
+        (the library would write the nested form `model.value.d_model`)."""
+
+        def _to_model(self):
+            model = super()._to_model()
+            model.accessor = f"config:{self.metric.name}.value"
+            return model
+
+    sections = []
+    for task, (metrics, best) in TASKS.items():
+        panels = []
+        for metric in metrics:
+            for x, x_title in ((STEP, "step"), (FLOPS, "training FLOPs"), (SECONDS, "training seconds")):
+                panels.append(
+                    wr.LinePlot(
+                        title=f"{metric} vs {x_title}",
+                        x=x,
+                        y=[metric],
+                        title_x=x_title,
+                        title_y=metric,
+                        groupby_aggfunc="mean",
+                        groupby_rangefunc="stddev",
+                    )
+                )
+        panels.append(wr.ScatterPlot(title=f"{best} vs params", x=wr.Config("params"), y=wr.SummaryMetric(best)))
+        panels.append(
+            wr.ScatterPlot(
+                title=f"{best} vs training FLOPs", x=wr.SummaryMetric("cost/train_flops"), y=wr.SummaryMetric(best)
+            )
+        )
+        panels.append(
+            wr.ParallelCoordinatesPlot(
+                title=f"swept keys vs {best}",
+                columns=[
+                    *(FlatConfigColumn(wr.Config(k)) for k in keys),
+                    wr.ParallelCoordinatesPlotColumn(wr.SummaryMetric(best)),
+                ],
+            )
+        )
+        sections.append(
+            ws.Section(
+                name=task, panels=panels, is_open=True, layout_settings=ws.SectionLayoutSettings(columns=2, rows=4)
+            )
+        )
+
+    # a flat dotted key is stored as `a.b.value`; a plain `Config("a.b")` would group by the nested `a.value.b`
+    groupby = [ws.Config(k if "." not in k else f"{k}.value") for k in by]
+    filters = f'Metric("Group") == {group!r}' if group else ""
+    return ws.Workspace(
+        entity=entity or "",
+        project=project,
+        name=f"zoo comparison ({group})" if group else "zoo comparison",
+        sections=sections,
+        runset_settings=ws.RunsetSettings(groupby=groupby, filters=filters),
+    )
+
+
+def _default_entity() -> str:
+    """The W&B API's default entity (needs a login and the network)."""
+    import wandb
+
+    try:
+        entity = wandb.Api().default_entity
+    except Exception as e:  # no API key, no network
+        raise DashboardError(
+            f"no W&B entity ({str(e).splitlines()[0] if str(e) else type(e).__name__}): "
+            "pass --entity E, or log in with `wandb login`"
+        ) from None
+    if not entity:
+        raise DashboardError("no W&B entity: pass --entity E, or log in with `wandb login`")
+    return entity
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        raise DashboardError(f"{message} (python -m zoo.dashboard --help)")
+
+
+def main(argv=None) -> int:
+    parser = _Parser(prog="python -m zoo.dashboard", description="Save the W&B workspace that compares zoo's runs.")
+    parser.add_argument("--project", help="the W&B project of the runs (required)")
+    parser.add_argument("--entity", default=None, help="the W&B entity (default: the API's default entity)")
+    parser.add_argument("--group", default=None, help="keep one W&B group: a multirun's sweep dir")
+    parser.add_argument(
+        "--keys", default=",".join(KEYS), help=f"parallel-coordinates columns, config keys (default: {','.join(KEYS)})"
+    )
+    parser.add_argument(
+        "--by",
+        default=",".join(BY),
+        help="config keys the runs are grouped by (default: arch; "
+        "arch,arch_config splits decoder_only's prefix LM from its causal LM)",
+    )
+    try:
+        args = parser.parse_args(argv)
+        if args.project is None:
+            raise DashboardError("--project is required: python -m zoo.dashboard --project P [--entity E]")
+        workspace = build_workspace(args.project, args.entity, args.group, args.keys.split(","), args.by.split(","))
+        if not workspace.entity:
+            workspace.entity = _default_entity()
+    except DashboardError as e:
+        print(f"zoo.dashboard: error: {e}", file=sys.stderr)
+        return 2
+    try:
+        workspace.save()
+    except Exception as e:  # network, login, permissions
+        print(
+            f"zoo.dashboard: error: saving to {workspace.entity}/{workspace.project} failed "
+            f"({str(e).splitlines()[0] if str(e) else type(e).__name__}): check `wandb login` and --entity",
+            file=sys.stderr,
+        )
+        return 1
+    try:
+        print(workspace.url)
+    except Exception:
+        print(f"saved {workspace.name!r} in {workspace.entity}/{workspace.project}")
+    return 0

@@ -1,0 +1,279 @@
+"""Reading a multirun for zoo.report: every run's results.json, CSV log and examples.json, and the grouping of
+runs into table rows by the keys the multirun swept (seeds averaged over).
+
+results.json (zoo.run.train.run, zoo.run.results) keys read here: arch, task, dataset, objective, final, best, params,
+flops_per_token, wall_seconds, and where present status ("ok" | "failed", with error), seed, overrides (the
+job's Hydra command-line overrides), arch_config (the +arch choice: prefix_lm is decoder_only with
+model.mask=prefix), budget ({"kind", "value"}), cost ({"train_flops", "tokens", "train_seconds",
+"inference_flops_per_token", "ms_per_example"}) and examples (examples.json, relative to the run dir). Older
+files without them are read as one seed with status "ok".
+"""
+
+import csv
+import json
+import re
+from pathlib import Path
+
+TASK_ORDER = ("classification", "lm", "translation")
+ARCH_ORDER = ("encoder_only", "decoder_only", "prefix_lm", "encoder_decoder")
+REQUIRED = ("arch", "task", "final", "best", "params", "flops_per_token", "wall_seconds")  # of a finished run
+REQUIRED_FAILED = ("arch", "task")  # of a failed one (final / best may be empty)
+ABSENT = "(default)"  # the value of a swept key that a run did not override
+NOT_GROUPING = ("seed", "arch")  # seeds are averaged over; arch is in every label (arch_config or arch)
+
+
+class ReportError(ValueError):
+    """Bad input to the report (missing or unreadable run files); main() prints it and exits with 2."""
+
+
+def arch_label(run: dict) -> str:
+    """How a run's architecture is named in rows: its +arch choice (arch_config, e.g. prefix_lm), else arch."""
+    return str(run.get("arch_config") or run["arch"])
+
+
+def first_line(text) -> str:
+    """The first non-empty line of an error message ("" for none)."""
+    return next((line.strip() for line in str(text or "").splitlines() if line.strip()), "")
+
+
+def find_runs(root: Path) -> list[dict]:
+    """The results.json of every run below root, ordered by task (TASK_ORDER), architecture (ARCH_ORDER of
+    arch_label), seed, then path. Each dict gains "run_dir" (its folder) and, when absent, status "ok"; a
+    failed run gains empty final / best and an error. Raises ReportError when there is none, or for an
+    unreadable file or one that lacks REQUIRED keys (REQUIRED_FAILED for a failed run)."""
+    root = Path(root)
+    if not root.is_dir():
+        raise ReportError(
+            f"{root} is not a directory; pass the multirun dir of `python -m zoo -m experiment=compare` "
+            f"(outputs/compare/<date>_<time>)"
+        )
+    runs = []
+    for path in sorted(root.rglob("results.json")):
+        try:
+            res = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError) as e:
+            raise ReportError(f"cannot read {path}: {e}") from None
+        if not isinstance(res, dict):
+            raise ReportError(f"{path} is not a JSON object: not a results.json written by `python -m zoo`")
+        status = res.setdefault("status", "ok")
+        if status not in ("ok", "failed"):
+            raise ReportError(f"{path}: status {status!r} is neither 'ok' nor 'failed'")
+        missing = [k for k in (REQUIRED if status == "ok" else REQUIRED_FAILED) if k not in res]
+        if missing:
+            raise ReportError(f"{path} lacks {missing}: not a results.json written by `python -m zoo`")
+        if status == "failed":
+            res["final"] = res.get("final") or {}
+            res["best"] = res.get("best") or {}
+            res["error"] = str(res.get("error") or "failed (no error recorded)")
+        res["run_dir"] = str(path.parent)
+        runs.append(res)
+    if not runs:
+        raise ReportError(
+            f"no results.json found below {root}; is it a multirun dir whose runs finished? "
+            f"(each run writes <run dir>/results.json at its end)"
+        )
+
+    def order(r):
+        t, a = r["task"], arch_label(r)
+        return (
+            TASK_ORDER.index(t) if t in TASK_ORDER else len(TASK_ORDER),
+            t,
+            ARCH_ORDER.index(a) if a in ARCH_ORDER else len(ARCH_ORDER),
+            a,
+            *seed_key(r.get("seed")),
+            r["run_dir"],
+        )
+
+    return sorted(runs, key=order)
+
+
+def read_curves(run_dir: Path) -> dict[str, list[tuple[int, float]]]:
+    """Every metric of a run's CSV log(s) as {name: [(step, value), ...]} in step order (empty cells skipped);
+    step counts the optimizer steps done (the CSV's 0-based step + 1, so a validation after 100 steps is at 100),
+    cost/flops, cost/tokens, cost/seconds (cumulative training cost at each validation) included. Reads each
+    metrics.csv below run_dir (CSVLogger: <run dir>/csv/metrics.csv); {} when there is none."""
+    curves: dict[str, list[tuple[int, float]]] = {}
+    for path in sorted(Path(run_dir).rglob("metrics.csv")):
+        with open(path, newline="") as f:
+            for row in csv.DictReader(f):
+                step = row.get("step")
+                if not step:
+                    continue
+                for k, v in row.items():
+                    if k in ("step", "epoch") or v in ("", None):
+                        continue
+                    curves.setdefault(k, []).append((int(float(step)) + 1, float(v)))
+    return {k: sorted(v) for k, v in curves.items()}
+
+
+EXAMPLE_FIELDS = {"classification": ("pred", "label"), "translation": ("hyp", "ref"), "lm": ("loss", "tokens")}
+
+
+def read_examples(run: dict) -> tuple[dict | None, str]:
+    """(examples.json of the run, "") or (None, why not): its per-example outputs for paired tests. Fields by
+    task (EXAMPLE_FIELDS; translation may add hyp_beam) must be lists as long as "ids"."""
+    rel = run.get("examples")
+    if not rel:
+        return None, "no examples.json"
+    path = Path(run["run_dir"]) / rel
+    try:
+        ex = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        return None, f"cannot read {path}: {e}"
+    ids = ex.get("ids") if isinstance(ex, dict) else None
+    if not isinstance(ids, list):
+        return None, f"{path} has no list of ids"
+    fields = EXAMPLE_FIELDS.get(run["task"], ())
+    bad = [k for k in fields if not isinstance(ex.get(k), list) or len(ex[k]) != len(ids)]
+    if bad:
+        return None, f"{path}: {bad} missing or not as long as ids ({len(ids)})"
+    if len(set(ids)) != len(ids):
+        return None, f"{path}: repeated ids"
+    return ex, ""
+
+
+# ---- grouping ------------------------------------------------------------------------------------------
+def parse_overrides(overrides) -> dict[str, str | None]:
+    """Hydra overrides ["+arch=decoder_only", "seed=2", "~key"] as {key without +/~ prefixes: value (None for a
+    deletion)}."""
+    out: dict[str, str | None] = {}
+    for o in overrides or []:
+        key, sep, value = str(o).partition("=")
+        out[key.lstrip("+~")] = value if sep else None
+    return out
+
+
+def swept_keys(runs: list[dict]) -> list[str]:
+    """The override keys whose value differs between the runs that record overrides (a key some of them lack
+    counts as differing), in order of first appearance; seed included."""
+    parsed = [parse_overrides(r["overrides"]) for r in runs if r.get("overrides") is not None]
+    keys = list(dict.fromkeys(k for p in parsed for k in p))
+    return [k for k in keys if len({p.get(k, "\0absent") for p in parsed}) > 1]
+
+
+def budget_of(run: dict) -> tuple[str, float] | None:
+    """The run's training budget (kind, value) from results.json's budget; None when it names none."""
+    b = run.get("budget")
+    if not isinstance(b, dict) or "kind" not in b:
+        return None
+    try:
+        return str(b["kind"]), float(b.get("value"))
+    except (TypeError, ValueError):
+        return str(b["kind"]), float("nan")
+
+
+def fmt_budget(budget: tuple[str, float] | None) -> str:
+    """A budget as text: "steps 900", "flops 1.2e+15", "time 600 s", "tokens 1e+06"; "?" when unknown; steps -1
+    (zoo.run.budget: epochs bound the run) "epochs (no step bound)"."""
+    if budget is None:
+        return "?"
+    kind, value = budget
+    if kind == "steps":
+        return f"steps {value:.0f}" if not value < 0 else "epochs (no step bound)"
+    return f"{kind} {value:.3g}" + (" s" if kind == "time" else "")
+
+
+def group_runs(runs: list[dict]) -> list[dict]:
+    """Runs grouped into table rows: one group per (task, dataset, budget, objective, architecture label and
+    the values of the keys swept within the task other than seed and arch), in run order.
+
+    Each group: {"task", "label" (arch label, then "key=value" of the swept keys the runs override), "arch",
+    "arch_config",
+    "dataset", "budget", "objective", "settings" {swept key: value}, "runs" (all, by seed), "ok", "failed"}.
+    Runs that record no overrides (results.json from before they were kept) are grouped by task and
+    architecture; if two of such a group share a seed (so nothing tells them apart as seeds), each becomes a
+    group of its own, labelled with its run dir's name."""
+    groups: dict[tuple, dict] = {}
+    homeless = []  # failed runs, placed after the finished ones
+    for task in dict.fromkeys(r["task"] for r in runs):
+        task_runs = [r for r in runs if r["task"] == task]
+        keys = [k for k in swept_keys(task_runs) if k not in NOT_GROUPING]
+        for r in task_runs:
+            ov = parse_overrides(r.get("overrides"))
+            settings = {k: ov.get(k, ABSENT) for k in keys} if r.get("overrides") is not None else {}
+            core = (
+                task,
+                arch_label(r),
+                tuple(sorted((k, str(v)) for k, v in settings.items())),
+                r.get("overrides") is None,
+            )
+            detail = (str(r.get("dataset", "?")), budget_of(r), str(r.get("objective", task)))
+            if r["status"] != "ok":
+                homeless.append((core, detail, settings, r))
+                continue
+            _new_group(groups, core, detail, settings, r)["runs"].append(r)
+    for core, detail, settings, r in homeless:
+        # a failed run records what it knew before failing (often no dataset, budget or objective): it joins
+        # the one group of its architecture and settings whose known details agree, else one of its own
+        fits = [
+            g
+            for (c, d), g in groups.items()
+            if c == core
+            and (detail[0] == "?" or detail[0] == d[0])
+            and (detail[1] is None or detail[1] == d[1])
+            and (r.get("objective") is None or detail[2] == d[2])
+        ]
+        g = fits[0] if len(fits) == 1 else _new_group(groups, core, detail, settings, r)
+        g["runs"].append(r)
+    out = []
+    for (core, _), g in groups.items():
+        g["runs"].sort(key=lambda r: (*seed_key(r.get("seed")), r["run_dir"]))
+        seeds = [r.get("seed") for r in g["runs"]]
+        if core[-1] and len(set(map(str, seeds))) < len(seeds):  # no overrides and a repeated seed: split
+            for r in g["runs"]:
+                out.append({**g, "label": f"{g['label']} ({Path(r['run_dir']).name})", "runs": [r]})
+        else:
+            out.append(g)
+    for g in out:
+        g["ok"] = [r for r in g["runs"] if r["status"] == "ok"]
+        g["failed"] = [r for r in g["runs"] if r["status"] != "ok"]
+
+    def order(g):
+        task, arch = g["task"], arch_label(g["runs"][0])
+        return (
+            TASK_ORDER.index(task) if task in TASK_ORDER else len(TASK_ORDER),
+            task,
+            ARCH_ORDER.index(arch) if arch in ARCH_ORDER else len(ARCH_ORDER),
+            g["label"],
+            g["dataset"],
+            fmt_budget(g["budget"]),
+        )
+
+    return sorted(out, key=order)
+
+
+def seed_key(seed) -> tuple:
+    """Sort key of a seed: numbers in order, then anything else, then None (a run that records no seed)."""
+    if isinstance(seed, (int, float)) and not isinstance(seed, bool):
+        return (0, float(seed), "")
+    return (1 if seed is not None else 2, 0.0, str(seed))
+
+
+def _new_group(groups: dict, core: tuple, detail: tuple, settings: dict, run: dict) -> dict:
+    """The group of (core, detail), created from `run` when new (see group_runs)."""
+    dataset, budget, objective = detail
+    return groups.setdefault(
+        (core, detail),
+        {
+            "task": core[0],
+            "arch": run["arch"],
+            "arch_config": run.get("arch_config"),
+            "dataset": dataset,
+            "budget": budget,
+            "objective": objective,
+            "settings": settings,
+            "label": " ".join([core[1]] + [f"{k}={v}" for k, v in settings.items() if v != ABSENT]),
+            "runs": [],
+        },
+    )
+
+
+def seeds_text(group: dict) -> str:
+    """ "3", or "2 (1 failed)", or "0 (3 failed)": the seeds behind a row."""
+    n_ok, n_failed = len(group["ok"]), len(group["failed"])
+    return f"{n_ok}" + (f" ({n_failed} failed)" if n_failed else "")
+
+
+def slug(text: str) -> str:
+    """A file-name piece of a group label: letters, digits, '.', '_' and '-' kept, '=' as '-', others '_'."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text.replace("=", "-")).strip("_") or "run"

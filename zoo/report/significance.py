@@ -1,0 +1,266 @@
+"""Paired significance tests between the groups of a task, and the ranking they support.
+
+Groups are compared only within one (dataset, budget) of a task, and only when their objective is comparable
+(zoo.report.table.objective_note). Two groups are paired on the same examples: their runs' examples.json,
+matched by "ids" (runs whose ids differ are not paired, and the report says so). With several seeds, the
+i-th seed of one group (in seed order) is paired with the i-th of the other (min(n_a, n_b) seeds) and the
+pairs are pooled: outputs concatenated seed after seed, references repeated once per seed; a bootstrap then
+resamples (seed, example) units.
+
+Tests: BLEU / chrF: sacreBLEU's paired bootstrap resampling (zoo.report.stats.sacrebleu_paired); accuracy:
+McNemar's exact test (mcnemar_exact); LM loss: a paired bootstrap over the same validation windows,
+weighted by their scored tokens (paired_bootstrap). A group is "ahead" of another when the test's p < ALPHA
+and, where both have several seeds, their 95% seed intervals do not overlap (a difference within the
+intervals is not an ordering); without examples, the intervals alone decide, and one seed each decides nothing.
+Two translation groups whose every run is flagged (zoo.report.table.flag_group: all hypotheses empty, or test
+BLEU below 1) are never ahead of each other, and their p-values are printed unstarred. Under each p-value
+table the report prints the counts the tests rest on (counts_text): McNemar's b and c, and how many segments
+or windows differ.
+"""
+
+from zoo.report.pairing import NotPaired, paired_tests
+from zoo.report.stats import ALPHA, BOOTSTRAP_SAMPLES, SACREBLEU_SAMPLES, SEED
+from zoo.report.table import MIN_BLEU, PRIMARY, fmt_ci, fmt_value, lower_is_better, objective_note
+
+TESTS = {  # task -> how its metrics are tested (printed)
+    "translation": f"sacreBLEU paired bootstrap resampling ({SACREBLEU_SAMPLES} resamples, seed {SEED}; "
+    f"sacrebleu.significance.PairedTest, test_type 'bs') on test/bleu, test/chrf (greedy outputs) "
+    f"and test/bleu_beam (beam outputs, when both runs have them)",
+    "classification": "McNemar's exact test (two-sided binomial test on the discordant test examples) on test/acc",
+    "lm": f"paired bootstrap over the same validation windows ({BOOTSTRAP_SAMPLES} resamples, seed {SEED}): the "
+    f"difference of the token-weighted mean losses, windows resampled, p two-sided (bootstrap shifted to the "
+    f"null)",
+}
+ZERO_AND_FLOOR = (
+    "p = 1 where the observed difference is 0 (identical outputs, equal scores); a bootstrap's p is at least "
+    "2^(1 - k), k = the segments / windows that differ (the smallest p an exact paired randomization test "
+    "reaches on k units), so one differing unit is never significant"
+)
+DEGENERATE = (
+    f"both flagged (all hypotheses empty or test/bleu < {MIN_BLEU:g} in every run): not ranked against each other"
+)
+POOLING = (
+    "seeds: the i-th seed of one group is paired with the i-th of the other (seed order) and the pairs are "
+    "pooled (outputs concatenated seed after seed, references / labels repeated once per seed), so a resample "
+    "draws (seed, example) units"
+)
+
+
+def overlap(ra: dict, rb: dict) -> bool | None:
+    """Whether two rows' 95% seed intervals overlap; None when one of them has a single seed."""
+    if ra["lo"] is None or rb["lo"] is None:
+        return None
+    return not (ra["lo"] > rb["hi"] or rb["lo"] > ra["hi"])
+
+
+def ordering(ra: dict, rb: dict, p: float | None) -> tuple[int, str]:
+    """(+1 A ahead, -1 B ahead, 0 neither, why) for two rows of one metric (module docstring's rule)."""
+    sign = 1 if (ra["mean"] < rb["mean"]) == lower_is_better(ra["metric"]) else -1
+    if ra["mean"] == rb["mean"]:
+        return 0, "equal means"
+    ov = overlap(ra, rb)
+    if p is None:
+        if ov is None:
+            return 0, "untested (no paired examples, one seed)"
+        return (0, "95% seed intervals overlap, no paired test") if ov else (sign, "95% seed intervals disjoint")
+    if p >= ALPHA:
+        return 0, f"p = {p:.3g} >= {ALPHA}"
+    if ov:
+        return 0, f"p = {p:.3g}, but the 95% seed intervals overlap"
+    return sign, f"p = {p:.3g}" + ("" if ov is None else ", 95% seed intervals disjoint")
+
+
+def partitions(table: list[dict], task: str) -> dict[tuple[str, str], list[dict]]:
+    """{(dataset, budget text): [group indices]} of a task's groups with finished runs: the sets within which
+    groups are ranked."""
+    parts: dict[tuple[str, str], list[int]] = {}
+    for r in table:
+        if r["task"] == task and r["n"] > 0:
+            lst = parts.setdefault((r["dataset"], r["budget"]), [])
+            if r["group"] not in lst:
+                lst.append(r["group"])
+    return parts
+
+
+def fmt_p(p: float | None, star: bool = True) -> str:
+    """A p-value with 4 decimals (scientific below 1e-4, "<1e-300" where it underflowed), `*` when p < ALPHA and
+    star is True; "-" for None."""
+    if p is None:
+        return "-"
+    text = f"{p:.4f}" if p >= 1e-4 else f"{p:.1e}" if p >= 1e-300 else "<1e-300"
+    return text + ("*" if star and p < ALPHA else "")
+
+
+def counts_text(res: dict, metric: str) -> str:
+    """What a paired test rests on: McNemar's b and c, or how many segments / windows differ, of how many pooled
+    units."""
+    seeds = res.get("seeds", 1)
+    pooled = f", {seeds} seeds pooled" if seeds and seeds > 1 else ""
+    if res.get("test") == "McNemar exact":
+        return (
+            f"b = {res['b']} (A right, B wrong), c = {res['c']} (A wrong, B right): {res['b'] + res['c']} "
+            f"discordant of {res['n']} examples{pooled}"
+        )
+    unit = res.get("unit", "units")
+    what = f"in their {metric} statistics" if unit == "segments" else "in loss" if unit == "windows" else ""
+    text = f"{res.get('n_diff', '?')} of {res.get('n', '?')} {unit} differ {what}".rstrip() + pooled
+    return text + (" (identical outputs)" if res.get("identical") else "")
+
+
+def both_degenerate(groups: list[dict], gi: int, gj: int) -> bool:
+    """Whether both groups are flagged as unusable (zoo.report.table.flag_group): no ordering between them."""
+    return bool(groups[gi].get("degenerate") and groups[gj].get("degenerate"))
+
+
+def pairwise_tests(order: list[int], groups: list[dict], task: str) -> tuple[dict, list[str], dict]:
+    """paired_tests for every pair of `order` (group indices): ({(gi, gj): {metric: result}}, the refusals as
+    Markdown bullets, the sacreBLEU signatures {name: signature})."""
+    tests, refusals, signatures = {}, [], {}
+    for i, gi in enumerate(order):
+        for gj in order[i + 1 :]:
+            try:
+                res, sigs = paired_tests(groups[gi], groups[gj], task)
+            except NotPaired as e:
+                refusals.append(f"- {groups[gi]['label']} vs {groups[gj]['label']}: not paired: {e}")
+                res, sigs = {}, {}
+            tests[(gi, gj)] = res
+            signatures.update(sigs)
+    return tests, refusals, signatures
+
+
+def ranking_lines(order: list[int], rows: dict, pairs: dict, groups: list[dict]) -> list[str]:
+    """The ranking chain (best first, `>` ahead / `≈` tied) and the reference sentence; rows: {group: table row}
+    of the ranked metric, pairs as compare_task's."""
+    if len(order) == 1:
+        return [f"One group ({groups[order[0]]['label']}): nothing to compare it with.", ""]
+    if not order:
+        return []
+    chain = []
+    for k, g in enumerate(order):
+        piece = f"{groups[g]['label']} {fmt_value(rows[g]['mean'])} {fmt_ci(rows[g])}"
+        if k:
+            piece = (" > " if pairs[(order[k - 1], g)][0] == 1 else " ≈ ") + piece
+        chain.append(piece)
+    best = order[0]
+    ahead = [groups[g]["label"] for g in order[1:] if pairs[(best, g)][0] == 1]
+    tied = [f"{groups[g]['label']} ({pairs[(best, g)][1]})" for g in order[1:] if pairs[(best, g)][0] != 1]
+    return [
+        "Ranking (best first; `>`: ahead, `≈`: not significantly different): " + "".join(chain),
+        "",
+        f"Reference: the best group, {groups[best]['label']}. Significantly behind it: "
+        f"{', '.join(ahead) or 'none'}. Not significantly different from it: {', '.join(tied) or 'none'}.",
+        "",
+    ]
+
+
+def p_value_lines(by_metric: dict, order: list[int], tests: dict, groups: list[dict]) -> list[str]:
+    """One Markdown table of p-values per metric that was tested, each followed by the counts each p-value rests
+    on (counts_text); then the pairs with identical outputs. A pair of flagged groups (both_degenerate) gets
+    its p-value unstarred and marked †."""
+    lines = []
+    flagged_pairs = False
+    for m in [m for m in by_metric if any(m in res for res in tests.values())]:
+        m_order = [g for g in order if g in by_metric[m]] or order
+        lines += [
+            f"p-values, {m} ({next(res[m]['test'] for res in tests.values() if m in res)}):",
+            "",
+            "| " + " | ".join([m] + [groups[g]["label"] for g in m_order]) + " |",
+            "|" + "---|" * (len(m_order) + 1),
+        ]
+        for gi in m_order:
+            cells = []
+            for gj in m_order:
+                res = tests.get((gi, gj)) or tests.get((gj, gi)) or {}
+                p = res.get(m, {}).get("p")
+                if gi == gj:
+                    cells.append("-")
+                elif p is not None and both_degenerate(groups, gi, gj):
+                    cells.append(fmt_p(p, star=False) + " †")
+                    flagged_pairs = True
+                else:
+                    cells.append(fmt_p(p))
+            lines.append("| " + " | ".join([groups[gi]["label"]] + cells) + " |")
+        lines += ["", f"Counts behind the p-values, {m}:", ""]
+        for (gi, gj), res in tests.items():
+            if m in res and gi in m_order and gj in m_order:
+                lines.append(f"- {groups[gi]['label']} (A) vs {groups[gj]['label']} (B): {counts_text(res[m], m)}")
+        lines.append("")
+    if flagged_pairs:
+        lines += [f"†: {DEGENERATE}.", ""]
+    identical = sorted(
+        {
+            f"{groups[gi]['label']} and {groups[gj]['label']}"
+            for (gi, gj), res in tests.items()
+            if any(v.get("identical") for v in res.values())
+        }
+    )
+    if identical:
+        lines += ["Identical outputs (p = 1, no test): " + "; ".join(identical), ""]
+    return lines
+
+
+def compare_task(task: str, table: list[dict], groups: list[dict]) -> tuple[list[str], list[dict]]:
+    """The significance section of one task (Markdown lines), and per (dataset, budget) partition a record
+    {"dataset", "budget", "metric", "order": [rows best first], "pairs": {(gi, gj): (sign for gi, why, p)}} that
+    the T5 comparison reads."""
+    lines, records = [], []
+    parts = partitions(table, task)
+    if not parts:
+        return lines, records
+    lines += [
+        f"### {task}",
+        "",
+        f"Test: {TESTS.get(task, 'none (no paired test for this task)')}; {POOLING}; {ZERO_AND_FLOOR}. "
+        f"`*`: p < {ALPHA}. A group is ahead of another when p < {ALPHA} and, where both have several seeds, "
+        f"their 95% seed intervals do not overlap.",
+        "",
+    ]
+    if len(parts) > 1:
+        lines += [
+            f"**Not ranked across datasets / budgets**: the {task} runs mix "
+            + "; ".join(f"({d}, {b}): {', '.join(groups[g]['label'] for g in gs)}" for (d, b), gs in parts.items())
+            + ". Groups are tested and ranked only within each (dataset, budget).",
+            "",
+        ]
+    signatures: dict[str, str] = {}
+    for (dataset, budget), gis in parts.items():
+        by_metric = {}
+        for r in table:
+            if r["group"] in gis and r["n"] > 0:
+                by_metric.setdefault(r["metric"], {})[r["group"]] = r
+        metric = PRIMARY.get(task) if PRIMARY.get(task) in by_metric else next(iter(by_metric))
+        excluded = [g for g in gis if objective_note(task, groups[g]["objective"])]
+        ranked = [g for g in gis if g in by_metric[metric] and g not in excluded]
+        lines += [f"**{dataset}, budget {budget}**, ranked by {metric}:", ""]
+        if excluded:
+            lines += ["Not ranked (a different objective): " + ", ".join(groups[g]["label"] for g in excluded), ""]
+        flagged = [g for g in gis if groups[g].get("flags")]
+        if flagged:
+            lines += [
+                "Flagged (the table's flag column): "
+                + "; ".join(f"{groups[g]['label']} ({'; '.join(groups[g]['flags'])})" for g in flagged)
+                + ". Two groups flagged in every run are not ranked against each other.",
+                "",
+            ]
+        rows_ = sorted(
+            (by_metric[metric][g] for g in ranked), key=lambda r: r["mean"], reverse=not lower_is_better(metric)
+        )
+        order = [r["group"] for r in rows_]
+        tests, refusals, sigs = pairwise_tests(order, groups, task)
+        signatures.update(sigs)
+        pairs = {}
+        for (gi, gj), res in tests.items():
+            p = res.get(metric, {}).get("p")
+            sign, why = ordering(by_metric[metric][gi], by_metric[metric][gj], p)
+            if both_degenerate(groups, gi, gj):
+                sign, why = 0, DEGENERATE
+            pairs[(gi, gj)] = (sign, why, p)
+            pairs[(gj, gi)] = (-sign, why, p)
+        lines += ranking_lines(order, by_metric[metric], pairs, groups)
+        lines += p_value_lines(by_metric, order, tests, groups)
+        if refusals:
+            lines += ["Not paired (no test):", "", *refusals, ""]
+        records.append({"dataset": dataset, "budget": budget, "metric": metric, "order": rows_, "pairs": pairs})
+    if signatures:
+        lines += ["sacreBLEU signatures: " + "; ".join(f"{k} `{v}`" for k, v in signatures.items()), ""]
+    return lines, records

@@ -1,0 +1,67 @@
+"""A run's training budget: `budget.kind` steps | tokens | flops | time and `budget.value` (conf/config.yaml).
+
+steps bounds the run by optimizer steps (trainer.max_steps; a value, when given, sets it). tokens, flops and
+time bound it by the training cost the task counts (zoo.tasks.base.TaskBase.cost: tokens read, 3 x forward
+FLOPs of the padded batches, seconds in training steps); the run stops at the first step that reaches the
+value, and a cosine schedule decays over the spent fraction (zoo.training.optim.BudgetCosine). Matching budgets by
+FLOPs or time gives architectures whose steps cost differently the same compute (Kaplan et al. 2020;
+T5, Raffel et al. 2020, sec. 3.2.1, matches by cost the same way).
+"""
+
+from omegaconf import DictConfig, OmegaConf, open_dict
+
+from zoo.errors import BudgetError
+
+KINDS = ("steps", "tokens", "flops", "time")
+UNITS = {"steps": "optimizer steps", "tokens": "tokens", "flops": "training FLOPs", "time": "seconds"}
+
+
+def cell_value(kind: str, budgets) -> "float | None":
+    """The budget of `kind` among a benchmark's budgets ({steps, tokens, flops, time}, conf/benchmark/); None for
+    steps, which the benchmark's trainer.max_steps already holds (so a trainer.max_steps override still bounds
+    the run)."""
+    if kind == "steps":
+        return None
+    if kind not in KINDS:
+        raise BudgetError(f"compare.budget={kind!r} is unknown; allowed: {', '.join(KINDS)}")
+    if budgets is None or budgets.get(kind) is None:
+        raise BudgetError(
+            f"this cell has no {kind} budget: set one in compare.budgets (e.g. "
+            f"compare.budgets.lm.{kind}=...), or compare.budget=steps"
+        )
+    return budgets[kind]
+
+
+# ${zoo_budget:${compare.budget},${benchmark_budget}} in conf/experiment/compare.yaml
+OmegaConf.register_new_resolver("zoo_budget", cell_value, replace=True)
+
+
+def unwrapped(e: BaseException) -> BaseException:
+    """The error that OmegaConf's InterpolationResolutionError or Hydra's InstantiationException e was raised
+    around (its __cause__, else its __context__, while handling it), or e itself when it wraps none."""
+    return e.__cause__ or e.__context__ or e
+
+
+def apply_budget(cfg: DictConfig) -> dict:
+    """Check cfg.budget and make the trainer follow it; returns {"kind", "value"} (value of steps: the
+    resulting trainer.max_steps, -1 when epochs bound the run). tokens / flops / time lift the trainer's step
+    and epoch bounds (-1), so the budget alone stops the run.
+    Raises BudgetError for an unknown kind or a missing / non-positive value."""
+    budget = cfg.get("budget") or {}
+    kind, value = budget.get("kind", "steps"), budget.get("value")
+    if kind not in KINDS:
+        raise BudgetError(f"budget.kind={kind!r} is unknown; allowed: {', '.join(KINDS)}")
+    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
+        raise BudgetError(f"budget.value={value!r} must be a positive number of {UNITS[kind]}")
+    if kind == "steps":
+        if value is not None:
+            if value != int(value):
+                raise BudgetError(f"budget.value={value!r}: a steps budget is a whole number of optimizer steps")
+            with open_dict(cfg):
+                cfg.trainer.max_steps = int(value)
+        return {"kind": "steps", "value": int(cfg.trainer.get("max_steps", -1))}
+    if value is None:
+        raise BudgetError(f"budget.kind={kind} needs budget.value (the {UNITS[kind]} each run may spend)")
+    with open_dict(cfg):
+        cfg.trainer.max_steps, cfg.trainer.max_epochs = -1, -1
+    return {"kind": kind, "value": float(value)}

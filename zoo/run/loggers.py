@@ -1,0 +1,95 @@
+"""The loggers of a run (conf/logger/) and what they are given: Lightning's messages routed to Hydra's
+handlers, the W&B group and tags, one flat config per run."""
+
+import logging
+import os
+from pathlib import Path
+
+from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
+from hydra.utils import instantiate
+from lightning.pytorch.loggers import CSVLogger
+from omegaconf import DictConfig, OmegaConf
+
+from zoo.run.results import keep_csv_history
+
+
+def route_lightning_logs() -> None:
+    """Send Lightning's messages, once each, to the handlers Hydra configured (console and <run dir>/train.log).
+    Lightning, imported before Hydra sets up logging, gives its loggers private console handlers ("lightning":
+    "INFO: ..."; "lightning.pytorch" and "lightning.fabric" with propagation off), so its messages would
+    print twice on the console, or never reach train.log. Those console handlers are removed and the
+    messages propagate to the root logger."""
+    if not logging.getLogger().handlers:  # logging not configured (zoo.run.train.run called as a library)
+        return
+    for name in ("lightning", "lightning.pytorch", "lightning.fabric"):
+        lightning_log = logging.getLogger(name)
+        for handler in list(lightning_log.handlers):
+            if type(handler) is logging.StreamHandler:
+                lightning_log.removeHandler(handler)
+        lightning_log.propagate = True
+
+
+def wandb_group(cfg: DictConfig) -> str:
+    """The W&B group of a run: logger.wandb.group if set; else, in a Hydra multirun (a -m sweep, Optuna,
+    submitit), the sweep dir, so one sweep's runs form one group; else experiment_name."""
+    group = (cfg.get("logger") or {}).get("wandb", {}).get("group")
+    if group:
+        return str(group)
+    if HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN:
+        return str(HydraConfig.get().sweep.dir)[-128:]  # W&B's limit
+    return str(cfg.get("experiment_name") or cfg.arch)
+
+
+def flat_config(cfg: DictConfig, top: dict) -> dict:
+    """The resolved config with nested keys joined by dots (model.d_model, task.optimizer.lr: the names of
+    Hydra overrides and W&B sweep parameters), then the `top` keys (arch, task, dataset, params, ...), nested
+    ones joined the same way (data_info.tokenizer.kind)."""
+    out = {}
+
+    def walk(prefix: str, node) -> None:
+        for k, v in node.items():
+            if isinstance(v, dict) and v:
+                walk(f"{prefix}{k}.", v)
+            else:
+                out[f"{prefix}{k}"] = v
+
+    walk("", OmegaConf.to_container(cfg, resolve=True))
+    walk("", top)
+    return out
+
+
+def data_tag(data: dict) -> str:
+    """The W&B tag of the data a run read: a built-in dataset's name, or the name a user's config gave it, else
+    the user's file names joined by "+" ("file:my.txt"), cut to W&B's 64 characters."""
+    name = str(data["dataset"])
+    if data.get("builtin", True) or "/" not in name:
+        return name[:64]
+    paths = []
+
+    def walk(value) -> None:
+        if isinstance(value, dict):
+            for v in value.values():
+                walk(v)
+        elif isinstance(value, str) and Path(value).is_absolute():
+            paths.append(Path(value).name)
+
+    walk(data.get("files", {}))
+    return ("file:" + "+".join(dict.fromkeys(paths)))[:64]
+
+
+def make_loggers(cfg: DictConfig, tags):
+    """The loggers of conf/logger/; W&B gets group (wandb_group), job_type = arch and tags."""
+    loggers = []
+    for lcfg in (cfg.get("logger") or {}).values():
+        kwargs = {}
+        if lcfg._target_.endswith("WandbLogger"):
+            kwargs.update(tags=tags, group=wandb_group(cfg), job_type=cfg.arch)
+            if os.environ.get("WANDB_MODE") == "online":
+                kwargs["offline"] = False
+            Path(cfg.paths.output_dir).mkdir(parents=True, exist_ok=True)
+        logger = instantiate(lcfg, **kwargs)
+        if isinstance(logger, CSVLogger) and cfg.get("ckpt_path"):
+            keep_csv_history(logger, cfg.ckpt_path)
+        loggers.append(logger)
+    return loggers

@@ -1,0 +1,1 @@
+"""zoo.training.callbacks: Lightning callbacks of zoo's own."""

@@ -1,0 +1,136 @@
+"""The optimizer and LR schedule of every task, from the task config's optimizer / scheduler keys."""
+
+import difflib
+import logging
+
+from zoo.errors import ConfigError
+from zoo.training.optim import BudgetCosine, ConfigLambdaLR, Noam, StepWarmupWatch, WarmupCosine, adamw
+
+log = logging.getLogger("zoo")
+
+# every key configure_optimizers reads; any other (+task.optimizer.lrr=...) would be ignored, so it is refused
+OPTIMIZER_KEYS = ("lr", "betas", "weight_decay", "eps")
+SCHEDULER_KEYS = ("kind", "warmup_steps", "decay_steps", "min_lr", "warmup_fraction")
+WARMUP_SHARE = 0.1  # a config's warm-up longer than the run is scaled to this share of the run's steps
+WARMUP_KEY = "task.scheduler.warmup_steps"
+
+
+def check_keys(optimizer, scheduler) -> None:
+    """Raise ValueError for a key of task.optimizer / task.scheduler outside OPTIMIZER_KEYS / SCHEDULER_KEYS,
+    naming the nearest allowed key."""
+    for group, given, allowed in (("optimizer", optimizer, OPTIMIZER_KEYS), ("scheduler", scheduler, SCHEDULER_KEYS)):
+        for key in given or {}:
+            if key not in allowed:
+                close = difflib.get_close_matches(str(key), allowed, n=1)
+                hint = f"did you mean task.{group}.{close[0]}? " if close else ""
+                raise ValueError(
+                    f"task.{group}.{key} is not a key of task.{group}, and nothing would read it; "
+                    f"{hint}its keys are: {', '.join(allowed)}"
+                )
+
+
+def warmup_overridden(overrides) -> bool:
+    """Whether Hydra's job overrides (e.g. ["+arch=encoder_decoder", "task.scheduler.warmup_steps=300"]) set
+    task.scheduler.warmup_steps, with or without a leading + or ++."""
+    return any(str(o).lstrip("+").split("=", 1)[0] == WARMUP_KEY for o in overrides)
+
+
+def scaled_warmup(steps: int) -> int:
+    """The warm-up (optimizer steps) a run of `steps` steps gets when its config's is longer than the run:
+    WARMUP_SHARE of it, at least 1 step."""
+    return max(1, round(WARMUP_SHARE * steps))
+
+
+def fit_warmup(scheduler: dict, steps: int, run: str, explicit: bool, fix: str) -> dict:
+    """The scheduler config for a run of `steps` optimizer steps (`run` describes the bound, e.g.
+    "trainer.max_steps=150"): as given when task.scheduler.warmup_steps <= steps; a longer warm-up ends the run
+    before the learning rate peaks (it reaches steps / warmup of task.optimizer.lr, and never decays).
+    A longer one the user set (explicit) raises ConfigError naming both keys and `fix` (how to lengthen the
+    run); a longer one from a config file (a task's default, e.g. translation's 300 steps) is scaled to
+    scaled_warmup(steps) with a logged warning, and a copy of scheduler with that warm-up is returned."""
+    warmup = scheduler.get("warmup_steps")
+    if warmup is None or steps <= 0 or warmup <= steps:
+        return scheduler
+    new = scaled_warmup(steps)
+    if explicit:
+        raise ConfigError(
+            f"{WARMUP_KEY}={warmup} is longer than the run ({run}): training would stop before the learning rate "
+            f"peaks. Set {WARMUP_KEY}={new} (a tenth of the run) or anything up to {steps}, or {fix}"
+        )
+    log.warning(
+        "%s=%s is longer than the run (%s): warming up over %d %s instead, a tenth of the run; set %s up to "
+        "%d to choose another",
+        WARMUP_KEY,
+        warmup,
+        run,
+        new,
+        "step" if new == 1 else "steps",
+        WARMUP_KEY,
+        steps,
+    )
+    return {**scheduler, "warmup_steps": new}
+
+
+def check_schedule(cfg, overrides) -> None:
+    """Before any data is read, after check_config (which checks that task.scheduler.warmup_steps is a whole
+    number): task.scheduler.warmup_fraction, when set, is a share of the budget in (0, 1];
+    and in a run bounded by trainer.max_steps the warm-up fits in it (fit_warmup: a command-line
+    task.scheduler.warmup_steps longer than max_steps raises ConfigError, a config file's is scaled in cfg).
+    Runs bounded by epochs are fitted when their step count is known (TaskBase.configure_optimizers); runs
+    bounded by tokens, FLOPs or time warn while they run (zoo.training.optim.StepWarmupWatch)."""
+    from omegaconf import open_dict
+
+    sched = cfg.task.get("scheduler") or {}
+    fraction = sched.get("warmup_fraction")
+    if fraction is not None and (
+        isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 < fraction <= 1
+    ):
+        raise ConfigError(
+            f"task.scheduler.warmup_fraction={fraction!r} must be a share of the budget in (0, 1] (e.g. 0.1), or "
+            f"null to warm up over task.scheduler.warmup_steps"
+        )
+    steps = cfg.trainer.get("max_steps")
+    if not isinstance(steps, int) or isinstance(steps, bool) or steps <= 0:
+        return
+    fix = f"raise trainer.max_steps to at least {sched.get('warmup_steps')}"
+    fitted = fit_warmup(sched, steps, f"trainer.max_steps={steps}", warmup_overridden(overrides), fix)
+    if fitted is not sched:
+        with open_dict(cfg):
+            cfg.task.scheduler.warmup_steps = fitted["warmup_steps"]
+
+
+def configure_optimizers(model, optimizer: dict, scheduler: dict, max_steps: int, progress=None):
+    """AdamW (decay on matrices only) + a per-step LambdaLR: scheduler.kind cosine (linear warmup, cosine to
+    min_lr at decay_steps, default max_steps) or noam (Vaswani et al. 2017 eq. 3, peak lr at warmup_steps).
+    progress: a function returning the fraction of a token / FLOP / time budget spent; given, cosine decays
+    over it instead of over steps, warming up over scheduler.warmup_fraction of it when set (BudgetCosine; noam
+    has no horizon and ignores both); a warm-up counted in steps is then watched (StepWarmupWatch).
+    Returns Lightning's optimizer dict. Raises ValueError for an unknown kind or key (check_keys)."""
+    check_keys(optimizer, scheduler)
+    opt = adamw(
+        model,
+        optimizer["lr"],
+        optimizer.get("betas", (0.9, 0.999)),
+        optimizer.get("weight_decay", 0.1),
+        optimizer.get("eps", 1e-8),
+    )
+    kind = scheduler.get("kind", "cosine")
+    if kind == "cosine" and progress is not None:
+        fn = BudgetCosine(
+            scheduler["warmup_steps"],
+            progress,
+            optimizer["lr"],
+            scheduler.get("min_lr", 0.0),
+            scheduler.get("warmup_fraction"),
+        )
+    elif kind == "cosine":
+        decay = scheduler.get("decay_steps") or max_steps
+        fn = WarmupCosine(scheduler["warmup_steps"], decay, optimizer["lr"], scheduler.get("min_lr", 0.0))
+    elif kind == "noam":
+        fn = Noam(scheduler["warmup_steps"])
+    else:
+        raise ValueError(f"task.scheduler.kind={kind!r} is unknown; allowed: cosine, noam")
+    if progress is not None and (kind == "noam" or not scheduler.get("warmup_fraction")):
+        fn = StepWarmupWatch(fn, scheduler["warmup_steps"], progress)
+    sched = ConfigLambdaLR(opt, fn)  # a resumed run follows its own config's schedule
+    return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
