@@ -161,7 +161,7 @@ def test_multihead_attention_module_against_reference():
     mha = MultiHeadAttention(d_model, h, h_kv)
     x = torch.randn(B, T, d_model)
     m = masks.causal(T)
-    y, _ = mha(x, attn=AttentionInputs(mask=m))
+    y = mha(x, attn=AttentionInputs(mask=m))
     hd = d_model // h
     W, b = mha.qkv_proj.weight, mha.qkv_proj.bias
     q = (x @ W[:d_model].T + b[:d_model]).view(B, T, h, hd).transpose(1, 2)

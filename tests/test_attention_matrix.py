@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from zoo.model import masks
-from zoo.model.attention import AttentionInputs, MultiHeadAttention, attend
+from zoo.model.attention import AttentionInputs, MultiHeadAttention, attend, record_weights
 from zoo.model.kv_cache import KVCache
 from zoo.model.positions import ALiBi
 
@@ -71,22 +71,24 @@ def reference(mha: MultiHeadAttention, x, mask, bias, is_causal, chunks):
 
 
 def run(mha, x, mask, bias, is_causal, chunks, need_weights, dtype):
-    """zoo's output over the whole sequence: one pass, or chunk by chunk through a KVCache."""
-    if chunks is None:
-        return mha(x, attn=AttentionInputs(mask=mask, bias=bias, is_causal=is_causal), need_weights=need_weights)
-    cache = KVCache(B, H_KV, T, HD, dtype=dtype)
-    ys, ws, s = [], [], 0
-    for n in chunks:
-        e = s + n
-        m = mask[..., s:e, :e] if mask is not None else None
-        bi = bias[..., s:e, :e] if bias is not None else None
-        attn = AttentionInputs(mask=m, bias=bi, is_causal=is_causal)
-        y, w = mha(x[:, s:e], attn=attn, cache=cache, need_weights=need_weights)
-        ys.append(y)
-        if need_weights:
-            ws.append(torch.nn.functional.pad(w, (0, T - e)))
-        s = e
-    return torch.cat(ys, 1), (torch.cat(ws, 2) if need_weights else None)
+    """zoo's output over the whole sequence: one pass, or chunk by chunk through a KVCache; the weights are
+    what record_weights kept (with need_weights), else what the module holds (None: nothing recorded)."""
+    with record_weights(mha, need_weights):
+        if chunks is None:
+            y = mha(x, attn=AttentionInputs(mask=mask, bias=bias, is_causal=is_causal))
+            return y, mha.attn_weights
+        cache = KVCache(B, H_KV, T, HD, dtype=dtype)
+        ys, ws, s = [], [], 0
+        for n in chunks:
+            e = s + n
+            m = mask[..., s:e, :e] if mask is not None else None
+            bi = bias[..., s:e, :e] if bias is not None else None
+            attn = AttentionInputs(mask=m, bias=bi, is_causal=is_causal)
+            ys.append(mha(x[:, s:e], attn=attn, cache=cache))
+            w = mha.attn_weights
+            ws.append(torch.nn.functional.pad(w, (0, T - e)) if w is not None else None)
+            s = e
+        return torch.cat(ys, 1), (torch.cat(ws, 2) if need_weights else ws[-1])
 
 
 CASES = list(

@@ -9,7 +9,10 @@ import torch.nn.functional as F
 from zoo_run import TINY_CONFIG, tiny_config, tokens
 
 from zoo.model import DecoderOnly, EncoderDecoder, EncoderOnly, build_model
+from zoo.model.attention import record_weights
+from zoo.model.decoder_layer import DecoderLayer
 from zoo.model.embedding import Embedding
+from zoo.model.encoder_layer import EncoderLayer
 from zoo.model.encoder_only import pool
 from zoo.model.feedforward import FeedForward
 from zoo.model.generate import left_pad
@@ -243,6 +246,54 @@ def test_return_attention_left_padded_decoder_only():
         assert bool((w[1, :, :3] == 0).all())  # the three pad rows of row 1
         assert torch.allclose(w[1, :, 3:].sum(-1), torch.ones(H, 2), atol=1e-5)
         assert bool((w[1, :, :, :3] == 0).all())  # no query attends to a pad key
+
+
+def test_record_weights_scope_and_checkpointing():
+    """record_weights: inside, every attention module keeps its last weights (attend's own need_weights
+    result); outside, none is kept and a nested block restores the outer one's. In training with activation
+    checkpointing, return_attention gives the plain model's loss and gradients (dropout on) and the same maps."""
+    torch.manual_seed(0)
+    model = DecoderOnly(config(dropout=0.1)).eval()
+    idx = tokens(2, 8)
+    mha = model.decoder.layers[0].self_attn
+    with torch.no_grad(), record_weights(model) as mods:
+        assert len(mods) == L and all(m.record_weights for m in mods)
+        model(idx)
+        outer = mha.attn_weights
+        with record_weights(mha):
+            model(idx[:, :5])
+            assert mha.attn_weights.shape == (2, H, 5, 5)
+        assert mha.record_weights and mha.attn_weights is outer and outer.shape == (2, H, 8, 8)
+    assert not mha.record_weights and mha.attn_weights is None
+    with torch.no_grad():
+        model(idx)
+    assert mha.attn_weights is None
+
+    ckpt = DecoderOnly(config(dropout=0.1, activation_checkpointing=True))
+    ckpt.load_state_dict(model.state_dict())
+    results = []
+    for m in (model.train(), ckpt.train()):
+        torch.manual_seed(1)
+        logits, attn = m(idx, return_attention=True)
+        logits.square().mean().backward()
+        results.append((logits.detach(), [w for w, _ in attn], {n: p.grad for n, p in m.named_parameters()}))
+    (la, wa, ga), (lb, wb, gb) = results
+    assert torch.equal(la, lb) and all(torch.equal(a, b) for a, b in zip(wa, wb))
+    for n in ga:
+        torch.testing.assert_close(gb[n], ga[n], rtol=0, atol=1e-7, msg=n)
+
+
+def test_layer_parameter_order():
+    """Optimizer states in checkpoints index parameters by order: EncoderLayer keeps self-attention,
+    feed-forward, then its norms; DecoderLayer each norm after its sublayer."""
+
+    def parts(layer):
+        return list(dict.fromkeys(n.split(".")[0] for n, _ in layer.named_parameters()))
+
+    assert parts(EncoderLayer(config())) == ["self_attn", "ffn", "self_attn_sub", "ffn_sub"]
+    cross = ["self_attn", "self_attn_sub", "cross_attn", "cross_attn_sub", "ffn", "ffn_sub"]
+    assert parts(DecoderLayer(config())) == cross
+    assert parts(DecoderLayer(config(), cross_attention=False)) == ["self_attn", "self_attn_sub", "ffn", "ffn_sub"]
 
 
 # ---- tying and parameter counts -------------------------------------------------------------------------------

@@ -80,7 +80,7 @@ def test_encoder_layer_and_stack(norm_first, activation, bias, batch_first, use_
     ours.load_state_dict(from_torch_transformer(ref_layer.state_dict()))
     with torch.no_grad():
         want = tb(ref_layer(tb(src, batch_first), src_key_padding_mask=pad), batch_first)
-        got, _ = ours(src, attn=AttentionInputs(mask=masks.padding(pad) if use_pad else None))
+        got = ours(src, attn=AttentionInputs(mask=masks.padding(pad) if use_pad else None))
     keep = ~src_pad if use_pad else torch.ones(B, S, dtype=torch.bool)
     assert close(got[keep], want[keep]) <= TOL
 
@@ -90,7 +90,7 @@ def test_encoder_layer_and_stack(norm_first, activation, bias, batch_first, use_
     ours.load_state_dict(from_torch_transformer(ref.state_dict()))
     with torch.no_grad():
         want = tb(ref(tb(src, batch_first), src_key_padding_mask=pad), batch_first)
-        got, _ = ours(src, attn=AttentionInputs(mask=masks.padding(pad) if use_pad else None))
+        got = ours(src, attn=AttentionInputs(mask=masks.padding(pad) if use_pad else None))
     assert close(got[keep], want[keep]) <= TOL
 
 
@@ -108,8 +108,8 @@ def test_encoder_causal_mask(norm_first, activation, bias, batch_first):
     causal = nn.Transformer.generate_square_subsequent_mask(S)
     with torch.no_grad():
         want = tb(ref(tb(src, batch_first), mask=causal, is_causal=True), batch_first)
-        got_fast, _ = ours(src, attn=AttentionInputs(is_causal=True))  # SDPA's is_causal path
-        got_mask, _ = ours(src, attn=AttentionInputs(mask=masks.causal(S)))  # explicit bool mask
+        got_fast = ours(src, attn=AttentionInputs(is_causal=True))  # SDPA's is_causal path
+        got_mask = ours(src, attn=AttentionInputs(mask=masks.causal(S)))  # explicit bool mask
     assert close(got_fast, want) <= TOL
     assert close(got_mask, want) <= TOL
 
@@ -137,7 +137,7 @@ def test_decoder_layer_and_stack(norm_first, activation, bias, batch_first, use_
             ),
             batch_first,
         )
-        got, _ = ours(tgt, attn=AttentionInputs(is_causal=True), memory=memory, memory_mask=mem_mask)
+        got = ours(tgt, attn=AttentionInputs(is_causal=True), memory=memory, memory_mask=mem_mask)
     assert close(got, want) <= TOL
 
     ref = nn.TransformerDecoder(ref_layer, num_layers=2, norm=nn.LayerNorm(D, bias=bias)).eval()
@@ -154,7 +154,7 @@ def test_decoder_layer_and_stack(norm_first, activation, bias, batch_first, use_
             ),
             batch_first,
         )
-        got, _ = ours(tgt, attn=AttentionInputs(mask=masks.causal(T)), memory=memory, memory_mask=mem_mask)
+        got = ours(tgt, attn=AttentionInputs(mask=masks.causal(T)), memory=memory, memory_mask=mem_mask)
     assert close(got, want) <= TOL
 
 

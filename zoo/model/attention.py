@@ -3,9 +3,12 @@
 Self-attention uses one fused QKV projection whose weight is laid out [W_q; W_k; W_v] exactly like
 nn.MultiheadAttention.in_proj_weight; cross-attention projects Q from the decoder and K, V from the
 memory. n_kv_heads < n_heads gives grouped-query / multi-query attention (Ainslie et al. 2023).
+Attention weights are not returned by the modules: `record_weights` makes them keep their last ones.
 """
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 import torch
@@ -48,6 +51,85 @@ def _check_shape(name: str, t: torch.Tensor, full: tuple[int, ...]) -> None:
         )
 
 
+def _check_inputs(mask: torch.Tensor | None, bias: torch.Tensor | None, full: tuple[int, ...]) -> None:
+    """Raise ValueError for a non-bool mask, or a mask or bias that does not broadcast to full = (B, h, T_q, T_k)."""
+    if mask is not None:
+        if mask.dtype != torch.bool:
+            raise ValueError(
+                f"attention mask must be bool (True = may attend), got {mask.dtype}; pass an "
+                f"additive float mask as bias="
+            )
+        _check_shape("mask", mask, full)
+    if bias is not None:
+        _check_shape("bias", bias, full)
+
+
+def _fold_causal(
+    mask: torch.Tensor | None, T_q: int, T_k: int, fused: bool, device: torch.device
+) -> tuple[torch.Tensor | None, bool]:
+    """is_causal as attend reads it: query i (absolute position T_k - T_q + i) sees keys 0 .. T_k - T_q + i.
+    fused: SDPA's own is_causal may do it (no mask, no bias, no weights wanted); it aligns top-left, which is
+    bottom-right only when T_q == T_k. Otherwise the causal mask is built and and-ed into `mask` (one query
+    at the end sees every key: nothing to mask).
+    Returns (mask, whether to pass is_causal=True to SDPA). Raises ValueError when T_q > T_k."""
+    if T_q > T_k:
+        raise ValueError(
+            f"is_causal=True with {T_q} queries but {T_k} keys: causal queries are the last T_q "
+            f"keys; pass is_causal=False with an explicit mask"
+        )
+    if fused and mask is None and T_q == T_k:
+        return None, True
+    if T_q > 1:
+        causal = torch.ones(T_q, T_k, dtype=torch.bool, device=device).tril(T_k - T_q)  # (T_q, T_k)
+        mask = causal if mask is None else mask & causal
+    return mask, False
+
+
+def _scores_mask(
+    mask: torch.Tensor | None, bias: torch.Tensor | None, dtype: torch.dtype
+) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    """The one attn_mask of SDPA from a bool mask (True = may attend) and a float bias: the bias (in dtype, the
+    queries') with -inf where the mask forbids, or the mask alone, or None. A query row whose mask allows no key
+    attends everywhere here instead (a softmax over all -inf is NaN), and is zeroed afterwards.
+    Returns (attn_mask, row_ok (.., T_q, 1) bool, False = an empty row; None without a mask)."""
+    row_ok = None
+    if mask is not None:
+        row_ok = mask.any(-1, keepdim=True)  # (B|1, 1|h, T_q, 1)
+        mask = mask | ~row_ok  # an empty row attends everywhere, then is zeroed
+    if bias is None:
+        return mask, row_ok
+    bias = bias.to(dtype)
+    return (bias if mask is None else bias.masked_fill(~mask, float("-inf"))), row_ok
+
+
+def _explicit_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    attn_mask: torch.Tensor | None,
+    row_ok: torch.Tensor | None,
+    dropout_p: float,
+    scale: float | None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """softmax(q k^T scale + attn_mask) v with plain matmuls, keeping the weights (attend's need_weights path).
+    q: (B, h, T_q, d_head); k, v: (B, h_kv, T_k, d_head), repeated to h heads; attn_mask: bool (True = may
+    attend) or float (added), broadcastable to (B, h, T_q, T_k), or None; row_ok: (.., T_q, 1) bool, False =
+    a query row with no key to attend, whose weights are zeroed (None = every row has keys).
+    Returns (out (B, h, T_q, d_head), weights (B, h, T_q, T_k))."""
+    h = q.shape[1]
+    if k.shape[1] != h:
+        k = repeat(k, "b g t d -> b (g r) t d", r=h // k.shape[1])
+        v = repeat(v, "b g t d -> b (g r) t d", r=h // v.shape[1])
+    scores = q @ k.transpose(-2, -1)  # (B, h, T_q, T_k)
+    scores = scores / math.sqrt(q.shape[-1]) if scale is None else scores * scale
+    if attn_mask is not None:
+        scores = scores.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype == torch.bool else scores + attn_mask
+    weights = scores.softmax(dim=-1)
+    if row_ok is not None:
+        weights = weights.masked_fill(~row_ok, 0.0)
+    return F.dropout(weights, dropout_p) @ v, weights
+
+
 def attend(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -68,57 +150,21 @@ def attend(
         With a mask, a query attends where both allow. Every input combination gives the same result on
         the fused SDPA path and the need_weights path.
     A query row whose keys are all masked outputs zeros (never NaN, in forward and backward).
+    need_weights: compute with explicit matmuls and return the weights (MultiHeadAttention asks for them
+        inside record_weights).
     scale: multiplies q k^T instead of 1/sqrt(d_head) (None = 1/sqrt(d_head); T5: 1.0, Raffel et al. 2020).
     Returns (out (B, h, T_q, d_head), weights (B, h, T_q, T_k) if need_weights else None).
     Raises ValueError for a non-bool mask, a mask or bias that does not broadcast to (B, h, T_q, T_k), or
     is_causal with more queries than keys.
     """
     B, h, T_q, T_k = q.shape[0], q.shape[1], q.shape[2], k.shape[2]
-    full = (B, h, T_q, T_k)
-    if mask is not None:
-        if mask.dtype != torch.bool:
-            raise ValueError(
-                f"attention mask must be bool (True = may attend), got {mask.dtype}; pass an "
-                f"additive float mask as bias="
-            )
-        _check_shape("mask", mask, full)
-    if bias is not None:
-        _check_shape("bias", bias, full)
+    _check_inputs(mask, bias, (B, h, T_q, T_k))
     sdpa_causal = False
     if is_causal:
-        if T_q > T_k:
-            raise ValueError(
-                f"is_causal=True with {T_q} queries but {T_k} keys: causal queries are the last T_q "
-                f"keys; pass is_causal=False with an explicit mask"
-            )
-        if mask is None and bias is None and T_q == T_k and not need_weights:
-            sdpa_causal = True  # SDPA's fused path: top-left = bottom-right when T_q == T_k
-        elif T_q > 1:  # one query at the end sees every key: nothing to mask
-            causal = torch.ones(T_q, T_k, dtype=torch.bool, device=q.device).tril(T_k - T_q)  # (T_q, T_k)
-            mask = causal if mask is None else mask & causal
-    row_ok = None
-    if mask is not None:
-        row_ok = mask.any(-1, keepdim=True)  # (B|1, 1|h, T_q, 1)
-        mask = mask | ~row_ok  # an empty row attends everywhere, then is zeroed below
-    attn_mask = mask
-    if bias is not None:
-        bias = bias.to(q.dtype)
-        attn_mask = bias if mask is None else bias.masked_fill(~mask, float("-inf"))
+        mask, sdpa_causal = _fold_causal(mask, T_q, T_k, bias is None and not need_weights, q.device)
+    attn_mask, row_ok = _scores_mask(mask, bias, q.dtype)
     if need_weights:
-        if k.shape[1] != h:
-            k = repeat(k, "b g t d -> b (g r) t d", r=h // k.shape[1])
-            v = repeat(v, "b g t d -> b (g r) t d", r=h // v.shape[1])
-        scores = q @ k.transpose(-2, -1)  # (B, h, T_q, T_k)
-        scores = scores / math.sqrt(q.shape[-1]) if scale is None else scores * scale
-        if attn_mask is not None:
-            scores = (
-                scores.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype == torch.bool else scores + attn_mask
-            )
-        weights = scores.softmax(dim=-1)
-        if row_ok is not None:
-            weights = weights.masked_fill(~row_ok, 0.0)
-        out = F.dropout(weights, dropout_p) @ v  # (B, h, T_q, d_head)
-        return out, weights
+        return _explicit_attention(q, k, v, attn_mask, row_ok, dropout_p, scale)
     out = F.scaled_dot_product_attention(
         q,
         k,
@@ -169,6 +215,8 @@ class MultiHeadAttention(nn.Module):
         else:
             self.qkv_proj = nn.Linear(d_model, d_model + 2 * kv_dim, bias=bias)
         self.out_proj = nn.Linear(d_model, d_model, bias=bias)
+        self.record_weights = False  # set by record_weights(): keep each forward's weights in attn_weights
+        self.attn_weights: torch.Tensor | None = None
 
     def forward(
         self,
@@ -176,8 +224,7 @@ class MultiHeadAttention(nn.Module):
         memory: torch.Tensor | None = None,
         attn: AttentionInputs | None = None,
         cache: KVCache | None = None,
-        need_weights: bool = False,
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+    ) -> torch.Tensor:
         """x: (B, T_q, d_model); memory: (B, T_k, d_model) for cross-attention.
 
         attn: mask / is_causal / bias as `attend`, over all keys (cached ones included): with a cache holding
@@ -185,7 +232,8 @@ class MultiHeadAttention(nn.Module):
             position pos + i see keys 0..pos + i; rope: (cos, sin) of the new positions, each
             (B|1, 1, T_q, d_head), applied to q and k. None = none of them.
         cache: self-attention appends the new K/V; cross-attention computes the memory's K/V once.
-        Returns (y (B, T_q, d_model), weights (B, n_heads, T_q, T_k) or None).
+        Returns y (B, T_q, d_model). Inside record_weights(...) the weights are computed explicitly and kept in
+        self.attn_weights (B, n_heads, T_q, T_k).
         Raises ValueError for is_causal in cross-attention (the memory has no order relative to x), and as
         `attend`.
         """
@@ -215,6 +263,25 @@ class MultiHeadAttention(nn.Module):
         if cache is not None and not self.cross:
             k, v = cache.update(k, v)  # (B, h_kv, pos + T_q, d_head)
         p = self.dropout if self.training else 0.0
-        out, weights = attend(q, k, v, mask, bias, is_causal, p, need_weights, self.scale)
-        y = self.out_proj(rearrange(out, "b h t d -> b t (h d)"))  # (B, T_q, d_model)
-        return y, weights
+        out, weights = attend(q, k, v, mask, bias, is_causal, p, self.record_weights, self.scale)
+        if self.record_weights:
+            self.attn_weights = weights
+        return self.out_proj(rearrange(out, "b h t d -> b t (h d)"))  # (B, T_q, d_model)
+
+
+@contextmanager
+def record_weights(module: nn.Module, enabled: bool = True) -> Iterator[list[MultiHeadAttention]]:
+    """Within the block every MultiHeadAttention in `module` (itself included) computes its attention with
+    explicit matmuls (attend's need_weights path: the same output, N x N scores per head kept) and holds its
+    last forward's weights (B, n_heads, T_q, T_k) in `.attn_weights`; read them inside the block. On exit each
+    module returns to its state before (outside every block: the fused path, attn_weights None).
+    enabled=False: a block that changes nothing. Yields the modules, in module order."""
+    mods = [m for m in module.modules() if isinstance(m, MultiHeadAttention)] if enabled else []
+    before = [(m.record_weights, m.attn_weights) for m in mods]
+    for m in mods:
+        m.record_weights, m.attn_weights = True, None
+    try:
+        yield mods
+    finally:
+        for m, (rec, w) in zip(mods, before):
+            m.record_weights, m.attn_weights = rec, w

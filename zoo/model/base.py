@@ -14,7 +14,8 @@ from zoo.model.positions import ALiBi, LearnedPositions, RotaryPositions, Sinuso
 
 class TransformerBase(nn.Module):
     """Base of EncoderOnly, DecoderOnly and EncoderDecoder. Holds cfg, the RoPE / ALiBi modules, and
-    builds each forward's positions, mask and biases once for all layers."""
+    builds each forward's positions, mask and biases once for all layers. Runs ModelConfig.validate, the one
+    place model settings are checked, again: a config changed after construction is refused here."""
 
     def __init__(self, cfg: ModelConfig):
         super().__init__()
@@ -56,20 +57,9 @@ class TransformerBase(nn.Module):
         """
         B, T = idx.shape
         T_k = offset + T
-        if not torch.compiler.is_compiling() and T_k > self.cfg.max_len:
-            raise ValueError(
-                f"sequence of {T_k} tokens is longer than model.max_len={self.cfg.max_len}; "
-                f"shorten it (data.block_size) or raise model.max_len"
-            )
-        if key_padding_mask is not None and key_padding_mask.shape != (B, T_k):
-            raise ValueError(
-                f"key_padding_mask must be (B, offset + T) = ({B}, {T_k}), got {tuple(key_padding_mask.shape)}"
-            )
+        self._check_lengths(B, T_k, key_padding_mask)
         if positions is None:
-            if key_padding_mask is None:
-                positions = torch.arange(offset, T_k, device=idx.device).unsqueeze(0)  # (1, T): same for every row
-            else:
-                positions = ((~key_padding_mask).long().cumsum(1) - 1).clamp(min=0)[:, offset:]  # (B, T)
+            positions = default_positions(key_padding_mask, offset, T, idx.device)
         x = embed(idx, positions)  # (B, T, d_model)
         prefix = self.cfg.prefix_len if prefix_len is None else prefix_len
         mask, is_causal = masks.build(
@@ -89,6 +79,19 @@ class TransformerBase(nn.Module):
         bias = self.alibi(T, T_k, offset, causal=mask_kind in ("causal", "sliding")) if self.alibi is not None else None
         return x, AttentionInputs(mask=mask, is_causal=is_causal, rope=rope, bias=bias)
 
+    def _check_lengths(self, B: int, T_k: int, key_padding_mask: torch.Tensor | None) -> None:
+        """Raise ValueError when T_k (cached + new tokens) exceeds model.max_len (not checked while compiling)
+        or key_padding_mask is not (B, T_k)."""
+        if not torch.compiler.is_compiling() and T_k > self.cfg.max_len:
+            raise ValueError(
+                f"sequence of {T_k} tokens is longer than model.max_len={self.cfg.max_len}; "
+                f"shorten it (data.block_size) or raise model.max_len"
+            )
+        if key_padding_mask is not None and key_padding_mask.shape != (B, T_k):
+            raise ValueError(
+                f"key_padding_mask must be (B, offset + T) = ({B}, {T_k}), got {tuple(key_padding_mask.shape)}"
+            )
+
     def new_caches(
         self,
         n_layers: int,
@@ -105,6 +108,18 @@ class TransformerBase(nn.Module):
     def num_params(self) -> int:
         """Parameter count, tied weights counted once (= sum(p.numel() for p in model.parameters()))."""
         return sum(p.numel() for p in self.parameters())
+
+
+def default_positions(
+    key_padding_mask: torch.Tensor | None, offset: int, T: int, device: torch.device | str | None = None
+) -> torch.Tensor:
+    """Positions of T new tokens after `offset` cached ones. key_padding_mask (B, offset + T), True = padding:
+    per row, the count of non-padding tokens before each token (left-padded prompts start at position 0), (B, T)
+    long. Without it offset .. offset + T - 1, shaped (1, T): one row broadcast over the batch (a (B, T) index
+    would make the learned-position backward B times the work)."""
+    if key_padding_mask is None:
+        return torch.arange(offset, offset + T, device=device).unsqueeze(0)  # (1, T)
+    return ((~key_padding_mask).long().cumsum(1) - 1).clamp(min=0)[:, offset:]  # (B, T)
 
 
 __all__ = ["TransformerBase", "DecodingCache"]

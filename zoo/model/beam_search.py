@@ -156,6 +156,18 @@ def _expand(prefix: torch.Tensor, key_padding_mask: torch.Tensor | None, K: int)
 
 
 @torch.no_grad()
+def _check_beam_args(B: int, beam_size: int, max_new: int | Sequence[int], early_stopping: bool | str) -> list[int]:
+    """beam_core's arguments checked: returns max_new as one int per row (B). Raises ValueError for
+    beam_size < 1, an unknown early_stopping, or a max_new that is not B non-negative ints (or one int)."""
+    if beam_size < 1:
+        raise ValueError(f"beam_size must be >= 1, got {beam_size}")
+    check_early_stopping(early_stopping)
+    max_new = [int(max_new)] * B if isinstance(max_new, int) else [int(m) for m in max_new]
+    if len(max_new) != B or min(max_new) < 0:
+        raise ValueError(f"max_new must be one non-negative int per row ({B}), got {max_new}")
+    return max_new
+
+
 def beam_core(
     step: Callable,
     reorder: Callable | None,
@@ -186,12 +198,7 @@ def beam_core(
     """
     B, T0 = prefix.shape
     K = beam_size
-    if K < 1:
-        raise ValueError(f"beam_size must be >= 1, got {K}")
-    check_early_stopping(early_stopping)
-    max_new = [int(max_new)] * B if isinstance(max_new, int) else [int(m) for m in max_new]
-    if len(max_new) != B or min(max_new) < 0:
-        raise ValueError(f"max_new must be one non-negative int per row ({B}), got {max_new}")
+    max_new = _check_beam_args(B, K, max_new, early_stopping)
     eos = -1 if eos_id is None else eos_id
     hyps = FinishedHypotheses(max_new, K, length_penalty, early_stopping)
     tokens, key_padding_mask = _expand(prefix, key_padding_mask, K)
@@ -210,6 +217,21 @@ def beam_core(
         running = cand.running
         n_new = 1
     return hyps.best(prefix, pad_id)
+
+
+def _max_new_per_row(
+    src: torch.Tensor, src_key_padding_mask: torch.Tensor | None, max_len: int | None, model_max_len: int
+) -> list[int]:
+    """beam_search's new-token limit of each row of src (B, S): max_len for every row, or with max_len None
+    the row's non-padding source length + 50 (fairseq's max_len_a=1, max_len_b=50) capped at model_max_len - 1.
+    Raises ValueError when 1 + max_len > model_max_len."""
+    B, S = src.shape
+    if max_len is None:
+        lengths = (S - src_key_padding_mask.long().sum(dim=1)).tolist() if src_key_padding_mask is not None else [S] * B
+        return [min(n + 50, model_max_len - 1) for n in lengths]
+    if 1 + max_len > model_max_len:
+        raise ValueError(f"1 + max_len {max_len} > model.max_len={model_max_len}")
+    return [max_len] * B
 
 
 @torch.no_grad()
@@ -241,13 +263,7 @@ def beam_search(
     cfg = model.cfg
     B, S = src.shape
     K = beam_size
-    if max_len is None:
-        lengths = (S - src_key_padding_mask.long().sum(dim=1)).tolist() if src_key_padding_mask is not None else [S] * B
-        max_new = [min(n + 50, cfg.max_len - 1) for n in lengths]
-    else:
-        if 1 + max_len > cfg.max_len:
-            raise ValueError(f"1 + max_len {max_len} > model.max_len={cfg.max_len}")
-        max_new = [max_len] * B
+    max_new = _max_new_per_row(src, src_key_padding_mask, max_len, cfg.max_len)
     memory = model.encode(src, src_key_padding_mask).repeat_interleave(K, dim=0)  # (B*K, S, d_model)
     memory_padding = src_key_padding_mask.repeat_interleave(K, dim=0) if src_key_padding_mask is not None else None
     cache = model.new_cache(B * K, max(max_new) + 1, S, src.device)

@@ -67,6 +67,47 @@ def _logits_grad(
     z.scatter_add_(1, tc, (-(1.0 - ls) * sc).unsqueeze(1))
 
 
+def _grad_buffers(
+    h: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None, needs: tuple[bool, bool, bool], acc_dtype: torch.dtype
+) -> tuple[torch.Tensor | None, torch.Tensor | None, torch.Tensor | None]:
+    """The gradients chunk_pass fills, where `needs` asks for them: (grad h (N, d) h.dtype, written row by row;
+    grad w (V, d) and grad b (V,) acc_dtype zeros, accumulated; None for each not needed, grad b without b)."""
+    grad_h = torch.empty_like(h) if needs[0] else None
+    grad_w = torch.zeros(w.shape, dtype=acc_dtype, device=w.device) if needs[1] else None
+    grad_b = torch.zeros(w.shape[0], dtype=acc_dtype, device=w.device) if needs[2] and b is not None else None
+    return grad_h, grad_w, grad_b
+
+
+def _add_chunk_grads(
+    g: torch.Tensor,
+    z: torch.Tensor,
+    hc: torch.Tensor,
+    w: torch.Tensor,
+    start: int,
+    grads: tuple[torch.Tensor | None, torch.Tensor | None, torch.Tensor | None],
+    low: bool,
+    low_gw: torch.Tensor | None,
+) -> None:
+    """One chunk's share of the gradients (_grad_buffers' grads): grad h rows start .. start + C = g @ w, grad w
+    += g^T hc, grad b += the column sums of z. z (C, V): d loss / d logits in acc_dtype; g: the same in the
+    projections' dtype (z itself unless `low`); hc (C, d): the chunk's rows of h; w (V, d). low: the
+    projections run in a lower precision than acc_dtype, low_gw (V, d) the buffer of the chunk's grad w."""
+    grad_h, grad_w, grad_b = grads
+    end = start + hc.shape[0]
+    if grad_h is not None:
+        if low:
+            grad_h[start:end] = torch.mm(g, w)
+        else:
+            torch.mm(g, w, out=grad_h[start:end])
+    if grad_w is not None:
+        if low:
+            _add_in_blocks(grad_w, torch.mm(g.t(), hc, out=low_gw))
+        else:
+            grad_w.addmm_(g.t(), hc)
+    if grad_b is not None:
+        grad_b.add_(z.sum(0))
+
+
 def chunk_pass(
     h: torch.Tensor,
     w: torch.Tensor,
@@ -90,9 +131,8 @@ def chunk_pass(
     ls = float(label_smoothing)
     rows = torch.empty(N, dtype=acc_dtype, device=h.device)
     grad = scale is not None
-    grad_h = torch.empty_like(h) if grad and needs[0] else None
-    grad_w = torch.zeros(w.shape, dtype=acc_dtype, device=w.device) if grad and needs[1] else None
-    grad_b = torch.zeros(V, dtype=acc_dtype, device=w.device) if grad and needs[2] and b is not None else None
+    grads = _grad_buffers(h, w, b, needs if grad else (False, False, False), acc_dtype)
+    grad_h, grad_w, grad_b = grads
     low = h.dtype != acc_dtype  # projections in a lower precision than the softmax (autocast)
     buf = torch.empty((min(chunk, N), V), dtype=acc_dtype, device=h.device)  # the only (C, V) fp32 tensor
     # autocast: one (C, V) buffer in the projections' dtype (logits, then their gradient) and one (V, d) for each
@@ -112,17 +152,5 @@ def chunk_pass(
         if not grad:
             continue
         _logits_grad(z, s, scale[start:end], tc, ls, lse, z_loss)
-        g = zl.copy_(z) if low else z
-        if grad_h is not None:
-            if low:
-                grad_h[start:end] = torch.mm(g, w)
-            else:
-                torch.mm(g, w, out=grad_h[start:end])
-        if grad_w is not None:
-            if low:
-                _add_in_blocks(grad_w, torch.mm(g.t(), hc, out=low_gw))
-            else:
-                grad_w.addmm_(g.t(), hc)
-        if grad_b is not None:
-            grad_b.add_(z.sum(0))
+        _add_chunk_grads(zl.copy_(z) if low else z, z, hc, w, start, grads, low, low_gw)
     return rows, grad_h, grad_w, grad_b

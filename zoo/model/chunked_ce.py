@@ -288,19 +288,9 @@ def linear_cross_entropy(
     Raises ValueError for an unknown reduction, a negative chunk_size or z_loss, or mismatched shapes.
     """
     z_loss = check_z_loss(z_loss)
-    if reduction not in REDUCTIONS:
-        raise ValueError(f"reduction={reduction!r} is unknown; allowed: {', '.join(REDUCTIONS)}")
-    if not 0.0 <= label_smoothing <= 1.0:
-        raise ValueError(f"label_smoothing={label_smoothing} must be in [0, 1]")
-    d = h.shape[-1]
-    if weight.dim() != 2 or weight.shape[1] != d:
-        raise ValueError(f"weight must be (V, {d}) for h (..., {d}), got {tuple(weight.shape)}")
-    if bias is not None and bias.shape != (weight.shape[0],):
-        raise ValueError(f"bias must be ({weight.shape[0]},), got {tuple(bias.shape)}")
-    if target.shape != h.shape[:-1]:
-        raise ValueError(f"target must have h's leading shape {tuple(h.shape[:-1])}, got {tuple(target.shape)}")
+    _check_arguments(h, weight, target, bias, label_smoothing, reduction)
     out_shape = target.shape
-    h2, t = h.reshape(-1, d), target.reshape(-1)
+    h2, t = h.reshape(-1, h.shape[-1]), target.reshape(-1)
     N, V = h2.shape[0], weight.shape[0]
     chunk = resolve_chunk_size(chunk_size, N, V)
 
@@ -312,23 +302,50 @@ def linear_cross_entropy(
         if loss is not None:
             return loss
 
-    dtype = _compute_dtype(h2, weight)
-    needs = (h2.requires_grad, weight.requires_grad, bias is not None and bias.requires_grad)
-    if not (torch.is_grad_enabled() and any(needs)):
-        loss, rows = _losses_only(h2, weight, t, bias, ignore_index, label_smoothing, reduction, chunk, dtype, z_loss)
-        loss = loss.view(out_shape) if reduction == "none" else loss
-        return (loss, rows.view(out_shape)) if return_rows else loss
+    loss, rows = _chunked(h2, weight, t, bias, ignore_index, label_smoothing, reduction, chunk, z_loss)
+    loss = loss.view(out_shape) if reduction == "none" else loss
+    return (loss, rows.view(out_shape)) if return_rows else loss
 
+
+def _check_arguments(
+    h: torch.Tensor,
+    weight: torch.Tensor,
+    target: torch.Tensor,
+    bias: torch.Tensor | None,
+    label_smoothing: float,
+    reduction: str,
+) -> None:
+    """linear_cross_entropy's arguments checked: raises ValueError for an unknown reduction, label_smoothing
+    outside [0, 1], weight not (V, d) for h (..., d), bias not (V,), or target not of h's leading shape."""
+    if reduction not in REDUCTIONS:
+        raise ValueError(f"reduction={reduction!r} is unknown; allowed: {', '.join(REDUCTIONS)}")
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"label_smoothing={label_smoothing} must be in [0, 1]")
+    d = h.shape[-1]
+    if weight.dim() != 2 or weight.shape[1] != d:
+        raise ValueError(f"weight must be (V, {d}) for h (..., {d}), got {tuple(weight.shape)}")
+    if bias is not None and bias.shape != (weight.shape[0],):
+        raise ValueError(f"bias must be ({weight.shape[0]},), got {tuple(bias.shape)}")
+    if target.shape != h.shape[:-1]:
+        raise ValueError(f"target must have h's leading shape {tuple(h.shape[:-1])}, got {tuple(target.shape)}")
+
+
+def _chunked(h, weight, target, bias, ignore_index, label_smoothing, reduction, chunk, z_loss):
+    """linear_cross_entropy's chunked path over h (N, d), target (N,): one pass for the losses alone when no
+    gradient is needed, else the autograd Function of the reduction (per-row losses for none, the reduced loss
+    otherwise). Returns (loss, row losses (N,), detached for the rows' own metrics)."""
+    dtype = _compute_dtype(h, weight)
+    needs = (h.requires_grad, weight.requires_grad, bias is not None and bias.requires_grad)
+    if not (torch.is_grad_enabled() and any(needs)):
+        return _losses_only(h, weight, target, bias, ignore_index, label_smoothing, reduction, chunk, dtype, z_loss)
     if reduction == "none":
         rows = LinearCrossEntropyRows.apply(
-            h2, weight, bias, t, ignore_index, label_smoothing, chunk, dtype, needs, z_loss
+            h, weight, bias, target, ignore_index, label_smoothing, chunk, dtype, needs, z_loss
         )
-        rows = rows.view(out_shape)
-        return (rows, rows.detach()) if return_rows else rows
-    loss, rows = FusedLinearCrossEntropy.apply(
-        h2, weight, bias, t, ignore_index, label_smoothing, reduction, chunk, dtype, needs, z_loss
+        return rows, rows.detach()
+    return FusedLinearCrossEntropy.apply(
+        h, weight, bias, target, ignore_index, label_smoothing, reduction, chunk, dtype, needs, z_loss
     )
-    return (loss, rows.view(out_shape)) if return_rows else loss
 
 
 def lm_head_cross_entropy(head: torch.nn.Module, hidden: torch.Tensor, target: torch.Tensor, **kwargs):

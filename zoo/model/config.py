@@ -158,6 +158,7 @@ class ModelConfig:
         """Raise ValueError naming the key, the value and what is allowed."""
         self._check_choices()
         self._check_sizes()
+        self._check_ranges()
         self._check_ids()
 
     def _check_choices(self) -> None:
@@ -184,7 +185,7 @@ class ModelConfig:
             raise ValueError(f"model.mask={self.mask!r} is unknown; allowed: {', '.join(MASKS)} (or null)")
 
     def _check_sizes(self) -> None:
-        """Sizes, counts, rates and scales within their ranges, and the ones that must divide each other."""
+        """Sizes and counts positive, and the ones that must divide each other."""
         for key in ("vocab_size", "d_model", "n_heads", "d_ff", "max_len"):
             if getattr(self, key) < 1:
                 raise ValueError(f"model.{key}={getattr(self, key)} must be a positive integer")
@@ -209,6 +210,10 @@ class ModelConfig:
                 f"model.position='rope' needs an even head dimension, got d_model/n_heads="
                 f"{self.d_model}/{self.n_heads}={self.head_dim}; change d_model or n_heads"
             )
+
+    def _check_ranges(self) -> None:
+        """Dropout rates, window, head sizes, loss chunk size, offsets, T5 buckets, attention scale and prefix length
+        within their ranges."""
         if not 0.0 <= self.dropout < 1.0 or not 0.0 <= self.attention_dropout < 1.0:
             raise ValueError(f"model.dropout={self.dropout} / model.attn_dropout={self.attn_dropout} must be in [0, 1)")
         if self.mask == "sliding" and self.window < 1:

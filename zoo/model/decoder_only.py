@@ -45,9 +45,7 @@ class DecoderOnly(TransformerBase):
         """Final hidden states (B, T, d_model) and the per-layer attention weights (or None)."""
         offset = cache.offset if cache is not None else 0
         x, inputs = self.prepare(idx, self.embed, self.mask_kind, key_padding_mask, positions, offset, prefix_len)
-        return self.decoder(
-            x, attn=inputs, caches=cache.self_attn if cache is not None else None, need_weights=return_attention
-        )
+        return self.decoder.run(x, return_attention, attn=inputs, caches=cache.self_attn if cache is not None else None)
 
     def forward(
         self,

@@ -50,7 +50,7 @@ class EncoderDecoder(TransformerBase):
     ):
         """src (B, S), src_key_padding_mask (B, S) True = padding -> memory (B, S, d_model)."""
         x, inputs = self.prepare(src, self.src_embed, "bidirectional", src_key_padding_mask)
-        x, attn = self.encoder(x, attn=inputs, need_weights=return_attention)
+        x, attn = self.encoder.run(x, return_attention, attn=inputs)
         return (x, attn) if return_attention else x
 
     def decode(
@@ -85,14 +85,14 @@ class EncoderDecoder(TransformerBase):
         offset = cache.offset if cache is not None else 0
         x, inputs = self.prepare(tgt, self.tgt_embed, self.mask_kind, tgt_key_padding_mask, positions, offset)
         memory_mask = masks.padding(memory_key_padding_mask) if memory_key_padding_mask is not None else None
-        return self.decoder(
+        return self.decoder.run(
             x,
+            return_attention,
             attn=inputs,
             memory=memory,
             memory_mask=memory_mask,
             caches=cache.self_attn if cache is not None else None,
             cross_caches=cache.cross_attn if cache is not None else None,
-            need_weights=return_attention,
         )
 
     def classify(self, src: torch.Tensor, src_key_padding_mask: torch.Tensor | None = None) -> torch.Tensor:

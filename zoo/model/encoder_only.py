@@ -57,7 +57,7 @@ class EncoderOnly(TransformerBase):
             inputs = replace(
                 inputs, mask=masks.combine(inputs.mask, source_blind_mask(idx.shape[1], source_len)), is_causal=False
             )
-        x, attn = self.encoder(x, attn=inputs, need_weights=return_attention)
+        x, attn = self.encoder.run(x, return_attention, attn=inputs)
         return (x, attn) if return_attention else x
 
     def forward(
