@@ -21,8 +21,8 @@ from zoo.bench.report import wins
 from zoo.bench.shapes import LM_SHAPES
 from zoo.bench.steps import random_tokens
 from zoo.bench.timing import interleaved
-from zoo.training.optim import adamw
 from zoo.tasks.lm import LanguageModeling
+from zoo.training.optim import adamw
 
 
 def main():

@@ -164,19 +164,7 @@ def _report(
     zoo_ms: dict[int, dict[str, float]],
 ) -> str:
     """The Markdown section: part (a)'s table `rows` and part (b)'s table of zoo_ms {context: {contender: ms}}."""
-    step_rows = []
-    for context, ms in zoo_ms.items():
-        hf_ms = ms.get("HF cache")
-        step_rows.append(
-            [
-                f"{context}",
-                fmt(ms["zoo KV cache"]),
-                fmt(hf_ms) if hf_ms else "—",
-                fmt(ms["zoo no cache"]),
-                ratio(hf_ms, ms["zoo KV cache"]) if hf_ms else "—",
-                ratio(ms["zoo no cache"], ms["zoo KV cache"]),
-            ]
-        )
+    step_rows = _per_token_rows(zoo_ms)
     contexts = list(zoo_ms)
     lo, hi = contexts[0], contexts[-1]
     growth = ", ".join(f"{k} x{zoo_ms[hi][k] / zoo_ms[lo][k]:.2f}" for k in zoo_ms[lo])
@@ -212,3 +200,22 @@ def _report(
             f"{hi} vs {lo} tokens of context (flat = x1): {growth}.",
         ]
     )
+
+
+def _per_token_rows(zoo_ms: dict[int, dict[str, float]]) -> list[list[str]]:
+    """Part (b)'s rows: per context, ms per token of zoo with and without KV cache and of HF ("—" without HF),
+    zoo/HF and the cache speed-up."""
+    step_rows = []
+    for context, ms in zoo_ms.items():
+        hf_ms = ms.get("HF cache")
+        step_rows.append(
+            [
+                f"{context}",
+                fmt(ms["zoo KV cache"]),
+                fmt(hf_ms) if hf_ms else "—",
+                fmt(ms["zoo no cache"]),
+                ratio(hf_ms, ms["zoo KV cache"]) if hf_ms else "—",
+                ratio(ms["zoo no cache"], ms["zoo KV cache"]),
+            ]
+        )
+    return step_rows

@@ -97,6 +97,38 @@ def run_loss_peak_child(
     return run_child(code, f"loss memory child ({kind})")
 
 
+def _loss_peaks(opts: Options, n: int, d: int, vocab: int) -> tuple[dict[str, int], str]:
+    """Peak memory growth in bytes of one step of each LOSS_KINDS contender, each in a fresh subprocess
+    (run_loss_peak_child); returns ({kind: bytes}, the measuring method of the last child)."""
+    peaks, method = {}, ""
+    for kind in LOSS_KINDS:
+        progress(f"loss N={n}: peak memory of {kind}")
+        res = run_loss_peak_child(kind, n, d, vocab, opts.device, opts.precision, torch.get_num_threads())
+        peaks[kind], method = res["peak_bytes"], res["method"]
+    return peaks, method
+
+
+def _loss_rows(losses: dict[str, float], times: dict[str, list[float]], peaks: dict[str, int]) -> list[list[str]]:
+    """The table rows: per contender its loss, median and range of ms, speed vs plain (with the repetitions it
+    won), peak MB and the peak ratio to plain. times: seconds per repetition; peaks: bytes."""
+    base = median(times["plain"])
+    rows = []
+    for kind, label in LOSS_KINDS.items():
+        ts = times[kind]
+        rows.append(
+            [
+                label,
+                f"{losses[kind]:.6f}",
+                fmt(1e3 * median(ts)),
+                f"{fmt(1e3 * min(ts))}–{fmt(1e3 * max(ts))}",
+                "1.00 (ref)" if kind == "plain" else f"{ratio(base, median(ts))} ({wins(ts, times['plain'])})",
+                fmt(peaks[kind] / MB),
+                "1.00 (ref)" if kind == "plain" else ratio(peaks[kind], peaks["plain"]),
+            ]
+        )
+    return rows
+
+
 def bench_loss(opts: Options) -> str:
     """Output projection + cross-entropy alone, forward + backward (gradients wrt h and W), plain vs fused
     chunked: N = 8 x 256 rows, d_model 768, vocab 50,257 (GPT-2 small's head; QUICK: N 512, d 256).
@@ -115,26 +147,8 @@ def bench_loss(opts: Options) -> str:
     times = interleaved(steps, opts.reps, opts.warmup, opts.device)
     del steps, h, w, target
     gc.collect()
-    peaks, method = {}, ""
-    for kind in LOSS_KINDS:
-        progress(f"loss N={n}: peak memory of {kind}")
-        res = run_loss_peak_child(kind, n, d, vocab, opts.device, opts.precision, torch.get_num_threads())
-        peaks[kind], method = res["peak_bytes"], res["method"]
-    base = median(times["plain"])
-    rows = []
-    for kind, label in LOSS_KINDS.items():
-        ts = times[kind]
-        rows.append(
-            [
-                label,
-                f"{losses[kind]:.6f}",
-                fmt(1e3 * median(ts)),
-                f"{fmt(1e3 * min(ts))}–{fmt(1e3 * max(ts))}",
-                "1.00 (ref)" if kind == "plain" else f"{ratio(base, median(ts))} ({wins(ts, times['plain'])})",
-                fmt(peaks[kind] / MB),
-                "1.00 (ref)" if kind == "plain" else ratio(peaks[kind], peaks["plain"]),
-            ]
-        )
+    peaks, method = _loss_peaks(opts, n, d, vocab)
+    rows = _loss_rows(losses, times, peaks)
     chunk = auto_chunk_size(n, vocab)
     return "\n".join(
         [

@@ -184,36 +184,9 @@ def bench_memory(opts: Options) -> str:
     probe = DecoderOnly(
         zoo_lm_config(LMShape("probe", m["n_layers"], m["n_heads"], m["d_model"], max(lengths), m["batch"], m["vocab"]))
     )
-    series: dict[str, dict[int, float]] = {kind: {} for kind in MEMORY_CONTENDERS}
-    method = ""
-    for N in lengths:
-        progress(f"memory N={N}")
-        res = run_memory_child(N, opts.device, list(MEMORY_CONTENDERS))
-        for kind, peak in res["peak_bytes"].items():
-            series[kind][N] = peak / MB
-        method = res["method"]
+    series, method = _measured_series(lengths, opts.device)
     series["formula"] = {N: activation_memory(probe, m["batch"], N) / MB for N in lengths}
-
-    def growth(values: dict[int, float], N: int, prev: int | None) -> str:
-        return f"x{values[N] / values[prev]:.2f}" if prev is not None and values[prev] > 0 else "—"
-
-    rows = []
-    for i, N in enumerate(lengths):
-        prev = lengths[i - 1] if i else None
-        rows.append(
-            [N]
-            + [fmt(series[k][N]) for k in MEMORY_CONTENDERS]
-            + [fmt(series["formula"][N]), fmt(2 * series["formula"][N]), f"x{N / prev:g}" if prev else "—"]
-            + [growth(series[k], N, prev) for k in list(MEMORY_CONTENDERS) + ["formula"]]
-        )
-    labels = list(MEMORY_CONTENDERS.values())
-    headers = (
-        ["N (tokens)"]
-        + [f"{label} MB" for label in labels]
-        + ["formula 16-bit MB", "formula fp32 MB"]
-        + ["length growth"]
-        + [f"{label} growth" for label in labels + ["formula"]]
-    )
+    headers, rows = _memory_table(series, lengths)
     return "\n".join(
         [
             "## memory: peak memory of one training forward + backward vs sequence length",
@@ -230,3 +203,45 @@ def bench_memory(opts: Options) -> str:
             markdown_table(headers, rows),
         ]
     )
+
+
+def _measured_series(lengths: Sequence[int], device: str) -> tuple[dict[str, dict[int, float]], str]:
+    """Peak growth in MB per contender and length, one memory_child subprocess per length; returns
+    ({kind: {N: MB}}, the measuring method of the last child)."""
+    series: dict[str, dict[int, float]] = {kind: {} for kind in MEMORY_CONTENDERS}
+    method = ""
+    for N in lengths:
+        progress(f"memory N={N}")
+        res = run_memory_child(N, device, list(MEMORY_CONTENDERS))
+        for kind, peak in res["peak_bytes"].items():
+            series[kind][N] = peak / MB
+        method = res["method"]
+    return series, method
+
+
+def _growth(values: dict[int, float], N: int, prev: int | None) -> str:
+    """ "x1.23": memory at N over memory at prev; "—" for the first length or a zero before."""
+    return f"x{values[N] / values[prev]:.2f}" if prev is not None and values[prev] > 0 else "—"
+
+
+def _memory_table(series: dict[str, dict[int, float]], lengths: Sequence[int]) -> tuple[list[str], list[list]]:
+    """(headers, rows) of the memory table: per length the MB of each contender and of the formula (16-bit
+    and fp32), the length growth and each series' growth over the previous length."""
+    rows = []
+    for i, N in enumerate(lengths):
+        prev = lengths[i - 1] if i else None
+        rows.append(
+            [N]
+            + [fmt(series[k][N]) for k in MEMORY_CONTENDERS]
+            + [fmt(series["formula"][N]), fmt(2 * series["formula"][N]), f"x{N / prev:g}" if prev else "—"]
+            + [_growth(series[k], N, prev) for k in list(MEMORY_CONTENDERS) + ["formula"]]
+        )
+    labels = list(MEMORY_CONTENDERS.values())
+    headers = (
+        ["N (tokens)"]
+        + [f"{label} MB" for label in labels]
+        + ["formula 16-bit MB", "formula fp32 MB"]
+        + ["length growth"]
+        + [f"{label} growth" for label in labels + ["formula"]]
+    )
+    return headers, rows

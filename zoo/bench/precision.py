@@ -29,6 +29,33 @@ def bench_precision(opts: Options) -> str:
     Raises DataError (before any timing) when Tiny Shakespeare cannot be found (set ZOO_DATA_MIRROR).
     """
     prepared = shakespeare()
+    rows = _speed_rows(opts)
+    K = 60 if opts.quick else 500
+    progress(f"precision loss: {K} recipe steps in fp32 and bf16")
+    loss_rows, d_train, d_val = _loss_rows(prepared, K, opts.device)
+    return "\n".join(
+        [
+            "## precision: zoo, fp32 vs bf16 autocast (precision=bf16-mixed)",
+            "",
+            "(a) train_step speed. Forward under torch.autocast(dtype=bfloat16), loss / weights / AdamW in fp32. "
+            "bf16/fp32 = tokens/s ratio (> 1 = bf16 faster; on CPUs without AVX512-BF16 / AMX bf16 can be slower).",
+            "",
+            markdown_table(["shape", "fp32 ms", "bf16 ms", "fp32 tokens/s", "bf16 tokens/s", "bf16/fp32"], rows),
+            "",
+            f"(b) loss: the nanoGPT CPU recipe, {K} steps on TinyShakespeare (block {BLOCK}, batch {BATCH}) from the "
+            f"same seed and batches. train loss = mean of the last {LAST} steps; val loss = fp32 evaluation on the "
+            "first 8 fixed validation batches (nats/token). Wall s: one run each (not a median).",
+            "",
+            markdown_table(["precision", "step-0 loss", "train loss", "val loss", "wall s", "tokens/s"], loss_rows),
+            "",
+            f"bf16 - fp32: train loss {round(d_train, 4) + 0.0:+.4f}, val loss {round(d_val, 4) + 0.0:+.4f}.",
+        ]
+    )
+
+
+def _speed_rows(opts: Options) -> list[list[str]]:
+    """Table (a): per shape (default_lm_shapes), median ms per train_step and tokens/s in fp32 and bf16, and
+    the bf16/fp32 tokens/s ratio; the two copies of one initial model are timed interleaved."""
     rows = []
     for s in default_lm_shapes(opts):
         progress(f"precision speed {s.name}")
@@ -54,34 +81,21 @@ def bench_precision(opts: Options) -> str:
         )
         del steps
         gc.collect()
+    return rows
 
-    K = 60 if opts.quick else 500
-    progress(f"precision loss: {K} recipe steps in fp32 and bf16")
+
+def _loss_rows(prepared, K: int, device) -> tuple[list[list[str]], float, float]:
+    """Table (b): the nanoGPT recipe for K steps in fp32 and bf16 (plain_run); per precision the step-0 loss,
+    train loss (mean of the last LAST steps), val loss (val_loss, nats/token), wall s and tokens/s. Returns
+    (rows, bf16 - fp32 train loss, bf16 - fp32 val loss)."""
     loss_rows, final = [], {}
     for p in ("fp32", "bf16"):
-        seconds, losses, model = plain_run(prepared, K, opts.device, p, record_losses=True)
+        seconds, losses, model = plain_run(prepared, K, device, p, record_losses=True)
         train = statistics.fmean(losses[-LAST:])
-        val = val_loss(model, prepared, opts.device)
+        val = val_loss(model, prepared, device)
         final[p] = (train, val)
         loss_rows.append(
             [p, f"{losses[0]:.3f}", f"{train:.4f}", f"{val:.4f}", fmt(seconds), fmt(K * BATCH * BLOCK / seconds)]
         )
     d_train, d_val = (final["bf16"][i] - final["fp32"][i] for i in (0, 1))
-    return "\n".join(
-        [
-            "## precision: zoo, fp32 vs bf16 autocast (precision=bf16-mixed)",
-            "",
-            "(a) train_step speed. Forward under torch.autocast(dtype=bfloat16), loss / weights / AdamW in fp32. "
-            "bf16/fp32 = tokens/s ratio (> 1 = bf16 faster; on CPUs without AVX512-BF16 / AMX bf16 can be slower).",
-            "",
-            markdown_table(["shape", "fp32 ms", "bf16 ms", "fp32 tokens/s", "bf16 tokens/s", "bf16/fp32"], rows),
-            "",
-            f"(b) loss: the nanoGPT CPU recipe, {K} steps on TinyShakespeare (block {BLOCK}, batch {BATCH}) from the "
-            f"same seed and batches. train loss = mean of the last {LAST} steps; val loss = fp32 evaluation on the "
-            "first 8 fixed validation batches (nats/token). Wall s: one run each (not a median).",
-            "",
-            markdown_table(["precision", "step-0 loss", "train loss", "val loss", "wall s", "tokens/s"], loss_rows),
-            "",
-            f"bf16 - fp32: train loss {round(d_train, 4) + 0.0:+.4f}, val loss {round(d_val, 4) + 0.0:+.4f}.",
-        ]
-    )
+    return loss_rows, d_train, d_val

@@ -160,11 +160,23 @@ def read_records(
         raise empty
 
     datasets.disable_progress_bars()
-    kwargs = {}
+    kwargs = _loader_kwargs(path, fmt, header, delimiter, encoding)
+    builder = "csv" if fmt == "tsv" else fmt
+    try:
+        return datasets.load_dataset(builder, data_files=str(path), split="train", cache_dir=cache_dir, **kwargs)
+    except Exception as e:  # pandas / pyarrow parser errors, wrapped by datasets: the innermost names the line
+        if "corresponds to no data" in str(e):  # datasets' word for a file without rows
+            raise empty from None
+        raise _unreadable(path, fmt, e) from None
+
+
+def _loader_kwargs(path: Path, fmt: str, header: bool, delimiter: str | None, encoding: str) -> dict:
+    """The keyword arguments of datasets.load_dataset for a table file (read_records); checks the encoding of a
+    csv / tsv / json file first (check_encoding: DataError naming the line)."""
     if fmt in ("csv", "tsv"):
         check_encoding(path, encoding)
         sep = delimiter or ("\t" if fmt == "tsv" else ",")
-        kwargs = dict(
+        return dict(
             sep=sep,
             header=0 if header else None,
             quoting=csv.QUOTE_NONE if sep == "\t" else csv.QUOTE_MINIMAL,
@@ -173,23 +185,22 @@ def read_records(
             skip_blank_lines=False,
             encoding=encoding,
         )
-    elif fmt == "json":
+    if fmt == "json":
         check_encoding(path, encoding)
-        kwargs = dict(encoding=encoding)
-    builder = "csv" if fmt == "tsv" else fmt
-    try:
-        return datasets.load_dataset(builder, data_files=str(path), split="train", cache_dir=cache_dir, **kwargs)
-    except Exception as e:  # pandas / pyarrow parser errors, wrapped by datasets: the innermost names the line
-        if "corresponds to no data" in str(e):  # datasets' word for a file without rows
-            raise empty from None
-        while (e.__cause__ or e.__context__) is not None:
-            e = e.__cause__ or e.__context__
-        first = (str(e).splitlines() or [""])[0][:200]
-        raise DataError(
-            f"{path}: cannot be read as {fmt} ({type(e).__name__}: {first}).\n"
-            f"Fix: check data.format, data.header and data.delimiter (a tab or delimiter inside a "
-            f"field needs quoting, or another delimiter)"
-        ) from None
+        return dict(encoding=encoding)
+    return {}
+
+
+def _unreadable(path: Path, fmt: str, e: BaseException) -> DataError:
+    """The DataError of a table file `datasets` cannot read, quoting the innermost cause of `e` (it names the line)."""
+    while (e.__cause__ or e.__context__) is not None:
+        e = e.__cause__ or e.__context__
+    first = (str(e).splitlines() or [""])[0][:200]
+    return DataError(
+        f"{path}: cannot be read as {fmt} ({type(e).__name__}: {first}).\n"
+        f"Fix: check data.format, data.header and data.delimiter (a tab or delimiter inside a "
+        f"field needs quoting, or another delimiter)"
+    )
 
 
 class Table(NamedTuple):

@@ -88,6 +88,12 @@ def aligned_lines(path: Path, encoding: str = "utf-8") -> list[str]:
     return text_lines(path, encoding)
 
 
+def _check_sizes(max_len: int, max_tokens: int) -> None:
+    """Raise DataError unless max_len >= 2 (BOS/EOS and one token) and max_tokens >= 4."""
+    if max_len < 2 or max_tokens < 4:
+        raise DataError(f"need data.max_len >= 2 and data.max_tokens >= 4, got {max_len} and {max_tokens}")
+
+
 class ParallelText(BatchedDataModule, FileSplits):
     """Translation batches from parallel files (collate_translation has the keys).
 
@@ -162,20 +168,10 @@ class ParallelText(BatchedDataModule, FileSplits):
     ):
         super().__init__()
         self.save_hyperparameters()
-        self.check_settings(
-            train,
-            hf_path,
-            tokenizer,
-            special_tokens,
-            val,
-            test,
-            (val_fraction, test_fraction),
-            "a table file with two columns, {src: FILE, tgt: FILE}",
+        self._check_args(
+            train, val, test, hf_path, tokenizer, special_tokens, (val_fraction, test_fraction), src_lang, tgt_lang
         )
-        if src_lang == tgt_lang:
-            raise DataError(f"data.src_lang and data.tgt_lang are both {src_lang!r}; name the two sides differently")
-        if max_len < 2 or max_tokens < 4:
-            raise DataError(f"need data.max_len >= 2 and data.max_tokens >= 4, got {max_len} and {max_tokens}")
+        _check_sizes(max_len, max_tokens)
         self.sources = {"train": train, "val": val, "test": test}
         self.src_lang, self.tgt_lang = src_lang, tgt_lang
         self.format, self.header, self.delimiter, self.encoding = format, header, delimiter, encoding
@@ -186,6 +182,27 @@ class ParallelText(BatchedDataModule, FileSplits):
         self.truncate, self.num_workers, self.seed = truncate, num_workers, seed
         self.data_dir, self.mirror, self.limit, self.name = data_dir, mirror, limit, name
         self.hf_path, self.hf_name, self.special_tokens = hf_path, hf_name, special_tokens
+        self._init_state()
+
+    def _check_args(self, train, val, test, hf_path, tokenizer, special_tokens, fractions, src_lang, tgt_lang) -> None:
+        """The constructor's checks that need no file (check_settings, then distinct language names);
+        fractions = (val_fraction, test_fraction). Raises DataError."""
+        self.check_settings(
+            train,
+            hf_path,
+            tokenizer,
+            special_tokens,
+            val,
+            test,
+            fractions,
+            "a table file with two columns, {src: FILE, tgt: FILE}",
+        )
+        if src_lang == tgt_lang:
+            raise DataError(f"data.src_lang and data.tgt_lang are both {src_lang!r}; name the two sides differently")
+
+    def _init_state(self) -> None:
+        """What setup() fills in: model_ids (zoo's until then), the three sets (None), and the per-split counts
+        and origins of the pairs read."""
         self.model_ids = dict(MODEL_IDS)
         self.train_set = self.val_set = self.test_set = None
         self.skipped: dict[str, int] = {}
@@ -320,31 +337,7 @@ class ParallelText(BatchedDataModule, FileSplits):
         roles, user = self.SPECIAL_ROLES, f"data={type(self).__name__}"
         self.model_ids = self.tgt_tokenizer.model_ids(roles, roles, user)
         self.pad_id = self.model_ids["pad_id"]
-        sets, body = {}, self.max_len - 1
-        for split, (src, tgt) in data.items():
-            src_ids, tgt_ids = self.src_tokenizer.encode_batch(src), self.tgt_tokenizer.encode_batch(tgt)
-            long = [i for i, (s, t) in enumerate(zip(src_ids, tgt_ids)) if len(s) > body or len(t) > body]
-            if long and not self.truncate:
-                raise DataError(
-                    f"{len(long)} {split} pairs are longer than data.max_len={self.max_len} tokens, the "
-                    f"first at {self.origin(split, long[0])} ({src[long[0]][:60]!r}).\nFix: raise "
-                    f"data.max_len (and model.max_len), or set data.truncate=true to cut them"
-                )
-            self.truncated[split] = len(long)
-            sets[split] = TranslationSet(
-                [s[:body] for s in src_ids],
-                [t[:body] for t in tgt_ids],
-                src,
-                tgt,
-                self.model_ids["bos_id"],
-                self.model_ids["eos_id"],
-            )
-            longest = max(a + b for a, b in zip(sets[split].src_lens, sets[split].tgt_lens))
-            if longest > self.max_tokens:
-                raise DataError(
-                    f"a {split} pair has {longest} source + target tokens, more than data.max_tokens="
-                    f"{self.max_tokens}; raise max_tokens or lower max_len={self.max_len}"
-                )
+        sets = {split: self._encode_split(split, src, tgt) for split, (src, tgt) in data.items()}
         self.train_set, self.val_set, self.test_set = sets["train"], sets["val"], sets["test"]
         self.val_srcs, self.val_refs = self.val_set.srcs, self.val_set.refs
         self.test_srcs, self.test_refs = self.test_set.srcs, self.test_set.refs
@@ -355,6 +348,36 @@ class ParallelText(BatchedDataModule, FileSplits):
             f"{self.skipped}; truncated to data.max_len={self.max_len}: {self.truncated}"
             + "".join(f"; {s} = {how}" for s, how in self.carved.items())
         )
+
+    def _encode_split(self, split: str, src: list[str], tgt: list[str]) -> TranslationSet:
+        """Tokenize one split's pairs, each side cut to max_len - 1 tokens (BOS / EOS make max_len); counts the
+        cut pairs in truncated[split]. Raises DataError for a too-long pair with truncate=false (naming its
+        origin), or a pair longer than max_tokens after the cut."""
+        body = self.max_len - 1
+        src_ids, tgt_ids = self.src_tokenizer.encode_batch(src), self.tgt_tokenizer.encode_batch(tgt)
+        long = [i for i, (s, t) in enumerate(zip(src_ids, tgt_ids)) if len(s) > body or len(t) > body]
+        if long and not self.truncate:
+            raise DataError(
+                f"{len(long)} {split} pairs are longer than data.max_len={self.max_len} tokens, the "
+                f"first at {self.origin(split, long[0])} ({src[long[0]][:60]!r}).\nFix: raise "
+                f"data.max_len (and model.max_len), or set data.truncate=true to cut them"
+            )
+        self.truncated[split] = len(long)
+        dataset = TranslationSet(
+            [s[:body] for s in src_ids],
+            [t[:body] for t in tgt_ids],
+            src,
+            tgt,
+            self.model_ids["bos_id"],
+            self.model_ids["eos_id"],
+        )
+        longest = max(a + b for a, b in zip(dataset.src_lens, dataset.tgt_lens))
+        if longest > self.max_tokens:
+            raise DataError(
+                f"a {split} pair has {longest} source + target tokens, more than data.max_tokens="
+                f"{self.max_tokens}; raise max_tokens or lower max_len={self.max_len}"
+            )
+        return dataset
 
     def train_batches(self, epoch: int) -> list[list[int]]:
         """All training batches of `epoch` before rank sharding: a random order (seed, epoch) stably sorted by

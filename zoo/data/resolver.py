@@ -137,20 +137,46 @@ def resolve(name: str, data_dir: str | Path | None = None, mirror: str | None = 
 
     # (a) the data dir
     if local.is_file():
-        actual = sha256sum(local)
-        if actual == expected:
-            return local
-        raise DataError(
-            _mismatch(name, local, expected, actual)
-            + f": it is not the published {name}, and zoo leaves it as it is.\nFix: to train on that "
-            f"file as your own, pass its path ({local}) instead of the name {name!r} (your own files are "
-            f"not checksummed); for the published dataset, set data.data_dir (or ZOO_DATA_DIR) to "
-            f"another folder and re-run."
-        )
+        _check_data_dir_copy(local, name, expected)
+        return local
     tried.append(f"{local}: not found (data dir)")
 
     # (b) the mirror, then (c) upstream
-    urls = []
+    urls: list[str] = []
+    found = _from_mirror(mirror, name, expected, tried, urls)
+    if found is not None:
+        return found
+    folder, _, rest = name.partition("/")
+    if folder in UPSTREAM:
+        urls.append(UPSTREAM[folder] + rest)
+
+    for url in urls:
+        try:
+            _download(url, local, name, expected, progress)
+            return local
+        except (OSError, http.client.HTTPException, ValueError, DataError) as e:
+            tried.append(f"{url}: {e}")
+    raise _not_found(name, expected, tried, local)
+
+
+def _check_data_dir_copy(local: Path, name: str, expected: str) -> None:
+    """Raise DataError when the data dir's copy `local` of dataset file `name` fails its sha256 (`expected`); the
+    message says how to use the file as the user's own or get the published one, and never to delete it."""
+    actual = sha256sum(local)
+    if actual == expected:
+        return
+    raise DataError(
+        _mismatch(name, local, expected, actual)
+        + f": it is not the published {name}, and zoo leaves it as it is.\nFix: to train on that "
+        f"file as your own, pass its path ({local}) instead of the name {name!r} (your own files are "
+        f"not checksummed); for the published dataset, set data.data_dir (or ZOO_DATA_DIR) to "
+        f"another folder and re-run."
+    )
+
+
+def _from_mirror(mirror: str | None, name: str, expected: str, tried: list[str], urls: list[str]) -> Path | None:
+    """The verified path of `name` in a local-folder mirror, else None. A URL mirror is appended to `urls` (to
+    download); a missing mirror, file, or a checksum mismatch is appended to `tried` as "place: why"."""
     if mirror is None:
         tried.append("mirror: none set (argument or ZOO_DATA_MIRROR)")
     elif str(mirror).startswith(_URL_SCHEMES):
@@ -163,18 +189,12 @@ def resolve(name: str, data_dir: str | Path | None = None, mirror: str | None = 
             tried.append(f"{path}: " + _mismatch(name, "local mirror", expected, actual))
         else:
             return path
-    folder, _, rest = name.partition("/")
-    if folder in UPSTREAM:
-        urls.append(UPSTREAM[folder] + rest)
+    return None
 
-    for url in urls:
-        try:
-            _download(url, local, name, expected, progress)
-            return local
-        except (OSError, http.client.HTTPException, ValueError, DataError) as e:
-            tried.append(f"{url}: {e}")
 
-    raise DataError(
+def _not_found(name: str, expected: str, tried: list[str], local: Path) -> DataError:
+    """The DataError of a dataset file found nowhere: each place tried and why, and the fixes."""
+    return DataError(
         f"could not get dataset file {name!r} (sha256 {expected}). Places searched:\n  - "
         + "\n  - ".join(tried)
         + "\nFix one of:\n"

@@ -215,18 +215,9 @@ class TextClassification(BatchedDataModule, FileSplits):
     ):
         super().__init__()
         self.save_hyperparameters()
-        self.check_settings(
-            train,
-            hf_path,
-            tokenizer,
-            special_tokens,
-            val,
-            test,
-            (val_fraction, test_fraction),
-            "the training file (data.train=PATH), a {label: file} mapping",
+        self._check_args(
+            train, val, test, hf_path, tokenizer, special_tokens, (val_fraction, test_fraction), batch_size, max_len
         )
-        if batch_size < 1 or max_len < 3:
-            raise DataError(f"need data.batch_size >= 1 and data.max_len >= 3, got {batch_size} and {max_len}")
         self.sources = {"train": train, "val": val, "test": test}
         self.format, self.text_column, self.label_column = format, text_column, label_column
         self.header, self.delimiter, self.encoding, self.pattern = header, delimiter, encoding, pattern
@@ -237,6 +228,27 @@ class TextClassification(BatchedDataModule, FileSplits):
         self.batch_size, self.bucket, self.num_workers, self.seed = batch_size, bucket, num_workers, seed
         self.data_dir, self.mirror, self.limit, self.name = data_dir, mirror, limit, name
         self.hf_path, self.hf_name, self.special_tokens = hf_path, hf_name, special_tokens
+        self._init_state()
+
+    def _check_args(self, train, val, test, hf_path, tokenizer, special_tokens, fractions, batch_size, max_len):
+        """The constructor's checks that need no file (check_settings, then batch_size >= 1 and max_len >= 3);
+        fractions = (val_fraction, test_fraction). Raises DataError."""
+        self.check_settings(
+            train,
+            hf_path,
+            tokenizer,
+            special_tokens,
+            val,
+            test,
+            fractions,
+            "the training file (data.train=PATH), a {label: file} mapping",
+        )
+        if batch_size < 1 or max_len < 3:
+            raise DataError(f"need data.batch_size >= 1 and data.max_len >= 3, got {batch_size} and {max_len}")
+
+    def _init_state(self) -> None:
+        """What setup() fills in: model_ids (zoo's until then), the three sets and the classes (None), and the
+        per-split counts of the examples read."""
         self.model_ids = dict(MODEL_IDS)
         self.train_set = self.val_set = self.test_set = None
         self.classes: list[str] | None = None

@@ -56,6 +56,27 @@ def _atomic_write(dest: Path, write) -> None:
             os.unlink(tmp)
 
 
+def _write_chunks(f, chunks: Iterable, vocab_size: int, dtype: np.dtype) -> int:
+    """Write each chunk of ids (1-D integer array, list or tensor) to the binary file f as `dtype`; returns the
+    number of ids written. Raises ValueError for a chunk that is not 1-D integers, or an id outside
+    [0, vocab_size) (naming its offset)."""
+    length = 0
+    for chunk in chunks:
+        a = chunk.numpy() if isinstance(chunk, torch.Tensor) else np.asarray(chunk)
+        if a.size == 0:
+            continue
+        if a.ndim != 1 or not np.issubdtype(a.dtype, np.integer):
+            raise ValueError(f"token chunks must be 1-D integer arrays, got shape {a.shape} dtype {a.dtype}")
+        lo, hi = int(a.min()), int(a.max())
+        if lo < 0 or hi >= vocab_size:
+            raise ValueError(
+                f"token id {lo if lo < 0 else hi} at chunk offset {length} is outside [0, vocab_size={vocab_size})"
+            )
+        f.write(a.astype(dtype, copy=False).tobytes())
+        length += a.size
+    return length
+
+
 def write_token_file(
     path: str | Path, chunks: Iterable, vocab_size: int, source_sha256: str | None = None, meta: dict | None = None
 ) -> "Tokens":
@@ -81,19 +102,7 @@ def write_token_file(
 
     def write(f):
         nonlocal length
-        for chunk in chunks:
-            a = chunk.numpy() if isinstance(chunk, torch.Tensor) else np.asarray(chunk)
-            if a.size == 0:
-                continue
-            if a.ndim != 1 or not np.issubdtype(a.dtype, np.integer):
-                raise ValueError(f"token chunks must be 1-D integer arrays, got shape {a.shape} dtype {a.dtype}")
-            lo, hi = int(a.min()), int(a.max())
-            if lo < 0 or hi >= vocab_size:
-                raise ValueError(
-                    f"token id {lo if lo < 0 else hi} at chunk offset {length} is outside [0, vocab_size={vocab_size})"
-                )
-            f.write(a.astype(dtype, copy=False).tobytes())
-            length += a.size
+        length = _write_chunks(f, chunks, vocab_size, dtype)
 
     _atomic_write(path, write)
     info = {

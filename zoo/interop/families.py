@@ -603,6 +603,43 @@ _T5_FF = {
 _T5_FF_TO_HF = {v: k for k, v in _T5_FF.items()}
 
 
+def _t5_check_to_hf(cfg: ModelConfig) -> None:
+    """Raise Unsupported for a zoo config Hugging Face t5 cannot hold (_common_to_hf, require, then a missing
+    final norm, two vocabularies, a separate attention dropout, unshared tables); each message names the key."""
+    f = "t5"
+    _common_to_hf(cfg, f)
+    require(
+        cfg,
+        f,
+        norm="rmsnorm",
+        norm_first=True,
+        bias=False,
+        position="t5_relative",
+        attn_scale=1.0,
+        scale_embeddings=False,
+        mask=(None, "causal"),
+        embed_norm=False,
+        type_vocab_size=0,
+        lm_head_transform=False,
+        lm_head_bias=False,
+        activation=tuple(_T5_FF_TO_HF),
+    )
+    if not cfg.use_final_norm:
+        raise Unsupported("model.final_norm=false has no equivalent in Hugging Face t5 (final_layer_norm)")
+    if cfg.src_vocab_size not in (None, cfg.vocab_size):
+        raise Unsupported(
+            f"model.src_vocab_size={cfg.src_vocab_size} != vocab_size={cfg.vocab_size} has no equivalent in "
+            f"Hugging Face t5 (one vocabulary, one shared table)"
+        )
+    if cfg.attention_dropout != cfg.dropout:
+        raise Unsupported(
+            f"model.attn_dropout={cfg.attn_dropout} has no equivalent in Hugging Face t5, whose one "
+            f"dropout_rate (model.dropout={cfg.dropout}) also drops attention weights; set attn_dropout=null"
+        )
+    if not (cfg.share_embeddings or cfg.share_tokens):
+        raise Unsupported("model.share_embeddings=false has no equivalent in Hugging Face t5 (one shared table)")
+
+
 class T5:
     """T5 (Raffel et al. 2020; transformers' modeling_t5.py): no positions but a bucketed relative bias in each
     stack's first layer shared by all layers, RMSNorm without mean or bias (T5LayerNorm), pre-LN with a final
@@ -657,37 +694,7 @@ class T5:
     @staticmethod
     def config_to_hf(cfg: ModelConfig) -> dict:
         f = "t5"
-        _common_to_hf(cfg, f)
-        require(
-            cfg,
-            f,
-            norm="rmsnorm",
-            norm_first=True,
-            bias=False,
-            position="t5_relative",
-            attn_scale=1.0,
-            scale_embeddings=False,
-            mask=(None, "causal"),
-            embed_norm=False,
-            type_vocab_size=0,
-            lm_head_transform=False,
-            lm_head_bias=False,
-            activation=tuple(_T5_FF_TO_HF),
-        )
-        if not cfg.use_final_norm:
-            raise Unsupported("model.final_norm=false has no equivalent in Hugging Face t5 (final_layer_norm)")
-        if cfg.src_vocab_size not in (None, cfg.vocab_size):
-            raise Unsupported(
-                f"model.src_vocab_size={cfg.src_vocab_size} != vocab_size={cfg.vocab_size} has no equivalent in "
-                f"Hugging Face t5 (one vocabulary, one shared table)"
-            )
-        if cfg.attention_dropout != cfg.dropout:
-            raise Unsupported(
-                f"model.attn_dropout={cfg.attn_dropout} has no equivalent in Hugging Face t5, whose one "
-                f"dropout_rate (model.dropout={cfg.dropout}) also drops attention weights; set attn_dropout=null"
-            )
-        if not (cfg.share_embeddings or cfg.share_tokens):
-            raise Unsupported("model.share_embeddings=false has no equivalent in Hugging Face t5 (one shared table)")
+        _t5_check_to_hf(cfg)
         return dict(
             model_type="t5",
             architectures=[HF_CLASSES[f]],

@@ -173,24 +173,41 @@ def attention_maps(
             continue
         if loaded is None:
             continue
-        model, src_tok, tgt_tok, data, hp = loaded
-        pair = f"{data['src_lang']}->{data['tgt_lang']}"
-        if not data["stored"]:
-            pair += f" ({data.get('note', 'assumed')})"
-        text, source = (sentence, "--sentence") if sentence else default_sentence(run, data)
-        if text is None:
-            if skipped is not None:
-                skipped.append(f"{run['run_dir']}: {source}")
-            continue
-        dataset = data.get("dataset") if data.get("stored") else group["dataset"]
-        w, src_pieces, tgt_pieces = attend(model, src_tok, tgt_tok, text, layer, hp.get("max_len_b", 50))
-        n = len(model.decoder.layers)
-        hyp = "".join(tgt_pieces[:-1]).replace(SPACE, " ").strip()
-        seed = f", seed {run['seed']}" if run.get("seed") is not None else ""
-        title = (
-            f"{group['label']}{seed} ({dataset}, {pair}): cross-attention, decoder layer {layer % n + 1} of {n}, "
-            f"mean of heads\n{source}: {_clip(text)}\n-> {_clip(hyp)}"
-        )
-        path = out_dir / f"attention_{slug(group['label'])}.png"
-        written.append(plot_attention(w, src_pieces, tgt_pieces, title, path))
+        path = _draw_map(group, run, loaded, out_dir, sentence, layer, skipped, attend)
+        if path is not None:
+            written.append(path)
     return written
+
+
+def _draw_map(
+    group: dict,
+    run: dict,
+    loaded: tuple,
+    out_dir: Path,
+    sentence: str | None,
+    layer: int,
+    skipped: list[str] | None,
+    attend: Callable,
+) -> Path | None:
+    """Plot the cross-attention map of one group's run (loaded: load_translation_model's tuple) and return its
+    path; None, with a line appended to `skipped`, when there is no sentence to attend over."""
+    model, src_tok, tgt_tok, data, hp = loaded
+    pair = f"{data['src_lang']}->{data['tgt_lang']}"
+    if not data["stored"]:
+        pair += f" ({data.get('note', 'assumed')})"
+    text, source = (sentence, "--sentence") if sentence else default_sentence(run, data)
+    if text is None:
+        if skipped is not None:
+            skipped.append(f"{run['run_dir']}: {source}")
+        return None
+    dataset = data.get("dataset") if data.get("stored") else group["dataset"]
+    w, src_pieces, tgt_pieces = attend(model, src_tok, tgt_tok, text, layer, hp.get("max_len_b", 50))
+    n = len(model.decoder.layers)
+    hyp = "".join(tgt_pieces[:-1]).replace(SPACE, " ").strip()
+    seed = f", seed {run['seed']}" if run.get("seed") is not None else ""
+    title = (
+        f"{group['label']}{seed} ({dataset}, {pair}): cross-attention, decoder layer {layer % n + 1} of {n}, "
+        f"mean of heads\n{source}: {_clip(text)}\n-> {_clip(hyp)}"
+    )
+    path = out_dir / f"attention_{slug(group['label'])}.png"
+    return plot_attention(w, src_pieces, tgt_pieces, title, path)

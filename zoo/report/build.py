@@ -121,6 +121,30 @@ def report(root: Path, out_dir: Path | None = None, sentence: str | None = None,
     curves = plot_curves(groups, out_dir)
     skipped: list[str] = []
     attention = attention_maps(groups, out_dir, sentence, layer, skipped, attend=cross_attention)
+    text = _summary(root, runs, groups, table)
+    significance, literature, records = _comparisons(groups, table)
+    if significance:
+        text += ["## Significance", "", *significance]
+    if literature:
+        text += ["## Against the literature", "", *literature]
+    text += _figures(curves, attention, skipped)
+    path = out_dir / "report.md"
+    path.write_text("\n".join(text) + "\n")
+    return {
+        "runs": runs,
+        "groups": groups,
+        "table": table,
+        "records": records,
+        "report": path,
+        "curves": curves,
+        "attention": attention,
+        "skipped": skipped,
+    }
+
+
+def _summary(root: Path, runs: list[dict], groups: list[dict], table: list[dict]) -> list[str]:
+    """report.md's lines up to the significance section: the title, the sweep summary, how to read the table,
+    the table, the failed runs and the notes on the objectives present."""
     notes = [f"- {o}: {NOTES[o]}" for o in dict.fromkeys(r["objective"] for r in table) if o in NOTES]
     n_failed = sum(r["status"] != "ok" for r in runs)
     text = [
@@ -147,6 +171,12 @@ def report(root: Path, out_dir: Path | None = None, sentence: str | None = None,
         text += ["Failed runs (listed, not dropped):", "", *failed, ""]
     if notes:
         text += ["Objectives:", "", *notes, ""]
+    return text
+
+
+def _comparisons(groups: list[dict], table: list[dict]) -> tuple[list[str], list[str], dict]:
+    """Per task (in group order): compare_task's significance lines and ranking records, and versus_t5's lines.
+    Returns (significance lines, literature lines, {task: ranking records})."""
     significance, literature = [], []
     records = {}
     for task in dict.fromkeys(g["task"] for g in groups):
@@ -154,11 +184,12 @@ def report(root: Path, out_dir: Path | None = None, sentence: str | None = None,
         significance += lines
         literature += versus_t5(task, recs, groups)
         records[task] = recs
-    if significance:
-        text += ["## Significance", "", *significance]
-    if literature:
-        text += ["## Against the literature", "", *literature]
-    text += [
+    return significance, literature, records
+
+
+def _figures(curves: list[Path], attention: list[Path], skipped: list[str]) -> list[str]:
+    """report.md's closing lines: links to the curve and attention PNGs, and why attention maps were skipped."""
+    text = [
         "Validation curves (x: step, training FLOPs, training seconds; several seeds: mean and min-max band "
         "at the common x points): "
         + (", ".join(f"[{p.name}]({p.name})" for p in curves) or "none (no run has a CSV log with validation metrics)")
@@ -167,18 +198,7 @@ def report(root: Path, out_dir: Path | None = None, sentence: str | None = None,
         text += ["", "Cross-attention: " + ", ".join(f"[{p.name}]({p.name})" for p in attention)]
     if skipped:
         text += ["", "Cross-attention not drawn:", "", *(f"- {line}" for line in skipped)]
-    path = out_dir / "report.md"
-    path.write_text("\n".join(text) + "\n")
-    return {
-        "runs": runs,
-        "groups": groups,
-        "table": table,
-        "records": records,
-        "report": path,
-        "curves": curves,
-        "attention": attention,
-        "skipped": skipped,
-    }
+    return text
 
 
 def main(argv=None) -> int:

@@ -61,52 +61,8 @@ def build_workspace(
         raise DashboardError("no W&B project: pass --project P (the logger's project, `zoo` by default)")
     keys, by = _keys(keys, "--keys"), _keys(by, "--by")
     ws, wr = _libs()
-
-    class FlatConfigColumn(wr.ParallelCoordinatesPlotColumn):
-        """A column of a flat config key: zoo logs `model.d_model` as one key, stored as `model.d_model.value`
-        (the library would write the nested form `model.value.d_model`)."""
-
-        def _to_model(self):
-            model = super()._to_model()
-            model.accessor = f"config:{self.metric.name}.value"
-            return model
-
-    sections = []
-    for task, (metrics, best) in TASKS.items():
-        panels = []
-        for metric in metrics:
-            for x, x_title in ((STEP, "step"), (FLOPS, "training FLOPs"), (SECONDS, "training seconds")):
-                panels.append(
-                    wr.LinePlot(
-                        title=f"{metric} vs {x_title}",
-                        x=x,
-                        y=[metric],
-                        title_x=x_title,
-                        title_y=metric,
-                        groupby_aggfunc="mean",
-                        groupby_rangefunc="stddev",
-                    )
-                )
-        panels.append(wr.ScatterPlot(title=f"{best} vs params", x=wr.Config("params"), y=wr.SummaryMetric(best)))
-        panels.append(
-            wr.ScatterPlot(
-                title=f"{best} vs training FLOPs", x=wr.SummaryMetric("cost/train_flops"), y=wr.SummaryMetric(best)
-            )
-        )
-        panels.append(
-            wr.ParallelCoordinatesPlot(
-                title=f"swept keys vs {best}",
-                columns=[
-                    *(FlatConfigColumn(wr.Config(k)) for k in keys),
-                    wr.ParallelCoordinatesPlotColumn(wr.SummaryMetric(best)),
-                ],
-            )
-        )
-        sections.append(
-            ws.Section(
-                name=task, panels=panels, is_open=True, layout_settings=ws.SectionLayoutSettings(columns=2, rows=4)
-            )
-        )
+    column = _flat_config_column(wr)
+    sections = [_task_section(ws, wr, column, task, metrics, best, keys) for task, (metrics, best) in TASKS.items()]
 
     # a flat dotted key is stored as `a.b.value`; a plain `Config("a.b")` would group by the nested `a.value.b`
     groupby = [ws.Config(k if "." not in k else f"{k}.value") for k in by]
@@ -117,6 +73,59 @@ def build_workspace(
         name=f"zoo comparison ({group})" if group else "zoo comparison",
         sections=sections,
         runset_settings=ws.RunsetSettings(groupby=groupby, filters=filters),
+    )
+
+
+def _flat_config_column(wr) -> type:
+    """A ParallelCoordinatesPlotColumn subclass of wr (wandb_workspaces.reports.v2) for a flat config key."""
+
+    class FlatConfigColumn(wr.ParallelCoordinatesPlotColumn):
+        """A column of a flat config key: zoo logs `model.d_model` as one key, stored as `model.d_model.value`
+        (the library would write the nested form `model.value.d_model`)."""
+
+        def _to_model(self):
+            model = super()._to_model()
+            model.accessor = f"config:{self.metric.name}.value"
+            return model
+
+    return FlatConfigColumn
+
+
+def _task_section(ws, wr, column: type, task: str, metrics, best: str, keys: list):
+    """The open ws.Section of one task: each validation metric against step, training FLOPs and training seconds,
+    `best` (a summary metric) against params and training FLOPs, and parallel coordinates over `keys` (columns
+    of class `column`) and `best`."""
+    panels = []
+    for metric in metrics:
+        for x, x_title in ((STEP, "step"), (FLOPS, "training FLOPs"), (SECONDS, "training seconds")):
+            panels.append(
+                wr.LinePlot(
+                    title=f"{metric} vs {x_title}",
+                    x=x,
+                    y=[metric],
+                    title_x=x_title,
+                    title_y=metric,
+                    groupby_aggfunc="mean",
+                    groupby_rangefunc="stddev",
+                )
+            )
+    panels.append(wr.ScatterPlot(title=f"{best} vs params", x=wr.Config("params"), y=wr.SummaryMetric(best)))
+    panels.append(
+        wr.ScatterPlot(
+            title=f"{best} vs training FLOPs", x=wr.SummaryMetric("cost/train_flops"), y=wr.SummaryMetric(best)
+        )
+    )
+    panels.append(
+        wr.ParallelCoordinatesPlot(
+            title=f"swept keys vs {best}",
+            columns=[
+                *(column(wr.Config(k)) for k in keys),
+                wr.ParallelCoordinatesPlotColumn(wr.SummaryMetric(best)),
+            ],
+        )
+    )
+    return ws.Section(
+        name=task, panels=panels, is_open=True, layout_settings=ws.SectionLayoutSettings(columns=2, rows=4)
     )
 
 

@@ -112,11 +112,7 @@ def versus_t5(task: str, records: list[dict], groups: list[dict]) -> list[str]:
     for rec in records:
         if rec["metric"] != zoo_metric:
             continue
-        arch_rows: dict[str, list[dict]] = {}
-        for r in rec["order"]:
-            a = t5_arch(groups[r["group"]])
-            if a and not t5_setup(task, groups[r["group"]]) and not groups[r["group"]].get("degenerate"):
-                arch_rows.setdefault(a, []).append(r)
+        arch_rows = _t5_arch_rows(task, rec, groups)
         if len(arch_rows) < 2:
             continue
         head = f"**{task} ({rec['dataset']}, budget {rec['budget']}) against T5 ({benchmark}, {zoo_metric})**"
@@ -124,54 +120,85 @@ def versus_t5(task: str, records: list[dict], groups: list[dict]) -> list[str]:
         if several:
             lines += [head + f": not compared; several groups stand for {', '.join(several)} (other keys swept).", ""]
             continue
-        present = [r for r in rec["order"] if t5_arch(groups[r["group"]]) in arch_rows]
-        zoo_chain = ""
-        for k, r in enumerate(present):
-            if k:
-                zoo_chain += " > " if rec["pairs"][(present[k - 1]["group"], r["group"])][0] == 1 else " ≈ "
-            zoo_chain += f"{t5_arch(groups[r['group']])} {fmt_value(r['mean'])} {fmt_ci(r)}"
-        t5_rows = [
-            f"{a} "
-            + " / ".join(
-                f"{row[col]:.2f} ({row[3]}, {row[4]}, {row[2]})"
-                for row in T5_TABLE2
-                if row[0] == a and row[col] is not None
-            )
-            for a in T5_ARCHS
-            if a in arch_rows
-        ]
         lines += [
             head,
             "",
-            f"- zoo: {zoo_chain}",
+            f"- zoo: {_zoo_chain(rec, arch_rows, groups)}",
             f"- T5 ({T5_CITATION}): "
-            + "; ".join(t5_rows)
+            + "; ".join(_t5_rows(arch_rows, col))
             + f". A gap counts as an ordering beyond {t5_threshold(benchmark):.2f} (1.96 * sqrt(2) * T5's std "
             f"{T5_STD[benchmark]}), comparing rows of one objective, at equal parameters where T5 has them",
         ]
-        archs = [a for a in T5_ARCHS if a in arch_rows]
-        for i, a in enumerate(archs):
-            for b in archs[i + 1 :]:
-                claim = t5_claim(a, b, benchmark)
-                if claim is None:
-                    continue
-                t5_sign, t5_why = claim
-                ra, rb = arch_rows[a][0], arch_rows[b][0]
-                z_sign, z_why, _ = rec["pairs"][(ra["group"], rb["group"])]
-                t5_text = {1: f"{a} ahead", -1: f"{b} ahead", 0: "no ordering"}[t5_sign]
-                zoo_text = {1: f"{a} ahead", -1: f"{b} ahead", 0: "no significant ordering"}[z_sign]
-                if min(ra["n"], rb["n"]) < 2:
-                    verdict = "not judged (one seed: a verdict needs several seeds per architecture)"
-                elif t5_sign == 0:
-                    verdict = (
-                        "agrees (neither orders them)"
-                        if z_sign == 0
-                        else "disagrees (zoo orders them; T5's gap is within its run-to-run noise)"
-                    )
-                elif z_sign == 0:
-                    verdict = "not significant"
-                else:
-                    verdict = "agrees" if z_sign == t5_sign else "disagrees"
-                lines.append(f"- {a} vs {b}: T5 {t5_text} ({t5_why}); zoo {zoo_text} ({z_why}): **{verdict}**")
+        lines += _pair_lines(rec, arch_rows, benchmark)
         lines.append("")
     return lines
+
+
+def _t5_arch_rows(task: str, rec: dict, groups: list[dict]) -> dict[str, list[dict]]:
+    """The ranking rows of rec["order"] by the T5 architecture their group stands for (t5_arch), in rank order;
+    only groups on T5's setup (t5_setup) and not flagged degenerate."""
+    arch_rows: dict[str, list[dict]] = {}
+    for r in rec["order"]:
+        a = t5_arch(groups[r["group"]])
+        if a and not t5_setup(task, groups[r["group"]]) and not groups[r["group"]].get("degenerate"):
+            arch_rows.setdefault(a, []).append(r)
+    return arch_rows
+
+
+def _zoo_chain(rec: dict, arch_rows: dict, groups: list[dict]) -> str:
+    """zoo's ordering as text, "arch mean [ci] > arch ... ≈ arch ...": ">" where the ranking separates neighbours."""
+    present = [r for r in rec["order"] if t5_arch(groups[r["group"]]) in arch_rows]
+    zoo_chain = ""
+    for k, r in enumerate(present):
+        if k:
+            zoo_chain += " > " if rec["pairs"][(present[k - 1]["group"], r["group"])][0] == 1 else " ≈ "
+        zoo_chain += f"{t5_arch(groups[r['group']])} {fmt_value(r['mean'])} {fmt_ci(r)}"
+    return zoo_chain
+
+
+def _t5_rows(arch_rows: dict, col: int) -> list[str]:
+    """T5_TABLE2's numbers in column `col` for each architecture present, "arch v (params, cost, objective) / ..."."""
+    return [
+        f"{a} "
+        + " / ".join(
+            f"{row[col]:.2f} ({row[3]}, {row[4]}, {row[2]})"
+            for row in T5_TABLE2
+            if row[0] == a and row[col] is not None
+        )
+        for a in T5_ARCHS
+        if a in arch_rows
+    ]
+
+
+def _pair_lines(rec: dict, arch_rows: dict, benchmark: str) -> list[str]:
+    """One line per pair of architectures T5 compares (t5_claim): T5's ordering, zoo's, and the verdict."""
+    lines = []
+    archs = [a for a in T5_ARCHS if a in arch_rows]
+    for i, a in enumerate(archs):
+        for b in archs[i + 1 :]:
+            claim = t5_claim(a, b, benchmark)
+            if claim is None:
+                continue
+            t5_sign, t5_why = claim
+            ra, rb = arch_rows[a][0], arch_rows[b][0]
+            z_sign, z_why, _ = rec["pairs"][(ra["group"], rb["group"])]
+            t5_text = {1: f"{a} ahead", -1: f"{b} ahead", 0: "no ordering"}[t5_sign]
+            zoo_text = {1: f"{a} ahead", -1: f"{b} ahead", 0: "no significant ordering"}[z_sign]
+            verdict = _verdict(t5_sign, z_sign, min(ra["n"], rb["n"]))
+            lines.append(f"- {a} vs {b}: T5 {t5_text} ({t5_why}); zoo {zoo_text} ({z_why}): **{verdict}**")
+    return lines
+
+
+def _verdict(t5_sign: int, z_sign: int, n_seeds: int) -> str:
+    """Whether zoo's ordering (z_sign: +1, -1, 0) agrees with T5's (t5_sign); n_seeds: the fewer seeds of the two."""
+    if n_seeds < 2:
+        return "not judged (one seed: a verdict needs several seeds per architecture)"
+    if t5_sign == 0:
+        return (
+            "agrees (neither orders them)"
+            if z_sign == 0
+            else "disagrees (zoo orders them; T5's gap is within its run-to-run noise)"
+        )
+    if z_sign == 0:
+        return "not significant"
+    return "agrees" if z_sign == t5_sign else "disagrees"

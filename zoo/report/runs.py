@@ -184,6 +184,18 @@ def group_runs(runs: list[dict]) -> list[dict]:
     architecture; if two of such a group share a seed (so nothing tells them apart as seeds), each becomes a
     group of its own, labelled with its run dir's name."""
     groups: dict[tuple, dict] = {}
+    homeless = _group_finished(runs, groups)
+    _place_failed(groups, homeless)
+    out = _split_repeated_seeds(groups)
+    for g in out:
+        g["ok"] = [r for r in g["runs"] if r["status"] == "ok"]
+        g["failed"] = [r for r in g["runs"] if r["status"] != "ok"]
+    return sorted(out, key=_group_order)
+
+
+def _group_finished(runs: list[dict], groups: dict) -> list[tuple]:
+    """Add each finished run to its group in `groups` ({(core, detail): group}, _new_group), task by task.
+    Returns the failed runs as (core, detail, settings, run), in run order, for _place_failed."""
     homeless = []  # failed runs, placed after the finished ones
     for task in dict.fromkeys(r["task"] for r in runs):
         task_runs = [r for r in runs if r["task"] == task]
@@ -202,6 +214,11 @@ def group_runs(runs: list[dict]) -> list[dict]:
                 homeless.append((core, detail, settings, r))
                 continue
             _new_group(groups, core, detail, settings, r)["runs"].append(r)
+    return homeless
+
+
+def _place_failed(groups: dict, homeless: list[tuple]) -> None:
+    """Add each failed run (core, detail, settings, run) to `groups`."""
     for core, detail, settings, r in homeless:
         # a failed run records what it knew before failing (often no dataset, budget or objective): it joins
         # the one group of its architecture and settings whose known details agree, else one of its own
@@ -215,6 +232,11 @@ def group_runs(runs: list[dict]) -> list[dict]:
         ]
         g = fits[0] if len(fits) == 1 else _new_group(groups, core, detail, settings, r)
         g["runs"].append(r)
+
+
+def _split_repeated_seeds(groups: dict) -> list[dict]:
+    """The groups with their runs sorted by seed; a group without overrides whose seeds repeat becomes one
+    group per run, labelled with the run dir's name."""
     out = []
     for (core, _), g in groups.items():
         g["runs"].sort(key=lambda r: (*seed_key(r.get("seed")), r["run_dir"]))
@@ -224,22 +246,20 @@ def group_runs(runs: list[dict]) -> list[dict]:
                 out.append({**g, "label": f"{g['label']} ({Path(r['run_dir']).name})", "runs": [r]})
         else:
             out.append(g)
-    for g in out:
-        g["ok"] = [r for r in g["runs"] if r["status"] == "ok"]
-        g["failed"] = [r for r in g["runs"] if r["status"] != "ok"]
+    return out
 
-    def order(g):
-        task, arch = g["task"], arch_label(g["runs"][0])
-        return (
-            TASK_ORDER.index(task) if task in TASK_ORDER else len(TASK_ORDER),
-            task,
-            ARCH_ORDER.index(arch) if arch in ARCH_ORDER else len(ARCH_ORDER),
-            g["label"],
-            g["dataset"],
-            fmt_budget(g["budget"]),
-        )
 
-    return sorted(out, key=order)
+def _group_order(g: dict) -> tuple:
+    """The sort key of a group: TASK_ORDER, task, ARCH_ORDER, label, dataset, budget."""
+    task, arch = g["task"], arch_label(g["runs"][0])
+    return (
+        TASK_ORDER.index(task) if task in TASK_ORDER else len(TASK_ORDER),
+        task,
+        ARCH_ORDER.index(arch) if arch in ARCH_ORDER else len(ARCH_ORDER),
+        g["label"],
+        g["dataset"],
+        fmt_budget(g["budget"]),
+    )
 
 
 def seed_key(seed) -> tuple:

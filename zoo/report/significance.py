@@ -207,7 +207,21 @@ def compare_task(task: str, table: list[dict], groups: list[dict]) -> tuple[list
     parts = partitions(table, task)
     if not parts:
         return lines, records
-    lines += [
+    lines += _task_head(task, parts, groups)
+    signatures: dict[str, str] = {}
+    for (dataset, budget), gis in parts.items():
+        part_lines, record = _compare_partition(task, table, groups, dataset, budget, gis, signatures)
+        lines += part_lines
+        records.append(record)
+    if signatures:
+        lines += ["sacreBLEU signatures: " + "; ".join(f"{k} `{v}`" for k, v in signatures.items()), ""]
+    return lines, records
+
+
+def _task_head(task: str, parts: dict, groups: list[dict]) -> list[str]:
+    """The task's heading, its tests and rule of ordering, and a warning when its runs span several
+    (dataset, budget) partitions."""
+    lines = [
         f"### {task}",
         "",
         f"Test: {TESTS.get(task, 'none (no paired test for this task)')}; {POOLING}; {ZERO_AND_FLOOR}. "
@@ -222,45 +236,60 @@ def compare_task(task: str, table: list[dict], groups: list[dict]) -> tuple[list
             + ". Groups are tested and ranked only within each (dataset, budget).",
             "",
         ]
-    signatures: dict[str, str] = {}
-    for (dataset, budget), gis in parts.items():
-        by_metric = {}
-        for r in table:
-            if r["group"] in gis and r["n"] > 0:
-                by_metric.setdefault(r["metric"], {})[r["group"]] = r
-        metric = PRIMARY.get(task) if PRIMARY.get(task) in by_metric else next(iter(by_metric))
-        excluded = [g for g in gis if objective_note(task, groups[g]["objective"])]
-        ranked = [g for g in gis if g in by_metric[metric] and g not in excluded]
-        lines += [f"**{dataset}, budget {budget}**, ranked by {metric}:", ""]
-        if excluded:
-            lines += ["Not ranked (a different objective): " + ", ".join(groups[g]["label"] for g in excluded), ""]
-        flagged = [g for g in gis if groups[g].get("flags")]
-        if flagged:
-            lines += [
-                "Flagged (the table's flag column): "
-                + "; ".join(f"{groups[g]['label']} ({'; '.join(groups[g]['flags'])})" for g in flagged)
-                + ". Two groups flagged in every run are not ranked against each other.",
-                "",
-            ]
-        rows_ = sorted(
-            (by_metric[metric][g] for g in ranked), key=lambda r: r["mean"], reverse=not lower_is_better(metric)
-        )
-        order = [r["group"] for r in rows_]
-        tests, refusals, sigs = pairwise_tests(order, groups, task)
-        signatures.update(sigs)
-        pairs = {}
-        for (gi, gj), res in tests.items():
-            p = res.get(metric, {}).get("p")
-            sign, why = ordering(by_metric[metric][gi], by_metric[metric][gj], p)
-            if both_degenerate(groups, gi, gj):
-                sign, why = 0, DEGENERATE
-            pairs[(gi, gj)] = (sign, why, p)
-            pairs[(gj, gi)] = (-sign, why, p)
-        lines += ranking_lines(order, by_metric[metric], pairs, groups)
-        lines += p_value_lines(by_metric, order, tests, groups)
-        if refusals:
-            lines += ["Not paired (no test):", "", *refusals, ""]
-        records.append({"dataset": dataset, "budget": budget, "metric": metric, "order": rows_, "pairs": pairs})
-    if signatures:
-        lines += ["sacreBLEU signatures: " + "; ".join(f"{k} `{v}`" for k, v in signatures.items()), ""]
-    return lines, records
+    return lines
+
+
+def _compare_partition(
+    task: str, table: list[dict], groups: list[dict], dataset: str, budget: str, gis: list[int], signatures: dict
+) -> tuple[list[str], dict]:
+    """The lines and ranking record of one (dataset, budget) partition whose groups are gis; adds the sacreBLEU
+    signatures of its tests to `signatures`."""
+    by_metric = {}
+    for r in table:
+        if r["group"] in gis and r["n"] > 0:
+            by_metric.setdefault(r["metric"], {})[r["group"]] = r
+    metric = PRIMARY.get(task) if PRIMARY.get(task) in by_metric else next(iter(by_metric))
+    excluded = [g for g in gis if objective_note(task, groups[g]["objective"])]
+    ranked = [g for g in gis if g in by_metric[metric] and g not in excluded]
+    lines = [f"**{dataset}, budget {budget}**, ranked by {metric}:", ""]
+    lines += _left_out_lines(groups, gis, excluded)
+    rows_ = sorted((by_metric[metric][g] for g in ranked), key=lambda r: r["mean"], reverse=not lower_is_better(metric))
+    order = [r["group"] for r in rows_]
+    tests, refusals, sigs = pairwise_tests(order, groups, task)
+    signatures.update(sigs)
+    pairs = _pair_orderings(tests, by_metric[metric], metric, groups)
+    lines += ranking_lines(order, by_metric[metric], pairs, groups)
+    lines += p_value_lines(by_metric, order, tests, groups)
+    if refusals:
+        lines += ["Not paired (no test):", "", *refusals, ""]
+    return lines, {"dataset": dataset, "budget": budget, "metric": metric, "order": rows_, "pairs": pairs}
+
+
+def _left_out_lines(groups: list[dict], gis: list[int], excluded: list[int]) -> list[str]:
+    """Lines naming the groups not ranked (a different objective) and the flagged ones (flag_group)."""
+    lines = []
+    if excluded:
+        lines += ["Not ranked (a different objective): " + ", ".join(groups[g]["label"] for g in excluded), ""]
+    flagged = [g for g in gis if groups[g].get("flags")]
+    if flagged:
+        lines += [
+            "Flagged (the table's flag column): "
+            + "; ".join(f"{groups[g]['label']} ({'; '.join(groups[g]['flags'])})" for g in flagged)
+            + ". Two groups flagged in every run are not ranked against each other.",
+            "",
+        ]
+    return lines
+
+
+def _pair_orderings(tests: dict, rows: dict, metric: str, groups: list[dict]) -> dict:
+    """{(gi, gj): (sign for gi, why, p)} in both directions, from each pair's p-value of `metric` and the rows'
+    seed intervals (ordering); 0 with DEGENERATE for two groups flagged in every run."""
+    pairs = {}
+    for (gi, gj), res in tests.items():
+        p = res.get(metric, {}).get("p")
+        sign, why = ordering(rows[gi], rows[gj], p)
+        if both_degenerate(groups, gi, gj):
+            sign, why = 0, DEGENERATE
+        pairs[(gi, gj)] = (sign, why, p)
+        pairs[(gj, gi)] = (-sign, why, p)
+    return pairs

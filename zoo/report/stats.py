@@ -164,11 +164,27 @@ def sacrebleu_paired(
       is never significant, since every resample repeats it.
     Raises ValueError for empty or mismatched inputs."""
     from sacrebleu.metrics import BLEU, CHRF
-    from sacrebleu.significance import PairedTest
 
     if not len(hyps_a) == len(hyps_b) == len(refs) or not len(refs):
         raise ValueError(f"sacrebleu_paired: {len(hyps_a)}, {len(hyps_b)} hypotheses and {len(refs)} references")
     hyps_a, hyps_b, refs = list(hyps_a), list(hyps_b), list(refs)
+    signatures, scores = _sacrebleu_paired_test(hyps_a, hyps_b, refs, n_samples, seed)
+    identical = hyps_a == hyps_b
+    out = {}
+    chrf = next(k for k in scores if k.startswith("chrF"))
+    for key, name, metric in (("bleu", "BLEU", BLEU), ("chrf", chrf, CHRF)):
+        base, other = scores[name]
+        n_diff = 0 if identical else segments_that_differ(metric, hyps_a, hyps_b, refs)
+        out[key] = _paired_entry(base, other, n_diff, len(refs), identical, str(signatures[name]))
+    return out
+
+
+def _sacrebleu_paired_test(hyps_a: list[str], hyps_b: list[str], refs: list[str], n_samples: int, seed: int):
+    """Run sacrebleu.significance.PairedTest (paired bootstrap, "bs") of B against A on BLEU() and CHRF(),
+    seeded with `seed`; returns its (signatures, scores), keyed by metric name ("BLEU", "chrF...")."""
+    from sacrebleu.metrics import BLEU, CHRF
+    from sacrebleu.significance import PairedTest
+
     with _sacrebleu_seed(seed):
         test = PairedTest(
             [("A", hyps_a), ("B", hyps_b)],
@@ -177,27 +193,26 @@ def sacrebleu_paired(
             test_type="bs",
             n_samples=n_samples,
         )
-        signatures, scores = test()
-    identical = hyps_a == hyps_b
-    out = {}
-    chrf = next(k for k in scores if k.startswith("chrF"))
-    for key, name, metric in (("bleu", "BLEU", BLEU), ("chrf", chrf, CHRF)):
-        base, other = scores[name]
-        a, b = float(base.score), float(other.score)
-        n_diff = 0 if identical else segments_that_differ(metric, hyps_a, hyps_b, refs)
-        p_sacre = float(other.p_value)
-        p = 1.0 if identical or a == b or n_diff == 0 else max(p_sacre, randomization_floor(n_diff))
-        out[key] = {
-            "a": a,
-            "b": b,
-            "p": p,
-            "p_sacrebleu": p_sacre,
-            "n": len(refs),
-            "n_diff": n_diff,
-            "identical": identical,
-            "signature": str(signatures[name]),
-        }
-    return out
+        return test()
+
+
+def _paired_entry(base, other, n_diff: int, n: int, identical: bool, signature: str) -> dict:
+    """One metric's entry of sacrebleu_paired from sacreBLEU's results for A (base) and B (other): corpus
+    scores (0-100), p (1 for identical outputs, equal scores or no differing segment; else sacreBLEU's p
+    floored at randomization_floor(n_diff)), p_sacrebleu, n, n_diff, identical, signature."""
+    a, b = float(base.score), float(other.score)
+    p_sacre = float(other.p_value)
+    p = 1.0 if identical or a == b or n_diff == 0 else max(p_sacre, randomization_floor(n_diff))
+    return {
+        "a": a,
+        "b": b,
+        "p": p,
+        "p_sacrebleu": p_sacre,
+        "n": n,
+        "n_diff": n_diff,
+        "identical": identical,
+        "signature": signature,
+    }
 
 
 def segments_that_differ(metric_cls, hyps_a: list[str], hyps_b: list[str], refs: list[str]) -> int:

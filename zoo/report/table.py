@@ -119,71 +119,85 @@ def rows(groups: list[dict]) -> list[dict]:
     (train_seconds: the cost's, else the run's wall_seconds)."""
     out = []
     for gi, g in enumerate(groups):
-        cost = group_cost(g)
-        flag = flag_group(g)
-        base = {
-            "cell": f"{g['task']} / {g['label']}",
-            "task": g["task"],
-            "label": g["label"],
-            "arch": g["arch"],
-            "arch_config": g.get("arch_config"),
-            "dataset": g["dataset"],
-            "budget": fmt_budget(g["budget"]),
-            "objective": g["objective"],
-            "note": objective_note(g["task"], g["objective"]),
-            "seeds": seeds_text(g),
-            "n_failed": len(g["failed"]),
-            "group": gi,
-            "error": first_line(g["failed"][0]["error"]) if g["failed"] else "",
-            "run_dirs": [r["run_dir"] for r in g["runs"]],
-            "flag": flag,
-            **cost,
-            "train_seconds_measured": cost["train_seconds"] is not None,
-        }
-        if base["train_seconds"] is None:
-            base["train_seconds"] = cost["wall_seconds"]
-        made = 0
-        for metric, where in metric_spec(g["task"], g["ok"]):
-            present = [r for r in g["ok"] if r[where].get(metric) is not None]
-            if not present:
-                continue
-            values = [float(r[where][metric]) for r in present]
-            ci = t_interval(values)
-            out.append(
-                {
-                    **base,
-                    "metric": metric + (" (best)" if where == "best" else ""),
-                    "status": "ok",
-                    "n": ci["n"],
-                    "values": values,
-                    "seeds_list": [r.get("seed") for r in present],
-                    "mean": ci["mean"],
-                    "std": ci["std"],
-                    "half": ci["half"],
-                    "lo": ci["lo"],
-                    "hi": ci["hi"],
-                    "value": ci["mean"],
-                }
-            )
-            made += 1
-        if not made:
-            out.append(
-                {
-                    **base,
-                    "metric": "-",
-                    "status": "failed" if g["failed"] and not g["ok"] else "ok",
-                    "n": 0,
-                    "values": [],
-                    "seeds_list": [],
-                    "mean": None,
-                    "std": None,
-                    "half": None,
-                    "lo": None,
-                    "hi": None,
-                    "value": float("nan"),
-                }
-            )
+        base = _row_base(gi, g)
+        made = _metric_rows(g, base)
+        out += made or [_empty_row(g, base)]
     return out
+
+
+def _row_base(gi: int, g: dict) -> dict:
+    """The keys every row of group g (index gi) shares: its labels, seeds text, first error, run_dirs, flag
+    (flag_group, which also sets g["flags"] and g["degenerate"]) and group_cost's keys."""
+    cost = group_cost(g)
+    flag = flag_group(g)
+    base = {
+        "cell": f"{g['task']} / {g['label']}",
+        "task": g["task"],
+        "label": g["label"],
+        "arch": g["arch"],
+        "arch_config": g.get("arch_config"),
+        "dataset": g["dataset"],
+        "budget": fmt_budget(g["budget"]),
+        "objective": g["objective"],
+        "note": objective_note(g["task"], g["objective"]),
+        "seeds": seeds_text(g),
+        "n_failed": len(g["failed"]),
+        "group": gi,
+        "error": first_line(g["failed"][0]["error"]) if g["failed"] else "",
+        "run_dirs": [r["run_dir"] for r in g["runs"]],
+        "flag": flag,
+        **cost,
+        "train_seconds_measured": cost["train_seconds"] is not None,
+    }
+    if base["train_seconds"] is None:
+        base["train_seconds"] = cost["wall_seconds"]
+    return base
+
+
+def _metric_rows(g: dict, base: dict) -> list[dict]:
+    """One row per metric (metric_spec) some finished run of g recorded: values per seed and their t_interval."""
+    out = []
+    for metric, where in metric_spec(g["task"], g["ok"]):
+        present = [r for r in g["ok"] if r[where].get(metric) is not None]
+        if not present:
+            continue
+        values = [float(r[where][metric]) for r in present]
+        ci = t_interval(values)
+        out.append(
+            {
+                **base,
+                "metric": metric + (" (best)" if where == "best" else ""),
+                "status": "ok",
+                "n": ci["n"],
+                "values": values,
+                "seeds_list": [r.get("seed") for r in present],
+                "mean": ci["mean"],
+                "std": ci["std"],
+                "half": ci["half"],
+                "lo": ci["lo"],
+                "hi": ci["hi"],
+                "value": ci["mean"],
+            }
+        )
+    return out
+
+
+def _empty_row(g: dict, base: dict) -> dict:
+    """The row of a group without a recorded metric: status "failed" when all its runs failed, value NaN."""
+    return {
+        **base,
+        "metric": "-",
+        "status": "failed" if g["failed"] and not g["ok"] else "ok",
+        "n": 0,
+        "values": [],
+        "seeds_list": [],
+        "mean": None,
+        "std": None,
+        "half": None,
+        "lo": None,
+        "hi": None,
+        "value": float("nan"),
+    }
 
 
 def fmt_value(v: float | None) -> str:

@@ -97,7 +97,8 @@ def table(fit, allocation: dict, source: str) -> str:
     return "\n".join(lines)
 
 
-def main(argv=None) -> int:
+def _parser() -> argparse.ArgumentParser:
+    """The argument parser of `python -m zoo.scaling` (one sub-command, fit)."""
     parser = argparse.ArgumentParser(prog="python -m zoo.scaling", description=__doc__.split("\n\n")[1])
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("fit", help="fit L(N, D) = E + A / N^alpha + B / D^beta to a CSV of points")
@@ -118,7 +119,12 @@ def main(argv=None) -> int:
         metavar="C",
         help="compute budgets (FLOPs) of the allocation table (default: the powers of ten spanning the points' 6 N D)",
     )
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv=None) -> int:
+    """Run the CLI: print the fit's table (and write --json); returns 0, or 2 after printing a ScalingError."""
+    args = _parser().parse_args(argv)
     # scipy >= 1.15's L-BFGS-B runs 10-30x slower with OpenBLAS threads (scipy issue #22438): one thread, unless
     # the user chose; takes effect because numpy loads only below
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")

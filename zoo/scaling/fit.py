@@ -298,13 +298,24 @@ def fit_scaling_law(
     ranked = grid_u[np.argsort(problem.values(grid_u, ones), kind="stable")]
     starts = ranked if n_starts is None else ranked[: max(1, int(n_starts))]
     u_hat, f_hat, _ = _best(problem, starts, ones)
-    theta = problem.to_theta(u_hat)
-    values = _values(theta)
+    values = _values(problem.to_theta(u_hat))
 
+    boot_starts = np.vstack([u_hat[None, :], ranked[: int(bootstrap_starts)]])
+    samples = _bootstrap_samples(problem, u_hat, boot_starts, bootstrap, seed)
+    ci, notes = _intervals(samples, bootstrap, level)
+    return ScalingFit(values, ci, samples, n, kept, f_hat * DELTA, int(bootstrap), seed, level, notes)
+
+
+def _bootstrap_samples(problem: _Problem, u_hat, boot_starts, bootstrap, seed) -> np.ndarray:
+    """Refit `bootstrap` resamples of whole points (weights from np.random.default_rng(seed)) from boot_starts.
+
+    Returns (bootstrap, 5) fits, columns PARAMS (E, A, B may overflow to inf). Raises RuntimeError when L-BFGS-B
+    stopped where it started on a resample whose gradient at u_hat is not zero (the intervals would collapse).
+    """
+    n = len(problem.log_loss)
     rng = np.random.default_rng(seed)
     samples = np.empty((int(bootstrap), N_FIT))
     stuck = 0
-    boot_starts = np.vstack([u_hat[None, :], ranked[: int(bootstrap_starts)]])
     for k in range(int(bootstrap)):
         w = np.bincount(rng.integers(0, n, size=n), minlength=n).astype(float)
         u, _, moved = _best(problem, boot_starts, w)
@@ -317,30 +328,39 @@ def fit_scaling_law(
         raise RuntimeError(
             f"L-BFGS-B stopped where it started on {stuck} of {bootstrap} resamples: the intervals would be too narrow"
         )
+    return samples
 
+
+def _intervals(samples: np.ndarray, bootstrap, level: float):
+    """Percentile intervals at `level` of PARAMS and DERIVED from the (bootstrap, 5) samples.
+
+    Returns (ci, notes): ci maps each name to (lo, hi) or None (no bootstrap, or some resample non-finite, or
+    alpha <= 0 or beta <= 0 for a, b, G); notes say why an interval is missing.
+    """
     notes = []
     ci: dict[str, tuple[float, float] | None] = dict.fromkeys((*PARAMS, *DERIVED))
-    if bootstrap:
-        lo, hi = _percentiles(samples, level)
-        for i, k in enumerate(PARAMS):
-            bad = int(np.sum(~np.isfinite(samples[:, i])))
-            if bad:
-                notes.append(f"{bad} of {bootstrap} resamples fit a non-finite {k}: no interval for {k}")
-            else:
-                ci[k] = (float(lo[i]), float(hi[i]))
-        alpha, beta = samples[:, 3], samples[:, 4]
-        bad = int(np.sum(~((alpha > 0) & (beta > 0))))
+    if not bootstrap:
+        return ci, notes
+    lo, hi = _percentiles(samples, level)
+    for i, k in enumerate(PARAMS):
+        bad = int(np.sum(~np.isfinite(samples[:, i])))
         if bad:
-            notes.append(f"{bad} of {bootstrap} resamples fit alpha <= 0 or beta <= 0: no interval for a, b, G")
+            notes.append(f"{bad} of {bootstrap} resamples fit a non-finite {k}: no interval for {k}")
         else:
-            with np.errstate(over="ignore", invalid="ignore"):
-                derived = np.column_stack([*allocation_exponents(alpha, beta), _g(*samples.T)])
-            for i, k in enumerate(DERIVED):
-                if np.all(np.isfinite(derived[:, i])):
-                    ci[k] = tuple(float(v) for v in _percentiles(derived[:, i], level))
-                else:
-                    notes.append(f"some resamples give a non-finite {k}: no interval for {k}")
-    return ScalingFit(values, ci, samples, n, kept, f_hat * DELTA, int(bootstrap), seed, level, notes)
+            ci[k] = (float(lo[i]), float(hi[i]))
+    alpha, beta = samples[:, 3], samples[:, 4]
+    bad = int(np.sum(~((alpha > 0) & (beta > 0))))
+    if bad:
+        notes.append(f"{bad} of {bootstrap} resamples fit alpha <= 0 or beta <= 0: no interval for a, b, G")
+        return ci, notes
+    with np.errstate(over="ignore", invalid="ignore"):
+        derived = np.column_stack([*allocation_exponents(alpha, beta), _g(*samples.T)])
+    for i, k in enumerate(DERIVED):
+        if np.all(np.isfinite(derived[:, i])):
+            ci[k] = tuple(float(v) for v in _percentiles(derived[:, i], level))
+        else:
+            notes.append(f"some resamples give a non-finite {k}: no interval for {k}")
+    return ci, notes
 
 
 def _g(E, A, B, alpha, beta):
