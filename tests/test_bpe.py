@@ -1,9 +1,10 @@
 """Tests for zoo.data.bpe: fixed special ids, reversibility on real Multi30k sentences, the tokenizer cache, the
-presets' token ids (unchanged)."""
+presets' token ids (a function of their data and settings alone)."""
 
 import hashlib
 import os
 import pickle
+import re
 import unicodedata
 from pathlib import Path
 
@@ -143,52 +144,79 @@ def digest(rows) -> str:
     return h.hexdigest()[:16]
 
 
-@pytest.mark.e2e
-@needs_shared
-def test_presets_keep_their_token_ids(tmp_path):
-    """zoo's own tokenizers give the presets the token ids, tokenizer files and token file names they gave before
-    pretrained tokenizer.json files got their own ids (digests recorded with that code): SST-2 and Multi30k
-    (BPE 8000), Tiny Shakespeare (char), and TextCorpus BPE on it; model_info gives the fixed ids."""
+def file_digest(path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+
+
+def presets(kw: dict) -> dict:
+    """The presets built from nothing under data_dir=kw["data_dir"]: {name: (datamodule, {what: digest})}, the
+    digests of their token ids (per split, and per side for Multi30k) and tokenizer files."""
     from zoo.data.multi30k import Multi30k
     from zoo.data.shakespeare import TinyShakespeare
     from zoo.data.sst2 import SST2
     from zoo.data.text_corpus import TextCorpus
 
-    def file_digest(path) -> str:
-        return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
-
-    kw = dict(mirror=str(SHARED_DATA), data_dir=str(tmp_path))
-    sst2 = SST2(tokenizer_path=str(tmp_path / "tok" / "tokenizer.json"), **kw)
+    splits = ("train", "val", "test")
+    sst2 = SST2(tokenizer_path=str(Path(kw["data_dir"]) / "tok" / "tokenizer.json"), **kw)
     sst2.setup()
-    assert {s: digest(getattr(sst2, f"{s}_set").ids) for s in ("train", "val", "test")} == {
-        "train": "9b18f1bb47283e47",
-        "val": "21acf931d4423033",
-        "test": "e95707cd14102d91",
-    }
-    assert file_digest(sst2.tokenizer.path) == "bde92071fd1344ff"
-    info = sst2.model_info()
-    assert {k: info[k] for k in ("pad_id", "bos_id", "eos_id")} == {"pad_id": 0, "bos_id": 1, "eos_id": 2}
-    m30k = Multi30k(tokenizer_dir=str(tmp_path / "mtok"), **kw)
+    m30k = Multi30k(tokenizer_dir=str(Path(kw["data_dir"]) / "mtok"), **kw)
     m30k.setup()
-    got = {
-        s: [digest(getattr(getattr(m30k, f"{s}_set"), k)) for k in ("src", "tgt_in", "tgt_out")]
-        for s in ("train", "val", "test")
-    }
-    assert got == {
-        "train": ["c15a49143f215f43", "82744a2939aeb69f", "2f49fe1101bce977"],
-        "val": ["ed63eeb2986c7e64", "6a31ddfdb6713eac", "ec9d3c8f8a5aeb09"],
-        "test": ["7cb0cd5091ae7083", "12b3dfaa59eba882", "44627d287f769073"],
-    }
-    assert file_digest(m30k.tgt_tokenizer.path) == "c650ca22a5a61cad" and m30k.pad_id == PAD_ID
     chars = TinyShakespeare(**kw)
     chars.setup()
-    assert [digest([d[0 : len(d)]]) for d in (chars.train_data, chars.val_data)] == [
-        "0ffebc38e7a411df",
-        "0b6150d6593d9304",
-    ]
-    assert chars.token_path.name == "input.txt.char.fb29234c0f158205.all.bin" and "pad_id" not in chars.model_info()
     bpe = TextCorpus(file="tiny_shakespeare/input.txt", tokenizer="bpe", vocab_size=1000, **kw)
     bpe.setup()
-    flat = [np.asarray(d[0 : len(d)], dtype=np.int64).tobytes() for d in (bpe.train_data, bpe.val_data)]
-    assert [hashlib.sha256(b).hexdigest()[:16] for b in flat] == ["9ab3a8f7f43fc19a", "bb1e463c73646413"]
-    assert bpe.token_path.name == "input.txt.bpe.eba0cf3be403eef9.all.bin"
+    sides = ("src", "tgt_in", "tgt_out")
+    out = {
+        "sst2": (sst2, {s: digest(getattr(sst2, f"{s}_set").ids) for s in splits}),
+        "m30k": (m30k, {f"{s}/{k}": digest(getattr(getattr(m30k, f"{s}_set"), k)) for s in splits for k in sides}),
+    }
+    out["sst2"][1]["tokenizer"] = file_digest(sst2.tokenizer.path)
+    out["m30k"][1]["tokenizer"] = file_digest(m30k.tgt_tokenizer.path)
+    for name, dm in (("chars", chars), ("bpe", bpe)):
+        ids = {
+            "train": digest([dm.train_data[0 : len(dm.train_data)]]),
+            "val": digest([dm.val_data[0 : len(dm.val_data)]]),
+        }
+        out[name] = (dm, ids | {"file": dm.token_path.name})
+    return out
+
+
+@pytest.mark.e2e
+@needs_shared
+def test_presets_token_ids_follow_data_and_settings(tmp_path):
+    """zoo's own tokenizers give the presets token ids, tokenizer files and token file names that depend on the data
+    and the settings alone: built twice from nothing (two data dirs), the same; another split, side, corpus or
+    tokenizer setting, another. SST-2 and Multi30k (BPE 8000), Tiny Shakespeare (char), and TextCorpus BPE on it;
+    model_info gives the fixed ids."""
+    from zoo.data.shakespeare import TinyShakespeare
+    from zoo.data.text_corpus import TextCorpus
+
+    kw = dict(mirror=str(SHARED_DATA), data_dir=str(tmp_path / "a"))
+    first, again = presets(kw), presets(dict(kw, data_dir=str(tmp_path / "b")))
+    for name in first:  # same data, same settings: the same ids, tokenizer files and token file names
+        assert first[name][1] == again[name][1], name
+        digests = [v for k, v in first[name][1].items() if k not in ("file", "tokenizer")]
+        assert len(set(digests)) == len(digests), (name, first[name][1])  # each split (and side) its own ids
+    sst2, m30k, chars, bpe = (first[name][0] for name in ("sst2", "m30k", "chars", "bpe"))
+    info = sst2.model_info()
+    assert {k: info[k] for k in ("pad_id", "bos_id", "eos_id")} == {"pad_id": 0, "bos_id": 1, "eos_id": 2}
+    assert first["m30k"][1]["tokenizer"] != first["sst2"][1]["tokenizer"]  # other data, another tokenizer file
+    assert m30k.pad_id == PAD_ID
+    assert re.fullmatch(r"input\.txt\.char\.[0-9a-f]{16}\.all\.bin", chars.token_path.name), chars.token_path.name
+    assert "pad_id" not in chars.model_info()
+    assert re.fullmatch(r"input\.txt\.bpe\.[0-9a-f]{16}\.all\.bin", bpe.token_path.name), bpe.token_path.name
+    assert chars.token_path.name.split(".")[3] != bpe.token_path.name.split(".")[3]  # another tokenizer, another key
+    # other settings: another vocabulary size, another token file (and other ids)
+    other = TextCorpus(file="tiny_shakespeare/input.txt", tokenizer="bpe", vocab_size=500, **kw)
+    other.setup()
+    assert other.token_path.name != bpe.token_path.name
+    assert digest([other.train_data[0 : len(other.train_data)]]) != first["bpe"][1]["train"]
+    # other data: one character changed in a copy of the text, another token file under the same stem
+    text = (SHARED_DATA / "tiny_shakespeare" / "input.txt").read_text(encoding="utf-8")
+    copy = tmp_path / "copy" / "input.txt"
+    copy.parent.mkdir()
+    copy.write_text(text.replace("First", "Fyrst", 1), encoding="utf-8")
+    changed = TinyShakespeare(file=str(copy), **kw)
+    changed.setup()
+    assert changed.token_path.name != chars.token_path.name and changed.token_path.name.startswith("input.txt.char.")
+    assert digest([changed.train_data[0 : len(changed.train_data)]]) != first["chars"][1]["train"]

@@ -118,3 +118,84 @@ def test_readme_links_resolve_and_keep_the_ci_test_command():
     assert "```bash\npython -m pytest -q\n```" in readme
     assert "python -m pytest -q" in (ROOT / ".ci" / "run").read_text()
     assert "mkdocs build --strict" in (ROOT / ".ci" / "run").read_text()
+
+
+def _section(text: str, heading: str) -> str:
+    """The text under `heading` (a whole line) up to the next heading of the same or a higher level."""
+    start = text.index(f"\n{heading}\n") + len(heading) + 2
+    level = heading.split(" ", 1)[0]
+    ends = [m.start() for m in re.finditer(rf"^#{{1,{len(level)}}} ", text[start:], re.M)]
+    return text[start : start + ends[0]] if ends else text[start:]
+
+
+def test_readme_layout_maps_every_folder():
+    block = _section((ROOT / "README.md").read_text(encoding="utf-8"), "## Layout").split("```")[1]
+    named = set(re.findall(r"(?:^|[\s,(])([\w.]+)/", block))
+    folders = {"zoo", "conf", "experiments", "tests", "docs", ".ci"}
+    assert folders <= named, folders - named
+    for top in ("zoo", "experiments", "docs"):  # every folder below them, by its own name
+        for d in (ROOT / top).rglob("*"):
+            if d.is_dir() and d.name != "__pycache__":
+                assert d.name in named, d.relative_to(ROOT)
+    listed = set(re.findall(r"[\w/]+", block[block.index("conf/") :]))
+    for group in {p.parent.relative_to(CONF).as_posix() for p in CONF.rglob("*.yaml")} - {"."}:
+        assert group in listed, group
+
+
+def _importlinter_layers() -> list[set[str]]:
+    import configparser
+
+    parser = configparser.ConfigParser()
+    parser.read(ROOT / ".importlinter")
+    lines = [line.strip() for line in parser["importlinter:contract:layers"]["layers"].splitlines() if line.strip()]
+    return [{p.strip() for p in line.split("|")} for line in lines]
+
+
+def test_import_layers_section_matches_importlinter():
+    section = _section((DOCS / "architectures.md").read_text(encoding="utf-8"), "## Import layers")
+    rows = [line for line in section.splitlines() if line.startswith("| ") and "`zoo" in line]
+    documented = []
+    for row in rows:
+        packages = re.findall(r"`(zoo(?:\.\w+)*)`", row.split(" | ")[1])
+        documented.append({p for p in packages if not any(p.startswith(q + ".") for q in packages)})
+    assert documented == _importlinter_layers()
+    assert ".importlinter" in section and "lint-imports" in section
+    assert "lint-imports" in (ROOT / ".ci" / "run").read_text()
+
+
+def test_adding_an_objective_shows_the_real_module_and_real_names():
+    import ast
+
+    section = _section((DOCS / "architectures.md").read_text(encoding="utf-8"), "## Adding an objective")
+    objectives = ROOT / "zoo" / "tasks" / "objectives"
+    # the worked example is the module itself, as it is now
+    example = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    module = re.search(r"`(\w+\.py)`, is the whole recipe", section).group(1)
+    assert example == (objectives / module).read_text(encoding="utf-8")
+    # every attribute and method the steps name is one of the objective base classes'
+    base = ast.parse((objectives / "base.py").read_text(encoding="utf-8"))
+    members = {}
+    for cls in (n for n in base.body if isinstance(n, ast.ClassDef)):
+        for node in cls.body:
+            names = (
+                [t.id for t in node.targets if isinstance(t, ast.Name)]
+                if isinstance(node, ast.Assign)
+                else [node.target.id]
+                if isinstance(node, ast.AnnAssign)
+                else [node.name]
+                if isinstance(node, ast.FunctionDef)
+                else []
+            )
+            members.update({n: cls.name for n in names})
+    steps = section[section.index("```", section.index("```python") + 3) :]
+    named = set(re.findall(r"`([A-Za-z_]+)(?: = [^`]+)?`", steps))  # `NAME` or `NAME = value`
+    for name in ("Objective", "LMObjective", "TranslationObjective"):
+        assert name in named and any(isinstance(n, ast.ClassDef) and n.name == name for n in base.body), name
+    for name in ("NAME", "ARCH", "MASKS", "METRICS", "SOURCE", "ONE_VOCABULARY", "SAMPLES", "losses", "loss"):
+        assert name in named and name in members, name
+    for name in ("translate", "eval_loss", "batch_flops", "model_fields", "task_fields", "check_options", "head_loss"):
+        assert name in named and name in members, name
+    # registered in OBJECTIVES, found by objective_class, which config_checks and model_config use
+    init = (objectives / "__init__.py").read_text(encoding="utf-8")
+    assert "OBJECTIVES = {" in init and "def objective_class(" in init and "def arch_rules(" in init
+    assert "`OBJECTIVES`" in section and "`zoo.tasks.objectives.objective_class`" in section

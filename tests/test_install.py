@@ -49,7 +49,7 @@ def test_wheel_has_every_config_and_module(wheel):
     assert "conf/hydra/launcher/slurm.yaml" in configs and len(configs) > 30
     assert [c for c in configs if f"zoo/{c}" not in names] == []
     modules = sorted(p.relative_to(REPO).as_posix() for p in (REPO / "zoo").rglob("*.py"))
-    assert "zoo/train.py" in modules
+    assert "zoo/run/train.py" in modules
     assert [m for m in modules if m not in names] == []
     assert not [n for n in names if n.startswith("conf/")]  # no top-level conf package
 

@@ -1,4 +1,4 @@
-"""`python -m zoo +arch=decoder_only [key=value ...]`: the main job (see zoo/train.py). An override of a key
+"""`python -m zoo +arch=decoder_only [key=value ...]`: the main job (see zoo/run/train.py). An override of a key
 the config does not have is refused first, with the keys it may have meant (zoo.run.cli_overrides)."""
 
 import sys

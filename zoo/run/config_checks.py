@@ -16,7 +16,8 @@ from zoo.model import ModelConfig
 from zoo.model.beam_search import check_early_stopping
 from zoo.run.model_config import FROM_DATA, RUNTIME, model_dict
 from zoo.tasks.base import metric_mode
-from zoo.tasks.objectives import arch_rules, objective_class
+from zoo.tasks.objectives import arch_rules, objective_class, of_arch
+from zoo.training.optim_config import check_keys as check_optim_keys
 
 _PKG = Path(__file__).resolve().parents[1]  # zoo/
 # a wheel installs conf/ as zoo/conf (pyproject.toml); an editable install runs zoo/ from the repo, beside conf/
@@ -197,12 +198,27 @@ def check_weight_averaging(cfg: DictConfig) -> None:
 
 
 def check_task_and_data(cfg: DictConfig, task_cls) -> None:
-    """The task trains the arch and reads the data's batches; its monitors, optimizer and scheduler keys
-    are valid; one vocabulary where the model or the task needs one."""
+    """The task trains the arch and reads the data's batches; its objective, monitors, optimizer and scheduler
+    keys are valid; one vocabulary where the model or the task needs one."""
     if cfg.arch not in task_cls.ARCHS:
         raise ConfigError(
             f"{task_cls.__name__} does not train +arch={cfg.arch} yet; it trains {', '.join(task_cls.ARCHS)}"
         )
+    check_batches(cfg, task_cls)
+    rules = arch_rules(task_cls.BATCH, cfg.arch)
+    if of_arch(task_cls.BATCH, cfg.arch):  # the objective that will train the arch, refused before the data
+        try:
+            objective_class(task_cls.BATCH, cfg.arch, cfg.task.get("objective"), cfg.model.get("mask"))
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
+    check_monitors(cfg, rules["metrics"], task_cls.__name__)
+    check_optimizer_and_schedule(cfg)
+    check_vocabularies(cfg, rules)
+
+
+def check_batches(cfg: DictConfig, task_cls) -> None:
+    """The datamodule gives the batches the task reads (their BATCH kinds agree); else ConfigError naming the
+    conf/data options that fit."""
     data_batch = getattr(get_class(cfg.data._target_), "BATCH", None) if cfg.data.get("_target_") else None
     if data_batch is not None and task_cls.BATCH is not None and data_batch != task_cls.BATCH:
         fits = []
@@ -215,14 +231,11 @@ def check_task_and_data(cfg: DictConfig, task_cls) -> None:
             f"{cfg.data._target_} gives {data_batch} batches; use data={' or data='.join(fits)} (or a "
             f"datamodule whose batches keep {task_cls.__name__}.BATCH_CONTRACT)"
         )
-    try:  # the objective that will train the arch (zoo.tasks.objectives), refused now rather than after the data
-        objective_class(task_cls.BATCH, cfg.arch, cfg.task.get("objective"), cfg.model.get("mask"))
-    except ValueError as e:
-        raise ConfigError(str(e)) from None
-    rules = arch_rules(task_cls.BATCH, cfg.arch)
-    check_monitors(cfg, rules["metrics"], task_cls.__name__)
-    from zoo.training.optim_config import check_keys as check_optim_keys
 
+
+def check_optimizer_and_schedule(cfg: DictConfig) -> None:
+    """task.optimizer / task.scheduler keys are ones zoo reads, the schedule kind is known and the warm-up is a
+    whole number of steps (ConfigError)."""
     sched = cfg.task.get("scheduler") or {}
     try:
         check_optim_keys(cfg.task.get("optimizer"), sched)
@@ -231,6 +244,11 @@ def check_task_and_data(cfg: DictConfig, task_cls) -> None:
     if sched.get("kind", "cosine") not in ("cosine", "noam"):
         raise ConfigError(f"task.scheduler.kind={sched.get('kind')!r} is unknown; allowed: cosine, noam")
     check_warmup_steps(sched.get("warmup_steps"), sched.get("kind"))
+
+
+def check_vocabularies(cfg: DictConfig, rules: dict) -> None:
+    """One vocabulary for source and target where shared embeddings or the objective (rules: arch_rules)
+    need it (ConfigError naming data.joint_vocab)."""
     if cfg.model.get("share_embeddings") and cfg.data.get("joint_vocab") is False:
         if cfg.get("compare") is not None:  # experiment=compare: two embeddings would unmatch the parameter counts
             raise ConfigError(

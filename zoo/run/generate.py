@@ -64,18 +64,36 @@ def load(ckpt_path: str, device: str = "cpu", ckpt: dict | None = None):
     return model.to(device).eval(), tokenizer_from_state(tok_state), hp.get("context_len")
 
 
+USAGE = (
+    "usage: python -m zoo.generate ckpt_path=PATH [prompt=TEXT] [max_new_tokens=N] [temperature=T] "
+    "[top_k=K] [top_p=P] [seed=S] [device=cpu|cuda]"
+)
+HELP = f"""{USAGE}
+
+Sample text from a checkpoint of a language-modeling run (task=lm) with its KV cache.
+  ckpt_path       a run's .ckpt file (its checkpoints/ dir)
+  prompt          the text to continue (default a newline); its characters must be in the run's vocabulary
+  max_new_tokens  tokens to add (default {DEFAULTS["max_new_tokens"]})
+  temperature     0 = greedy (default {DEFAULTS["temperature"]})
+  top_k, top_p    sample from the k most likely tokens / the smallest set holding probability p
+  seed            a fixed seed gives the same text again
+  device          cpu (default) or cuda[:N]"""
+
+
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if any(a in ("-h", "--help") for a in argv):
+        print(HELP)
+        return 0
     args = dict(DEFAULTS)
-    for item in sys.argv[1:] if argv is None else argv:
+    for item in argv:
         key, _, value = item.partition("=")
         args[key] = value if key == "prompt" else yaml.safe_load(value)  # the prompt stays raw text
     args = SimpleNamespace(**args)
     unknown = set(vars(args)) - set(DEFAULTS)
     if unknown or args.ckpt_path is None:
         print(
-            "usage: python -m zoo.generate ckpt_path=PATH [prompt=TEXT] [max_new_tokens=N] [temperature=T] "
-            "[top_k=K] [top_p=P] [seed=S] [device=cpu|cuda]"
-            + (f"\nunknown keys: {sorted(unknown)}" if unknown else ""),
+            USAGE + (f"\nunknown keys: {sorted(unknown)}" if unknown else ""),
             file=sys.stderr,
         )
         return 2

@@ -133,10 +133,7 @@ def source_limit(task, dm: dict) -> int:
     for encoder_decoder; for the archs that read source and target as one sequence, half of model.max_len
     less one (the run's check 2 x data.max_len <= model.max_len)."""
     cfg = task.model.cfg
-    if task.hparams.arch == "encoder_decoder":
-        room = cfg.max_len - 1
-    else:
-        room = cfg.max_len // 2 - 1
+    room = cfg.max_len // 2 - 1 if task.objective_impl.SOURCE == "joined" else cfg.max_len - 1
     max_len = dm.get("max_len")
     return min(room, max_len - 1) if isinstance(max_len, int) and max_len >= 2 else room
 
@@ -340,7 +337,7 @@ def main(argv=None) -> int:
         f"{data.get('src_lang', '?')}->{data.get('tgt_lang', '?')}, "
         + ("greedy" if beam == 1 else f"beam {beam}, lenpen {hp.length_penalty}")
         + f", max_len_b {hp.max_len_b}"
-        + (f", {hp.nat_iterations} mask-predict rounds" if task.objective == "cmlm_mask_predict" else ""),
+        + (f", {hp.nat_iterations} mask-predict rounds" if "nat_iterations" in task.objective_impl.OPTIONS else ""),
         file=sys.stderr,
     )
     hyps = translate(task, tokenizer, lines, beam, args.max_tokens or dm.get("max_tokens") or 4096, limit)

@@ -15,7 +15,7 @@ from zoo.errors import check_z_loss
 from zoo.model import ModelConfig, build_model
 from zoo.model.sampling import sample
 from zoo.tasks.base import TaskBase
-from zoo.tasks.objectives import MaskedLM, objective_class
+from zoo.tasks.objectives import MaskedLM, check_monitor, objective_class
 from zoo.training.distributed import is_fsdp, root_params
 
 
@@ -76,10 +76,7 @@ class LanguageModeling(TaskBase):
         if arch not in self.ARCHS:
             raise ValueError(f"task=lm trains arch in {self.ARCHS}; got arch={arch!r}")
         rule = objective_class("lm", arch, objective, model.get("mask"))
-        if monitor not in rule.METRICS:
-            raise ValueError(
-                f"task.monitor={monitor} is not logged by task.objective={rule.NAME}; it logs {', '.join(rule.METRICS)}"
-            )
+        check_monitor(rule, monitor)
         if entp_targets < 1:
             raise ValueError(f"task.entp_targets={entp_targets} must be >= 1 (next-token predictions per window)")
         objective = self.objective = rule.NAME  # saved resolved: a checkpoint rebuilds the objective it trained

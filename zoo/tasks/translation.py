@@ -14,7 +14,7 @@ from zoo.errors import DataError, check_fraction, check_z_loss
 from zoo.model import ModelConfig, build_model
 from zoo.model.beam_search import check_early_stopping
 from zoo.tasks.base import TaskBase
-from zoo.tasks.objectives import OBJECTIVES, objective_class
+from zoo.tasks.objectives import check_monitor, objective_class
 
 
 class Translation(TaskBase):
@@ -75,28 +75,8 @@ class Translation(TaskBase):
         check_early_stopping(early_stopping)
         check_z_loss(z_loss, "task.z_loss")  # PaLM's z-loss on the LM head in training (TaskBase.head_z_loss)
         check_fraction("task.label_smoothing", label_smoothing, "0.1 is the paper's, 0 = plain cross-entropy")
-        if arch not in self.ARCHS:
-            raise ValueError(f"task=translation trains arch in {self.ARCHS}; got arch={arch!r}")
-        rule = objective_class("translation", arch, objective, model.get("mask"))
-        objective = rule.NAME
-        if monitor not in rule.METRICS:
-            owners = [o.NAME for o in OBJECTIVES["translation"] if monitor in o.METRICS]
-            raise ValueError(
-                f"task.monitor={monitor} is logged by task.objective={' / '.join(owners)} only, not {objective}; "
-                f"monitor {', '.join(rule.METRICS[:-1])} or {rule.METRICS[-1]}"
-                if owners
-                else f"task.monitor={monitor} is not logged by task.objective={objective}; it logs "
-                f"{', '.join(rule.METRICS)}"
-            )
-        if encoder_ar_targets < 1:
-            raise ValueError(f"task.encoder_ar_targets={encoder_ar_targets} must be >= 1 (target positions per pair)")
-        self.objective = objective  # results.json; saved resolved, so a checkpoint rebuilds what it trained
-        if rule.ONE_VOCABULARY and tokenizer["src"] != tokenizer["tgt"]:
-            raise DataError(
-                "encoder_only translation reads source and target as one sequence, so it needs "
-                "one vocabulary: set data.joint_vocab=true"
-            )
-        rule.check_options(nat_iterations=nat_iterations)
+        rule = self.checked_objective(arch, objective, model, tokenizer, monitor, encoder_ar_targets, nat_iterations)
+        objective = self.objective = rule.NAME  # results.json; saved resolved: a checkpoint rebuilds what it trained
         model = rule.model_fields(model)  # the run's final config as it is; a direct construction's completed
         self.save_hyperparameters()
         self.model = build_model(arch, ModelConfig(**model))
@@ -111,6 +91,26 @@ class Translation(TaskBase):
         )
         self.hyps = {"val": {}, "test": {}, "test_beam": {}}
         self._validations = 0
+
+    @classmethod
+    def checked_objective(
+        cls, arch: str, objective, model: dict, tokenizer: dict, monitor: str, encoder_ar_targets: int, nat_iterations
+    ):
+        """The objective class that trains `arch` (zoo.tasks.objectives.objective_class), after checking the
+        options that depend on it. Raises ValueError (DataError for two vocabularies where it needs one)."""
+        if arch not in cls.ARCHS:
+            raise ValueError(f"task=translation trains arch in {cls.ARCHS}; got arch={arch!r}")
+        rule = objective_class("translation", arch, objective, model.get("mask"))
+        check_monitor(rule, monitor)
+        if encoder_ar_targets < 1:
+            raise ValueError(f"task.encoder_ar_targets={encoder_ar_targets} must be >= 1 (target positions per pair)")
+        if rule.ONE_VOCABULARY and tokenizer["src"] != tokenizer["tgt"]:
+            raise DataError(
+                "encoder_only translation reads source and target as one sequence, so it needs "
+                "one vocabulary: set data.joint_vocab=true"
+            )
+        rule.check_options(nat_iterations=nat_iterations)
+        return rule
 
     # ---- training ------------------------------------------------------------------------------------
     def loss(self, batch, generator: torch.Generator | None = None) -> torch.Tensor:

@@ -59,6 +59,19 @@ def objective_class(task: str, arch: str, name: str | None = None, mask: str | N
     return chosen[0]
 
 
+def check_monitor(objective: type[Objective], monitor: str) -> None:
+    """Raise ValueError unless `objective` logs the validation metric `monitor` (task.monitor), naming what it
+    logs and which of its task's objectives log `monitor`."""
+    if monitor in objective.METRICS:
+        return
+    owners = [o.NAME for o in OBJECTIVES.get(objective.TASK, ()) if monitor in o.METRICS]
+    raise ValueError(
+        f"task.monitor={monitor} is not logged by task.objective={objective.NAME}; it logs "
+        f"{', '.join(objective.METRICS)}"
+        + (f" ({monitor} is logged by task.objective={' / '.join(owners)} only)" if owners else "")
+    )
+
+
 def arch_rules(task: str, arch: str) -> dict:
     """What zoo.run.config_checks checks before a model is built, over every objective of (task, arch):
     "metrics" (what task.monitor may name), "masks" (allowed model.mask values; None: any), "joins" (a source
@@ -90,6 +103,7 @@ __all__ = [
     "PrefixLM",
     "Seq2Seq",
     "arch_rules",
+    "check_monitor",
     "objective_class",
     "of_arch",
 ]

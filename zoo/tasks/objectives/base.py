@@ -28,6 +28,7 @@ class Objective:
     METRICS: tuple = ("val/loss",)
     SOURCE: str | None = None
     ONE_VOCABULARY = False  # True: source and target ids share one sequence, so one vocabulary (joint_vocab)
+    OPTIONS: tuple = ()  # the task options only this objective reads (task.<name>)
     FIXED_SPECIAL_IDS = False  # True: writes zoo.data.bpe's fixed special ids (CLS_ID, MASK_ID, ...) into inputs
 
     def __init__(self, task):

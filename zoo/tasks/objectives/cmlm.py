@@ -19,6 +19,7 @@ class CMLM(TranslationObjective):
     """The module docstring. Logs val/length_acc, the length head's accuracy, besides the token loss."""
 
     NAME = "cmlm_mask_predict"
+    OPTIONS = ("nat_iterations", "length_loss_factor")
     ARCH = "encoder_only"
     MASKS = (None, "bidirectional")  # a predicted token is <mask> in its row
     METRICS = ("val/loss", "val/bleu", "val/chrf", "val/length_acc")

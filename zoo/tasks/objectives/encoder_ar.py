@@ -19,6 +19,7 @@ class EncoderAR(TranslationObjective):
     """The module docstring; task.encoder_ar_targets = K target positions per pair in training."""
 
     NAME = "encoder_ar"
+    OPTIONS = ("encoder_ar_targets",)
     ARCH = "encoder_only"
     MASKS = (None, "bidirectional")  # a predicted token is never in its row
     SOURCE = "joined"

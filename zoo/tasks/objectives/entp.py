@@ -43,6 +43,7 @@ class ENTP(LMObjective):
     """Ewer et al. 2024's encoder-only next-token prediction (the module docstring); task.entp_targets = K."""
 
     NAME = "entp"
+    OPTIONS = ("entp_targets",)
     ARCH = "encoder_only"
     SAMPLES = True
 
