@@ -47,6 +47,11 @@ def test_run_writes_results_and_checkpoints(tmp_path, capsys):
     assert f["val/loss"] < train_losses(tmp_path)[0] - 0.5
     model = build_model("decoder_only", ModelConfig(**ckpt_hparams(tmp_path)["model"]))
     assert results["params"] == param_count(model)
+    # Kaplan's N: the params less the token and position tables (tied LM head), closed form for this model
+    cfg = model.cfg
+    assert results["params_non_embedding"] == results["params"] - cfg.vocab_size * cfg.d_model - (
+        cfg.max_len * cfg.d_model if cfg.position == "learned" else 0
+    )
     assert results["flops_per_token"] == flops_per_token(model, 32)
     assert 0 < results["wall_seconds"] < 300
     ckpt = torch.load(tmp_path / "checkpoints" / "last.ckpt", weights_only=True)  # plain data only

@@ -25,8 +25,10 @@ from torch import nn
 
 from zoo.model.config import GATED_ACTIVATIONS, ModelConfig
 from zoo.model.decoder_only import DecoderOnly
+from zoo.model.embedding import Embedding
 from zoo.model.encoder_decoder import EncoderDecoder
 from zoo.model.encoder_only import EncoderOnly
+from zoo.model.lm_head import LMHead
 
 LAYER_TERMS = (
     "attention_qkv",
@@ -51,6 +53,15 @@ def param_count(model: nn.Module) -> int:
     ALiBi slopes) are not parameters and are not counted.
     """
     return sum(p.numel() for p in model.parameters())
+
+
+def non_embedding_param_count(model: nn.Module) -> int:
+    """Parameters outside the vocabulary and position tables: param_count(model) minus every parameter of an
+    Embedding (tokens, learned positions, token types, its norm) or an LM head (Kaplan et al. 2020, sec. 2.1:
+    N excludes the vocabulary and positional embeddings, which make the laws cleaner at small sizes). Tied
+    weights are counted once."""
+    vocab = {id(p) for m in model.modules() if isinstance(m, (Embedding, LMHead)) for p in m.parameters()}
+    return sum(p.numel() for p in model.parameters() if id(p) not in vocab)
 
 
 def _check_len(name: str, value: int) -> int:

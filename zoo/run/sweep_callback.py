@@ -2,6 +2,7 @@
 ends, with the command that reports it: a sweep's jobs otherwise print only their own run directories."""
 
 from hydra.experimental.callback import Callback
+from hydra.utils import instantiate
 from omegaconf import DictConfig
 
 
@@ -14,3 +15,50 @@ class SweepDir(Callback):
     def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
         d = config.hydra.sweep.dir
         print(f"zoo: multirun done: {d}\nzoo: report it with: python -m zoo.report {d}", flush=True)
+
+
+class ScalingPlan(Callback):
+    """experiment=scaling's plan (zoo.run.scaling_plan): composes every job of the sweep, prints N, D, C, tokens
+    per parameter and the estimated seconds of each, writes plan.json in the sweep directory, and exits with 2
+    (nothing trains) when the total is over scaling.time_budget_s or a job cannot be built."""
+
+    def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
+        import json
+        import sys
+        from dataclasses import asdict
+        from pathlib import Path
+
+        from zoo.run.scaling_plan import check_budget, plan, plan_table
+
+        try:
+            jobs = sweep_jobs(config)
+            dm = instantiate(jobs[0][1].data, _convert_="all")
+            dm.prepare_data()
+            dm.setup()
+            rows = plan(jobs, dm.model_info(), float(config.scaling.get("job_overhead_s", 10)))
+            print(f"zoo: scaling plan\n{plan_table(rows)}", flush=True)
+            out = Path(config.hydra.sweep.dir)
+            out.mkdir(parents=True, exist_ok=True)
+            (out / "plan.json").write_text(json.dumps([asdict(r) for r in rows], indent=1))
+            check_budget(rows, float(config.scaling.time_budget_s))
+        except ValueError as e:  # ConfigError, a resolver's, a task constructor's
+            print(f"zoo: error: {e}", file=sys.stderr)
+            sys.exit(2)
+
+
+def sweep_jobs(config: DictConfig) -> list:
+    """Every job of a basic-sweeper multirun, composed: [(its +arch choice, its config)], in the order the
+    sweeper runs them (hydra.sweeper.params, then the command line's overrides, as BasicSweeper combines them)."""
+    from hydra import compose
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    params = [f"{k}={v}" for k, v in (config.hydra.sweeper.get("params") or {}).items()]
+    parsed = OverridesParser.create().parse_overrides(params + list(config.hydra.overrides.task))
+    searchpath = [o for o in config.hydra.overrides.hydra if o.startswith("hydra.searchpath")]
+    jobs = []
+    for batch in BasicSweeper.split_arguments(parsed, None):
+        for overrides in batch:
+            arch = next((o.split("=", 1)[1] for o in overrides if o.split("=", 1)[0].lstrip("+~") == "arch"), "?")
+            jobs.append((arch, compose(config.hydra.job.config_name, overrides=searchpath + list(overrides))))
+    return jobs

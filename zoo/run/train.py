@@ -21,6 +21,7 @@ from omegaconf.errors import InterpolationResolutionError
 
 from zoo.data.resolver import DataError
 from zoo.interop.init_from import InitFromError, init_source, load_weights
+from zoo.model.cost import non_embedding_param_count
 from zoo.run.budget import BudgetError, apply_budget, unwrapped
 from zoo.run.config_checks import (
     CONF_DIR,
@@ -35,6 +36,7 @@ from zoo.run.loggers import data_tag, flat_config, make_loggers, route_lightning
 from zoo.run.model_config import model_config
 from zoo.run.results import arch_config, failed_record, job_overrides, save_tokenizers, write_examples, write_json
 from zoo.run.threads import set_threads
+from zoo.scaling import grid as _scaling_grid  # noqa: F401 -- registers experiment=scaling's resolvers
 from zoo.training.callbacks.progress import ProgressBar
 from zoo.training.checkpoint_io import AtomicCheckpointIO
 from zoo.training.distributed import is_fsdp
@@ -192,6 +194,7 @@ def run_results(
         "final": final,
         "best": task.best,
         "params": ident["params"],
+        "params_non_embedding": ident["params_non_embedding"],
         "flops_per_token": ident["flops_per_token"],
         "cost": {
             "train_flops": task.cost["flops"],
@@ -242,6 +245,7 @@ def run(cfg: DictConfig) -> float:
         "dataset": data["dataset"],
         "objective": getattr(task, "objective", task_name),
         "params": n_params,
+        "params_non_embedding": non_embedding_param_count(task.model),  # Kaplan et al. 2020's N (zoo.scaling)
         "flops_per_token": flops_per_token,
     }
     log_config(cfg, task, datamodule, trainer, loggers, {**ident, "data_info": data})

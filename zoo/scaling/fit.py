@@ -271,6 +271,7 @@ def fit_scaling_law(
     n_starts: int | None = 20,
     bootstrap_starts: int = 1,
     labels=None,
+    groups=None,
 ) -> ScalingFit:
     """Fit L(N, D) = E + A / N^alpha + B / D^beta to points (N parameters, D tokens, L loss; 1-d, equal length).
 
@@ -278,8 +279,10 @@ def fit_scaling_law(
     bootstrap: resamples for the intervals (0: none); seed fixes them (the fit is deterministic given it).
     n_starts: L-BFGS-B runs from that many best points of Hoffmann's grid (None: all 4,500).
     bootstrap_starts: each resample's fit starts from the full-data fit and that many best grid points.
-    labels[i] names point i in errors. Raises ScalingError on bad input (check_points) before any fitting, and
-    RuntimeError when a resample's optimiser never left its starting points (the intervals would collapse).
+    labels[i] names point i in errors. groups[i]: the group of point i (e.g. its run, whose evaluations are
+    correlated); given, a resample draws whole groups with replacement instead of points.
+    Raises ScalingError on bad input (check_points) before any fitting, and RuntimeError when a resample's
+    optimiser never left its starting points (the intervals would collapse).
     Returns a ScalingFit; its values and ci hold E, A, B, alpha, beta, a, b and G.
     In-process callers: start Python with OPENBLAS_NUM_THREADS=1 (scipy >= 1.15's L-BFGS-B is 10-30x slower with
     OpenBLAS threads, scipy issue #22438); python -m zoo.scaling does.
@@ -290,6 +293,7 @@ def fit_scaling_law(
     if not 0.0 < level < 1.0:
         raise ScalingError(f"level must be in (0, 1), got {level!r}")
     N, D, L = (np.asarray(v, dtype=float)[kept] for v in (N, D, L))
+    members = None if groups is None else np.unique(np.asarray(groups)[kept], return_inverse=True)[1]
     n = len(L)
     problem = _Problem(N, D, L)
     ones = np.ones(n)
@@ -301,13 +305,14 @@ def fit_scaling_law(
     values = _values(problem.to_theta(u_hat))
 
     boot_starts = np.vstack([u_hat[None, :], ranked[: int(bootstrap_starts)]])
-    samples = _bootstrap_samples(problem, u_hat, boot_starts, bootstrap, seed)
+    samples = _bootstrap_samples(problem, u_hat, boot_starts, bootstrap, seed, members)
     ci, notes = _intervals(samples, bootstrap, level)
     return ScalingFit(values, ci, samples, n, kept, f_hat * DELTA, int(bootstrap), seed, level, notes)
 
 
-def _bootstrap_samples(problem: _Problem, u_hat, boot_starts, bootstrap, seed) -> np.ndarray:
-    """Refit `bootstrap` resamples of whole points (weights from np.random.default_rng(seed)) from boot_starts.
+def _bootstrap_samples(problem: _Problem, u_hat, boot_starts, bootstrap, seed, members=None) -> np.ndarray:
+    """Refit `bootstrap` resamples of whole points (weights from np.random.default_rng(seed)) from boot_starts;
+    with members (each point's group index 0 .. G-1), of whole groups.
 
     Returns (bootstrap, 5) fits, columns PARAMS (E, A, B may overflow to inf). Raises RuntimeError when L-BFGS-B
     stopped where it started on a resample whose gradient at u_hat is not zero (the intervals would collapse).
@@ -317,7 +322,11 @@ def _bootstrap_samples(problem: _Problem, u_hat, boot_starts, bootstrap, seed) -
     samples = np.empty((int(bootstrap), N_FIT))
     stuck = 0
     for k in range(int(bootstrap)):
-        w = np.bincount(rng.integers(0, n, size=n), minlength=n).astype(float)
+        if members is None:
+            w = np.bincount(rng.integers(0, n, size=n), minlength=n).astype(float)
+        else:
+            G = int(members.max()) + 1
+            w = np.bincount(rng.integers(0, G, size=G), minlength=G).astype(float)[members]
         u, _, moved = _best(problem, boot_starts, w)
         if not moved and np.max(np.abs(problem.value_and_grad(u_hat, w)[1])) > _LBFGSB["gtol"]:
             stuck += 1

@@ -1,0 +1,126 @@
+"""The plan experiment=scaling prints before anything trains (a Hydra callback, ScalingPlan in
+zoo.run.sweep_callback): per job, N (parameters, total and without embeddings), D (tokens), C (training FLOPs:
+3 x the objective's forward FLOPs per batch, zoo.model.cost, so attention, the LM head, the encoder's source
+tokens and ENTP's re-reading count), tokens per non-embedding parameter, and seconds estimated from a measured
+step and evaluation time of each architecture and size. A plan over scaling.time_budget_s is refused with
+its numbers before any job starts."""
+
+import time
+from dataclasses import dataclass
+
+import torch
+from hydra.utils import get_class, instantiate
+from omegaconf import DictConfig
+
+from zoo.errors import ConfigError
+from zoo.model.cost import non_embedding_param_count
+from zoo.run.model_config import model_config
+from zoo.scaling.grid import cell_size
+
+TIMED_STEPS = 5  # training steps timed per architecture and size, after WARM_STEPS untimed
+WARM_STEPS = 2
+
+
+@dataclass
+class PlanRow:
+    """One job of the plan: the arch option (+arch=...), its cell, N, D, C and the estimated seconds."""
+
+    arch: str
+    cell: str
+    params: int
+    non_embedding: int
+    steps: int
+    evaluations: int
+    tokens: int
+    flops: float
+    seconds: float
+
+    @property
+    def tokens_per_param(self) -> float:
+        return self.tokens / self.non_embedding
+
+
+def build_task(cfg: DictConfig, info: dict):
+    """The job's task as zoo.run.train builds it (the final model config from the config, data and objective)."""
+    model, task_args = model_config(cfg, info, None, "plan", get_class(cfg.task._target_).BATCH)
+    return instantiate(cfg.task, arch=cfg.arch, model=model, tokenizer=info["tokenizer"], **task_args, _convert_="all")
+
+
+def measure(task, batch_size: int, block_size: int, val_batches: int) -> tuple[float, float]:
+    """(seconds per training step, seconds per evaluation) of `task` on random windows (B, T): the step is
+    training_loss + backward + AdamW, timed over TIMED_STEPS after WARM_STEPS untimed; an evaluation is val_batches
+    batches of the objective's validation losses without gradients."""
+    g = torch.Generator().manual_seed(0)
+    vocab = task.model.cfg.vocab_size - (task.mask_id is not None)
+    x = torch.randint(0, vocab, (batch_size, block_size + 1), generator=g)
+    batch = (x[:, :-1], x[:, 1:])
+    opt = torch.optim.AdamW(task.parameters(), lr=1e-4)
+    task.train()
+    for i in range(WARM_STEPS + TIMED_STEPS):
+        if i == WARM_STEPS:
+            t0 = time.perf_counter()
+        task.training_loss(batch).backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+    step = (time.perf_counter() - t0) / TIMED_STEPS
+    task.eval()
+    t0 = time.perf_counter()
+    with torch.no_grad():
+        task.losses(batch, task.objective_impl.validation_generator(0, x.device))
+    return step, (time.perf_counter() - t0) * val_batches
+
+
+def plan(jobs: list[tuple[str, DictConfig]], info: dict, job_overhead_s: float) -> list[PlanRow]:
+    """The plan of `jobs` ((arch option, composed job config), in sweep order) on the data's `info`
+    (model_info): one PlanRow each; step and evaluation times measured once per architecture and size."""
+    timed, rows = {}, []
+    for arch, cfg in jobs:
+        task = build_task(cfg, info)
+        B, T = cfg.data.batch_size, cfg.data.block_size
+        n_steps, every = int(cfg.trainer.max_steps), int(cfg.trainer.val_check_interval)
+        key = (arch, cell_size(cfg.scaling.cell))
+        if key not in timed:
+            timed[key] = measure(task, B, T, -(-int(cfg.data.val_windows) // B))
+        step_s, eval_s = timed[key]
+        x = torch.zeros(B, T, dtype=torch.long)
+        evaluations = n_steps // every
+        rows.append(
+            PlanRow(
+                arch=arch,
+                cell=str(cfg.scaling.cell),
+                params=task.model.num_params(),
+                non_embedding=non_embedding_param_count(task.model),
+                steps=n_steps,
+                evaluations=evaluations,
+                tokens=n_steps * B * T,
+                flops=3.0 * task.batch_flops((x, x)) * n_steps,
+                seconds=n_steps * step_s + (evaluations + 1) * eval_s + job_overhead_s,  # + the sanity check
+            )
+        )
+    return rows
+
+
+def plan_table(rows: list[PlanRow]) -> str:
+    """The plan as a text table, one line per job, and its total."""
+    lines = [
+        f"{'arch':<16}{'cell':<12}{'N':>10}{'N non-emb':>11}{'D tokens':>12}{'C FLOPs':>11}{'D/N':>6}{'est. s':>8}"
+    ]
+    for r in rows:
+        lines.append(
+            f"{r.arch:<16}{r.cell:<12}{r.params:>10,}{r.non_embedding:>11,}{r.tokens:>12,}{r.flops:>11.3g}"
+            f"{r.tokens_per_param:>6.1f}{r.seconds:>8.0f}"
+        )
+    lines.append(f"{len(rows)} jobs, estimated {sum(r.seconds for r in rows):.0f} s in all")
+    return "\n".join(lines)
+
+
+def check_budget(rows: list[PlanRow], budget_s: float) -> None:
+    """Raise ConfigError naming the estimate, the budget and the fixes when the plan is over budget_s."""
+    total = sum(r.seconds for r in rows)
+    if total > budget_s:
+        worst = max(rows, key=lambda r: r.seconds)
+        raise ConfigError(
+            f"the scaling plan needs an estimated {total:.0f} s, over scaling.time_budget_s={budget_s:g}; its "
+            f"longest job is {worst.arch} {worst.cell} ({worst.seconds:.0f} s). Lower "
+            f"scaling.max_tokens_per_param, drop a size from scaling.sizes, or raise scaling.time_budget_s"
+        )
