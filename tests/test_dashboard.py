@@ -47,8 +47,8 @@ def spec(workspace):
 
 def test_one_section_per_task(workspace):
     assert (workspace.entity, workspace.project, workspace.name) == ("team", "zoo", f"zoo comparison ({GROUP})")
-    assert [s.name for s in workspace.sections] == ["classification", "lm", "translation"]
-    for section in workspace.sections:
+    assert [s.name for s in workspace.sections] == ["classification", "lm", "translation", "scaling"]
+    for section in workspace.sections[:3]:
         assert [type(p).__name__ for p in section.panels] == ["LinePlot"] * 6 + ["ScatterPlot"] * 2 + [
             "ParallelCoordinatesPlot"
         ]
@@ -57,7 +57,7 @@ def test_one_section_per_task(workspace):
 
 
 def test_line_plots_against_step_flops_and_seconds(workspace):
-    for section in workspace.sections:
+    for section in workspace.sections[:3]:  # the task sections
         lines = [p for p in section.panels if isinstance(p, wr.LinePlot)]
         a, b = VAL[section.name]
         assert [(p.x, p.y) for p in lines] == [
@@ -114,7 +114,7 @@ def test_group_with_a_quote():
 
 def test_parallel_coordinates_over_the_keys(workspace):
     assert KEYS == ("arch", "seed", "model.d_model", "model.n_layers", "task.optimizer.lr", "params")
-    for i, section in enumerate(workspace.sections):
+    for i, section in enumerate(workspace.sections[:3]):
         pc = section.panels[-1]
         assert names(c.metric for c in pc.columns) == [("Config", k) for k in KEYS] + [
             ("SummaryMetric", BEST[section.name])
@@ -132,7 +132,7 @@ def test_parallel_coordinates_over_the_keys(workspace):
 
 
 def test_scatter_of_params_and_flops_against_the_best_metric(workspace):
-    for i, section in enumerate(workspace.sections):
+    for i, section in enumerate(workspace.sections[:3]):
         params, flops = (p for p in section.panels if isinstance(p, wr.ScatterPlot))
         best = BEST[section.name]
         assert names([params.x, params.y, flops.x, flops.y]) == [
@@ -218,3 +218,16 @@ def test_cli_bad_input_exit_code():
     assert (
         proc.stderr == "zoo.dashboard: error: --project is required: python -m zoo.dashboard --project P [--entity E]\n"
     )
+
+
+def test_scaling_section_plots_the_lm_loss_against_compute_and_size_log_log(workspace):
+    section = workspace.sections[-1]
+    line, size, flops = section.panels
+    assert (line.x, line.y, line.log_x, line.log_y) == ("cost/flops", ["val/cont_loss"], True, True)
+    assert names([size.x, size.y, flops.x, flops.y]) == [
+        ("Config", "params_non_embedding"),
+        ("SummaryMetric", "best/val/cont_loss"),
+        ("SummaryMetric", "cost/train_flops"),
+        ("SummaryMetric", "best/val/cont_loss"),
+    ]
+    assert all(p.log_x and p.log_y for p in (size, flops))

@@ -55,6 +55,7 @@ from zoo.report.runs import (
     read_examples,
     swept_keys,
 )
+from zoo.report.scaling import scaling_section
 from zoo.report.significance import compare_task
 from zoo.report.table import DIFFERENT, METRICS, NOTES, STANDARD_OBJECTIVE, failed_runs, markdown_table, rows
 
@@ -111,7 +112,8 @@ def sweep_summary(runs: list[dict]) -> list[str]:
 def report(root: Path, out_dir: Path | None = None, sentence: str | None = None, layer: int = -1) -> dict:
     """Write report.md, val_<task>.png and attention_<group>.png into out_dir (default root).
     Returns {"runs", "groups", "table": rows, "records": {task: ranking records}, "report": path, "curves":
-    [paths], "attention": [paths], "skipped": [attention maps not drawn, why]}."""
+    [paths], "attention": [paths], "skipped": [attention maps not drawn, why], "scaling": [the Scaling section's
+    figures]}; runs of several sizes add the Scaling section (zoo.report.scaling)."""
     root = Path(root)
     runs = find_runs(root)
     groups = group_runs(runs)
@@ -127,6 +129,8 @@ def report(root: Path, out_dir: Path | None = None, sentence: str | None = None,
         text += ["## Significance", "", *significance]
     if literature:
         text += ["## Against the literature", "", *literature]
+    scaling, scaling_figures = scaling_section(runs, out_dir, (root / "plan.json").is_file())
+    text += scaling
     text += _figures(curves, attention, skipped)
     path = out_dir / "report.md"
     path.write_text("\n".join(text) + "\n")
@@ -139,6 +143,7 @@ def report(root: Path, out_dir: Path | None = None, sentence: str | None = None,
         "curves": curves,
         "attention": attention,
         "skipped": skipped,
+        "scaling": scaling_figures,
     }
 
 

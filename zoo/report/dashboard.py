@@ -3,7 +3,8 @@ workspace that compares zoo's runs, built with wandb-workspaces (`pip install 'z
 
 One section per task; runs grouped by `arch` and `arch_config`; the task's validation metrics against step,
 training FLOPs and training seconds,
-its best metric against params and training FLOPs, parallel coordinates over --keys. --group keeps one W&B
+its best metric against params and training FLOPs, parallel coordinates over --keys; and a scaling section
+(experiment=scaling): the LM loss against training FLOPs and non-embedding parameters, log-log. --group keeps one W&B
 group (a multirun's sweep dir). `build_workspace` needs no network; `main` saves (needs `wandb login`).
 Bad input exits 2 with a one-line message, before any network.
 """
@@ -63,6 +64,7 @@ def build_workspace(
     ws, wr = _libs()
     column = _flat_config_column(wr)
     sections = [_task_section(ws, wr, column, task, metrics, best, keys) for task, (metrics, best) in TASKS.items()]
+    sections.append(_scaling_section(ws, wr))
 
     # a flat dotted key is stored as `a.b.value`; a plain `Config("a.b")` would group by the nested `a.value.b`
     groupby = [ws.Config(k if "." not in k else f"{k}.value") for k in by]
@@ -126,6 +128,41 @@ def _task_section(ws, wr, column: type, task: str, metrics, best: str, keys: lis
     )
     return ws.Section(
         name=task, panels=panels, is_open=True, layout_settings=ws.SectionLayoutSettings(columns=2, rows=4)
+    )
+
+
+def _scaling_section(ws, wr):
+    """The scaling panel (experiment=scaling's runs): the LM's continuation loss against training FLOPs on
+    log-log axes, by architecture (the runs' groups), and the best loss against non-embedding parameters and
+    against the run's training FLOPs, both log-log."""
+    metric, best = "val/cont_loss", "best/val/cont_loss"
+    panels = [
+        wr.LinePlot(
+            title=f"scaling: {metric} vs training FLOPs",
+            x=FLOPS,
+            y=[metric],
+            log_x=True,
+            log_y=True,
+            title_x="training FLOPs",
+            title_y=metric,
+        ),
+        wr.ScatterPlot(
+            title=f"scaling: {best} vs non-embedding params",
+            x=wr.Config("params_non_embedding"),
+            y=wr.SummaryMetric(best),
+            log_x=True,
+            log_y=True,
+        ),
+        wr.ScatterPlot(
+            title=f"scaling: {best} vs training FLOPs",
+            x=wr.SummaryMetric("cost/train_flops"),
+            y=wr.SummaryMetric(best),
+            log_x=True,
+            log_y=True,
+        ),
+    ]
+    return ws.Section(
+        name="scaling", panels=panels, is_open=False, layout_settings=ws.SectionLayoutSettings(columns=3, rows=1)
     )
 
 
