@@ -110,7 +110,11 @@ def plan_table(rows: list[PlanRow]) -> str:
             f"{r.arch:<16}{r.cell:<12}{r.params:>10,}{r.non_embedding:>11,}{r.tokens:>12,}{r.flops:>11.3g}"
             f"{r.tokens_per_param:>6.1f}{r.seconds:>8.0f}"
         )
-    lines.append(f"{len(rows)} jobs, estimated {sum(r.seconds for r in rows):.0f} s in all")
+    lines.append(
+        f"{len(rows)} jobs, estimated {sum(r.seconds for r in rows):.0f} s in all. D and C are each run's last budget; "
+        f"every run is evaluated {rows[0].evaluations if rows else 0} times on the way (scaling.eval_every), "
+        "each evaluation a point of the fit"
+    )
     return "\n".join(lines)
 
 

@@ -28,6 +28,10 @@ class ScalingPlan(Callback):
         from dataclasses import asdict
         from pathlib import Path
 
+        from omegaconf.errors import InterpolationResolutionError
+
+        from zoo.errors import DataError
+        from zoo.run.budget import unwrapped
         from zoo.run.scaling_plan import check_budget, plan, plan_table
 
         try:
@@ -41,8 +45,8 @@ class ScalingPlan(Callback):
             out.mkdir(parents=True, exist_ok=True)
             (out / "plan.json").write_text(json.dumps([asdict(r) for r in rows], indent=1))
             check_budget(rows, float(config.scaling.time_budget_s))
-        except ValueError as e:  # ConfigError, a resolver's, a task constructor's
-            print(f"zoo: error: {e}", file=sys.stderr)
+        except (ValueError, DataError, InterpolationResolutionError) as e:  # bad config or resolver; no data
+            print(f"zoo: error: {unwrapped(e) if isinstance(e, InterpolationResolutionError) else e}", file=sys.stderr)
             sys.exit(2)
 
 
