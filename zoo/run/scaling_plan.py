@@ -9,12 +9,13 @@ import time
 from dataclasses import dataclass
 
 import torch
-from hydra.utils import get_class, instantiate
+from hydra.utils import get_class
 from omegaconf import DictConfig
 
 from zoo.errors import ConfigError
 from zoo.model.cost import non_embedding_param_count
 from zoo.run.model_config import model_config
+from zoo.run.train import build_task
 from zoo.scaling.grid import cell_size
 
 TIMED_STEPS = 5  # training steps timed per architecture and size, after WARM_STEPS untimed
@@ -38,12 +39,6 @@ class PlanRow:
     @property
     def tokens_per_param(self) -> float:
         return self.tokens / self.non_embedding
-
-
-def build_task(cfg: DictConfig, info: dict):
-    """The job's task as zoo.run.train builds it (the final model config from the config, data and objective)."""
-    model, task_args = model_config(cfg, info, None, "plan", get_class(cfg.task._target_).BATCH)
-    return instantiate(cfg.task, arch=cfg.arch, model=model, tokenizer=info["tokenizer"], **task_args, _convert_="all")
 
 
 def measure(task, batch_size: int, block_size: int, val_batches: int) -> tuple[float, float]:
@@ -75,7 +70,7 @@ def plan(jobs: list[tuple[str, DictConfig]], info: dict, job_overhead_s: float) 
     (model_info): one PlanRow each; step and evaluation times measured once per architecture and size."""
     timed, rows = {}, []
     for arch, cfg in jobs:
-        task = build_task(cfg, info)
+        task = build_task(cfg, info, *model_config(cfg, info, None, "plan", get_class(cfg.task._target_).BATCH))
         B, T = cfg.data.batch_size, cfg.data.block_size
         n_steps, every = int(cfg.trainer.max_steps), int(cfg.trainer.val_check_interval)
         key = (arch, cell_size(cfg.scaling.cell))

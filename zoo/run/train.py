@@ -91,6 +91,12 @@ def trainer_callbacks(callbacks: list, trainer_cfg: DictConfig) -> dict:
     return kwargs
 
 
+def build_task(cfg: DictConfig, info: dict, model: dict, task_args: dict):
+    """The task of cfg.task for cfg.arch, given the final model config and the objective's task arguments
+    (zoo.run.model_config.model_config) and the data's tokenizer state (info, the datamodule's model_info)."""
+    return instantiate(cfg.task, arch=cfg.arch, model=model, tokenizer=info["tokenizer"], **task_args, _convert_="all")
+
+
 def build_trainer(cfg: DictConfig, tags):
     """The loggers of conf/logger/ and a Trainer with the configured callbacks."""
     loggers = make_loggers(cfg, tags)
@@ -225,9 +231,7 @@ def run(cfg: DictConfig) -> float:
     model_cfg, task_args = model_config(cfg, info, source, data["dataset"], get_class(cfg.task._target_).BATCH)
 
     def new_task():
-        return instantiate(
-            cfg.task, arch=cfg.arch, model=model_cfg, tokenizer=info["tokenizer"], **task_args, _convert_="all"
-        )
+        return build_task(cfg, info, model_cfg, task_args)
 
     task = new_task()
     if source is not None and not cfg.get("ckpt_path"):  # resuming restores its own weights

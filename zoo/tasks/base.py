@@ -12,6 +12,7 @@ from torch import nn
 from zoo.data.info import CHECKPOINT_KEY
 from zoo.model.decoder_layer import DecoderLayer
 from zoo.model.encoder_layer import EncoderLayer
+from zoo.tasks.objectives import check_monitor, objective_class
 from zoo.training.callbacks.checkpoint import validation_due
 from zoo.training.checkpoint_io import settle_epoch_end
 from zoo.training.distributed import full_params, is_fsdp
@@ -92,6 +93,17 @@ class TaskBase(pl.LightningModule):
         # (3 x the forward FLOPs of the padded batches, zoo.model.cost), tokens read, seconds in training steps
         self.cost = {"flops": 0.0, "tokens": 0, "seconds": 0.0}
         self.budget = None  # (kind: tokens | flops | time, value): the run stops when cost reaches it (zoo.run.train)
+
+    @classmethod
+    def objective_for(cls, arch: str, objective: str | None, model: dict, monitor: str):
+        """The objective class that trains `arch` in this task (zoo.tasks.objectives.objective_class: `objective`
+        or the arch's default for model["mask"]), which must log `monitor`. Raises ValueError for an arch the
+        task does not train, an objective the arch does not, or a monitor the objective does not log."""
+        if arch not in cls.ARCHS:
+            raise ValueError(f"task={cls.BATCH} trains arch in {cls.ARCHS}; got arch={arch!r}")
+        rule = objective_class(cls.BATCH, arch, objective, model.get("mask"))
+        check_monitor(rule, monitor)
+        return rule
 
     def budget_progress(self) -> float:
         """The fraction of the run's budget spent: cost[kind] / value (tokens, flops, seconds), else

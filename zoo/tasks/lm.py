@@ -15,7 +15,7 @@ from zoo.errors import check_z_loss
 from zoo.model import ModelConfig, build_model
 from zoo.model.sampling import sample
 from zoo.tasks.base import TaskBase
-from zoo.tasks.objectives import MaskedLM, check_monitor, objective_class
+from zoo.tasks.objectives import MaskedLM
 from zoo.training.distributed import is_fsdp, root_params
 
 
@@ -73,10 +73,7 @@ class LanguageModeling(TaskBase):
     ):
         super().__init__()
         check_z_loss(z_loss, "task.z_loss")
-        if arch not in self.ARCHS:
-            raise ValueError(f"task=lm trains arch in {self.ARCHS}; got arch={arch!r}")
-        rule = objective_class("lm", arch, objective, model.get("mask"))
-        check_monitor(rule, monitor)
+        rule = self.objective_for(arch, objective, model, monitor)
         if entp_targets < 1:
             raise ValueError(f"task.entp_targets={entp_targets} must be >= 1 (next-token predictions per window)")
         objective = self.objective = rule.NAME  # saved resolved: a checkpoint rebuilds the objective it trained

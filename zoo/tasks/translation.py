@@ -14,7 +14,6 @@ from zoo.errors import DataError, check_fraction, check_z_loss
 from zoo.model import ModelConfig, build_model
 from zoo.model.beam_search import check_early_stopping
 from zoo.tasks.base import TaskBase
-from zoo.tasks.objectives import check_monitor, objective_class
 
 
 class Translation(TaskBase):
@@ -98,10 +97,7 @@ class Translation(TaskBase):
     ):
         """The objective class that trains `arch` (zoo.tasks.objectives.objective_class), after checking the
         options that depend on it. Raises ValueError (DataError for two vocabularies where it needs one)."""
-        if arch not in cls.ARCHS:
-            raise ValueError(f"task=translation trains arch in {cls.ARCHS}; got arch={arch!r}")
-        rule = objective_class("translation", arch, objective, model.get("mask"))
-        check_monitor(rule, monitor)
+        rule = cls.objective_for(arch, objective, model, monitor)
         if encoder_ar_targets < 1:
             raise ValueError(f"task.encoder_ar_targets={encoder_ar_targets} must be >= 1 (target positions per pair)")
         if rule.ONE_VOCABULARY and tokenizer["src"] != tokenizer["tgt"]:
