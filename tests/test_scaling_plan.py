@@ -11,11 +11,12 @@ from zoo_run import make_cfg, run_cli
 from zoo.errors import ConfigError
 from zoo.model import ModelConfig, build_model
 from zoo.model.cost import non_embedding_param_count
-from zoo.run.scaling_plan import PlanRow, check_budget, plan_table
+from zoo.run.scaling_plan import PlanRow, check_budget, check_run_dirs, plan_table
 from zoo.run.train import CONF_DIR
 from zoo.scaling.grid import cell_seed, cell_size, cells, d_ff, layers, size_non_embedding, steps
 
-SIZES = OmegaConf.load(f"{CONF_DIR}/experiment/scaling.yaml").scaling.sizes
+SCALING = OmegaConf.load(f"{CONF_DIR}/experiment/scaling.yaml").scaling
+SIZES = SCALING.sizes
 
 
 def test_cells_put_the_extra_seeds_at_one_size_smallest_first():
@@ -88,6 +89,21 @@ def test_a_plan_over_its_budget_is_refused_with_its_numbers():
         check_budget(rows, 100.0)
     table = plan_table(rows)
     assert "3 jobs, estimated 120 s in all" in table and "100.0" in table  # D/N = 9000 / 90
+
+
+def test_two_jobs_that_would_share_a_run_directory_are_refused(tmp_path):
+    """experiment=scaling names a job's directory by arch, cell and budget: a sweep over the budget is distinct,
+    one over another key (the lr) is refused until hydra.sweep.subdir names that key too."""
+    base = ["experiment=scaling", "+benchmark=scaling", "scaling.cell=s1_seed1"]
+    subdir = "${hydra:runtime.choices.arch}-${scaling.cell}-tpp${scaling.max_tokens_per_param}"
+    budgets = [("decoder_only", make_cfg(tmp_path, [*base, f"scaling.max_tokens_per_param={t}"])) for t in (4, 8)]
+    check_run_dirs(budgets, subdir)
+    lrs = [("decoder_only", make_cfg(tmp_path, [*base, f"task.optimizer.lr={lr}"])) for lr in (1e-3, 2e-3)]
+    with pytest.raises(ConfigError, match=r"jobs 0 and 1 of the sweep would write the same run directory "):
+        check_run_dirs(lrs, subdir)
+    with pytest.raises(ConfigError, match=rf"'decoder_only-s1_seed1-tpp{SCALING.max_tokens_per_param}'"):
+        check_run_dirs(lrs, subdir)
+    check_run_dirs(lrs, subdir + "-lr${task.optimizer.lr}")
 
 
 @pytest.mark.e2e

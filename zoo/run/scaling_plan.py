@@ -5,12 +5,13 @@ tokens and ENTP's re-reading count), tokens per non-embedding parameter, and sec
 step and evaluation time of each architecture and size. A plan over scaling.time_budget_s is refused with
 its numbers before any job starts."""
 
+import copy
 import time
 from dataclasses import dataclass
 
 import torch
 from hydra.utils import get_class
-from omegaconf import DictConfig
+from omegaconf import DictConfig, open_dict
 
 from zoo.errors import ConfigError
 from zoo.model.cost import non_embedding_param_count
@@ -123,3 +124,27 @@ def check_budget(rows: list[PlanRow], budget_s: float) -> None:
             f"longest job is {worst.arch} {worst.cell} ({worst.seconds:.0f} s). Lower "
             f"scaling.max_tokens_per_param, drop a size from scaling.sizes, or raise scaling.time_budget_s"
         )
+
+
+def check_run_dirs(jobs: list[tuple[str, DictConfig]], subdir: str) -> None:
+    """Raise ConfigError when two jobs of the sweep would write the same run directory: `subdir` is the raw
+    hydra.sweep.subdir (experiment=scaling: arch, scaling.cell and scaling.max_tokens_per_param), resolved
+    against each job's config; a key swept beside those (task.optimizer.lr=...) needs a place in it. A subdir
+    naming other hydra: values than the arch choice is not checked."""
+    seen = {}
+    for i, (arch, cfg) in enumerate(jobs):
+        text = subdir.replace("${hydra:runtime.choices.arch}", arch)
+        if "${hydra:" in text:
+            return
+        job = copy.deepcopy(cfg)
+        with open_dict(job):
+            job._run_subdir = text
+            name = str(job._run_subdir)
+        if name in seen:
+            raise ConfigError(
+                f"jobs {seen[name]} and {i} of the sweep would write the same run directory {name!r} "
+                f"(hydra.sweep.subdir={subdir}); add the key swept beside them to it, e.g. "
+                "hydra.sweep.subdir='${hydra:runtime.choices.arch}-${scaling.cell}-tpp${scaling.max_tokens_per_param}"
+                "-lr${task.optimizer.lr}'"
+            )
+        seen[name] = i

@@ -20,7 +20,8 @@ class SweepDir(Callback):
 class ScalingPlan(Callback):
     """experiment=scaling's plan (zoo.run.scaling_plan): composes every job of the sweep, prints N, D, C, tokens
     per parameter and the estimated seconds of each, writes plan.json in the sweep directory, and exits with 2
-    (nothing trains) when the total is over scaling.time_budget_s or a job cannot be built."""
+    (nothing trains) when the total is over scaling.time_budget_s, a job cannot be built or two jobs would
+    write the same run directory."""
 
     def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
         import json
@@ -28,14 +29,16 @@ class ScalingPlan(Callback):
         from dataclasses import asdict
         from pathlib import Path
 
+        from omegaconf import OmegaConf
         from omegaconf.errors import InterpolationResolutionError
 
         from zoo.errors import DataError
         from zoo.run.budget import unwrapped
-        from zoo.run.scaling_plan import check_budget, plan, plan_table
+        from zoo.run.scaling_plan import check_budget, check_run_dirs, plan, plan_table
 
         try:
             jobs = sweep_jobs(config)
+            check_run_dirs(jobs, OmegaConf.to_container(config.hydra.sweep, resolve=False)["subdir"])
             dm = instantiate(jobs[0][1].data, _convert_="all")
             dm.prepare_data()
             dm.setup()
