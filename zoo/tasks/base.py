@@ -1,6 +1,7 @@
 """What every task's LightningModule shares: step logging, best-metric tracking, the optimizer, and the
 runtime options model.compile and FSDP's sharded parameters."""
 
+import gc
 import time
 import types
 
@@ -87,7 +88,8 @@ class TaskBase(pl.LightningModule):
     def __init__(self):
         super().__init__()
         self.best = {}
-        self._t_last = None
+        self._t_last = None  # when train/loss was last logged, and the tokens trained since (tokens/s)
+        self._tokens_since = 0
         self._t_batch = None
         # cumulative training cost of the run (all ranks; kept in checkpoints): forward + backward FLOPs
         # (3 x the forward FLOPs of the padded batches, zoo.model.cost), tokens read, seconds in training steps
@@ -120,17 +122,35 @@ class TaskBase(pl.LightningModule):
         (zoo.tasks.objectives.base.Objective.forward_flops_per_token)."""
         return self.objective_impl.forward_flops_per_token(seq_len, src_len)
 
+    def on_train_start(self):
+        """Freeze the objects alive now (the config, the Trainer, loggers, data) out of Python's cyclic garbage
+        collector until training ends: a collection triggered by the loop's per-step objects would otherwise
+        rescan them all, a pause small models feel every few steps. Unfrozen in on_train_end."""
+        gc.collect()
+        gc.freeze()
+
+    def on_train_end(self):
+        gc.unfreeze()
+
+    def teardown(self, stage: str):
+        gc.unfreeze()  # also after a run that raised before on_train_end
+
     def log_train_step(self, loss: torch.Tensor, tokens, forward_flops: float) -> None:
-        """Log train/loss, lr and tokens/s (tokens of this batch over the time since the previous step), and add
-        the batch to `cost`: tokens, and 3 x forward_flops (the FLOPs of this batch's forward pass at its padded
-        shape; backward = 2 x forward, Kaplan et al. 2020 sec. 2.1), both times the number of processes."""
+        """Add the batch to `cost`: tokens, and 3 x forward_flops (the FLOPs of this batch's forward pass at its
+        padded shape; backward = 2 x forward, Kaplan et al. 2020 sec. 2.1), both times the number of processes.
+        On the steps the loggers write (trainer.log_every_n_steps) log train/loss, lr and tokens/s (the tokens
+        trained since the last logged step over the seconds since then); the other steps log nothing, as each
+        self.log call costs Lightning about a millisecond, a share of a small model's step."""
         world = self.trainer.world_size if self._trainer is not None else 1
         self.cost["flops"] += 3.0 * float(forward_flops) * world
         self.cost["tokens"] += int(tokens) * world
+        self._tokens_since += int(tokens)
+        if self._trainer is not None and not self.trainer._logger_connector.should_update_logs:
+            return
         now = time.perf_counter()
         if self._t_last is not None:
-            self.log("tokens/s", float(tokens) / (now - self._t_last), on_step=True, on_epoch=False)
-        self._t_last = now
+            self.log("tokens/s", self._tokens_since / (now - self._t_last), on_step=True, on_epoch=False)
+        self._t_last, self._tokens_since = now, 0
         self.log("train/loss", loss, on_step=True, on_epoch=False, prog_bar=True)
         self.log("lr", self.trainer.optimizers[0].param_groups[0]["lr"], on_step=True, on_epoch=False)
 
@@ -144,7 +164,7 @@ class TaskBase(pl.LightningModule):
         for k, v in metrics.items():
             better = min if metric_mode(k) == "min" else max
             self.best[k] = better(self.best.get(k, float(v)), float(v))
-        self._t_last = None  # validation time is not training throughput
+        self._t_last, self._tokens_since = None, 0  # validation time is not training throughput
 
     def on_save_checkpoint(self, checkpoint: dict) -> None:
         """Record the task class, so a checkpoint from another task is refused before training (zoo.run.train),
