@@ -25,6 +25,12 @@ Benchmarks (names for --only; default: all, in this order; one module each in zo
   loss          the output projection + cross-entropy alone (forward + backward) at GPT-2 small's head
                 (N = 8 x 256, d 768, V 50,257): full logits + F.cross_entropy vs the fused, chunked
                 zoo.model.chunked_ce.linear_cross_entropy; time ratio and peak memory of each.
+  peak          achieved FLOP/s of zoo's training step against this machine's own measured matmul
+                FLOP/s, fp32 and bf16.
+  throughput    experiment=scaling's training loop per size and architecture: the study's own Trainer
+                (loggers, callbacks) vs a plain PyTorch loop over the same model, loss, optimizer and
+                schedule; tokens/s and their ratio. Then torch.compile (both scopes) at each size: its
+                compile cost, speed-up and the steps after which it pays. CPU only.
 
 Third-party peers come with the optional extra: pip install -e ".[bench]" (pinned transformers and
 x-transformers). Without it their rows say "not installed" and everything else runs.

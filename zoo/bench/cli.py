@@ -20,6 +20,7 @@ from zoo.bench.precision import bench_precision
 from zoo.bench.report import header
 from zoo.bench.seq2seq_step import bench_seq2seq_step
 from zoo.bench.shapes import LM_SHAPES, default_lm_shapes
+from zoo.bench.throughput import bench_throughput
 from zoo.bench.train_step import bench_train_step
 
 BENCHMARKS: dict[str, Callable[[Options], str]] = {
@@ -31,6 +32,7 @@ BENCHMARKS: dict[str, Callable[[Options], str]] = {
     "precision": bench_precision,
     "loss": bench_loss,
     "peak": bench_peak,
+    "throughput": bench_throughput,
 }
 
 

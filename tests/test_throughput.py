@@ -1,0 +1,76 @@
+"""zoo.bench's throughput benchmark compares like with like, and the training loop's per-step work that it
+measured: logging only on the steps the loggers write, and the garbage collector's frozen objects."""
+
+import csv
+import gc
+
+import lightning.pytorch as pl
+import pytest
+import torch
+from zoo_run import needs_shared
+
+from zoo.bench import throughput
+
+pytestmark = needs_shared
+
+
+@pytest.fixture
+def s1_job(tmp_path, monkeypatch):
+    """experiment=scaling's smallest decoder_only job, its data set up; runs of 1 + 2 + 1 steps."""
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setattr(throughput, "WARM_STEPS", 1)
+    monkeypatch.setattr(throughput, "TIMED_STEPS", 2)
+    cfg = throughput.job_config("decoder_only", "s1_seed1", str(tmp_path / "run"), ("logger=csv",))
+    datamodule, info, _ = throughput.build_data(cfg, {})
+    return cfg, datamodule, info
+
+
+def test_the_plain_loop_trains_the_same_model_as_zoo(s1_job):
+    """Same seed, data, loss, AdamW, schedule and clipping: after the same 4 steps both loops hold the same
+    weights (to float rounding), so the benchmark times the loop, not a different computation."""
+    zoo_step_s, _, zoo_task = throughput.zoo_run(*s1_job)
+    plain_s, plain_task = throughput.plain_run(*s1_job)
+    assert zoo_step_s > 0 and plain_s > 0
+    zoo_w, plain_w = zoo_task.model.state_dict(), plain_task.model.state_dict()
+    cfg, _, info = s1_job
+    torch.manual_seed(cfg.seed)  # the weights both loops started from
+    init = throughput.build_task(cfg, info, *throughput.model_config(cfg, info, None, "x", "lm")).model.state_dict()
+    assert zoo_w.keys() == plain_w.keys()
+    moved = 0
+    for k in zoo_w:
+        torch.testing.assert_close(zoo_w[k], plain_w[k], rtol=1e-5, atol=1e-6)
+        moved += not torch.equal(zoo_w[k], init[k])
+    assert moved > len(zoo_w) // 2  # the comparison is of trained weights, not of two untouched copies
+
+
+def test_train_metrics_are_logged_only_on_the_steps_the_loggers_write(s1_job):
+    """log_every_n_steps=2 over 4 steps: train/loss and lr at steps 1 and 3 (Lightning writes when
+    (step + 1) % 2 == 0), tokens/s from the second logged step on, as the tokens of 2 steps over their time."""
+    cfg, datamodule, info = s1_job
+    cfg.trainer.log_every_n_steps = 2
+    throughput.zoo_run(cfg, datamodule, info)
+    with open(f"{cfg.paths.output_dir}/csv/metrics.csv", newline="") as f:
+        rows = [r for r in csv.DictReader(f) if r.get("train/loss")]
+    assert [int(r["step"]) for r in rows] == [1, 3]
+    assert rows[0]["tokens/s"] == "" and float(rows[1]["tokens/s"]) > 0
+    assert all(float(r["lr"]) > 0 for r in rows)
+
+
+def test_objects_alive_at_train_start_are_frozen_for_training_only(s1_job, monkeypatch):
+    counts = []
+
+    class Watch(pl.Callback):
+        def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
+            counts.append(gc.get_freeze_count())
+
+    build = throughput.build_trainer
+
+    def with_watch(cfg, tags):
+        trainer, loggers = build(cfg, tags)
+        trainer.callbacks.append(Watch())
+        return trainer, loggers
+
+    monkeypatch.setattr(throughput, "build_trainer", with_watch)
+    throughput.zoo_run(*s1_job)
+    assert len(counts) == 4 and min(counts) > 1000  # the config, Trainer, model and data: thousands of objects
+    assert gc.get_freeze_count() == 0

@@ -1,0 +1,254 @@
+"""Benchmark 9: experiment=scaling's training throughput, size by size and architecture by architecture: zoo's
+training loop (the study's own Trainer, loggers and callbacks, built by zoo.run.train) against a plain PyTorch
+loop over the same model, batch, loss, optimizer and schedule, in one process; and what torch.compile costs
+and gains at these sizes."""
+
+import copy
+import math
+import os
+import tempfile
+import time
+
+import lightning.pytorch as pl
+import torch
+from hydra import compose, initialize_config_dir
+from hydra.core.global_hydra import GlobalHydra
+from hydra.core.hydra_config import HydraConfig
+from hydra.utils import get_class
+from omegaconf import DictConfig, OmegaConf, open_dict
+
+from zoo.bench.options import Options
+from zoo.bench.overhead import quiet_lightning
+from zoo.bench.report import fmt, markdown_table, progress
+from zoo.bench.timing import Timed, interleaved, median
+from zoo.run.model_config import model_config
+from zoo.run.train import CONF_DIR, build_data, build_task, build_trainer, log_config
+from zoo.scaling.grid import size_non_embedding
+from zoo.training.optim_config import configure_optimizers
+
+ARCHS = ("decoder_only", "prefix_lm", "encoder_decoder", "encoder_only")
+WARM_STEPS = 3  # untimed steps at the start of every run (the first steps allocate; compiled ones compile)
+TIMED_STEPS = 10  # steps timed per run, start of step WARM_STEPS to start of step WARM_STEPS + TIMED_STEPS
+COMPILE_HEADERS = ["size", "arch", "scope", "compile s", "eager ms", "compiled ms", "speed-up", "pays after"]
+COMPILE_HEADERS += ["job steps", ""]
+
+
+def job_config(arch: str, cell: str, out_dir: str, extra: tuple[str, ...] = ()) -> DictConfig:
+    """The composed config of `python -m zoo experiment=scaling +benchmark=scaling +arch=<arch>
+    scaling.cell=<cell> <extra>`, writing under out_dir (a job of the study, as its sweep composes it)."""
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        cfg = compose(
+            "config",
+            overrides=[f"+arch={arch}", "experiment=scaling", "+benchmark=scaling", f"scaling.cell={cell}", *extra],
+            return_hydra_config=True,
+        )
+    HydraConfig.instance().set_config(cfg)  # ${hydra:...} resolves against this job, now
+    with open_dict(cfg):
+        cfg.paths.output_dir = out_dir
+        del cfg["hydra"]
+    OmegaConf.resolve(cfg)
+    return cfg
+
+
+class StepClock(pl.Callback):
+    """Seconds from the start of training step `warm` to the start of step `warm + timed` (each timed step with
+    everything the loop does around it: data, logging, callbacks), and from fit start to step `warm`."""
+
+    def __init__(self, warm: int, timed: int):
+        self.warm, self.timed = warm, timed
+        self.t_fit = self.t0 = self.t1 = None
+
+    def on_fit_start(self, trainer, pl_module):
+        self.t_fit = time.perf_counter()
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
+        if trainer.global_step == self.warm:
+            self.t0 = time.perf_counter()
+        elif trainer.global_step == self.warm + self.timed:
+            self.t1 = time.perf_counter()
+
+    def seconds(self) -> tuple[float, float]:
+        """(seconds of the timed steps, seconds before them). Raises RuntimeError if the run stopped early."""
+        if self.t0 is None or self.t1 is None:
+            raise RuntimeError(f"the run stopped before step {self.warm + self.timed}")
+        return self.t1 - self.t0, self.t0 - self.t_fit
+
+
+def zoo_run(cfg: DictConfig, datamodule, info: dict) -> tuple[float, float, pl.LightningModule]:
+    """WARM_STEPS + TIMED_STEPS + 1 steps of cfg's task under the Trainer zoo.run.train builds for it
+    (loggers, callbacks, progress bar, gradient clipping), validation off, on a fresh copy of the set-up
+    datamodule. Returns (*StepClock.seconds(), the trained task)."""
+    cfg = copy.deepcopy(cfg)
+    with open_dict(cfg):
+        cfg.trainer.max_steps = WARM_STEPS + TIMED_STEPS + 1
+        cfg.trainer.limit_val_batches = 0
+    torch.manual_seed(cfg.seed)
+    task = build_task(cfg, info, *model_config(cfg, info, None, "bench", get_class(cfg.task._target_).BATCH))
+    clock, dm = StepClock(WARM_STEPS, TIMED_STEPS), copy.copy(datamodule)
+    with quiet_lightning():
+        trainer, loggers = build_trainer(cfg, [cfg.arch, "bench"])
+        trainer.callbacks.append(clock)
+        top = {"params": task.model.num_params(), "flops_per_token": 0.0}
+        log_config(cfg, task, dm, trainer, loggers, top)  # the run's one flat config, as zoo.run.train logs it
+        trainer.fit(task, datamodule=dm)
+        for logger in trainer.loggers:  # as zoo.run.train ends a run: the next run's wandb logger starts anew
+            if hasattr(logger.experiment, "finish"):
+                logger.experiment.finish()
+    return (*clock.seconds(), task)
+
+
+def plain_run(cfg: DictConfig, datamodule, info: dict) -> tuple[float, pl.LightningModule]:
+    """A plain PyTorch loop on the same task's model and loss (task.training_loss), optimizer and schedule
+    (zoo.training.optim_config.configure_optimizers) and gradient clipping, as many steps as zoo_run: next
+    batch, loss, backward, clip_grad_norm_, optimizer step, scheduler step, zero_grad(set_to_none=True).
+    Returns (seconds from the start of step WARM_STEPS to the start of step WARM_STEPS + TIMED_STEPS, the
+    trained task)."""
+    torch.manual_seed(cfg.seed)
+    task = build_task(cfg, info, *model_config(cfg, info, None, "bench", get_class(cfg.task._target_).BATCH))
+    task.train()
+    n = WARM_STEPS + TIMED_STEPS
+    sched_cfg = OmegaConf.to_container(cfg.task.scheduler)
+    opt_cfg = OmegaConf.to_container(cfg.task.optimizer)
+    optim = configure_optimizers(task.model, opt_cfg, sched_cfg, int(cfg.trainer.max_steps))
+    opt, sched = optim["optimizer"], optim["lr_scheduler"]["scheduler"]
+    clip = cfg.trainer.gradient_clip_val
+    it = iter(copy.copy(datamodule).train_dataloader())
+    for i in range(n + 1):
+        if i == WARM_STEPS:
+            t0 = time.perf_counter()
+        elif i == n:
+            elapsed = time.perf_counter() - t0
+        loss = task.training_loss(next(it))
+        loss.backward()
+        if clip:
+            torch.nn.utils.clip_grad_norm_(task.parameters(), clip)
+        opt.step()
+        sched.step()
+        opt.zero_grad(set_to_none=True)
+    return elapsed, task
+
+
+def size_rows(size: str, cfgs: dict, data, opts: Options) -> tuple[list[list], dict]:
+    """The table rows of one size: per architecture, zoo's and the plain loop's tokens/s (median of opts.reps
+    interleaved repetitions) and their ratio with zoo's wins; and per architecture zoo's (median seconds per
+    step, median seconds from fit start to the timed steps)."""
+    contenders, before = {}, {arch: [] for arch in cfgs}
+
+    def zoo(arch, cfg):
+        step_s, before_s, _ = zoo_run(cfg, *data)
+        before[arch].append(before_s)
+        return Timed(step_s)
+
+    for arch, cfg in cfgs.items():
+        contenders[f"{arch} zoo"] = lambda arch=arch, cfg=cfg: zoo(arch, cfg)
+        contenders[f"{arch} plain"] = lambda cfg=cfg: Timed(plain_run(cfg, *data)[0])
+    times = interleaved(contenders, opts.reps, opts.warmup)
+    eager = {a: (median(times[f"{a} zoo"]) / TIMED_STEPS, median(before[a])) for a in cfgs}
+    rows = []
+    for arch, cfg in cfgs.items():
+        tokens = TIMED_STEPS * cfg.data.batch_size * cfg.data.block_size
+        z, p = times[f"{arch} zoo"], times[f"{arch} plain"]
+        wins = sum(a <= b for a, b in zip(z, p))
+        rows.append(
+            [
+                size,
+                arch,
+                f"{size_non_embedding(cfg.scaling.sizes[size]):,}",
+                fmt(1e3 * median(z) / TIMED_STEPS),
+                fmt(1e3 * median(p) / TIMED_STEPS),
+                fmt(tokens / median(z)),
+                fmt(tokens / median(p)),
+                f"{median(p) / median(z):.3f} ({wins}/{len(z)})",
+            ]
+        )
+    return rows, eager
+
+
+def compile_rows(size: str, cfg: DictConfig, data, eager: tuple[float, float], job_steps: int) -> list[list]:
+    """One compiled run per compile scope of cfg's task (model.compile=true): the compile cost (seconds from fit
+    start to the timed steps, beyond the eager run's: eager = (seconds per step, seconds before the timed
+    steps)), ms per step against eager, and the steps after which compiling pays (compile cost / seconds saved
+    per step) next to the job's own steps."""
+    eager_step_s, eager_before_s = eager
+    rows = []
+    for scope in ("layers", "model"):
+        c = copy.deepcopy(cfg)
+        with open_dict(c):
+            c.model.compile, c.model.compile_scope = True, scope
+        torch._dynamo.reset()
+        step_s, before_s, _ = zoo_run(c, *data)
+        step_s /= TIMED_STEPS
+        saved = eager_step_s - step_s
+        extra = before_s - eager_before_s
+        breakeven = math.ceil(extra / saved) if saved > 0 else None
+        verdict = "pays" if breakeven is not None and breakeven < job_steps else "does not pay"
+        rows.append(
+            [
+                size,
+                cfg.arch,
+                scope,
+                fmt(extra),
+                fmt(1e3 * eager_step_s),
+                fmt(1e3 * step_s),
+                f"{eager_step_s / step_s:.2f}",
+                "never" if breakeven is None else f"{breakeven:,}",
+                f"{job_steps:,}",
+                verdict,
+            ]
+        )
+    return rows
+
+
+def bench_throughput(opts: Options) -> str:
+    """experiment=scaling's training throughput. For every size of conf/experiment/scaling.yaml (QUICK: the
+    smallest and the largest) and every architecture of the study, two contenders on the study's own data,
+    model, batch (32 windows of 128 tokens), loss, AdamW, schedule and gradient clipping, in this process:
+      zoo: the Trainer zoo.run.train builds for the job (its loggers: wandb offline + CSV, every step; its
+      callbacks and progress bar), validation off;
+      plain: a plain PyTorch loop (plain_run).
+    Timed: TIMED_STEPS steps after WARM_STEPS, start of step to start of step (set-up excluded from both).
+    Then torch.compile: decoder_only per size, compile_scope layers and model, once each (compile_rows)."""
+    if opts.device != "cpu":
+        raise ValueError("throughput measures the CPU study (experiment=scaling); run it with --device cpu")
+    sizes = list(OmegaConf.load(os.path.join(CONF_DIR, "experiment", "scaling.yaml")).scaling.sizes)
+    if opts.quick:
+        sizes = [sizes[0], sizes[-1]]
+    os.environ.setdefault("WANDB_MODE", "offline")
+    rows, crows = [], []
+    with tempfile.TemporaryDirectory() as out:
+        for size in sizes:
+            progress(f"throughput {size}")
+            cfgs = {a: job_config(a, f"{size}_seed1", os.path.join(out, f"{a}-{size}")) for a in ARCHS}
+            first = cfgs[ARCHS[0]]
+            datamodule, info, _ = build_data(first, {})
+            size_table, eager = size_rows(size, cfgs, (datamodule, info), opts)
+            rows += size_table
+            crows += compile_rows(size, first, (datamodule, info), eager[ARCHS[0]], int(first.trainer.max_steps))
+    return "\n".join(
+        [
+            "## throughput: experiment=scaling's training loop vs a plain PyTorch loop",
+            "",
+            f"Every size of conf/experiment/scaling.yaml, every architecture of the study; batch 32 x 128 tokens of "
+            f"Tiny Shakespeare (char); fp32, {torch.get_num_threads()} threads. ms per training step and tokens/s: "
+            f"median of {opts.reps} interleaved repetitions of {TIMED_STEPS} steps after {WARM_STEPS} untimed "
+            "(set-up excluded). plain / zoo = the plain loop's time over zoo's (>= 1: zoo not slower), with the "
+            "repetitions zoo won.",
+            "",
+            markdown_table(
+                ["size", "arch", "N non-emb", "zoo ms", "plain ms", "zoo tokens/s", "plain tokens/s", "plain / zoo"],
+                rows,
+                label_columns=2,
+            ),
+            "",
+            "torch.compile (model.compile=true), decoder_only, one run per scope: the compile cost is the time "
+            f"from fit start to step {WARM_STEPS} beyond the eager run's (median); it pays when it is repaid "
+            "within the job's own steps (experiment=scaling's trainer.max_steps).",
+            "",
+            markdown_table(
+                COMPILE_HEADERS,
+                crows,
+                label_columns=3,
+            ),
+        ]
+    )
