@@ -284,47 +284,66 @@ def _warnings(by_arch: dict, fits: dict) -> list[str]:
 
 def _plots(by_arch: dict, fits: dict, out_dir: Path) -> list[Path]:
     """scaling_frontier.png (loss against C, log-log: points, frontier L*(C) and its 95% band), scaling_isoflop.png
-    (the fitted loss against N at three fixed C) and scaling_nopt.png (N_opt against C with its band)."""
+    (the fitted loss against N at three fixed C) and scaling_nopt.png (N_opt against C with its band); one
+    colour per architecture in all three."""
     from zoo.report.plots import _plt
 
     plt = _plt()
     allc = [p["C"] for pts in by_arch.values() for p in pts]
     C = np.geomspace(min(allc) / 2, 10 * max(allc), 60)
-    paths = []
+    colors = {arch: f"C{i}" for i, arch in enumerate(by_arch)}
+    return [
+        _save(_plot_frontier(plt, by_arch, fits, C, colors), out_dir / "scaling_frontier.png", plt),
+        _save(_plot_isoflop(plt, by_arch, fits, allc, colors), out_dir / "scaling_isoflop.png", plt),
+        _save(_plot_nopt(plt, fits, C, colors), out_dir / "scaling_nopt.png", plt),
+    ]
+
+
+def _plot_frontier(plt, by_arch: dict, fits: dict, C: np.ndarray, colors: dict):
     fig, ax = plt.subplots(figsize=(6, 4.5))
     for arch, pts in by_arch.items():
-        dots = ax.loglog([p["C"] for p in pts], [p["loss"] for p in pts], "o", ms=3, alpha=0.6, label=arch)
+        ax.loglog([p["C"] for p in pts], [p["loss"] for p in pts], "o", ms=3, alpha=0.6, color=colors[arch], label=arch)
         if arch in fits:
             al = fits[arch].allocation(C)
-            ax.loglog(C, al["loss"]["value"], "-", color=dots[0].get_color())
+            ax.loglog(C, al["loss"]["value"], "-", color=colors[arch])
             if al["loss"]["ci"]:
                 lo, hi = np.array(al["loss"]["ci"]).T
-                ax.fill_between(C, lo, hi, color=dots[0].get_color(), alpha=0.15)
+                ax.fill_between(C, lo, hi, color=colors[arch], alpha=0.15)
     ax.set(
         xlabel="training FLOPs C", ylabel="validation loss (nats/token)", title="Loss against compute: frontier L*(C)"
     )
     ax.legend(fontsize=8)
-    paths.append(_save(fig, out_dir / "scaling_frontier.png", plt))
+    return fig
+
+
+def _plot_isoflop(plt, by_arch: dict, fits: dict, allc: list, colors: dict):
+    """The y axis spans the measured losses (a fit far off the data, at a bound, would squash every curve)."""
     fig, ax = plt.subplots(figsize=(6, 4.5))
-    for c in np.geomspace(min(allc), max(allc), 3):
+    for c, style in zip(np.geomspace(min(allc), max(allc), 3), ("-", "--", ":")):
         for arch, fit in fits.items():
             Ns = np.geomspace(min(p["N"] for p in by_arch[arch]) / 4, max(p["N"] for p in by_arch[arch]) * 4, 50)
-            ax.semilogx(Ns, fit.predict(Ns, c / (6 * Ns)), label=f"{arch}, C = {c:.2g}")
+            with np.errstate(all="ignore"):
+                y = fit.predict(Ns, c / (6 * Ns))
+            ax.semilogx(Ns, y, style, color=colors[arch], label=f"{arch}, C = {c:.2g}")
+    losses = [p["loss"] for pts in by_arch.values() for p in pts]
+    ax.set_ylim(0.8 * min(losses), 1.5 * max(losses))
     ax.set(xlabel="non-embedding parameters N", ylabel="fitted loss", title="IsoFLOP curves (the fits at fixed C)")
     ax.legend(fontsize=6)
-    paths.append(_save(fig, out_dir / "scaling_isoflop.png", plt))
+    return fig
+
+
+def _plot_nopt(plt, fits: dict, C: np.ndarray, colors: dict):
     fig, ax = plt.subplots(figsize=(6, 4.5))
     for arch, fit in fits.items():
         al = fit.allocation(C)
         if all(v is not None for v in al["N_opt"]["value"]):
-            line = ax.loglog(C, al["N_opt"]["value"], label=arch)
+            ax.loglog(C, al["N_opt"]["value"], color=colors[arch], label=arch)
             if al["N_opt"]["ci"]:
                 lo, hi = np.array(al["N_opt"]["ci"]).T
-                ax.fill_between(C, lo, hi, color=line[0].get_color(), alpha=0.15)
+                ax.fill_between(C, lo, hi, color=colors[arch], alpha=0.15)
     ax.set(xlabel="training FLOPs C", ylabel="compute-optimal N_opt", title="N_opt against C (95% band)")
     ax.legend(fontsize=8)
-    paths.append(_save(fig, out_dir / "scaling_nopt.png", plt))
-    return paths
+    return fig
 
 
 def _save(fig, path: Path, plt) -> Path:
