@@ -6,7 +6,7 @@ import math
 
 import pytest
 from omegaconf import OmegaConf
-from zoo_run import make_cfg, run_cli
+from zoo_run import make_cfg, needs_shared, run_cli
 
 from zoo.errors import ConfigError
 from zoo.model import ModelConfig, build_model
@@ -107,6 +107,7 @@ def test_two_jobs_that_would_share_a_run_directory_are_refused(tmp_path):
 
 
 @pytest.mark.e2e
+@needs_shared
 def test_experiment_scaling_prints_its_plan_and_refuses_it_over_budget(tmp_path):
     """One size (the others dropped on the command line): the plan is printed with every job, written to
     plan.json, and refused (exit 2) before anything trains. ENTP re-reads each prefix: its C is 2 to 2.5 x
@@ -121,6 +122,8 @@ def test_experiment_scaling_prints_its_plan_and_refuses_it_over_budget(tmp_path)
             "scaling.seeds=1",
             "scaling.time_budget_s=1",
             f"hydra.sweep.dir={tmp_path / 'sweep'}",
+            # an override holding ${hydra:...}, as check_run_dirs' message suggests: read as typed, not resolved
+            "hydra.sweep.subdir=${hydra:runtime.choices.arch}-${scaling.cell}-lr${task.optimizer.lr}",
         ],
         cwd=tmp_path,
         env={"ZOO_DATA_MIRROR": str(__import__("conftest").SHARED_DATA)},

@@ -122,7 +122,8 @@ def check_budget(rows: list[PlanRow], budget_s: float) -> None:
         raise ConfigError(
             f"the scaling plan needs an estimated {total:.0f} s, over scaling.time_budget_s={budget_s:g}; its "
             f"longest job is {worst.arch} {worst.cell} ({worst.seconds:.0f} s). Lower "
-            f"scaling.max_tokens_per_param, drop a size from scaling.sizes, or raise scaling.time_budget_s"
+            f"scaling.max_tokens_per_param, drop a size from scaling.sizes (e.g. "
+            f"'~scaling.sizes.{worst.cell.split('_')[0]}'), or raise scaling.time_budget_s"
         )
 
 

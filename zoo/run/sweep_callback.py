@@ -59,10 +59,14 @@ def sweep_jobs(config: DictConfig) -> list:
     from hydra import compose
     from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
     from hydra.core.override_parser.overrides_parser import OverridesParser
+    from omegaconf import OmegaConf
 
     params = [f"{k}={v}" for k, v in (config.hydra.sweeper.get("params") or {}).items()]
-    parsed = OverridesParser.create().parse_overrides(params + list(config.hydra.overrides.task))
-    searchpath = [o for o in config.hydra.overrides.hydra if o.startswith("hydra.searchpath")]
+    # the overrides as typed: one may hold an interpolation such as ${hydra:...}, resolvable only inside a job
+    task_overrides = OmegaConf.to_container(config.hydra.overrides.task, resolve=False)
+    hydra_overrides = OmegaConf.to_container(config.hydra.overrides.hydra, resolve=False)
+    parsed = OverridesParser.create().parse_overrides(params + list(task_overrides))
+    searchpath = [o for o in hydra_overrides if o.startswith("hydra.searchpath")]
     jobs = []
     for batch in BasicSweeper.split_arguments(parsed, None):
         for overrides in batch:
