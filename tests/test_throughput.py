@@ -33,8 +33,7 @@ def test_the_plain_loop_trains_the_same_model_as_zoo(s1_job):
     assert zoo_step_s > 0 and plain_s > 0
     zoo_w, plain_w = zoo_task.model.state_dict(), plain_task.model.state_dict()
     cfg, _, info = s1_job
-    torch.manual_seed(cfg.seed)  # the weights both loops started from
-    init = throughput.build_task(cfg, info, *throughput.model_config(cfg, info, None, "x", "lm")).model.state_dict()
+    init = throughput.seeded_task(cfg, info).model.state_dict()  # the weights both loops started from
     assert zoo_w.keys() == plain_w.keys()
     moved = 0
     for k in zoo_w:

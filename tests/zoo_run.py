@@ -12,16 +12,13 @@ from pathlib import Path
 import pytest
 import torch
 from conftest import SHARED_DATA
-from hydra import compose, initialize_config_dir
-from hydra.core.hydra_config import HydraConfig
-from omegaconf import open_dict
 from torch.ops import aten
 from torch.utils.flop_counter import FlopCounterMode, sdpa_flop_count
 
 from zoo.data.bpe import SubwordTokenizer, train_bpe
 from zoo.data.shakespeare import TinyShakespeare
 from zoo.model import ModelConfig
-from zoo.run.train import CONF_DIR
+from zoo.run.train import compose_job
 
 REPO = Path(__file__).resolve().parents[1]
 # a small, fast decoder-only run on the real Tiny Shakespeare
@@ -62,13 +59,7 @@ def tokens(B, T, seed=1, vocab=TINY_CONFIG["vocab_size"]):
 
 def make_cfg(tmp_path, overrides, arch="decoder_only"):
     """The composed config of `python -m zoo +arch=<arch> <overrides>`, writing into tmp_path."""
-    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-        cfg = compose("config", overrides=[f"+arch={arch}", *overrides], return_hydra_config=True)
-    HydraConfig.instance().set_config(cfg)
-    with open_dict(cfg):
-        cfg.paths.output_dir = str(tmp_path)
-        del cfg["hydra"]  # as in a real run: the job's config has no hydra node
-    return cfg
+    return compose_job([f"+arch={arch}", *overrides], tmp_path)
 
 
 def run_cli(args, cwd, timeout=600, env=None):

@@ -11,18 +11,13 @@ import time
 
 import lightning.pytorch as pl
 import torch
-from hydra import compose, initialize_config_dir
-from hydra.core.global_hydra import GlobalHydra
-from hydra.core.hydra_config import HydraConfig
-from hydra.utils import get_class
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from zoo.bench.options import Options
 from zoo.bench.overhead import quiet_lightning
 from zoo.bench.report import fmt, markdown_table, progress
 from zoo.bench.timing import Timed, interleaved, median
-from zoo.run.model_config import model_config
-from zoo.run.train import CONF_DIR, build_data, build_task, build_trainer, log_config
+from zoo.run.train import CONF_DIR, build_data, build_trainer, compose_job, job_task, log_config
 from zoo.scaling.grid import size_non_embedding
 from zoo.training.optim_config import configure_optimizers
 
@@ -35,20 +30,18 @@ COMPILE_HEADERS += ["job steps", ""]
 
 def job_config(arch: str, cell: str, out_dir: str, extra: tuple[str, ...] = ()) -> DictConfig:
     """The composed config of `python -m zoo experiment=scaling +benchmark=scaling +arch=<arch>
-    scaling.cell=<cell> <extra>`, writing under out_dir (a job of the study, as its sweep composes it)."""
-    GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-        cfg = compose(
-            "config",
-            overrides=[f"+arch={arch}", "experiment=scaling", "+benchmark=scaling", f"scaling.cell={cell}", *extra],
-            return_hydra_config=True,
-        )
-    HydraConfig.instance().set_config(cfg)  # ${hydra:...} resolves against this job, now
-    with open_dict(cfg):
-        cfg.paths.output_dir = out_dir
-        del cfg["hydra"]
+    scaling.cell=<cell> <extra>`, writing under out_dir (a job of the study, as its sweep composes it), resolved
+    (the next job composed resets what ${hydra:...} reads)."""
+    overrides = [f"+arch={arch}", "experiment=scaling", "+benchmark=scaling", f"scaling.cell={cell}", *extra]
+    cfg = compose_job(overrides, out_dir)
     OmegaConf.resolve(cfg)
     return cfg
+
+
+def seeded_task(cfg: DictConfig, info: dict) -> pl.LightningModule:
+    """The job's task with the weights seed cfg.seed gives (both loops start from the same ones)."""
+    torch.manual_seed(cfg.seed)
+    return job_task(cfg, info, "bench")
 
 
 class StepClock(pl.Callback):
@@ -83,8 +76,7 @@ def zoo_run(cfg: DictConfig, datamodule, info: dict) -> tuple[float, float, pl.L
     with open_dict(cfg):
         cfg.trainer.max_steps = WARM_STEPS + TIMED_STEPS + 1
         cfg.trainer.limit_val_batches = 0
-    torch.manual_seed(cfg.seed)
-    task = build_task(cfg, info, *model_config(cfg, info, None, "bench", get_class(cfg.task._target_).BATCH))
+    task = seeded_task(cfg, info)
     clock, dm = StepClock(WARM_STEPS, TIMED_STEPS), copy.copy(datamodule)
     with quiet_lightning():
         trainer, loggers = build_trainer(cfg, [cfg.arch, "bench"])
@@ -104,8 +96,7 @@ def plain_run(cfg: DictConfig, datamodule, info: dict) -> tuple[float, pl.Lightn
     batch, loss, backward, clip_grad_norm_, optimizer step, scheduler step, zero_grad(set_to_none=True).
     Returns (seconds from the start of step WARM_STEPS to the start of step WARM_STEPS + TIMED_STEPS, the
     trained task)."""
-    torch.manual_seed(cfg.seed)
-    task = build_task(cfg, info, *model_config(cfg, info, None, "bench", get_class(cfg.task._target_).BATCH))
+    task = seeded_task(cfg, info)
     task.train()
     n = WARM_STEPS + TIMED_STEPS
     sched_cfg = OmegaConf.to_container(cfg.task.scheduler)
@@ -216,15 +207,17 @@ def bench_throughput(opts: Options) -> str:
         sizes = [sizes[0], sizes[-1]]
     os.environ.setdefault("WANDB_MODE", "offline")
     rows, crows = [], []
+    data = None
     with tempfile.TemporaryDirectory() as out:
         for size in sizes:
             progress(f"throughput {size}")
             cfgs = {a: job_config(a, f"{size}_seed1", os.path.join(out, f"{a}-{size}")) for a in ARCHS}
             first = cfgs[ARCHS[0]]
-            datamodule, info, _ = build_data(first, {})
-            size_table, eager = size_rows(size, cfgs, (datamodule, info), opts)
+            if data is None:  # every size reads the same data, windows and batches (conf/benchmark/scaling.yaml)
+                data = build_data(first, {})[:2]
+            size_table, eager = size_rows(size, cfgs, data, opts)
             rows += size_table
-            crows += compile_rows(size, first, (datamodule, info), eager[ARCHS[0]], int(first.trainer.max_steps))
+            crows += compile_rows(size, first, data, eager[ARCHS[0]], int(first.trainer.max_steps))
     return "\n".join(
         [
             "## throughput: experiment=scaling's training loop vs a plain PyTorch loop",

@@ -10,13 +10,11 @@ import time
 from dataclasses import dataclass
 
 import torch
-from hydra.utils import get_class
 from omegaconf import DictConfig, open_dict
 
 from zoo.errors import ConfigError
 from zoo.model.cost import non_embedding_param_count
-from zoo.run.model_config import model_config
-from zoo.run.train import build_task
+from zoo.run.train import job_task
 from zoo.scaling.grid import cell_size
 
 TIMED_STEPS = 5  # training steps timed per architecture and size, after WARM_STEPS untimed
@@ -71,7 +69,7 @@ def plan(jobs: list[tuple[str, DictConfig]], info: dict, job_overhead_s: float) 
     (model_info): one PlanRow each; step and evaluation times measured once per architecture and size."""
     timed, rows = {}, []
     for arch, cfg in jobs:
-        task = build_task(cfg, info, *model_config(cfg, info, None, "plan", get_class(cfg.task._target_).BATCH))
+        task = job_task(cfg, info, "plan")
         B, T = cfg.data.batch_size, cfg.data.block_size
         n_steps, every = int(cfg.trainer.max_steps), int(cfg.trainer.val_check_interval)
         key = (arch, cell_size(cfg.scaling.cell))

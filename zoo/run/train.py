@@ -7,6 +7,7 @@ from pathlib import Path
 
 import hydra
 import lightning.pytorch as pl
+from hydra import compose, initialize_config_dir
 from hydra.core.hydra_config import HydraConfig
 from hydra.errors import InstantiationException
 from hydra.types import RunMode
@@ -16,7 +17,7 @@ from lightning.pytorch.callbacks.progress import ProgressBar as ProgressBarBase
 from lightning.pytorch.loggers import WandbLogger
 from lightning.pytorch.utilities.model_helpers import is_overridden
 from lightning.pytorch.utilities.rank_zero import rank_zero_only
-from omegaconf import DictConfig
+from omegaconf import DictConfig, open_dict
 from omegaconf.errors import InterpolationResolutionError
 
 from zoo.data.resolver import DataError
@@ -95,6 +96,25 @@ def build_task(cfg: DictConfig, info: dict, model: dict, task_args: dict):
     """The task of cfg.task for cfg.arch, given the final model config and the objective's task arguments
     (zoo.run.model_config.model_config) and the data's tokenizer state (info, the datamodule's model_info)."""
     return instantiate(cfg.task, arch=cfg.arch, model=model, tokenizer=info["tokenizer"], **task_args, _convert_="all")
+
+
+def job_task(cfg: DictConfig, info: dict, data_name: str):
+    """A task with fresh weights for the job cfg on the data of `info` (no init_from source): build_task with
+    the final model config zoo.run.model_config.model_config gives (data_name names the data in its errors)."""
+    return build_task(cfg, info, *model_config(cfg, info, None, data_name, get_class(cfg.task._target_).BATCH))
+
+
+def compose_job(overrides: list[str], output_dir: str) -> DictConfig:
+    """The composed config of `python -m zoo <overrides>` outside a Hydra run, writing into output_dir; as in a
+    real run the job's config has no hydra node, and its ${hydra:...} values resolve against this job until
+    another is composed."""
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        cfg = compose("config", overrides=overrides, return_hydra_config=True)
+    HydraConfig.instance().set_config(cfg)
+    with open_dict(cfg):
+        cfg.paths.output_dir = str(output_dir)
+        del cfg["hydra"]
+    return cfg
 
 
 def build_trainer(cfg: DictConfig, tags):
