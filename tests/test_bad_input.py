@@ -406,3 +406,23 @@ def test_a_wrapped_resolver_bug_is_reraised(capsys):
     with pytest.raises(InterpolationResolutionError):
         handle_error(_resolver_error(KeyError("internal")))
     assert "zoo: error" not in capsys.readouterr().err
+
+
+def test_a_cell_of_an_undefined_size_names_the_sizes(capsys, tmp_path):
+    """scaling.cell=s9_seed1 resolves ${scaling.sizes.${zoo_cell_size:...}}: OmegaConf wraps the resolver's
+    ConfigError in two InterpolationResolutionErrors; the user sees the resolver's message alone, exit 2."""
+    from omegaconf import OmegaConf
+
+    from zoo.run.train import compose_job, handle_error
+
+    cfg = compose_job(
+        ["+arch=decoder_only", "experiment=scaling", "+benchmark=scaling", "scaling.cell=s9_seed1"], str(tmp_path)
+    )
+    with pytest.raises(Exception) as raised:
+        OmegaConf.resolve(cfg)
+    with pytest.raises(SystemExit) as exit_:
+        handle_error(raised.value)
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2
+    assert err.startswith("zoo: error: scaling.cell='s9_seed1' names size 's9'") and "pick one of s1, s2, s3, s4" in err
+    assert "raised while resolving" not in err

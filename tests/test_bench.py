@@ -117,7 +117,7 @@ def test_bad_arguments_exit_2(capsys, tmp_path):
     ):
         assert main(args) == 2, args
         captured = capsys.readouterr()
-        assert why in captured.err and not captured.out, args
+        assert captured.err.startswith("zoo.bench: error: ") and why in captured.err and not captured.out, args
 
 
 @pytest.mark.e2e

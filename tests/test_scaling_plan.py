@@ -27,6 +27,9 @@ def test_cells_put_the_extra_seeds_at_one_size_smallest_first():
         cells(sizes, "z", 2)
     with pytest.raises(ConfigError, match="must be SIZE_seedN"):
         cell_size("b-3")
+    assert cell_size("c_seed2", sizes) == "c"
+    with pytest.raises(ConfigError, match=r"names size 'z', which scaling.sizes does not define; pick one of a, b, c"):
+        cell_size("z_seed1", sizes)
 
 
 @pytest.mark.parametrize("name", list(SIZES))

@@ -125,7 +125,7 @@ def main(argv=None) -> int:
     try:
         names, opts = options(args)
     except ValueError as e:
-        print(str(e), file=sys.stderr)
+        print(f"zoo.bench: error: {e}", file=sys.stderr)
         return 2
     if args.threads is not None:
         torch.set_num_threads(args.threads)

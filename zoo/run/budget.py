@@ -9,6 +9,7 @@ T5, Raffel et al. 2020, sec. 3.2.1, matches by cost the same way).
 """
 
 from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf.errors import InterpolationResolutionError
 
 from zoo.errors import BudgetError
 
@@ -38,8 +39,12 @@ OmegaConf.register_new_resolver("zoo_budget", cell_value, replace=True)
 
 def unwrapped(e: BaseException) -> BaseException:
     """The error that OmegaConf's InterpolationResolutionError or Hydra's InstantiationException e was raised
-    around (its __cause__, else its __context__, while handling it), or e itself when it wraps none."""
-    return e.__cause__ or e.__context__ or e
+    around (its __cause__, else its __context__, while handling it), through nested interpolations
+    (${a.${resolver:...}} wraps the resolver's error twice), or e itself when it wraps none."""
+    inner = e.__cause__ or e.__context__
+    if inner is None:
+        return e
+    return unwrapped(inner) if isinstance(inner, InterpolationResolutionError) else inner
 
 
 def apply_budget(cfg: DictConfig) -> dict:

@@ -13,9 +13,16 @@ from zoo.model.cost import non_embedding_param_count
 CELL = re.compile(r"^(?P<size>[A-Za-z0-9]+)_seed(?P<seed>[0-9]+)$")
 
 
-def cell_size(cell: str) -> str:
-    """ "s2_seed3" -> "s2". Raises ConfigError for a cell not written SIZE_seedN."""
-    return _cell(cell)["size"]
+def cell_size(cell: str, sizes=None) -> str:
+    """ "s2_seed3" -> "s2". Raises ConfigError for a cell not written SIZE_seedN, or whose size is not a key of
+    `sizes` (scaling.sizes) when given."""
+    size = _cell(cell)["size"]
+    if sizes is not None and size not in sizes:
+        raise ConfigError(
+            f"scaling.cell={cell!r} names size {size!r}, which scaling.sizes does not define; "
+            f"pick one of {', '.join(sizes)} (or add {size} to scaling.sizes)"
+        )
+    return size
 
 
 def cell_seed(cell: str) -> int:
