@@ -90,10 +90,12 @@ def zoo_run(cfg: DictConfig, datamodule, info: dict) -> tuple[float, float, pl.L
     return (*clock.seconds(), task)
 
 
-def plain_run(cfg: DictConfig, datamodule, info: dict) -> tuple[float, pl.LightningModule]:
+def plain_run(cfg: DictConfig, datamodule, info: dict, fused: bool | None = False) -> tuple[float, pl.LightningModule]:
     """A plain PyTorch loop on the same task's model and loss (task.training_loss), optimizer and schedule
     (zoo.training.optim_config.configure_optimizers) and gradient clipping, as many steps as zoo_run: next
     batch, loss, backward, clip_grad_norm_, optimizer step, scheduler step, zero_grad(set_to_none=True).
+    fused: zoo.training.optim.adamw's; False (default): PyTorch's own AdamW implementation, as a plain loop
+    gets it; None: zoo's choice (torch's fused kernel where it applies), the same update kernels as zoo_run.
     Returns (seconds from the start of step WARM_STEPS to the start of step WARM_STEPS + TIMED_STEPS, the
     trained task)."""
     task = seeded_task(cfg, info)
@@ -101,7 +103,7 @@ def plain_run(cfg: DictConfig, datamodule, info: dict) -> tuple[float, pl.Lightn
     n = WARM_STEPS + TIMED_STEPS
     sched_cfg = OmegaConf.to_container(cfg.task.scheduler)
     opt_cfg = OmegaConf.to_container(cfg.task.optimizer)
-    optim = configure_optimizers(task.model, opt_cfg, sched_cfg, int(cfg.trainer.max_steps))
+    optim = configure_optimizers(task.model, opt_cfg, sched_cfg, int(cfg.trainer.max_steps), fused=fused)
     opt, sched = optim["optimizer"], optim["lr_scheduler"]["scheduler"]
     clip = cfg.trainer.gradient_clip_val
     it = iter(copy.copy(datamodule).train_dataloader())
@@ -121,8 +123,10 @@ def plain_run(cfg: DictConfig, datamodule, info: dict) -> tuple[float, pl.Lightn
 
 
 def size_rows(size: str, cfgs: dict, data, opts: Options) -> tuple[list[list], dict]:
-    """The table rows of one size: per architecture, zoo's and the plain loop's tokens/s (median of opts.reps
-    interleaved repetitions) and their ratio with zoo's wins; and per architecture zoo's (median seconds per
+    """The table rows of one size: per architecture, the ms per step of zoo, of the plain loop with PyTorch's
+    AdamW (plain_run(fused=False)) and of the plain loop with zoo's AdamW kernel (plain_run(fused=None)), each
+    the median of opts.reps interleaved repetitions; tokens/s of zoo and the plain loop; and plain / zoo and
+    plain with zoo's AdamW / zoo, with the repetitions zoo won. Also per architecture zoo's (median seconds per
     step, median seconds from fit start to the timed steps)."""
     contenders, before = {}, {arch: [] for arch in cfgs}
 
@@ -133,14 +137,19 @@ def size_rows(size: str, cfgs: dict, data, opts: Options) -> tuple[list[list], d
 
     for arch, cfg in cfgs.items():
         contenders[f"{arch} zoo"] = lambda arch=arch, cfg=cfg: zoo(arch, cfg)
-        contenders[f"{arch} plain"] = lambda cfg=cfg: Timed(plain_run(cfg, *data)[0])
+        contenders[f"{arch} plain"] = lambda cfg=cfg: Timed(plain_run(cfg, *data, fused=False)[0])
+        contenders[f"{arch} kernels"] = lambda cfg=cfg: Timed(plain_run(cfg, *data, fused=None)[0])
     times = interleaved(contenders, opts.reps, opts.warmup)
     eager = {a: (median(times[f"{a} zoo"]) / TIMED_STEPS, median(before[a])) for a in cfgs}
+
+    def ratio(ref, z):
+        wins = sum(a <= b for a, b in zip(z, ref))
+        return f"{median(ref) / median(z):.3f} ({wins}/{len(z)})"
+
     rows = []
     for arch, cfg in cfgs.items():
         tokens = TIMED_STEPS * cfg.data.batch_size * cfg.data.block_size
-        z, p = times[f"{arch} zoo"], times[f"{arch} plain"]
-        wins = sum(a <= b for a, b in zip(z, p))
+        z, p, k = times[f"{arch} zoo"], times[f"{arch} plain"], times[f"{arch} kernels"]
         rows.append(
             [
                 size,
@@ -148,9 +157,11 @@ def size_rows(size: str, cfgs: dict, data, opts: Options) -> tuple[list[list], d
                 f"{size_non_embedding(cfg.scaling.sizes[size]):,}",
                 fmt(1e3 * median(z) / TIMED_STEPS),
                 fmt(1e3 * median(p) / TIMED_STEPS),
+                fmt(1e3 * median(k) / TIMED_STEPS),
                 fmt(tokens / median(z)),
                 fmt(tokens / median(p)),
-                f"{median(p) / median(z):.3f} ({wins}/{len(z)})",
+                ratio(p, z),
+                ratio(k, z),
             ]
         )
     return rows, eager
@@ -197,7 +208,8 @@ def bench_throughput(opts: Options) -> str:
     model, batch (32 windows of 128 tokens), loss, AdamW, schedule and gradient clipping, in this process:
       zoo: the Trainer zoo.run.train builds for the job (its loggers: wandb offline + CSV, every step; its
       callbacks and progress bar), validation off;
-      plain: a plain PyTorch loop (plain_run).
+      plain: a plain PyTorch loop (plain_run, PyTorch's AdamW);
+      plain+k: the same loop with zoo's AdamW kernel (plain_run(fused=None)).
     Timed: TIMED_STEPS steps after WARM_STEPS, start of step to start of step (set-up excluded from both).
     Then torch.compile: decoder_only per size, compile_scope layers and model, once each (compile_rows)."""
     if opts.device != "cpu":
@@ -225,11 +237,14 @@ def bench_throughput(opts: Options) -> str:
             f"Every size of conf/experiment/scaling.yaml, every architecture of the study; batch 32 x 128 tokens of "
             f"Tiny Shakespeare (char); fp32, {torch.get_num_threads()} threads. ms per training step and tokens/s: "
             f"median of {opts.reps} interleaved repetitions of {TIMED_STEPS} steps after {WARM_STEPS} untimed "
-            "(set-up excluded). plain / zoo = the plain loop's time over zoo's (>= 1: zoo not slower), with the "
-            "repetitions zoo won.",
+            "(set-up excluded). plain: the loop a PyTorch user writes (PyTorch's own AdamW); plain+k: the same "
+            "loop with zoo's AdamW kernel (torch's fused AdamW), so plain+k / zoo is the cost of zoo's loop alone "
+            "(Lightning's hooks, logging, callbacks). plain / zoo = the plain loop's time over zoo's (>= 1: zoo "
+            "not slower), with the repetitions zoo won.",
             "",
             markdown_table(
-                ["size", "arch", "N non-emb", "zoo ms", "plain ms", "zoo tokens/s", "plain tokens/s", "plain / zoo"],
+                ["size", "arch", "N non-emb", "zoo ms", "plain ms", "plain+k ms", "zoo tokens/s", "plain tokens/s"]
+                + ["plain / zoo", "plain+k / zoo"],
                 rows,
                 label_columns=2,
             ),

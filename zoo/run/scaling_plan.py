@@ -16,6 +16,7 @@ from zoo.errors import ConfigError
 from zoo.model.cost import non_embedding_param_count
 from zoo.run.train import job_task
 from zoo.scaling.grid import cell_size
+from zoo.training.optim import adamw
 
 TIMED_STEPS = 5  # training steps timed per architecture and size, after WARM_STEPS untimed
 WARM_STEPS = 2
@@ -48,7 +49,7 @@ def measure(task, batch_size: int, block_size: int, val_batches: int) -> tuple[f
     vocab = task.model.cfg.vocab_size - (task.mask_id is not None)
     x = torch.randint(0, vocab, (batch_size, block_size + 1), generator=g)
     batch = (x[:, :-1], x[:, 1:])
-    opt = torch.optim.AdamW(task.parameters(), lr=1e-4)
+    opt = adamw(task.model, lr=1e-4)  # the runs' optimizer and kernel
     task.train()
     for i in range(WARM_STEPS + TIMED_STEPS):
         if i == WARM_STEPS:

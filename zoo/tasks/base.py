@@ -279,13 +279,15 @@ class TaskBase(pl.LightningModule):
         if self.trainer.max_steps <= 0 and self.budget is None:  # epochs: a warm-up longer than them is scaled
             run = f"the {steps} optimizer steps of trainer.max_epochs={self.trainer.max_epochs}"
             scheduler = fit_warmup(scheduler, steps, run, explicit=False, fix="")
-        with full_params(getattr(self.trainer.strategy, "model", None)):
+        wrapped = getattr(self.trainer.strategy, "model", None)
+        with full_params(wrapped):
             return configure_optimizers(
                 self.model,
                 self.hparams.optimizer,
                 scheduler,
                 steps,
                 self.budget_progress if self.budget is not None else None,
+                fused=False if is_fsdp(wrapped) else None,  # FSDP's sharded views: PyTorch's default AdamW
             )
 
     def configure_gradient_clipping(self, optimizer, gradient_clip_val=None, gradient_clip_algorithm=None):

@@ -11,16 +11,37 @@ log = logging.getLogger("zoo")
 WATCH_FROM = 0.1  # StepWarmupWatch estimates the run's steps once this share of the budget is spent
 
 
+FUSED_DEVICES = ("cpu", "cuda")  # where torch's fused AdamW kernel runs
+
+
+def fused_ok(params) -> bool:
+    """Whether torch.optim.AdamW(fused=True) takes these parameters: plain tensors (not FSDP's FlatParameter or
+    a DTensor) of a floating dtype on a device of FUSED_DEVICES."""
+    return all(
+        type(p) in (torch.Tensor, nn.Parameter) and p.device.type in FUSED_DEVICES and p.is_floating_point()
+        for p in params
+    )
+
+
 def adamw(
-    model: nn.Module, lr: float, betas: Sequence[float] = (0.9, 0.999), weight_decay: float = 0.1, eps: float = 1e-8
+    model: nn.Module,
+    lr: float,
+    betas: Sequence[float] = (0.9, 0.999),
+    weight_decay: float = 0.1,
+    eps: float = 1e-8,
+    fused: bool | None = None,
 ) -> torch.optim.AdamW:
     """AdamW (Loshchilov & Hutter 2019) with weight decay on matrices only (dim >= 2: Linear and
-    Embedding weights); biases and norm gains get none (nanoGPT configure_optimizers)."""
+    Embedding weights); biases and norm gains get none (nanoGPT configure_optimizers).
+    fused None: torch's fused kernel where fused_ok (one kernel per step for all tensors; PyTorch's default on
+    CPU is a Python loop over them, a share of a small model's step), else PyTorch's default; False: the
+    default. The fused kernel's updates match the default's to float rounding."""
     params = [p for p in model.parameters() if p.requires_grad]
     decay = [p for p in params if p.dim() >= 2]
     no_decay = [p for p in params if p.dim() < 2]
     groups = [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-    return torch.optim.AdamW(groups, lr=lr, betas=tuple(betas), eps=eps)
+    use_fused = fused_ok(params) if fused is None else fused
+    return torch.optim.AdamW(groups, lr=lr, betas=tuple(betas), eps=eps, **({"fused": True} if use_fused else {}))
 
 
 def warmup_cosine(step: int, warmup_steps: int, decay_steps: int, lr: float, min_lr: float) -> float:

@@ -99,12 +99,13 @@ def check_schedule(cfg, overrides) -> None:
             cfg.task.scheduler.warmup_steps = fitted["warmup_steps"]
 
 
-def configure_optimizers(model, optimizer: dict, scheduler: dict, max_steps: int, progress=None):
+def configure_optimizers(model, optimizer: dict, scheduler: dict, max_steps: int, progress=None, fused=None):
     """AdamW (decay on matrices only) + a per-step LambdaLR: scheduler.kind cosine (linear warmup, cosine to
     min_lr at decay_steps, default max_steps) or noam (Vaswani et al. 2017 eq. 3, peak lr at warmup_steps).
     progress: a function returning the fraction of a token / FLOP / time budget spent; given, cosine decays
     over it instead of over steps, warming up over scheduler.warmup_fraction of it when set (BudgetCosine; noam
     has no horizon and ignores both); a warm-up counted in steps is then watched (StepWarmupWatch).
+    fused: zoo.training.optim.adamw's (None: torch's fused kernel where it applies).
     Returns Lightning's optimizer dict. Raises ValueError for an unknown kind or key (check_keys)."""
     check_keys(optimizer, scheduler)
     opt = adamw(
@@ -113,6 +114,7 @@ def configure_optimizers(model, optimizer: dict, scheduler: dict, max_steps: int
         optimizer.get("betas", (0.9, 0.999)),
         optimizer.get("weight_decay", 0.1),
         optimizer.get("eps", 1e-8),
+        fused,
     )
     kind = scheduler.get("kind", "cosine")
     if kind == "cosine" and progress is not None:
