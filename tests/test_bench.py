@@ -215,10 +215,12 @@ def test_interleaved_order_alternates_and_rotates():
 
 
 @pytest.mark.e2e
+@pytest.mark.slow
 def test_bench_scripts_run_at_the_tiny_shape():
     """paired_steps.py and step_faults.py, behind BENCHMARKS.md's session 4 and 5 numbers, run (tiny shape,
     one thread) and print what they measure: paired_steps the two medians and the repetitions zoo won of 5;
-    step_faults the medians of 3 steps, a page-fault count and a peak RSS above torch's own size."""
+    step_faults the medians of 3 steps, a page-fault count and a peak RSS above torch's own size. Slow (four
+    processes, about 25 s): these experiment scripts are not zoo's code, and `pytest -m slow` runs it."""
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(REPO))
     scripts = REPO / "experiments" / "bench_scripts"
 

@@ -79,3 +79,25 @@ def test_objects_alive_at_train_start_are_frozen_for_training_only(s1_job, monke
     throughput.zoo_run(*s1_job)
     assert len(counts) == 4 and min(counts) > 1000  # the config, Trainer, model and data: thousands of objects
     assert gc.get_freeze_count() == 0
+
+
+def test_the_preset_total_weighs_each_size_by_its_steps_and_seeds(monkeypatch):
+    """The study line: per-step medians times each size's trainer.max_steps (s1 78, s4 1,314 in the quick
+    mode's two sizes; no extra seeds there) over the 4 architectures: 20 ms a zoo step, 10 ms a plain one and
+    15 ms a plain+k one give 4 x (78 + 1,314) x 20 ms = 111.36 s, 55.68 s and 83.52 s."""
+    from zoo.bench.options import Options
+
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    n = throughput.TIMED_STEPS
+    monkeypatch.setattr(throughput, "zoo_run", lambda cfg, dm, info: (0.020 * n, 1.0, None))
+    monkeypatch.setattr(
+        throughput, "plain_run", lambda cfg, dm, info, fused=False: ((0.010 if fused is False else 0.015) * n, None)
+    )
+    out = throughput.bench_throughput(Options(quick=True, reps=5, warmup=0))
+    assert (
+        "Over the preset's 8 jobs at these sizes (each size's trainer.max_steps, times its seeds), at these medians: "
+        "training steps take zoo 111 s, plain 55.7 s (plain / zoo 0.500), plain+k 83.5 s (plain+k / zoo 0.750)."
+    ) in out
+    row = next(line for line in out.splitlines() if line.startswith("| s4") and "encoder_only" in line)
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[3:6] == ["20.0", "10.0", "15.0"] and cells[8:] == ["0.500 (0/5)", "0.750 (0/5)"]

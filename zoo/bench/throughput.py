@@ -122,12 +122,13 @@ def plain_run(cfg: DictConfig, datamodule, info: dict, fused: bool | None = Fals
     return elapsed, task
 
 
-def size_rows(size: str, cfgs: dict, data, opts: Options) -> tuple[list[list], dict]:
+def size_rows(size: str, cfgs: dict, data, opts: Options) -> tuple[list[list], dict, dict]:
     """The table rows of one size: per architecture, the ms per step of zoo, of the plain loop with PyTorch's
     AdamW (plain_run(fused=False)) and of the plain loop with zoo's AdamW kernel (plain_run(fused=None)), each
     the median of opts.reps interleaved repetitions; tokens/s of zoo and the plain loop; and plain / zoo and
     plain with zoo's AdamW / zoo, with the repetitions zoo won. Also per architecture zoo's (median seconds per
-    step, median seconds from fit start to the timed steps)."""
+    step, median seconds from fit start to the timed steps), and the median seconds per step of (zoo, plain,
+    plain+k)."""
     contenders, before = {}, {arch: [] for arch in cfgs}
 
     def zoo(arch, cfg):
@@ -141,6 +142,7 @@ def size_rows(size: str, cfgs: dict, data, opts: Options) -> tuple[list[list], d
         contenders[f"{arch} kernels"] = lambda cfg=cfg: Timed(plain_run(cfg, *data, fused=None)[0])
     times = interleaved(contenders, opts.reps, opts.warmup)
     eager = {a: (median(times[f"{a} zoo"]) / TIMED_STEPS, median(before[a])) for a in cfgs}
+    per_step = {a: tuple(median(times[f"{a} {c}"]) / TIMED_STEPS for c in ("zoo", "plain", "kernels")) for a in cfgs}
 
     def ratio(ref, z):
         wins = sum(a <= b for a, b in zip(z, ref))
@@ -164,7 +166,7 @@ def size_rows(size: str, cfgs: dict, data, opts: Options) -> tuple[list[list], d
                 ratio(k, z),
             ]
         )
-    return rows, eager
+    return rows, eager, per_step
 
 
 def compile_rows(size: str, cfg: DictConfig, data, eager: tuple[float, float], job_steps: int) -> list[list]:
@@ -204,13 +206,14 @@ def compile_rows(size: str, cfg: DictConfig, data, eager: tuple[float, float], j
 
 def bench_throughput(opts: Options) -> str:
     """experiment=scaling's training throughput. For every size of conf/experiment/scaling.yaml (QUICK: the
-    smallest and the largest) and every architecture of the study, two contenders on the study's own data,
+    smallest and the largest) and every architecture of the study, three contenders on the study's own data,
     model, batch (32 windows of 128 tokens), loss, AdamW, schedule and gradient clipping, in this process:
-      zoo: the Trainer zoo.run.train builds for the job (its loggers: wandb offline + CSV, every step; its
-      callbacks and progress bar), validation off;
+      zoo: the Trainer zoo.run.train builds for the job (its loggers, wandb offline + CSV, every
+      trainer.log_every_n_steps; its callbacks and progress bar), validation off;
       plain: a plain PyTorch loop (plain_run, PyTorch's AdamW);
       plain+k: the same loop with zoo's AdamW kernel (plain_run(fused=None)).
-    Timed: TIMED_STEPS steps after WARM_STEPS, start of step to start of step (set-up excluded from both).
+    Timed: TIMED_STEPS steps after WARM_STEPS, start of step to start of step (set-up excluded from all).
+    Then the seconds of training steps over the preset's jobs at those medians (steps x seeds per size).
     Then torch.compile: decoder_only per size, compile_scope layers and model, once each (compile_rows)."""
     if opts.device != "cpu":
         raise ValueError("throughput measures the CPU study (experiment=scaling); run it with --device cpu")
@@ -220,6 +223,7 @@ def bench_throughput(opts: Options) -> str:
     os.environ.setdefault("WANDB_MODE", "offline")
     rows, crows = [], []
     data = None
+    study, jobs = [0.0, 0.0, 0.0], 0  # seconds of training steps over the preset's jobs: zoo, plain, plain+k
     with tempfile.TemporaryDirectory() as out:
         for size in sizes:
             progress(f"throughput {size}")
@@ -227,9 +231,14 @@ def bench_throughput(opts: Options) -> str:
             first = cfgs[ARCHS[0]]
             if data is None:  # every size reads the same data, windows and batches (conf/benchmark/scaling.yaml)
                 data = build_data(first, {})[:2]
-            size_table, eager = size_rows(size, cfgs, data, opts)
+            size_table, eager, per_step = size_rows(size, cfgs, data, opts)
             rows += size_table
             crows += compile_rows(size, first, data, eager[ARCHS[0]], int(first.trainer.max_steps))
+            seeds = first.scaling.seeds if size == first.scaling.seed_size else 1
+            for arch, cfg in cfgs.items():
+                jobs += seeds
+                for i, step_s in enumerate(per_step[arch]):
+                    study[i] += seeds * int(cfg.trainer.max_steps) * step_s
     return "\n".join(
         [
             "## throughput: experiment=scaling's training loop vs a plain PyTorch loop",
@@ -248,6 +257,11 @@ def bench_throughput(opts: Options) -> str:
                 rows,
                 label_columns=2,
             ),
+            "",
+            f"Over the preset's {jobs} jobs{' at these sizes' if opts.quick else ''} (each size's "
+            "trainer.max_steps, times its seeds), at these medians: training steps take zoo "
+            f"{fmt(study[0])} s, plain {fmt(study[1])} s (plain / zoo {study[1] / study[0]:.3f}), plain+k "
+            f"{fmt(study[2])} s (plain+k / zoo {study[2] / study[0]:.3f}).",
             "",
             "torch.compile (model.compile=true), decoder_only, one run per scope: the compile cost is the time "
             f"from fit start to step {WARM_STEPS} beyond the eager run's (median); it pays when it is repaid "
