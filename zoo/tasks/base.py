@@ -7,6 +7,7 @@ import types
 
 import lightning.pytorch as pl
 import torch
+from lightning.pytorch.plugins.precision import MixedPrecision
 from lightning.pytorch.trainer.states import TrainerFn
 from torch import nn
 
@@ -287,8 +288,18 @@ class TaskBase(pl.LightningModule):
                 scheduler,
                 steps,
                 self.budget_progress if self.budget is not None else None,
-                fused=False if is_fsdp(wrapped) else None,  # FSDP's sharded views: PyTorch's default AdamW
+                fused=None if self.fused_adamw_ok() else False,
             )
+
+    def fused_adamw_ok(self) -> bool:
+        """Whether this run may take torch's fused AdamW: not under FSDP (sharded views) and not under
+        Lightning's mixed precision (its MixedPrecision plugin refuses gradient clipping with an optimizer that
+        unscales gradients itself, as the fused one does); PyTorch's default AdamW there."""
+        if self._trainer is None:
+            return True
+        return not is_fsdp(getattr(self.trainer.strategy, "model", None)) and not isinstance(
+            self.trainer.precision_plugin, MixedPrecision
+        )
 
     def configure_gradient_clipping(self, optimizer, gradient_clip_val=None, gradient_clip_algorithm=None):
         """trainer.gradient_clip_val clips the global gradient norm; under FSDP with FSDP's own
