@@ -426,3 +426,26 @@ def test_a_cell_of_an_undefined_size_names_the_sizes(capsys, tmp_path):
     assert exit_.value.code == 2
     assert err.startswith("zoo: error: scaling.cell='s9_seed1' names size 's9'") and "pick one of s1, s2, s3, s4" in err
     assert "raised while resolving" not in err
+
+
+def test_a_trainer_misconfiguration_exits_2_naming_the_trainer_config(capsys):
+    """trainer=gpu on a machine without one: Hydra wraps Lightning's MisconfigurationException from the
+    Trainer's constructor; zoo prints it with the trainer options that run here and exits 2."""
+    from hydra.errors import InstantiationException
+    from lightning.fabric.utilities.exceptions import MisconfigurationException
+
+    from zoo.run.train import handle_error
+
+    try:
+        try:
+            raise MisconfigurationException("No supported gpu backend found!")
+        except MisconfigurationException as inner:
+            raise InstantiationException("Error in call to target 'Trainer'") from inner
+    except InstantiationException as e:
+        wrapped = e
+    with pytest.raises(SystemExit) as exit_:
+        handle_error(wrapped)
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2
+    assert err.startswith("zoo: error: the trainer config (trainer=..., trainer.*): No supported gpu backend found!")
+    assert "trainer=cpu runs on any machine" in err

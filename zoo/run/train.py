@@ -12,6 +12,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.errors import InstantiationException
 from hydra.types import RunMode
 from hydra.utils import get_class, instantiate
+from lightning.fabric.utilities.exceptions import MisconfigurationException
 from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.callbacks.progress import ProgressBar as ProgressBarBase
 from lightning.pytorch.loggers import WandbLogger
@@ -304,15 +305,24 @@ def basic_multirun() -> bool:
 
 
 def handle_error(e: BaseException) -> float:
-    """Bad input (ConfigError, DataError, BudgetError, a constructor's ValueError): print its message and exit
-    with 2; in a grid multirun (basic_multirun), raise it instead, so Hydra runs the other jobs and fails at
-    the end. Re-raise anything else."""
-    # a datamodule's or task's constructor, or a resolver (${zoo_budget:...}) that OmegaConf wraps
+    """Bad input (ConfigError, DataError, BudgetError, a constructor's ValueError, the Trainer's
+    MisconfigurationException: trainer=gpu on a machine without one, trainer.devices=0): print its message
+    and exit with 2; in a grid multirun (basic_multirun), raise it instead, so Hydra runs the other jobs and
+    fails at the end. Re-raise anything else."""
+    # a datamodule's, task's or Trainer's constructor, or a resolver (${zoo_budget:...}) that OmegaConf wraps
     wrapped = isinstance(e, (InstantiationException, InterpolationResolutionError))
     cause = unwrapped(e) if wrapped else e
-    if isinstance(cause, (ConfigError, DataError, BudgetError, InitFromError)) or (
-        cause is not e and isinstance(cause, ValueError)
+    trainer = cause is not e and isinstance(cause, MisconfigurationException)
+    if (
+        trainer
+        or isinstance(cause, (ConfigError, DataError, BudgetError, InitFromError))
+        or (cause is not e and isinstance(cause, ValueError))
     ):
+        if trainer:  # Lightning's message names its own argument, not the config key or a way out
+            cause = (
+                f"the trainer config (trainer=..., trainer.*): {cause}; trainer=cpu runs on any machine, "
+                "trainer=ddp_cpu in several CPU processes, trainer=gpu / ddp / fsdp need GPUs"
+            )
         print(f"zoo: error: {cause}", file=sys.stderr)  # the message says what and how to fix, no traceback
         if not basic_multirun():
             sys.exit(2)

@@ -103,13 +103,14 @@ def check_points(N, D, L, drop_highest: int = 0, labels=None) -> np.ndarray:
                 f"({len(bad)} such point(s)); fix or remove the row"
             )
     if int(drop_highest) != drop_highest or drop_highest < 0:
-        raise ScalingError(f"drop_highest must be a non-negative integer, got {drop_highest!r}")
+        raise ScalingError(f"--drop-highest (drop_highest) must be a non-negative integer, got {drop_highest!r}")
     n = len(arrays["loss"])
     left = n - int(drop_highest)
     if left < N_FIT:
         raise ScalingError(
-            f"{left} point(s) left to fit ({n} given, {int(drop_highest)} highest dropped) but the law has {N_FIT} "
-            f"parameters (E, A, B, alpha, beta): give at least {N_FIT} points after dropping (lower --drop-highest)"
+            f"{max(left, 0)} point(s) left to fit ({n} given, {int(drop_highest)} highest dropped) but the law "
+            f"has {N_FIT} parameters (E, A, B, alpha, beta): give at least {N_FIT} points after dropping "
+            "(lower --drop-highest)"
         )
     order = np.argsort(-arrays["loss"], kind="stable")
     return np.sort(order[int(drop_highest) :])
