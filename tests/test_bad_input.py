@@ -371,16 +371,18 @@ def test_a_bad_budget_is_refused_before_any_job():
     assert len(missing) == 1 and "this cell has no tokens budget" in missing[0]
 
 
-def _resolver_error(inner: Exception):
-    """An InterpolationResolutionError raised, as OmegaConf does, while handling a resolver's error `inner`."""
+def _resolver_error(inner: Exception, wrapper=None):
+    """An InterpolationResolutionError (or `wrapper`, e.g. Hydra's InstantiationException) raised, as OmegaConf
+    and Hydra do, while handling the error `inner` of a resolver (or a constructor)."""
     from omegaconf.errors import InterpolationResolutionError
 
+    wrapper = wrapper or InterpolationResolutionError
     try:
         try:
             raise inner
         except type(inner):
-            raise InterpolationResolutionError(f"{type(inner).__name__} raised while resolving") from None
-    except InterpolationResolutionError as e:
+            raise wrapper(f"{type(inner).__name__} raised while resolving") from None
+    except wrapper as e:
         return e
 
 
@@ -436,13 +438,7 @@ def test_a_trainer_misconfiguration_exits_2_naming_the_trainer_config(capsys):
 
     from zoo.run.train import handle_error
 
-    try:
-        try:
-            raise MisconfigurationException("No supported gpu backend found!")
-        except MisconfigurationException as inner:
-            raise InstantiationException("Error in call to target 'Trainer'") from inner
-    except InstantiationException as e:
-        wrapped = e
+    wrapped = _resolver_error(MisconfigurationException("No supported gpu backend found!"), InstantiationException)
     with pytest.raises(SystemExit) as exit_:
         handle_error(wrapped)
     err = capsys.readouterr().err

@@ -288,18 +288,15 @@ class TaskBase(pl.LightningModule):
                 scheduler,
                 steps,
                 self.budget_progress if self.budget is not None else None,
-                fused=None if self.fused_adamw_ok() else False,
+                fused=None if self.fused_adamw_ok(wrapped) else False,
             )
 
-    def fused_adamw_ok(self) -> bool:
-        """Whether this run may take torch's fused AdamW: not under FSDP (sharded views) and not under
-        Lightning's mixed precision (its MixedPrecision plugin refuses gradient clipping with an optimizer that
-        unscales gradients itself, as the fused one does); PyTorch's default AdamW there."""
-        if self._trainer is None:
-            return True
-        return not is_fsdp(getattr(self.trainer.strategy, "model", None)) and not isinstance(
-            self.trainer.precision_plugin, MixedPrecision
-        )
+    def fused_adamw_ok(self, wrapped) -> bool:
+        """Whether this run may take torch's fused AdamW: not under FSDP (`wrapped`, the strategy's model, holds
+        sharded views) and not under Lightning's mixed precision (its MixedPrecision plugin refuses gradient
+        clipping with an optimizer that unscales gradients itself, as the fused one does); PyTorch's default
+        AdamW there."""
+        return not is_fsdp(wrapped) and not isinstance(self.trainer.precision_plugin, MixedPrecision)
 
     def configure_gradient_clipping(self, optimizer, gradient_clip_val=None, gradient_clip_algorithm=None):
         """trainer.gradient_clip_val clips the global gradient norm; under FSDP with FSDP's own
