@@ -1,11 +1,12 @@
 """zoo.training.optim.adamw: decay on matrices only, torch's fused kernel where it applies, and the same
-updates as PyTorch's own AdamW."""
+updates as PyTorch's own AdamW; clip_grad_norm: torch's clipping rule, inside the fused kernel."""
 
+import pytest
 import torch
 from torch import nn
 
 from zoo.model import ModelConfig, build_model
-from zoo.training.optim import adamw, fused_ok
+from zoo.training.optim import adamw, clip_grad_norm, fused_ok, is_fused
 
 
 def _model(seed=0):
@@ -45,3 +46,43 @@ def test_fused_only_for_plain_floating_tensors():
     assert not fused_ok([Flat(torch.zeros(2, 2))])
     assert not fused_ok([torch.zeros(2, dtype=torch.long)])
     assert not fused_ok([nn.Parameter(torch.zeros(2, 2, device="meta"))])
+
+
+@pytest.mark.parametrize("scale", [30.0, 0.01], ids=["clipped", "under_the_norm"])
+def test_clip_in_the_fused_kernel_matches_torchs_clip(scale):
+    """Five steps: zoo's clip_grad_norm carried by the fused AdamW kernel (its grad_scale) and
+    torch.nn.utils.clip_grad_norm_ before PyTorch's default AdamW leave the same weights to float rounding,
+    and report the same total norm, whether the norm is over max_norm (scaled) or under it (untouched)."""
+    fused_model, plain_model = _model(), _model()
+    fused, plain = adamw(fused_model, 1e-2), adamw(plain_model, 1e-2, fused=False)
+    assert is_fused(fused) and not is_fused(plain)
+    g = torch.Generator().manual_seed(2)
+    for _ in range(5):
+        for a, b in zip(fused_model.parameters(), plain_model.parameters()):
+            a.grad = scale * torch.randn(a.shape, generator=g)
+            b.grad = a.grad.clone()
+        ours = clip_grad_norm(fused_model.parameters(), 1.0, fused)
+        theirs = torch.nn.utils.clip_grad_norm_(plain_model.parameters(), 1.0)
+        torch.testing.assert_close(ours, theirs)
+        assert (theirs > 1.0) == (scale > 1.0)  # the two cases clip and do not clip
+        fused.step()
+        plain.step()
+    for a, b in zip(fused_model.state_dict().values(), plain_model.state_dict().values()):
+        torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-7)
+
+
+def test_clip_without_a_fused_optimizer_scales_the_gradients_in_place():
+    """No optimizer (or an unfused one): the gradients themselves are scaled, as torch's clip_grad_norm_ does."""
+    a, b = _model(), _model()
+    g = torch.Generator().manual_seed(3)
+    for p, q in zip(a.parameters(), b.parameters()):
+        p.grad = 10 * torch.randn(p.shape, generator=g)
+        q.grad = p.grad.clone()
+    clip_grad_norm(a.parameters(), 0.5, adamw(a, 1e-2, fused=False))
+    torch.nn.utils.clip_grad_norm_(b.parameters(), 0.5)
+    for p, q in zip(a.parameters(), b.parameters()):
+        torch.testing.assert_close(p.grad, q.grad)
+    total = torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in a.parameters()]))
+    torch.testing.assert_close(total, torch.tensor(0.5), rtol=1e-5, atol=0)
+    with pytest.raises(ValueError, match="positive max_norm"):
+        clip_grad_norm(a.parameters(), 0.0)

@@ -18,6 +18,7 @@ from zoo.tasks.objectives import check_monitor, objective_class
 from zoo.training.callbacks.checkpoint import validation_due
 from zoo.training.checkpoint_io import settle_epoch_end
 from zoo.training.distributed import full_params, is_fsdp
+from zoo.training.optim import clip_grad_norm, is_fused
 from zoo.training.optim_config import configure_optimizers, fit_warmup
 
 LOWER_IS_BETTER = ("loss", "ppl", "bpc")
@@ -299,10 +300,15 @@ class TaskBase(pl.LightningModule):
         return not is_fsdp(wrapped) and not isinstance(self.trainer.precision_plugin, MixedPrecision)
 
     def configure_gradient_clipping(self, optimizer, gradient_clip_val=None, gradient_clip_algorithm=None):
-        """trainer.gradient_clip_val clips the global gradient norm; under FSDP with FSDP's own
-        clip_grad_norm_ (torch.nn.utils.clip_grad_norm_ would see only this process's shards)."""
+        """trainer.gradient_clip_val clips the global gradient norm: under FSDP with FSDP's own
+        clip_grad_norm_ (torch.nn.utils.clip_grad_norm_ would see only this process's shards); with torch's fused
+        AdamW (configure_optimizers' choice outside FSDP and mixed precision) inside its kernel
+        (zoo.training.optim.clip_grad_norm); otherwise as Lightning clips."""
+        by_norm = gradient_clip_val and gradient_clip_algorithm in (None, "norm")
         wrapped = getattr(self.trainer.strategy, "model", None)
-        if is_fsdp(wrapped) and gradient_clip_val and gradient_clip_algorithm in (None, "norm"):
+        if by_norm and is_fsdp(wrapped):
             wrapped.clip_grad_norm_(gradient_clip_val)
-            return
-        super().configure_gradient_clipping(optimizer, gradient_clip_val, gradient_clip_algorithm)
+        elif by_norm and is_fused(optimizer):
+            clip_grad_norm([p for g in optimizer.param_groups for p in g["params"]], gradient_clip_val, optimizer)
+        else:
+            super().configure_gradient_clipping(optimizer, gradient_clip_val, gradient_clip_algorithm)

@@ -44,6 +44,34 @@ def adamw(
     return torch.optim.AdamW(groups, lr=lr, betas=tuple(betas), eps=eps, **({"fused": True} if use_fused else {}))
 
 
+def is_fused(optimizer) -> bool:
+    """Whether every parameter group of `optimizer` runs torch's fused kernel (Adam / AdamW with fused=True)."""
+    return bool(optimizer is not None and optimizer.param_groups) and all(
+        g.get("fused") for g in optimizer.param_groups
+    )
+
+
+def clip_grad_norm(params, max_norm: float, optimizer=None) -> torch.Tensor:
+    """Clip the global L2 norm of the gradients of `params` to max_norm: scale them by
+    min(1, max_norm / (norm + 1e-6)), torch.nn.utils.clip_grad_norm_'s rule. With a fused `optimizer`
+    (is_fused), the scale rides in its next step: its grad_scale, which the fused kernel divides each gradient
+    by as it reads it (the hook torch.amp.GradScaler uses), so no pass over the gradients is spent on it; the
+    step that follows must be that optimizer's, before the gradients are read. Otherwise the gradients are
+    scaled in place (torch.nn.utils.clip_grads_with_norm_).
+    Returns the total norm before clipping (0-dim tensor). Raises ValueError if max_norm <= 0."""
+    if not max_norm > 0:
+        raise ValueError(f"gradient clipping needs a positive max_norm, got {max_norm}")
+    params = [p for p in params if p.grad is not None]
+    if not params:
+        return torch.tensor(0.0)
+    total = torch.nn.utils.get_total_norm([p.grad for p in params])  # the norm of the per-tensor norms
+    if is_fused(optimizer):
+        optimizer.grad_scale = torch.clamp((total + 1e-6) / max_norm, min=1.0)
+    else:
+        torch.nn.utils.clip_grads_with_norm_(params, max_norm, total)
+    return total
+
+
 def warmup_cosine(step: int, warmup_steps: int, decay_steps: int, lr: float, min_lr: float) -> float:
     """Learning rate at `step` (optimizer steps): linear warmup from lr/warmup_steps to lr over warmup_steps,
     cosine decay to min_lr at decay_steps, min_lr after (nanoGPT train.py get_lr; Loshchilov & Hutter 2017)."""
