@@ -101,3 +101,14 @@ def test_the_preset_total_weighs_each_size_by_its_steps_and_seeds(monkeypatch):
     row = next(line for line in out.splitlines() if line.startswith("| s4") and "encoder_only" in line)
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[3:6] == ["20.0", "10.0", "15.0"] and cells[8:] == ["0.500 (0/5)", "0.750 (0/5)"]
+
+
+def test_the_timed_window_spans_whole_logging_periods(monkeypatch):
+    """The window starts after the first logged step and holds whole periods of log_every_n_steps: 10 warm and
+    20 timed steps fit every 10 or every 5 steps; every 20 (a first log inside the window) or every 3 (a
+    window of 6 2/3 periods) are refused, naming the constants to change."""
+    throughput.check_window(10)
+    throughput.check_window(5)
+    for every in (20, 3):
+        with pytest.raises(ValueError, match=f"log_every_n_steps={every}.*WARM_STEPS >= {every}"):
+            throughput.check_window(every)

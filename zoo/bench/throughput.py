@@ -19,13 +19,30 @@ from zoo.bench.report import fmt, markdown_table, progress
 from zoo.bench.timing import Timed, interleaved, median
 from zoo.run.train import CONF_DIR, build_data, build_trainer, compose_job, job_task, log_config
 from zoo.scaling.grid import size_non_embedding
+from zoo.training.optim import clip_grad_norm
 from zoo.training.optim_config import configure_optimizers
 
 ARCHS = ("decoder_only", "prefix_lm", "encoder_decoder", "encoder_only")
-WARM_STEPS = 3  # untimed steps at the start of every run (the first steps allocate; compiled ones compile)
-TIMED_STEPS = 10  # steps timed per run, start of step WARM_STEPS to start of step WARM_STEPS + TIMED_STEPS
+# Untimed steps at the start of every run: the first steps allocate, compiled ones compile, and the first step
+# the loggers write creates their files and metric objects (a one-off of ~10 ms, set-up like the loggers' own).
+# It covers trainer.log_every_n_steps steps, so that the first logged step (log_every_n_steps - 1) is among them.
+WARM_STEPS = 10
+# Steps timed per run, start of step WARM_STEPS to start of step WARM_STEPS + TIMED_STEPS: a multiple of
+# log_every_n_steps, so the logged steps weigh in at the share they have in a whole run.
+TIMED_STEPS = 20
 COMPILE_HEADERS = ["size", "arch", "scope", "compile s", "eager ms", "compiled ms", "speed-up", "pays after"]
 COMPILE_HEADERS += ["job steps", ""]
+
+
+def check_window(every: int) -> None:
+    """Raise ValueError unless the timed window starts after the first logged step and spans whole logging
+    periods of trainer.log_every_n_steps = every (WARM_STEPS >= every, TIMED_STEPS a multiple of every)."""
+    if WARM_STEPS < every or TIMED_STEPS % every:
+        raise ValueError(
+            f"the timed window (steps {WARM_STEPS} to {WARM_STEPS + TIMED_STEPS}) must start after the first logged "
+            f"step and span whole logging periods of trainer.log_every_n_steps={every}: set WARM_STEPS >= {every} "
+            f"and TIMED_STEPS to a multiple of {every} in zoo/bench/throughput.py"
+        )
 
 
 def job_config(arch: str, cell: str, out_dir: str, extra: tuple[str, ...] = ()) -> DictConfig:
@@ -93,9 +110,11 @@ def zoo_run(cfg: DictConfig, datamodule, info: dict) -> tuple[float, float, pl.L
 def plain_run(cfg: DictConfig, datamodule, info: dict, fused: bool | None = False) -> tuple[float, pl.LightningModule]:
     """A plain PyTorch loop on the same task's model and loss (task.training_loss), optimizer and schedule
     (zoo.training.optim_config.configure_optimizers) and gradient clipping, as many steps as zoo_run: next
-    batch, loss, backward, clip_grad_norm_, optimizer step, scheduler step, zero_grad(set_to_none=True).
-    fused: zoo.training.optim.adamw's; False (default): PyTorch's own AdamW implementation, as a plain loop
-    gets it; None: zoo's choice (torch's fused kernel where it applies), the same update kernels as zoo_run.
+    batch, loss, backward, gradient clipping, optimizer step, scheduler step, zero_grad(set_to_none=True).
+    fused: zoo.training.optim.adamw's; False (default): PyTorch's own AdamW implementation and
+    torch.nn.utils.clip_grad_norm_, as a plain loop gets them; None: zoo's kernels, the same as zoo_run's
+    (torch's fused AdamW where it applies, carrying zoo.training.optim.clip_grad_norm's scale; the norm taken
+    over the optimizer's parameters in its order, as Lightning does, so that both loops round alike).
     Returns (seconds from the start of step WARM_STEPS to the start of step WARM_STEPS + TIMED_STEPS, the
     trained task)."""
     task = seeded_task(cfg, info)
@@ -103,7 +122,7 @@ def plain_run(cfg: DictConfig, datamodule, info: dict, fused: bool | None = Fals
     n = WARM_STEPS + TIMED_STEPS
     sched_cfg = OmegaConf.to_container(cfg.task.scheduler)
     opt_cfg = OmegaConf.to_container(cfg.task.optimizer)
-    optim = configure_optimizers(task.model, opt_cfg, sched_cfg, int(cfg.trainer.max_steps), fused=fused)
+    optim = configure_optimizers(task.model, opt_cfg, sched_cfg, n + 1, fused=fused)  # zoo_run's max_steps
     opt, sched = optim["optimizer"], optim["lr_scheduler"]["scheduler"]
     clip = cfg.trainer.gradient_clip_val
     it = iter(copy.copy(datamodule).train_dataloader())
@@ -114,8 +133,10 @@ def plain_run(cfg: DictConfig, datamodule, info: dict, fused: bool | None = Fals
             elapsed = time.perf_counter() - t0
         loss = task.training_loss(next(it))
         loss.backward()
-        if clip:
+        if clip and fused is False:
             torch.nn.utils.clip_grad_norm_(task.parameters(), clip)
+        elif clip:
+            clip_grad_norm([p for g in opt.param_groups for p in g["params"]], clip, opt)
         opt.step()
         sched.step()
         opt.zero_grad(set_to_none=True)
@@ -211,12 +232,13 @@ def bench_throughput(opts: Options) -> str:
       zoo: the Trainer zoo.run.train builds for the job (its loggers, wandb offline + CSV, every
       trainer.log_every_n_steps; its callbacks and progress bar), validation off;
       plain: a plain PyTorch loop (plain_run, PyTorch's AdamW);
-      plain+k: the same loop with zoo's AdamW kernel (plain_run(fused=None)).
+      plain+k: the same loop with zoo's kernels (plain_run(fused=None): fused AdamW carrying the clip).
     Timed: TIMED_STEPS steps after WARM_STEPS, start of step to start of step (set-up excluded from all).
     Then the seconds of training steps over the preset's jobs at those medians (steps x seeds per size).
     Then torch.compile: decoder_only per size, compile_scope layers and model, once each (compile_rows)."""
     if opts.device != "cpu":
         raise ValueError("throughput measures the CPU study (experiment=scaling); run it with --device cpu")
+
     sizes = list(OmegaConf.load(os.path.join(CONF_DIR, "experiment", "scaling.yaml")).scaling.sizes)
     if opts.quick:
         sizes = [sizes[0], sizes[-1]]
@@ -229,6 +251,7 @@ def bench_throughput(opts: Options) -> str:
             progress(f"throughput {size}")
             cfgs = {a: job_config(a, f"{size}_seed1", os.path.join(out, f"{a}-{size}")) for a in ARCHS}
             first = cfgs[ARCHS[0]]
+            check_window(int(first.trainer.log_every_n_steps))
             if data is None:  # every size reads the same data, windows and batches (conf/benchmark/scaling.yaml)
                 data = build_data(first, {})[:2]
             size_table, eager, per_step = size_rows(size, cfgs, data, opts)
@@ -246,8 +269,9 @@ def bench_throughput(opts: Options) -> str:
             f"Every size of conf/experiment/scaling.yaml, every architecture of the study; batch 32 x 128 tokens of "
             f"Tiny Shakespeare (char); fp32, {torch.get_num_threads()} threads. ms per training step and tokens/s: "
             f"median of {opts.reps} interleaved repetitions of {TIMED_STEPS} steps after {WARM_STEPS} untimed "
-            "(set-up excluded). plain: the loop a PyTorch user writes (PyTorch's own AdamW); plain+k: the same "
-            "loop with zoo's AdamW kernel (torch's fused AdamW), so plain+k / zoo is the cost of zoo's loop alone "
+            "(set-up excluded). plain: the loop a PyTorch user writes (PyTorch's own AdamW and clip_grad_norm_); "
+            "plain+k: the same loop with zoo's kernels (torch's fused AdamW, which also applies zoo's gradient "
+            "clip), so plain+k / zoo is the cost of zoo's loop alone "
             "(Lightning's hooks, logging, callbacks). plain / zoo = the plain loop's time over zoo's (>= 1: zoo "
             "not slower), with the repetitions zoo won.",
             "",
