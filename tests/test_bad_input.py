@@ -63,8 +63,8 @@ def test_rope_odd_head_dim():
 @pytest.mark.parametrize(
     "kw,key",
     [
-        (dict(dropout=1.0), "dropout"),
-        (dict(attn_dropout=-0.1), "attn_dropout"),
+        (dict(dropout=1.0), r"dropout=1\.0 must be in \[0, 1\): a probability of dropping, below 1$"),
+        (dict(attn_dropout=-0.1), r"attn_dropout=-0\.1 must be in \[0, 1\): a probability of dropping, below 1$"),
         (dict(mask="sliding", window=0), "window"),
         (dict(prefix_len=-1), "prefix_len"),
         (dict(vocab_size=0), "vocab_size"),
@@ -349,14 +349,26 @@ def test_a_group_option_typo_names_the_options(argv, message):
     assert "model.d_modle is not a key of model" in typos([*argv, "model.d_modle=3"], CONF_DIR)[1]
 
 
-@pytest.mark.parametrize("steps", [0, -5, "two"])
-def test_max_steps_that_train_nothing_are_refused(tmp_path, steps):
+@pytest.mark.parametrize(
+    "steps, what", [(0, "would train nothing"), (-5, "would train nothing"), ("two", "is not a whole number")]
+)
+def test_max_steps_that_train_nothing_are_refused(tmp_path, steps, what):
     """trainer.max_steps=0 would finish at once with an empty results.json marked ok, and a negative one other
-    than -1 fails inside Lightning: both are a ConfigError (exit 2) before any data work; -1 stays allowed."""
+    than -1 fails inside Lightning: both are a ConfigError (exit 2) before any data work, as is a word; -1 stays
+    allowed."""
     cfg = make_cfg(tmp_path, [f"trainer.max_steps={steps}"])
-    with pytest.raises(ConfigError, match=r"trainer\.max_steps=.* would train nothing"):
+    with pytest.raises(ConfigError, match=rf"trainer\.max_steps=.* {what}: give a positive number"):
         check_config(cfg)
     check_config(make_cfg(tmp_path, ["trainer.max_steps=-1", "trainer.max_epochs=1"]))
+
+
+def test_a_precision_lightning_does_not_run_is_refused_before_the_data(tmp_path):
+    """trainer.precision=banana: a ConfigError naming the values Lightning takes, from check_config (before any
+    data work), not Lightning's error after the data has loaded; its own spellings, 32 and bf16-mixed, pass."""
+    with pytest.raises(ConfigError, match=r"trainer\.precision='banana' is not a precision .* pick one of 32-true, "):
+        check_config(make_cfg(tmp_path, ["trainer.precision=banana"]))
+    for ok in ("32", "bf16-mixed", "16-mixed"):
+        check_config(make_cfg(tmp_path, [f"trainer.precision={ok}"]))
 
 
 def test_a_bad_budget_is_refused_before_any_job():

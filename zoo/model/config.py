@@ -214,8 +214,9 @@ class ModelConfig:
     def _check_ranges(self) -> None:
         """Dropout rates, window, head sizes, loss chunk size, offsets, T5 buckets, attention scale and prefix length
         within their ranges."""
-        if not 0.0 <= self.dropout < 1.0 or not 0.0 <= self.attention_dropout < 1.0:
-            raise ValueError(f"model.dropout={self.dropout} / model.attn_dropout={self.attn_dropout} must be in [0, 1)")
+        for name, rate in (("dropout", self.dropout), ("attn_dropout", self.attn_dropout)):
+            if rate is not None and not 0.0 <= rate < 1.0:
+                raise ValueError(f"model.{name}={rate} must be in [0, 1): a probability of dropping, below 1")
         if self.mask == "sliding" and self.window < 1:
             raise ValueError(f"model.window={self.window} must be >= 1 for mask='sliding'")
         if self.num_classes < 0:

@@ -6,7 +6,6 @@ import sys
 from dataclasses import fields
 from pathlib import Path
 
-import torch
 from hydra.core.hydra_config import HydraConfig
 from hydra.utils import get_class
 from omegaconf import DictConfig, OmegaConf
@@ -17,6 +16,7 @@ from zoo.model.beam_search import check_early_stopping
 from zoo.run.model_config import FROM_DATA, RUNTIME, model_dict
 from zoo.tasks.base import metric_mode
 from zoo.tasks.objectives import arch_rules, objective_class, of_arch
+from zoo.training.checkpoint_file import read_checkpoint_file
 from zoo.training.optim_config import check_keys as check_optim_keys
 
 _PKG = Path(__file__).resolve().parents[1]  # zoo/
@@ -140,6 +140,11 @@ def check_monitors(cfg: DictConfig, metrics, task_name: str) -> None:
             )
 
 
+# the values lightning.pytorch.Trainer(precision=...) accepts (Lightning 2.x), as a command line spells them
+PRECISIONS = ("32-true", "bf16-mixed", "16-mixed", "bf16-true", "16-true", "64-true", "32", "16", "bf16", "64")
+PRECISIONS += ("transformer-engine", "transformer-engine-float16")
+
+
 def check_config(cfg: DictConfig) -> None:
     """Raise ConfigError (a ValueError) for a bad model config or contradictions between groups."""
     if cfg.get("data") is None:
@@ -153,9 +158,20 @@ def check_config(cfg: DictConfig) -> None:
     if max_steps is not None and (
         isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps == 0 or max_steps < -1
     ):
+        what = (
+            "is not a whole number"
+            if isinstance(max_steps, bool) or not isinstance(max_steps, int)
+            else ("would train nothing")
+        )
         raise ConfigError(
-            f"trainer.max_steps={max_steps!r} would train nothing: give a positive number of optimizer steps, or -1 "
+            f"trainer.max_steps={max_steps!r} {what}: give a positive number of optimizer steps, or -1 "
             f"to let trainer.max_epochs, trainer.max_time or budget.* end the run"
+        )
+    precision = cfg.trainer.get("precision")
+    if precision is not None and str(precision) not in PRECISIONS:
+        raise ConfigError(
+            f"trainer.precision={precision!r} is not a precision Lightning runs; pick one of {', '.join(PRECISIONS)} "
+            f"(32-true on any machine; bf16-mixed on a recent CPU or GPU)"
         )
     task_cls = get_class(cfg.task._target_)
     check_task_and_data(cfg, task_cls)
@@ -379,13 +395,7 @@ def check_checkpoint(cfg: DictConfig) -> None:
         return
     if not Path(path).is_file():
         raise ConfigError(f"ckpt_path={path} does not exist; pass a .ckpt file from a run's checkpoints/ dir")
-    try:
-        ckpt = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as e:  # truncated, foreign or not a checkpoint at all
-        raise ConfigError(
-            f"ckpt_path={path} is not a readable checkpoint ({type(e).__name__}); pass a .ckpt "
-            f"file from a run's checkpoints/ dir"
-        ) from None
+    ckpt = read_checkpoint_file(path, "pass a .ckpt file from a run's checkpoints/ dir", ConfigError)
     hp = ckpt.get("hyper_parameters", {})
     task_name = get_class(cfg.task._target_).__name__
     if ckpt.get("zoo_task", task_name) != task_name:

@@ -6,13 +6,13 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
-import torch
 import yaml
 
 from zoo.data.bpe import tokenizer_from_state
 from zoo.data.info import from_checkpoint
 from zoo.model import ModelConfig, build_model
 from zoo.model.sampling import sample
+from zoo.training.checkpoint_file import read_checkpoint_file
 
 DEFAULTS = {
     "ckpt_path": None,
@@ -32,10 +32,7 @@ def read_checkpoint(ckpt_path: str, device: str = "cpu") -> dict:
     path = Path(ckpt_path)
     if not path.is_file():
         raise FileNotFoundError(f"ckpt_path={ckpt_path} does not exist; use a .ckpt from a run's checkpoints/ dir")
-    try:
-        return torch.load(path, map_location=device, weights_only=True)
-    except Exception as e:  # a truncated or foreign file: pickle, zip or weights_only errors
-        raise ValueError(f"ckpt_path={ckpt_path} is not a readable checkpoint ({type(e).__name__}: {e})") from None
+    return read_checkpoint_file(path, "use a .ckpt from a run's checkpoints/ dir", device=device)
 
 
 def load(ckpt_path: str, device: str = "cpu", ckpt: dict | None = None):

@@ -31,6 +31,7 @@ from zoo.data.files import text_lines
 from zoo.data.info import from_checkpoint
 from zoo.data.resolver import DataError
 from zoo.model.beam_search import check_early_stopping
+from zoo.training.checkpoint_file import read_checkpoint_file
 
 TASK = "Translation"  # zoo_task of translation checkpoints (zoo.tasks.base.TaskBase.on_save_checkpoint)
 OTHER_TASKS = {
@@ -311,15 +312,8 @@ def main(argv=None) -> int:
     try:
         check_options(args)
         path, why = checkpoint_path(args.checkpoint)
-        try:
-            ckpt = torch.load(path, map_location="cpu", weights_only=True)
-        except Exception as e:  # a truncated or foreign file: pickle, zip or weights_only errors
-            raise TranslateError(
-                f"{path} is not a readable checkpoint ({type(e).__name__}: {str(e)[:200]}); pass a translation "
-                f"run's directory or one of its checkpoints/*.ckpt"
-            ) from None
-        if not isinstance(ckpt, dict):
-            raise TranslateError(f"{path} holds a {type(ckpt).__name__}, not a zoo checkpoint")
+        fix = "pass a translation run's directory or one of its checkpoints/*.ckpt"
+        ckpt = read_checkpoint_file(path, fix, TranslateError)
         data = check_checkpoint(ckpt, str(path))
         check_languages(args, data, str(path))
         lines, where = read_sentences(args)
