@@ -238,7 +238,6 @@ def bench_throughput(opts: Options) -> str:
     Then torch.compile: decoder_only per size, compile_scope layers and model, once each (compile_rows)."""
     if opts.device != "cpu":
         raise ValueError("throughput measures the CPU study (experiment=scaling); run it with --device cpu")
-
     sizes = list(OmegaConf.load(os.path.join(CONF_DIR, "experiment", "scaling.yaml")).scaling.sizes)
     if opts.quick:
         sizes = [sizes[0], sizes[-1]]

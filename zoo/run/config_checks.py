@@ -141,8 +141,20 @@ def check_monitors(cfg: DictConfig, metrics, task_name: str) -> None:
 
 
 # the values lightning.pytorch.Trainer(precision=...) accepts (Lightning 2.x), as a command line spells them
-PRECISIONS = ("32-true", "bf16-mixed", "16-mixed", "bf16-true", "16-true", "64-true", "32", "16", "bf16", "64")
-PRECISIONS += ("transformer-engine", "transformer-engine-float16")
+PRECISIONS = (
+    "32-true",
+    "bf16-mixed",
+    "16-mixed",
+    "bf16-true",
+    "16-true",
+    "64-true",
+    "32",
+    "16",
+    "bf16",
+    "64",
+    "transformer-engine",
+    "transformer-engine-float16",
+)
 
 
 def check_config(cfg: DictConfig) -> None:
@@ -158,11 +170,8 @@ def check_config(cfg: DictConfig) -> None:
     if max_steps is not None and (
         isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps == 0 or max_steps < -1
     ):
-        what = (
-            "is not a whole number"
-            if isinstance(max_steps, bool) or not isinstance(max_steps, int)
-            else ("would train nothing")
-        )
+        whole = isinstance(max_steps, int) and not isinstance(max_steps, bool)
+        what = "would train nothing" if whole else "is not a whole number"
         raise ConfigError(
             f"trainer.max_steps={max_steps!r} {what}: give a positive number of optimizer steps, or -1 "
             f"to let trainer.max_epochs, trainer.max_time or budget.* end the run"
