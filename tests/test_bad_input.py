@@ -362,6 +362,23 @@ def test_max_steps_that_train_nothing_are_refused(tmp_path, steps, what):
     check_config(make_cfg(tmp_path, ["trainer.max_steps=-1", "trainer.max_epochs=1"]))
 
 
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (["trainer.gradient_clip_val=-1"], r"trainer\.gradient_clip_val=-1 must be a number >= 0"),
+        (["trainer.gradient_clip_val=nan"], r"trainer\.gradient_clip_val=nan must be a number >= 0"),
+        (["trainer.gradient_clip_val=abc"], r"trainer\.gradient_clip_val='abc' must be a number >= 0"),
+        (["trainer.max_steps=-1", "trainer.max_epochs=-1"], r"\(no max_time, no budget\) leave the run without an end"),
+    ],
+)
+def test_a_clip_or_an_endless_run_is_refused_before_the_data(tmp_path, overrides, message):
+    """A negative, NaN or non-numeric gradient_clip_val, and max_steps=-1 with no epochs or budget to end the
+    run (whose schedule length would be infinite), are ConfigErrors from check_config, before any data work."""
+    with pytest.raises(ConfigError, match=message):
+        check_config(make_cfg(tmp_path, overrides))
+    check_config(make_cfg(tmp_path, ["trainer.gradient_clip_val=0"]))
+
+
 def test_a_precision_lightning_does_not_run_is_refused_before_the_data(tmp_path):
     """trainer.precision=banana: a ConfigError naming the values Lightning takes, from check_config (before any
     data work), not Lightning's error after the data has loaded; its own spellings, 32 and bf16-mixed, pass."""

@@ -174,7 +174,21 @@ def check_config(cfg: DictConfig) -> None:
         what = "would train nothing" if whole else "is not a whole number"
         raise ConfigError(
             f"trainer.max_steps={max_steps!r} {what}: give a positive number of optimizer steps, or -1 "
-            f"to let trainer.max_epochs, trainer.max_time or budget.* end the run"
+            f"with trainer.max_epochs=N or a budget.kind of tokens, flops or time to end the run"
+        )
+    epochs, budget = cfg.trainer.get("max_epochs"), (cfg.get("budget") or {}).get("kind", "steps")
+    ends = epochs not in (None, -1) or budget not in (None, "steps") or cfg.trainer.get("max_time") is not None
+    if max_steps == -1 and not ends:
+        raise ConfigError(
+            "trainer.max_steps=-1 and trainer.max_epochs=-1 (no max_time, no budget) leave the run without an "
+            "end, and its learning-rate schedule without a length: give trainer.max_steps=N, "
+            "trainer.max_epochs=N, or a budget.kind of tokens, flops or time"
+        )
+    clip = cfg.trainer.get("gradient_clip_val")
+    if clip is not None and (isinstance(clip, bool) or not isinstance(clip, (int, float)) or not clip >= 0):
+        raise ConfigError(
+            f"trainer.gradient_clip_val={clip!r} must be a number >= 0: the largest gradient norm (0 or null: "
+            f"no clipping)"
         )
     precision = cfg.trainer.get("precision")
     if precision is not None and str(precision) not in PRECISIONS:

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
+import torch
 import yaml
 
 from zoo.data.bpe import tokenizer_from_state
@@ -32,7 +33,7 @@ def read_checkpoint(ckpt_path: str, device: str = "cpu") -> dict:
     path = Path(ckpt_path)
     if not path.is_file():
         raise FileNotFoundError(f"ckpt_path={ckpt_path} does not exist; use a .ckpt from a run's checkpoints/ dir")
-    return read_checkpoint_file(path, "use a .ckpt from a run's checkpoints/ dir", device=device)
+    return read_checkpoint_file(path, "use a .ckpt from a run's checkpoints/ dir")  # on the CPU; load() moves it
 
 
 def load(ckpt_path: str, device: str = "cpu", ckpt: dict | None = None):
@@ -147,3 +148,5 @@ def check_args(args) -> None:
         raise ValueError(f"seed={args.seed!r} must be an integer, or omitted")
     if args.device not in ("cpu", "cuda") and not str(args.device).startswith("cuda:"):
         raise ValueError(f"device={args.device!r} must be cpu or cuda[:N]")
+    if str(args.device).startswith("cuda") and not torch.cuda.is_available():
+        raise ValueError(f"device={args.device!r}: this torch sees no CUDA GPU; use device=cpu")

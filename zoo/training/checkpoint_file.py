@@ -6,13 +6,14 @@ import re
 import torch
 
 
-def read_checkpoint_file(path, fix: str, error: type[Exception] = ValueError, device: str = "cpu") -> dict:
-    """torch.load(path, map_location=device, weights_only=True) of an existing file: zoo's checkpoints hold only
-    tensors and plain Python data. Raises `error` with `path`, what went wrong and `fix` (what to pass instead)
-    when torch.load cannot read it (a truncated file, or another format: a CSV, a text file, a NumPy array) or when
-    it holds something other than a checkpoint's dict."""
+def read_checkpoint_file(path, fix: str, error: type[Exception] = ValueError) -> dict:
+    """torch.load(path, map_location="cpu", weights_only=True) of an existing file, on the CPU so that only the
+    file can fail here (the caller moves what it builds): zoo's checkpoints hold only tensors and plain Python
+    data. Raises `error` with `path`, what went wrong and `fix` (what to pass instead) when torch.load cannot
+    read it (a truncated file, or another format: a CSV, a text file, a NumPy array) or when it holds
+    something other than a checkpoint's dict."""
     try:
-        ckpt = torch.load(path, map_location=device, weights_only=True)
+        ckpt = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # not a zip archive nor a pickle, truncated, or objects outside plain data
         found = re.search(r"Unsupported global: GLOBAL (\S+)", str(e))
         what = (
