@@ -167,10 +167,8 @@ def check_config(cfg: DictConfig) -> None:
     if typos:
         raise ConfigError("\nzoo: error: ".join(typos))
     max_steps = cfg.trainer.get("max_steps")
-    if max_steps is not None and (
-        isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps == 0 or max_steps < -1
-    ):
-        whole = isinstance(max_steps, int) and not isinstance(max_steps, bool)
+    whole = isinstance(max_steps, int) and not isinstance(max_steps, bool)
+    if max_steps is not None and (not whole or max_steps == 0 or max_steps < -1):
         what = "would train nothing" if whole else "is not a whole number"
         raise ConfigError(
             f"trainer.max_steps={max_steps!r} {what}: give a positive number of optimizer steps, or -1 "

@@ -27,20 +27,20 @@ DEFAULTS = {
 }
 
 
-def read_checkpoint(ckpt_path: str, device: str = "cpu") -> dict:
-    """The checkpoint at ckpt_path, read with torch.load(weights_only=True).
+def read_checkpoint(ckpt_path: str) -> dict:
+    """The checkpoint at ckpt_path, read on the CPU with torch.load(weights_only=True) (load() moves the model).
     Raises FileNotFoundError / ValueError with what to do."""
     path = Path(ckpt_path)
     if not path.is_file():
         raise FileNotFoundError(f"ckpt_path={ckpt_path} does not exist; use a .ckpt from a run's checkpoints/ dir")
-    return read_checkpoint_file(path, "use a .ckpt from a run's checkpoints/ dir")  # on the CPU; load() moves it
+    return read_checkpoint_file(path, "use a .ckpt from a run's checkpoints/ dir")
 
 
 def load(ckpt_path: str, device: str = "cpu", ckpt: dict | None = None):
     """(model in eval mode, tokenizer, context_len) from a zoo LM checkpoint (read_checkpoint, unless the
     loaded `ckpt` is passed); context_len is the training block_size (None for checkpoints that did not
     record it). Raises FileNotFoundError / ValueError with what to do, naming the data it was trained on."""
-    ckpt = read_checkpoint(ckpt_path, device) if ckpt is None else ckpt
+    ckpt = read_checkpoint(ckpt_path) if ckpt is None else ckpt
     hp, data = ckpt.get("hyper_parameters", {}), from_checkpoint(ckpt)
     trained_on = f" (trained on {data['dataset']})" if data["stored"] else ""
     if hp.get("arch") != "decoder_only":
@@ -97,7 +97,7 @@ def main(argv=None) -> int:
         return 2
     try:
         check_args(args)
-        ckpt = read_checkpoint(str(args.ckpt_path), args.device)
+        ckpt = read_checkpoint(str(args.ckpt_path))
         model, tokenizer, context_len = load(str(args.ckpt_path), args.device, ckpt)
         check_prompt(tokenizer, str(args.prompt), from_checkpoint(ckpt))
         text = sample(
