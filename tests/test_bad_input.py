@@ -1,6 +1,9 @@
 """Bad configurations and inputs raise ValueError naming the key and the value; bad command lines of the main
 job exit with 2 and a message naming the problem and the fix, before any data work."""
 
+import json
+import math
+
 import pytest
 import torch
 from zoo_run import TINY, make_cfg, run_cli
@@ -369,14 +372,42 @@ def test_max_steps_that_train_nothing_are_refused(tmp_path, steps, what):
         (["trainer.gradient_clip_val=nan"], r"trainer\.gradient_clip_val=nan must be a number >= 0"),
         (["trainer.gradient_clip_val=abc"], r"trainer\.gradient_clip_val='abc' must be a number >= 0"),
         (["trainer.max_steps=-1", "trainer.max_epochs=-1"], r"\(no max_time, no budget\) leave the run without an end"),
+        (
+            ["trainer.max_steps=-1", "trainer.max_time=00:00:01:00"],
+            r"max_time=00:00:01:00 alone bounds the run, so the cosine .* budget\.kind=time",
+        ),
+        (["task.optimizer.lr=-0.1"], r"task\.optimizer\.lr=-0\.1 must be a positive number"),
+        (["task.optimizer.lr=nan"], r"task\.optimizer\.lr=nan must be a positive number"),
+        (["task.optimizer.betas=[2,0.9]"], r"task\.optimizer\.betas=\[2, 0\.9\] must be two numbers in \[0, 1\)"),
+        (["task.optimizer.betas=[0.9]"], r"task\.optimizer\.betas=\[0\.9\] must be two numbers"),
+        (["task.optimizer.weight_decay=-1"], r"task\.optimizer\.weight_decay=-1 must be a number >= 0"),
+        (["task.optimizer.eps=0"], r"task\.optimizer\.eps=0 must be a number > 0"),
     ],
 )
-def test_a_clip_or_an_endless_run_is_refused_before_the_data(tmp_path, overrides, message):
-    """A negative, NaN or non-numeric gradient_clip_val, and max_steps=-1 with no epochs or budget to end the
-    run (whose schedule length would be infinite), are ConfigErrors from check_config, before any data work."""
+def test_a_clip_an_optimizer_value_or_an_endless_run_is_refused_before_the_data(tmp_path, overrides, message):
+    """A negative, NaN or non-numeric gradient_clip_val; an AdamW value torch would refuse inside the first
+    step (lr <= 0 or NaN, betas outside [0, 1), weight_decay < 0, eps 0); max_steps=-1 with no epochs or budget
+    to end the run (whose schedule length would be infinite), or with only max_time and a cosine schedule,
+    which then has no length: ConfigErrors from check_config, before any data work. The edges pass."""
     with pytest.raises(ConfigError, match=message):
         check_config(make_cfg(tmp_path, overrides))
-    check_config(make_cfg(tmp_path, ["trainer.gradient_clip_val=0"]))
+    check_config(make_cfg(tmp_path, ["trainer.gradient_clip_val=0", "task.optimizer.betas=[0,0.99]"]))
+    check_config(make_cfg(tmp_path, ["task.optimizer.weight_decay=0", "task.optimizer.lr=1e-30"]))
+    time_only = ["trainer.max_steps=-1", "trainer.max_time=00:00:01:00"]
+    for schedule in ("task.scheduler.kind=noam", "task.scheduler.decay_steps=100"):
+        check_config(make_cfg(tmp_path, [*time_only, schedule]))
+
+
+@pytest.mark.e2e
+def test_a_run_bounded_by_max_time_alone_trains_with_a_noam_schedule(tmp_path):
+    """trainer.max_steps=-1 with trainer.max_time (experiment=translation_multi30k's shape) trains: Lightning's
+    step estimate is infinite there, and noam's schedule needs none (configure_optimizers used to take int() of
+    it). The run stops on time, having stepped."""
+    over = [o for o in TINY if not o.startswith("trainer.max_steps")]
+    over += ["trainer.max_steps=-1", "trainer.max_time=00:00:00:03", "task.scheduler.kind=noam", "logger=csv"]
+    run(make_cfg(tmp_path, over))
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert results["steps"] > 0 and math.isfinite(results["final"]["train/loss"])
 
 
 def test_a_precision_lightning_does_not_run_is_refused_before_the_data(tmp_path):

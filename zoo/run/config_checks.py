@@ -18,6 +18,7 @@ from zoo.tasks.base import metric_mode
 from zoo.tasks.objectives import arch_rules, objective_class, of_arch
 from zoo.training.checkpoint_file import read_checkpoint_file
 from zoo.training.optim_config import check_keys as check_optim_keys
+from zoo.training.optim_config import check_values as check_optim_values
 
 _PKG = Path(__file__).resolve().parents[1]  # zoo/
 # a wheel installs conf/ as zoo/conf (pyproject.toml); an editable install runs zoo/ from the repo, beside conf/
@@ -182,6 +183,14 @@ def check_config(cfg: DictConfig) -> None:
             "end, and its learning-rate schedule without a length: give trainer.max_steps=N, "
             "trainer.max_epochs=N, or a budget.kind of tokens, flops or time"
         )
+    sched = (cfg.task.get("scheduler") if cfg.get("task") is not None else None) or {}
+    only_time = max_steps == -1 and epochs in (None, -1) and budget in (None, "steps")
+    if only_time and sched.get("kind", "cosine") == "cosine" and sched.get("decay_steps") is None:
+        raise ConfigError(
+            f"trainer.max_time={cfg.trainer.get('max_time')} alone bounds the run, so the cosine learning-rate "
+            f"schedule has no length to decay over: give budget.kind=time budget.value=SECONDS (the cosine decays "
+            f"over the time), task.scheduler.decay_steps=N, task.scheduler.kind=noam, or trainer.max_steps=N"
+        )
     clip = cfg.trainer.get("gradient_clip_val")
     if clip is not None and (isinstance(clip, bool) or not isinstance(clip, (int, float)) or not clip >= 0):
         raise ConfigError(
@@ -276,6 +285,7 @@ def check_optimizer_and_schedule(cfg: DictConfig) -> None:
     sched = cfg.task.get("scheduler") or {}
     try:
         check_optim_keys(cfg.task.get("optimizer"), sched)
+        check_optim_values(OmegaConf.to_container(cfg.task.get("optimizer") or {}, resolve=True))
     except ValueError as e:
         raise ConfigError(str(e)) from None
     if sched.get("kind", "cosine") not in ("cosine", "noam"):

@@ -2,6 +2,7 @@
 runtime options model.compile and FSDP's sharded parameters."""
 
 import gc
+import math
 import time
 import types
 
@@ -272,10 +273,13 @@ class TaskBase(pl.LightningModule):
     def configure_optimizers(self):
         # under FSDP the parameters are flat 1-D shards here; weight decay picks matrices by their real shape
         # a run bounded by epochs (max_steps -1) decays over the steps those epochs of its data take
+        # a run bounded by trainer.max_time alone has no step count (inf): noam needs none, and check_config
+        # refuses a cosine without task.scheduler.decay_steps there
+        estimated = self.trainer.estimated_stepping_batches if self.trainer.max_steps <= 0 else 0
         steps = (
             self.trainer.max_steps
             if self.trainer.max_steps > 0 or self.budget is not None
-            else int(self.trainer.estimated_stepping_batches)
+            else (int(estimated) if math.isfinite(estimated) else 0)
         )
         scheduler = self.hparams.scheduler
         if self.trainer.max_steps <= 0 and self.budget is None:  # epochs: a warm-up longer than them is scaled

@@ -2,6 +2,7 @@
 
 import difflib
 import logging
+import math
 
 from zoo.errors import ConfigError
 from zoo.training.optim import BudgetCosine, ConfigLambdaLR, Noam, StepWarmupWatch, WarmupCosine, adamw
@@ -27,6 +28,35 @@ def check_keys(optimizer, scheduler) -> None:
                     f"task.{group}.{key} is not a key of task.{group}, and nothing would read it; "
                     f"{hint}its keys are: {', '.join(allowed)}"
                 )
+
+
+def _number(value) -> bool:
+    """Whether `value` is a finite real number (not a bool, not a string)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def check_values(optimizer) -> None:
+    """Raise ValueError naming the key and its range for a task.optimizer value AdamW cannot take (Loshchilov &
+    Hutter 2019): lr > 0, betas two numbers in [0, 1), weight_decay >= 0, eps > 0, all finite."""
+    optimizer = optimizer or {}
+    lr = optimizer.get("lr")
+    if not _number(lr) or lr <= 0:
+        raise ValueError(f"task.optimizer.lr={lr!r} must be a positive number (the peak learning rate, e.g. 3e-4)")
+    betas = optimizer.get("betas", (0.9, 0.999))
+    if (
+        isinstance(betas, (str, bytes))
+        or not hasattr(betas, "__len__")
+        or len(betas) != 2
+        or not all(_number(b) and 0 <= b < 1 for b in betas)
+    ):
+        raise ValueError(
+            f"task.optimizer.betas={betas!r} must be two numbers in [0, 1), the decay rates of Adam's two moment "
+            f"averages (e.g. [0.9, 0.999])"
+        )
+    for key, low, default, hint in (("weight_decay", ">= 0", 0.1, "0 = none"), ("eps", "> 0", 1e-8, "e.g. 1e-8")):
+        value = optimizer.get(key, default)
+        if not _number(value) or value < 0 or (key == "eps" and value == 0):
+            raise ValueError(f"task.optimizer.{key}={value!r} must be a number {low} ({hint})")
 
 
 def warmup_overridden(overrides) -> bool:
@@ -106,8 +136,10 @@ def configure_optimizers(model, optimizer: dict, scheduler: dict, max_steps: int
     over it instead of over steps, warming up over scheduler.warmup_fraction of it when set (BudgetCosine; noam
     has no horizon and ignores both); a warm-up counted in steps is then watched (StepWarmupWatch).
     fused: zoo.training.optim.adamw's (None: torch's fused kernel where it applies).
-    Returns Lightning's optimizer dict. Raises ValueError for an unknown kind or key (check_keys)."""
+    Returns Lightning's optimizer dict. Raises ValueError for an unknown kind or key (check_keys) or a value
+    AdamW cannot take (check_values)."""
     check_keys(optimizer, scheduler)
+    check_values(optimizer)
     opt = adamw(
         model,
         optimizer["lr"],
