@@ -1,14 +1,16 @@
-"""zoo.training.checkpoint_file.read_checkpoint_file: a file a user names as a checkpoint is read safely, and
-any other file is refused with the path, what it is not, and the fix."""
+"""zoo.model.checkpoint_file: a file a user names as a checkpoint is read safely, and any other file is refused
+with the path, what it is not, and the fix; a run directory names its checkpoint."""
 
 import argparse
+import json
+import os
 import shutil
 
 import pytest
 import torch
 from zoo_run import SHARED_DATA, needs_shared
 
-from zoo.training.checkpoint_file import read_checkpoint_file
+from zoo.model.checkpoint_file import read_checkpoint_file, run_checkpoint
 
 FIX = "use a .ckpt from a run's checkpoints/ dir"
 
@@ -56,3 +58,32 @@ def test_a_truncated_checkpoint_and_foreign_objects_are_refused(tmp_path):
     torch.save(torch.zeros(2), tensor)
     with pytest.raises(ValueError, match=r"it holds a Tensor, not a dict; use a \.ckpt"):
         read_checkpoint_file(tensor, FIX)
+
+
+def test_a_run_directory_names_its_best_else_last_else_newest_checkpoint(tmp_path):
+    """run_checkpoint: a file is itself; a run directory gives results.json's best_checkpoint, else
+    checkpoints/last.ckpt, else the newest checkpoints/*.ckpt; a missing path, a directory without checkpoints
+    (naming the runs below a multirun directory) and a results.json that is not JSON raise the given error."""
+    run = tmp_path / "run"
+    (run / "checkpoints").mkdir(parents=True)
+    for i, name in enumerate(("epoch=0-step=5.ckpt", "epoch=0-step=9.ckpt")):
+        (run / "checkpoints" / name).write_bytes(b"")
+        os.utime(run / "checkpoints" / name, (1_000_000 + i, 1_000_000 + i))
+    path, why = run_checkpoint(run)
+    assert path == run / "checkpoints" / "epoch=0-step=9.ckpt" and "newest" in why
+    (run / "checkpoints" / "last.ckpt").write_bytes(b"")
+    assert run_checkpoint(run)[0] == run / "checkpoints" / "last.ckpt"
+    (run / "results.json").write_text(json.dumps({"best_checkpoint": "/moved/checkpoints/epoch=0-step=5.ckpt"}))
+    assert run_checkpoint(run) == (run / "checkpoints" / "epoch=0-step=5.ckpt", "results.json's best_checkpoint")
+    assert run_checkpoint(run / "checkpoints" / "last.ckpt")[1] == "the checkpoint given"
+    with pytest.raises(KeyError, match="does not exist; pass a run's directory"):
+        run_checkpoint(tmp_path / "nope", KeyError)
+    (run / "results.json").write_text("{cut")
+    with pytest.raises(FileNotFoundError, match="is not a run's results.json"):
+        run_checkpoint(run)
+    multirun = tmp_path / "multirun"
+    for job in ("0", "1"):
+        (multirun / job).mkdir(parents=True)
+        (multirun / job / "results.json").write_text("{}")
+    with pytest.raises(FileNotFoundError, match="holds no checkpoint .* it holds the runs 0, 1: pass one"):
+        run_checkpoint(multirun)

@@ -6,6 +6,7 @@ threads (scipy issue #22438), and OPENBLAS_NUM_THREADS only takes effect before 
 """
 
 import csv
+import gzip
 import json
 import os
 import subprocess
@@ -318,6 +319,22 @@ def test_cli_refuses_a_missing_file_and_an_unwritable_json(tmp_path, capsys, no_
     path = _write_csv(tmp_path / "runs.csv", HEADER, _points(8))
     err = _refused(capsys, ["fit", str(path), *base, "--json", str(tmp_path / "no" / "fit.json")])
     assert "does not exist; create it first" in err
+    err = _refused(capsys, ["fit", str(path), *base, "--json", str(tmp_path)])  # refused before the fit
+    assert f"--json {tmp_path} is a folder; give a file name in it" in err
+
+
+def test_cli_refuses_a_binary_file_and_one_column_for_two_flags(tmp_path, capsys, no_fitting):
+    """A file that is not UTF-8 text (a checkpoint, a gzip) and --params / --tokens naming the same column exit 2
+    with a message, before any fitting (not a UnicodeDecodeError, or a fit of N against itself)."""
+    binary = tmp_path / "runs.csv"
+    binary.write_bytes(gzip.compress(b"params,tokens,loss\n1,2,3\n"))
+    err = _refused(capsys, ["fit", str(binary), "--params", "params", "--tokens", "tokens", "--loss", "loss"])
+    assert f"{binary}: not a UTF-8 CSV file" in err
+    path = _write_csv(tmp_path / "ok.csv", HEADER, _points(8))
+    err = _refused(capsys, ["fit", str(path), "--params", "params", "--tokens", "params", "--loss", "loss"])
+    assert "--params and --tokens both name column 'params'" in err
+    err = _refused(capsys, ["fit", str(path), "--params", "params", "--flops", "flops", "--loss", "flops"])
+    assert "--flops and --loss both name column 'flops'" in err, err
 
 
 def test_drop_highest_drops_the_k_highest_losses():

@@ -266,6 +266,9 @@ def test_generate_cli_samples_from_checkpoint(tmp_path, capsys):
     greedy = model.generate(torch.tensor([tok.encode("ROMEO:")]), 20, temperature=0.0)
     assert sample(model, tok, "ROMEO:", 20, 0.0) == tok.decode(greedy[0].tolist())
     assert main(["prompt=x"]) == 2  # no ckpt_path: usage, exit status 2
+    capsys.readouterr()  # the run's directory names its checkpoint (results.json's best, else last.ckpt)
+    assert main([f"ckpt_path={tmp_path}", "prompt=ROMEO:", "max_new_tokens=10", "seed=3"]) == 0
+    assert capsys.readouterr().out.rstrip("\n").startswith("ROMEO:")
 
 
 @pytest.mark.e2e

@@ -11,7 +11,6 @@ export or refused (tests/test_interop_settings.py).
 
 import json
 import logging
-import os
 from dataclasses import asdict, fields
 from pathlib import Path
 from typing import NamedTuple
@@ -31,6 +30,7 @@ from zoo.interop.families import (
     zoo_ids,
 )
 from zoo.model import ARCHITECTURES, ModelConfig, build_model
+from zoo.model.checkpoint_file import read_checkpoint_file, run_checkpoint
 
 log = logging.getLogger(__name__)
 
@@ -380,33 +380,24 @@ def write_tokenizer(tokenizer, out: Path, cfg: ModelConfig, special_ids: dict | 
 
 
 def read_zoo_checkpoint(path: str | Path) -> dict:
-    """A zoo Lightning checkpoint (a .ckpt file, or a run directory: results.json's best_checkpoint, else
-    checkpoints/last.ckpt, else its newest checkpoints/*.ckpt). Raises FileNotFoundError saying what it looked for."""
+    """A zoo Lightning checkpoint: a .ckpt file, or a run directory (zoo.model.checkpoint_file.run_checkpoint:
+    results.json's best_checkpoint, else checkpoints/last.ckpt, else its newest checkpoints/*.ckpt), read safely
+    on the CPU. Raises FileNotFoundError saying what it looked for (and, for a directory of Hugging Face weights
+    without config.json, what is missing), ValueError for a file that is not a checkpoint."""
     p = Path(path)
-    if p.is_dir():
-        best = None
-        if (p / "results.json").is_file():
-            best = json.loads((p / "results.json").read_text()).get("best_checkpoint")
-        cands = [Path(best)] if best else []
-        cands += [p / "checkpoints" / "last.ckpt"] + sorted(
-            (p / "checkpoints").glob("*.ckpt"), key=os.path.getmtime, reverse=True
-        )
-        found = next((c for c in cands if c.is_file()), None)
-        if found is None:
-            hf_files = sorted(f.name for f in p.iterdir() if f.name in HF_FILES or f.suffix == ".safetensors")
-            if hf_files:
-                raise FileNotFoundError(
-                    f"{p} holds Hugging Face files ({', '.join(hf_files)}) but no config.json: transformers' "
-                    f"save_pretrained writes config.json beside the weights; copy the model's config.json into {p}"
-                )
+    if p.is_dir() and not (p / "results.json").is_file() and not any((p / "checkpoints").glob("*.ckpt")):
+        hf_files = sorted(f.name for f in p.iterdir() if f.name in HF_FILES or f.suffix == ".safetensors")
+        if hf_files:
             raise FileNotFoundError(
-                f"{p}: no config.json (a Hugging Face checkpoint directory) and no zoo checkpoint (results.json's "
-                f"best_checkpoint, checkpoints/last.ckpt or checkpoints/*.ckpt)"
+                f"{p} holds Hugging Face files ({', '.join(hf_files)}) but no config.json: transformers' "
+                f"save_pretrained writes config.json beside the weights; copy the model's config.json into {p}"
             )
-        p = found
-    if not p.is_file():
-        raise FileNotFoundError(f"{path} is neither a zoo .ckpt file nor a run directory")
-    return torch.load(p, map_location="cpu", weights_only=True)
+        raise FileNotFoundError(
+            f"{p}: no config.json (a Hugging Face checkpoint directory) and no zoo checkpoint (results.json's "
+            f"best_checkpoint, checkpoints/last.ckpt or checkpoints/*.ckpt)"
+        )
+    found, _ = run_checkpoint(p)
+    return read_checkpoint_file(found, "pass a zoo .ckpt file, a zoo run's directory or a Hugging Face directory")
 
 
 def checkpoint_config(hp: dict) -> tuple[ModelConfig, int]:

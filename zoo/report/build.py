@@ -113,11 +113,16 @@ def report(root: Path, out_dir: Path | None = None, sentence: str | None = None,
     """Write report.md, val_<task>.png and attention_<group>.png into out_dir (default root).
     Returns {"runs", "groups", "table": rows, "records": {task: ranking records}, "report": path, "curves":
     [paths], "attention": [paths], "skipped": [attention maps not drawn, why], "scaling": [the Scaling section's
-    figures]}; runs of several sizes add the Scaling section (zoo.report.scaling)."""
+    figures]}; runs of several sizes add the Scaling section (zoo.report.scaling). Raises ReportError for an
+    out_dir that is a file, or no runs under root."""
     root = Path(root)
+    out_dir = Path(out_dir) if out_dir is not None else root
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ReportError(
+            f"--out {out_dir} is a file; --out names a folder for report.md and its PNGs (e.g. {out_dir.parent})"
+        )
     runs = find_runs(root)
     groups = group_runs(runs)
-    out_dir = Path(out_dir) if out_dir is not None else root
     out_dir.mkdir(parents=True, exist_ok=True)
     table = rows(groups)
     curves = plot_curves(groups, out_dir)

@@ -13,10 +13,10 @@ from omegaconf import DictConfig, OmegaConf
 from zoo.errors import ConfigError, check_warmup_steps, check_z_loss
 from zoo.model import ModelConfig
 from zoo.model.beam_search import check_early_stopping
+from zoo.model.checkpoint_file import read_checkpoint_file
 from zoo.run.model_config import FROM_DATA, RUNTIME, model_dict
 from zoo.tasks.base import metric_mode
 from zoo.tasks.objectives import arch_rules, objective_class, of_arch
-from zoo.training.checkpoint_file import read_checkpoint_file
 from zoo.training.optim_config import check_keys as check_optim_keys
 from zoo.training.optim_config import check_values as check_optim_values
 

@@ -3,7 +3,6 @@ sample text from a checkpoint of a language-modeling run. The checkpoint's data 
 the text it was trained on, its tokenizer) decide what it accepts, and messages name that data."""
 
 import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import torch
@@ -12,8 +11,8 @@ import yaml
 from zoo.data.bpe import tokenizer_from_state
 from zoo.data.info import from_checkpoint
 from zoo.model import ModelConfig, build_model
+from zoo.model.checkpoint_file import read_checkpoint_file, run_checkpoint
 from zoo.model.sampling import sample
-from zoo.training.checkpoint_file import read_checkpoint_file
 
 DEFAULTS = {
     "ckpt_path": None,
@@ -28,12 +27,11 @@ DEFAULTS = {
 
 
 def read_checkpoint(ckpt_path: str) -> dict:
-    """The checkpoint at ckpt_path, read on the CPU with torch.load(weights_only=True) (load() moves the model).
-    Raises FileNotFoundError / ValueError with what to do."""
-    path = Path(ckpt_path)
-    if not path.is_file():
-        raise FileNotFoundError(f"ckpt_path={ckpt_path} does not exist; use a .ckpt from a run's checkpoints/ dir")
-    return read_checkpoint_file(path, "use a .ckpt from a run's checkpoints/ dir")
+    """The checkpoint ckpt_path names (a .ckpt file, or a run directory: its best, else last, checkpoint; see
+    zoo.model.checkpoint_file.run_checkpoint), read on the CPU with torch.load(weights_only=True) (load() moves
+    the model). Raises FileNotFoundError / ValueError with what to do."""
+    path, _ = run_checkpoint(ckpt_path)
+    return read_checkpoint_file(path, "use a .ckpt from a run's checkpoints/ dir, or the run's directory")
 
 
 def load(ckpt_path: str, device: str = "cpu", ckpt: dict | None = None):
@@ -69,7 +67,7 @@ USAGE = (
 HELP = f"""{USAGE}
 
 Sample text from a checkpoint of a language-modeling run (task=lm) with its KV cache.
-  ckpt_path       a run's .ckpt file (its checkpoints/ dir)
+  ckpt_path       a run's .ckpt file (its checkpoints/ dir), or the run's directory (its best checkpoint)
   prompt          the text to continue (default a newline); its characters must be in the run's vocabulary
   max_new_tokens  tokens to add (default {DEFAULTS["max_new_tokens"]})
   temperature     0 = greedy (default {DEFAULTS["temperature"]})

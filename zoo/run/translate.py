@@ -19,7 +19,6 @@ examples:
 
 import argparse
 import inspect
-import json
 import sys
 from pathlib import Path
 
@@ -31,7 +30,7 @@ from zoo.data.files import text_lines
 from zoo.data.info import from_checkpoint
 from zoo.data.resolver import DataError
 from zoo.model.beam_search import check_early_stopping
-from zoo.training.checkpoint_file import read_checkpoint_file
+from zoo.model.checkpoint_file import read_checkpoint_file, run_checkpoint
 
 TASK = "Translation"  # zoo_task of translation checkpoints (zoo.tasks.base.TaskBase.on_save_checkpoint)
 OTHER_TASKS = {
@@ -45,39 +44,9 @@ class TranslateError(ValueError):
 
 
 def checkpoint_path(path: str) -> tuple[Path, str]:
-    """The checkpoint that `path` names and why: a .ckpt file itself; a run directory's results.json
-    best_checkpoint (looked up in the run's checkpoints/ folder too, for a run directory that moved), else its
-    checkpoints/last.ckpt. Raises TranslateError naming what was looked for."""
-    p = Path(path).expanduser()
-    if p.is_file():
-        return p, "the checkpoint given"
-    if not p.is_dir():
-        raise TranslateError(
-            f"{path} does not exist; pass a translation run's directory (it holds results.json and checkpoints/) or "
-            f"one of its checkpoints/*.ckpt"
-        )
-    best = None
-    if (p / "results.json").is_file():
-        try:
-            best = json.loads((p / "results.json").read_text(encoding="utf-8")).get("best_checkpoint")
-        except (json.JSONDecodeError, UnicodeDecodeError, AttributeError) as e:
-            raise TranslateError(
-                f"{p / 'results.json'} is not a run's results.json ({e}); pass one of the run's checkpoints/*.ckpt"
-            ) from None
-    if best:
-        for cand in (Path(best), p / "checkpoints" / Path(best).name):
-            if cand.is_file():
-                return cand, "results.json's best_checkpoint"
-    last = p / "checkpoints" / "last.ckpt"
-    if last.is_file():
-        why = "results.json names no best_checkpoint" if not best else f"results.json's best_checkpoint {best} is gone"
-        return last, f"checkpoints/last.ckpt, the final weights ({why})"
-    runs = sorted(q.parent.name for q in p.glob("*/results.json"))
-    raise TranslateError(
-        f"{p} holds no checkpoint (results.json's best_checkpoint or checkpoints/last.ckpt)"
-        + (f"; it holds the runs {', '.join(runs[:8])}{' ...' if len(runs) > 8 else ''}: pass one" if runs else "")
-        + "; pass a translation run's directory or a .ckpt file"
-    )
+    """The checkpoint that `path` names and why (zoo.model.checkpoint_file.run_checkpoint: a .ckpt file, or a
+    run directory's best, else last, checkpoint). Raises TranslateError naming what was looked for."""
+    return run_checkpoint(path, TranslateError)
 
 
 def check_checkpoint(ckpt: dict, where: str) -> dict:

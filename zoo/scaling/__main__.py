@@ -18,11 +18,22 @@ from pathlib import Path
 def read_points(path: Path, params: str, loss: str, tokens: str | None = None, flops: str | None = None):
     """(N, D, L, labels) from a CSV with a header row: N from column `params`, D from `tokens` or D = C / (6 N) from
     `flops` (C in FLOPs), L from `loss`; labels[i] = "FILE line k". Raises ScalingError (a ValueError) naming the
-    file, line and column of a missing column, an empty file, or a value that is not a positive finite number."""
+    file, line and column of a missing column, an empty file, or a value that is not a positive finite number; a
+    column named for two flags; a file that is not UTF-8 text."""
     from zoo.scaling.fit import ScalingError
 
-    wanted = {"--params": params, "--loss": loss}
-    wanted.update({"--tokens": tokens} if tokens is not None else {"--flops": flops})
+    wanted = {
+        "--params": params,
+        **({"--tokens": tokens} if tokens is not None else {"--flops": flops}),
+        "--loss": loss,
+    }
+    flags = {}
+    for flag, col in wanted.items():
+        if col in flags:
+            raise ScalingError(
+                f"{flags[col]} and {flag} both name column {col!r}: each of N, D (or C) and the loss is its own column"
+            )
+        flags[col] = flag
     try:
         with open(path, newline="", encoding="utf-8-sig") as f:
             reader = csv.DictReader(f)
@@ -53,6 +64,10 @@ def read_points(path: Path, params: str, loss: str, tokens: str | None = None, f
                 labels.append(label)
     except OSError as e:
         raise ScalingError(f"{path}: cannot read the file ({e.strerror or e})") from e
+    except (UnicodeDecodeError, csv.Error) as e:
+        raise ScalingError(
+            f"{path}: not a UTF-8 CSV file ({e}); give a text CSV with a header row and one row per point"
+        ) from e
     N, L = columns["--params"], columns["--loss"]
     D = columns["--tokens"] if tokens is not None else [c / (6.0 * n) for c, n in zip(columns["--flops"], N)]
     return N, D, L, labels
@@ -133,6 +148,8 @@ def main(argv=None) -> int:
     try:
         if args.json is not None and not args.json.parent.is_dir():
             raise ScalingError(f"--json {args.json}: the folder {args.json.parent} does not exist; create it first")
+        if args.json is not None and args.json.is_dir():
+            raise ScalingError(f"--json {args.json} is a folder; give a file name in it, e.g. {args.json / 'fit.json'}")
         if args.compute is not None and not all(math.isfinite(c) and c > 0 for c in args.compute):
             raise ScalingError(f"--compute {args.compute}: compute budgets must be positive FLOPs")
         N, D, L, labels = read_points(args.csv, args.params, args.loss, args.tokens, args.flops)
