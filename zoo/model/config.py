@@ -193,8 +193,16 @@ class ModelConfig:
             raise ValueError(
                 f"model.src_vocab_size={self.src_vocab_size} must be a positive integer (or null = vocab_size)"
             )
-        if self.n_layers < 0 or self.encoder_layers < 0 or self.decoder_layers < 0:
-            raise ValueError(f"model.n_layers={self.n_layers} must be >= 0")
+        for key, value in (
+            ("n_layers", self.n_layers),
+            ("n_encoder_layers", self.n_encoder_layers),
+            ("n_decoder_layers", self.n_decoder_layers),
+        ):
+            if value is not None and value < 1:
+                raise ValueError(
+                    f"model.{key}={value} must be >= 1: a stack without layers leaves only the embedding and the "
+                    f"head (a bigram model), and an encoder-decoder's target would never see its source"
+                )
         if self.d_model % self.n_heads:
             raise ValueError(
                 f"model.d_model={self.d_model} is not divisible by model.n_heads={self.n_heads}; "
