@@ -422,6 +422,22 @@ def test_a_precision_lightning_does_not_run_is_refused_before_the_data(tmp_path)
         check_config(make_cfg(tmp_path, [f"trainer.precision={ok}"]))
 
 
+def test_the_precisions_check_config_takes_are_lightnings():
+    """PRECISIONS is the set of values in Lightning's own type of Trainer(precision=...) (a private Literal,
+    flattened here), so a Lightning upgrade that adds or drops one fails this test, not a user's run."""
+    import typing
+
+    from lightning.fabric.connector import _PRECISION_INPUT
+
+    from zoo.run.config_checks import PRECISIONS
+
+    def values(t):
+        args = typing.get_args(t)
+        return {str(v) for a in args for v in (values(a) if typing.get_args(a) else [a])}
+
+    assert set(PRECISIONS) == values(_PRECISION_INPUT) and len(PRECISIONS) == len(set(PRECISIONS))
+
+
 def test_a_bad_budget_is_refused_before_any_job():
     """compare.budget=bogus: zoo's BudgetError message from the pre-launch check, for one run and a multirun's
     first job alike, not a resolver traceback after the sweep has launched its jobs."""
