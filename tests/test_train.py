@@ -546,6 +546,40 @@ def test_progress_bar_epoch_label(max_epochs, expected):
     assert bar._get_train_description(3).rstrip() == expected
 
 
+def test_progress_bar_updates_at_most_refresh_rate_times_a_second(monkeypatch):
+    """zoo's bar hands a training batch to Lightning's update (count and metrics) only when 1 / refresh_rate
+    seconds have passed since the last one, and always on the first batch, the epoch's last batch and the step
+    at which trainer.max_steps ends the run: 100 batches 1/32 s apart at refresh_rate 8 are 25 updates (every
+    fourth batch from the first), plus the last one. (Binary fractions of a second: exact sums.)"""
+    from types import SimpleNamespace
+
+    from lightning.pytorch.callbacks import RichProgressBar
+
+    import zoo.training.callbacks.progress as progress
+
+    updated = []
+    monkeypatch.setattr(RichProgressBar, "on_train_batch_end", lambda self, t, m, o, b, i: updated.append(i + 1))
+    monkeypatch.setattr(RichProgressBar, "on_train_epoch_start", lambda self, t, m: None)
+    clock = [1000.0]
+    monkeypatch.setattr(progress, "time", SimpleNamespace(monotonic=lambda: clock[0]))
+    bar = progress.ProgressBar(refresh_rate=8)
+    trainer = SimpleNamespace(max_steps=100, global_step=0, num_training_batches=float("inf"))
+    bar._trainer = trainer
+    bar.on_train_epoch_start(trainer, None)
+    for i in range(100):
+        trainer.global_step = i + 1
+        bar.on_train_batch_end(trainer, None, None, None, i)
+        clock[0] += 1 / 32
+    assert updated == [*range(1, 100, 4), 100]
+    updated.clear()  # an epoch of 7 batches ends on an update; the next epoch starts with one
+    trainer.max_steps, trainer.num_training_batches = -1, 7
+    bar.on_train_epoch_start(trainer, None)
+    for i in range(7):
+        bar.on_train_batch_end(trainer, None, None, None, i)
+        clock[0] += 1 / 32
+    assert updated == [1, 5, 7]
+
+
 # ---- results.json's best_checkpoint: the file the test scored ----------------------------------------------
 
 
