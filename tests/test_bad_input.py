@@ -75,6 +75,9 @@ def test_rope_odd_head_dim():
         (dict(n_layers=0), r"n_layers=0 must be >= 1: a stack without layers"),
         (dict(n_encoder_layers=0), r"n_encoder_layers=0 must be >= 1"),
         (dict(n_decoder_layers=0), r"n_decoder_layers=0 must be >= 1"),
+        (dict(position="rope", rope_base=-1.0), r"rope_base=-1\.0 must be a positive, finite number"),
+        (dict(norm_eps=-1.0), r"norm_eps=-1\.0 must be a positive, finite number"),
+        (dict(norm_eps=float("nan")), r"norm_eps=nan must be a positive, finite number"),
         (dict(src_vocab_size=0), "src_vocab_size=0"),
         (dict(src_vocab_size=-5), "src_vocab_size=-5"),
         (dict(share_embeddings=True, src_vocab_size=40), "share_embeddings.*src_vocab_size=40"),
@@ -385,6 +388,15 @@ def test_max_steps_that_train_nothing_are_refused(tmp_path, steps, what):
         (["task.optimizer.betas=[0.9]"], r"task\.optimizer\.betas=\[0\.9\] must be two numbers"),
         (["task.optimizer.weight_decay=-1"], r"task\.optimizer\.weight_decay=-1 must be a number >= 0"),
         (["task.optimizer.eps=0"], r"task\.optimizer\.eps=0 must be a number > 0"),
+        (["trainer.max_steps=-1", "trainer.max_epochs=0"], r"trainer\.max_epochs=0 must be a positive whole number"),
+        (["task.scheduler.decay_steps=-5"], r"task\.scheduler\.decay_steps=-5 must be a whole number of optimizer"),
+        (
+            ["task.scheduler.warmup_steps=10", "task.scheduler.decay_steps=5"],
+            r"decay_steps=5 ends the cosine before its warm-up \(task\.scheduler\.warmup_steps=10\) does",
+        ),
+        (["task.sample.temperature=-1"], r"task\.sample\.temperature=-1 must be a number >= 0"),
+        (["task.sample.top_k=0"], r"task\.sample\.top_k=0 must be a whole number >= 1"),
+        (["data=text_corpus"], r"data\.file is not set \(\?\?\? in the config\): give data\.file=\.\.\."),
     ],
 )
 def test_a_clip_an_optimizer_value_or_an_endless_run_is_refused_before_the_data(tmp_path, overrides, message):
@@ -396,6 +408,8 @@ def test_a_clip_an_optimizer_value_or_an_endless_run_is_refused_before_the_data(
         check_config(make_cfg(tmp_path, overrides))
     check_config(make_cfg(tmp_path, ["trainer.gradient_clip_val=0", "task.optimizer.betas=[0,0.99]"]))
     check_config(make_cfg(tmp_path, ["task.optimizer.weight_decay=0", "task.optimizer.lr=1e-30"]))
+    check_config(make_cfg(tmp_path, ["task.scheduler.warmup_steps=10", "task.scheduler.decay_steps=10"]))
+    check_config(make_cfg(tmp_path, ["trainer.max_epochs=2", "task.sample.temperature=0", "task.sample.top_k=null"]))
     time_only = ["trainer.max_steps=-1", "trainer.max_time=00:00:01:00"]
     for schedule in ("task.scheduler.kind=noam", "task.scheduler.decay_steps=100"):
         check_config(make_cfg(tmp_path, [*time_only, schedule]))
@@ -524,3 +538,18 @@ def test_a_trainer_misconfiguration_exits_2_naming_the_trainer_config(capsys):
     assert exit_.value.code == 2
     assert err.startswith("zoo: error: the trainer config (trainer=..., trainer.*): No supported gpu backend found!")
     assert "trainer=cpu runs on any machine" in err
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("task.beam_size=0", r"task\.beam_size=0 must be a whole number >= 1"),
+        ("task.length_penalty=nan", r"task\.length_penalty=nan must be a finite number"),
+    ],
+)
+def test_translation_decoding_out_of_range_is_refused_before_the_data(tmp_path, override, message):
+    """A beam of 0 trained a whole run and decoded nothing at test time; a NaN length penalty ranks beams by
+    NaN. Both are ConfigErrors from check_config; the default (beam 4, alpha 0.6) passes."""
+    with pytest.raises(ConfigError, match=message):
+        check_config(make_cfg(tmp_path, [override], arch="encoder_decoder"))
+    check_config(make_cfg(tmp_path, ["task.beam_size=1"], arch="encoder_decoder"))

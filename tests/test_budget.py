@@ -33,8 +33,10 @@ def results(path):
     [
         ({"kind": "epochs", "value": 3}, "budget.kind='epochs' is unknown"),
         ({"kind": "tokens", "value": None}, "budget.kind=tokens needs budget.value"),
-        ({"kind": "flops", "value": -1.0}, "must be a positive number of training FLOPs"),
-        ({"kind": "time", "value": True}, "must be a positive number of seconds"),
+        ({"kind": "flops", "value": -1.0}, "must be a positive, finite number of training FLOPs"),
+        ({"kind": "time", "value": True}, "must be a positive, finite number of seconds"),
+        ({"kind": "tokens", "value": float("nan")}, r"budget.value=nan must be a positive, finite number of tokens"),
+        ({"kind": "time", "value": float("inf")}, r"budget.value=inf must be a positive, finite number of seconds"),
         ({"kind": "steps", "value": 2.5}, "a whole number of optimizer steps"),
     ],
 )

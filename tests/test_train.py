@@ -150,6 +150,8 @@ def test_checkpoint_from_other_model_is_refused(tmp_path):
         run(make_cfg(tmp_path / "c", TINY + ["logger=csv", f"ckpt_path={tmp_path / 'other.ckpt'}"]))
     with pytest.raises(ConfigError, match="does not exist"):
         run(make_cfg(tmp_path / "d", TINY + ["logger=csv", f"ckpt_path={tmp_path / 'missing.ckpt'}"]))
+    with pytest.raises(ConfigError, match=f"is a folder; .* pass ckpt_path={ckpt}$"):  # the run dir: its last.ckpt
+        run(make_cfg(tmp_path / "e", TINY + ["logger=csv", f"ckpt_path={tmp_path / 'a'}"]))
 
 
 @pytest.mark.e2e

@@ -4,6 +4,7 @@ Each field is one constructor argument of one block; `conf/model/*.yaml` sets th
 """
 
 import itertools
+import math
 from dataclasses import dataclass, fields
 
 ACTIVATIONS = ("relu", "gelu", "swiglu", "geglu", "gelu_tanh", "geglu_tanh", "silu")
@@ -222,6 +223,12 @@ class ModelConfig:
     def _check_ranges(self) -> None:
         """Dropout rates, window, head sizes, loss chunk size, offsets, T5 buckets, attention scale and prefix length
         within their ranges."""
+        for key, value in (("rope_base", self.rope_base), ("norm_eps", self.norm_eps)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
+                raise ValueError(
+                    f"model.{key}={value!r} must be a positive, finite number (defaults: rope_base 10000, "
+                    f"norm_eps 1e-5)"
+                )
         for name, rate in (("dropout", self.dropout), ("attn_dropout", self.attn_dropout)):
             if rate is not None and not 0.0 <= rate < 1.0:
                 raise ValueError(f"model.{name}={rate} must be in [0, 1): a probability of dropping, below 1")

@@ -8,6 +8,8 @@ FLOPs or time gives architectures whose steps cost differently the same compute 
 T5, Raffel et al. 2020, sec. 3.2.1, matches by cost the same way).
 """
 
+import math
+
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import InterpolationResolutionError
 
@@ -51,13 +53,15 @@ def apply_budget(cfg: DictConfig) -> dict:
     """Check cfg.budget and make the trainer follow it; returns {"kind", "value"} (value of steps: the
     resulting trainer.max_steps, -1 when epochs bound the run). tokens / flops / time lift the trainer's step
     and epoch bounds (-1), so the budget alone stops the run.
-    Raises BudgetError for an unknown kind or a missing / non-positive value."""
+    Raises BudgetError for an unknown kind or a missing, non-positive, NaN or infinite value."""
     budget = cfg.get("budget") or {}
     kind, value = budget.get("kind", "steps"), budget.get("value")
     if kind not in KINDS:
         raise BudgetError(f"budget.kind={kind!r} is unknown; allowed: {', '.join(KINDS)}")
-    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
-        raise BudgetError(f"budget.value={value!r} must be a positive number of {UNITS[kind]}")
+    if value is not None and (
+        isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf
+    ):  # NaN and inf fail `0 < value < inf`: a budget they set would never be spent
+        raise BudgetError(f"budget.value={value!r} must be a positive, finite number of {UNITS[kind]}")
     if kind == "steps":
         if value is not None:
             if value != int(value):

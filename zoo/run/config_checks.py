@@ -2,6 +2,7 @@
 key at fault and the fix. Also the config normalisation that picks the task from the data (task_for_data)."""
 
 import logging
+import math
 import sys
 from dataclasses import fields
 from pathlib import Path
@@ -158,8 +159,71 @@ PRECISIONS = (
 )
 
 
+def check_missing(cfg: DictConfig) -> None:
+    """Raise ConfigError naming every key the composed config leaves unset (??? in its YAML, e.g. data.file of
+    data=text_corpus), before anything reads one and fails with OmegaConf's MissingMandatoryValue."""
+    missing = sorted(OmegaConf.missing_keys(cfg))
+    if missing:
+        keys = ", ".join(missing)
+        raise ConfigError(
+            f"{keys} {'is' if len(missing) == 1 else 'are'} not set (??? in the config): give "
+            f"{' '.join(f'{k}=...' for k in missing)} on the command line (e.g. data.file=PATH for "
+            f"data=text_corpus) or in your config"
+        )
+
+
+def check_run_length_and_schedule(cfg: DictConfig) -> None:
+    """trainer.max_epochs is -1 (none), null or a positive whole number; task.scheduler.decay_steps is null or a
+    whole number of optimizer steps >= the warm-up (a cosine that ends before it peaks never decays as set);
+    ConfigError otherwise."""
+    epochs = cfg.trainer.get("max_epochs")
+    if epochs is not None and (isinstance(epochs, bool) or not isinstance(epochs, int) or epochs == 0 or epochs < -1):
+        raise ConfigError(
+            f"trainer.max_epochs={epochs!r} must be a positive whole number, or -1 to leave the run to "
+            f"trainer.max_steps or a budget"
+        )
+    sched = cfg.task.get("scheduler") or {}
+    decay, warmup = sched.get("decay_steps"), sched.get("warmup_steps") or 0
+    if decay is not None and (isinstance(decay, bool) or not isinstance(decay, int) or decay < 1):
+        raise ConfigError(
+            f"task.scheduler.decay_steps={decay!r} must be a whole number of optimizer steps >= 1, or null (the "
+            f"run's trainer.max_steps)"
+        )
+    if decay is not None and isinstance(warmup, int) and decay < warmup:
+        raise ConfigError(
+            f"task.scheduler.decay_steps={decay} ends the cosine before its warm-up "
+            f"(task.scheduler.warmup_steps={warmup}) does: give decay_steps >= {warmup}, or null"
+        )
+
+
+def check_decoding(cfg: DictConfig) -> None:
+    """The task's decoding settings are in range (ConfigError): task.beam_size a whole number >= 1,
+    task.length_penalty a finite number, and the validation sample's temperature >= 0, top_k >= 1 (or null)
+    and max_new_tokens >= 0 (zoo.model.generate.sample_next's ranges)."""
+    task = cfg.task
+    beam = task.get("beam_size")
+    if beam is not None and (isinstance(beam, bool) or not isinstance(beam, int) or beam < 1):
+        raise ConfigError(f"task.beam_size={beam!r} must be a whole number >= 1 (1 = greedy decoding only)")
+    alpha = task.get("length_penalty")
+    if alpha is not None and (
+        isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not math.isfinite(alpha)
+    ):
+        raise ConfigError(f"task.length_penalty={alpha!r} must be a finite number (GNMT's alpha, e.g. 0.6)")
+    sample = task.get("sample") or {}
+    temperature, top_k, new = sample.get("temperature"), sample.get("top_k"), sample.get("max_new_tokens")
+    if temperature is not None and (
+        isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not 0 <= temperature < math.inf
+    ):
+        raise ConfigError(f"task.sample.temperature={temperature!r} must be a number >= 0 (0 = greedy)")
+    if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
+        raise ConfigError(f"task.sample.top_k={top_k!r} must be a whole number >= 1, or null (no top-k cut)")
+    if new is not None and (isinstance(new, bool) or not isinstance(new, int) or new < 0):
+        raise ConfigError(f"task.sample.max_new_tokens={new!r} must be a whole number >= 0 (0 = no sample)")
+
+
 def check_config(cfg: DictConfig) -> None:
     """Raise ConfigError (a ValueError) for a bad model config or contradictions between groups."""
+    check_missing(cfg)
     if cfg.get("data") is None:
         raise ConfigError("no dataset selected: add data=tiny_shakespeare (or another option of conf/data/)")
     from zoo.data.config_keys import data_key_problems
@@ -224,6 +288,8 @@ def check_config(cfg: DictConfig) -> None:
         )
     check_lengths(cfg, task_cls)
     check_weight_averaging(cfg)
+    check_run_length_and_schedule(cfg)
+    check_decoding(cfg)
 
 
 def check_weight_averaging(cfg: DictConfig) -> None:
@@ -424,6 +490,12 @@ def check_checkpoint(cfg: DictConfig) -> None:
     path = cfg.get("ckpt_path")
     if path is None:
         return
+    if Path(path).is_dir():
+        last = Path(path) / "checkpoints" / "last.ckpt"
+        hint = f"ckpt_path={last}" if last.is_file() else "a .ckpt file from its checkpoints/ dir"
+        raise ConfigError(
+            f"ckpt_path={path} is a folder; a resumed run continues from one checkpoint file: pass {hint}"
+        )
     if not Path(path).is_file():
         raise ConfigError(f"ckpt_path={path} does not exist; pass a .ckpt file from a run's checkpoints/ dir")
     ckpt = read_checkpoint_file(path, "pass a .ckpt file from a run's checkpoints/ dir", ConfigError)
