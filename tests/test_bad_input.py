@@ -75,6 +75,7 @@ def test_rope_odd_head_dim():
         (dict(n_layers=0), r"n_layers=0 must be >= 1: a stack without layers"),
         (dict(n_encoder_layers=0), r"n_encoder_layers=0 must be >= 1"),
         (dict(n_decoder_layers=0), r"n_decoder_layers=0 must be >= 1"),
+        (dict(n_kv_heads=0), r"n_kv_heads=0 must be >= 1 \(or null: n_heads\)"),
         (dict(position="rope", rope_base=-1.0), r"rope_base=-1\.0 must be a positive, finite number"),
         (dict(norm_eps=-1.0), r"norm_eps=-1\.0 must be a positive, finite number"),
         (dict(norm_eps=float("nan")), r"norm_eps=nan must be a positive, finite number"),
@@ -311,7 +312,13 @@ def test_num_classes_other_than_the_data_is_refused(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "seed", ["abc", pytest.param("-1", marks=pytest.mark.slow), pytest.param("1.5", marks=pytest.mark.slow)]
+    "seed",
+    [
+        "abc",
+        pytest.param("-1", marks=pytest.mark.slow),
+        pytest.param("1.5", marks=pytest.mark.slow),
+        pytest.param("4294967296", marks=pytest.mark.slow),  # 2**32: numpy's seeds end below it
+    ],
 )
 @pytest.mark.e2e
 def test_a_bad_seed_exits_2(tmp_path, seed):
@@ -395,6 +402,10 @@ def test_max_steps_that_train_nothing_are_refused(tmp_path, steps, what):
             r"decay_steps=5 ends the cosine before its warm-up \(task\.scheduler\.warmup_steps=10\) does",
         ),
         (["task.sample.temperature=-1"], r"task\.sample\.temperature=-1 must be a number >= 0"),
+        (["task.scheduler.min_lr=-1"], r"task\.scheduler\.min_lr=-1 must be a number in \[0, task\.optimizer\.lr="),
+        (["task.scheduler.min_lr=1.0"], r"task\.scheduler\.min_lr=1\.0 must be a number in \[0, "),
+        (["trainer.accumulate_grad_batches=0"], r"trainer\.accumulate_grad_batches=0 must be a whole number >= 1"),
+        (["trainer.val_check_interval=0"], r"trainer\.val_check_interval=0 must be > 0"),
         (["task.sample.top_k=0"], r"task\.sample\.top_k=0 must be a whole number >= 1"),
         (["data=text_corpus"], r"data\.file is not set \(\?\?\? in the config\): give data\.file=\.\.\."),
     ],
@@ -407,7 +418,9 @@ def test_a_clip_an_optimizer_value_or_an_endless_run_is_refused_before_the_data(
     with pytest.raises(ConfigError, match=message):
         check_config(make_cfg(tmp_path, overrides))
     check_config(make_cfg(tmp_path, ["trainer.gradient_clip_val=0", "task.optimizer.betas=[0,0.99]"]))
-    check_config(make_cfg(tmp_path, ["task.optimizer.weight_decay=0", "task.optimizer.lr=1e-30"]))
+    check_config(
+        make_cfg(tmp_path, ["task.optimizer.weight_decay=0", "task.optimizer.lr=1e-30", "task.scheduler.min_lr=0"])
+    )
     check_config(make_cfg(tmp_path, ["task.scheduler.warmup_steps=10", "task.scheduler.decay_steps=10"]))
     check_config(make_cfg(tmp_path, ["trainer.max_epochs=2", "task.sample.temperature=0", "task.sample.top_k=null"]))
     time_only = ["trainer.max_steps=-1", "trainer.max_time=00:00:01:00"]

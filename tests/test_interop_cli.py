@@ -36,7 +36,16 @@ def test_from_hf_then_to_hf_with_the_tokenizer(tmp_path, capsys):
     src = tmp_path / "hf"
     hf.save_pretrained(src)
     tok.save(str(src / "tokenizer.json"))
+    folder = tmp_path / "out"
+    folder.mkdir()  # from-hf names a file: a folder is refused before converting, and nothing is left behind
+    assert main(["from-hf", str(src), str(folder)]) == 2
+    assert "is a folder; from-hf writes one file" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["hf", "out"]
     assert main(["from-hf", str(src), str(tmp_path / "gpt2.ckpt")]) == 0
+    (tmp_path / "notes.txt").write_text("mine")  # to-hf names a folder: an existing file is refused, untouched
+    assert main(["to-hf", str(tmp_path / "gpt2.ckpt"), str(tmp_path / "notes.txt")]) == 2
+    assert "is a file; to-hf writes a folder" in capsys.readouterr().err
+    assert (tmp_path / "notes.txt").read_text() == "mine"
     ckpt = torch.load(tmp_path / "gpt2.ckpt", weights_only=True)
     assert ckpt["hyper_parameters"]["arch"] == "decoder_only" and "json" in ckpt["hyper_parameters"]["tokenizer"]
     model = zhf.model_from_checkpoint(ckpt)

@@ -54,18 +54,27 @@ def main(argv=None) -> int:
 
         if args.command == "from-hf":
             check_source(args.src)
+            out = Path(args.out)
+            if out.is_dir():  # checked before the conversion, which may download a model
+                raise IsADirectoryError(
+                    f"{out} is a folder; from-hf writes one file: give its name, e.g. {out / 'model.ckpt'}"
+                )
             model, cfg = hf.from_hf(args.src)
             tok = hf.hf_tokenizer_state(args.src) if Path(args.src).is_dir() else None
-            out = Path(args.out)
             out.parent.mkdir(parents=True, exist_ok=True)
             tmp = out.with_name(out.name + ".tmp")
-            torch.save(hf.zoo_checkpoint(model, tok, source=str(args.src)), tmp)
-            os.replace(tmp, out)  # atomic: an interrupted write never leaves a truncated out.ckpt
+            try:
+                torch.save(hf.zoo_checkpoint(model, tok, source=str(args.src)), tmp)
+                os.replace(tmp, out)  # atomic: an interrupted write never leaves a truncated out.ckpt
+            finally:
+                tmp.unlink(missing_ok=True)  # a failed write leaves nothing behind
             print(
                 f"{out}: +arch={hf.arch_of(model)}, {model.num_params()} parameters"
                 + ("" if tok else " (no tokenizer.json in the source)")
             )
         else:
+            if Path(args.out).exists() and not Path(args.out).is_dir():
+                raise FileExistsError(f"{args.out} is a file; to-hf writes a folder (config.json, weights): name one")
             ckpt = hf.read_zoo_checkpoint(args.src)
             model = hf.model_from_checkpoint(ckpt)
             out = hf.to_hf(model, args.out, ckpt["hyper_parameters"].get("tokenizer"), args.family)

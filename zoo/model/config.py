@@ -209,7 +209,9 @@ class ModelConfig:
                 f"model.d_model={self.d_model} is not divisible by model.n_heads={self.n_heads}; "
                 f"choose n_heads among the divisors of d_model"
             )
-        if self.n_kv_heads is not None and (self.n_kv_heads < 1 or self.n_heads % self.n_kv_heads):
+        if self.n_kv_heads is not None and self.n_kv_heads < 1:
+            raise ValueError(f"model.n_kv_heads={self.n_kv_heads} must be >= 1 (or null: n_heads)")
+        if self.n_kv_heads is not None and self.n_heads % self.n_kv_heads:
             raise ValueError(
                 f"model.n_heads={self.n_heads} is not divisible by model.n_kv_heads={self.n_kv_heads}; "
                 f"n_kv_heads must divide n_heads (n_kv_heads=null means n_heads)"

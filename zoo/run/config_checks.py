@@ -84,10 +84,10 @@ def exit_on_bad_arch_or_seed(cfg: DictConfig) -> None:
         print(NO_ARCH, file=sys.stderr)
         sys.exit(2)
     seed = cfg.get("seed")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32:  # numpy's seed range
         print(
-            f"zoo: error: seed={seed!r} must be a non-negative integer (e.g. seed=1; a sweep: seed=1,2,3 or "
-            f"compare.seeds=3)",
+            f"zoo: error: seed={seed!r} must be a non-negative integer below 2**32 (e.g. seed=1; a sweep: "
+            f"seed=1,2,3 or compare.seeds=3)",
             file=sys.stderr,
         )
         sys.exit(2)
@@ -173,8 +173,9 @@ def check_missing(cfg: DictConfig) -> None:
 
 
 def check_run_length_and_schedule(cfg: DictConfig) -> None:
-    """trainer.max_epochs is -1 (none), null or a positive whole number; task.scheduler.decay_steps is null or a
-    whole number of optimizer steps >= the warm-up (a cosine that ends before it peaks never decays as set);
+    """trainer.max_epochs is -1 (none), null or a positive whole number; accumulate_grad_batches >= 1;
+    val_check_interval > 0; task.scheduler.min_lr in [0, lr]; task.scheduler.decay_steps is null or a whole
+    number of optimizer steps >= the warm-up (a cosine that ends before it peaks never decays as set);
     ConfigError otherwise."""
     epochs = cfg.trainer.get("max_epochs")
     if epochs is not None and (isinstance(epochs, bool) or not isinstance(epochs, int) or epochs == 0 or epochs < -1):
@@ -182,7 +183,26 @@ def check_run_length_and_schedule(cfg: DictConfig) -> None:
             f"trainer.max_epochs={epochs!r} must be a positive whole number, or -1 to leave the run to "
             f"trainer.max_steps or a budget"
         )
+    accumulate = cfg.trainer.get("accumulate_grad_batches")
+    if accumulate is not None and (isinstance(accumulate, bool) or not isinstance(accumulate, int) or accumulate < 1):
+        raise ConfigError(
+            f"trainer.accumulate_grad_batches={accumulate!r} must be a whole number >= 1 (batches per optimizer step)"
+        )
+    every = cfg.trainer.get("val_check_interval")
+    if every is not None and (isinstance(every, bool) or not isinstance(every, (int, float)) or not every > 0):
+        raise ConfigError(
+            f"trainer.val_check_interval={every!r} must be > 0: a share of an epoch in (0, 1] or a whole number of "
+            f"training batches"
+        )
     sched = cfg.task.get("scheduler") or {}
+    lr, min_lr = (cfg.task.get("optimizer") or {}).get("lr"), sched.get("min_lr")
+    if min_lr is not None and (
+        isinstance(min_lr, bool) or not isinstance(min_lr, (int, float)) or not 0 <= min_lr <= (lr or math.inf)
+    ):
+        raise ConfigError(
+            f"task.scheduler.min_lr={min_lr!r} must be a number in [0, task.optimizer.lr={lr}]: the learning rate "
+            f"the cosine decays to (a negative one ascends the loss, one above lr rises)"
+        )
     decay, warmup = sched.get("decay_steps"), sched.get("warmup_steps") or 0
     if decay is not None and (isinstance(decay, bool) or not isinstance(decay, int) or decay < 1):
         raise ConfigError(
