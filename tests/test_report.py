@@ -285,6 +285,8 @@ def test_bad_input_exits_2(tmp_path, capsys):
     (tmp_path / "run" / "results.json").write_text("{not json")
     assert main([str(tmp_path)]) == 2
     assert "cannot read" in capsys.readouterr().err
+    assert main([str(tmp_path / "run" / "results.json")]) == 2  # a file for the runs' folder: named as such
+    assert "is not a directory; pass the multirun dir" in capsys.readouterr().err
     (tmp_path / "report.md").write_text("my notes")  # --out naming a file: refused before reading any run
     assert main([str(tmp_path), "--out", str(tmp_path / "report.md")]) == 2
     assert f"--out {tmp_path / 'report.md'} is a file; --out names a folder" in capsys.readouterr().err

@@ -160,3 +160,23 @@ def test_a_bootstrap_over_groups_of_one_point_is_the_bootstrap_over_points():
     runs = fit_scaling_law(N, D, L, bootstrap=20, seed=3, n_starts=5, groups=np.repeat(np.arange(len(SIZES)), 4))
     assert np.array_equal(plain.samples, ones.samples)
     assert not np.allclose(plain.samples, runs.samples)
+
+
+def test_one_size_of_an_architecture_is_not_fitted_and_has_no_holdout():
+    """An architecture run at one size (N) cannot be fitted (zoo.scaling.fit.check_points refuses it): the
+    report warns and skips it instead of failing; two sizes leave one after the hold-out's refit, so there is
+    no hold-out check, instead of a degenerate law predicting the other."""
+    from zoo.report.scaling import _fits, holdout
+
+    def pts(n):
+        return [
+            {"arch": "a", "run": f"r{n}", "N": n, "D": d, "C": 6 * n * d, "loss": 2 + 1e3 / n**0.3 + 1e3 / d**0.3}
+            for d in (1e6, 2e6, 4e6, 8e6, 1.6e7, 3.2e7)
+        ]
+
+    fits, warnings = _fits({"a": pts(1e5)})
+    assert fits == {} and warnings == [
+        "a: not fitted: every point fitted has the same N (parameters) (100000): the law's A / N^alpha term "
+        "cannot be told from E; give runs of at least two sizes and two token counts"
+    ]
+    assert holdout(pts(1e5) + pts(1e6)) is None

@@ -291,6 +291,20 @@ def test_cli_refuses_bad_columns_and_values_naming_the_row(tmp_path, capsys, no_
     assert expected in err and str(path) in err, err
 
 
+def test_one_size_or_one_token_count_is_refused_before_fitting(no_fitting):
+    """Runs of one N (or one D) cannot separate A / N^alpha (B / D^beta) from E: refused, not fitted to a
+    degenerate law (E = A = B = 1, alpha = beta = 0 with a note, before)."""
+    N, D = [1e6] * 6, [1e7, 2e7, 4e7, 8e7, 1.6e8, 3.2e8]
+    L = [3.0, 2.9, 2.8, 2.7, 2.6, 2.5]
+    with pytest.raises(F.ScalingError, match=r"every point fitted has the same N \(parameters\) \(1e\+06\)"):
+        F.check_points(N, D, L)
+    with pytest.raises(F.ScalingError, match=r"same D \(tokens\) \(1e\+06\).*two sizes and two token counts"):
+        F.check_points(D, N, L)
+    # the highest loss dropped leaves one size: also refused
+    with pytest.raises(F.ScalingError, match="same N"):
+        F.check_points([2e6, *N[1:]], D, L, drop_highest=1)
+
+
 def test_cli_refuses_too_few_points_after_dropping(tmp_path, capsys, no_fitting):
     path = _write_csv(tmp_path / "runs.csv", HEADER, _points(7))
     base = ["fit", str(path), "--params", "params", "--tokens", "tokens", "--loss", "loss"]

@@ -300,6 +300,7 @@ def test_sampling_never_feeds_more_context_than_training(tmp_path):
         (["ckpt_path=CKPT", "max_new_tokens=-5"], "max_new_tokens=-5"),
         (["ckpt_path=CKPT", "temperature=hot"], "temperature='hot'"),
         (["ckpt_path=CKPT", "top_k=0"], "top_k=0"),
+        (["ckpt_path=CKPT", "seed=-3"], "seed=-3 must be a non-negative integer"),
         (["ckpt_path=CKPT", "top_p=1.5"], "top_p=1.5"),
         (["ckpt_path=CKPT", "prompt=\u00e9\u00e9"], "not in the tokenizer's vocabulary"),
         (["ckpt_path=NOTCKPT"], "not a readable checkpoint"),

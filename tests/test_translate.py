@@ -250,6 +250,7 @@ def test_a_path_that_is_no_translation_checkpoint_is_refused(kind, message, tmp_
         (["--input", "{tmp}/empty.txt"], None, "{tmp}/empty.txt gave nothing"),
         (["--input", "{tmp}/blank.txt"], None, "{tmp}/blank.txt gave only blank lines"),
         (["--input", "{tmp}/none.txt"], None, "--input {tmp}/none.txt does not exist"),
+        (["--input", "{tmp}"], None, "--input {tmp} is a folder; give a text file"),
         ([], "", "stdin gave nothing"),
         (["--input", "-"], "\n \n", "stdin gave only blank lines"),
         (["Ein Hund.", "--input", "{tmp}/blank.txt"], None, "not both"),

@@ -117,7 +117,7 @@ def report(root: Path, out_dir: Path | None = None, sentence: str | None = None,
     out_dir that is a file, or no runs under root."""
     root = Path(root)
     out_dir = Path(out_dir) if out_dir is not None else root
-    if out_dir.exists() and not out_dir.is_dir():
+    if out_dir is not root and out_dir.exists() and not out_dir.is_dir():
         raise ReportError(
             f"--out {out_dir} is a file; --out names a folder for report.md and its PNGs (e.g. {out_dir.parent})"
         )

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from zoo.report.runs import arch_label, read_curves
-from zoo.scaling.fit import PARAMS, compute_optimal, fit_scaling_law
+from zoo.scaling.fit import PARAMS, ScalingError, compute_optimal, fit_scaling_law
 
 LOSS = ("val/cont_loss", "val/loss")  # the metric fitted: the first a run logs
 BOOTSTRAP = 200  # resamples of each fit (its intervals and the compute multiplier's)
@@ -98,11 +98,11 @@ def multiplier(fit, ref, C: float) -> dict:
 
 def holdout(points: list[dict]) -> dict | None:
     """Refit without the largest size and predict its points: {"N": that size, "errors": relative errors
-    |predicted - measured| / measured, in C order}; None with fewer than 6 points left to fit."""
+    |predicted - measured| / measured, in C order}; None with fewer than 6 points, or one size, left to fit."""
     top = max(p["N"] for p in points)
     train = [p for p in points if p["N"] < top]
     test = sorted((p for p in points if p["N"] == top), key=lambda p: p["C"])
-    if len(train) < 6 or not test:
+    if len(train) < 6 or not test or len({p["N"] for p in train}) < 2:  # one size left: no law to refit
         return None
     fit = fit_points(train, bootstrap=0)
     pred = fit.predict(np.array([p["N"] for p in test]), np.array([p["D"] for p in test]))
@@ -136,6 +136,9 @@ def _fits(by_arch: dict) -> tuple[dict, list[str]]:
             continue
         try:
             fits[arch] = fit_points(pts)
+        except ScalingError as e:  # e.g. one size of this architecture: the law cannot be fitted
+            warnings.append(f"{arch}: not fitted: {e}")
+            continue
         except RuntimeError as e:  # the optimiser stalled on a resample of runs: resample points instead
             warnings.append(
                 f"{arch}: the bootstrap over runs stalled ({e}); its intervals resample points (too narrow)"

@@ -142,8 +142,8 @@ def check_args(args) -> None:
         raise ValueError(f"top_k={args.top_k!r} must be an integer >= 1, or omitted")
     if args.top_p is not None and (not isinstance(args.top_p, (int, float)) or not 0 < args.top_p <= 1):
         raise ValueError(f"top_p={args.top_p!r} must be in (0, 1], or omitted")
-    if args.seed is not None and not is_int(args.seed):
-        raise ValueError(f"seed={args.seed!r} must be an integer, or omitted")
+    if args.seed is not None and (not is_int(args.seed) or int(args.seed) < 0):
+        raise ValueError(f"seed={args.seed!r} must be a non-negative integer, or omitted")
     if args.device not in ("cpu", "cuda") and not str(args.device).startswith("cuda:"):
         raise ValueError(f"device={args.device!r} must be cpu or cuda[:N]")
     if str(args.device).startswith("cuda") and not torch.cuda.is_available():

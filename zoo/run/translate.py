@@ -120,7 +120,8 @@ def read_sentences(args) -> tuple[list[str], str]:
     elif args.input not in (None, "-"):
         path = Path(args.input).expanduser()
         if not path.is_file():
-            raise TranslateError(f"--input {args.input} does not exist; give a text file, one sentence a line")
+            what = "is a folder" if path.is_dir() else "does not exist"
+            raise TranslateError(f"--input {args.input} {what}; give a text file, one sentence a line")
         try:  # a UTF-8 text file (gzip when it ends in .gz), lines by the data readers' rule
             lines = text_lines(path, fix="give a UTF-8 text file, one sentence a line")
         except DataError as e:

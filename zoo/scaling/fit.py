@@ -81,8 +81,8 @@ def check_points(N, D, L, drop_highest: int = 0, labels=None) -> np.ndarray:
 
     N, D, L: 1-d sequences of equal length (parameters, tokens, loss). labels[i] names point i in errors (default
     "point i"). Raises ScalingError for a non-finite or non-positive value (naming the point), a negative
-    drop_highest, or fewer than 5 points (the parameters fitted) left after dropping. Ties among the highest losses
-    drop the earlier row first.
+    drop_highest, fewer than 5 points (the parameters fitted) left after dropping, or one value of N or of D
+    among them. Ties among the highest losses drop the earlier row first.
     """
     arrays = {}
     for name, values in (("N (parameters)", N), ("D (tokens)", D), ("loss", L)):
@@ -112,8 +112,15 @@ def check_points(N, D, L, drop_highest: int = 0, labels=None) -> np.ndarray:
             f"has {N_FIT} parameters (E, A, B, alpha, beta): give at least {N_FIT} points after dropping "
             "(lower --drop-highest)"
         )
-    order = np.argsort(-arrays["loss"], kind="stable")
-    return np.sort(order[int(drop_highest) :])
+    kept = np.sort(np.argsort(-arrays["loss"], kind="stable")[int(drop_highest) :])
+    for name in ("N (parameters)", "D (tokens)"):
+        if len(np.unique(arrays[name][kept])) < 2:
+            raise ScalingError(
+                f"every point fitted has the same {name} ({float(arrays[name][kept[0]]):.6g}): the law's "
+                f"{'A / N^alpha' if name.startswith('N') else 'B / D^beta'} term cannot be told from E; give runs "
+                "of at least two sizes and two token counts"
+            )
+    return kept
 
 
 class _Problem:
