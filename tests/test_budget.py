@@ -257,3 +257,15 @@ def test_a_resumed_run_keeps_its_csv_history(tmp_path):
     both = train_losses()
     assert [s for s, _ in both] == list(range(10))
     assert both[:5] == first
+
+
+def test_a_budget_names_the_step_and_epoch_bounds_it_lifts():
+    """With budget.kind tokens / flops / time, a command line's trainer.max_steps or max_epochs is lifted by
+    apply_budget (the budget alone ends the run); ignored_bounds names them so the run warns, and a steps
+    budget lifts nothing."""
+    from zoo.run.budget import ignored_bounds
+
+    overrides = ["+arch=decoder_only", "trainer.max_steps=50", "++trainer.max_epochs=3", "model.d_model=64"]
+    assert ignored_bounds("time", overrides) == ["trainer.max_steps=50", "++trainer.max_epochs=3"]
+    assert ignored_bounds("steps", overrides) == []
+    assert ignored_bounds("tokens", ["trainer.max_steps_extra=1"]) == []

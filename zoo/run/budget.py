@@ -74,3 +74,13 @@ def apply_budget(cfg: DictConfig) -> dict:
     with open_dict(cfg):
         cfg.trainer.max_steps, cfg.trainer.max_epochs = -1, -1
     return {"kind": kind, "value": float(value)}
+
+
+def ignored_bounds(kind: str, overrides) -> list[str]:
+    """The command-line overrides (e.g. ["+arch=decoder_only", "trainer.max_steps=50"]) of trainer.max_steps or
+    trainer.max_epochs that a tokens / flops / time budget (`kind`) lifts: apply_budget sets both to -1, so the
+    budget alone ends the run; [] for a steps budget."""
+    if kind == "steps":
+        return []
+    keys = ("trainer.max_steps", "trainer.max_epochs")
+    return [o for o in overrides if str(o).lstrip("+").split("=", 1)[0] in keys]

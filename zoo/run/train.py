@@ -24,7 +24,7 @@ from omegaconf.errors import InterpolationResolutionError
 from zoo.data.resolver import DataError
 from zoo.interop.init_from import InitFromError, init_source, load_weights
 from zoo.model.cost import non_embedding_param_count
-from zoo.run.budget import BudgetError, apply_budget, unwrapped
+from zoo.run.budget import BudgetError, apply_budget, ignored_bounds, unwrapped
 from zoo.run.config_checks import (
     CONF_DIR,
     TASK_OF_BATCH,
@@ -55,6 +55,14 @@ def checked_config(cfg: DictConfig):
     cfg = task_for_data(cfg)
     check_config(cfg)
     budget = apply_budget(cfg)
+    for override in ignored_bounds(budget["kind"], job_overrides()):
+        log.warning(
+            "%s is ignored: budget.kind=%s ends the run (at budget.value=%g); use budget.kind=steps "
+            "budget.value=N to bound it by steps",
+            override,
+            budget["kind"],
+            budget["value"],
+        )
     check_schedule(cfg, job_overrides())  # the warm-up fits in trainer.max_steps (scaled, or refused)
     try:
         set_threads(cfg)
