@@ -353,7 +353,7 @@ def test_cli_refuses_a_binary_file_and_one_column_for_two_flags(tmp_path, capsys
 
 def test_drop_highest_drops_the_k_highest_losses():
     L = np.array([3.0, 5.0, 2.0, 4.0, 5.0, 1.0, 2.5])
-    kept = F.check_points(np.ones(7), np.ones(7), L, drop_highest=2)
+    kept = F.check_points(np.arange(1.0, 8.0), np.arange(2.0, 9.0), L, drop_highest=2)
     np.testing.assert_array_equal(kept, [0, 2, 3, 5, 6])
     with pytest.raises(F.ScalingError, match="point 1: loss = -2.0"):
         F.check_points([1, 1, 1, 1, 1, 1], [1] * 6, [1, -2, 1, 1, 1, 1])

@@ -162,7 +162,17 @@ PRECISIONS = (
 def check_missing(cfg: DictConfig) -> None:
     """Raise ConfigError naming every key the composed config leaves unset (??? in its YAML, e.g. data.file of
     data=text_corpus), before anything reads one and fails with OmegaConf's MissingMandatoryValue."""
-    missing = sorted(OmegaConf.missing_keys(cfg))
+
+    def walk(node, prefix):  # the unresolved config: interpolations (e.g. into hydra's runtime keys) stay text
+        items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+        for key, value in items:
+            if value == "???":
+                yield f"{prefix}{key}"
+            else:
+                yield from walk(value, f"{prefix}{key}.")
+
+    plain = OmegaConf.to_container(cfg, resolve=False)
+    missing = sorted(m for k, v in plain.items() if k != "hydra" for m in walk({k: v}, ""))
     if missing:
         keys = ", ".join(missing)
         raise ConfigError(
