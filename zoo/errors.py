@@ -22,17 +22,27 @@ class InitFromError(ValueError):
     (zoo.interop.init_from)."""
 
 
+def is_whole(value) -> bool:
+    """Whether `value` is an int and not a bool (True is an int in Python): a count a config may give."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def is_number(value) -> bool:
+    """Whether `value` is an int or a float and not a bool; NaN and inf included: callers bound the range."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def check_fraction(key: str, value, fix: str) -> None:
     """Raise ValueError unless value is a number in [0, 1): `key` names the option, `fix` the usual value
     (label smoothing, an EMA decay)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
+    if not is_number(value) or not 0.0 <= value < 1.0:
         raise ValueError(f"{key}={value!r} must be a number in [0, 1); {fix}")
 
 
 def check_z_loss(z_loss, key: str = "z_loss") -> float:
     """z_loss as a float; raises ValueError naming `key` unless it is a finite number >= 0 (0 = off; PaLM,
     Chowdhery et al. 2022, uses 1e-4)."""
-    if isinstance(z_loss, bool) or not isinstance(z_loss, (int, float)) or not 0.0 <= z_loss < float("inf"):
+    if not is_number(z_loss) or not 0.0 <= z_loss < float("inf"):
         raise ValueError(
             f"{key}={z_loss!r} must be a non-negative number: the weight of log(Z)^2 in the training loss "
             f"(0 = off, PaLM uses 1e-4)"
@@ -44,7 +54,7 @@ def check_warmup_steps(warmup, kind: str | None, key: str = "task.scheduler.warm
     """Raise ConfigError unless warmup is None or a whole number of optimizer steps >= 0; for the noam
     schedule (`kind`), >= 1: its peak is at warmup (Vaswani et al. 2017, eq. 3:
     lr * min(step^-0.5, step * warmup^-1.5) * warmup^0.5)."""
-    if warmup is not None and (isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0):
+    if warmup is not None and (not is_whole(warmup) or warmup < 0):
         raise ConfigError(
             f"{key}={warmup!r} must be a whole number of optimizer steps >= 0, e.g. "
             f"{key}=100 (a negative or fractional warm-up would bend the schedule)"

@@ -7,6 +7,8 @@ import itertools
 import math
 from dataclasses import dataclass, fields
 
+from zoo.errors import is_number
+
 ACTIVATIONS = ("relu", "gelu", "swiglu", "geglu", "gelu_tanh", "geglu_tanh", "silu")
 GATED_ACTIVATIONS = ("swiglu", "geglu", "geglu_tanh")  # FeedForward.linear1 gives [gate; up]
 NORMS = ("layernorm", "rmsnorm")
@@ -226,7 +228,7 @@ class ModelConfig:
         """Dropout rates, window, head sizes, loss chunk size, offsets, T5 buckets, attention scale and prefix length
         within their ranges."""
         for key, value in (("rope_base", self.rope_base), ("norm_eps", self.norm_eps)):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
+            if not is_number(value) or not 0 < value < math.inf:
                 raise ValueError(
                     f"model.{key}={value!r} must be a positive, finite number (defaults: rope_base 10000, "
                     f"norm_eps 1e-5)"

@@ -13,7 +13,7 @@ import math
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import InterpolationResolutionError
 
-from zoo.errors import BudgetError
+from zoo.errors import BudgetError, is_number
 
 KINDS = ("steps", "tokens", "flops", "time")
 UNITS = {"steps": "optimizer steps", "tokens": "tokens", "flops": "training FLOPs", "time": "seconds"}
@@ -58,9 +58,8 @@ def apply_budget(cfg: DictConfig) -> dict:
     kind, value = budget.get("kind", "steps"), budget.get("value")
     if kind not in KINDS:
         raise BudgetError(f"budget.kind={kind!r} is unknown; allowed: {', '.join(KINDS)}")
-    if value is not None and (
-        isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf
-    ):  # NaN and inf fail `0 < value < inf`: a budget they set would never be spent
+    # NaN and inf fail `0 < value < inf`: a budget they set would never be spent
+    if value is not None and (not is_number(value) or not 0 < value < math.inf):
         raise BudgetError(f"budget.value={value!r} must be a positive, finite number of {UNITS[kind]}")
     if kind == "steps":
         if value is not None:

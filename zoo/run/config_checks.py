@@ -11,7 +11,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.utils import get_class
 from omegaconf import DictConfig, OmegaConf
 
-from zoo.errors import ConfigError, check_warmup_steps, check_z_loss
+from zoo.errors import ConfigError, check_warmup_steps, check_z_loss, is_number, is_whole
 from zoo.model import ModelConfig
 from zoo.model.beam_search import check_early_stopping
 from zoo.model.checkpoint_file import read_checkpoint_file
@@ -41,7 +41,7 @@ log = logging.getLogger("zoo")
 def seed_list(n) -> str:
     """${zoo_seeds:3} -> "1,2,3": the seeds a sweep runs (conf/experiment/compare.yaml's compare.seeds).
     Prints a message and exits with 2 for an n that is not a positive whole number."""
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+    if not is_whole(n) or n < 1:
         print(
             f"zoo: error: compare.seeds={n!r} must be a positive whole number: the runs of each cell, seeds "
             f"1 .. N (compare.seeds=1 for one run; seed=5,6,7 picks the seeds themselves)",
@@ -84,7 +84,7 @@ def exit_on_bad_arch_or_seed(cfg: DictConfig) -> None:
         print(NO_ARCH, file=sys.stderr)
         sys.exit(2)
     seed = cfg.get("seed")
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32:  # numpy's seed range
+    if not is_whole(seed) or not 0 <= seed < 2**32:  # numpy's seed range
         print(
             f"zoo: error: seed={seed!r} must be a non-negative integer below 2**32 (e.g. seed=1; a sweep: "
             f"seed=1,2,3 or compare.seeds=3)",
@@ -188,33 +188,31 @@ def check_run_length_and_schedule(cfg: DictConfig) -> None:
     number of optimizer steps >= the warm-up (a cosine that ends before it peaks never decays as set);
     ConfigError otherwise."""
     epochs = cfg.trainer.get("max_epochs")
-    if epochs is not None and (isinstance(epochs, bool) or not isinstance(epochs, int) or epochs == 0 or epochs < -1):
+    if epochs is not None and (not is_whole(epochs) or epochs == 0 or epochs < -1):
         raise ConfigError(
             f"trainer.max_epochs={epochs!r} must be a positive whole number, or -1 to leave the run to "
             f"trainer.max_steps or a budget"
         )
     accumulate = cfg.trainer.get("accumulate_grad_batches")
-    if accumulate is not None and (isinstance(accumulate, bool) or not isinstance(accumulate, int) or accumulate < 1):
+    if accumulate is not None and (not is_whole(accumulate) or accumulate < 1):
         raise ConfigError(
             f"trainer.accumulate_grad_batches={accumulate!r} must be a whole number >= 1 (batches per optimizer step)"
         )
     every = cfg.trainer.get("val_check_interval")
-    if every is not None and (isinstance(every, bool) or not isinstance(every, (int, float)) or not every > 0):
+    if every is not None and (not is_number(every) or not every > 0):
         raise ConfigError(
             f"trainer.val_check_interval={every!r} must be > 0: a share of an epoch in (0, 1] or a whole number of "
             f"training batches"
         )
     sched = cfg.task.get("scheduler") or {}
     lr, min_lr = (cfg.task.get("optimizer") or {}).get("lr"), sched.get("min_lr")
-    if min_lr is not None and (
-        isinstance(min_lr, bool) or not isinstance(min_lr, (int, float)) or not 0 <= min_lr <= (lr or math.inf)
-    ):
+    if min_lr is not None and (not is_number(min_lr) or not 0 <= min_lr <= (lr or math.inf)):
         raise ConfigError(
             f"task.scheduler.min_lr={min_lr!r} must be a number in [0, task.optimizer.lr={lr}]: the learning rate "
             f"the cosine decays to (a negative one ascends the loss, one above lr rises)"
         )
     decay, warmup = sched.get("decay_steps"), sched.get("warmup_steps") or 0
-    if decay is not None and (isinstance(decay, bool) or not isinstance(decay, int) or decay < 1):
+    if decay is not None and (not is_whole(decay) or decay < 1):
         raise ConfigError(
             f"task.scheduler.decay_steps={decay!r} must be a whole number of optimizer steps >= 1, or null (the "
             f"run's trainer.max_steps)"
@@ -232,22 +230,18 @@ def check_decoding(cfg: DictConfig) -> None:
     and max_new_tokens >= 0 (zoo.model.generate.sample_next's ranges)."""
     task = cfg.task
     beam = task.get("beam_size")
-    if beam is not None and (isinstance(beam, bool) or not isinstance(beam, int) or beam < 1):
+    if beam is not None and (not is_whole(beam) or beam < 1):
         raise ConfigError(f"task.beam_size={beam!r} must be a whole number >= 1 (1 = greedy decoding only)")
     alpha = task.get("length_penalty")
-    if alpha is not None and (
-        isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not math.isfinite(alpha)
-    ):
+    if alpha is not None and (not is_number(alpha) or not math.isfinite(alpha)):
         raise ConfigError(f"task.length_penalty={alpha!r} must be a finite number (GNMT's alpha, e.g. 0.6)")
     sample = task.get("sample") or {}
     temperature, top_k, new = sample.get("temperature"), sample.get("top_k"), sample.get("max_new_tokens")
-    if temperature is not None and (
-        isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not 0 <= temperature < math.inf
-    ):
+    if temperature is not None and (not is_number(temperature) or not 0 <= temperature < math.inf):
         raise ConfigError(f"task.sample.temperature={temperature!r} must be a number >= 0 (0 = greedy)")
-    if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
+    if top_k is not None and (not is_whole(top_k) or top_k < 1):
         raise ConfigError(f"task.sample.top_k={top_k!r} must be a whole number >= 1, or null (no top-k cut)")
-    if new is not None and (isinstance(new, bool) or not isinstance(new, int) or new < 0):
+    if new is not None and (not is_whole(new) or new < 0):
         raise ConfigError(f"task.sample.max_new_tokens={new!r} must be a whole number >= 0 (0 = no sample)")
 
 
@@ -262,7 +256,7 @@ def check_config(cfg: DictConfig) -> None:
     if typos:
         raise ConfigError("\nzoo: error: ".join(typos))
     max_steps = cfg.trainer.get("max_steps")
-    whole = isinstance(max_steps, int) and not isinstance(max_steps, bool)
+    whole = is_whole(max_steps)
     if max_steps is not None and (not whole or max_steps == 0 or max_steps < -1):
         what = "would train nothing" if whole else "is not a whole number"
         raise ConfigError(
@@ -286,7 +280,7 @@ def check_config(cfg: DictConfig) -> None:
             f"over the time), task.scheduler.decay_steps=N, task.scheduler.kind=noam, or trainer.max_steps=N"
         )
     clip = cfg.trainer.get("gradient_clip_val")
-    if clip is not None and (isinstance(clip, bool) or not isinstance(clip, (int, float)) or not clip >= 0):
+    if clip is not None and (not is_number(clip) or not clip >= 0):
         raise ConfigError(
             f"trainer.gradient_clip_val={clip!r} must be a number >= 0: the largest gradient norm (0 or null: "
             f"no clipping)"
@@ -469,7 +463,7 @@ def check_lengths(cfg: DictConfig, task_cls) -> None:
     """The data's sizes are positive integers, and its sequences fit in model.max_len."""
     for key in ("block_size", "batch_size", "max_len", "max_tokens", "vocab_size", "batches_per_epoch", "val_windows"):
         n = cfg.data.get(key)
-        if n is not None and (not isinstance(n, int) or isinstance(n, bool) or n < 1):
+        if n is not None and (not is_whole(n) or n < 1):
             raise ConfigError(f"data.{key}={n!r} must be a positive integer")
     for key in ("block_size", "max_len"):
         n = cfg.data.get(key)

@@ -10,6 +10,7 @@ import yaml
 
 from zoo.data.bpe import tokenizer_from_state
 from zoo.data.info import from_checkpoint
+from zoo.errors import is_number, is_whole
 from zoo.model import ModelConfig, build_model
 from zoo.model.checkpoint_file import read_checkpoint_file, run_checkpoint
 from zoo.model.sampling import sample
@@ -130,19 +131,15 @@ def check_prompt(tokenizer, prompt: str, data: dict) -> None:
 
 def check_args(args) -> None:
     """Raise ValueError for a sampling option of the wrong type or range (before loading anything)."""
-
-    def is_int(v):
-        return isinstance(v, int) and not isinstance(v, bool)
-
-    if not is_int(args.max_new_tokens) or args.max_new_tokens < 0:
+    if not is_whole(args.max_new_tokens) or args.max_new_tokens < 0:
         raise ValueError(f"max_new_tokens={args.max_new_tokens!r} must be an integer >= 0")
-    if not isinstance(args.temperature, (int, float)) or isinstance(args.temperature, bool) or args.temperature < 0:
+    if not is_number(args.temperature) or args.temperature < 0:
         raise ValueError(f"temperature={args.temperature!r} must be a number >= 0 (0 = greedy)")
-    if args.top_k is not None and (not is_int(args.top_k) or args.top_k < 1):
+    if args.top_k is not None and (not is_whole(args.top_k) or args.top_k < 1):
         raise ValueError(f"top_k={args.top_k!r} must be an integer >= 1, or omitted")
     if args.top_p is not None and (not isinstance(args.top_p, (int, float)) or not 0 < args.top_p <= 1):
         raise ValueError(f"top_p={args.top_p!r} must be in (0, 1], or omitted")
-    if args.seed is not None and (not is_int(args.seed) or int(args.seed) < 0):
+    if args.seed is not None and (not is_whole(args.seed) or int(args.seed) < 0):
         raise ValueError(f"seed={args.seed!r} must be a non-negative integer, or omitted")
     if args.device not in ("cpu", "cuda") and not str(args.device).startswith("cuda:"):
         raise ValueError(f"device={args.device!r} must be cpu or cuda[:N]")

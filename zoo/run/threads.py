@@ -12,6 +12,8 @@ import os
 
 import torch
 
+from zoo.errors import is_whole
+
 log = logging.getLogger("zoo")
 
 
@@ -28,7 +30,7 @@ def choose_threads(requested: int | None, cores: int, processes: int, env: str |
     set by the user (kept when `threads` is None). Automatic: max(1, cores // processes).
     Raises ValueError for a requested count below 1."""
     if requested is not None:
-        if isinstance(requested, bool) or not isinstance(requested, int) or requested < 1:
+        if not is_whole(requested) or requested < 1:
             raise ValueError(f"threads={requested!r} must be a positive integer (or null: automatic)")
         return requested, f"threads={requested}"
     if env:

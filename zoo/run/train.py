@@ -55,7 +55,8 @@ def checked_config(cfg: DictConfig):
     cfg = task_for_data(cfg)
     check_config(cfg)
     budget = apply_budget(cfg)
-    for override in ignored_bounds(budget["kind"], job_overrides()):
+    overrides = job_overrides()
+    for override in ignored_bounds(budget["kind"], overrides):
         log.warning(
             "%s is ignored: budget.kind=%s ends the run (at budget.value=%g); use budget.kind=steps "
             "budget.value=N to bound it by steps",
@@ -63,7 +64,7 @@ def checked_config(cfg: DictConfig):
             budget["kind"],
             budget["value"],
         )
-    check_schedule(cfg, job_overrides())  # the warm-up fits in trainer.max_steps (scaled, or refused)
+    check_schedule(cfg, overrides)  # the warm-up fits in trainer.max_steps (scaled, or refused)
     try:
         set_threads(cfg)
     except ValueError as e:

@@ -6,7 +6,7 @@ import re
 
 from omegaconf import OmegaConf
 
-from zoo.errors import ConfigError
+from zoo.errors import ConfigError, is_whole
 from zoo.model import ModelConfig, build_model
 from zoo.model.cost import non_embedding_param_count
 
@@ -42,7 +42,7 @@ def cells(sizes, seed_size: str, seeds: int) -> str:
     names = list(sizes)
     if seed_size not in names:
         raise ConfigError(f"scaling.seed_size={seed_size} is not a key of scaling.sizes ({', '.join(names)})")
-    if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 1:
+    if not is_whole(seeds) or seeds < 1:
         raise ConfigError(f"scaling.seeds={seeds!r} must be a positive whole number")
     out = []
     for name in names:

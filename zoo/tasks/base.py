@@ -272,17 +272,15 @@ class TaskBase(pl.LightningModule):
 
     def configure_optimizers(self):
         # under FSDP the parameters are flat 1-D shards here; weight decay picks matrices by their real shape
-        # a run bounded by epochs (max_steps -1) decays over the steps those epochs of its data take
-        # a run bounded by trainer.max_time alone has no step count (inf): noam needs none, and check_config
-        # refuses a cosine without task.scheduler.decay_steps there
-        estimated = self.trainer.estimated_stepping_batches if self.trainer.max_steps <= 0 else 0
-        steps = (
-            self.trainer.max_steps
-            if self.trainer.max_steps > 0 or self.budget is not None
-            else (int(estimated) if math.isfinite(estimated) else 0)
-        )
         scheduler = self.hparams.scheduler
-        if self.trainer.max_steps <= 0 and self.budget is None:  # epochs: a warm-up longer than them is scaled
+        if self.trainer.max_steps > 0 or self.budget is not None:
+            steps = self.trainer.max_steps
+        else:
+            # a run bounded by epochs (max_steps -1) decays over the steps those epochs of its data take, and a
+            # warm-up longer than them is scaled; trainer.max_time alone gives no step count (inf): noam needs
+            # none, and check_config refuses a cosine without task.scheduler.decay_steps there
+            estimated = self.trainer.estimated_stepping_batches
+            steps = int(estimated) if math.isfinite(estimated) else 0
             run = f"the {steps} optimizer steps of trainer.max_epochs={self.trainer.max_epochs}"
             scheduler = fit_warmup(scheduler, steps, run, explicit=False, fix="")
         wrapped = getattr(self.trainer.strategy, "model", None)

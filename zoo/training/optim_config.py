@@ -4,7 +4,7 @@ import difflib
 import logging
 import math
 
-from zoo.errors import ConfigError
+from zoo.errors import ConfigError, is_number, is_whole
 from zoo.training.optim import BudgetCosine, ConfigLambdaLR, Noam, StepWarmupWatch, WarmupCosine, adamw
 
 log = logging.getLogger("zoo")
@@ -32,7 +32,7 @@ def check_keys(optimizer, scheduler) -> None:
 
 def _number(value) -> bool:
     """Whether `value` is a finite real number (not a bool, not a string)."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    return is_number(value) and math.isfinite(value)
 
 
 def check_values(optimizer) -> None:
@@ -112,15 +112,13 @@ def check_schedule(cfg, overrides) -> None:
 
     sched = cfg.task.get("scheduler") or {}
     fraction = sched.get("warmup_fraction")
-    if fraction is not None and (
-        isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 < fraction <= 1
-    ):
+    if fraction is not None and (not is_number(fraction) or not 0 < fraction <= 1):
         raise ConfigError(
             f"task.scheduler.warmup_fraction={fraction!r} must be a share of the budget in (0, 1] (e.g. 0.1), or "
             f"null to warm up over task.scheduler.warmup_steps"
         )
     steps = cfg.trainer.get("max_steps")
-    if not isinstance(steps, int) or isinstance(steps, bool) or steps <= 0:
+    if not is_whole(steps) or steps <= 0:
         return
     fix = f"raise trainer.max_steps to at least {sched.get('warmup_steps')}"
     fitted = fit_warmup(sched, steps, f"trainer.max_steps={steps}", warmup_overridden(overrides), fix)
