@@ -19,6 +19,7 @@ from zoo.run.model_config import FROM_DATA, RUNTIME, model_dict
 from zoo.tasks.base import metric_mode
 from zoo.tasks.objectives import arch_rules, objective_class, of_arch
 from zoo.training.optim_config import check_keys as check_optim_keys
+from zoo.training.optim_config import check_schedule_kind
 from zoo.training.optim_config import check_values as check_optim_values
 
 _PKG = Path(__file__).resolve().parents[1]  # zoo/
@@ -378,8 +379,10 @@ def check_optimizer_and_schedule(cfg: DictConfig) -> None:
         check_optim_values(OmegaConf.to_container(cfg.task.get("optimizer") or {}, resolve=True))
     except ValueError as e:
         raise ConfigError(str(e)) from None
-    if sched.get("kind", "cosine") not in ("cosine", "noam"):
-        raise ConfigError(f"task.scheduler.kind={sched.get('kind')!r} is unknown; allowed: cosine, noam")
+    try:
+        check_schedule_kind(OmegaConf.to_container(sched, resolve=True) if sched else {})
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
     check_warmup_steps(sched.get("warmup_steps"), sched.get("kind"))
 
 

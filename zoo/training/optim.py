@@ -93,6 +93,47 @@ class WarmupCosine:
         return warmup_cosine(step, self.warmup_steps, self.decay_steps, self.lr, self.min_lr) / self.lr
 
 
+COOLDOWN_SHAPES = ("1-sqrt", "linear", "cosine")
+
+
+def warmup_stable_decay(
+    step: int, warmup_steps: int, decay_start: "int | None", decay_steps: int, lr: float, min_lr: float, shape: str
+) -> float:
+    """Learning rate at `step` of a warm-up / stable / decay schedule (Hu et al. 2024, MiniCPM; Hägele et al. 2024,
+    "Scaling Laws and Compute-Optimal Training Beyond Fixed Training Durations"): linear warm-up from
+    lr/warmup_steps to lr over warmup_steps, lr until decay_start (None: for ever, a constant-rate trunk), then a
+    cool-down to min_lr at decay_steps, min_lr after. The cool-down's shape, with progress
+    p = (step - decay_start) / (decay_steps - decay_start) in [0, 1):
+    1-sqrt: lr - (lr - min_lr) sqrt(p) (Hägele et al.'s choice); linear: lr - (lr - min_lr) p; cosine: min_lr +
+    (lr - min_lr) (1 + cos(pi p)) / 2; so the first cool-down step runs at lr and the rate reaches min_lr at
+    decay_steps, as in Hägele et al.'s code. Raises ValueError for an unknown shape or decay_steps <= decay_start."""
+    if shape not in COOLDOWN_SHAPES:
+        raise ValueError(f"task.scheduler.decay_shape={shape!r} is unknown; allowed: {', '.join(COOLDOWN_SHAPES)}")
+    if step < warmup_steps:
+        return lr * (step + 1) / warmup_steps
+    if decay_start is None or step < decay_start:
+        return lr
+    if decay_steps <= decay_start:
+        raise ValueError(f"the cool-down ends at step {decay_steps}, not after its start at step {decay_start}")
+    p = min(1.0, (step - decay_start) / (decay_steps - decay_start))
+    if shape == "1-sqrt":
+        return lr - (lr - min_lr) * math.sqrt(p)
+    if shape == "linear":
+        return lr - (lr - min_lr) * p
+    return min_lr + 0.5 * (1.0 + math.cos(math.pi * p)) * (lr - min_lr)
+
+
+class WarmupStableDecay:
+    """LambdaLR multiplier for warmup_stable_decay (picklable, like WarmupCosine)."""
+
+    def __init__(self, warmup_steps: int, decay_start, decay_steps: int, lr: float, min_lr: float, shape: str):
+        self.args = (warmup_steps, decay_start, decay_steps, lr, min_lr, shape)
+        self.lr = lr
+
+    def __call__(self, step: int) -> float:
+        return warmup_stable_decay(step, *self.args) / self.lr
+
+
 class BudgetCosine:
     """LambdaLR multiplier for a run bounded by tokens, FLOPs or time rather than steps (whose step count is not
     known in advance): linear warmup, then cosine from lr to min_lr over the budget's spent fraction

@@ -5,13 +5,22 @@ import logging
 import math
 
 from zoo.errors import ConfigError, is_number, is_whole
-from zoo.training.optim import BudgetCosine, ConfigLambdaLR, Noam, StepWarmupWatch, WarmupCosine, adamw
+from zoo.training.optim import (
+    COOLDOWN_SHAPES,
+    BudgetCosine,
+    ConfigLambdaLR,
+    Noam,
+    StepWarmupWatch,
+    WarmupCosine,
+    WarmupStableDecay,
+    adamw,
+)
 
 log = logging.getLogger("zoo")
 
 # every key configure_optimizers reads; any other (+task.optimizer.lrr=...) would be ignored, so it is refused
 OPTIMIZER_KEYS = ("lr", "betas", "weight_decay", "eps")
-SCHEDULER_KEYS = ("kind", "warmup_steps", "decay_steps", "min_lr", "warmup_fraction")
+SCHEDULER_KEYS = ("kind", "warmup_steps", "decay_steps", "min_lr", "warmup_fraction", "decay_start", "decay_shape")
 WARMUP_SHARE = 0.1  # a config's warm-up longer than the run is scaled to this share of the run's steps
 WARMUP_KEY = "task.scheduler.warmup_steps"
 
@@ -57,6 +66,34 @@ def check_values(optimizer) -> None:
         value = optimizer.get(key, default)
         if not _number(value) or value < 0 or (key == "eps" and value == 0):
             raise ValueError(f"task.optimizer.{key}={value!r} must be a number {low} ({hint})")
+
+
+SCHEDULE_KINDS = ("cosine", "noam", "wsd")
+
+
+def check_schedule_kind(scheduler) -> None:
+    """Raise ValueError for an unknown task.scheduler.kind, and for kind=wsd a decay_start that is not null or a
+    whole number >= 0, a decay_steps not after it, or a decay_shape outside COOLDOWN_SHAPES."""
+    scheduler = scheduler or {}
+    kind = scheduler.get("kind", "cosine")
+    if kind not in SCHEDULE_KINDS:
+        raise ValueError(f"task.scheduler.kind={kind!r} is unknown; allowed: {', '.join(SCHEDULE_KINDS)}")
+    if kind != "wsd":
+        return
+    start, end = scheduler.get("decay_start"), scheduler.get("decay_steps")
+    if start is not None and (not is_whole(start) or start < 0):
+        raise ValueError(
+            f"task.scheduler.decay_start={start!r} must be the step the cool-down starts (a whole number >= 0), "
+            "or null for a constant rate after the warm-up"
+        )
+    if start is not None and end is not None and is_whole(end) and end <= start:
+        raise ValueError(
+            f"task.scheduler.decay_steps={end} must be after task.scheduler.decay_start={start}: the cool-down "
+            "runs from decay_start to decay_steps"
+        )
+    shape = scheduler.get("decay_shape") or "1-sqrt"
+    if shape not in COOLDOWN_SHAPES:
+        raise ValueError(f"task.scheduler.decay_shape={shape!r} is unknown; allowed: {', '.join(COOLDOWN_SHAPES)}")
 
 
 def warmup_overridden(overrides) -> bool:
@@ -129,7 +166,9 @@ def check_schedule(cfg, overrides) -> None:
 
 def configure_optimizers(model, optimizer: dict, scheduler: dict, max_steps: int, progress=None, fused=None):
     """AdamW (decay on matrices only) + a per-step LambdaLR: scheduler.kind cosine (linear warmup, cosine to
-    min_lr at decay_steps, default max_steps) or noam (Vaswani et al. 2017 eq. 3, peak lr at warmup_steps).
+    min_lr at decay_steps, default max_steps), noam (Vaswani et al. 2017 eq. 3, peak lr at warmup_steps) or wsd
+    (warm-up, constant lr, and from decay_start a decay_shape cool-down to min_lr at decay_steps, default
+    max_steps; decay_start null: constant for ever; zoo.training.optim.warmup_stable_decay).
     progress: a function returning the fraction of a token / FLOP / time budget spent; given, cosine decays
     over it instead of over steps, warming up over scheduler.warmup_fraction of it when set (BudgetCosine; noam
     has no horizon and ignores both); a warm-up counted in steps is then watched (StepWarmupWatch).
@@ -138,6 +177,7 @@ def configure_optimizers(model, optimizer: dict, scheduler: dict, max_steps: int
     AdamW cannot take (check_values)."""
     check_keys(optimizer, scheduler)
     check_values(optimizer)
+    check_schedule_kind(scheduler)
     opt = adamw(
         model,
         optimizer["lr"],
@@ -160,8 +200,17 @@ def configure_optimizers(model, optimizer: dict, scheduler: dict, max_steps: int
         fn = WarmupCosine(scheduler["warmup_steps"], decay, optimizer["lr"], scheduler.get("min_lr", 0.0))
     elif kind == "noam":
         fn = Noam(scheduler["warmup_steps"])
-    else:
-        raise ValueError(f"task.scheduler.kind={kind!r} is unknown; allowed: cosine, noam")
+    elif kind == "wsd":
+        fn = WarmupStableDecay(
+            scheduler["warmup_steps"],
+            scheduler.get("decay_start"),
+            scheduler.get("decay_steps") or max_steps,
+            optimizer["lr"],
+            scheduler.get("min_lr", 0.0),
+            scheduler.get("decay_shape") or "1-sqrt",
+        )
+    else:  # check_schedule_kind
+        raise AssertionError(kind)
     if progress is not None and (kind == "noam" or not scheduler.get("warmup_fraction")):
         fn = StepWarmupWatch(fn, scheduler["warmup_steps"], progress)
     sched = ConfigLambdaLR(opt, fn)  # a resumed run follows its own config's schedule
