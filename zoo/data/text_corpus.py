@@ -26,18 +26,25 @@ from zoo.data.bpe import MODEL_IDS, SubwordTokenizer, configured_ids, train_bpe
 from zoo.data.char_tokenizer import CharTokenizer
 from zoo.data.files import find_tokenizer
 from zoo.data.files import text_chunks as file_chunks
-from zoo.data.resolver import FILES, DataError, dataset_name, file_entry, locate, sha256sum
+from zoo.data.resolver import CORPORA, FILES, DataError, corpus_files, dataset_name, file_entry, locate, sha256sum
 from zoo.data.token_file import open_token_file, write_token_file
 from zoo.data.windows import FixedWindows, RandomWindows, StreamSampler
 
 CHUNK = 1 << 22  # bytes read and tokenized at a time
 
 
+def _excluded_name(name: str, exclude) -> bool:
+    return any(fnmatch.fnmatch(name.split("/", 1)[1], pat) for pat in exclude)
+
+
 def documents(spec: str, exclude=(), data_dir=None, mirror=None) -> list[Path]:
-    """The documents of `spec`: a resolver name or a file (one document), a folder (its files, recursively),
+    """The documents of `spec`: a built-in corpus (zoo.data.resolver.CORPORA: its files by name, each
+    checksummed), a resolver name or a file (one document), a folder (its files, recursively),
     or a glob; sorted, less those whose path relative to the folder / glob root, or name, matches a pattern
     of `exclude`. Raises DataError for a missing path, an empty folder or glob, or everything excluded."""
     spec = str(spec)
+    if spec in CORPORA:  # a built-in corpus: each of its files found and checksummed by the resolver
+        return [locate(name, data_dir, mirror) for name in corpus_files(spec) if not _excluded_name(name, exclude)]
     if spec in FILES or Path(spec).expanduser().is_file():
         return [locate(spec, data_dir, mirror)]
     root = Path(spec).expanduser()
@@ -350,7 +357,7 @@ class TextCorpus(pl.LightningDataModule):
         self.setup()
         return {
             "dataset": self.name or dataset_name([str(self.file)]),
-            "builtin": str(self.file) in FILES,
+            "builtin": str(self.file) in FILES or str(self.file) in CORPORA,
             "files": {"text": file_entry(str(self.file))},
             "documents": {s: len(d) for s, d in self.docs.items()},
             "tokenizer": {
