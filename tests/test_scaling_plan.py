@@ -1,8 +1,8 @@
-"""experiment=scaling's grid and plan (zoo.scaling.grid, zoo.run.scaling_plan): cells, matched shapes, step
-budgets in closed form, the plan's N, D, C, and the refusal of a plan over its time budget."""
+"""experiment=scaling's grid and plan (zoo.scaling.grid, zoo.run.scaling_plan): cells, matched shapes, the
+trunk and cool-down steps in closed form, the design's refusals, the plan's N, D, C, and the refusal of a plan
+over its time budget."""
 
 import json
-import math
 
 import pytest
 from omegaconf import OmegaConf
@@ -13,7 +13,18 @@ from zoo.model import ModelConfig, build_model
 from zoo.model.cost import non_embedding_param_count
 from zoo.run.scaling_plan import PlanRow, check_budget, check_run_dirs, plan_table
 from zoo.run.train import CONF_DIR
-from zoo.scaling.grid import cell_seed, cell_size, cells, d_ff, layers, size_non_embedding, steps
+from zoo.scaling.grid import (
+    branches,
+    cell_is_check,
+    cell_seed,
+    cell_size,
+    cells,
+    check_design,
+    d_ff,
+    layers,
+    size_non_embedding,
+    warmup_steps,
+)
 
 SCALING = OmegaConf.load(f"{CONF_DIR}/experiment/scaling.yaml").scaling
 SIZES = SCALING.sizes
@@ -22,7 +33,12 @@ SIZES = SCALING.sizes
 def test_cells_put_the_extra_seeds_at_one_size_smallest_first():
     sizes = {"a": {}, "b": {}, "c": {}}
     assert cells(sizes, "b", 3) == "a_seed1,b_seed1,b_seed2,b_seed3,c_seed1"
+    assert cells(sizes, "b", 1, ["a"]) == "a_seed1,b_seed1,c_seed1,a_seed1_cosine"
     assert (cell_size("b_seed3"), cell_seed("b_seed3")) == ("b", 3)
+    assert cell_is_check("a_seed1_cosine") and not cell_is_check("a_seed1")
+    assert (cell_size("a_seed1_cosine"), cell_seed("a_seed1_cosine")) == ("a", 1)
+    with pytest.raises(ConfigError, match="scaling.check_sizes names 'z'"):
+        cells(sizes, "b", 1, ["z"])
     with pytest.raises(ConfigError, match="scaling.seed_size=z is not a key of scaling.sizes"):
         cells(sizes, "z", 2)
     with pytest.raises(ConfigError, match="must be SIZE_seedN"):
@@ -55,56 +71,89 @@ def test_the_three_archs_have_matched_non_embedding_parameters(name):
     assert counts["decoder_only"] == size.n_layers * (12 * d**2 + 13 * d)
 
 
-def test_default_sizes_span_16x_in_non_embedding_parameters():
+def test_default_design_meets_the_studys_targets():
+    """At least 5 sizes spanning 30x in non-embedding parameters, budgets up to 20 tokens per parameter, and at every
+    size the first budget's cool-down starting after the warm-up (check_design accepts the preset)."""
     n = [size_non_embedding(s) for s in SIZES.values()]
-    assert len(n) >= 4 and n == sorted(n) and n[-1] / n[0] >= 16
+    assert len(n) >= 5 and n == sorted(n) and n[-1] / n[0] >= 30
+    assert max(SCALING.budgets) >= 20
+    check_design(SCALING)
 
 
-def test_steps_read_the_budget_in_whole_evaluation_intervals():
-    size = {"d_model": 32, "n_heads": 2, "n_layers": 2}
-    N = size_non_embedding(size)
-    interval = math.ceil(2 * N / (32 * 128))
-    assert steps(size, 2, 32, 128) == interval
-    assert steps(size, 8, 32, 128, 2) == 4 * interval
-    with pytest.raises(ConfigError, match="must be a multiple of scaling.eval_every=3"):
-        steps(size, 8, 32, 128, 3)
+def test_branches_are_the_budgets_in_closed_form():
+    """Budget b ends at round(b N / (batch x block)) steps and cools down from round((1 - cooldown) end); the
+    warm-up is round(N / (batch x block)) steps (N tokens)."""
+    size = {"d_model": 32, "n_heads": 2, "n_layers": 2, "batch_size": 4, "lr": 1e-3}
+    N = size["n_layers"] * (12 * 32**2 + 13 * 32)  # post-LN layer: 12 d^2 + 13 d
+    assert size_non_embedding(size) == N == 25408
+    got = branches(size, [20, 5, 10], 0.2, 128)
+    ends = [round(b * N / 512) for b in (5, 10, 20)]
+    assert [(b.tokens_per_param, b.start, b.end) for b in got] == [
+        (b, round(0.8 * e), e) for b, e in zip((5.0, 10.0, 20.0), ends)
+    ]
+    assert ends == [248, 496, 992]
+    assert warmup_steps(size, 1.0, 128) == round(N / 512) == 50
     assert layers("encoder_decoder", 4) == 2 and layers("decoder_only", 3) == 3
     with pytest.raises(ConfigError, match="use an even number"):
         layers("encoder_decoder", 3)
 
 
-def test_a_cell_composes_to_its_size_seed_and_budget(tmp_path):
+@pytest.mark.parametrize(
+    "change, match",
+    [
+        ({"cooldown": 1.5}, r"scaling.cooldown=1.5 must be in \(0, 1\)"),
+        ({"cooldown": 0}, r"scaling.cooldown=0 must be in \(0, 1\)"),
+        ({"budgets": [5, -1]}, r"scaling.budgets=\[5, -1\] must be a list of positive"),
+        ({"trunk_tokens_per_param": 10}, r"scaling.trunk_tokens_per_param=10 ends the trunk before the cool-down"),
+        ({"sizes.s1.batch_size": 0}, r"scaling.sizes.s1.batch_size=0 must be a positive whole number"),
+        ({"sizes.s1.batch_size": 2.5}, r"scaling.sizes.s1.batch_size=2.5 must be a positive whole number"),
+        ({"sizes.s1.batch_size": 2000}, r"scaling.sizes.s1.batch_size=2000: budget 5 tokens per parameter is 0"),
+        ({"budgets": [0.5, 20]}, r"budget 0.5 at size s1 cools down from step 20 to 25, inside its warm-up of 50"),
+        ({"sizes.s1.lr": None}, r"scaling.sizes.s1 needs lr"),
+    ],
+)
+def test_a_design_the_study_cannot_run_is_refused_naming_the_key(change, match):
+    s = OmegaConf.create(OmegaConf.to_container(SCALING))
+    for key, value in change.items():
+        OmegaConf.update(s, key, value, force_add=True)
+    with pytest.raises(ConfigError, match=match):
+        check_design(s)
+
+
+def test_a_cell_composes_to_its_size_seed_batch_and_schedule(tmp_path):
     cfg = make_cfg(
         tmp_path, ["experiment=scaling", "+benchmark=scaling", "scaling.cell=s2_seed3"], arch="encoder_decoder"
     )
     s = SIZES.s2
     assert (cfg.seed, cfg.model.d_model, cfg.model.n_layers, cfg.model.d_ff) == (3, s.d_model, 1, 3 * s.d_model)
-    assert cfg.task._target_.endswith("LanguageModeling") and cfg.task.scheduler.min_lr == cfg.task.optimizer.lr
-    every, top = cfg.scaling.eval_every, cfg.scaling.max_tokens_per_param
-    assert cfg.trainer.val_check_interval == steps(s, every, 32, 128)
-    assert cfg.trainer.max_steps == (top // every) * cfg.trainer.val_check_interval
+    assert cfg.task._target_.endswith("LanguageModeling") and cfg.task.optimizer.lr == s.lr
+    assert (cfg.data.batch_size, cfg.data.block_size) == (s.batch_size, 128)
+    assert cfg.task.scheduler.kind == "wsd" and cfg.task.scheduler.decay_start is None
+    assert cfg.task.scheduler.warmup_steps == round(size_non_embedding(s) / (s.batch_size * 128))
+    assert cfg.trainer.max_steps == branches(s, SCALING.budgets, SCALING.cooldown, 128)[-1].end
 
 
 def test_a_plan_over_its_budget_is_refused_with_its_numbers():
-    rows = [PlanRow("decoder_only", "s1_seed1", 100, 90, 10, 2, 9000, 1e9, 40.0)] * 3
+    rows = [PlanRow("decoder_only", "s1_seed1", 100, 90, 10, 2, 1, 9000, 1e9, 40.0)] * 3
     check_budget(rows, 120.0)  # exactly at the budget: accepted
     with pytest.raises(ConfigError, match=r"estimated 120 s, over scaling.time_budget_s=100; its longest job"):
         check_budget(rows, 100.0)
     table = plan_table(rows)
-    assert "3 jobs, estimated 120 s in all" in table and "100.0" in table  # D/N = 9000 / 90
+    assert "3 jobs, estimated 120 s for what is left" in table and "100.0" in table  # D/N = 9000 / 90
+    assert "1/2" in table  # one of two budgets done
 
 
 def test_two_jobs_that_would_share_a_run_directory_are_refused(tmp_path):
-    """experiment=scaling names a job's directory by arch, cell and budget: a sweep over the budget is distinct,
-    one over another key (the lr) is refused until hydra.sweep.subdir names that key too."""
-    base = ["experiment=scaling", "+benchmark=scaling", "scaling.cell=s1_seed1"]
-    subdir = "${hydra:runtime.choices.arch}-${scaling.cell}-tpp${scaling.max_tokens_per_param}"
-    budgets = [("decoder_only", make_cfg(tmp_path, [*base, f"scaling.max_tokens_per_param={t}"])) for t in (4, 8)]
-    check_run_dirs(budgets, subdir)
+    """experiment=scaling names a job's directory by arch and cell: a sweep over the cell is distinct, one over
+    another key (the lr) is refused until hydra.sweep.subdir names that key too."""
+    base = ["experiment=scaling", "+benchmark=scaling"]
+    subdir = "${hydra:runtime.choices.arch}-${scaling.cell}"
+    cells_ = [("decoder_only", make_cfg(tmp_path, [*base, f"scaling.cell={c}"])) for c in ("s1_seed1", "s1_seed2")]
+    check_run_dirs(cells_, subdir)
     lrs = [("decoder_only", make_cfg(tmp_path, [*base, f"task.optimizer.lr={lr}"])) for lr in (1e-3, 2e-3)]
     with pytest.raises(ConfigError, match=r"jobs 0 and 1 of the sweep would write the same run directory "):
         check_run_dirs(lrs, subdir)
-    with pytest.raises(ConfigError, match=rf"'decoder_only-s1_seed1-tpp{SCALING.max_tokens_per_param}'"):
+    with pytest.raises(ConfigError, match=r"'decoder_only-s1_seed1'"):
         check_run_dirs(lrs, subdir)
     check_run_dirs(lrs, subdir + "-lr${task.optimizer.lr}")
 
@@ -123,6 +172,7 @@ def test_experiment_scaling_prints_its_plan_and_refuses_it_over_budget(tmp_path)
             *drop,
             "scaling.seed_size=s1",
             "scaling.seeds=1",
+            "scaling.check_sizes=[]",
             "scaling.time_budget_s=1",
             f"hydra.sweep.dir={tmp_path / 'sweep'}",
             # an override holding ${hydra:...}, as check_run_dirs' message suggests: read as typed, not resolved
@@ -138,5 +188,22 @@ def test_experiment_scaling_prints_its_plan_and_refuses_it_over_budget(tmp_path)
     assert set(rows) == {"decoder_only", "prefix_lm", "encoder_decoder", "encoder_only"}
     assert not list((tmp_path / "sweep").glob("*/results.json"))  # nothing trained
     dec, entp = rows["decoder_only"], rows["encoder_only"]
-    assert dec["tokens"] == entp["tokens"] == dec["steps"] * 32 * 128
+    s1 = SIZES.s1
+    last = branches(s1, SCALING.budgets, SCALING.cooldown, 128)
+    assert dec["tokens"] == entp["tokens"] == last[-1].end * s1.batch_size * 128
+    # the trunk to the last cool-down start, then every cool-down
+    assert dec["steps"] == last[-1].start + sum(b.end - b.start for b in last)
     assert 2.0 < entp["flops"] / dec["flops"] < 2.5
+
+
+@pytest.mark.e2e
+@needs_shared
+def test_a_bad_design_exits_2_before_the_plan(tmp_path):
+    r = run_cli(
+        ["-m", "experiment=scaling", "scaling.cooldown=1.5", f"hydra.sweep.dir={tmp_path / 'sweep'}"],
+        cwd=tmp_path,
+        env={"ZOO_DATA_MIRROR": str(__import__("conftest").SHARED_DATA)},
+    )
+    assert r.returncode == 2, r.stderr[-2000:]
+    assert "zoo: error: scaling.cooldown=1.5 must be in (0, 1)" in r.stderr
+    assert "zoo: scaling plan" not in r.stdout

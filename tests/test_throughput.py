@@ -82,11 +82,23 @@ def test_objects_alive_at_train_start_are_frozen_for_training_only(s1_job, monke
 
 
 def test_the_preset_total_weighs_each_size_by_its_steps_and_seeds(monkeypatch):
-    """The study line: per-step medians times each size's trainer.max_steps (s1 78, s4 1,314 in the quick
-    mode's two sizes; no extra seeds there) over the 4 architectures: 20 ms a zoo step, 10 ms a plain one and
-    15 ms a plain+k one give 4 x (78 + 1,314) x 20 ms = 111.36 s, 55.68 s and 83.52 s."""
-    from zoo.bench.options import Options
+    """The study line: per-step medians times each cell's steps (the trunk to its last cool-down start, then every
+    cool-down: budget b ends at round(b N / (batch x 128)) and cools down from round(0.8 end)) in the quick mode's
+    two sizes (no extra seeds there) over the 4 architectures: 20 ms a zoo step, 10 ms a plain one, 15 ms a
+    plain+k one."""
+    from omegaconf import OmegaConf
 
+    from zoo.bench.options import Options
+    from zoo.run.train import CONF_DIR
+    from zoo.scaling.grid import size_non_embedding
+
+    scaling = OmegaConf.load(f"{CONF_DIR}/experiment/scaling.yaml").scaling
+    steps = 0
+    for name in (list(scaling.sizes)[0], list(scaling.sizes)[-1]):
+        size = scaling.sizes[name]
+        ends = [round(b * size_non_embedding(size) / (size.batch_size * 128)) for b in scaling.budgets]
+        starts = [round(0.8 * e) for e in ends]
+        steps += max(starts) + sum(e - s for e, s in zip(ends, starts))
     monkeypatch.setenv("WANDB_MODE", "offline")
     n = throughput.TIMED_STEPS
     monkeypatch.setattr(throughput, "zoo_run", lambda cfg, dm, info: (0.020 * n, 1.0, None))
@@ -94,11 +106,14 @@ def test_the_preset_total_weighs_each_size_by_its_steps_and_seeds(monkeypatch):
         throughput, "plain_run", lambda cfg, dm, info, fused=False: ((0.010 if fused is False else 0.015) * n, None)
     )
     out = throughput.bench_throughput(Options(quick=True, reps=5, warmup=0))
+    total = 4 * steps * 0.020
+    fmt = throughput.fmt
     assert (
-        "Over the preset's 8 jobs at these sizes (each size's trainer.max_steps, times its seeds), at these medians: "
-        "training steps take zoo 111 s, plain 55.7 s (plain / zoo 0.500), plain+k 83.5 s (plain+k / zoo 0.750)."
+        "Over the preset's 8 jobs at these sizes (each cell's trunk and cool-down steps, times its seeds), at these "
+        f"medians: training steps take zoo {fmt(total)} s, plain {fmt(total / 2)} s (plain / zoo 0.500), plain+k "
+        f"{fmt(total * 0.75)} s (plain+k / zoo 0.750)."
     ) in out
-    row = next(line for line in out.splitlines() if line.startswith("| s4") and "encoder_only" in line)
+    row = next(line for line in out.splitlines() if line.startswith("| s5") and "encoder_only" in line)
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[3:6] == ["20.0", "10.0", "15.0"] and cells[8:] == ["0.500 (0/5)", "0.750 (0/5)"]
 

@@ -17,6 +17,7 @@ from zoo.bench.options import Options
 from zoo.bench.overhead import quiet_lightning
 from zoo.bench.report import fmt, markdown_table, progress
 from zoo.bench.timing import Timed, interleaved, median
+from zoo.run.scaling_plan import job_steps
 from zoo.run.train import CONF_DIR, build_data, build_trainer, compose_job, job_task, log_config
 from zoo.scaling.grid import size_non_embedding
 from zoo.training.optim import clip_grad_norm
@@ -228,13 +229,15 @@ def compile_rows(size: str, cfg: DictConfig, data, eager: tuple[float, float], j
 def bench_throughput(opts: Options) -> str:
     """experiment=scaling's training throughput. For every size of conf/experiment/scaling.yaml (QUICK: the
     smallest and the largest) and every architecture of the study, three contenders on the study's own data,
-    model, batch (32 windows of 128 tokens), loss, AdamW, schedule and gradient clipping, in this process:
+    model, batch (the size's batch_size windows of 128 tokens), loss, AdamW, schedule and gradient clipping, in
+    this process:
       zoo: the Trainer zoo.run.train builds for the job (its loggers, wandb offline + CSV, every
       trainer.log_every_n_steps; its callbacks and progress bar), validation off;
       plain: a plain PyTorch loop (plain_run, PyTorch's AdamW);
       plain+k: the same loop with zoo's kernels (plain_run(fused=None): fused AdamW carrying the clip).
     Timed: TIMED_STEPS steps after WARM_STEPS, start of step to start of step (set-up excluded from all).
-    Then the seconds of training steps over the preset's jobs at those medians (steps x seeds per size).
+    Then the seconds of training steps over the preset's jobs at those medians (each cell's steps, its trunk and
+    cool-downs, zoo.run.scaling_plan.job_steps, times its seeds; the cosine check cells left out).
     Then torch.compile: decoder_only per size, compile_scope layers and model, once each (compile_rows)."""
     if opts.device != "cpu":
         raise ValueError("throughput measures the CPU study (experiment=scaling); run it with --device cpu")
@@ -243,7 +246,6 @@ def bench_throughput(opts: Options) -> str:
         sizes = [sizes[0], sizes[-1]]
     os.environ.setdefault("WANDB_MODE", "offline")
     rows, crows = [], []
-    data = None
     study, jobs = [0.0, 0.0, 0.0], 0  # seconds of training steps over the preset's jobs: zoo, plain, plain+k
     with tempfile.TemporaryDirectory() as out:
         for size in sizes:
@@ -251,8 +253,7 @@ def bench_throughput(opts: Options) -> str:
             cfgs = {a: job_config(a, f"{size}_seed1", os.path.join(out, f"{a}-{size}")) for a in ARCHS}
             first = cfgs[ARCHS[0]]
             check_window(int(first.trainer.log_every_n_steps))
-            if data is None:  # every size reads the same data, windows and batches (conf/benchmark/scaling.yaml)
-                data = build_data(first, {})[:2]
+            data = build_data(first, {})[:2]  # the size's own batch of the same windows (conf/benchmark/scaling.yaml)
             size_table, eager, per_step = size_rows(size, cfgs, data, opts)
             rows += size_table
             crows += compile_rows(size, first, data, eager[ARCHS[0]], int(first.trainer.max_steps))
@@ -260,13 +261,14 @@ def bench_throughput(opts: Options) -> str:
             for arch, cfg in cfgs.items():
                 jobs += seeds
                 for i, step_s in enumerate(per_step[arch]):
-                    study[i] += seeds * int(cfg.trainer.max_steps) * step_s
+                    study[i] += seeds * job_steps(cfg, set())[0] * step_s
     return "\n".join(
         [
             "## throughput: experiment=scaling's training loop vs a plain PyTorch loop",
             "",
-            f"Every size of conf/experiment/scaling.yaml, every architecture of the study; batch 32 x 128 tokens of "
-            f"Tiny Shakespeare (char); fp32, {torch.get_num_threads()} threads. ms per training step and tokens/s: "
+            "Every size of conf/experiment/scaling.yaml, every architecture of the study; each size's batch of "
+            f"128-token windows of the Shakespeare plays (char); fp32, {torch.get_num_threads()} threads. ms per "
+            "training step and tokens/s: "
             f"median of {opts.reps} interleaved repetitions of {TIMED_STEPS} steps after {WARM_STEPS} untimed "
             "(set-up excluded). plain: the loop a PyTorch user writes (PyTorch's own AdamW and clip_grad_norm_); "
             "plain+k: the same loop with zoo's kernels (torch's fused AdamW, which also applies zoo's gradient "
@@ -281,8 +283,8 @@ def bench_throughput(opts: Options) -> str:
                 label_columns=2,
             ),
             "",
-            f"Over the preset's {jobs} jobs{' at these sizes' if opts.quick else ''} (each size's "
-            "trainer.max_steps, times its seeds), at these medians: training steps take zoo "
+            f"Over the preset's {jobs} jobs{' at these sizes' if opts.quick else ''} (each cell's trunk and "
+            "cool-down steps, times its seeds), at these medians: training steps take zoo "
             f"{fmt(study[0])} s, plain {fmt(study[1])} s (plain / zoo {study[1] / study[0]:.3f}), plain+k "
             f"{fmt(study[2])} s (plain+k / zoo {study[2] / study[0]:.3f}).",
             "",

@@ -18,10 +18,11 @@ class SweepDir(Callback):
 
 
 class ScalingPlan(Callback):
-    """experiment=scaling's plan (zoo.run.scaling_plan): composes every job of the sweep, prints N, D, C, tokens
-    per parameter and the estimated seconds of each, writes plan.json in the sweep directory, and exits with 2
-    (nothing trains) when the total is over scaling.time_budget_s, a job cannot be built or two jobs would
-    write the same run directory."""
+    """experiment=scaling's plan (zoo.run.scaling_plan): composes every job of the sweep, prints N, the steps it
+    trains, D, C, tokens per parameter, the budgets already done (an earlier command's, kept) and the estimated
+    seconds of what is left, writes plan.json in the sweep directory, and exits with 2 (nothing trains) when that
+    total is over scaling.time_budget_s, the design is bad (zoo.scaling.grid.check_design), a job cannot be built
+    or two jobs would write the same run directory."""
 
     def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
         import json
@@ -35,6 +36,7 @@ class ScalingPlan(Callback):
         from zoo.errors import DataError
         from zoo.run.budget import unwrapped
         from zoo.run.scaling_plan import check_budget, check_run_dirs, plan, plan_table
+        from zoo.scaling.grid import cell_size, check_design
 
         try:
             jobs = sweep_jobs(config)
@@ -42,7 +44,10 @@ class ScalingPlan(Callback):
             dm = instantiate(jobs[0][1].data, _convert_="all")
             dm.prepare_data()
             dm.setup()
-            rows = plan(jobs, dm.model_info(), float(config.scaling.get("job_overhead_s", 10)))
+            for _, job in jobs:  # a bad design exits 2 before the plan times anything
+                check_design(job.scaling, [cell_size(job.scaling.cell, job.scaling.sizes)])
+            overhead = float(config.scaling.get("job_overhead_s", 10))
+            rows = plan(jobs, dm.model_info(), overhead, config.hydra.sweep.dir)
             print(f"zoo: scaling plan\n{plan_table(rows)}", flush=True)
             out = Path(config.hydra.sweep.dir)
             out.mkdir(parents=True, exist_ok=True)

@@ -251,6 +251,10 @@ def run(cfg: DictConfig) -> float:
     """Train one run described by cfg; test on the best checkpoint when the task has a test split.
     Returns the best value of the task's monitored validation metric (for Hydra sweepers).
     Raises ConfigError / DataError / ValueError for bad input before training starts."""
+    if cfg.get("scaling") is not None:  # experiment=scaling: a cell of trunk and cool-down branches
+        from zoo.run.scaling_cell import run_cell
+
+        return run_cell(cfg)
     start = time.time()
     cfg, budget, source = checked_config(cfg)
     choices = HydraConfig.get().runtime.choices if HydraConfig.initialized() else {}

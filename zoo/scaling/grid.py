@@ -1,21 +1,28 @@
 """experiment=scaling's grid (conf/experiment/scaling.yaml): the resolvers that turn a cell (`s2_seed3`) and a
-size into a model shape and a step budget. The plan printed before anything trains: zoo.run.scaling_plan."""
+size into a model shape, a batch and the steps of its trunk and cool-down branches; the design's checks.
+
+The design (docs/scaling-laws.md): per size and seed one constant-rate trunk, and at each budget b (tokens per
+non-embedding parameter) a cool-down branch from the trunk's checkpoint at (1 - cooldown) b to b (Hägele et al.
+2024); a cell named SIZE_seedN_cosine trains each budget alone with a cosine schedule instead, the check of the
+cool-down points. The plan printed before anything trains: zoo.run.scaling_plan; the runner: zoo.run.scaling_cell."""
 
 import math
 import re
+from dataclasses import dataclass
 
 from omegaconf import OmegaConf
 
-from zoo.errors import ConfigError, is_whole
+from zoo.errors import ConfigError, is_number, is_whole
 from zoo.model import ModelConfig, build_model
 from zoo.model.cost import non_embedding_param_count
 
-CELL = re.compile(r"^(?P<size>[A-Za-z0-9]+)_seed(?P<seed>[0-9]+)$")
+CELL = re.compile(r"^(?P<size>[A-Za-z0-9]+)_seed(?P<seed>[0-9]+)(?P<check>_cosine)?$")
+SIZE_KEYS = ("d_model", "n_heads", "n_layers", "batch_size", "lr")
 
 
 def cell_size(cell: str, sizes=None) -> str:
-    """ "s2_seed3" -> "s2". Raises ConfigError for a cell not written SIZE_seedN, or whose size is not a key of
-    `sizes` (scaling.sizes) when given."""
+    """ "s2_seed3" -> "s2". Raises ConfigError for a cell not written SIZE_seedN[_cosine], or whose size is not a
+    key of `sizes` (scaling.sizes) when given."""
     size = _cell(cell)["size"]
     if sizes is not None and size not in sizes:
         raise ConfigError(
@@ -30,23 +37,35 @@ def cell_seed(cell: str) -> int:
     return int(_cell(cell)["seed"])
 
 
+def cell_is_check(cell: str) -> bool:
+    """Whether the cell trains each budget alone with a cosine schedule ("s1_seed1_cosine"): the cool-down check."""
+    return _cell(cell)["check"] is not None
+
+
 def _cell(cell) -> dict:
     m = CELL.match(str(cell))
     if m is None:
-        raise ConfigError(f"scaling.cell={cell!r} must be SIZE_seedN, e.g. s2_seed1 (a key of scaling.sizes)")
+        raise ConfigError(
+            f"scaling.cell={cell!r} must be SIZE_seedN (or SIZE_seedN_cosine), e.g. s2_seed1 (a key of scaling.sizes)"
+        )
     return m.groupdict()
 
 
-def cells(sizes, seed_size: str, seeds: int) -> str:
-    """The swept cells, smallest size first: SIZE_seed1 for every size, and seeds 2 .. `seeds` at seed_size."""
+def cells(sizes, seed_size: str, seeds: int, check_sizes=()) -> str:
+    """The swept cells, smallest size first: SIZE_seed1 for every size, seeds 2 .. `seeds` at seed_size, and
+    SIZE_seed1_cosine for each size of check_sizes (the cool-down check), after them."""
     names = list(sizes)
     if seed_size not in names:
         raise ConfigError(f"scaling.seed_size={seed_size} is not a key of scaling.sizes ({', '.join(names)})")
     if not is_whole(seeds) or seeds < 1:
         raise ConfigError(f"scaling.seeds={seeds!r} must be a positive whole number")
+    for name in check_sizes or ():
+        if name not in names:
+            raise ConfigError(f"scaling.check_sizes names {name!r}, not a key of scaling.sizes ({', '.join(names)})")
     out = []
     for name in names:
         out += [f"{name}_seed{s}" for s in range(1, (seeds if name == seed_size else 1) + 1)]
+    out += [f"{name}_seed1_cosine" for name in check_sizes or ()]
     return ",".join(out)
 
 
@@ -80,23 +99,107 @@ def size_non_embedding(size) -> int:
     return non_embedding_param_count(build_model("decoder_only", cfg))
 
 
-def steps(size, tokens_per_param, batch_size: int, block_size: int, every=None) -> int:
-    """Optimizer steps to read tokens_per_param x N tokens (N: size_non_embedding) at batch_size x block_size
-    tokens a step, as a whole number of evaluation intervals of `every` tokens per parameter (default: one
-    interval). Raises ConfigError for a budget that is not a multiple of the interval."""
-    every = every or tokens_per_param
-    if tokens_per_param % every:
+@dataclass(frozen=True)
+class Branch:
+    """One budget of a size: `tokens_per_param` b, the trunk step its cool-down starts from (`start`) and the step
+    it ends at (`end`, the budget: round(b N / tokens a step)). A cosine check cell trains 0 .. end alone."""
+
+    tokens_per_param: float
+    start: int
+    end: int
+
+
+def step_tokens(size, block_size: int) -> int:
+    """Tokens an optimizer step reads at a size: its batch_size (windows) x block_size."""
+    return int(size["batch_size"]) * int(block_size)
+
+
+def warmup_steps(size, warmup_tokens_per_param: float, block_size: int) -> int:
+    """The warm-up of a size in steps: warmup_tokens_per_param x N tokens (Porian et al. 2024 warm up over N
+    tokens), at least 1."""
+    return max(1, round(warmup_tokens_per_param * size_non_embedding(size) / step_tokens(size, block_size)))
+
+
+def branches(size, budgets, cooldown: float, block_size: int) -> list[Branch]:
+    """The budgets of a size, smallest first, as Branch (start, end) steps."""
+    n, per_step = size_non_embedding(size), step_tokens(size, block_size)
+    out = []
+    for b in sorted(float(x) for x in budgets):
+        end = round(b * n / per_step)
+        out.append(Branch(b, round((1.0 - cooldown) * end), end))
+    return out
+
+
+def last_step(size, budgets, block_size: int) -> int:
+    """The step of a size's largest budget: the trainer.max_steps of its jobs."""
+    return round(max(float(b) for b in budgets) * size_non_embedding(size) / step_tokens(size, block_size))
+
+
+def check_design(scaling, sizes_used=None) -> None:
+    """Refuse a design the study cannot run, before any training (ConfigError naming the key): budgets that are
+    not positive numbers, a cool-down not in (0, 1), a trunk shorter than a cool-down's start
+    (scaling.trunk_tokens_per_param), a size whose keys are missing, whose batch is not a positive whole number
+    of windows, or whose budget is under 2 batches, and a budget whose cool-down starts inside the warm-up or
+    spans no step. sizes_used: the size names to check (default every size)."""
+    budgets = scaling.get("budgets")
+    if not budgets or not all(is_number(b) and math.isfinite(b) and b > 0 for b in budgets):
+        raise ConfigError(f"scaling.budgets={budgets!r} must be a list of positive tokens-per-parameter budgets")
+    cooldown = scaling.get("cooldown")
+    if not is_number(cooldown) or not 0 < cooldown < 1:
         raise ConfigError(
-            f"scaling.max_tokens_per_param={tokens_per_param} must be a multiple of scaling.eval_every={every}"
+            f"scaling.cooldown={cooldown!r} must be in (0, 1): the share of each budget's steps in its cool-down "
+            "(Hägele et al. 2024 use 0.2); 1 or more would start the cool-down before the trunk does"
         )
-    interval = max(1, math.ceil(every * size_non_embedding(size) / (batch_size * block_size)))
-    return interval * round(tokens_per_param / every)
+    trunk = scaling.get("trunk_tokens_per_param")
+    reach = (1 - cooldown) * max(budgets)
+    if trunk is not None and (not is_number(trunk) or trunk < reach):
+        raise ConfigError(
+            f"scaling.trunk_tokens_per_param={trunk!r} ends the trunk before the cool-down of budget {max(budgets):g} "
+            f"starts ({reach:g} tokens per parameter): raise it to at least {reach:g}, or null to take what the "
+            "budgets need"
+        )
+    block = scaling.get("block_size")
+    for name in sizes_used or list(scaling.sizes):
+        size = scaling.sizes.get(name)
+        if size is None:
+            raise ConfigError(f"scaling.sizes has no size {name!r}")
+        missing = [k for k in SIZE_KEYS if size.get(k) is None]
+        if missing:
+            raise ConfigError(
+                f"scaling.sizes.{name} needs {', '.join(missing)} (each size sets {', '.join(SIZE_KEYS)})"
+            )
+        batch = size.get("batch_size")
+        if not is_whole(batch) or batch < 1:
+            raise ConfigError(f"scaling.sizes.{name}.batch_size={batch!r} must be a positive whole number of windows")
+        warm = warmup_steps(size, scaling.get("warmup_tokens_per_param", 1.0), block)
+        for br in branches(size, budgets, cooldown, block):
+            if br.end < 2:
+                raise ConfigError(
+                    f"scaling.sizes.{name}.batch_size={batch}: budget {br.tokens_per_param:g} tokens per parameter "
+                    f"is {br.end} batch(es) of {step_tokens(size, block):,} tokens; lower the batch or raise "
+                    "scaling.budgets"
+                )
+            if br.end - br.start < 1 or br.start < warm:
+                raise ConfigError(
+                    f"scaling.budgets: budget {br.tokens_per_param:g} at size {name} cools down from step "
+                    f"{br.start} to {br.end}, "
+                    f"{'inside its warm-up of ' + str(warm) + ' steps' if br.start < warm else 'no step'}; "
+                    f"raise the budget, lower scaling.sizes.{name}.batch_size or scaling.warmup_tokens_per_param"
+                )
 
 
-def min_lr(decay_to, lr: float) -> float:
-    """The schedule's final learning rate: lr (constant after the warm-up: every evaluation reads off one budget)
-    when decay_to is None, else decay_to (a cosine decay over the run: separately trained budgets)."""
-    return lr if decay_to is None else float(decay_to)
+def _size_of(cell, sizes):
+    return sizes[cell_size(cell, sizes)]
+
+
+def job_max_steps(cell, sizes, budgets, block_size) -> int:
+    """trainer.max_steps of a job: the step of its size's largest budget."""
+    return last_step(_size_of(cell, sizes), budgets, block_size)
+
+
+def job_warmup(cell, sizes, warmup_tokens_per_param, block_size) -> int:
+    """task.scheduler.warmup_steps of a job (warmup_steps)."""
+    return warmup_steps(_size_of(cell, sizes), warmup_tokens_per_param, block_size)
 
 
 for _name, _fn in (
@@ -105,7 +208,7 @@ for _name, _fn in (
     ("zoo_scaling_cells", cells),
     ("zoo_scaling_layers", layers),
     ("zoo_scaling_d_ff", d_ff),
-    ("zoo_scaling_steps", steps),
-    ("zoo_scaling_min_lr", min_lr),
+    ("zoo_scaling_max_steps", job_max_steps),
+    ("zoo_scaling_warmup", job_warmup),
 ):
     OmegaConf.register_new_resolver(_name, _fn, replace=True)

@@ -1,0 +1,205 @@
+"""experiment=scaling's cells (zoo.run.scaling_cell): the warm-up / stable / cool-down schedule against its closed
+form, a cell's trunk and cool-down branches, and a study that continues where it was cut off with the points of
+an uninterrupted one: interrupted inside the trunk and inside a branch in-process, and (slow) killed with
+SIGKILL at random points and rerun."""
+
+import csv
+import math
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from conftest import SHARED_DATA
+from zoo_run import make_cfg, needs_shared
+
+from zoo.errors import ConfigError
+from zoo.run import scaling_cell
+from zoo.run.scaling_cell import run_cell
+from zoo.training.optim import warmup_stable_decay
+
+pytestmark = [pytest.mark.usefixtures("one_thread"), needs_shared]
+
+
+@pytest.mark.parametrize("shape", ["1-sqrt", "linear", "cosine"])
+def test_warmup_stable_decay_is_its_closed_form(shape):
+    """Warm-up 4 steps to 1e-3, constant to step 20, cool-down to 1e-5 at step 30 (Hägele et al. 2024: the
+    rate at cool-down progress p = (step - 20) / 10 is lr - (lr - min) sqrt(p) for 1-sqrt)."""
+    lr, low = 1e-3, 1e-5
+    cool = {
+        "1-sqrt": lambda p: lr - (lr - low) * p**0.5,
+        "linear": lambda p: lr - (lr - low) * p,
+        "cosine": lambda p: low + (lr - low) * (1 + math.cos(math.pi * p)) / 2,
+    }[shape]
+    want = [lr * (s + 1) / 4 for s in range(4)] + [lr] * 16 + [cool((s - 20) / 10) for s in range(20, 30)] + [low] * 5
+    got = [warmup_stable_decay(s, 4, 20, 30, lr, low, shape) for s in range(35)]
+    assert got == pytest.approx(want, rel=1e-12, abs=0)
+    assert got[20] == lr and got[29] < got[28]  # the first cool-down step at the peak, then down
+    trunk = [warmup_stable_decay(s, 4, None, 30, lr, low, shape) for s in range(35)]
+    assert trunk[4:] == [lr] * 31  # decay_start None: constant after the warm-up, for ever
+    with pytest.raises(ValueError, match="decay_shape='sqrt' is unknown"):
+        warmup_stable_decay(25, 4, 20, 30, lr, low, "sqrt")
+
+
+# a cell of s1 (25,408 non-embedding parameters, 4 windows of 128 a step: 512 tokens): budgets 0.2, 0.4 and 0.6
+# tokens per parameter end at steps 10, 20 and 30 and cool down from steps 8, 16 and 24; trunk checkpoints every
+# 5 steps and at each cool-down start
+CELL = [
+    "experiment=scaling",
+    "+benchmark=scaling",
+    "scaling.cell=s1_seed1",
+    "scaling.budgets=[0.2,0.4,0.6]",
+    "scaling.warmup_tokens_per_param=0.05",
+    "scaling.val_windows=8",
+    "scaling.checkpoint_every=5",
+    "threads=1",
+]
+
+
+def points(path):
+    with open(path, newline="") as f:
+        return [{k: r[k] for k in ("tokens_per_param", "steps", "tokens", "flops", "loss")} for r in csv.DictReader(f)]
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory):
+    out = tmp_path_factory.mktemp("cell")
+    run_cell(make_cfg(out, CELL))
+    return out
+
+
+def test_a_cell_trains_a_trunk_and_one_cool_down_per_budget(uninterrupted):
+    rows = points(uninterrupted / "points.csv")
+    assert [(r["tokens_per_param"], r["steps"], r["tokens"]) for r in rows] == [
+        ("0.2", "10", str(10 * 512)),
+        ("0.4", "20", str(20 * 512)),
+        ("0.6", "30", str(30 * 512)),
+    ]
+    losses = [float(r["loss"]) for r in rows]
+    assert losses == sorted(losses, reverse=True) and all(math.isfinite(v) for v in losses)
+    # the trunk's checkpoints: every 5 steps and at each cool-down start, up to the last one (24)
+    have = sorted(int(p.stem[4:]) for p in (uninterrupted / "trunk").glob("step*.ckpt"))
+    assert have == [5, 8, 10, 15, 16, 20, 24]
+
+
+def test_a_branch_equals_one_run_trained_to_its_budget_without_checkpoints(uninterrupted, tmp_path):
+    """The reference without any resume: one Lightning fit from step 0 to 30 with the cool-down from step 24 (the
+    trunk's 5 segments and the branch, resumed from checkpoints, must give the same loss to the last bit)."""
+    cfg = make_cfg(tmp_path, CELL)
+    from hydra.utils import get_class
+
+    from zoo.run.model_config import model_config
+    from zoo.run.train import build_data, checked_config
+
+    cfg, _, _ = checked_config(cfg)
+    dm, info, data = build_data(cfg, {})
+    model, args = model_config(cfg, info, None, data["dataset"], get_class(cfg.task._target_).BATCH)
+    cell = scaling_cell.Cell(cfg, info, model, args, dm, tmp_path)
+    _, task = cell.fit(30, {"decay_start": 24, "decay_steps": 30}, None)
+    last = points(uninterrupted / "points.csv")[-1]
+    assert (last["steps"], float(last["loss"])) == ("30", cell.score(task))
+
+
+def test_a_rerun_of_a_finished_cell_trains_nothing(uninterrupted, monkeypatch):
+    def refuse(*a, **k):
+        raise AssertionError("a finished cell trained again")
+
+    monkeypatch.setattr(scaling_cell.Cell, "fit", refuse)
+    before = (uninterrupted / "points.csv").read_text()
+    run_cell(make_cfg(uninterrupted, CELL))
+    assert (uninterrupted / "points.csv").read_text() == before
+
+
+def test_an_interrupted_cell_resumes_to_the_same_points(uninterrupted, tmp_path, monkeypatch):
+    """Cut off at step 12 of the trunk (its last checkpoint: step 10), then at step 18 of the second budget's
+    cool-down (from the trunk's step 16); each rerun continues, and the points equal the uninterrupted cell's
+    exactly (the same losses, tokens and FLOPs)."""
+    import lightning.pytorch as pl
+
+    class Cut(pl.Callback):
+        def __init__(self, step, decaying):
+            self.step, self.decaying = step, decaying
+
+        def on_train_batch_end(self, trainer, module, *args):
+            if trainer.global_step == self.step and (module.hparams.scheduler.get("decay_start") is not None) == (
+                self.decaying
+            ):
+                raise RuntimeError("killed")
+
+    make_trainer = scaling_cell.Cell._trainer
+    for step, decaying in ((12, False), (18, True)):
+
+        def cut_trainer(self, max_steps, validate=False, step=step, decaying=decaying):
+            trainer = make_trainer(self, max_steps, validate)
+            trainer.callbacks.append(Cut(step, decaying))
+            return trainer
+
+        monkeypatch.setattr(scaling_cell.Cell, "_trainer", cut_trainer)
+        with pytest.raises(RuntimeError, match="killed"):
+            run_cell(make_cfg(tmp_path, CELL))
+    assert len(points(tmp_path / "points.csv")) == 1  # the first budget survived the cuts
+    monkeypatch.setattr(scaling_cell.Cell, "_trainer", make_trainer)
+    run_cell(make_cfg(tmp_path, CELL))
+    assert points(tmp_path / "points.csv") == points(uninterrupted / "points.csv")
+
+
+def test_a_folder_of_another_design_is_refused(uninterrupted, tmp_path):
+    (tmp_path / "cell.json").write_text((uninterrupted / "cell.json").read_text())
+    with pytest.raises(ConfigError, match=r"holds a scaling cell of another design \(lr: 0.016 there, 0.001 now\)"):
+        run_cell(make_cfg(tmp_path, [*CELL, "scaling.sizes.s1.lr=1e-3"]))
+
+
+@pytest.mark.slow
+def test_a_study_killed_at_random_points_gives_the_points_of_an_uninterrupted_one(tmp_path):
+    """The real thing: `python -m zoo -m experiment=scaling` on two architectures at one size, killed with SIGKILL
+    at random moments and rerun (the same command) until it finishes; every cell's points.csv equals the
+    uninterrupted study's."""
+    args = [
+        sys.executable,
+        "-m",
+        "zoo",
+        "-m",
+        *CELL[:1],
+        *[o for o in CELL[3:] if not o.startswith("scaling.cell")],
+        "~scaling.sizes.s2",
+        "~scaling.sizes.s3",
+        "~scaling.sizes.s4",
+        "~scaling.sizes.s5",
+        "scaling.seed_size=s1",
+        "scaling.seeds=1",
+        "scaling.check_sizes=[]",
+        "+arch=decoder_only,encoder_decoder",
+    ]
+    env = {**os.environ, "ZOO_DATA_MIRROR": str(SHARED_DATA), "WANDB_MODE": "offline"}
+
+    def study(folder, kill_after=None):
+        p = subprocess.Popen(
+            [*args, f"hydra.sweep.dir={folder}"],
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        if kill_after is None:
+            assert p.wait(timeout=900) == 0, p.stderr.read()[-2000:]
+            return True
+        try:
+            return p.wait(timeout=kill_after) == 0
+        except subprocess.TimeoutExpired:
+            p.send_signal(signal.SIGKILL)
+            p.wait()
+            return False
+
+    study(tmp_path / "whole")
+    rng, kills = random.Random(0), 0
+    while not study(tmp_path / "cut", rng.uniform(8, 30)):
+        kills += 1
+        assert kills < 30
+    time.sleep(0)
+    assert kills >= 2
+    for arch in ("decoder_only", "encoder_decoder"):
+        cell = f"{arch}-s1_seed1"
+        assert points(tmp_path / "cut" / cell / "points.csv") == points(tmp_path / "whole" / cell / "points.csv")

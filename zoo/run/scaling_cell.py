@@ -1,0 +1,293 @@
+"""One cell of experiment=scaling (an architecture at a size and seed): a constant-rate trunk and, at each budget,
+a cool-down branch from the trunk's checkpoint (Hägele et al. 2024), each branch scored on the validation
+windows; or, for a SIZE_seedN_cosine cell, each budget trained alone with a cosine schedule (the check of the
+cool-down points). Every segment is a Lightning fit that resumes a checkpoint (exactly: zoo's RNG state and
+data stream travel with it).
+
+Rerunning the command continues the cell: the points already in its points.csv are kept and skipped, and the
+trunk resumes from its last checkpoint (trunk/step{K}.ckpt, written atomically at every branch start and at most
+scaling.checkpoint_every steps apart), so an interrupted study gives the points of an uninterrupted one. A cell
+folder that holds a cell of another design is refused (cell.json)."""
+
+import csv
+import io
+import logging
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import lightning.pytorch as pl
+from hydra.core.hydra_config import HydraConfig
+from hydra.utils import get_class, instantiate
+from omegaconf import DictConfig, OmegaConf, open_dict
+
+from zoo.errors import ConfigError
+from zoo.model.cost import non_embedding_param_count
+from zoo.run.config_checks import TASK_OF_BATCH
+from zoo.run.model_config import model_config
+from zoo.run.results import arch_config, job_overrides, write_json
+from zoo.run.train import build_data, build_task, checked_config
+from zoo.scaling.grid import Branch, branches, cell_is_check, cell_seed, cell_size, check_design, size_non_embedding
+from zoo.training.callbacks.progress import ProgressBar
+from zoo.training.callbacks.rng_state import RNGState
+from zoo.training.checkpoint_io import AtomicCheckpointIO
+
+log = logging.getLogger("zoo")
+
+# points.csv: experiments/scaling/points.csv's columns first (zoo.report writes that file from these)
+POINT_FIELDS = ("arch", "size", "seed", "n_params", "tokens", "flops", "loss")
+EXTRA_FIELDS = ("tokens_per_param", "steps", "kind", "cooldown", "seconds")
+CHECK_MIN_LR = 0.1  # the cosine check decays to this share of the peak rate (Hägele et al. 2024's cosine)
+DESIGN_KEYS = ("size", "seed", "arch", "block_size", "warmup_tokens_per_param", "lr", "batch_size", "val_windows")
+
+
+def design(cfg: DictConfig, arch_label: str) -> dict:
+    """What fixes a cell's trunk (cell.json): architecture, size shape and batch, seed, block, warm-up, peak rate,
+    the validation windows and the data. Budgets and the cool-down are not in it: a later command may add budgets
+    (the trunk's constant rate does not depend on them), and a point records its own cool-down."""
+    s = cfg.scaling
+    size = OmegaConf.to_container(s.sizes[cell_size(s.cell, s.sizes)], resolve=True)
+    return {
+        "arch": arch_label,
+        "size": {k: size[k] for k in ("d_model", "n_heads", "n_layers")},
+        "batch_size": int(size["batch_size"]),
+        "lr": float(size["lr"]),
+        "seed": cell_seed(s.cell),
+        "block_size": int(s.block_size),
+        "val_windows": int(s.val_windows),
+        "warmup_tokens_per_param": float(s.get("warmup_tokens_per_param", 1.0)),
+        "data": str(cfg.data.get("file")),
+    }
+
+
+def check_same_design(cell_dir: Path, want: dict) -> None:
+    """Write cell.json on the first run; on a later one, raise ConfigError when it names another design."""
+    import json
+
+    path = cell_dir / "cell.json"
+    if not path.is_file():
+        write_json(path, want)
+        return
+    have = json.loads(path.read_text())
+    diff = [k for k in want if have.get(k) != want[k]]
+    if diff:
+        shown = "; ".join(f"{k}: {have.get(k)!r} there, {want[k]!r} now" for k in diff)
+        raise ConfigError(
+            f"{cell_dir} holds a scaling cell of another design ({shown}), so its points and checkpoints cannot "
+            "be continued; give this study its own folder with hydra.sweep.dir=outputs/scaling/NAME (or put the "
+            "settings back)"
+        )
+
+
+NUMBERS = {"seed": int, "n_params": int, "tokens": int, "flops": float, "loss": float, "tokens_per_param": float}
+NUMBERS.update(steps=int, seconds=float)
+
+
+def read_points(path: Path) -> list[dict]:
+    """The rows of a cell's points.csv, numbers typed (none when it does not exist)."""
+    if not path.is_file():
+        return []
+    with open(path, newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    for r in rows:
+        for k, typ in NUMBERS.items():
+            r[k] = typ(r[k])
+        r["cooldown"] = float(r["cooldown"]) if r.get("cooldown") not in (None, "") else ""
+    return rows
+
+
+def write_points(path: Path, rows: list[dict]) -> None:
+    """points.csv, atomically (a temp file in the same folder, then os.replace): an interrupted write leaves the
+    previous file."""
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=(*POINT_FIELDS, *EXTRA_FIELDS), lineterminator="\n")
+    w.writeheader()
+    w.writerows(rows)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(buf.getvalue())
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _done(row: dict, br: Branch, kind: str, cooldown: float) -> bool:
+    """Whether a points.csv row is this budget's point under this design (kind, budget, end step, cool-down)."""
+    same_cooldown = kind == "cosine" or (row["cooldown"] != "" and abs(float(row["cooldown"]) - cooldown) < 1e-12)
+    return row["kind"] == kind and int(row["steps"]) == br.end and same_cooldown
+
+
+class Cell:
+    """The segments of one cell: trunk fits to each branch start, branch fits to each budget, validations."""
+
+    def __init__(self, cfg: DictConfig, info: dict, model: dict, task_args: dict, datamodule, out: Path):
+        self.cfg, self.info, self.model, self.task_args, self.dm, self.out = (
+            cfg,
+            info,
+            model,
+            task_args,
+            datamodule,
+            out,
+        )
+        self.trunk_dir = out / "trunk"
+        self.every = int(cfg.scaling.get("checkpoint_every") or 0)
+        self.train_seconds = 0.0  # training-step seconds of this invocation's fits
+
+    def _task(self, scheduler: dict):
+        cfg = self.cfg.copy()
+        with open_dict(cfg):
+            for k, v in scheduler.items():
+                cfg.task.scheduler[k] = v
+        pl.seed_everything(self.cfg.seed, workers=True)  # the same initial weights in every segment from scratch
+        return build_task(cfg, self.info, self.model, self.task_args)
+
+    def _trainer(self, max_steps: int, validate: bool = False):
+        return instantiate(
+            self.cfg.trainer,
+            max_steps=max_steps,
+            logger=False,
+            enable_checkpointing=False,
+            enable_model_summary=False,
+            num_sanity_val_steps=0,
+            limit_val_batches=1.0 if validate else 0,
+            callbacks=[RNGState(), ProgressBar()],
+            plugins=[AtomicCheckpointIO()],
+        )
+
+    def fit(self, max_steps: int, scheduler: dict, ckpt: Path | None):
+        """Train a fresh task (its schedule: the config's with `scheduler` on top) from `ckpt` (None: from scratch)
+        to step max_steps; returns (trainer, task)."""
+        task = self._task(scheduler)
+        trainer = self._trainer(max_steps)
+        before = None
+
+        class Before(pl.Callback):  # the cost restored from ckpt, read once training starts
+            def on_train_start(self, trainer, module):
+                nonlocal before
+                before = float(module.cost["seconds"])
+
+        trainer.callbacks.append(Before())
+        trainer.fit(task, datamodule=self.dm, ckpt_path=str(ckpt) if ckpt else None)
+        self.train_seconds += float(task.cost["seconds"]) - (before or 0.0)
+        return trainer, task
+
+    def score(self, task) -> float:
+        """val/cont_loss of the task's weights on the fixed validation windows."""
+        trainer = self._trainer(task.global_step, validate=True)
+        metrics = trainer.validate(task, datamodule=self.dm, verbose=False)[0]
+        return float(metrics.get("val/cont_loss", metrics["val/loss"]))
+
+    def trunk_checkpoints(self) -> dict[int, Path]:
+        return {int(p.stem[4:]): p for p in self.trunk_dir.glob("step*.ckpt") if p.stem[4:].isdigit()}
+
+    def trunk_to(self, step: int) -> Path:
+        """The trunk's checkpoint at `step`, training the trunk there from its last checkpoint at or before it in
+        segments of at most checkpoint_every steps (each checkpoint written atomically)."""
+        have = self.trunk_checkpoints()
+        at = max((k for k in have if k <= step), default=0)
+        while at < step:
+            nxt = min(step, (at // self.every + 1) * self.every) if self.every > 0 else step
+            trainer, _ = self.fit(nxt, {"decay_start": None, "decay_steps": None}, have.get(at))
+            self.trunk_dir.mkdir(parents=True, exist_ok=True)
+            path = self.trunk_dir / f"step{nxt}.ckpt"
+            trainer.save_checkpoint(path)
+            have[nxt], at = path, nxt
+        return have[step]
+
+
+def run_cell(cfg: DictConfig) -> float:
+    """Train one experiment=scaling cell (zoo.run.train.main runs this when cfg has a scaling node); returns its
+    largest budget's loss. Raises ConfigError for a bad design (zoo.scaling.grid.check_design) or a folder of
+    another design, before any data is read."""
+    start = time.time()
+    cfg, _, _ = checked_config(cfg)
+    s = cfg.scaling
+    size_name = cell_size(s.cell, s.sizes)
+    check_design(s, [size_name])
+    choices = HydraConfig.get().runtime.choices if HydraConfig.initialized() else {}
+    label = "prefix_lm" if cfg.model.get("mask") == "prefix" else cfg.arch
+    out = Path(cfg.paths.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    check_same_design(out, design(cfg, label))
+    size = OmegaConf.to_container(s.sizes[size_name], resolve=True)
+    cooldown, check = float(s.cooldown), cell_is_check(s.cell)
+    kind = "cosine" if check else "cooldown"
+    plan = branches(size, s.budgets, cooldown, int(s.block_size))
+    rows = read_points(out / "points.csv")
+    todo = [br for br in plan if not any(_done(r, br, kind, cooldown) for r in rows)]
+    if todo:
+        log.info("scaling cell %s %s: budgets %s to train", label, s.cell, [br.tokens_per_param for br in todo])
+    else:
+        log.info("scaling cell %s %s: every budget is in its points.csv; skipped", label, s.cell)
+    task_name = TASK_OF_BATCH.get(get_class(cfg.task._target_).BATCH, choices.get("task", "lm"))
+    datamodule, info, data = build_data(cfg, choices)
+    model_cfg, task_args = model_config(cfg, info, None, data["dataset"], get_class(cfg.task._target_).BATCH)
+    cell = Cell(cfg, info, model_cfg, task_args, datamodule, out)
+    n = size_non_embedding(size)
+    for br in todo:
+        if check:
+            sched = {"kind": "cosine", "decay_steps": br.end, "min_lr": CHECK_MIN_LR * float(cfg.task.optimizer.lr)}
+            _, task = cell.fit(br.end, sched, None)
+        else:
+            _, task = cell.fit(br.end, {"decay_start": br.start, "decay_steps": br.end}, cell.trunk_to(br.start))
+        loss = cell.score(task)
+        n_params = non_embedding_param_count(task.model)
+        row = {
+            "arch": label,
+            "size": size_name,
+            "seed": int(cfg.seed),
+            "n_params": n_params,
+            "tokens": int(task.cost["tokens"]),
+            "flops": float(task.cost["flops"]),
+            "loss": loss,
+            "tokens_per_param": br.tokens_per_param,
+            "steps": br.end,
+            "kind": kind,
+            "cooldown": cooldown if not check else "",
+            "seconds": round(float(task.cost["seconds"]), 3),
+        }
+        rows = [r for r in rows if not _done(r, br, kind, cooldown)] + [row]
+        write_points(out / "points.csv", rows)
+        log.info("scaling cell %s %s: %g tokens per parameter, loss %.4f", label, s.cell, br.tokens_per_param, loss)
+    mine = sorted((r for r in rows if any(_done(r, br, kind, cooldown) for br in plan)), key=lambda r: int(r["steps"]))
+    task = build_task(cfg, info, model_cfg, task_args)
+    record = {
+        "status": "ok",
+        "arch": cfg.arch,
+        "arch_config": arch_config(cfg),
+        "task": task_name,
+        "dataset": data["dataset"],
+        "data": data,
+        "objective": getattr(task, "objective", task_name),
+        "seed": cfg.seed,
+        "overrides": job_overrides(),
+        "budget": {"kind": "steps", "value": plan[-1].end},
+        "final": {"val/cont_loss": float(mine[-1]["loss"])} if mine else {},
+        "best": {},
+        "params": task.model.num_params(),
+        "params_non_embedding": n,
+        "flops_per_token": task.forward_flops_per_token(info["seq_len"], info.get("src_len")),
+        "cost": {
+            "train_flops": float(mine[-1]["flops"]) if mine else 0.0,
+            "tokens": int(mine[-1]["tokens"]) if mine else 0,
+            "train_seconds": cell.train_seconds,  # this command's training steps (a resumed cell: its own)
+        },
+        "scaling": {
+            "cell": str(s.cell),
+            "size": size_name,
+            "kind": kind,
+            "points": mine,
+            "train_tokens": len(datamodule.train_data),  # the largest run reads them tokens / train_tokens times
+        },
+        "steps": plan[-1].end,
+        "wall_seconds": time.time() - start,
+        "output_dir": str(out.resolve()),
+        "best_checkpoint": None,
+        "examples": None,
+    }
+    path = write_json(out / "results.json", record)
+    print(path.resolve())
+    return float(mine[-1]["loss"]) if mine else float("nan")
