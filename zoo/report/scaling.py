@@ -1,16 +1,22 @@
-"""The report's Scaling section: a law L(N, D) = E + A / N^alpha + B / D^beta fitted per architecture to the
-evaluation points of runs that differ in size (experiment=scaling), and the comparisons it supports.
+"""The report's Scaling section: a law L(N, D) = E + A / N^alpha + B / D^beta fitted per architecture to the points
+of runs that differ in size (experiment=scaling), the gates that say whether each law can be trusted, and the
+comparisons it supports.
 
-Each validation of a run is a point: N = its non-embedding parameters (results.json's params_non_embedding,
-Kaplan et al. 2020), the training FLOPs C spent so far (cost/flops: zoo.model.cost through the objective, so
-ENTP's re-reading and the encoder's source tokens count) and the continuation loss (val/cont_loss, the tokens
-every architecture predicts alike). The fit reads D as C / (6 N), the tokens a plain causal model would have
-read for that compute, so the frontier L*(C) of every architecture is in the same measured FLOPs
-(zoo.scaling.fit, Hoffmann et al. 2022's method). A section over runs of one size says why it fits nothing."""
+A point is one budget of a run: N = its non-embedding parameters (Kaplan et al. 2020), D = the training tokens,
+C = the measured training FLOPs (zoo.model.cost through the objective, so ENTP's re-reading and the encoder's
+source tokens count) and the continuation loss (val/cont_loss, the tokens every architecture predicts alike).
+experiment=scaling's cells carry their points in results.json (zoo.run.scaling_cell: each a cool-down branch,
+or a budget trained alone in a SIZE_seedN_cosine check cell); other LM runs give one point per validation of
+their CSV log. The law's frontier in measured compute uses each family's FLOPs per token: C = 6 r N D, with r
+the family's mean C / (6 N D) over its points. Beside it, the compute frontier L*(C) = E + A C^-gamma is fitted
+to each family's lower envelope of (C, loss) (Kaplan et al. 2020; Tay et al. 2022)."""
 
+import csv
+import math
 from pathlib import Path
 
 import numpy as np
+from scipy.optimize import least_squares
 
 from zoo.report.runs import arch_label, read_curves
 from zoo.scaling.fit import PARAMS, ScalingError, compute_optimal, fit_scaling_law
@@ -18,82 +24,232 @@ from zoo.scaling.fit import PARAMS, ScalingError, compute_optimal, fit_scaling_l
 LOSS = ("val/cont_loss", "val/loss")  # the metric fitted: the first a run logs
 BOOTSTRAP = 200  # resamples of each fit (its intervals and the compute multiplier's)
 REFERENCE = "decoder_only"  # the compute multiplier k(C) is relative to its frontier
-HOLDOUT_AIM = 0.02  # relative error the hold-out check aims for
+# the gates (docs/scaling-laws.md)
+FIT_RMS = 0.015  # the law's relative residual rms on its own points, at most ...
+FIT_NOISE = 2.0  # ... and at most this many times the seed noise
+HOLDOUT = 0.03  # every point of the largest size predicted within this (aim 2%) by a fit without it
+HOLDOUT_AIM = 0.02
+EXPONENT_HALF_WIDTH = 0.15  # each exponent's 95% interval narrower than +- this
+K_RATIO = 2.0  # k(C)'s 95% interval: upper bound at most this times the lower
+COOLDOWN_CHECK = 0.01  # a cool-down point within this of the budget trained alone
+MAX_EPOCHS = 4.0  # training tokens seen at most this often by the largest run (Muennighoff et al. 2023)
+POINTS_CSV = ("arch", "size", "seed", "n_params", "tokens", "flops", "loss")
 
 
 def scaling_points(runs: list[dict]) -> list[dict]:
-    """Every validation of every finished LM run that records params_non_embedding, as {arch, seed, run, N,
-    D (C / 6 N), C, tokens, seconds, loss}; a run without those curves gives none."""
+    """Every point of every finished LM run that records params_non_embedding, as {arch, size, seed, run (the
+    group a bootstrap draws whole: a trunk and its branches, or a run's evaluations), N, D (tokens), C, tokens,
+    seconds, loss, kind (cooldown, cosine or curve), tokens_per_param, steps}."""
     points = []
     for run in runs:
         if run.get("status", "ok") != "ok" or run.get("task") != "lm" or not run.get("params_non_embedding"):
             continue
-        curves = read_curves(Path(run["run_dir"]))
-        metric = next((m for m in LOSS if m in curves), None)
-        if metric is None or "cost/flops" not in curves:
-            continue
-        cost = {k: dict(curves.get(f"cost/{k}", [])) for k in ("flops", "tokens", "seconds")}
         N = float(run["params_non_embedding"])
-        for step, loss in curves[metric]:
-            C = cost["flops"].get(step)
-            if C:
+        cell = run.get("scaling")
+        if cell and cell.get("points") is not None:
+            for p in cell["points"]:
                 points.append(
                     {
                         "arch": arch_label(run),
+                        "size": str(p["size"]),
+                        "seed": int(p["seed"]),
+                        "run": f"{arch_label(run)}|{p['size']}|{p['seed']}|{p['kind']}",
+                        "N": float(p["n_params"]),
+                        "C": float(p["flops"]),
+                        "D": float(p["tokens"]),
+                        "tokens": float(p["tokens"]),
+                        "seconds": float(p["seconds"]),
+                        "loss": float(p["loss"]),
+                        "kind": p["kind"],
+                        "tokens_per_param": float(p["tokens_per_param"]),
+                        "steps": int(p["steps"]),
+                        "train_tokens": cell.get("train_tokens"),
+                    }
+                )
+            continue
+        curves = read_curves(Path(run["run_dir"]))
+        metric = next((m for m in LOSS if m in curves), None)
+        if metric is None or "cost/flops" not in curves or "cost/tokens" not in curves:
+            continue
+        cost = {k: dict(curves.get(f"cost/{k}", [])) for k in ("flops", "tokens", "seconds")}
+        for step, loss in curves[metric]:
+            C, tokens = cost["flops"].get(step), cost["tokens"].get(step)
+            if C and tokens:
+                points.append(
+                    {
+                        "arch": arch_label(run),
+                        "size": f"N{int(N)}",
                         "seed": run.get("seed"),
                         "run": run["run_dir"],
                         "N": N,
                         "C": C,
-                        "D": C / (6.0 * N),
-                        "tokens": cost["tokens"].get(step),
+                        "D": tokens,
+                        "tokens": tokens,
                         "seconds": cost["seconds"].get(step),
                         "loss": loss,
+                        "kind": "curve",
+                        "tokens_per_param": tokens / N,
+                        "steps": int(step) + 1,
+                        "train_tokens": None,
                     }
                 )
     return points
 
 
+def write_points_csv(points: list[dict], path: Path) -> Path:
+    """points.csv: one row per fitted point (not the cosine check's), header POINTS_CSV; refit it with
+    `python -m zoo.scaling fit points.csv --params n_params --tokens tokens --loss loss`."""
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(POINTS_CSV)
+        for p in points:
+            w.writerow(
+                [p["arch"], p["size"], p["seed"], int(p["N"]), int(p["tokens"]), f"{p['C']:.6g}", f"{p['loss']:.6f}"]
+            )
+    return path
+
+
 def fit_points(points: list[dict], bootstrap: int = BOOTSTRAP, seed: int = 0):
-    """fit_scaling_law of the points' (N, D, loss); a bootstrap resample draws whole runs (their evaluations
-    are correlated). Returns a zoo.scaling.fit.ScalingFit."""
+    """fit_scaling_law of the points' (N, D tokens, loss); a bootstrap resample draws whole runs (a trunk and its
+    branches share their weights up to the branch, and a run's evaluations are correlated). Returns a
+    zoo.scaling.fit.ScalingFit."""
     N, D, L = (np.array([p[k] for p in points], dtype=float) for k in ("N", "D", "loss"))
     return fit_scaling_law(N, D, L, bootstrap=bootstrap, seed=seed, groups=[p["run"] for p in points])
 
 
-def frontier(C, params) -> np.ndarray:
-    """L*(C) of a law: compute_optimal's loss at each C (FLOPs); params: (E, A, B, alpha, beta), each a scalar
-    or a column of resamples."""
-    return compute_optimal(C, *params)[2]
+def flops_ratio(points: list[dict]) -> float:
+    """r = mean of C / (6 N D) over a family's points: its measured FLOPs per token in units of 6 N."""
+    return float(np.mean([p["C"] / (6.0 * p["N"] * p["D"]) for p in points]))
 
 
-def matching_compute(loss, params, lo: float, hi: float) -> np.ndarray:
-    """The compute C at which the law `params` reaches `loss` on its frontier (bisection in log C between lo
-    and hi FLOPs; inf where the law never gets that low: loss <= E, or beyond hi)."""
+def frontier(C, params, r: float = 1.0) -> np.ndarray:
+    """L*(C) of a law: compute_optimal's loss at 6 N D = C / r (C measured FLOPs, r the family's flops_ratio);
+    params: (E, A, B, alpha, beta), each a scalar or a column of resamples."""
+    return compute_optimal(np.asarray(C, dtype=float) / r, *params)[2]
+
+
+def matching_compute(loss, params, lo: float, hi: float, r: float = 1.0) -> np.ndarray:
+    """The compute C at which the law `params` (of a family with flops_ratio r) reaches `loss` on its frontier
+    (bisection in log C between lo and hi FLOPs; inf where the law never gets that low: loss <= E, or beyond hi)."""
     loss = np.asarray(loss, dtype=float)
     a, b = np.full(loss.shape, np.log(lo)), np.full(loss.shape, np.log(hi))
     for _ in range(80):
         mid = (a + b) / 2
-        above = frontier(np.exp(mid), params) > loss  # still worse than the target: needs more compute
+        above = frontier(np.exp(mid), params, r) > loss  # still worse than the target: needs more compute
         a, b = np.where(above, mid, a), np.where(above, b, mid)
     C = np.exp((a + b) / 2)
-    return np.where(frontier(np.exp(b), params) <= loss * (1 + 1e-9), C, np.inf)
+    return np.where(frontier(np.exp(b), params, r) <= loss * (1 + 1e-9), C, np.inf)
 
 
-def multiplier(fit, ref, C: float) -> dict:
-    """k(C) = C' / C, C' the compute at which `fit`'s frontier reaches `ref`'s loss at C (the compute
-    multiplier of Kaplan et al. 2020's architecture comparisons); with the percentile interval over paired
-    bootstrap resamples. {"value": k, "ci": (lo, hi) or None}; inf when the law never reaches that loss."""
+def _interval(ks: np.ndarray):
+    ks = np.where(np.isfinite(ks), ks, np.inf)
+    lo, hi = np.percentile(ks, [2.5, 97.5])
+    return float(lo), float(hi)
+
+
+def multiplier(fit, ref, C: float, r: float = 1.0, r_ref: float = 1.0) -> dict:
+    """k(C) = C' / C, C' the compute at which `fit`'s frontier reaches `ref`'s loss at C (the compute multiplier of
+    Kaplan et al. 2020's architecture comparisons); r, r_ref: the families' flops_ratio; with the percentile
+    interval over paired bootstrap resamples. {"value": k, "ci": (lo, hi) or None}; inf when the law never
+    reaches that loss."""
     point = lambda f: tuple(f.values[k] for k in PARAMS)  # noqa: E731
-    k = float(matching_compute(frontier(C, point(ref)), point(fit), C * 1e-9, C * 1e9)) / C
+    k = float(matching_compute(frontier(C, point(ref), r_ref), point(fit), C * 1e-9, C * 1e9, r)) / C
     n = min(len(fit.samples), len(ref.samples))
     if not n:
         return {"value": k, "ci": None}
     cols = lambda f: tuple(f.samples[:n, i] for i in range(5))  # noqa: E731
     with np.errstate(all="ignore"):
-        ks = matching_compute(frontier(C, cols(ref)), cols(fit), C * 1e-9, C * 1e9) / C
-    ks = np.where(np.isfinite(ks), ks, np.inf)
-    lo, hi = np.percentile(ks, [2.5, 97.5])
-    return {"value": k, "ci": (float(lo), float(hi))}
+        ks = matching_compute(frontier(C, cols(ref), r_ref), cols(fit), C * 1e-9, C * 1e9, r) / C
+    return {"value": k, "ci": _interval(ks)}
+
+
+# --- the compute frontier L*(C) = E + A C^-gamma on the lower envelope ---
+
+
+def envelope(points: list[dict]) -> list[dict]:
+    """The lower envelope of (C, loss): the points with a lower loss than every point of smaller C."""
+    out, best = [], math.inf
+    for p in sorted(points, key=lambda p: (p["C"], p["loss"])):
+        if p["loss"] < best:
+            out.append(p)
+            best = p["loss"]
+    return out
+
+
+def _fit_frontier(C: np.ndarray, L: np.ndarray) -> np.ndarray | None:
+    """(E, A, gamma) of L = E + A C^-gamma by least squares in log L (scipy), E in [0, min L), from a small grid of
+    starts; None with fewer than 4 points or no fit."""
+    if len(C) < 4:
+        return None
+    x = np.log(C / np.exp(np.mean(np.log(C))))  # centred log C: A is the excess loss at the mean C
+
+    def resid(u):
+        E, logA, g = u
+        return np.log(E + np.exp(logA - g * x)) - np.log(L)
+
+    best = None
+    for frac in (0.0, 0.5, 0.9):
+        for g in (0.05, 0.2, 0.5):
+            E0 = frac * L.min()
+            u0 = (E0, np.log(max(np.exp(np.mean(np.log(L))) - E0, 1e-6)), g)
+            try:
+                r = least_squares(resid, u0, bounds=([0.0, -50.0, 1e-4], [L.min() * (1 - 1e-9), 50.0, 5.0]))
+            except ValueError:
+                continue
+            if best is None or r.cost < best.cost:
+                best = r
+    if best is None:
+        return None
+    E, logA, g = best.x
+    return np.array([E, np.exp(logA) * np.exp(np.mean(np.log(C))) ** g, g])
+
+
+class Frontier:
+    """The compute frontier of one family: (E, A, gamma) on its envelope and `samples`, the refits of bootstrap
+    resamples of whole runs (each resample's own envelope)."""
+
+    def __init__(self, points: list[dict], bootstrap: int = BOOTSTRAP, seed: int = 0):
+        env = envelope(points)
+        C, L = (np.array([p[k] for p in env]) for k in ("C", "loss"))
+        self.n_points = len(env)
+        self.values = _fit_frontier(C, L)
+        runs = sorted({p["run"] for p in points})
+        rng = np.random.default_rng(seed)
+        samples = []
+        for _ in range(bootstrap if self.values is not None else 0):
+            pick = rng.integers(0, len(runs), len(runs))
+            drawn = [p for i in pick for p in points if p["run"] == runs[i]]
+            e = envelope(drawn)
+            u = _fit_frontier(np.array([p["C"] for p in e]), np.array([p["loss"] for p in e]))
+            if u is not None:
+                samples.append(u)
+        self.samples = np.array(samples).reshape(-1, 3)
+
+    def ci(self, i: int):
+        return tuple(np.percentile(self.samples[:, i], [2.5, 97.5])) if len(self.samples) else None
+
+    @staticmethod
+    def loss(C, u) -> np.ndarray:
+        return u[..., 0] + u[..., 1] * np.asarray(C, dtype=float) ** -u[..., 2]
+
+    @staticmethod
+    def compute(loss, u) -> np.ndarray:
+        """The C at which the frontier u reaches `loss` (inf at or below its E)."""
+        with np.errstate(all="ignore"):
+            excess = np.asarray(loss, dtype=float) - u[..., 0]
+            return np.where(excess > 0, (excess / u[..., 1]) ** (-1.0 / u[..., 2]), np.inf)
+
+    def multiplier(self, ref: "Frontier", C: float) -> dict:
+        """k(C) from the two frontiers, with the interval over their resamples (paired by index)."""
+        k = float(self.compute(self.loss(C, ref.values), self.values)) / C
+        n = min(len(self.samples), len(ref.samples))
+        if not n:
+            return {"value": k, "ci": None}
+        ks = self.compute(self.loss(C, ref.samples[:n]), self.samples[:n]) / C
+        return {"value": k, "ci": _interval(ks)}
+
+
+# --- checks ---
 
 
 def holdout(points: list[dict]) -> dict | None:
@@ -109,15 +265,88 @@ def holdout(points: list[dict]) -> dict | None:
     return {"N": top, "errors": [abs(float(q) - p["loss"]) / p["loss"] for q, p in zip(pred, test)]}
 
 
-def final_losses(points: list[dict]) -> dict:
-    """{(arch, N): [the last evaluation's loss of each run]}: the largest budget each run reached."""
-    last = {}
+def residual_rms(fit, points: list[dict]) -> float:
+    """The law's relative residual rms on the points: sqrt(mean(((L - L_hat) / L)^2))."""
+    pred = fit.predict(np.array([p["N"] for p in points]), np.array([p["D"] for p in points]))
+    resid = np.array([(p["loss"] - q) / p["loss"] for p, q in zip(points, pred)])
+    return float(np.sqrt(np.mean(resid**2)))
+
+
+def seed_noise(points: list[dict]) -> float | None:
+    """The seed noise of a family: at every (size, budget) with runs of several seeds, the relative sd of their
+    losses (ddof 1); the rms over those. None without repeated seeds."""
+    groups = {}
     for p in points:
-        if p["run"] not in last or p["C"] > last[p["run"]]["C"]:
-            last[p["run"]] = p
-    out = {}
-    for p in last.values():
-        out.setdefault((p["arch"], p["N"]), []).append(p["loss"])
+        groups.setdefault((p["N"], round(p["tokens_per_param"], 6)), {})[p["seed"]] = p["loss"]
+    sds = [np.std(list(g.values()), ddof=1) / np.mean(list(g.values())) for g in groups.values() if len(g) > 1]
+    return float(np.sqrt(np.mean(np.square(sds)))) if sds else None
+
+
+def at_bound(fit, points: list[dict]) -> list[str]:
+    """The fitted parameters at a bound of the law's search: E collapsed to 0 (below 0.1% of the lowest loss), an
+    exponent at 0 (below 0.005) or running away (above 3, outside Hoffmann's start grid 0 .. 2 by half of it);
+    and a fit its optimiser did not report as converged (fit.notes)."""
+    out = []
+    if fit.values["E"] < 1e-3 * min(p["loss"] for p in points):
+        out.append(f"E = {fit.values['E']:.3g} (collapsed to 0)")
+    for k in ("alpha", "beta"):
+        if not 0.005 < fit.values[k] < 3.0:
+            out.append(f"{k} = {fit.values[k]:.3g}")
+    out += [n for n in fit.notes if "converge" in n]
+    return out
+
+
+def steps_bound(points: list[dict]) -> dict:
+    """The steps-bound check: for each pair of adjacent sizes and each point of the smaller one at a step count
+    the larger also spans, the larger size's loss interpolated (linearly in log steps) at that step must be lower.
+    {"pairs": checked comparisons, "failed": [(smaller N, larger N, steps, smaller loss, larger loss)]}."""
+    by_size = {}
+    for p in points:
+        if p["seed"] == min(q["seed"] for q in points if q["N"] == p["N"]):
+            by_size.setdefault(p["N"], []).append((p["steps"], p["loss"]))
+    sizes = sorted(by_size)
+    checked, failed = 0, []
+    for small, large in zip(sizes, sizes[1:]):
+        curve = sorted(by_size[large])
+        s, loss = np.log([c[0] for c in curve]), np.array([c[1] for c in curve])
+        for steps, l_small in sorted(by_size[small]):
+            if len(curve) < 2 or not s[0] <= np.log(steps) <= s[-1]:
+                continue
+            checked += 1
+            l_large = float(np.interp(np.log(steps), s, loss))
+            if not l_large < l_small:
+                failed.append((small, large, steps, l_small, l_large))
+    return {"pairs": checked, "failed": failed}
+
+
+def cooldown_check(points: list[dict]) -> list[dict]:
+    """Each cosine-check point beside the cool-down point of the same family, size, seed and budget:
+    {arch, size, tokens_per_param, cooldown, cosine, diff (relative to the cosine run's loss)}."""
+    out = []
+    for p in points:
+        if p["kind"] != "cosine":
+            continue
+        twin = next(
+            (
+                q
+                for q in points
+                if q["kind"] == "cooldown"
+                and (q["arch"], q["size"], q["seed"]) == (p["arch"], p["size"], p["seed"])
+                and abs(q["tokens_per_param"] - p["tokens_per_param"]) < 1e-9
+            ),
+            None,
+        )
+        if twin is not None:
+            out.append(
+                {
+                    "arch": p["arch"],
+                    "size": p["size"],
+                    "tokens_per_param": p["tokens_per_param"],
+                    "cooldown": twin["loss"],
+                    "cosine": p["loss"],
+                    "diff": (twin["loss"] - p["loss"]) / p["loss"],
+                }
+            )
     return out
 
 
@@ -148,49 +377,152 @@ def _fits(by_arch: dict) -> tuple[dict, list[str]]:
     return fits, warnings
 
 
-def _fit_table(by_arch: dict, fits: dict) -> list[str]:
-    """The per-architecture table of the law's parameters with their 95% bootstrap intervals."""
+def gates(by_arch: dict, fits: dict, frontiers: dict) -> dict:
+    """Per architecture, each gate's verdict: {"fit": (state, why), "holdout": ..., "params": ..., "k": ...,
+    "trusted": bool}; state is "pass", "FAIL" or "cannot check" (a design that cannot judge it)."""
+    out = {}
+    cmax = max(p["C"] for pts in by_arch.values() for p in pts)
+    for arch, pts in by_arch.items():
+        fit, g = fits.get(arch), {}
+        sizes = {p["N"] for p in pts}
+        budgets = max(sum(1 for q in pts if q["run"] == r) for r in {p["run"] for p in pts})
+        if fit is None:
+            g = {k: ("FAIL", "no law was fitted") for k in ("fit", "holdout", "params", "k")}
+            out[arch] = {**g, "trusted": False}
+            continue
+        rms, noise = residual_rms(fit, pts), seed_noise(pts)
+        if noise is None:
+            g["fit"] = (
+                "cannot check" if rms <= FIT_RMS else "FAIL",
+                f"rms {rms:.2%}; no repeated seeds to compare with",
+            )
+        else:
+            ok = rms <= FIT_RMS and rms <= FIT_NOISE * noise
+            g["fit"] = ("pass" if ok else "FAIL", f"rms {rms:.2%}, {rms / noise:.1f}x the seed noise {noise:.2%}")
+        h = holdout(pts) if len(sizes) >= 3 else None
+        if h is None:
+            g["holdout"] = ("cannot check", f"{len(sizes)} sizes: a fit without the largest needs 2 or more left")
+        else:
+            worst = max(h["errors"])
+            g["holdout"] = ("pass" if worst <= HOLDOUT else "FAIL", f"largest error {worst:.2%} at N = {h['N']:,.0f}")
+        bound = at_bound(fit, pts)
+        widths = {k: (fit.ci[k][1] - fit.ci[k][0]) / 2 for k in ("alpha", "beta") if fit.ci.get(k)}
+        wide = [f"{k} ±{w:.2f}" for k, w in widths.items() if not w <= EXPONENT_HALF_WIDTH]
+        if budgets < 2:
+            g["params"] = ("cannot check", "one budget per size: beta is not identified")
+        elif not widths:
+            g["params"] = ("cannot check", "no bootstrap intervals")
+        else:
+            why = "; ".join(bound + wide) or ", ".join(f"{k} ±{w:.2f}" for k, w in widths.items())
+            g["params"] = ("pass" if not bound and not wide else "FAIL", why)
+        if arch == REFERENCE:
+            g["k"] = ("pass", "the reference (k = 1)")
+        elif REFERENCE not in fits:
+            g["k"] = ("cannot check", f"{REFERENCE} was not fitted")
+        else:
+            r, r_ref = flops_ratio(pts), flops_ratio(by_arch[REFERENCE])
+            k = multiplier(fit, fits[REFERENCE], cmax, r, r_ref)
+            if k["ci"] is None:
+                g["k"] = ("cannot check", "no bootstrap intervals")
+            else:
+                lo, hi = k["ci"]
+                ok = lo > 0 and np.isfinite(hi) and hi <= K_RATIO * lo
+                g["k"] = ("pass" if ok else "FAIL", f"k = {fmt(k['value'], k['ci'])} at C = {cmax:.3g}")
+        out[arch] = {**g, "trusted": all(v[0] == "pass" for v in g.values())}
+    return out
+
+
+def _gate_table(verdicts: dict) -> list[str]:
     lines = [
-        "| arch | runs | sizes | points | E | A | B | alpha | beta | a (N_opt ∝ C^a) |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "Can each law be trusted? The gates (docs/scaling-laws.md): **fit** the law's relative residual rms "
+        f"<= {FIT_RMS:.1%} and <= {FIT_NOISE:g}x the seed noise; **hold-out** every point of the largest size "
+        f"predicted within {HOLDOUT:.0%} by a fit without it; **parameters** none at a bound, each exponent's 95% "
+        f"interval narrower than ±{EXPONENT_HALF_WIDTH}; **k(C)** the compute multiplier against {REFERENCE} at "
+        f"the largest measured C has a 95% interval whose upper bound is at most {K_RATIO:g}x its lower.",
+        "",
+        "| arch | law trusted | fit | hold-out | parameters | k(C) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for arch, g in verdicts.items():
+        cells = [f"{g[k][0]}: {g[k][1]}" for k in ("fit", "holdout", "params", "k")]
+        lines.append(f"| {arch} | {'yes' if g['trusted'] else 'NO'} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _fit_table(by_arch: dict, fits: dict, verdicts: dict) -> list[str]:
+    """The per-architecture table of the law's parameters with their 95% bootstrap intervals; a law that failed
+    a gate is marked so on its row."""
+    lines = [
+        "| arch | gates | runs | sizes | points | E | A | B | alpha | beta | a (N_opt ∝ C^a) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for arch, fit in fits.items():
         pts = by_arch[arch]
         cells = [fmt(fit.values[k], fit.ci[k]) for k in ("E", "A", "B", "alpha", "beta", "a")]
+        mark = "passed" if verdicts[arch]["trusted"] else "FAILED: not to quote"
         lines.append(
-            f"| {arch} | {len({p['run'] for p in pts})} | {len({p['N'] for p in pts})} | {len(pts)} | "
+            f"| {arch} | {mark} | {len({p['run'] for p in pts})} | {len({p['N'] for p in pts})} | {len(pts)} | "
             + " | ".join(cells)
             + " |"
         )
     return lines
 
 
-def _multipliers(fits: dict, points: list[dict]) -> list[str]:
-    """k(C) of each architecture against REFERENCE at the smallest and largest measured C and 10x beyond."""
-    if REFERENCE not in fits or len(fits) < 2:
-        return [f"No compute multiplier: {REFERENCE} was not fitted."]
+def _frontier_table(frontiers: dict) -> list[str]:
+    lines = [
+        "The compute frontier L*(C) = E + A C^-gamma fitted to each family's lower envelope of (C, loss) (Kaplan et "
+        "al. 2020; 95% intervals over resamples of whole runs):",
+        "",
+        "| arch | envelope points | E | A | gamma |",
+        "|---|---|---|---|---|",
+    ]
+    for arch, fr in frontiers.items():
+        if fr.values is None:
+            lines.append(f"| {arch} | {fr.n_points} | – | – | – (fewer than 4 envelope points) |")
+            continue
+        cells = [fmt(fr.values[i], fr.ci(i)) for i in range(3)]
+        lines.append(f"| {arch} | {fr.n_points} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _multipliers(by_arch: dict, fits: dict, frontiers: dict, verdicts: dict, points: list[dict]) -> list[str]:
+    """k(C) of each architecture against REFERENCE at the smallest and largest measured C (and, for a law that
+    passed its gates, 10x beyond), from the law and from the compute frontier."""
+    if REFERENCE not in by_arch or len(by_arch) < 2:
+        return [f"No compute multiplier: no {REFERENCE} points to compare with."]
     cs = [min(p["C"] for p in points), max(p["C"] for p in points)]
-    cs.append(10 * cs[1])
     lines = [
         f"The compute multiplier k(C): how many times {REFERENCE}'s compute C an architecture needs to reach "
-        f"{REFERENCE}'s frontier loss at C (1 = as efficient, > 1 = needs more; 95% intervals over paired "
-        "bootstrap resamples of runs).",
+        f"{REFERENCE}'s loss at C (1 = as efficient, > 1 = needs more; 95% intervals over paired bootstrap "
+        "resamples of runs), from the law L(N, D) and from the compute frontier L*(C). 10x beyond the largest C "
+        "is an extrapolation, shown only for laws that passed every gate.",
         "",
-        "| arch | " + " | ".join(f"C = {c:.3g}" + (" (10x beyond)" if i == 2 else "") for i, c in enumerate(cs)) + " |",
-        "|---|" + "---|" * len(cs),
+        "| arch | from | " + " | ".join(f"C = {c:.3g}" for c in cs) + f" | C = {10 * cs[1]:.3g} (10x beyond) |",
+        "|---|---|" + "---|" * (len(cs) + 1),
     ]
-    for arch, fit in fits.items():
-        if arch != REFERENCE:
-            ks = [multiplier(fit, fits[REFERENCE], c) for c in cs]
-            lines.append(f"| {arch} | " + " | ".join(fmt(k["value"], k["ci"]) for k in ks) + " |")
+    ref_fit, ref_fr = fits.get(REFERENCE), frontiers.get(REFERENCE)
+    for arch in by_arch:
+        if arch == REFERENCE:
+            continue
+        trusted = verdicts[arch]["trusted"] and verdicts[REFERENCE]["trusted"]
+        if arch in fits and ref_fit is not None:
+            r, r_ref = flops_ratio(by_arch[arch]), flops_ratio(by_arch[REFERENCE])
+            ks = [multiplier(fits[arch], ref_fit, c, r, r_ref) for c in (*cs, 10 * cs[1])]
+            cells = [fmt(k["value"], k["ci"]) for k in ks]
+            cells[-1] = cells[-1] if trusted else "– (a gate failed)"
+            lines.append(f"| {arch} | law{'' if trusted else ' (gate FAILED)'} | " + " | ".join(cells) + " |")
+        fr = frontiers.get(arch)
+        if fr is not None and fr.values is not None and ref_fr is not None and ref_fr.values is not None:
+            ks = [fr.multiplier(ref_fr, c) for c in cs]
+            lines.append(f"| {arch} | frontier | " + " | ".join(fmt(k["value"], k["ci"]) for k in ks) + " | – |")
     return lines
 
 
 def _holdouts(by_arch: dict) -> list[str]:
     """The hold-out check of every architecture: its largest size predicted by a fit without it."""
     lines = [
-        f"Hold-out: each law refitted without its largest size predicts that size's points (aim: error "
-        f"<= {HOLDOUT_AIM:.0%} of the loss).",
+        f"Hold-out: each law refitted without its largest size predicts that size's points (gate: every error "
+        f"<= {HOLDOUT:.0%}; aim {HOLDOUT_AIM:.0%}).",
         "",
     ]
     for arch, pts in by_arch.items():
@@ -199,33 +531,43 @@ def _holdouts(by_arch: dict) -> list[str]:
             lines.append(f"- {arch}: too few points without the largest size to refit")
             continue
         worst = max(h["errors"])
-        mark = "within" if worst <= HOLDOUT_AIM else "OVER"
+        mark = "within the aim" if worst <= HOLDOUT_AIM else ("within the gate" if worst <= HOLDOUT else "OVER")
         lines.append(
             f"- {arch}: N = {h['N']:,.0f}, relative errors {', '.join(f'{e:.2%}' for e in h['errors'])} "
-            f"(largest {worst:.2%}, {mark} the aim)"
+            f"(largest {worst:.2%}, {mark})"
         )
     return lines
 
 
-def _noise(points: list[dict], fits: dict) -> list[str]:
-    """Seed noise at the repeated size next to each fit's residuals (both relative to the loss)."""
-    finals = final_losses(points)
-    lines = ["| arch | N | seeds | seed sd / loss | fit residual rms / loss |", "|---|---|---|---|---|"]
-    for (arch, N), losses in finals.items():
-        if len(losses) < 2 or arch not in fits:
+def final_losses(points: list[dict]) -> dict:
+    """{(arch, N): [each seed's loss at the largest budget of that size]}: a size's seeds as one row."""
+    last = {}
+    for p in points:
+        key = (p["arch"], p["N"], p["seed"])
+        if key not in last or p["C"] > last[key]["C"]:
+            last[key] = p
+    out = {}
+    for p in last.values():
+        out.setdefault((p["arch"], p["N"]), []).append(p["loss"])
+    return out
+
+
+def _noise(by_arch: dict, fits: dict) -> list[str]:
+    """Seed noise beside each fit's residuals (both relative to the loss)."""
+    lines = ["| arch | seeds at a size | seed noise / loss | fit residual rms / loss |", "|---|---|---|---|"]
+    for arch, pts in by_arch.items():
+        noise = seed_noise(pts)
+        if noise is None or arch not in fits:
             continue
-        pts = [p for p in points if p["arch"] == arch]
-        pred = fits[arch].predict(np.array([p["N"] for p in pts]), np.array([p["D"] for p in pts]))
-        resid = np.array([(p["loss"] - q) / p["loss"] for p, q in zip(pts, pred)])
-        sd = float(np.std(losses, ddof=1) / np.mean(losses))
-        lines.append(f"| {arch} | {N:,.0f} | {len(losses)} | {sd:.2%} | {float(np.sqrt(np.mean(resid**2))):.2%} |")
+        seeds = max(len({p["seed"] for p in pts if p["N"] == n}) for n in {p["N"] for p in pts})
+        lines.append(f"| {arch} | {seeds} | {noise:.2%} | {residual_rms(fits[arch], pts):.2%} |")
     if len(lines) == 2:
         return ["Seed noise: no size has runs of several seeds."]
     return ["Seed noise against fit error (a gap between families smaller than these is noise):", "", *lines]
 
 
 def _rankings(points: list[dict]) -> list[str]:
-    """The architectures ranked by their last evaluation's loss at the smallest and the largest size."""
+    """The architectures ranked by their largest budget's loss (mean over seeds) at the smallest and largest size."""
     finals = final_losses(points)
     sizes = {}
     for arch, N in finals:
@@ -236,9 +578,52 @@ def _rankings(points: list[dict]) -> list[str]:
         rank[end] = sorted(loss, key=loss.get)
     agree = "agree" if rank["smallest"] == rank["largest"] else "DIFFER"
     return [
-        f"Rankings by the last evaluation's loss (best first): smallest size {' < '.join(rank['smallest'])}; "
+        f"Rankings by the largest budget's loss (best first): smallest size {' < '.join(rank['smallest'])}; "
         f"largest size {' < '.join(rank['largest'])}: they {agree}."
     ]
+
+
+def _steps_bound(by_arch: dict) -> list[str]:
+    lines = [
+        "Steps-bound check: at equal optimizer steps a larger size must reach a lower loss (otherwise the loss is "
+        "bound by steps, a term L(N, D) does not have): each point of a size against the next size's losses "
+        "interpolated at the same steps.",
+        "",
+    ]
+    for arch, pts in by_arch.items():
+        c = steps_bound([p for p in pts if p["kind"] != "cosine"])
+        if not c["pairs"]:
+            lines.append(f"- {arch}: no size's steps overlap the next size's; cannot check")
+            continue
+        worst = "; ".join(
+            f"N {a:,.0f} at {s} steps {la:.4f} vs N {b:,.0f} {lb:.4f}" for a, b, s, la, lb in c["failed"][:3]
+        )
+        lines.append(
+            f"- {arch}: {c['pairs'] - len(c['failed'])} of {c['pairs']} comparisons lower at the larger size"
+            + (f" (not: {worst})" if c["failed"] else "")
+        )
+    return lines
+
+
+def _cooldown_table(rows: list[dict]) -> list[str]:
+    if not rows:
+        return ["Cool-down check: no SIZE_seedN_cosine cells (scaling.check_sizes) to compare with."]
+    lines = [
+        "Cool-down check: each budget's cool-down point against a run trained to that budget alone (cosine to a "
+        f"tenth of the peak rate, the same seed and data); gate: within {COOLDOWN_CHECK:.0%}.",
+        "",
+        "| arch | size | tokens / param | cool-down | cosine | difference |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        mark = "" if abs(r["diff"]) <= COOLDOWN_CHECK else " OVER"
+        lines.append(
+            f"| {r['arch']} | {r['size']} | {r['tokens_per_param']:g} | {r['cooldown']:.4f} | {r['cosine']:.4f} | "
+            f"{r['diff']:+.2%}{mark} |"
+        )
+    passed = sum(abs(r["diff"]) <= COOLDOWN_CHECK for r in rows)
+    lines += ["", f"{passed} of {len(rows)} within {COOLDOWN_CHECK:.0%}."]
+    return lines
 
 
 def _time(runs: list[dict]) -> list[str]:
@@ -256,8 +641,8 @@ def _time(runs: list[dict]) -> list[str]:
 
 
 def _warnings(by_arch: dict, fits: dict) -> list[str]:
-    """The design and fit warnings: parameters outside the fitter's start grid (alpha, beta in 0 .. 2), fewer
-    than 3 sizes or budgets, one tokens-per-parameter ratio, and residuals that grow at the smallest size."""
+    """The design and fit warnings: fewer than 3 sizes or budgets, one tokens-per-parameter ratio, training tokens
+    seen more than MAX_EPOCHS times, and residuals that grow at the smallest size."""
     out = []
     for arch, pts in by_arch.items():
         sizes = sorted({p["N"] for p in pts})
@@ -266,12 +651,15 @@ def _warnings(by_arch: dict, fits: dict) -> list[str]:
             out.append(f"{arch}: {len(sizes)} sizes and at most {budgets} budgets per run; a law wants 3 or more each")
         if len({round(p["tokens"] / p["N"], 1) for p in pts if p["tokens"]}) < 2:
             out.append(f"{arch}: every point has one tokens-per-parameter ratio; D's exponent is not identified")
+        seen = [p["tokens"] / p["train_tokens"] for p in pts if p.get("train_tokens")]
+        if seen and max(seen) > MAX_EPOCHS:
+            out.append(
+                f"{arch}: the largest run reads its training tokens {max(seen):.1f} times (more than "
+                f"{MAX_EPOCHS:g}: Muennighoff et al. 2023); repeated data bends the law"
+            )
         fit = fits.get(arch)
         if fit is None:
             continue
-        for k in ("alpha", "beta"):
-            if not 0.0 < fit.values[k] < 2.0:
-                out.append(f"{arch}: {k} = {fit.values[k]:.3g}, outside the fitter's start grid (0 .. 2)")
         pred = fit.predict(np.array([p["N"] for p in pts]), np.array([p["D"] for p in pts]))
         err = {n: [] for n in sizes}
         for p, q in zip(pts, pred):
@@ -282,13 +670,13 @@ def _warnings(by_arch: dict, fits: dict) -> list[str]:
                 f"{arch}: residuals at N = {sizes[0]:,.0f} are {small / rest:.1f}x the other sizes' median: the law "
                 "may not hold down there"
             )
-    return out or ["none"]
+    return out
 
 
-def _plots(by_arch: dict, fits: dict, out_dir: Path) -> list[Path]:
-    """scaling_frontier.png (loss against C, log-log: points, frontier L*(C) and its 95% band), scaling_isoflop.png
-    (the fitted loss against N at three fixed C) and scaling_nopt.png (N_opt against C with its band); one
-    colour per architecture in all three."""
+def _plots(by_arch: dict, fits: dict, frontiers: dict, out_dir: Path) -> list[Path]:
+    """scaling_frontier.png (loss against C, log-log: points, the law's frontier L*(C) with its 95% band, and the
+    envelope fit dashed), scaling_isoflop.png (the fitted loss against N at three fixed C) and scaling_nopt.png
+    (N_opt against C with its band); one colour per architecture in all three."""
     from zoo.report.plots import _plt
 
     plt = _plt()
@@ -296,24 +684,30 @@ def _plots(by_arch: dict, fits: dict, out_dir: Path) -> list[Path]:
     C = np.geomspace(min(allc) / 2, 10 * max(allc), 60)
     colors = {arch: f"C{i}" for i, arch in enumerate(by_arch)}
     return [
-        _save(_plot_frontier(plt, by_arch, fits, C, colors), out_dir / "scaling_frontier.png", plt),
+        _save(_plot_frontier(plt, by_arch, fits, frontiers, C, colors), out_dir / "scaling_frontier.png", plt),
         _save(_plot_isoflop(plt, by_arch, fits, allc, colors), out_dir / "scaling_isoflop.png", plt),
-        _save(_plot_nopt(plt, fits, C, colors), out_dir / "scaling_nopt.png", plt),
+        _save(_plot_nopt(plt, by_arch, fits, C, colors), out_dir / "scaling_nopt.png", plt),
     ]
 
 
-def _plot_frontier(plt, by_arch: dict, fits: dict, C: np.ndarray, colors: dict):
+def _plot_frontier(plt, by_arch: dict, fits: dict, frontiers: dict, C: np.ndarray, colors: dict):
     fig, ax = plt.subplots(figsize=(6, 4.5))
     for arch, pts in by_arch.items():
         ax.loglog([p["C"] for p in pts], [p["loss"] for p in pts], "o", ms=3, alpha=0.6, color=colors[arch], label=arch)
         if arch in fits:
-            al = fits[arch].allocation(C)
+            r = flops_ratio(pts)
+            al = fits[arch].allocation(C / r)
             ax.loglog(C, al["loss"]["value"], "-", color=colors[arch])
             if al["loss"]["ci"]:
                 lo, hi = np.array(al["loss"]["ci"]).T
                 ax.fill_between(C, lo, hi, color=colors[arch], alpha=0.15)
+        fr = frontiers.get(arch)
+        if fr is not None and fr.values is not None:
+            ax.loglog(C, Frontier.loss(C, fr.values), "--", lw=1, color=colors[arch])
     ax.set(
-        xlabel="training FLOPs C", ylabel="validation loss (nats/token)", title="Loss against compute: frontier L*(C)"
+        xlabel="training FLOPs C",
+        ylabel="validation loss (nats/token)",
+        title="Loss against compute: law frontier (band), envelope fit (dashed)",
     )
     ax.legend(fontsize=8)
     return fig
@@ -324,9 +718,10 @@ def _plot_isoflop(plt, by_arch: dict, fits: dict, allc: list, colors: dict):
     fig, ax = plt.subplots(figsize=(6, 4.5))
     for c, style in zip(np.geomspace(min(allc), max(allc), 3), ("-", "--", ":")):
         for arch, fit in fits.items():
+            r = flops_ratio(by_arch[arch])
             Ns = np.geomspace(min(p["N"] for p in by_arch[arch]) / 4, max(p["N"] for p in by_arch[arch]) * 4, 50)
             with np.errstate(all="ignore"):
-                y = fit.predict(Ns, c / (6 * Ns))
+                y = fit.predict(Ns, c / (6 * r * Ns))
             ax.semilogx(Ns, y, style, color=colors[arch], label=f"{arch}, C = {c:.2g}")
     losses = [p["loss"] for pts in by_arch.values() for p in pts]
     ax.set_ylim(0.8 * min(losses), 1.5 * max(losses))
@@ -335,10 +730,10 @@ def _plot_isoflop(plt, by_arch: dict, fits: dict, allc: list, colors: dict):
     return fig
 
 
-def _plot_nopt(plt, fits: dict, C: np.ndarray, colors: dict):
+def _plot_nopt(plt, by_arch: dict, fits: dict, C: np.ndarray, colors: dict):
     fig, ax = plt.subplots(figsize=(6, 4.5))
     for arch, fit in fits.items():
-        al = fit.allocation(C)
+        al = fit.allocation(C / flops_ratio(by_arch[arch]))
         if all(v is not None for v in al["N_opt"]["value"]):
             ax.loglog(C, al["N_opt"]["value"], color=colors[arch], label=arch)
             if al["N_opt"]["ci"]:
@@ -357,10 +752,11 @@ def _save(fig, path: Path, plt) -> Path:
 
 
 def scaling_section(runs: list[dict], out_dir: Path, scaling_sweep: bool = False) -> tuple[list[str], list[Path]]:
-    """report.md's Scaling section and its figures: the fit per architecture with intervals, the compute
-    multipliers, the hold-out check, seed noise against fit error, the rankings at the smallest and largest
-    size, warnings and three plots. Runs of one size give only a line saying why nothing is fitted (when
-    `scaling_sweep`, an experiment=scaling directory, or they carry evaluation points); no points, nothing."""
+    """report.md's Scaling section and its files: the gates table first, then the fit per architecture with
+    intervals, the compute frontiers, the compute multipliers, the hold-out check, the cool-down check, seed noise
+    against fit error, the steps-bound check, the rankings at the smallest and largest size, warnings, three
+    plots and points.csv (every fitted point). Runs of one size give only a line saying why nothing is fitted
+    (when `scaling_sweep`, an experiment=scaling directory); no points, nothing."""
     points = scaling_points(runs)
     sizes = sorted({p["N"] for p in points})
     if len(sizes) < 2:
@@ -372,31 +768,46 @@ def scaling_section(runs: list[dict], out_dir: Path, scaling_sweep: bool = False
                 "non-embedding parameters, and a law needs runs of several sizes (experiment=scaling).",
             ], []
         return [], []
+    fitted = [p for p in points if p["kind"] != "cosine"]
     by_arch = {}
-    for p in sorted(points, key=lambda p: p["arch"] != REFERENCE):  # the reference first, then the runs' order
+    for p in sorted(fitted, key=lambda p: p["arch"] != REFERENCE):  # the reference first, then the runs' order
         by_arch.setdefault(p["arch"], []).append(p)
     fits, warnings = _fits(by_arch)
+    frontiers = {arch: Frontier(pts) for arch, pts in by_arch.items()}
+    verdicts = gates(by_arch, fits, frontiers)
+    csv_path = write_points_csv(fitted, Path(out_dir) / "points.csv")
     text = [
         "## Scaling",
         "",
+        *_gate_table(verdicts),
+        "",
         "L(N, D) = E + A / N^alpha + B / D^beta per architecture (Hoffmann et al. 2022's Huber fit, zoo.scaling.fit):"
-        " N the non-embedding parameters, D = C / (6 N) from the measured training FLOPs C, the loss val/cont_loss"
-        " at every evaluation; 95% intervals from a bootstrap over runs.",
+        " N the non-embedding parameters, D the training tokens, the loss val/cont_loss at each budget; 95% "
+        f"intervals from a bootstrap over runs. Every point is in [{csv_path.name}]({csv_path.name}) (refit it with "
+        f"`python -m zoo.scaling fit {csv_path.name} --params n_params --tokens tokens --loss loss`).",
         "",
-        *_fit_table(by_arch, fits),
+        *_fit_table(by_arch, fits, verdicts),
         "",
-        *_multipliers(fits, points),
+        *_frontier_table(frontiers),
+        "",
+        *_multipliers(by_arch, fits, frontiers, verdicts, fitted),
         "",
         *_holdouts(by_arch),
         "",
-        *_noise(points, fits),
+        *_cooldown_table(cooldown_check(points)),
         "",
-        *_rankings(points),
+        *_noise(by_arch, fits),
+        "",
+        *_steps_bound(by_arch),
+        "",
+        *_rankings(fitted),
         "",
         *_time(runs),
-        "Warnings: " + "; ".join(warnings + _warnings(by_arch, fits)),
-        "",
     ]
-    figures = _plots(by_arch, fits, out_dir) if fits else []
-    text.append("Figures: " + ", ".join(f"[{p.name}]({p.name})" for p in figures))
+    warned = warnings + _warnings(by_arch, fits)
+    if warned:
+        text += ["Warnings: " + "; ".join(warned), ""]
+    figures = _plots(by_arch, fits, frontiers, out_dir) if fits else []
+    if figures:
+        text.append("Figures: " + ", ".join(f"[{p.name}]({p.name})" for p in figures))
     return text, figures
