@@ -8,6 +8,7 @@ threads (scipy issue #22438), and OPENBLAS_NUM_THREADS only takes effect before 
 import csv
 import gzip
 import json
+import math
 import os
 import subprocess
 import sys
@@ -478,3 +479,32 @@ def test_cli_group_refuses_a_missing_or_empty_column_and_one_group(tmp_path, cap
     err = _refused(capsys, ["fit", str(one), *base[2:], "--group", "run"])
     assert "every point fitted is in one group ('run0'): resampling whole groups needs at least 2" in err
     assert _refused(capsys, [*base, "--group", "loss"]).count("--loss and --group both name column 'loss'") == 1
+
+
+# --- the public functions name a bad argument -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: F.scaling_law([1e6, 0.0], 1e8, 1.8, 400, 400, 0.3, 0.3), r"scaling_law: N\[1\] = 0.0; it must be pos"),
+        (lambda: F.scaling_law(1e6, -1e8, 1.8, 400, 400, 0.3, 0.3), r"scaling_law: D = -100000000.0; it must be pos"),
+        (lambda: F.scaling_law(1e6, 1e8, 1.8, 400, 400, math.nan, 0.3), r"scaling_law: alpha = nan; it must be a num"),
+        (lambda: F.compute_optimal([1e20, -1.0], 1.8, 400, 400, 0.3, 0.3), r"compute_optimal: C\[1\] = -1.0"),
+        (lambda: F.compute_optimal(1e20, 1.8, -5.0, 400, 0.3, 0.3), r"compute_optimal: A = -5.0; it must be positive"),
+        (lambda: F.compute_optimal(1e20, math.nan, 400, 400, 0.3, 0.3), r"compute_optimal: E = nan"),
+        (lambda: F.compute_optimal([], 1.8, 400, 400, 0.3, 0.3), r"compute_optimal: C is empty"),
+        (lambda: F.allocation_exponents(0.0, 0.3), r"allocation_exponents: alpha = 0.0; it must be positive and fin"),
+        (lambda: F.allocation_exponents(0.3, [0.3, -0.1]), r"allocation_exponents: beta\[1\] = -0.1"),
+        (lambda: F.check_points(*design(), true_loss(*design()), labels=["a"]), r"16 points, 1 labels"),
+        (lambda: F.fit_scaling_law(*_noisy(), n_starts=0), r"n_starts must be an integer >= 1 or None, got 0"),
+        (lambda: F.fit_scaling_law(*_noisy(), n_starts=2.5), r"n_starts must be an integer >= 1 or None, got 2.5"),
+        (lambda: F.fit_scaling_law(*_noisy(), bootstrap_starts=-1), r"bootstrap_starts must be an integer >= 0, got"),
+        (lambda: F.fit_scaling_law(*_noisy(), seed=-1), r"seed must be an integer >= 0 or None, got -1"),
+        (lambda: F.fit_scaling_law(*_noisy(), groups=[1, 2]), r"groups must give one group per point: 16 points"),
+        (lambda: F.fit_scaling_law(*_noisy(), groups=[None] * 16), r"groups holds a missing group"),
+    ],
+)
+def test_the_fitters_public_functions_name_a_bad_argument(no_fitting, call, message):
+    with pytest.raises(F.ScalingError, match=message):
+        call()

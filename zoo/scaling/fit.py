@@ -49,8 +49,33 @@ class ScalingError(ValueError):
     """Bad input to the fit (a missing column, a non-positive value, too few points); the CLI exits with 2."""
 
 
+def _checked(func: str, positive: dict, numbers: dict) -> list[np.ndarray]:
+    """The values of `positive` (each must be > 0 and finite) and `numbers` (each must not be NaN) as float arrays,
+    in that order. Raises ScalingError naming func, the argument and its first bad entry."""
+    out = []
+    for name, values in (*positive.items(), *numbers.items()):
+        try:
+            arr = np.asarray(values, dtype=float)
+        except (TypeError, ValueError) as e:
+            raise ScalingError(f"{func}: {name} must be numbers ({e})") from None
+        if arr.size == 0:
+            raise ScalingError(f"{func}: {name} is empty")
+        bad = ~(np.isfinite(arr) & (arr > 0)) if name in positive else np.isnan(arr)
+        if bad.any():
+            i = np.unravel_index(int(np.flatnonzero(bad)[0]), arr.shape) if arr.ndim else ()
+            where = f"{name}[{', '.join(map(str, i))}]" if arr.ndim else name
+            need = "positive and finite" if name in positive else "a number (not NaN)"
+            raise ScalingError(f"{func}: {where} = {float(arr[i])!r}; it must be {need}")
+        out.append(arr)
+    return out
+
+
 def scaling_law(N, D, E, A, B, alpha, beta):
-    """L(N, D) = E + A / N^alpha + B / D^beta (Hoffmann et al. 2022, eq. 2); broadcasts over all arguments."""
+    """L(N, D) = E + A / N^alpha + B / D^beta (Hoffmann et al. 2022, eq. 2); broadcasts over all arguments.
+    Raises ScalingError for N or D not positive and finite, or a NaN parameter (naming it)."""
+    N, D, E, A, B, alpha, beta = _checked(
+        "scaling_law", {"N": N, "D": D}, {"E": E, "A": A, "B": B, "alpha": alpha, "beta": beta}
+    )
     return E + A / np.power(N, alpha) + B / np.power(D, beta)
 
 
@@ -61,8 +86,14 @@ def compute_optimal(C, E, A, B, alpha, beta):
     N_opt = G (C/6)^a, D_opt = (C/6)^b / G, G = (alpha A / (beta B))^(1/(alpha+beta)), a = beta / (alpha+beta),
     b = alpha / (alpha+beta), and the frontier L*(C) = L(N_opt, D_opt). Needs alpha > 0 and beta > 0 (otherwise there
     is no interior optimum): entries without are NaN. Returns (N_opt, D_opt, L_star) as float arrays.
+    Raises ScalingError for C not positive and finite, A or B not positive (inf, an overflowing resample's, is
+    allowed), or a NaN E, alpha or beta, naming the argument and entry.
     """
-    C, E, A, B, alpha, beta = (np.asarray(v, dtype=float) for v in (C, E, A, B, alpha, beta))
+    C, E, alpha, beta = _checked("compute_optimal", {"C": C}, {"E": E, "alpha": alpha, "beta": beta})
+    A, B = _checked("compute_optimal", {}, {"A": A, "B": B})
+    for name, arr in (("A", A), ("B", B)):
+        if (arr <= 0).any():
+            raise ScalingError(f"compute_optimal: {name} = {float(arr[arr <= 0].flat[0])!r}; it must be positive")
     ok = (alpha > 0) & (beta > 0)
     al, be = np.where(ok, alpha, 1.0), np.where(ok, beta, 1.0)
     log_g = (np.log(al * A) - np.log(be * B)) / (al + be)
@@ -75,8 +106,9 @@ def compute_optimal(C, E, A, B, alpha, beta):
 
 
 def allocation_exponents(alpha, beta):
-    """(a, b) of N_opt ∝ C^a, D_opt ∝ C^b: a = beta / (alpha+beta), b = alpha / (alpha+beta) (Hoffmann, D.2)."""
-    alpha, beta = np.asarray(alpha, dtype=float), np.asarray(beta, dtype=float)
+    """(a, b) of N_opt ∝ C^a, D_opt ∝ C^b: a = beta / (alpha+beta), b = alpha / (alpha+beta) (Hoffmann, D.2).
+    Raises ScalingError unless alpha and beta are positive and finite (no compute-optimal allocation otherwise)."""
+    alpha, beta = _checked("allocation_exponents", {"alpha": alpha, "beta": beta}, {})
     return beta / (alpha + beta), alpha / (alpha + beta)
 
 
@@ -84,9 +116,9 @@ def check_points(N, D, L, drop_highest: int = 0, labels=None) -> np.ndarray:
     """Validate the points and return the indices fitted (all but the `drop_highest` highest losses), sorted.
 
     N, D, L: 1-d sequences of equal length (parameters, tokens, loss). labels[i] names point i in errors (default
-    "point i"). Raises ScalingError for a non-finite or non-positive value (naming the point), a negative
-    drop_highest, fewer than 5 points (the parameters fitted) left after dropping, or one value of N or of D
-    among them. Ties among the highest losses drop the earlier row first.
+    "point i"; one per point). Raises ScalingError for a non-finite or non-positive value (naming the point), a
+    negative drop_highest, fewer than 5 points (the parameters fitted) left after dropping, one value of N or of
+    D among them, or labels of another length. Ties among the highest losses drop the earlier row first.
     """
     arrays = {}
     for name, values in (("N (parameters)", N), ("D (tokens)", D), ("loss", L)):
@@ -97,6 +129,8 @@ def check_points(N, D, L, drop_highest: int = 0, labels=None) -> np.ndarray:
     lengths = {len(a) for a in arrays.values()}
     if len(lengths) != 1:
         raise ScalingError(f"N, D and loss must have the same length, got {[len(a) for a in arrays.values()]}")
+    if labels is not None and len(labels) != len(arrays["loss"]):
+        raise ScalingError(f"labels must name each point: {len(arrays['loss'])} points, {len(labels)} labels")
     label = (lambda i: labels[i]) if labels is not None else (lambda i: f"point {i}")
     for name, arr in arrays.items():
         bad = np.flatnonzero(~np.isfinite(arr) | (arr <= 0))
@@ -318,7 +352,8 @@ def fit_scaling_law(
     bootstrap_starts: each resample's fit starts from the full-data fit and that many best grid points.
     labels[i] names point i in errors. groups[i]: the group of point i (e.g. its run, whose evaluations are
     correlated); given, a resample draws whole groups with replacement instead of points.
-    Raises ScalingError on bad input (check_points) before any fitting, and RuntimeError when a resample's
+    Raises ScalingError on bad input (check_points; a bootstrap, level, n_starts, bootstrap_starts or seed out of
+    range; groups of another length) before any fitting, and RuntimeError when a resample's
     optimiser never left its starting points (the intervals would collapse).
     Returns a ScalingFit; its values and ci hold E, A, B, alpha, beta, a, b and G. Check its `converged`: an
     optimiser that stopped early (an iteration limit, a flat stretch) on the full data gives converged False and no
@@ -331,6 +366,12 @@ def fit_scaling_law(
         raise ScalingError(f"bootstrap must be a non-negative integer, got {bootstrap!r}")
     if not 0.0 < level < 1.0:
         raise ScalingError(f"level must be in (0, 1), got {level!r}")
+    for name, value, least in (("n_starts", n_starts, 1), ("bootstrap_starts", bootstrap_starts, 0), ("seed", seed, 0)):
+        if value is None and name != "bootstrap_starts":
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
+            none = " or None" if name != "bootstrap_starts" else ""
+            raise ScalingError(f"{name} must be an integer >= {least}{none}, got {value!r}")
     members = None if groups is None else _members(groups, len(L), kept, bootstrap)
     N, D, L = (np.asarray(v, dtype=float)[kept] for v in (N, D, L))
     n = len(L)
@@ -339,7 +380,7 @@ def fit_scaling_law(
 
     grid_u = problem.to_u(_grid())
     ranked = grid_u[np.argsort(problem.values(grid_u, ones), kind="stable")]
-    starts = ranked if n_starts is None else ranked[: max(1, int(n_starts))]
+    starts = ranked if n_starts is None else ranked[: int(n_starts)]
     u_hat, f_hat, _, why = _best(problem, starts, ones)
     values = _values(problem.to_theta(u_hat))
     if why is not None:  # not a fit: no intervals around it
