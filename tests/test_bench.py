@@ -13,6 +13,7 @@ from zoo_run import REPO
 
 from zoo.bench import contenders as contenders_module
 from zoo.bench import main
+from zoo.bench.cli import options, parse_args
 from zoo.bench.contenders import count_params, lm_contenders, seq2seq_contenders
 from zoo.bench.generate import bench_generate
 from zoo.bench.options import Options
@@ -326,3 +327,13 @@ def test_step_peaks_cover_the_gradients_and_adamw_state():
     mb = float(rows[0][-3].replace(",", ""))
     assert abs(mb - peaks["peak_bytes"] / 2**20) <= 0.01 * mb
     assert (rows[0][-1], rows[1][-1]) == ("1.00 (ref)", "0.50")  # zoo's step peak / the peer's
+
+
+def test_quick_plan_leaves_out_the_scaling_throughput_grid():
+    """--quick runs every section but throughput (experiment=scaling's grid, many minutes); --only still picks it,
+    and the full run keeps it."""
+    quick, _ = options(parse_args(["--quick"]))
+    assert quick == ["train_step", "seq2seq_step", "generate", "memory", "overhead", "precision", "loss", "peak"]
+    assert options(parse_args([]))[0] == [*quick, "throughput"]
+    names, opts = options(parse_args(["--quick", "--only", "throughput"]))
+    assert names == ["throughput"] and opts.quick

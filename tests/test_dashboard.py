@@ -1,6 +1,7 @@
 """python -m zoo.dashboard, offline: the workspace object it builds (sections, panels, axes, grouping, filter,
 columns) and its wire form, main with W&B's save and API replaced, and bad input exiting 2."""
 
+import json
 import subprocess
 import sys
 import types
@@ -14,7 +15,9 @@ with warnings.catch_warnings():  # the library's pydantic v1-style validators
     import wandb_workspaces.reports.v2 as wr
     import wandb_workspaces.workspaces as ws
 
-from zoo.report.dashboard import KEYS, build_workspace, main
+from wandb_workspaces.workspaces import internal
+
+from zoo.report.dashboard import KEYS, DashboardError, build_workspace, load_workspace, main
 
 GROUP = "outputs/compare/2026-01-02_03-04-05"
 STEP, FLOPS, SECONDS = "trainer/global_step", "cost/flops", "cost/seconds"
@@ -231,3 +234,77 @@ def test_scaling_section_plots_the_lm_loss_against_compute_and_size_log_log(work
         ("SummaryMetric", "best/val/cont_loss"),
     ]
     assert all(p.log_x and p.log_y for p in (size, flops))
+
+
+@pytest.fixture
+def server(monkeypatch):
+    """W&B's view API replaced by a dict: save stores the spec's JSON string as the server does, from_name reads it
+    back."""
+    views = {}
+
+    def upsert(view):
+        name = view.name if view.id else "nw-abc123-v"  # a new view's name is random
+        views[(view.entity, view.project, name)] = view.spec.model_dump_json(by_alias=True, exclude_none=True)
+        return {"upsertView": {"view": {"name": name, "id": f"id-{name}"}}}
+
+    def get_view_dict(entity, project, view_name):
+        return {"spec": views[(entity, project, f"nw-{view_name}-v")], "displayName": "shown", "id": "id-nw-abc123-v"}
+
+    monkeypatch.setattr(internal, "upsert_view2", upsert)
+    monkeypatch.setattr(internal, "get_view_dict", get_view_dict)
+    monkeypatch.setattr(
+        ws.Workspace, "url", property(lambda self: f"https://wandb.ai/{self.entity}/{self.project}?nw=abc123")
+    )
+    return views
+
+
+def test_saved_workspace_loads_back_the_same(server, capsys):
+    keys = "arch,model.d_model,task.optimizer.lr"
+    assert (
+        main(["--project", "zoo", "--entity", "team", "--group", GROUP, "--keys", keys, "--by", "arch,model.pe"]) == 0
+    )
+    url = capsys.readouterr().out.strip()
+    assert url == "https://wandb.ai/team/zoo?nw=abc123"
+    (saved,) = server.values()
+
+    loaded = load_workspace(url)
+    columns = loaded.sections[1].panels[-1].columns
+    assert names(c.metric for c in columns) == [
+        ("Config", "arch"),
+        ("Config", "model.d_model"),
+        ("Config", "task.optimizer.lr"),
+        ("SummaryMetric", "best/val/cont_loss"),
+    ]
+    assert names(loaded.runset_settings.groupby) == [("Config", "arch"), ("Config", "model.pe.value")]
+    loaded.save()  # saved back over the same view: the same wire form, nested keys in the same order
+    (again,) = server.values()
+    assert again == saved
+    wire = json.loads(again)["section"]["panelBankConfig"]["sections"][1]["panels"][-1]["config"]["columns"]
+    assert [c["accessor"] for c in wire] == [
+        "config:arch.value",
+        "config:model.d_model.value",
+        "config:task.optimizer.lr.value",
+        "summary:best/val/cont_loss",
+    ]
+
+
+def test_load_keeps_a_nested_column_nested(server):
+    """A column a user made in the app for a nested config key (`config:model.value.d_model`) stays nested."""
+    workspace = build_workspace("zoo", "team")
+    workspace.sections[0].panels[-1].columns.append(wr.ParallelCoordinatesPlotColumn(wr.Config("model.d_model")))
+    workspace.save()
+    (saved,) = server.values()
+    load_workspace("https://wandb.ai/team/zoo?nw=abc123").save()
+    assert list(server.values()) == [saved]
+    assert (
+        json.loads(saved)["section"]["panelBankConfig"]["sections"][0]["panels"][-1]["config"]["columns"][-1][
+            "accessor"
+        ]
+        == "config:model.value.d_model"
+    )
+
+
+def test_load_a_bad_url():
+    for url in ("", "https://wandb.ai/team/zoo", "https://wandb.ai/team?nw=abc"):
+        with pytest.raises(DashboardError, match="is not a saved workspace: give its URL"):
+            load_workspace(url)

@@ -18,8 +18,8 @@ from zoo.report.literature import T5_STD, T5_TABLE2, t5_claim, t5_threshold
 from zoo.report.pairing import NotPaired, paired_data
 from zoo.report.plots import band
 from zoo.report.runs import find_runs, group_runs, parse_overrides, swept_keys
-from zoo.report.significance import ordering
-from zoo.report.stats import mcnemar_exact, paired_bootstrap, sacrebleu_paired, t_interval
+from zoo.report.significance import fmt_p, ordering, overlap
+from zoo.report.stats import mcnemar_exact, paired_bootstrap, randomization_floor, sacrebleu_paired, t_interval
 from zoo.report.table import fmt_ci, fmt_mean_std, rows
 
 T_975 = {1: 12.706204736174707, 2: 4.302652729749464, 3: 3.182446305284263}  # Student t quantiles, printed tables
@@ -631,3 +631,65 @@ def test_bad_input_still_exits_2(tmp_path, capsys):
     (tmp_path / "r" / "results.json").write_text(json.dumps({"status": "failed", "arch": "x"}))
     assert main([str(tmp_path)]) == 2
     assert "lacks ['task']" in capsys.readouterr().err
+
+
+# ---- bad input to the statistics: a ValueError naming the value ----------------------------------------------
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: t_interval([1.0, float("nan"), 3.0]), r"t_interval: values\[1\] = nan is not finite"),
+        (lambda: t_interval([[1.0, 2.0], [3.0, 4.0]]), r"t_interval: values must be a non-empty 1-d .* shape \(2, 2\)"),
+        (lambda: t_interval([]), r"t_interval: values must be a non-empty 1-d sequence, got shape \(0,\)"),
+        (lambda: t_interval([1.0, 2.0], confidence=95), r"confidence must be in \(0, 1\), e.g. 0.95, got 95"),
+        (lambda: mcnemar_exact([], []), r"mcnemar_exact: correct_a must be a non-empty 1-d sequence"),
+        (lambda: mcnemar_exact([True, 0.5], [True, False]), r"mcnemar_exact: correct_a\[1\] = 0.5: give True / False"),
+        (lambda: mcnemar_exact([True, False], [float("nan"), True]), r"correct_b\[0\] = nan"),
+        (lambda: mcnemar_exact([True, False], [True]), r"mcnemar_exact: \(2,\) vs \(1,\) examples"),
+        (lambda: paired_bootstrap([0.1, float("inf")]), r"paired_bootstrap: diff\[1\] = inf is not finite"),
+        (lambda: paired_bootstrap([0.1, 0.2], [1.0, -2.0]), r"weights\[1\] = -2.0"),
+        (
+            lambda: paired_bootstrap([0.1, 0.2], n_samples=0),
+            r"paired_bootstrap: n_samples must be an integer >= 1, got 0",
+        ),
+        (lambda: randomization_floor(-1), r"randomization_floor: n_diff must be an integer >= 0, got -1"),
+        (lambda: sacrebleu_paired(["a b", None], ["a b", "c"], ["a b", "c"]), r"hyps_a\[1\] = None: give one string"),
+        (lambda: sacrebleu_paired(["a"], ["b"], ["a"], n_samples=0), r"sacrebleu_paired: n_samples must be an int"),
+    ],
+)
+def test_statistics_refuse_bad_input_naming_the_value(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+def test_significance_refuses_a_p_that_is_not_a_p_value():
+    """A NaN p compares False with ALPHA: it would rank A ahead and print as "<1e-300"."""
+    a = {"metric": "test/bleu", "mean": 30.0, "lo": 29.0, "hi": 29.5}
+    b = {"metric": "test/bleu", "mean": 28.0, "lo": 27.0, "hi": 28.5}
+    for p in (float("nan"), -0.1, 1.5, "0.01"):
+        with pytest.raises(ValueError, match=r"ordering: p = .* is not a p-value"):
+            ordering(a, b, p)
+        with pytest.raises(ValueError, match=r"fmt_p: p = .* is not a p-value"):
+            fmt_p(p)
+    with pytest.raises(ValueError, match=r"overlap: rb's interval \(lo 28.5, hi 27.0\) is not finite with lo <= hi"):
+        overlap(a, {**b, "lo": 28.5, "hi": 27.0})
+    with pytest.raises(ValueError, match=r"overlap: ra's interval \(lo nan, hi 29.5\)"):
+        overlap({**a, "lo": float("nan")}, b)
+    assert (ordering(a, b, 0.01)[0], fmt_p(0.01), fmt_p(None), overlap(a, b)) == (1, "0.0100*", "-", False)
+
+
+def test_a_diverged_seed_shows_nan_with_no_interval(tmp_path):
+    """t_interval refuses NaN; the report's table gives a group with a NaN seed the NaN mean and no interval."""
+    for seed, acc in ((1, 0.8), (2, float("nan"))):
+        write_run(
+            tmp_path,
+            f"s{seed}",
+            task="classification",
+            arch="encoder_only",
+            seed=seed,
+            final={"test/acc": acc, "test/f1": 0.7},
+            dataset="sst2",
+            budget=("steps", 1000),
+        )
+    table = {r["metric"]: r for r in rows(group_runs(find_runs(tmp_path)))}
+    assert math.isnan(table["test/acc"]["mean"]) and table["test/acc"]["lo"] is None and table["test/acc"]["n"] == 2
+    assert table["test/f1"]["mean"] == pytest.approx(0.7) and table["test/f1"]["lo"] is not None

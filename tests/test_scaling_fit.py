@@ -8,6 +8,7 @@ threads (scipy issue #22438), and OPENBLAS_NUM_THREADS only takes effect before 
 import csv
 import gzip
 import json
+import math
 import os
 import subprocess
 import sys
@@ -172,7 +173,7 @@ def test_an_optimiser_that_stops_where_it_starts_is_refused(monkeypatch):
     def stuck(self, u0, w):
         if np.all(w == 1):  # the full-data fit runs; each resample's optimiser "stops at its start"
             return real(self, u0, w)
-        return u0, self.value_and_grad(u0, w)[0], False
+        return u0, self.value_and_grad(u0, w)[0], False, None
 
     monkeypatch.setattr(F._Problem, "minimize", stuck)
     with pytest.raises(RuntimeError, match="stopped where it started on 4 of 4 resamples"):
@@ -357,3 +358,153 @@ def test_drop_highest_drops_the_k_highest_losses():
     np.testing.assert_array_equal(kept, [0, 2, 3, 5, 6])
     with pytest.raises(F.ScalingError, match="point 1: loss = -2.0"):
         F.check_points([1, 1, 1, 1, 1, 1], [1] * 6, [1, -2, 1, 1, 1, 1])
+
+
+# --- convergence: an optimiser's early stop is never reported as the fit --------------------------------------
+
+
+def _noisy():
+    N, D = design()
+    return N, D, true_loss(N, D) * np.exp(0.01 * np.random.default_rng(3).standard_normal(len(N)))
+
+
+def test_a_fit_stopped_at_maxiter_is_flagged_with_no_intervals(monkeypatch):
+    N, D, L = _noisy()
+    assert F.fit_scaling_law(N, D, L, bootstrap=0, n_starts=2).converged  # the defaults converge
+    monkeypatch.setitem(F._LBFGSB, "maxiter", 1)
+    fit = F.fit_scaling_law(N, D, L, bootstrap=4, seed=0, n_starts=2)
+    assert fit.converged is False and fit.samples.shape == (0, 5)
+    assert all(v is None for v in fit.ci.values())
+    (note,) = fit.notes
+    assert note.startswith("the fit did not converge (L-BFGS-B: STOP: TOTAL NO. OF ITERATIONS REACHED LIMIT after 1")
+    assert fit.to_dict()["converged"] is False
+
+
+def test_a_success_flag_on_a_flat_stretch_is_caught_by_the_gradient(monkeypatch):
+    """A loose relative-reduction test (ftol) makes L-BFGS-B report success far from the minimum; the gradient
+    at the end point is what says it is not a fit."""
+    from scipy.optimize import minimize
+
+    N, D, L = _noisy()
+    monkeypatch.setitem(F._LBFGSB, "ftol", 0.5)
+    problem = F._Problem(N, D, L)
+    u0 = problem.to_u(F._grid())[0]
+    res = minimize(problem.value_and_grad, u0, args=(np.ones(16),), jac=True, method="L-BFGS-B", options=F._LBFGSB)
+    assert res.success and np.max(np.abs(res.jac)) / 16 > 100 * F.GRAD_TOL  # scipy's flag says converged
+    fit = F.fit_scaling_law(N, D, L, bootstrap=0, n_starts=2)
+    assert fit.converged is False and "|gradient|" in fit.notes[0]
+
+
+def test_resamples_that_stop_early_are_left_out_of_the_intervals(monkeypatch):
+    """Every other resample's optimiser stops at maxiter=1: those fits are not in samples or the intervals."""
+    from scipy.optimize import minimize as scipy_minimize
+
+    N, D, L = _noisy()
+    calls = []
+
+    def every_other_resample_stops_early(fun, x0, args, **kw):
+        (w,) = args
+        if not np.all(w == 1):
+            calls.append(len(calls))
+            if len(calls) % 2:
+                kw = {**kw, "options": {**kw["options"], "maxiter": 1}}
+        return scipy_minimize(fun, x0, args=args, **kw)
+
+    monkeypatch.setattr(F, "minimize", every_other_resample_stops_early)
+    fit = F.fit_scaling_law(N, D, L, bootstrap=8, seed=0, n_starts=2, bootstrap_starts=0)
+    assert len(calls) == 8  # one start (the full-data fit) per resample
+    assert fit.converged and fit.n_unconverged == 4 and fit.samples.shape == (4, 5)
+    monkeypatch.setattr(F, "minimize", scipy_minimize)
+    full = F.fit_scaling_law(N, D, L, bootstrap=8, seed=0, n_starts=2, bootstrap_starts=0)
+    np.testing.assert_allclose(fit.samples, full.samples[1::2], rtol=1e-12)  # the converged ones, unchanged
+    lo, hi = np.percentile(full.samples[1::2, 3], [2.5, 97.5])
+    assert fit.ci["alpha"] == pytest.approx((lo, hi))
+    assert fit.notes[0].startswith("4 of 8 resamples did not converge (first: L-BFGS-B: STOP: TOTAL NO. OF ITER")
+    assert fit.notes[0].endswith("the intervals use the other 4") and fit.to_dict()["n_unconverged"] == 4
+
+
+def test_cli_refuses_a_fit_that_did_not_converge(tmp_path, capsys, monkeypatch):
+    path = _write_csv(tmp_path / "runs.csv", HEADER, _points(16))
+    out = tmp_path / "fit.json"
+    monkeypatch.setitem(F._LBFGSB, "maxiter", 1)
+    argv = ["fit", str(path), "--params", "params", "--tokens", "tokens", "--loss", "loss", "--json", str(out)]
+    assert main([*argv, "--bootstrap", "0"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == "" and not out.exists()
+    assert captured.err.startswith("zoo.scaling: error: the fit did not converge (L-BFGS-B: STOP: TOTAL NO. OF")
+    assert captured.err.count("\n") == 1
+
+
+# --- --group: resample whole runs from the command line --------------------------------------------------------
+
+
+def _runs_csv(tmp_path):
+    """16 noisy points, two per run (8 runs): the columns of HEADER and `run`."""
+    N, D, L = _noisy()
+    cells = [[repr(float(v)) for v in (a, b, 6 * a * b, c)] for a, b, c in zip(N, D, L)]
+    rows = [(*row, f"run{i // 2}") for i, row in enumerate(cells)]
+    return _write_csv(tmp_path / "runs.csv", [*HEADER, "run"], rows), (N, D, L, [r[-1] for r in rows])
+
+
+def test_cli_group_resamples_whole_runs_as_the_api_does(tmp_path, capsys):
+    path, (N, D, L, runs) = _runs_csv(tmp_path)
+    base = ["fit", str(path), "--params", "params", "--tokens", "tokens", "--loss", "loss", "--bootstrap", "24"]
+    cis = {}
+    for name, extra in (("group", ["--group", "run"]), ("points", [])):
+        out = tmp_path / f"{name}.json"
+        assert main([*base, "--seed", "3", "--json", str(out), *extra]) == 0
+        cis[name] = json.loads(out.read_text())
+    stdout = capsys.readouterr().out
+    assert "24 bootstrap resamples of whole groups of 'run' (8), seed 3" in stdout
+    api = F.fit_scaling_law(N, D, L, bootstrap=24, seed=3, groups=runs)
+    points = F.fit_scaling_law(N, D, L, bootstrap=24, seed=3)
+    for k in F.PARAMS:
+        assert cis["group"][k]["ci"] == pytest.approx(list(api.ci[k]), rel=1e-9), k
+        assert cis["points"][k]["ci"] == pytest.approx(list(points.ci[k]), rel=1e-9), k
+    assert cis["group"]["alpha"]["ci"] != pytest.approx(cis["points"]["alpha"]["ci"], rel=1e-3)  # not ignored
+    assert cis["group"]["data"]["group"] == "run" and cis["points"]["data"]["group"] is None
+
+
+def test_cli_group_refuses_a_missing_or_empty_column_and_one_group(tmp_path, capsys, no_fitting):
+    path, _ = _runs_csv(tmp_path)
+    base = ["fit", str(path), "--params", "params", "--tokens", "tokens", "--loss", "loss"]
+    err = _refused(capsys, [*base, "--group", "seed"])
+    assert "no column --group 'seed'; the columns are: 'params', 'tokens', 'flops', 'loss', 'run'" in err
+    rows = list(csv.reader(open(path)))
+    rows[3][4] = " "
+    blank = _write_csv(tmp_path / "blank.csv", rows[0], rows[1:])
+    err = _refused(capsys, ["fit", str(blank), *base[2:], "--group", "run"])
+    assert f"{blank} line 4: column 'run' (--group) is empty" in err
+    one = _write_csv(tmp_path / "one.csv", rows[0], [[*r[:4], "run0"] for r in rows[1:]])
+    err = _refused(capsys, ["fit", str(one), *base[2:], "--group", "run"])
+    assert "every point fitted is in one group ('run0'): resampling whole groups needs at least 2" in err
+    assert _refused(capsys, [*base, "--group", "loss"]).count("--loss and --group both name column 'loss'") == 1
+
+
+# --- the public functions name a bad argument -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: F.scaling_law([1e6, 0.0], 1e8, 1.8, 400, 400, 0.3, 0.3), r"scaling_law: N\[1\] = 0.0; it must be pos"),
+        (lambda: F.scaling_law(1e6, -1e8, 1.8, 400, 400, 0.3, 0.3), r"scaling_law: D = -100000000.0; it must be pos"),
+        (lambda: F.scaling_law(1e6, 1e8, 1.8, 400, 400, math.nan, 0.3), r"scaling_law: alpha = nan; it must be a num"),
+        (lambda: F.compute_optimal([1e20, -1.0], 1.8, 400, 400, 0.3, 0.3), r"compute_optimal: C\[1\] = -1.0"),
+        (lambda: F.compute_optimal(1e20, 1.8, -5.0, 400, 0.3, 0.3), r"compute_optimal: A = -5.0; it must be positive"),
+        (lambda: F.compute_optimal(1e20, math.nan, 400, 400, 0.3, 0.3), r"compute_optimal: E = nan"),
+        (lambda: F.compute_optimal([], 1.8, 400, 400, 0.3, 0.3), r"compute_optimal: C is empty"),
+        (lambda: F.allocation_exponents(0.0, 0.3), r"allocation_exponents: alpha = 0.0; it must be positive and fin"),
+        (lambda: F.allocation_exponents(0.3, [0.3, -0.1]), r"allocation_exponents: beta\[1\] = -0.1"),
+        (lambda: F.check_points(*design(), true_loss(*design()), labels=["a"]), r"16 points, 1 labels"),
+        (lambda: F.fit_scaling_law(*_noisy(), n_starts=0), r"n_starts must be an integer >= 1 or None, got 0"),
+        (lambda: F.fit_scaling_law(*_noisy(), n_starts=2.5), r"n_starts must be an integer >= 1 or None, got 2.5"),
+        (lambda: F.fit_scaling_law(*_noisy(), bootstrap_starts=-1), r"bootstrap_starts must be an integer >= 0, got"),
+        (lambda: F.fit_scaling_law(*_noisy(), seed=-1), r"seed must be an integer >= 0 or None, got -1"),
+        (lambda: F.fit_scaling_law(*_noisy(), groups=[1, 2]), r"groups must give one group per point: 16 points"),
+        (lambda: F.fit_scaling_law(*_noisy(), groups=[None] * 16), r"groups holds a missing group"),
+    ],
+)
+def test_the_fitters_public_functions_name_a_bad_argument(no_fitting, call, message):
+    with pytest.raises(F.ScalingError, match=message):
+        call()

@@ -47,12 +47,12 @@ fresh `python -c` subprocess (peak memory is per process).
 zoo's model included (its whole forward; the shared loss stays eager).
 
 --quick uses smaller shapes and fewer steps (GPT-2 small is skipped on CPU): see QUICK in each benchmark's
-docstring. CPU timings need a quiet machine: with other processes running, torch's worker threads wait for
-each other and steps get many times slower (the header shows the load average at the start and warns when
-it is high). Every run prints one header line (torch
-and peer versions, CPU / GPU name, threads) and one Markdown section per benchmark; --out also writes
-them to a file. On a GPU: --device cuda (timings synchronise the GPU; memory uses
-torch.cuda.max_memory_allocated).
+docstring. It leaves out throughput (experiment=scaling's grid, many minutes) unless --only names it.
+CPU timings need a quiet machine: with other processes running, torch's worker threads wait for each other
+and steps get many times slower (the header shows the load average at the start and warns when it is
+high). Every run prints one header line (torch and peer versions, CPU / GPU name, threads) and one Markdown
+section per benchmark; --out also writes them to a file. On a GPU: --device cuda (timings synchronise the
+GPU; memory uses torch.cuda.max_memory_allocated).
 """
 
 from zoo.bench.cli import BENCHMARKS, main, parse_args

@@ -34,6 +34,9 @@ BENCHMARKS: dict[str, Callable[[Options], str]] = {
     "peak": bench_peak,
     "throughput": bench_throughput,
 }
+# left out of --quick unless --only names them: throughput trains experiment=scaling's grid (sizes x architectures
+# x three loops, then torch.compile), many minutes even at --quick's two sizes
+FULL_ONLY = ("throughput",)
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -45,8 +48,17 @@ def parse_args(argv=None) -> argparse.Namespace:
         epilog=doc.split("\n\n", 2)[2],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--quick", action="store_true", help="small shapes, 5 repetitions")
-    p.add_argument("--only", default=None, help=f"comma-separated subset of: {', '.join(BENCHMARKS)}")
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help=f"small shapes, 5 repetitions; leaves out {', '.join(FULL_ONLY)} (give it with --only to run it)",
+    )
+    p.add_argument(
+        "--only",
+        default=None,
+        help=f"comma-separated subset of: {', '.join(BENCHMARKS)} "
+        f"(default: all; --quick: all but {', '.join(FULL_ONLY)})",
+    )
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     p.add_argument(
         "--precision",
@@ -73,9 +85,12 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 def options(args) -> tuple[list[str], Options]:
-    """The benchmark names and Options of parsed arguments. Raises ValueError naming a bad argument and its fix,
-    before any benchmark runs."""
-    names = list(BENCHMARKS) if args.only is None else [n.strip() for n in args.only.split(",") if n.strip()]
+    """The benchmark names (the plan, in order: --only's, else all, but --quick leaves out FULL_ONLY) and Options
+    of parsed arguments. Raises ValueError naming a bad argument and its fix, before any benchmark runs."""
+    if args.only is not None:
+        names = [n.strip() for n in args.only.split(",") if n.strip()]
+    else:
+        names = [n for n in BENCHMARKS if not (args.quick and n in FULL_ONLY)]
     unknown = [n for n in names if n not in BENCHMARKS]
     if unknown or not names:
         what = f"unknown benchmark(s) {unknown}" if unknown else "no benchmark named"
@@ -133,6 +148,9 @@ def main(argv=None) -> int:
     t_start, cpu_start = time.perf_counter(), time.process_time()
     torch.manual_seed(0)
     report = ["# zoo.bench", "", header(opts)]
+    left_out = [n for n in BENCHMARKS if n not in names and args.only is None]
+    if left_out:
+        report += ["", f"--quick leaves out {', '.join(left_out)}: run it with --quick --only {','.join(left_out)}."]
     print("\n".join(report), flush=True)
     status = 0
     for name in names:

@@ -22,7 +22,10 @@ from pathlib import Path
 
 def check_source(src: str) -> None:
     """Raise FileNotFoundError for a source that names a local path (absolute, relative with ./ or ../, ~, or
-    more than one '/') that does not exist; a hub id is `org/name` or `name`."""
+    more than one '/') that does not exist; a hub id is `org/name` or `name`. Raises ValueError for an empty one
+    (it would name the current directory)."""
+    if not isinstance(src, str) or not src.strip():
+        raise ValueError(f"source {src!r} is empty: give a transformers checkpoint directory or a hub id")
     if Path(src).expanduser().exists():
         return
     if src.startswith(("/", ".", "~")) or src.count("/") > 1 or src.endswith((".ckpt", ".json", ".safetensors")):

@@ -11,6 +11,7 @@ export or refused (tests/test_interop_settings.py).
 
 import json
 import logging
+from collections.abc import Mapping
 from dataclasses import asdict, fields
 from pathlib import Path
 from typing import NamedTuple
@@ -19,6 +20,7 @@ import torch
 from torch import nn
 
 from zoo.data.bpe import ROLES
+from zoo.interop import args
 from zoo.interop.families import (
     ARCH_OF,
     FAMILIES,
@@ -94,6 +96,7 @@ def _is_hf_dir(path: Path) -> bool:
 def load_hf_model(src):
     """The transformers model of `src` (a PreTrainedModel, a local checkpoint directory, or a hub id when
     online), in eval mode. Raises Unsupported naming the supported families for any other model_type."""
+    args.source("load_hf_model", "src", src)
     tf = _transformers()
     if isinstance(src, nn.Module):
         family_of(getattr(getattr(src, "config", None), "model_type", None))
@@ -153,6 +156,8 @@ def _state_of(model, family: str) -> tuple[dict[str, torch.Tensor], dict]:
 def check_state(model: nn.Module, state: dict[str, torch.Tensor], allow_missing=()) -> None:
     """Raise ValueError naming the first key of `state` the model lacks, whose shape differs (both shapes), or
     a model key `state` lacks (except those starting with `allow_missing`)."""
+    args.optional("check_state", "model", model, nn.Module, "a torch module")
+    args.state_dict("check_state", "state", state)
     own = model.state_dict()
     for k, v in state.items():
         if k not in own:
@@ -207,6 +212,8 @@ def from_hf(
     ({pad, bos, eos}_token_id, each an id or None), which to_hf writes back where zoo's ModelConfig needed
     placeholders (zoo_ids). Raises Unsupported for another family, a setting zoo cannot express or a refused
     dtype (the message names it)."""
+    args.source("from_hf", "hf_model_or_dir", hf_model_or_dir)
+    args.optional("from_hf", "family", family, str, "a family name (gpt2, bert, marian, bart, t5)")
     if dtype is not None:
         check_dtype(family or _model_type(hf_model_or_dir), dtype)  # before loading anything
     hf = load_hf_model(hf_model_or_dir)
@@ -310,6 +317,7 @@ def to_hf(zoo_model: nn.Module, out_dir: str | Path, tokenizer=None, family: str
     tokenizer.json + tokenizer_config.json. The special-token ids are export_special_ids(zoo_model, tokenizer): a
     converted model's own, never a zoo placeholder. Returns out_dir. Raises Unsupported naming an option the
     family cannot hold (every ModelConfig field: tests/test_interop_settings.py), before writing anything."""
+    args.out_dir("to_hf", out_dir)
     tf = _transformers()
     from safetensors.torch import save_file
 
@@ -354,6 +362,8 @@ def write_tokenizer(tokenizer, out: Path, cfg: ModelConfig, special_ids: dict | 
     converted checkpoint's own, as its tokenizer_config.json had them (the state's "hf_roles",
     hf_tokenizer_state); else the tokens of special_ids ({pad, bos, eos}_token_id, None = no such role; default
     cfg's pad / bos / eos ids) and the tokenizer's unk / mask / cls tokens (zoo.data.bpe.special_roles)."""
+    if not args.path("write_tokenizer", "out", out).is_dir():
+        raise ValueError(f"write_tokenizer: out={str(out)!r} is not a directory; to_hf creates it first")
     text = _tokenizer_json(tokenizer)
     if text is None:
         log.warning("this tokenizer has no tokenizer.json form (character tokenizer?); wrote no tokenizer")
@@ -384,6 +394,7 @@ def read_zoo_checkpoint(path: str | Path) -> dict:
     results.json's best_checkpoint, else checkpoints/last.ckpt, else its newest checkpoints/*.ckpt), read safely
     on the CPU. Raises FileNotFoundError saying what it looked for (and, for a directory of Hugging Face weights
     without config.json, what is missing), ValueError for a file that is not a checkpoint."""
+    args.path("read_zoo_checkpoint", "path", path)
     p = Path(path)
     if p.is_dir() and not (p / "results.json").is_file() and not any((p / "checkpoints").glob("*.ckpt")):
         hf_files = sorted(f.name for f in p.iterdir() if f.name in HF_FILES or f.suffix == ".safetensors")
@@ -405,6 +416,10 @@ def checkpoint_config(hp: dict) -> tuple[ModelConfig, int]:
     vocabulary) from its hyper_parameters: masked_lm adds <mask> (zoo.tasks.lm), 1; every other objective 0.
     A masked_lm checkpoint saved before hyper_parameters held mask_id has the data's vocab_size: one row less
     than its embedding, counted back in here. Raises ValueError for an unknown model key."""
+    if not isinstance(hp, Mapping) or not isinstance(hp.get("model"), Mapping):
+        raise ValueError(
+            f"checkpoint_config: hp must be a checkpoint's hyper_parameters (a dict with a model dict), got {hp!r:.80}"
+        )
     model = dict(hp["model"])
     added = 1 if hp.get("objective") == "masked_lm" else 0
     if added and hp.get("mask_id") is None:
@@ -416,6 +431,7 @@ def model_from_checkpoint(ckpt: dict) -> nn.Module:
     """The zoo model of a loaded zoo checkpoint (hyper_parameters {arch, model}, state_dict "model.*"), eval mode;
     a zoo.convert checkpoint's model keeps its HF special ids (hf_special_ids). Raises ValueError for a
     checkpoint that is not zoo's, or whose weights do not fit its config (check_state)."""
+    args.optional("model_from_checkpoint", "ckpt", ckpt, Mapping, "a loaded checkpoint (a dict)")
     hp = ckpt.get("hyper_parameters", {})
     if "arch" not in hp or "model" not in hp:
         raise ValueError("not a zoo checkpoint: hyper_parameters needs arch and model")
@@ -433,6 +449,7 @@ def zoo_checkpoint(model: nn.Module, tokenizer: dict | None = None, source: str 
     """A checkpoint dict as zoo's tasks save them (hyper_parameters {arch, model, tokenizer}, state_dict with
     keys "model.*"), loadable by model_from_checkpoint and zoo.generate-style loaders; "zoo_interop" records the
     source and, for a converted model, its HF special ids and family."""
+    args.optional("zoo_checkpoint", "tokenizer", tokenizer, Mapping, "a tokenizer state (a dict)")
     hp = {"arch": arch_of(model), "model": asdict(model.cfg)}
     if tokenizer is not None:
         hp["tokenizer"] = tokenizer
@@ -462,6 +479,8 @@ def hf_tokenizer_state(path: str | Path) -> dict | None:
     roles (HF_ROLES) its tokenizer_config.json and special_tokens_map.json name, as they name them (write_tokenizer
     writes them back); no "hf_roles" when it has neither file. None when it has no tokenizer.json (e.g.
     Marian's SentencePiece files)."""
+    if not args.path("hf_tokenizer_state", "path", path).is_dir():
+        raise ValueError(f"hf_tokenizer_state: path={str(path)!r} is not a directory; give an HF checkpoint directory")
     d = Path(path)
     if not (d / "tokenizer.json").is_file():
         return None
@@ -491,6 +510,7 @@ class Checkpoint(NamedTuple):
 def read_checkpoint(dir_or_ckpt) -> Checkpoint:
     """An HF checkpoint directory or model (converted as from_hf does), or a zoo .ckpt / run directory, as a
     Checkpoint. Raises Unsupported (from_hf), and OSError / KeyError for an unreadable zoo checkpoint."""
+    args.source("read_checkpoint", "dir_or_ckpt", dir_or_ckpt, Checkpoint)
     if isinstance(dir_or_ckpt, Checkpoint):
         return dir_or_ckpt
     if isinstance(dir_or_ckpt, nn.Module) or _is_hf_dir(Path(dir_or_ckpt)):

@@ -5,13 +5,16 @@ One section per task; runs grouped by `arch` and `arch_config`; the task's valid
 training FLOPs and training seconds,
 its best metric against params and training FLOPs, parallel coordinates over --keys; and a scaling section
 (experiment=scaling): the LM loss against training FLOPs and non-embedding parameters, log-log. --group keeps one W&B
-group (a multirun's sweep dir). `build_workspace` needs no network; `main` saves (needs `wandb login`).
+group (a multirun's sweep dir). `build_workspace` needs no network; `main` saves (needs `wandb login`);
+`load_workspace(url)` loads a saved one back, the same workspace (`from_view` does it offline).
 Bad input exits 2 with a one-line message, before any network.
 """
 
 import argparse
+import re
 import sys
 from collections.abc import Sequence
+from urllib.parse import parse_qs, urlparse
 
 KEYS = ("arch", "seed", "model.d_model", "model.n_layers", "task.optimizer.lr", "params")
 BY = ("arch", "arch_config")  # arch_config keeps prefix_lm (arch decoder_only, mask prefix) its own group
@@ -91,6 +94,51 @@ def _flat_config_column(wr) -> type:
             return model
 
     return FlatConfigColumn
+
+
+def load_workspace(url: str):
+    """The workspace saved at `url` (the URL `main` prints), loaded back as `from_view` does (needs the network).
+
+    Raises DashboardError if `url` is not a saved workspace's URL (https://wandb.ai/ENTITY/PROJECT?nw=ID)."""
+    ws, _ = _libs()
+    from wandb_workspaces.workspaces import internal
+
+    parts = urlparse(url or "")
+    view_id = parse_qs(parts.query).get("nw", [""])[0]
+    path = parts.path.strip("/").split("/")
+    if not view_id or len(path) != 2 or not all(path):
+        raise DashboardError(f"{url!r} is not a saved workspace: give its URL, https://wandb.ai/ENTITY/PROJECT?nw=ID")
+    entity, project = path
+    return from_view(internal.View.from_name(entity, project, internal._url_query_str_to_internal_name(view_id)))
+
+
+def from_view(view):
+    """The Workspace of `view` (a wandb_workspaces.workspaces.internal.View, the saved wire form), with zoo's flat
+    config columns kept flat.
+
+    The library reads the column `config:model.d_model.value` (zoo's flat key `model.d_model`) as the nested key
+    `model.d_model`, which it saves back as `config:model.value.d_model`; each column that would not save back
+    as it was read becomes a flat column again."""
+    ws, wr = _libs()
+    column = _flat_config_column(wr)
+    workspace = ws.Workspace._from_model(view)
+    for section, section_model in zip(workspace.sections, view.spec.section.panel_bank_config.sections, strict=True):
+        for panel, panel_model in zip(section.panels, section_model.panels, strict=True):
+            if isinstance(panel, wr.ParallelCoordinatesPlot):
+                panel.columns = [
+                    _flat_if_needed(wr, c, m.accessor, column)
+                    for c, m in zip(panel.columns, panel_model.config.columns, strict=True)
+                ]
+    return workspace
+
+
+def _flat_if_needed(wr, col, accessor: str, column: type):
+    """`col` (read from `accessor`), or a flat config column (class `column`) of the key in `accessor` if `col`
+    would save another accessor; wr: wandb_workspaces.reports.v2."""
+    flat = re.fullmatch(r"config:(.+)\.value", accessor or "")
+    if flat is None or col._to_model().accessor == accessor:
+        return col
+    return column(wr.Config(flat.group(1)), display_name=col.display_name, inverted=col.inverted, log=col.log)
 
 
 def _task_section(ws, wr, column: type, task: str, metrics, best: str, keys: list):

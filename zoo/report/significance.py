@@ -18,6 +18,9 @@ table the report prints the counts the tests rest on (counts_text): McNemar's b 
 or windows differ.
 """
 
+import math
+import numbers
+
 from zoo.report.pairing import NotPaired, paired_tests
 from zoo.report.stats import ALPHA, BOOTSTRAP_SAMPLES, SACREBLEU_SAMPLES, SEED
 from zoo.report.table import MIN_BLEU, PRIMARY, fmt_ci, fmt_value, lower_is_better, objective_note
@@ -46,15 +49,37 @@ POOLING = (
 )
 
 
+def _p_value(func: str, p):
+    """p unchanged when it is None or a number in [0, 1]; else ValueError naming func and p."""
+    if p is not None and (isinstance(p, bool) or not isinstance(p, numbers.Real) or not 0.0 <= p <= 1.0):
+        raise ValueError(f"{func}: p = {p!r} is not a p-value (a number in [0, 1], or None for no test)")
+    return p
+
+
+def _interval(func: str, name: str, row: dict) -> None:
+    """Raise ValueError naming func, the row and the bad bound unless row's lo, hi are both None or finite with
+    lo <= hi."""
+    lo, hi = row.get("lo"), row.get("hi")
+    if lo is None and hi is None:
+        return
+    if lo is None or hi is None or not (math.isfinite(lo) and math.isfinite(hi)) or lo > hi:
+        raise ValueError(f"{func}: {name}'s interval (lo {lo!r}, hi {hi!r}) is not finite with lo <= hi")
+
+
 def overlap(ra: dict, rb: dict) -> bool | None:
-    """Whether two rows' 95% seed intervals overlap; None when one of them has a single seed."""
+    """Whether two rows' 95% seed intervals overlap; None when one of them has a single seed. Raises ValueError
+    for an interval that is not finite with lo <= hi."""
+    _interval("overlap", "ra", ra)
+    _interval("overlap", "rb", rb)
     if ra["lo"] is None or rb["lo"] is None:
         return None
     return not (ra["lo"] > rb["hi"] or rb["lo"] > ra["hi"])
 
 
 def ordering(ra: dict, rb: dict, p: float | None) -> tuple[int, str]:
-    """(+1 A ahead, -1 B ahead, 0 neither, why) for two rows of one metric (module docstring's rule)."""
+    """(+1 A ahead, -1 B ahead, 0 neither, why) for two rows of one metric (module docstring's rule). Raises
+    ValueError for a p that is not None or in [0, 1] (a NaN p would rank A ahead)."""
+    _p_value("ordering", p)
     sign = 1 if (ra["mean"] < rb["mean"]) == lower_is_better(ra["metric"]) else -1
     if ra["mean"] == rb["mean"]:
         return 0, "equal means"
@@ -84,7 +109,8 @@ def partitions(table: list[dict], task: str) -> dict[tuple[str, str], list[dict]
 
 def fmt_p(p: float | None, star: bool = True) -> str:
     """A p-value with 4 decimals (scientific below 1e-4, "<1e-300" where it underflowed), `*` when p < ALPHA and
-    star is True; "-" for None."""
+    star is True; "-" for None. Raises ValueError for a p that is not in [0, 1]."""
+    _p_value("fmt_p", p)
     if p is None:
         return "-"
     text = f"{p:.4f}" if p >= 1e-4 else f"{p:.1e}" if p >= 1e-300 else "<1e-300"

@@ -20,17 +20,49 @@ SACREBLEU_SAMPLES = 1000  # sacreBLEU's default for --paired-bs
 ALPHA = 0.05  # significance level of every "significant" mark
 
 
+def _vector(func: str, name: str, values, dtype=float) -> np.ndarray:
+    """`values` as a non-empty 1-d array of `dtype`. Raises ValueError naming func, the argument and its shape, or
+    the first value that is not finite (float) or not a truth value (bool: True / False / 0 / 1)."""
+    try:
+        raw = np.asarray(values, dtype=object if dtype is bool else float)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"{func}: {name} must be a sequence of numbers ({e})") from None
+    if raw.ndim != 1 or raw.size == 0:
+        raise ValueError(f"{func}: {name} must be a non-empty 1-d sequence, got shape {raw.shape}")
+    if dtype is bool:
+        bad = [i for i, v in enumerate(raw) if not (isinstance(v, (bool, np.bool_)) or (_is_number(v) and v in (0, 1)))]
+        if bad:
+            raise ValueError(f"{func}: {name}[{bad[0]}] = {raw[bad[0]]!r}: give True / False (or 1 / 0) per example")
+        return raw.astype(bool)
+    bad = np.flatnonzero(~np.isfinite(raw))
+    if len(bad):
+        raise ValueError(f"{func}: {name}[{bad[0]}] = {float(raw[bad[0]])!r} is not finite ({len(bad)} such value(s))")
+    return raw
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
+
+
+def _count(func: str, name: str, value, minimum: int) -> int:
+    """`value` as an int >= minimum; raises ValueError naming func, the argument and the value."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ValueError(f"{func}: {name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
 def t_interval(values: Sequence[float], confidence: float = 0.95) -> dict:
     """Mean over seeds with its Student-t confidence interval.
 
     values: the n per-seed values of one metric. Returns {"n", "mean", "std" (sample std, ddof 1),
     "half" (half-width t_{(1+c)/2, n-1} * std / sqrt(n), scipy.stats.t.ppf), "lo", "hi"}. With n = 1 there is
-    no spread to estimate: std, half, lo and hi are None (printed "n/a (1 seed)", never +-0).
+    no spread to estimate: std, half, lo and hi are None (printed "n/a (1 seed)", never +-0). Raises ValueError
+    for no values, a value that is not finite (naming it) or a confidence outside (0, 1).
     Source: the t interval of a normal mean with unknown variance (Student 1908)."""
-    x = np.asarray([float(v) for v in values], dtype=float)
+    x = _vector("t_interval", "values", values)
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"t_interval: confidence must be in (0, 1), e.g. 0.95, got {confidence!r}")
     n = len(x)
-    if n == 0:
-        raise ValueError("t_interval of no values")
     mean = float(x.mean())
     if n == 1:
         return {"n": 1, "mean": mean, "std": None, "half": None, "lo": None, "hi": None}
@@ -55,14 +87,15 @@ def mcnemar_exact(correct_a: Sequence[bool], correct_b: Sequence[bool]) -> dict:
     rates) the b of the n = b + c discordant examples is Binomial(n, 1/2): p = min(1, 2 * sum_{i <= min(b, c)}
     C(n, i) / 2^n), computed by scipy.stats.binomtest (exact at any n; it underflows to 0.0 only below the
     smallest double, n beyond about 1,075 all one way); p = 1 when n = 0, so a single example (n <= 1) is never
-    significant. Source: McNemar (1947), in its exact (binomial) form; see Dietterich (1998), "Approximate
+    significant. Raises ValueError for no examples, other shapes, or an entry that is not True / False / 0 / 1.
+    Source: McNemar (1947), in its exact (binomial) form; see Dietterich (1998), "Approximate
     statistical tests for comparing supervised classification learning algorithms"."""
     from scipy.stats import binomtest
 
-    a = np.asarray(correct_a, dtype=bool)
-    b_ = np.asarray(correct_b, dtype=bool)
+    a = _vector("mcnemar_exact", "correct_a", correct_a, bool)
+    b_ = _vector("mcnemar_exact", "correct_b", correct_b, bool)
     if a.shape != b_.shape:
-        raise ValueError(f"mcnemar_exact: {a.shape} vs {b_.shape} examples")
+        raise ValueError(f"mcnemar_exact: {a.shape} vs {b_.shape} examples; pair the same examples")
     b = int((a & ~b_).sum())
     c = int((~a & b_).sum())
     n = b + c
@@ -78,6 +111,7 @@ def randomization_floor(n_diff: int) -> float:
     evaluation and significance testing for MT"). The bootstraps below report max(their p, this floor): a
     bootstrap of one differing unit, or of a few that all differ by the same amount, resamples the same
     difference every time and would otherwise print p = 1 / (resamples + 1)."""
+    n_diff = _count("randomization_floor", "n_diff", n_diff, 0)
     return 1.0 if n_diff <= 1 else min(1.0, 2.0 ** (1 - n_diff))
 
 
@@ -94,13 +128,19 @@ def paired_bootstrap(
     significance tests for machine translation evaluation"). The reported "p" is max(that, randomization_floor(
     n_diff)), n_diff = the units whose d is not 0; it is 1 when delta is 0 (identical systems, or differences
     that cancel). Returns {"delta", "p", "p_bootstrap" (None when no resampling was needed), "n", "n_diff"}.
-    Raises ValueError for empty or mismatched inputs, or weights that are negative or sum to 0."""
-    d = np.asarray(diff, dtype=float)
-    w = np.ones_like(d) if weights is None else np.asarray(weights, dtype=float)
-    if d.shape != w.shape or d.ndim != 1 or len(d) == 0:
-        raise ValueError(f"paired_bootstrap: diff {d.shape} and weights {w.shape} must be the same non-empty (N,)")
-    if not (np.isfinite(d).all() and np.isfinite(w).all()) or (w < 0).any() or w.sum() <= 0:
-        raise ValueError("paired_bootstrap: differences and weights must be finite, weights >= 0 with a positive sum")
+    Raises ValueError naming the argument for empty or mismatched inputs, a value that is not finite, weights that
+    are negative or sum to 0, or n_samples < 1."""
+    d = _vector("paired_bootstrap", "diff", diff)
+    w = np.ones_like(d) if weights is None else _vector("paired_bootstrap", "weights", weights)
+    if d.shape != w.shape:
+        raise ValueError(f"paired_bootstrap: diff {d.shape} and weights {w.shape} must be the same (N,)")
+    if (w < 0).any() or w.sum() <= 0:
+        i = int(np.argmin(w))
+        raise ValueError(
+            f"paired_bootstrap: weights must be >= 0 with a positive sum, got weights[{i}] = {float(w[i])!r}, "
+            f"sum {float(w.sum())!r}"
+        )
+    n_samples = _count("paired_bootstrap", "n_samples", n_samples, 1)
     delta = float((w * d).sum() / w.sum())
     n_diff = int(((d != 0) & (w > 0)).sum())
     tol = 1e-12 * max(1.0, float(np.abs(d).max()))  # float rounding of a difference that is 0
@@ -162,12 +202,17 @@ def sacrebleu_paired(
       that match the reference equally): p = 1, the observed difference is 0;
     - otherwise p = max(p_sacrebleu, randomization_floor(n_diff)): a single differing segment (N = 1 included)
       is never significant, since every resample repeats it.
-    Raises ValueError for empty or mismatched inputs."""
+    Raises ValueError for empty or mismatched inputs, a sentence that is not a string, or n_samples < 1."""
     from sacrebleu.metrics import BLEU, CHRF
 
     if not len(hyps_a) == len(hyps_b) == len(refs) or not len(refs):
         raise ValueError(f"sacrebleu_paired: {len(hyps_a)}, {len(hyps_b)} hypotheses and {len(refs)} references")
     hyps_a, hyps_b, refs = list(hyps_a), list(hyps_b), list(refs)
+    for name, seq in (("hyps_a", hyps_a), ("hyps_b", hyps_b), ("refs", refs)):
+        bad = [i for i, x in enumerate(seq) if not isinstance(x, str)]
+        if bad:
+            raise ValueError(f"sacrebleu_paired: {name}[{bad[0]}] = {seq[bad[0]]!r}: give one string per sentence")
+    n_samples = _count("sacrebleu_paired", "n_samples", n_samples, 1)
     signatures, scores = _sacrebleu_paired_test(hyps_a, hyps_b, refs, n_samples, seed)
     identical = hyps_a == hyps_b
     out = {}

@@ -162,7 +162,11 @@ def _metric_rows(g: dict, base: dict) -> list[dict]:
         if not present:
             continue
         values = [float(r[where][metric]) for r in present]
-        ci = t_interval(values)
+        if all(math.isfinite(v) for v in values):
+            ci = t_interval(values)
+        else:  # a diverged seed (NaN / inf): the mean shows it, no interval
+            ci = dict.fromkeys(("std", "half", "lo", "hi"))
+            ci.update(n=len(values), mean=sum(values) / len(values))
         out.append(
             {
                 **base,

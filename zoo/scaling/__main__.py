@@ -1,5 +1,5 @@
 """python -m zoo.scaling fit FILE.csv --params COL (--tokens COL | --flops COL) --loss COL [--drop-highest K]
-[--bootstrap B] [--seed S] [--json OUT] [--compute C ...]
+[--bootstrap B] [--seed S] [--group COL] [--json OUT] [--compute C ...]
 
 Fits the Chinchilla law L(N, D) = E + A / N^alpha + B / D^beta to a CSV of points (any runs, not only zoo's) with
 bootstrap intervals, and prints the compute-optimal allocation and the frontier L*(C) (docs/scaling-laws.md).
@@ -15,11 +15,14 @@ import sys
 from pathlib import Path
 
 
-def read_points(path: Path, params: str, loss: str, tokens: str | None = None, flops: str | None = None):
-    """(N, D, L, labels) from a CSV with a header row: N from column `params`, D from `tokens` or D = C / (6 N) from
-    `flops` (C in FLOPs), L from `loss`; labels[i] = "FILE line k". Raises ScalingError (a ValueError) naming the
-    file, line and column of a missing column, an empty file, or a value that is not a positive finite number; a
-    column named for two flags; a file that is not UTF-8 text."""
+def read_points(
+    path: Path, params: str, loss: str, tokens: str | None = None, flops: str | None = None, group: str | None = None
+):
+    """(N, D, L, labels, groups) from a CSV with a header row: N from column `params`, D from `tokens` or
+    D = C / (6 N) from `flops` (C in FLOPs), L from `loss`; labels[i] = "FILE line k"; groups[i] the text of
+    column `group` (None without it). Raises ScalingError (a ValueError) naming the file, line and column of a
+    missing column, an empty file, a value that is not a positive finite number or an empty group; a column named
+    for two flags; a file that is not UTF-8 text."""
     from zoo.scaling.fit import ScalingError
 
     wanted = {
@@ -27,8 +30,9 @@ def read_points(path: Path, params: str, loss: str, tokens: str | None = None, f
         **({"--tokens": tokens} if tokens is not None else {"--flops": flops}),
         "--loss": loss,
     }
+    named = {**wanted, **({"--group": group} if group is not None else {})}
     flags = {}
-    for flag, col in wanted.items():
+    for flag, col in named.items():
         if col in flags:
             raise ScalingError(
                 f"{flags[col]} and {flag} both name column {col!r}: each of N, D (or C) and the loss is its own column"
@@ -40,15 +44,22 @@ def read_points(path: Path, params: str, loss: str, tokens: str | None = None, f
             header = reader.fieldnames
             if not header:
                 raise ScalingError(f"{path}: empty file; give a CSV with a header row and one row per point")
-            missing = [f"{flag} {col!r}" for flag, col in wanted.items() if col not in header]
+            missing = [f"{flag} {col!r}" for flag, col in named.items() if col not in header]
             if missing:
                 raise ScalingError(
                     f"{path}: no column {', '.join(missing)}; the columns are: {', '.join(map(repr, header))}"
                 )
             columns = {flag: [] for flag in wanted}
-            labels = []
+            labels, groups = [], []
             for row in reader:
                 label = f"{path} line {reader.line_num}"
+                if group is not None:
+                    if not (row[group] or "").strip():
+                        raise ScalingError(
+                            f"{label}: column {group!r} (--group) is empty; each point needs its group (its run): "
+                            "fill it in or remove the row"
+                        )
+                    groups.append(row[group].strip())
                 for flag, col in wanted.items():
                     cell = row[col]
                     try:
@@ -70,7 +81,7 @@ def read_points(path: Path, params: str, loss: str, tokens: str | None = None, f
         ) from e
     N, L = columns["--params"], columns["--loss"]
     D = columns["--tokens"] if tokens is not None else [c / (6.0 * n) for c, n in zip(columns["--flops"], N)]
-    return N, D, L, labels
+    return N, D, L, labels, (groups if group is not None else None)
 
 
 def default_compute(N, D) -> list[float]:
@@ -83,10 +94,11 @@ def _ci(ci) -> str:
     return "-" if ci is None else f"[{ci[0]:.4g}, {ci[1]:.4g}]"
 
 
-def table(fit, allocation: dict, source: str) -> str:
-    """The text report: parameters with intervals, then N_opt, D_opt and L*(C) at each compute C."""
+def table(fit, allocation: dict, source: str, unit: str = "points") -> str:
+    """The text report: parameters with intervals, then N_opt, D_opt and L*(C) at each compute C; `unit`: what a
+    resample draws (whole points, or the groups of --group)."""
     pct = f"{100 * fit.level:g}%"
-    boot = f"{fit.n_bootstrap} bootstrap resamples of whole points, seed {fit.seed}"
+    boot = f"{fit.n_bootstrap} bootstrap resamples of whole {unit}, seed {fit.seed}"
     boot = boot if fit.n_bootstrap else "no bootstrap"
     lines = [
         "L(N, D) = E + A / N^alpha + B / D^beta",
@@ -126,6 +138,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--drop-highest", type=int, default=0, metavar="K", help="drop the K highest-loss points first")
     p.add_argument("--bootstrap", type=int, default=1000, metavar="B", help="bootstrap resamples (default 1000)")
     p.add_argument("--seed", type=int, default=0, help="seed of the resamples (default 0)")
+    p.add_argument(
+        "--group",
+        metavar="COL",
+        help="column naming each point's run (or other unit of independence): a resample draws whole groups "
+        "(default: whole points, too narrow when a run gives several points)",
+    )
     p.add_argument("--json", type=Path, metavar="OUT", help="also write the fit as JSON")
     p.add_argument(
         "--compute",
@@ -138,7 +156,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    """Run the CLI: print the fit's table (and write --json); returns 0, or 2 after printing a ScalingError."""
+    """Run the CLI: print the fit's table (and write --json); returns 0, 2 after printing a ScalingError, or 1 when
+    the fit did not converge (nothing printed to stdout or written)."""
     args = _parser().parse_args(argv)
     # scipy >= 1.15's L-BFGS-B runs 10-30x slower with OpenBLAS threads (scipy issue #22438): one thread, unless
     # the user chose; takes effect because numpy loads only below
@@ -152,26 +171,37 @@ def main(argv=None) -> int:
             raise ScalingError(f"--json {args.json} is a folder; give a file name in it, e.g. {args.json / 'fit.json'}")
         if args.compute is not None and not all(math.isfinite(c) and c > 0 for c in args.compute):
             raise ScalingError(f"--compute {args.compute}: compute budgets must be positive FLOPs")
-        N, D, L, labels = read_points(args.csv, args.params, args.loss, args.tokens, args.flops)
+        N, D, L, labels, groups = read_points(args.csv, args.params, args.loss, args.tokens, args.flops, args.group)
         kept = check_points(N, D, L, args.drop_highest, labels)
         if args.seed < 0:
             raise ScalingError(f"--seed {args.seed}: a seed is a non-negative integer (default 0)")
         if args.bootstrap < 0:
             raise ScalingError(f"--bootstrap {args.bootstrap}: give 0 (no intervals) or more resamples (default 1000)")
-        fit = fit_scaling_law(N, D, L, drop_highest=args.drop_highest, bootstrap=args.bootstrap, seed=args.seed)
+        fit = fit_scaling_law(
+            N, D, L, drop_highest=args.drop_highest, bootstrap=args.bootstrap, seed=args.seed, groups=groups
+        )
         compute = args.compute or default_compute([N[i] for i in kept], [D[i] for i in kept])
         allocation = fit.allocation(compute)
     except ScalingError as e:
         print(f"zoo.scaling: error: {e}", file=sys.stderr)
         return 2
+    if not fit.converged:  # refused: an optimiser's early stop is not a fit
+        print(f"zoo.scaling: error: {fit.notes[0]}; check the data (docs/scaling-laws.md#convergence)", file=sys.stderr)
+        return 1
     derived = f"D = C / (6 N) from {args.flops!r}" if args.flops else f"D from {args.tokens!r}"
     dropped = sorted(set(range(len(L))) - set(kept.tolist()))
     source = f"{args.csv}: {fit.n_points} of {len(L)} points ({len(dropped)} highest losses dropped); {derived}"
-    print(table(fit, allocation, source))
+    unit = "points" if groups is None else f"groups of {args.group!r} ({len({groups[i] for i in kept})})"
+    print(table(fit, allocation, source, unit))
     if args.json is not None:
         out = fit.to_dict()
         out["frontier"] = allocation
-        out["data"] = {"file": str(args.csv), "rows": len(L), "dropped": [labels[i] for i in dropped]}
+        out["data"] = {
+            "file": str(args.csv),
+            "rows": len(L),
+            "dropped": [labels[i] for i in dropped],
+            "group": args.group,
+        }
         args.json.write_text(json.dumps(out, indent=2) + "\n")
         print(args.json)
     return 0

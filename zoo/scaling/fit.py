@@ -39,14 +39,43 @@ GRID = {
     "beta": np.arange(0.0, 2.5, 0.5),
 }
 _LBFGSB = {"maxiter": 5000, "maxfun": 20000, "ftol": 1e-13, "gtol": 1e-10}
+# a fit is converged when L-BFGS-B ended without hitting a limit and the gradient of the mean objective (the
+# summed Huber loss / delta over the summed weights) is at most this at the end point: converged fits of
+# Chinchilla's 240 points and of 16-point synthetic sets reach <= 1e-6, runs stopped at maxiter=30 >= 6e-4
+GRAD_TOL = 1e-4
 
 
 class ScalingError(ValueError):
     """Bad input to the fit (a missing column, a non-positive value, too few points); the CLI exits with 2."""
 
 
+def _checked(func: str, positive: dict, numbers: dict) -> list[np.ndarray]:
+    """The values of `positive` (each must be > 0 and finite) and `numbers` (each must not be NaN) as float arrays,
+    in that order. Raises ScalingError naming func, the argument and its first bad entry."""
+    out = []
+    for name, values in (*positive.items(), *numbers.items()):
+        try:
+            arr = np.asarray(values, dtype=float)
+        except (TypeError, ValueError) as e:
+            raise ScalingError(f"{func}: {name} must be numbers ({e})") from None
+        if arr.size == 0:
+            raise ScalingError(f"{func}: {name} is empty")
+        bad = ~(np.isfinite(arr) & (arr > 0)) if name in positive else np.isnan(arr)
+        if bad.any():
+            i = np.unravel_index(int(np.flatnonzero(bad)[0]), arr.shape) if arr.ndim else ()
+            where = f"{name}[{', '.join(map(str, i))}]" if arr.ndim else name
+            need = "positive and finite" if name in positive else "a number (not NaN)"
+            raise ScalingError(f"{func}: {where} = {float(arr[i])!r}; it must be {need}")
+        out.append(arr)
+    return out
+
+
 def scaling_law(N, D, E, A, B, alpha, beta):
-    """L(N, D) = E + A / N^alpha + B / D^beta (Hoffmann et al. 2022, eq. 2); broadcasts over all arguments."""
+    """L(N, D) = E + A / N^alpha + B / D^beta (Hoffmann et al. 2022, eq. 2); broadcasts over all arguments.
+    Raises ScalingError for N or D not positive and finite, or a NaN parameter (naming it)."""
+    N, D, E, A, B, alpha, beta = _checked(
+        "scaling_law", {"N": N, "D": D}, {"E": E, "A": A, "B": B, "alpha": alpha, "beta": beta}
+    )
     return E + A / np.power(N, alpha) + B / np.power(D, beta)
 
 
@@ -57,8 +86,14 @@ def compute_optimal(C, E, A, B, alpha, beta):
     N_opt = G (C/6)^a, D_opt = (C/6)^b / G, G = (alpha A / (beta B))^(1/(alpha+beta)), a = beta / (alpha+beta),
     b = alpha / (alpha+beta), and the frontier L*(C) = L(N_opt, D_opt). Needs alpha > 0 and beta > 0 (otherwise there
     is no interior optimum): entries without are NaN. Returns (N_opt, D_opt, L_star) as float arrays.
+    Raises ScalingError for C not positive and finite, A or B not positive (inf, an overflowing resample's, is
+    allowed), or a NaN E, alpha or beta, naming the argument and entry.
     """
-    C, E, A, B, alpha, beta = (np.asarray(v, dtype=float) for v in (C, E, A, B, alpha, beta))
+    C, E, alpha, beta = _checked("compute_optimal", {"C": C}, {"E": E, "alpha": alpha, "beta": beta})
+    A, B = _checked("compute_optimal", {}, {"A": A, "B": B})
+    for name, arr in (("A", A), ("B", B)):
+        if (arr <= 0).any():
+            raise ScalingError(f"compute_optimal: {name} = {float(arr[arr <= 0].flat[0])!r}; it must be positive")
     ok = (alpha > 0) & (beta > 0)
     al, be = np.where(ok, alpha, 1.0), np.where(ok, beta, 1.0)
     log_g = (np.log(al * A) - np.log(be * B)) / (al + be)
@@ -71,8 +106,9 @@ def compute_optimal(C, E, A, B, alpha, beta):
 
 
 def allocation_exponents(alpha, beta):
-    """(a, b) of N_opt ∝ C^a, D_opt ∝ C^b: a = beta / (alpha+beta), b = alpha / (alpha+beta) (Hoffmann, D.2)."""
-    alpha, beta = np.asarray(alpha, dtype=float), np.asarray(beta, dtype=float)
+    """(a, b) of N_opt ∝ C^a, D_opt ∝ C^b: a = beta / (alpha+beta), b = alpha / (alpha+beta) (Hoffmann, D.2).
+    Raises ScalingError unless alpha and beta are positive and finite (no compute-optimal allocation otherwise)."""
+    alpha, beta = _checked("allocation_exponents", {"alpha": alpha, "beta": beta}, {})
     return beta / (alpha + beta), alpha / (alpha + beta)
 
 
@@ -80,9 +116,9 @@ def check_points(N, D, L, drop_highest: int = 0, labels=None) -> np.ndarray:
     """Validate the points and return the indices fitted (all but the `drop_highest` highest losses), sorted.
 
     N, D, L: 1-d sequences of equal length (parameters, tokens, loss). labels[i] names point i in errors (default
-    "point i"). Raises ScalingError for a non-finite or non-positive value (naming the point), a negative
-    drop_highest, fewer than 5 points (the parameters fitted) left after dropping, or one value of N or of D
-    among them. Ties among the highest losses drop the earlier row first.
+    "point i"; one per point). Raises ScalingError for a non-finite or non-positive value (naming the point), a
+    negative drop_highest, fewer than 5 points (the parameters fitted) left after dropping, one value of N or of
+    D among them, or labels of another length. Ties among the highest losses drop the earlier row first.
     """
     arrays = {}
     for name, values in (("N (parameters)", N), ("D (tokens)", D), ("loss", L)):
@@ -93,6 +129,8 @@ def check_points(N, D, L, drop_highest: int = 0, labels=None) -> np.ndarray:
     lengths = {len(a) for a in arrays.values()}
     if len(lengths) != 1:
         raise ScalingError(f"N, D and loss must have the same length, got {[len(a) for a in arrays.values()]}")
+    if labels is not None and len(labels) != len(arrays["loss"]):
+        raise ScalingError(f"labels must name each point: {len(arrays['loss'])} points, {len(labels)} labels")
     label = (lambda i: labels[i]) if labels is not None else (lambda i: f"point {i}")
     for name, arr in arrays.items():
         bad = np.flatnonzero(~np.isfinite(arr) | (arr <= 0))
@@ -170,9 +208,25 @@ class _Problem:
         return ((c * r - 0.5 * self.delta * c * c) * w).sum(axis=1)  # no BLAS call: no idle threads spinning
 
     def minimize(self, u0, w):
-        """L-BFGS-B from u0; returns (u, objective, moved) with moved False when it stopped where it started."""
+        """L-BFGS-B from u0; returns (u, objective, moved, why): moved False when it stopped where it started;
+        why None for a converged end point, else why it is not one (convergence)."""
         res = minimize(self.value_and_grad, u0, args=(w,), jac=True, method="L-BFGS-B", options=_LBFGSB)
-        return res.x, float(res.fun), bool(np.any(res.x != u0))
+        return res.x, float(res.fun), bool(np.any(res.x != u0)), self.convergence(res, w)
+
+    def convergence(self, res, w) -> str | None:
+        """None when scipy's L-BFGS-B result `res` (weights w) is a converged fit, else why not.
+
+        Converged: the optimiser did not stop at an iteration or evaluation limit (status 1), the objective is
+        finite, and the largest |gradient| of the mean objective at res.x is at most GRAD_TOL. A success flag alone
+        is not enough (the relative-reduction test also fires on a flat stretch), nor needed: status 2 (the line
+        search found no lower point) at a zero gradient is a minimum at float precision.
+        """
+        f, g = self.value_and_grad(res.x, w)
+        grad = float(np.max(np.abs(g))) / float(np.sum(w))
+        if res.status == 1 or not np.isfinite(f) or not grad <= GRAD_TOL:
+            message = res.message.decode() if isinstance(res.message, bytes) else str(res.message)
+            return f"L-BFGS-B: {message.strip() or 'stopped'} after {res.nit} iterations, |gradient| {grad:.2g}"
+        return None
 
 
 def _grid() -> np.ndarray:
@@ -180,16 +234,18 @@ def _grid() -> np.ndarray:
     return np.array(list(itertools.product(*(GRID[k] for k in ("a", "b", "e", "alpha", "beta")))))
 
 
-def _best(problem: _Problem, starts: np.ndarray, w) -> tuple[np.ndarray, float, bool]:
-    best_u, best_f, moved_any = None, math.inf, False
+def _best(problem: _Problem, starts: np.ndarray, w) -> tuple[np.ndarray, float, bool, str | None]:
+    """The lowest end point of L-BFGS-B over `starts` (weights w): (u, objective, whether any start moved, why it
+    is not converged or None)."""
+    best_u, best_f, best_why, moved_any = None, math.inf, None, False
     for u0 in starts:
-        u, f, moved = problem.minimize(u0, w)
+        u, f, moved, why = problem.minimize(u0, w)
         moved_any |= moved
         if np.isfinite(f) and f < best_f:
-            best_u, best_f = u, f
+            best_u, best_f, best_why = u, f, why
     if best_u is None:
         raise ScalingError("no start of L-BFGS-B reached a finite objective; check the data for extreme values")
-    return best_u, best_f, moved_any
+    return best_u, best_f, moved_any, best_why
 
 
 @dataclass
@@ -197,8 +253,11 @@ class ScalingFit:
     """A fitted law. values: E, A, B, alpha, beta and the derived a, b, G (compute_optimal; NaN unless alpha > 0
     and beta > 0); ci: their percentile
     intervals at `level` (None without bootstrap, or for a, b, G when some resample had alpha <= 0 or beta <= 0);
-    samples: (n_bootstrap, 5) fits of the resamples, columns PARAMS; kept: indices of the input points fitted;
-    objective: the summed Huber loss (log-loss units) at the fit."""
+    samples: (k, 5) converged fits of the resamples (k <= n_bootstrap), columns PARAMS; kept: indices of the input
+    points fitted; objective: the summed Huber loss (log-loss units) at the fit.
+    converged: False when the full-data fit did not converge (_Problem.convergence): values are then where the
+    optimiser stopped, not a fit, ci is all None and notes say why; n_unconverged: resamples whose fit did not
+    converge, left out of samples and the intervals (notes say how many)."""
 
     values: dict[str, float]
     ci: dict[str, tuple[float, float] | None]
@@ -210,6 +269,8 @@ class ScalingFit:
     seed: int | None
     level: float = 0.95
     notes: list[str] = field(default_factory=list)
+    converged: bool = True
+    n_unconverged: int = 0
 
     def predict(self, N, D):
         """The fitted L(N, D)."""
@@ -247,6 +308,8 @@ class ScalingFit:
             level=self.level,
             delta=DELTA,
             objective=self.objective,
+            converged=self.converged,
+            n_unconverged=self.n_unconverged,
             notes=list(self.notes),
         )
         if compute is not None:
@@ -289,9 +352,12 @@ def fit_scaling_law(
     bootstrap_starts: each resample's fit starts from the full-data fit and that many best grid points.
     labels[i] names point i in errors. groups[i]: the group of point i (e.g. its run, whose evaluations are
     correlated); given, a resample draws whole groups with replacement instead of points.
-    Raises ScalingError on bad input (check_points) before any fitting, and RuntimeError when a resample's
+    Raises ScalingError on bad input (check_points; a bootstrap, level, n_starts, bootstrap_starts or seed out of
+    range; groups of another length) before any fitting, and RuntimeError when a resample's
     optimiser never left its starting points (the intervals would collapse).
-    Returns a ScalingFit; its values and ci hold E, A, B, alpha, beta, a, b and G.
+    Returns a ScalingFit; its values and ci hold E, A, B, alpha, beta, a, b and G. Check its `converged`: an
+    optimiser that stopped early (an iteration limit, a flat stretch) on the full data gives converged False and no
+    bootstrap; resamples that stopped early are left out of the intervals and counted in n_unconverged.
     In-process callers: start Python with OPENBLAS_NUM_THREADS=1 (scipy >= 1.15's L-BFGS-B is 10-30x slower with
     OpenBLAS threads, scipy issue #22438); python -m zoo.scaling does.
     """
@@ -300,34 +366,73 @@ def fit_scaling_law(
         raise ScalingError(f"bootstrap must be a non-negative integer, got {bootstrap!r}")
     if not 0.0 < level < 1.0:
         raise ScalingError(f"level must be in (0, 1), got {level!r}")
+    for name, value, least in (("n_starts", n_starts, 1), ("bootstrap_starts", bootstrap_starts, 0), ("seed", seed, 0)):
+        if value is None and name != "bootstrap_starts":
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
+            none = " or None" if name != "bootstrap_starts" else ""
+            raise ScalingError(f"{name} must be an integer >= {least}{none}, got {value!r}")
+    members = None if groups is None else _members(groups, len(L), kept, bootstrap)
     N, D, L = (np.asarray(v, dtype=float)[kept] for v in (N, D, L))
-    members = None if groups is None else np.unique(np.asarray(groups)[kept], return_inverse=True)[1]
     n = len(L)
     problem = _Problem(N, D, L)
     ones = np.ones(n)
 
     grid_u = problem.to_u(_grid())
     ranked = grid_u[np.argsort(problem.values(grid_u, ones), kind="stable")]
-    starts = ranked if n_starts is None else ranked[: max(1, int(n_starts))]
-    u_hat, f_hat, _ = _best(problem, starts, ones)
+    starts = ranked if n_starts is None else ranked[: int(n_starts)]
+    u_hat, f_hat, _, why = _best(problem, starts, ones)
     values = _values(problem.to_theta(u_hat))
+    if why is not None:  # not a fit: no intervals around it
+        note = f"the fit did not converge ({why}): not a fit; no bootstrap"
+        no_ci = dict.fromkeys((*PARAMS, *DERIVED))
+        empty = np.empty((0, N_FIT))
+        return ScalingFit(values, no_ci, empty, n, kept, f_hat * DELTA, int(bootstrap), seed, level, [note], False)
 
     boot_starts = np.vstack([u_hat[None, :], ranked[: int(bootstrap_starts)]])
-    samples = _bootstrap_samples(problem, u_hat, boot_starts, bootstrap, seed, members)
-    ci, notes = _intervals(samples, bootstrap, level)
-    return ScalingFit(values, ci, samples, n, kept, f_hat * DELTA, int(bootstrap), seed, level, notes)
+    samples, reasons = _bootstrap_samples(problem, u_hat, boot_starts, bootstrap, seed, members)
+    ci, notes = _intervals(samples, level)
+    if reasons:
+        notes.insert(
+            0,
+            f"{len(reasons)} of {bootstrap} resamples did not converge (first: {reasons[0]}): the intervals use "
+            f"the other {len(samples)}",
+        )
+    fit = ScalingFit(values, ci, samples, n, kept, f_hat * DELTA, int(bootstrap), seed, level, notes)
+    fit.n_unconverged = len(reasons)
+    return fit
 
 
-def _bootstrap_samples(problem: _Problem, u_hat, boot_starts, bootstrap, seed, members=None) -> np.ndarray:
+def _members(groups, n: int, kept: np.ndarray, bootstrap: int) -> np.ndarray:
+    """Each kept point's group index 0 .. G-1 from `groups` (one label per input point). Raises ScalingError for
+    another length, or (with bootstrap) fewer than 2 groups among the kept points: resamples would all be equal."""
+    labels = np.asarray(groups, dtype=object)
+    if labels.shape != (n,):
+        raise ScalingError(f"groups must give one group per point: {n} points, got shape {labels.shape}")
+    if any(g is None or (isinstance(g, float) and not math.isfinite(g)) for g in labels):
+        raise ScalingError("groups holds a missing group (None or NaN): give every point its group (its run)")
+    members = np.unique(np.asarray(groups)[kept], return_inverse=True)[1].ravel()
+    if bootstrap and members.max() < 1:
+        raise ScalingError(
+            f"every point fitted is in one group ({labels[kept[0]]!r}): resampling whole groups needs at least 2 "
+            "(--group names each point's run)"
+        )
+    return members
+
+
+def _bootstrap_samples(problem: _Problem, u_hat, boot_starts, bootstrap, seed, members=None):
     """Refit `bootstrap` resamples of whole points (weights from np.random.default_rng(seed)) from boot_starts;
     with members (each point's group index 0 .. G-1), of whole groups.
 
-    Returns (bootstrap, 5) fits, columns PARAMS (E, A, B may overflow to inf). Raises RuntimeError when L-BFGS-B
-    stopped where it started on a resample whose gradient at u_hat is not zero (the intervals would collapse).
+    Returns (samples, reasons): samples (k, 5) the converged fits, columns PARAMS (E, A, B may overflow to inf);
+    reasons: why each of the other bootstrap - k did not converge. Raises RuntimeError when L-BFGS-B stopped
+    where it started on a resample whose gradient at u_hat is not zero (the intervals would collapse).
     """
     n = len(problem.log_loss)
     rng = np.random.default_rng(seed)
     samples = np.empty((int(bootstrap), N_FIT))
+    ok = np.ones(int(bootstrap), dtype=bool)
+    reasons = []
     stuck = 0
     for k in range(int(bootstrap)):
         if members is None:
@@ -335,9 +440,12 @@ def _bootstrap_samples(problem: _Problem, u_hat, boot_starts, bootstrap, seed, m
         else:
             G = int(members.max()) + 1
             w = np.bincount(rng.integers(0, G, size=G), minlength=G).astype(float)[members]
-        u, _, moved = _best(problem, boot_starts, w)
+        u, _, moved, why = _best(problem, boot_starts, w)
         if not moved and np.max(np.abs(problem.value_and_grad(u_hat, w)[1])) > _LBFGSB["gtol"]:
             stuck += 1
+        if why is not None:
+            ok[k] = False
+            reasons.append(why)
         t = problem.to_theta(u)
         with np.errstate(over="ignore"):  # an overflowing A, B or E is reported in notes, not raised
             samples[k] = [np.exp(t[2]), np.exp(t[0]), np.exp(t[1]), t[3], t[4]]
@@ -345,17 +453,18 @@ def _bootstrap_samples(problem: _Problem, u_hat, boot_starts, bootstrap, seed, m
         raise RuntimeError(
             f"L-BFGS-B stopped where it started on {stuck} of {bootstrap} resamples: the intervals would be too narrow"
         )
-    return samples
+    return samples[ok], reasons
 
 
-def _intervals(samples: np.ndarray, bootstrap, level: float):
-    """Percentile intervals at `level` of PARAMS and DERIVED from the (bootstrap, 5) samples.
+def _intervals(samples: np.ndarray, level: float):
+    """Percentile intervals at `level` of PARAMS and DERIVED from the (k, 5) samples.
 
-    Returns (ci, notes): ci maps each name to (lo, hi) or None (no bootstrap, or some resample non-finite, or
+    Returns (ci, notes): ci maps each name to (lo, hi) or None (no samples, or some resample non-finite, or
     alpha <= 0 or beta <= 0 for a, b, G); notes say why an interval is missing.
     """
     notes = []
     ci: dict[str, tuple[float, float] | None] = dict.fromkeys((*PARAMS, *DERIVED))
+    bootstrap = len(samples)
     if not bootstrap:
         return ci, notes
     lo, hi = _percentiles(samples, level)
