@@ -91,13 +91,14 @@ def _is_hf_dir(path: Path) -> bool:
     return path.is_dir() and (path / "config.json").is_file()
 
 
-def load_hf_model(src):
-    """The transformers model of `src` (a PreTrainedModel, a local checkpoint directory, or a hub id when
-    online), in eval mode. Raises Unsupported naming the supported families for any other model_type."""
+def load_hf_model(src) -> tuple[nn.Module, dict]:
+    """(the transformers model of `src` (a PreTrainedModel, a local checkpoint directory, or a hub id when
+    online) in eval mode, transformers' loading info: {"unexpected_keys", "missing_keys", ...}, empty for a
+    model). Raises Unsupported naming the supported families for any other model_type."""
     tf = _transformers()
     if isinstance(src, nn.Module):
         family_of(getattr(getattr(src, "config", None), "model_type", None))
-        return src.eval()
+        return src.eval(), {}
     path = Path(src)
     if _is_hf_dir(path):
         config = json.loads((path / "config.json").read_text())
@@ -112,7 +113,8 @@ def load_hf_model(src):
         a in " ".join(config.get("architectures") or []) for a in ("MaskedLM", "PreTraining")
     ):
         name = "BertModel"  # no MLM head in the checkpoint: zoo's plain tied head
-    return getattr(tf, name).from_pretrained(str(src)).eval()
+    model, info = getattr(tf, name).from_pretrained(str(src), output_loading_info=True)
+    return model.eval(), info
 
 
 def _state_of(model, family: str) -> tuple[dict[str, torch.Tensor], dict]:
@@ -190,6 +192,37 @@ def check_dtype(family: str, dtype: torch.dtype) -> None:
         raise Unsupported(HALF_REFUSED[family, dtype])
 
 
+def _names(keys) -> str:
+    keys = sorted(keys)
+    return ", ".join(keys[:20]) + (f" and {len(keys) - 20} more" if len(keys) > 20 else "")
+
+
+def warn_unused_keys(src, info: dict, unused: list[str]) -> None:
+    """Log a warning naming every key of the source checkpoint the conversion does not use: keys transformers
+    did not load into the family's model (info["unexpected_keys"], e.g. another task's head), keys it loaded
+    that zoo does not read (`unused`, families.unused_keys: BERT's pooler, zoo has no pooler block), and keys
+    the checkpoint lacks, which transformers initialised at random (info["missing_keys"]) and zoo converts
+    as they are."""
+    where = src if isinstance(src, (str, Path)) else type(src).__name__
+    unexpected, missing = info.get("unexpected_keys") or (), info.get("missing_keys") or ()
+    if unexpected:
+        log.warning(
+            "%s: keys of the checkpoint that transformers did not load, so zoo does not convert them: %s",
+            where,
+            _names(unexpected),
+        )
+    if unused:
+        pooler = " (zoo has no pooler block)" if any(k.startswith("bert.pooler.") for k in unused) else ""
+        log.warning("%s: weights zoo's model does not use, dropped%s: %s", where, pooler, _names(unused))
+    if missing:
+        log.warning(
+            "%s: weights the checkpoint lacks, which transformers initialised at random and zoo converts as "
+            "they are (fine-tune them, or give a complete checkpoint): %s",
+            where,
+            _names(missing),
+        )
+
+
 def _model_type(src) -> str | None:
     """The HF model_type of a transformers model or a checkpoint directory (None for a hub id: read later)."""
     if isinstance(src, nn.Module):
@@ -209,19 +242,18 @@ def from_hf(
     dtype (the message names it)."""
     if dtype is not None:
         check_dtype(family or _model_type(hf_model_or_dir), dtype)  # before loading anything
-    hf = load_hf_model(hf_model_or_dir)
+    hf, info = load_hf_model(hf_model_or_dir)
     fam = family_of(family or hf.config.model_type)
     if dtype is not None:
         check_dtype(fam.name, dtype)
     sd, tied = _state_of(hf, fam.name)
     arch, cfg_fields = fam.config_from_hf(hf.config, tied)
     cfg = ModelConfig(**cfg_fields)
-    from zoo.interop.families import hf_to_zoo
+    from zoo.interop.families import hf_to_zoo, unused_keys
 
-    state = hf_to_zoo(fam.entries(cfg), sd, fam.ignore)
-    dropped = [k for k in sd if k.startswith("bert.pooler.")]
-    if dropped:
-        log.warning("dropped BERT's pooler (%s): zoo has no pooler block", ", ".join(dropped))
+    entries = fam.entries(cfg)
+    state = hf_to_zoo(entries, sd, fam.ignore)
+    warn_unused_keys(hf_model_or_dir, info, unused_keys(entries, sd, getattr(fam, "recomputed", None)))
     model = build_model(arch, cfg)
     check_state(model, state)
     model.load_state_dict(state)
