@@ -257,9 +257,31 @@ def from_hf(
     model = build_model(arch, cfg)
     check_state(model, state)
     model.load_state_dict(state)
-    model.hf_special_ids = {k: getattr(hf.config, k, None) for k in HF_IDS}
+    model.hf_special_ids = source_token_ids(hf.config)
     model.hf_family = fam.name
+    model.hf_generation = source_generation(hf)
     return model.eval().to(dtype or torch.float32), cfg
+
+
+def source_token_ids(config) -> dict:
+    """Every `*_token_id` of an HF config (pad / bos / eos, decoder_start, BART's and Marian's
+    forced_eos_token_id, ...), each an id or None, pad / bos / eos always present: what to_hf writes back."""
+    ids = {k: v for k, v in config.to_dict().items() if k.endswith("_token_id")}
+    return {**{k: getattr(config, k, None) for k in HF_IDS}, **ids}
+
+
+# GenerationConfig keys that describe the file, not the generation
+_GENERATION_META = ("transformers_version", "_from_model_config")
+
+
+def source_generation(hf) -> dict | None:
+    """The generation settings of an HF model that generates (its generation_config, as the non-default
+    values GenerationConfig.to_diff_dict gives: beams, forced tokens, banned words, its token ids), which to_hf
+    writes back as generation_config.json; None for a model that does not generate (BERT)."""
+    gen = getattr(hf, "generation_config", None)
+    if gen is None or not hf.can_generate():
+        return None
+    return {k: v for k, v in gen.to_diff_dict().items() if k not in _GENERATION_META}
 
 
 def arch_of(model: nn.Module) -> str:
@@ -316,7 +338,8 @@ def export_special_ids(model: nn.Module, tokenizer=None) -> dict:
     """The {pad, bos, eos}_token_id to_hf writes for `model` (each an id, or None for a role the model's
     tokens do not have), never a zoo placeholder id (zoo_ids, SubwordTokenizer.model_ids):
     - a model converted from HF (model.hf_special_ids, from from_hf or a zoo.convert checkpoint) gives HF's own
-      ids back, while its ModelConfig still holds the ids they became (zoo_ids of them);
+      ids back, every `*_token_id` of the source's config.json (decoder_start, forced_eos, ...), while its
+      ModelConfig still holds the ids they became (zoo_ids of them);
     - else, with a tokenizer that has a tokenizer.json: its pad / bos / eos tokens' ids (zoo.data.bpe's roles;
       None where it has none, e.g. GPT-2's pad);
     - else the ModelConfig's pad_id / bos_id / eos_id (zoo's own tokenizers: 0, 1, 2)."""
@@ -328,7 +351,7 @@ def export_special_ids(model: nn.Module, tokenizer=None) -> dict:
         "bos_id": cfg.bos_id,
         "eos_id": cfg.eos_id,
     }:
-        return {k: hf.get(k) for k in HF_IDS}
+        return {**{k: hf.get(k) for k in HF_IDS}, **hf}
     roles = _roles_of(tokenizer)
     if roles is not None:
         return {f"{r}_token_id": roles.get(r) for r in ("pad", "bos", "eos")}
@@ -336,8 +359,9 @@ def export_special_ids(model: nn.Module, tokenizer=None) -> dict:
 
 
 def to_hf(zoo_model: nn.Module, out_dir: str | Path, tokenizer=None, family: str | None = None) -> Path:
-    """Write `zoo_model` as a transformers checkpoint in out_dir: config.json, model.safetensors (tied weights
-    stored once, under the key transformers ties the others to) and, when given, the tokenizer (a zoo
+    """Write `zoo_model` as a transformers checkpoint in out_dir: config.json (its "dtype" the tensors' dtype,
+    model_dtype), model.safetensors (tied weights stored once, under the key transformers ties the others to),
+    generation_config.json for the families that generate (generation_config) and, when given, the tokenizer (a zoo
     SubwordTokenizer, its state {"json": ...}, {"src", "tgt"} states, or a tokenizers.Tokenizer) as
     tokenizer.json + tokenizer_config.json. The special-token ids are export_special_ids(zoo_model, tokenizer): a
     converted model's own, never a zoo placeholder. Returns out_dir. Raises Unsupported naming an option the
@@ -349,15 +373,43 @@ def to_hf(zoo_model: nn.Module, out_dir: str | Path, tokenizer=None, family: str
 
     d = hf_config(zoo_model, family, tokenizer)
     fam = FAMILIES[d["model_type"]]
+    dtype = model_dtype(zoo_model)
     state = zoo_to_hf(fam.entries(zoo_model.cfg), zoo_model.state_dict(), zoo_model.cfg.vocab_size)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     config = tf.CONFIG_MAPPING[d["model_type"]](**{k: v for k, v in d.items() if k != "model_type"})
+    config.dtype = dtype  # config.json's "dtype": the tensors' own, as transformers' save_pretrained writes it
     config.save_pretrained(out)
-    save_file({k: v.contiguous() for k, v in state.items()}, str(out / "model.safetensors"), metadata={"format": "pt"})
+    tensors = {k: v.to(dtype).contiguous() for k, v in state.items()}
+    save_file(tensors, str(out / "model.safetensors"), metadata={"format": "pt"})
+    if d["model_type"] != "bert":  # the families that generate
+        generation_config(zoo_model, config).save_pretrained(out)
     if tokenizer is not None:
         write_tokenizer(tokenizer, out, zoo_model.cfg, {k: d.get(k) for k in HF_IDS})
     return out
+
+
+def model_dtype(model: nn.Module) -> torch.dtype:
+    """The one floating dtype of a model's parameters and buffers in its state dict (float32, bfloat16, ...).
+    Raises ValueError naming them when they differ (cast the model first, e.g. model.bfloat16())."""
+    dtypes = {v.dtype for v in model.state_dict().values() if v.is_floating_point()}
+    if len(dtypes) != 1:
+        raise ValueError(
+            f"the model's weights mix {sorted(map(str, dtypes))}: cast it to one dtype before exporting "
+            f"(model.float() or model.bfloat16())"
+        )
+    return dtypes.pop()
+
+
+def generation_config(model: nn.Module, config):
+    """The transformers GenerationConfig to_hf writes: a converted model's source settings (model.hf_generation,
+    source_generation: its beams, forced tokens, banned words and token ids), else the one transformers derives
+    from config (GenerationConfig.from_model_config: its pad / bos / eos / decoder start ids)."""
+    tf = _transformers()
+    source = getattr(model, "hf_generation", None)
+    if source is not None:
+        return tf.GenerationConfig(**source)
+    return tf.GenerationConfig.from_model_config(config)
 
 
 def _tokenizer_json(tokenizer) -> str | None:
@@ -445,8 +497,9 @@ def checkpoint_config(hp: dict) -> tuple[ModelConfig, int]:
 
 
 def model_from_checkpoint(ckpt: dict) -> nn.Module:
-    """The zoo model of a loaded zoo checkpoint (hyper_parameters {arch, model}, state_dict "model.*"), eval mode;
-    a zoo.convert checkpoint's model keeps its HF special ids (hf_special_ids). Raises ValueError for a
+    """The zoo model of a loaded zoo checkpoint (hyper_parameters {arch, model}, state_dict "model.*"), eval mode,
+    in the dtype of its weights when they have one (bfloat16 stays bfloat16); a zoo.convert checkpoint's model
+    keeps its HF special ids (hf_special_ids) and generation settings (hf_generation). Raises ValueError for a
     checkpoint that is not zoo's, or whose weights do not fit its config (check_state)."""
     hp = ckpt.get("hyper_parameters", {})
     if "arch" not in hp or "model" not in hp:
@@ -454,22 +507,26 @@ def model_from_checkpoint(ckpt: dict) -> nn.Module:
     model = build_model(hp["arch"], checkpoint_config(hp)[0])
     state = {k[len("model.") :]: v for k, v in ckpt["state_dict"].items() if k.startswith("model.")}
     check_state(model, state)
+    dtypes = {v.dtype for v in state.values() if v.is_floating_point()}
+    if len(dtypes) == 1:  # weights saved in bfloat16 (a bf16-true run, a converted model) stay bfloat16
+        model.to(dtypes.pop())
     model.load_state_dict(state)
     interop = ckpt.get("zoo_interop") or {}
     if interop.get("hf_special_ids") is not None:
         model.hf_special_ids, model.hf_family = dict(interop["hf_special_ids"]), interop.get("hf_family")
+        model.hf_generation = interop.get("hf_generation")
     return model.eval()
 
 
 def zoo_checkpoint(model: nn.Module, tokenizer: dict | None = None, source: str = "") -> dict:
     """A checkpoint dict as zoo's tasks save them (hyper_parameters {arch, model, tokenizer}, state_dict with
     keys "model.*"), loadable by model_from_checkpoint and zoo.generate-style loaders; "zoo_interop" records the
-    source and, for a converted model, its HF special ids and family."""
+    source and, for a converted model, its HF special ids, family and generation settings."""
     hp = {"arch": arch_of(model), "model": asdict(model.cfg)}
     if tokenizer is not None:
         hp["tokenizer"] = tokenizer
     interop = {"source": source}
-    for key in ("hf_special_ids", "hf_family"):
+    for key in ("hf_special_ids", "hf_family", "hf_generation"):
         if getattr(model, key, None) is not None:
             interop[key] = getattr(model, key)
     return {
