@@ -12,6 +12,7 @@ export or refused (tests/test_interop_settings.py).
 import json
 import logging
 from dataclasses import asdict, fields
+from functools import partial
 from pathlib import Path
 from typing import NamedTuple
 
@@ -184,8 +185,9 @@ DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 def check_dtype(family: str, dtype: torch.dtype) -> None:
     """Raise Unsupported unless a converted `family` model runs in `dtype` as transformers runs it: float32 and
     bfloat16 always; float16 except T5 (HALF_REFUSED says why). In float16 / bfloat16 zoo's logits are then as
-    far from the float32 ones as transformers' own model's in that dtype, within a factor of 2
-    (tests/test_interop_half.py)."""
+    far from the float32 ones as transformers' own model's in that dtype, within a factor of 2, and past
+    float16's range a float16 forward raises Float16Overflow (guard_float16) where transformers returns inf /
+    NaN (tests/test_interop_half.py)."""
     if dtype not in DTYPES:
         raise Unsupported(f"dtype={dtype}: zoo converts to {', '.join(map(str, DTYPES))}")
     if (family, dtype) in HALF_REFUSED:
@@ -221,6 +223,36 @@ def warn_unused_keys(src, info: dict, unused: list[str]) -> None:
             where,
             _names(missing),
         )
+
+
+class Float16Overflow(FloatingPointError):
+    """A converted model's output is not finite in float16: raised instead of returning inf / NaN."""
+
+
+# the outputs of a zoo model guard_float16 checks: every path that gives logits or scores ends in one of them
+_OUTPUTS = ("lm_head", "classifier", "length_head")
+
+
+def _check_float16(module, args, output, family: str = "", where: str = "") -> None:
+    """Forward hook: raise Float16Overflow when a float16 output holds inf / NaN (one check, float16 only)."""
+    if isinstance(output, torch.Tensor) and output.dtype == torch.float16 and not torch.isfinite(output).all():
+        raise Float16Overflow(
+            f"the converted {family} model's {where} output is not finite in torch.float16: an activation "
+            f"passed float16's range (65504), where transformers' own float16 {family} overflows too or clamps "
+            f"(zoo's blocks do not); run it in torch.bfloat16 (float32's range) or torch.float32"
+        )
+
+
+def guard_float16(model: nn.Module, family: str) -> nn.Module:
+    """Make a converted model raise Float16Overflow instead of returning inf / NaN from a float16 forward
+    (_OUTPUTS' forward hooks; other dtypes pass unchecked, at no cost): past float16's range transformers'
+    GPT-2, BERT, BART and Marian give inf / NaN as well, and its T5 clamps (zoo refuses T5 in float16,
+    HALF_REFUSED; a model cast with model.half() is guarded all the same). Returns model."""
+    for where in _OUTPUTS:
+        module = getattr(model, where, None)
+        if isinstance(module, nn.Module):
+            module.register_forward_hook(partial(_check_float16, family=family, where=where))
+    return model
 
 
 def _model_type(src) -> str | None:
@@ -260,6 +292,7 @@ def from_hf(
     model.hf_special_ids = source_token_ids(hf.config)
     model.hf_family = fam.name
     model.hf_generation = source_generation(hf)
+    guard_float16(model, fam.name)
     return model.eval().to(dtype or torch.float32), cfg
 
 
@@ -515,6 +548,7 @@ def model_from_checkpoint(ckpt: dict) -> nn.Module:
     if interop.get("hf_special_ids") is not None:
         model.hf_special_ids, model.hf_family = dict(interop["hf_special_ids"]), interop.get("hf_family")
         model.hf_generation = interop.get("hf_generation")
+        guard_float16(model, model.hf_family)
     return model.eval()
 
 
