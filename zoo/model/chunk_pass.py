@@ -2,6 +2,8 @@
 chunk's logits in one reused (C, V) buffer, its rows' cross-entropy and, when asked, the gradients. With h and w
 in bf16 / fp16 the logits are the GEMM's fp32 sums, never rounded to the low precision before the softmax."""
 
+import functools
+
 import torch
 
 
@@ -12,18 +14,26 @@ def _add_in_blocks(acc: torch.Tensor, x: torch.Tensor, rows: int = 4096) -> None
         acc[i : i + rows].add_(x[i : i + rows])
 
 
+@functools.cache
+def _has_fp32_output_gemm(device: str, dtype: torch.dtype) -> bool:
+    """Whether torch.mm on `device` (a CUDA device) returns fp32 sums of `dtype` operands (out_dtype): torch
+    2.8+ on CUDA; checked once per device and dtype on a 1 x 1 product."""
+    one = torch.ones(1, 1, dtype=dtype, device=device)
+    try:
+        return torch.mm(one, one, out_dtype=torch.float32).dtype == torch.float32
+    except (RuntimeError, TypeError):  # an older torch, or a GPU without it
+        return False
+
+
 def _mm_fp32(hc: torch.Tensor, wt: torch.Tensor, wt32: torch.Tensor | None, z: torch.Tensor) -> None:
     """z (C, V) fp32 = hc (C, d) @ wt (d, V), both in a lower precision (bf16 / fp16), without rounding the
     result to it: a product of two bf16 (8-bit significand) or fp16 (11-bit) numbers is exact in fp32 (24-bit),
-    so this is the sum a bf16 / fp16 GEMM accumulates in fp32 before it rounds its output. CUDA: the GEMM's own
-    fp32 output (torch.mm's out_dtype); elsewhere an fp32 GEMM of the upcast operands (wt32: wt in fp32)."""
-    if hc.is_cuda:
-        try:
-            torch.mm(hc, wt, out_dtype=z.dtype, out=z)
-            return
-        except (RuntimeError, TypeError):  # a torch or a GPU without the fp32-output GEMM
-            pass
-    torch.mm(hc.to(z.dtype), wt.to(z.dtype) if wt32 is None else wt32, out=z)
+    so this is the sum a bf16 / fp16 GEMM accumulates in fp32 before it rounds its output. wt32 None: the GEMM's
+    own fp32 output (CUDA, torch.mm's out_dtype); else wt32 = wt in fp32, an fp32 GEMM of the upcast operands."""
+    if wt32 is None:
+        torch.mm(hc, wt, out_dtype=z.dtype, out=z)
+    else:
+        torch.mm(hc.to(z.dtype), wt32, out=z)
 
 
 def _project(
@@ -161,7 +171,8 @@ def chunk_pass(
     low_gw = torch.empty_like(w) if low and grad_w is not None else None
     safe_target = target.masked_fill(~valid, 0)
     wt = w.t()
-    wt32 = wt.to(acc_dtype) if low and not h.is_cuda else None  # the upcast operand of _mm_fp32, once a pass
+    fp32_gemm = low and h.is_cuda and _has_fp32_output_gemm(str(h.device), h.dtype)
+    wt32 = wt.to(acc_dtype) if low and not fp32_gemm else None  # the upcast operand of _mm_fp32, once a pass
     for start in range(0, N, chunk):
         end = min(start + chunk, N)
         hc, z = h[start:end], buf[: end - start]
