@@ -130,3 +130,12 @@ def test_to_hf_of_a_bf16_checkpoint_keeps_bf16_and_says_so(tmp_path, capsys):
     assert json.loads((tmp_path / "out" / "config.json").read_text())["dtype"] == "bfloat16"
     with safe_open(str(tmp_path / "out" / "model.safetensors"), "pt") as f:
         assert {f.get_tensor(k).dtype for k in f.keys()} == {torch.bfloat16}
+
+
+def test_a_model_whose_ids_changed_gets_a_generation_config_of_its_own(tmp_path):
+    """A converted model whose special ids no longer are its source's (fine-tuned on another tokenizer) gets
+    the generation config transformers derives from its own config.json, not the source's settings."""
+    model, _ = zhf.from_hf(SOURCES["bart"]())
+    model.cfg.eos_id = 5
+    gen = json.loads((zhf.to_hf(model, tmp_path) / "generation_config.json").read_text())
+    assert gen["eos_token_id"] == 5 and "num_beams" not in gen and "forced_bos_token_id" not in gen

@@ -367,6 +367,17 @@ def _roles_of(tokenizer) -> dict[str, int] | None:
     return special_roles(Tokenizer.from_str(state["json"]), state.get("special_tokens"))
 
 
+def keeps_hf_ids(model: nn.Module) -> bool:
+    """Whether `model` was converted from HF (model.hf_special_ids) and its ModelConfig still holds the ids
+    HF's became (zoo_ids of them): then its source's ids and generation settings are its own."""
+    hf, cfg = getattr(model, "hf_special_ids", None), model.cfg
+    return bool(hf) and zoo_ids(*(hf.get(k) for k in HF_IDS), cfg.vocab_size) == {
+        "pad_id": cfg.pad_id,
+        "bos_id": cfg.bos_id,
+        "eos_id": cfg.eos_id,
+    }
+
+
 def export_special_ids(model: nn.Module, tokenizer=None) -> dict:
     """The {pad, bos, eos}_token_id to_hf writes for `model` (each an id, or None for a role the model's
     tokens do not have), never a zoo placeholder id (zoo_ids, SubwordTokenizer.model_ids):
@@ -378,12 +389,8 @@ def export_special_ids(model: nn.Module, tokenizer=None) -> dict:
     - else the ModelConfig's pad_id / bos_id / eos_id (zoo's own tokenizers: 0, 1, 2)."""
     cfg = model.cfg
     own = {"pad_token_id": cfg.pad_id, "bos_token_id": cfg.bos_id, "eos_token_id": cfg.eos_id}
-    hf = getattr(model, "hf_special_ids", None)
-    if hf and zoo_ids(*(hf.get(k) for k in HF_IDS), cfg.vocab_size) == {
-        "pad_id": cfg.pad_id,
-        "bos_id": cfg.bos_id,
-        "eos_id": cfg.eos_id,
-    }:
+    if keeps_hf_ids(model):
+        hf = model.hf_special_ids
         return {**{k: hf.get(k) for k in HF_IDS}, **hf}
     roles = _roles_of(tokenizer)
     if roles is not None:
@@ -436,11 +443,12 @@ def model_dtype(model: nn.Module) -> torch.dtype:
 
 def generation_config(model: nn.Module, config):
     """The transformers GenerationConfig to_hf writes: a converted model's source settings (model.hf_generation,
-    source_generation: its beams, forced tokens, banned words and token ids), else the one transformers derives
-    from config (GenerationConfig.from_model_config: its pad / bos / eos / decoder start ids)."""
+    source_generation: its beams, forced tokens, banned words and token ids) while it keeps HF's ids
+    (keeps_hf_ids), else the one transformers derives from config (GenerationConfig.from_model_config: its
+    pad / bos / eos / decoder start ids)."""
     tf = _transformers()
     source = getattr(model, "hf_generation", None)
-    if source is not None:
+    if source is not None and keeps_hf_ids(model):
         return tf.GenerationConfig(**source)
     return tf.GenerationConfig.from_model_config(config)
 
