@@ -1,6 +1,7 @@
 """zoo.model.chunked_ce: the fused, chunked output projection + cross-entropy equals the plain path
 (F.linear + F.cross_entropy) in loss and gradients, and its peak memory stays far below it."""
 
+import math
 import sys
 import types
 from pathlib import Path
@@ -208,9 +209,9 @@ def test_only_the_needed_gradients_flow():
 
 @pytest.mark.parametrize("ls", [0.0, 0.1])
 def test_bf16_autocast_close_to_fp32_reference(ls):
-    """Under bf16 autocast the projections run in bf16 (as F.linear would), softmax and loss in fp32: within the
-    stated bf16 tolerance of the float64 reference, as the plain path under autocast is; gradients in the
-    parameters' dtype (fp32)."""
+    """Under bf16 autocast the projections read bf16 operands (as F.linear would), their sums, softmax and loss
+    in fp32: within the stated bf16 tolerance of the float64 reference; gradients in the parameters' dtype
+    (fp32), no worse than F.linear + F.cross_entropy under autocast."""
     h, w, b, t = inputs(n=300, d=64, v=1000, ignored=range(0, 300, 7))
     with torch.autocast("cpu", dtype=torch.bfloat16):
         got = loss_and_grads(
@@ -220,12 +221,51 @@ def test_bf16_autocast_close_to_fp32_reference(ls):
     ref = loss_and_grads(lambda *x: plain_loss(*x, t, ls), *double(h, w, b), t)
     assert got[0].dtype == torch.float32
     assert abs(got[0].item() - ref[0].item()) < BF16_LOSS_TOL
-    assert abs(got[0].item() - plain[0].item()) < 1e-4  # the same bf16 logits, the same fp32 softmax
+    assert abs(got[0].item() - bf16_reference(h, w, b, t, ls)) < 1e-5  # the bf16 operands' fp32 logits
     for g, p, r in zip(got[1], plain[1], ref[1]):
         assert g.dtype == torch.float32
         assert rel(g, r) < BF16_GRAD_REL
         assert rel(g, r) < 1.5 * rel(p, r) + 1e-4  # no worse than the plain path under autocast
     assert rel(got[1][0], ref[1][0]) > 1e-4  # the projections did run in bf16 (an fp32 run is ~1e-7)
+
+
+def bf16_reference(h, w, b, t, ls=0.0):
+    """The float64 loss of h, w, b rounded to bf16 (what autocast feeds the projection): the exact products a bf16
+    GEMM accumulates in fp32, before it rounds its output."""
+    r = [None if x is None else x.detach().bfloat16().double() for x in (h, w, b)]
+    return plain_loss(*r, t, ls).item()
+
+
+@pytest.mark.parametrize("chunk_size", [None, 16, 0], ids=["auto", "chunked", "plain"])
+def test_bf16_logits_are_not_rounded_before_the_softmax(chunk_size):
+    """Two classes whose logits 100 and 100.25 (bf16-exact operands) differ by less than a bf16 step at 100
+    (0.5): the loss of the lower one is log(1 + e^0.25) = 0.826, as F.cross_entropy on the fp32 logits gives;
+    rounding the logits to bf16 first makes it log 2 = 0.693. Under bf16 autocast and in a bf16 model the
+    softmax statistics come from the GEMM's fp32 sums, for the fused and the plain path alike."""
+    h = torch.tensor([[1.0, 1.0]], requires_grad=True)
+    w = torch.tensor([[100.0, 0.0], [100.0, 0.25]], requires_grad=True)
+    t = torch.tensor([0])
+    want = math.log1p(math.exp(0.25))
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        got = linear_cross_entropy(h, w, t, chunk_size=chunk_size)
+        with torch.no_grad():
+            rows = chunked_cross_entropy_rows(h, w, t, chunk_size=chunk_size)
+    assert abs(got.item() - want) < 1e-6 and abs(rows.item() - want) < 1e-6, (got.item(), rows.item())
+    got.backward()
+    assert torch.allclose(h.grad, torch.tensor([[0.0, 0.25 * torch.sigmoid(torch.tensor(0.25)).item()]]), atol=1e-2)
+    hb, wb = h.detach().bfloat16(), w.detach().bfloat16().requires_grad_()
+    assert abs(linear_cross_entropy(hb, wb, t, chunk_size=chunk_size).item() - want) < 1e-6  # a bf16 model
+
+
+@pytest.mark.parametrize("chunk_size", [64, 0], ids=["chunked", "plain"])
+def test_bf16_loss_is_exact_for_the_bf16_operands(chunk_size):
+    """At V = 1000, logits of std ~3 with a bias: under bf16 autocast the loss is the float64 loss of the
+    bf16-rounded operands within fp32 rounding (1e-5 nats); rounding the logits to bf16 adds ~1e-3."""
+    h, w, b, t = inputs(n=300, d=64, v=1000, ignored=range(0, 300, 7))
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        got = linear_cross_entropy(h, w, t, b, chunk_size=chunk_size, label_smoothing=0.1)
+    want = bf16_reference(h, w, b, t, 0.1)
+    assert abs(got.item() - want) < 1e-5, (got.item(), want)
 
 
 def model_cases():
@@ -336,6 +376,9 @@ def test_gpu_kernel_dispatch_never_on_cpu_and_liger_call(monkeypatch):
     h, w, b, t = inputs(ignored=(2,))
     linear_cross_entropy(h, w, t, b, label_smoothing=0.1)
     assert calls == [] and not chunked_ce.external_kernel_ok(h, None, "mean", False)
+    on_gpu = types.SimpleNamespace(is_cuda=True)
+    assert chunked_ce.external_kernel_ok(on_gpu, None, "mean", False, 0.0, torch.float32)
+    assert not chunked_ce.external_kernel_ok(on_gpu, None, "mean", False, 0.0, torch.bfloat16)  # rounds logits
     got = chunked_ce._liger_loss(h, w, t, b, IGNORE, 0.1, "sum")
     assert calls == [(IGNORE, 0.1, "sum")]
     torch.testing.assert_close(got, plain_loss(h, w, b, t, 0.1, "sum"), atol=0, rtol=0)

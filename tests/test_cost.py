@@ -28,6 +28,7 @@ from zoo.model.cost import (
     forward_flops_by_stack,
     layer_flops,
     n_layers,
+    non_embedding_param_count,
     param_count,
     summary,
     train_flops_per_token,
@@ -104,6 +105,20 @@ def test_param_count_closed_form_decoder_only():
     m = make("decoder_only")
     assert param_count(m) == V * D + L * (12 * D * D + 13 * D) == 106368
     assert param_count(make("decoder_only", position="learned")) == 106368 + 64 * D  # max_len * d
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("tie", [True, False], ids=["tied", "untied"])
+def test_non_embedding_count_leaves_out_the_output_projection(arch, tie):
+    """Kaplan et al. 2020's N leaves out the vocabulary: the token tables and the output projection, tied or
+    not, so N does not grow with vocab_size. Closed form per post-LN layer (d_ff = 4 d): self-attention
+    4 d^2 + 4 d, FFN 8 d^2 + 5 d, one LayerNorm per sublayer 2 d; a decoder layer with cross-attention adds
+    4 d^2 + 4 d + 2 d. n_layers=2: encoder_decoder has 2 layers a side."""
+    layer = 12 * D * D + 13 * D
+    cross = 4 * D * D + 6 * D
+    want = {"encoder_only": L * layer, "decoder_only": L * layer, "encoder_decoder": 2 * L * layer + L * cross}
+    counts = {v: non_embedding_param_count(make(arch, vocab_size=v, tie_embeddings=tie)) for v in (V, 4 * V)}
+    assert counts == {V: want[arch], 4 * V: want[arch]}
 
 
 # ---------------------------------------------------------------- closed forms

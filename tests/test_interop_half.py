@@ -1,6 +1,7 @@
 """Converted models in float16 and bfloat16: each family runs as transformers runs it in that dtype (zoo's logits
 are as close to the float32 ones as transformers' own), or the dtype is refused with a message (T5 in float16,
-whose overflow transformers guards with an fp32 feed-forward output and clamps zoo's blocks do not have)."""
+whose overflow transformers guards with an fp32 feed-forward output and clamps zoo's blocks do not have), at
+activations past float16's range too, where a float16 forward raises instead of returning inf / NaN."""
 
 import pytest
 import torch
@@ -91,6 +92,73 @@ def test_half_precision_runs_as_transformers_runs_it(tmp_path, source, dtype):
     assert (got - want).abs().max() <= err_zoo + err_hf + unit / 2
 
 
+def ffn_outputs(hf):
+    """The feed-forward output projections of an HF model (GPT-2's mlp.c_proj, BERT's output.dense, BART's and
+    Marian's fc2, T5's wo): scaled up, they push the residual stream past float16's range, as the outlier
+    features of large checkpoints do."""
+    names = ("mlp.c_proj", "fc2", "DenseReluDense.wo")
+    return [
+        m for n, m in hf.named_modules() if n.endswith(names) or (n.endswith("output.dense") and "attention" not in n)
+    ]
+
+
+def overflowing(source, tmp_path, factor=3e6):
+    """The float32 HF source with its feed-forward outputs times `factor`, saved in tmp_path; asserts that an
+    activation passes float16's range (65504) in float32."""
+    hf32 = SOURCES[source]()
+    peak = []
+    with torch.no_grad():
+        for m in ffn_outputs(hf32):
+            m.weight.mul_(factor)
+            m.register_forward_hook(lambda mod, a, out: peak.append(out.abs().max().item()))
+        logits_fn(hf32)(hf32, False)
+    assert max(peak) > torch.finfo(torch.float16).max
+    hf32.save_pretrained(tmp_path)
+    return hf32
+
+
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+@pytest.mark.parametrize("source", SOURCES)
+def test_past_float16_range_as_transformers_or_refused_never_nan(tmp_path, source, dtype):
+    """Activations past float16's range, every family and variant: in bfloat16 zoo runs as transformers does
+    (finite, error against float32 at most twice transformers' own plus half a unit); in float16 transformers'
+    GPT-2 / BERT / BART / Marian give inf / NaN, and zoo raises Float16Overflow naming bfloat16 (T5, which
+    transformers clamps, is refused up front). zoo never returns a non-finite logit."""
+    hf32 = overflowing(source, tmp_path)
+    f = logits_fn(hf32)
+    hf = type(hf32).from_pretrained(tmp_path, dtype=dtype).eval()
+    if (source, dtype) in REFUSED:
+        with pytest.raises(Unsupported, match=r"torch\.bfloat16"):
+            zhf.from_hf(tmp_path, dtype=dtype)
+        return
+    zoo, _ = zhf.from_hf(tmp_path, dtype=dtype)
+    with torch.no_grad():
+        ref, want = f(hf32, False), f(hf, False).float()
+        if dtype == torch.float16:
+            assert not want.isfinite().all()  # transformers' own float16 model overflows
+            with pytest.raises(zhf.Float16Overflow, match=r"not finite in torch\.float16.*torch\.bfloat16"):
+                f(zoo, True)
+            return
+        got = f(zoo, True).float()
+    assert got.isfinite().all() and want.isfinite().all()
+    unit = torch.finfo(dtype).eps * ref.abs().max()
+    assert (got - ref).abs().max() <= 2 * (want - ref).abs().max() + unit / 2
+
+
+def test_generation_past_float16_range_raises(tmp_path):
+    """zoo's own generate on an overflowing float16 GPT-2 raises too, and so does a converted checkpoint
+    reloaded in float16."""
+    overflowing("gpt2", tmp_path)
+    zoo, _ = zhf.from_hf(tmp_path, dtype=torch.float16)
+    prompt = torch.tensor([[5, 6, 7]])
+    with torch.no_grad(), pytest.raises(zhf.Float16Overflow):
+        zoo.generate(prompt, 3)
+    again = zhf.model_from_checkpoint(zhf.zoo_checkpoint(zoo))
+    assert next(again.parameters()).dtype == torch.float16
+    with torch.no_grad(), pytest.raises(zhf.Float16Overflow):
+        again(prompt)
+
+
 def test_unknown_dtype_is_refused():
     with pytest.raises(Unsupported, match="torch.float64.*float32"):
         zhf.check_dtype("gpt2", torch.float64)
@@ -99,7 +167,8 @@ def test_unknown_dtype_is_refused():
 def test_t5_overflows_float16_where_transformers_clamps(tmp_path):
     """Why T5 in float16 is refused: with a feed-forward output past float16's range (wo scaled up, as in large
     T5 checkpoints), transformers' float16 T5 (wo kept in float32, block outputs clamped) stays finite, while
-    the same weights cast to float16 without those guards, zoo's blocks, overflow to inf / NaN."""
+    the same weights cast to float16 without those guards, zoo's blocks, overflow to inf / NaN: raised as
+    Float16Overflow, never returned."""
     hf32 = tiny_t5()
     with torch.no_grad():
         for block in hf32.encoder.block:
@@ -110,7 +179,8 @@ def test_t5_overflows_float16_where_transformers_clamps(tmp_path):
     zoo16 = zhf.from_hf(tmp_path)[0].half()  # what a refused dtype=torch.float16 would give
     with torch.no_grad():
         assert f(hf16, False).isfinite().all()
-        assert not f(zoo16, True).isfinite().all()
+        with pytest.raises(zhf.Float16Overflow, match="t5 model's lm_head output is not finite"):
+            f(zoo16, True)  # the unguarded blocks overflow: raised, not returned
 
 
 def test_init_from_a_t5_in_float16_training_is_refused(tmp_path):

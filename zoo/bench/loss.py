@@ -134,10 +134,11 @@ def bench_loss(opts: Options) -> str:
     chunked: N = 8 x 256 rows, d_model 768, vocab 50,257 (GPT-2 small's head; QUICK: N 512, d 256).
     plain = F.cross_entropy(F.linear(h, W).float(), y): the full (N, V) logits, their log-softmax and
     gradient; chunked = zoo.model.chunked_ce.linear_cross_entropy with the automatic chunk size. Under
-    --precision bf16 both run their projections under bf16 autocast. Times: interleaved in this process
-    (zoo.bench.timing.interleaved), median of --reps; chunked/plain = plain time / chunked time (> 1 = chunked
-    faster), with the repetitions chunked won. Peak memory: growth of the peak over the steady state of one
-    step, each contender in a fresh subprocess (loss_peak).
+    --precision bf16 both run their projections under bf16 autocast (chunked keeps its logits in fp32 before the
+    softmax: on CUDA the GEMM's fp32 output, on the CPU an fp32 GEMM of the bf16 operands). Times: interleaved
+    in this process (zoo.bench.timing.interleaved), median of --reps; chunked/plain = plain time / chunked time
+    (> 1 = chunked faster), with the repetitions chunked won. Peak memory: growth of the peak over the steady
+    state of one step, each contender in a fresh subprocess (loss_peak).
     """
     n, d, vocab = QUICK_SHAPE if opts.quick else FULL_SHAPE
     progress(f"loss N={n} d={d} V={vocab}: timing")

@@ -5,7 +5,9 @@ from-hf: DIR is a transformers checkpoint directory (or a hub id, online); out.c
 {arch, model, tokenizer (DIR's tokenizer.json and its tokenizer_config.json roles, when it has one)} and
 state_dict "model.*", as zoo's runs save them, and the source's HF special-token ids, which to-hf writes back.
 to-hf: RUN_OR_CKPT is a zoo .ckpt or a run directory (its best checkpoint, else checkpoints/last.ckpt); OUT_DIR
-gets config.json, model.safetensors and the run's tokenizer, ready for AutoModel...from_pretrained.
+gets config.json (with the tensors' dtype), model.safetensors in the checkpoint's dtype (bfloat16 stays bfloat16),
+generation_config.json (a converted model's own generation settings) and the run's tokenizer, ready for
+AutoModel...from_pretrained.
 
 examples:
   python -m zoo.convert from-hf ckpt/gpt2 gpt2.ckpt
@@ -81,7 +83,10 @@ def main(argv=None) -> int:
             ckpt = hf.read_zoo_checkpoint(args.src)
             model = hf.model_from_checkpoint(ckpt)
             out = hf.to_hf(model, args.out, ckpt["hyper_parameters"].get("tokenizer"), args.family)
-            print(f"{out}: {hf.hf_config(model, args.family)['architectures'][0]}")
+            print(
+                f"{out}: {hf.hf_config(model, args.family)['architectures'][0]}, "
+                f"{str(hf.model_dtype(model)).removeprefix('torch.')} tensors"
+            )
     except (ValueError, OSError, KeyError, ImportError) as e:  # OSError: a missing file, an unreachable hub
         print(f"zoo.convert: error: {e}", file=sys.stderr)
         return 2

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import torch
 
 from zoo.model.config import ModelConfig
+from zoo.model.positions import sinusoidal_table
 
 SUPPORTED = ("gpt2", "bert", "marian", "bart", "t5")
 HF_CLASSES = {
@@ -485,6 +486,8 @@ class Marian:
 
     name = "marian"
     ignore = (r"model\.(encoder|decoder)\.embed_positions\.weight", r"model\.shared\.weight")
+    # zoo computes the position table (sinusoidal_table, split layout): a stored one is read only to compare
+    recomputed = {r"model\.(encoder|decoder)\.embed_positions\.weight": lambda t: sinusoidal_table(*t.shape, "split")}
 
     @staticmethod
     def config_from_hf(c, tied) -> tuple[str, dict]:
@@ -813,6 +816,28 @@ def hf_to_zoo(entries: Sequence[Entry], hf: dict[str, torch.Tensor], ignore: Seq
             f"the Hugging Face checkpoint has weights zoo's map does not read: {extra[:5]}"
             f"{' ...' if len(extra) > 5 else ''}"
         )
+    return out
+
+
+def unused_keys(entries: Sequence[Entry], hf: dict[str, torch.Tensor], recomputed: dict | None = None) -> list[str]:
+    """The keys of an HF state dict whose values a conversion by `entries` loses: a key no entry reads (a
+    clone entry reads nothing: it is written back from zoo's tensor), unless it holds the same tensor as a key
+    that is read or an equal copy of one (a tied table), a table zoo computes itself and equal to it
+    (`recomputed`: {key pattern: f(tensor) -> zoo's own table}, e.g. Marian's sinusoidal positions), or an
+    integer buffer (position ids). For a warning that names them: BERT's pooler, a BART `shared` table no
+    forward reads that differs from the decoder's, a position table other than zoo's sinusoid."""
+    read = {k for e in entries if e.kind != "clone" for k in e.hf if k in hf}
+    ptrs = {hf[k].data_ptr() for k in read}
+    out = []
+    for k, v in hf.items():
+        if k in read or v.data_ptr() in ptrs or not v.is_floating_point():
+            continue
+        if any(hf[r].shape == v.shape and torch.equal(hf[r], v) for r in read):
+            continue
+        own = next((f for p, f in (recomputed or {}).items() if re.fullmatch(p, k)), None)
+        if own is not None and torch.allclose(own(v).to(v.dtype), v, atol=1e-5, rtol=0):
+            continue
+        out.append(k)
     return out
 
 

@@ -13,6 +13,7 @@ import json
 import logging
 from collections.abc import Mapping
 from dataclasses import asdict, fields
+from functools import partial
 from pathlib import Path
 from typing import NamedTuple
 
@@ -93,14 +94,15 @@ def _is_hf_dir(path: Path) -> bool:
     return path.is_dir() and (path / "config.json").is_file()
 
 
-def load_hf_model(src):
-    """The transformers model of `src` (a PreTrainedModel, a local checkpoint directory, or a hub id when
-    online), in eval mode. Raises Unsupported naming the supported families for any other model_type."""
+def load_hf_model(src) -> tuple[nn.Module, dict]:
+    """(the transformers model of `src` (a PreTrainedModel, a local checkpoint directory, or a hub id when
+    online) in eval mode, transformers' loading info: {"unexpected_keys", "missing_keys", ...}, empty for a
+    model). Raises Unsupported naming the supported families for any other model_type."""
     args.source("load_hf_model", "src", src)
     tf = _transformers()
     if isinstance(src, nn.Module):
         family_of(getattr(getattr(src, "config", None), "model_type", None))
-        return src.eval()
+        return src.eval(), {}
     path = Path(src)
     if _is_hf_dir(path):
         config = json.loads((path / "config.json").read_text())
@@ -115,7 +117,8 @@ def load_hf_model(src):
         a in " ".join(config.get("architectures") or []) for a in ("MaskedLM", "PreTraining")
     ):
         name = "BertModel"  # no MLM head in the checkpoint: zoo's plain tied head
-    return getattr(tf, name).from_pretrained(str(src)).eval()
+    model, info = getattr(tf, name).from_pretrained(str(src), output_loading_info=True)
+    return model.eval(), info
 
 
 def _state_of(model, family: str) -> tuple[dict[str, torch.Tensor], dict]:
@@ -187,12 +190,74 @@ DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 def check_dtype(family: str, dtype: torch.dtype) -> None:
     """Raise Unsupported unless a converted `family` model runs in `dtype` as transformers runs it: float32 and
     bfloat16 always; float16 except T5 (HALF_REFUSED says why). In float16 / bfloat16 zoo's logits are then as
-    far from the float32 ones as transformers' own model's in that dtype, within a factor of 2
-    (tests/test_interop_half.py)."""
+    far from the float32 ones as transformers' own model's in that dtype, within a factor of 2, and past
+    float16's range a float16 forward raises Float16Overflow (guard_float16) where transformers returns inf /
+    NaN (tests/test_interop_half.py)."""
     if dtype not in DTYPES:
         raise Unsupported(f"dtype={dtype}: zoo converts to {', '.join(map(str, DTYPES))}")
     if (family, dtype) in HALF_REFUSED:
         raise Unsupported(HALF_REFUSED[family, dtype])
+
+
+def _names(keys) -> str:
+    keys = sorted(keys)
+    return ", ".join(keys[:20]) + (f" and {len(keys) - 20} more" if len(keys) > 20 else "")
+
+
+def warn_unused_keys(src, info: dict, unused: list[str]) -> None:
+    """Log a warning naming every key of the source checkpoint the conversion does not use: keys transformers
+    did not load into the family's model (info["unexpected_keys"], e.g. another task's head), keys it loaded
+    that zoo does not read (`unused`, families.unused_keys: BERT's pooler, zoo has no pooler block), and keys
+    the checkpoint lacks, which transformers initialised at random (info["missing_keys"]) and zoo converts
+    as they are."""
+    where = src if isinstance(src, (str, Path)) else type(src).__name__
+    unexpected, missing = info.get("unexpected_keys") or (), info.get("missing_keys") or ()
+    if unexpected:
+        log.warning(
+            "%s: keys of the checkpoint that transformers did not load, so zoo does not convert them: %s",
+            where,
+            _names(unexpected),
+        )
+    if unused:
+        pooler = " (zoo has no pooler block)" if any(k.startswith("bert.pooler.") for k in unused) else ""
+        log.warning("%s: weights zoo's model does not use, dropped%s: %s", where, pooler, _names(unused))
+    if missing:
+        log.warning(
+            "%s: weights the checkpoint lacks, which transformers initialised at random and zoo converts as "
+            "they are (fine-tune them, or give a complete checkpoint): %s",
+            where,
+            _names(missing),
+        )
+
+
+class Float16Overflow(FloatingPointError):
+    """A converted model's output is not finite in float16: raised instead of returning inf / NaN."""
+
+
+# the outputs of a zoo model guard_float16 checks: every path that gives logits or scores ends in one of them
+_OUTPUTS = ("lm_head", "classifier", "length_head")
+
+
+def _check_float16(module, args, output, family: str = "", where: str = "") -> None:
+    """Forward hook: raise Float16Overflow when a float16 output holds inf / NaN (one check, float16 only)."""
+    if isinstance(output, torch.Tensor) and output.dtype == torch.float16 and not torch.isfinite(output).all():
+        raise Float16Overflow(
+            f"the converted {family} model's {where} output is not finite in torch.float16: an activation "
+            f"passed float16's range (65504), where transformers' own float16 {family} overflows too or clamps "
+            f"(zoo's blocks do not); run it in torch.bfloat16 (float32's range) or torch.float32"
+        )
+
+
+def guard_float16(model: nn.Module, family: str) -> nn.Module:
+    """Make a converted model raise Float16Overflow instead of returning inf / NaN from a float16 forward
+    (_OUTPUTS' forward hooks; other dtypes pass unchecked, at no cost): past float16's range transformers'
+    GPT-2, BERT, BART and Marian give inf / NaN as well, and its T5 clamps (zoo refuses T5 in float16,
+    HALF_REFUSED; a model cast with model.half() is guarded all the same). Returns model."""
+    for where in _OUTPUTS:
+        module = getattr(model, where, None)
+        if isinstance(module, nn.Module):
+            module.register_forward_hook(partial(_check_float16, family=family, where=where))
+    return model
 
 
 def _model_type(src) -> str | None:
@@ -216,25 +281,47 @@ def from_hf(
     args.optional("from_hf", "family", family, str, "a family name (gpt2, bert, marian, bart, t5)")
     if dtype is not None:
         check_dtype(family or _model_type(hf_model_or_dir), dtype)  # before loading anything
-    hf = load_hf_model(hf_model_or_dir)
+    hf, info = load_hf_model(hf_model_or_dir)
     fam = family_of(family or hf.config.model_type)
     if dtype is not None:
         check_dtype(fam.name, dtype)
     sd, tied = _state_of(hf, fam.name)
     arch, cfg_fields = fam.config_from_hf(hf.config, tied)
     cfg = ModelConfig(**cfg_fields)
-    from zoo.interop.families import hf_to_zoo
+    from zoo.interop.families import hf_to_zoo, unused_keys
 
-    state = hf_to_zoo(fam.entries(cfg), sd, fam.ignore)
-    dropped = [k for k in sd if k.startswith("bert.pooler.")]
-    if dropped:
-        log.warning("dropped BERT's pooler (%s): zoo has no pooler block", ", ".join(dropped))
+    entries = fam.entries(cfg)
+    state = hf_to_zoo(entries, sd, fam.ignore)
+    warn_unused_keys(hf_model_or_dir, info, unused_keys(entries, sd, getattr(fam, "recomputed", None)))
     model = build_model(arch, cfg)
     check_state(model, state)
     model.load_state_dict(state)
-    model.hf_special_ids = {k: getattr(hf.config, k, None) for k in HF_IDS}
+    model.hf_special_ids = source_token_ids(hf.config)
     model.hf_family = fam.name
+    model.hf_generation = source_generation(hf)
+    guard_float16(model, fam.name)
     return model.eval().to(dtype or torch.float32), cfg
+
+
+def source_token_ids(config) -> dict:
+    """Every `*_token_id` of an HF config (pad / bos / eos, decoder_start, BART's and Marian's
+    forced_eos_token_id, ...), each an id or None, pad / bos / eos always present: what to_hf writes back."""
+    ids = {k: v for k, v in config.to_dict().items() if k.endswith("_token_id")}
+    return {**{k: getattr(config, k, None) for k in HF_IDS}, **ids}
+
+
+# GenerationConfig keys that describe the file, not the generation
+_GENERATION_META = ("transformers_version", "_from_model_config")
+
+
+def source_generation(hf) -> dict | None:
+    """The generation settings of an HF model that generates (its generation_config, as the non-default
+    values GenerationConfig.to_diff_dict gives: beams, forced tokens, banned words, its token ids), which to_hf
+    writes back as generation_config.json; None for a model that does not generate (BERT)."""
+    gen = getattr(hf, "generation_config", None)
+    if gen is None or not hf.can_generate():
+        return None
+    return {k: v for k, v in gen.to_diff_dict().items() if k not in _GENERATION_META}
 
 
 def arch_of(model: nn.Module) -> str:
@@ -287,23 +374,31 @@ def _roles_of(tokenizer) -> dict[str, int] | None:
     return special_roles(Tokenizer.from_str(state["json"]), state.get("special_tokens"))
 
 
+def keeps_hf_ids(model: nn.Module) -> bool:
+    """Whether `model` was converted from HF (model.hf_special_ids) and its ModelConfig still holds the ids
+    HF's became (zoo_ids of them): then its source's ids and generation settings are its own."""
+    hf, cfg = getattr(model, "hf_special_ids", None), model.cfg
+    return bool(hf) and zoo_ids(*(hf.get(k) for k in HF_IDS), cfg.vocab_size) == {
+        "pad_id": cfg.pad_id,
+        "bos_id": cfg.bos_id,
+        "eos_id": cfg.eos_id,
+    }
+
+
 def export_special_ids(model: nn.Module, tokenizer=None) -> dict:
     """The {pad, bos, eos}_token_id to_hf writes for `model` (each an id, or None for a role the model's
     tokens do not have), never a zoo placeholder id (zoo_ids, SubwordTokenizer.model_ids):
     - a model converted from HF (model.hf_special_ids, from from_hf or a zoo.convert checkpoint) gives HF's own
-      ids back, while its ModelConfig still holds the ids they became (zoo_ids of them);
+      ids back, every `*_token_id` of the source's config.json (decoder_start, forced_eos, ...), while its
+      ModelConfig still holds the ids they became (zoo_ids of them);
     - else, with a tokenizer that has a tokenizer.json: its pad / bos / eos tokens' ids (zoo.data.bpe's roles;
       None where it has none, e.g. GPT-2's pad);
     - else the ModelConfig's pad_id / bos_id / eos_id (zoo's own tokenizers: 0, 1, 2)."""
     cfg = model.cfg
     own = {"pad_token_id": cfg.pad_id, "bos_token_id": cfg.bos_id, "eos_token_id": cfg.eos_id}
-    hf = getattr(model, "hf_special_ids", None)
-    if hf and zoo_ids(*(hf.get(k) for k in HF_IDS), cfg.vocab_size) == {
-        "pad_id": cfg.pad_id,
-        "bos_id": cfg.bos_id,
-        "eos_id": cfg.eos_id,
-    }:
-        return {k: hf.get(k) for k in HF_IDS}
+    if keeps_hf_ids(model):
+        hf = model.hf_special_ids
+        return {**{k: hf.get(k) for k in HF_IDS}, **hf}
     roles = _roles_of(tokenizer)
     if roles is not None:
         return {f"{r}_token_id": roles.get(r) for r in ("pad", "bos", "eos")}
@@ -311,8 +406,9 @@ def export_special_ids(model: nn.Module, tokenizer=None) -> dict:
 
 
 def to_hf(zoo_model: nn.Module, out_dir: str | Path, tokenizer=None, family: str | None = None) -> Path:
-    """Write `zoo_model` as a transformers checkpoint in out_dir: config.json, model.safetensors (tied weights
-    stored once, under the key transformers ties the others to) and, when given, the tokenizer (a zoo
+    """Write `zoo_model` as a transformers checkpoint in out_dir: config.json (its "dtype" the tensors' dtype,
+    model_dtype), model.safetensors (tied weights stored once, under the key transformers ties the others to),
+    generation_config.json for the families that generate (generation_config) and, when given, the tokenizer (a zoo
     SubwordTokenizer, its state {"json": ...}, {"src", "tgt"} states, or a tokenizers.Tokenizer) as
     tokenizer.json + tokenizer_config.json. The special-token ids are export_special_ids(zoo_model, tokenizer): a
     converted model's own, never a zoo placeholder. Returns out_dir. Raises Unsupported naming an option the
@@ -325,15 +421,44 @@ def to_hf(zoo_model: nn.Module, out_dir: str | Path, tokenizer=None, family: str
 
     d = hf_config(zoo_model, family, tokenizer)
     fam = FAMILIES[d["model_type"]]
+    dtype = model_dtype(zoo_model)
     state = zoo_to_hf(fam.entries(zoo_model.cfg), zoo_model.state_dict(), zoo_model.cfg.vocab_size)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     config = tf.CONFIG_MAPPING[d["model_type"]](**{k: v for k, v in d.items() if k != "model_type"})
+    config.dtype = dtype  # config.json's "dtype": the tensors' own, as transformers' save_pretrained writes it
     config.save_pretrained(out)
-    save_file({k: v.contiguous() for k, v in state.items()}, str(out / "model.safetensors"), metadata={"format": "pt"})
+    tensors = {k: v.to(dtype).contiguous() for k, v in state.items()}
+    save_file(tensors, str(out / "model.safetensors"), metadata={"format": "pt"})
+    if d["model_type"] != "bert":  # the families that generate
+        generation_config(zoo_model, config).save_pretrained(out)
     if tokenizer is not None:
         write_tokenizer(tokenizer, out, zoo_model.cfg, {k: d.get(k) for k in HF_IDS})
     return out
+
+
+def model_dtype(model: nn.Module) -> torch.dtype:
+    """The one floating dtype of a model's parameters and buffers in its state dict (float32, bfloat16, ...).
+    Raises ValueError naming them when they differ (cast the model first, e.g. model.bfloat16())."""
+    dtypes = {v.dtype for v in model.state_dict().values() if v.is_floating_point()}
+    if len(dtypes) != 1:
+        raise ValueError(
+            f"the model's weights mix {sorted(map(str, dtypes))}: cast it to one dtype before exporting "
+            f"(model.float() or model.bfloat16())"
+        )
+    return dtypes.pop()
+
+
+def generation_config(model: nn.Module, config):
+    """The transformers GenerationConfig to_hf writes: a converted model's source settings (model.hf_generation,
+    source_generation: its beams, forced tokens, banned words and token ids) while it keeps HF's ids
+    (keeps_hf_ids), else the one transformers derives from config (GenerationConfig.from_model_config: its
+    pad / bos / eos / decoder start ids)."""
+    tf = _transformers()
+    source = getattr(model, "hf_generation", None)
+    if source is not None and keeps_hf_ids(model):
+        return tf.GenerationConfig(**source)
+    return tf.GenerationConfig.from_model_config(config)
 
 
 def _tokenizer_json(tokenizer) -> str | None:
@@ -428,8 +553,9 @@ def checkpoint_config(hp: dict) -> tuple[ModelConfig, int]:
 
 
 def model_from_checkpoint(ckpt: dict) -> nn.Module:
-    """The zoo model of a loaded zoo checkpoint (hyper_parameters {arch, model}, state_dict "model.*"), eval mode;
-    a zoo.convert checkpoint's model keeps its HF special ids (hf_special_ids). Raises ValueError for a
+    """The zoo model of a loaded zoo checkpoint (hyper_parameters {arch, model}, state_dict "model.*"), eval mode,
+    in the dtype of its weights when they have one (bfloat16 stays bfloat16); a zoo.convert checkpoint's model
+    keeps its HF special ids (hf_special_ids) and generation settings (hf_generation). Raises ValueError for a
     checkpoint that is not zoo's, or whose weights do not fit its config (check_state)."""
     args.optional("model_from_checkpoint", "ckpt", ckpt, Mapping, "a loaded checkpoint (a dict)")
     hp = ckpt.get("hyper_parameters", {})
@@ -438,23 +564,28 @@ def model_from_checkpoint(ckpt: dict) -> nn.Module:
     model = build_model(hp["arch"], checkpoint_config(hp)[0])
     state = {k[len("model.") :]: v for k, v in ckpt["state_dict"].items() if k.startswith("model.")}
     check_state(model, state)
+    dtypes = {v.dtype for v in state.values() if v.is_floating_point()}
+    if len(dtypes) == 1:  # weights saved in bfloat16 (a bf16-true run, a converted model) stay bfloat16
+        model.to(dtypes.pop())
     model.load_state_dict(state)
     interop = ckpt.get("zoo_interop") or {}
     if interop.get("hf_special_ids") is not None:
         model.hf_special_ids, model.hf_family = dict(interop["hf_special_ids"]), interop.get("hf_family")
+        model.hf_generation = interop.get("hf_generation")
+        guard_float16(model, model.hf_family)
     return model.eval()
 
 
 def zoo_checkpoint(model: nn.Module, tokenizer: dict | None = None, source: str = "") -> dict:
     """A checkpoint dict as zoo's tasks save them (hyper_parameters {arch, model, tokenizer}, state_dict with
     keys "model.*"), loadable by model_from_checkpoint and zoo.generate-style loaders; "zoo_interop" records the
-    source and, for a converted model, its HF special ids and family."""
+    source and, for a converted model, its HF special ids, family and generation settings."""
     args.optional("zoo_checkpoint", "tokenizer", tokenizer, Mapping, "a tokenizer state (a dict)")
     hp = {"arch": arch_of(model), "model": asdict(model.cfg)}
     if tokenizer is not None:
         hp["tokenizer"] = tokenizer
     interop = {"source": source}
-    for key in ("hf_special_ids", "hf_family"):
+    for key in ("hf_special_ids", "hf_family", "hf_generation"):
         if getattr(model, key, None) is not None:
             interop[key] = getattr(model, key)
     return {

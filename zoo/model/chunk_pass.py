@@ -1,5 +1,8 @@
 """The chunk loop of zoo.model.chunked_ce: one pass over the rows of h, C rows at a time, computing each
-chunk's logits in one reused (C, V) buffer, its rows' cross-entropy and, when asked, the gradients."""
+chunk's logits in one reused (C, V) buffer, its rows' cross-entropy and, when asked, the gradients. With h and w
+in bf16 / fp16 the logits are the GEMM's fp32 sums, never rounded to the low precision before the softmax."""
+
+import functools
 
 import torch
 
@@ -11,17 +14,44 @@ def _add_in_blocks(acc: torch.Tensor, x: torch.Tensor, rows: int = 4096) -> None
         acc[i : i + rows].add_(x[i : i + rows])
 
 
-def _project(
-    hc: torch.Tensor, wt: torch.Tensor, b: torch.Tensor | None, z: torch.Tensor, zl: torch.Tensor | None
-) -> None:
-    """z (C, V) = hc (C, d) @ wt (d, V) + b, computed in zl (hc's lower precision) first when zl is given."""
-    out = z if zl is None else zl
-    if b is None:
-        torch.mm(hc, wt, out=out)
+@functools.cache
+def _has_fp32_output_gemm(device: str, dtype: torch.dtype) -> bool:
+    """Whether torch.mm on `device` (a CUDA device) returns fp32 sums of `dtype` operands (out_dtype): torch
+    2.8+ on CUDA; checked once per device and dtype on a 1 x 1 product."""
+    one = torch.ones(1, 1, dtype=dtype, device=device)
+    try:
+        return torch.mm(one, one, out_dtype=torch.float32).dtype == torch.float32
+    except (RuntimeError, TypeError):  # an older torch, or a GPU without it
+        return False
+
+
+def _mm_fp32(hc: torch.Tensor, wt: torch.Tensor, wt32: torch.Tensor | None, z: torch.Tensor) -> None:
+    """z (C, V) fp32 = hc (C, d) @ wt (d, V), both in a lower precision (bf16 / fp16), without rounding the
+    result to it: a product of two bf16 (8-bit significand) or fp16 (11-bit) numbers is exact in fp32 (24-bit),
+    so this is the sum a bf16 / fp16 GEMM accumulates in fp32 before it rounds its output. wt32 None: the GEMM's
+    own fp32 output (CUDA, torch.mm's out_dtype); else wt32 = wt in fp32, an fp32 GEMM of the upcast operands."""
+    if wt32 is None:
+        torch.mm(hc, wt, out_dtype=z.dtype, out=z)
     else:
-        torch.addmm(b, hc, wt, out=out)
-    if zl is not None:
-        z.copy_(zl)
+        torch.mm(hc.to(z.dtype), wt32, out=z)
+
+
+def _project(
+    hc: torch.Tensor, wt: torch.Tensor, b: torch.Tensor | None, z: torch.Tensor, wt32: torch.Tensor | None, low: bool
+) -> None:
+    """z (C, V) = hc (C, d) @ wt (d, V) + b in z's precision (fp32 or wider). low: hc, wt and b are in a lower
+    precision; their products are then summed in fp32 (_mm_fp32) and never rounded to it, as the softmax
+    statistics need: at logits near 100 a bf16 step is 0.5, so two classes 0.25 apart would tie (a loss of
+    log 2 = 0.693 for the exact 0.826)."""
+    if not low:
+        if b is None:
+            torch.mm(hc, wt, out=z)
+        else:
+            torch.addmm(b, hc, wt, out=z)
+        return
+    _mm_fp32(hc, wt, wt32, z)
+    if b is not None:
+        z.add_(b)
 
 
 def _row_losses(
@@ -135,22 +165,24 @@ def chunk_pass(
     grad_h, grad_w, grad_b = grads
     low = h.dtype != acc_dtype  # projections in a lower precision than the softmax (autocast)
     buf = torch.empty((min(chunk, N), V), dtype=acc_dtype, device=h.device)  # the only (C, V) fp32 tensor
-    # autocast: one (C, V) buffer in the projections' dtype (logits, then their gradient) and one (V, d) for each
+    # autocast: one (C, V) buffer in the projections' dtype (the logits' gradient) and one (V, d) for each
     # chunk's grad w before its fp32 accumulation, reused by every chunk
-    low_buf = torch.empty_like(buf, dtype=h.dtype) if low else None
+    low_buf = torch.empty_like(buf, dtype=h.dtype) if low and grad else None
     low_gw = torch.empty_like(w) if low and grad_w is not None else None
     safe_target = target.masked_fill(~valid, 0)
     wt = w.t()
+    fp32_gemm = low and h.is_cuda and _has_fp32_output_gemm(str(h.device), h.dtype)
+    wt32 = wt.to(acc_dtype) if low and not fp32_gemm else None  # the upcast operand of _mm_fp32, once a pass
     for start in range(0, N, chunk):
         end = min(start + chunk, N)
         hc, z = h[start:end], buf[: end - start]
-        zl = low_buf[: end - start] if low else None
-        _project(hc, wt, b, z, zl)
+        _project(hc, wt, b, z, wt32, low)
         tc = safe_target[start:end].unsqueeze(1)  # (C, 1)
         loss_c, s, lse = _row_losses(z, tc, ls, z_loss)
         rows[start:end] = loss_c.masked_fill_(~valid[start:end], 0.0)
         if not grad:
             continue
         _logits_grad(z, s, scale[start:end], tc, ls, lse, z_loss)
-        _add_chunk_grads(zl.copy_(z) if low else z, z, hc, w, start, grads, low, low_gw)
+        g = low_buf[: end - start].copy_(z) if low else z  # d loss / d logits in the projections' dtype
+        _add_chunk_grads(g, z, hc, w, start, grads, low, low_gw)
     return rows, grad_h, grad_w, grad_b

@@ -20,12 +20,15 @@ lose 0 and get no gradient; reduction="mean" divides the sum by the number of no
 nan, with zero gradients, as torch). z_loss > 0 adds z_loss * log(Z)^2 to every non-ignored row's loss, log Z
 the logsumexp of its logits (PaLM's z-loss, Chowdhery et al. 2022, sec. 5: it keeps the softmax normaliser near
 1), reduced with the cross-entropy over the same rows; z_loss = 0 runs the very operations of plain
-cross-entropy. Under torch.autocast the two projections run in the autocast dtype (as
-F.linear would) and the softmax and loss in fp32 (as the tasks' `logits.float()`); grad W is accumulated over
-the chunks in fp32.
+cross-entropy. Under torch.autocast (or with bf16 / fp16 h and weight) the projections read their operands in
+that dtype (as F.linear would), and the logits are the GEMM's fp32 sums, never rounded to bf16 / fp16 before
+the fp32 softmax and loss (at logits near 100 a bf16 step is 0.5: two classes 0.25 apart would tie); the plain
+path (chunk_size=0) computes the same fp32 logits. The gradient GEMMs run in the low dtype; grad W is
+accumulated over the chunks in fp32.
 
 On CUDA, with the automatic chunk size, `liger-kernel`'s fused Triton kernel is used when it is installed
-(reductions mean / sum, no per-row output, no z-loss); the CPU always runs the pure-PyTorch path here.
+(reductions mean / sum, no per-row output, no z-loss, fp32 compute: it rounds bf16 logits before its
+softmax); the CPU always runs the pure-PyTorch path here.
 """
 
 import contextlib
@@ -41,6 +44,7 @@ IGNORE_INDEX = -100
 LOGITS_CHUNK_BYTES = 64 * 2**20  # automatic chunk: about this many bytes of fp32 logits per chunk
 MIN_CHUNK_ROWS = 512  # ... but at least this many rows: each chunk streams W (V x d) through 3 GEMMs
 REDUCTIONS = ("mean", "sum", "none")
+LOW_DTYPES = (torch.float16, torch.bfloat16)  # compute dtypes whose logits are kept in fp32 (_fp32_logits)
 
 
 def auto_chunk_size(
@@ -187,19 +191,36 @@ def _liger_loss(h, weight, target, bias, ignore_index, label_smoothing, reductio
 
 
 def external_kernel_ok(
-    h: torch.Tensor, chunk_size: int | None, reduction: str, return_rows: bool, z_loss: float = 0.0
+    h: torch.Tensor,
+    chunk_size: int | None,
+    reduction: str,
+    return_rows: bool,
+    z_loss: float = 0.0,
+    dtype: torch.dtype = torch.float32,
 ) -> bool:
     """Whether linear_cross_entropy may hand the call to an installed GPU kernel: CUDA tensors, the automatic
-    chunk size (an explicit one asks for the pure path), reduction mean / sum, no per-row output and no
-    z-loss (the pure path computes that one)."""
-    return h.is_cuda and chunk_size is None and reduction in ("mean", "sum") and not return_rows and not z_loss
+    chunk size (an explicit one asks for the pure path), reduction mean / sum, no per-row output, no z-loss
+    (the pure path computes that one) and an fp32 (or wider) compute dtype: liger-kernel rounds bf16 / fp16
+    logits to that dtype before its fp32 softmax, which the pure path does not (_fp32_logits)."""
+    return (
+        h.is_cuda
+        and chunk_size is None
+        and reduction in ("mean", "sum")
+        and not return_rows
+        and not z_loss
+        and dtype not in LOW_DTYPES
+    )
 
 
 def _plain(h, weight, target, bias, ignore_index, label_smoothing, reduction, return_rows, out_shape, z_loss=0.0):
     """linear_cross_entropy's plain path (chunk_size=0): the full logits and F.cross_entropy (plus the z-loss
-    term when z_loss > 0, `_plain_z`)."""
-    logits = F.linear(h, weight, bias)
-    logits = logits.float() if logits.dtype in (torch.float16, torch.bfloat16) else logits
+    term when z_loss > 0, `_plain_z`). In a bf16 / fp16 compute dtype (autocast, or a half-precision model) the
+    logits are F.linear of the operands rounded to it, summed in fp32 and not rounded again (_fp32_logits)."""
+    dtype = _compute_dtype(h, weight)
+    if dtype in LOW_DTYPES:
+        logits = _fp32_logits(h, weight, bias, dtype)
+    else:
+        logits = F.linear(h, weight, bias)
     if z_loss:
         return _plain_z(logits, target, ignore_index, label_smoothing, reduction, return_rows, out_shape, z_loss)
     loss = F.cross_entropy(
@@ -217,6 +238,15 @@ def _plain(h, weight, target, bias, ignore_index, label_smoothing, reduction, re
         )
     )
     return loss, rows.view(out_shape)
+
+
+def _fp32_logits(h, weight, bias, dtype):
+    """F.linear(h, weight, bias) of the operands rounded to `dtype` (bf16 / fp16, what autocast feeds the GEMM),
+    in fp32: the products are exact in fp32, so these are the sums the low-precision GEMM accumulates, before it
+    rounds its output (which at logits near 100 is a step of 0.5 in bf16). Differentiable; autocast off."""
+    with _no_autocast(h.device):
+        b = None if bias is None else bias.to(dtype).float()
+        return F.linear(h.to(dtype).float(), weight.to(dtype).float(), b)
 
 
 def _plain_z(logits, target, ignore_index, label_smoothing, reduction, return_rows, out_shape, z_loss):
@@ -269,7 +299,8 @@ def linear_cross_entropy(
     z_loss: float = 0.0,
 ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
     """F.cross_entropy(F.linear(h, weight, bias).float(), target, ignore_index=ignore_index,
-    label_smoothing=label_smoothing, reduction=reduction), without the full logits tensor; with z_loss > 0
+    label_smoothing=label_smoothing, reduction=reduction), without the full logits tensor, and in bf16 / fp16
+    with the logits summed in fp32 and not rounded to that dtype (_fp32_logits); with z_loss > 0
     each non-ignored row's loss also gets z_loss * logsumexp(its logits)^2 (PaLM's z-loss, Chowdhery et al.
     2022, sec. 5), reduced with it (mean: over the same rows).
 
@@ -297,7 +328,7 @@ def linear_cross_entropy(
     if chunk == 0:
         return _plain(h2, weight, t, bias, ignore_index, label_smoothing, reduction, return_rows, out_shape, z_loss)
 
-    if external_kernel_ok(h2, chunk_size, reduction, return_rows, z_loss):
+    if external_kernel_ok(h2, chunk_size, reduction, return_rows, z_loss, _compute_dtype(h2, weight)):
         loss = _liger_loss(h2, weight, t, bias, ignore_index, label_smoothing, reduction)
         if loss is not None:
             return loss

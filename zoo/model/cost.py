@@ -57,10 +57,16 @@ def param_count(model: nn.Module) -> int:
 
 def non_embedding_param_count(model: nn.Module) -> int:
     """Parameters outside the vocabulary and position tables: param_count(model) minus every parameter of an
-    Embedding (tokens, learned positions, token types, its norm) or an LM head (Kaplan et al. 2020, sec. 2.1:
-    N excludes the vocabulary and positional embeddings, which make the laws cleaner at small sizes). Tied
-    weights are counted once."""
-    vocab = {id(p) for m in model.modules() if isinstance(m, (Embedding, LMHead)) for p in m.parameters()}
+    Embedding (tokens, learned positions, token types, its norm) and of the output projection to the vocabulary
+    (the model's `lm_head`, a plain nn.Linear or an LMHead with its transform and bias), tied to the token table
+    or not (Kaplan et al. 2020, sec. 2.1: N excludes the vocabulary and positional embeddings, which make the
+    laws cleaner at small sizes). So N does not change with vocab_size or model.tie_embeddings. Tied weights are
+    counted once."""
+    heads = [m for m in model.modules() if isinstance(m, (Embedding, LMHead))]
+    head = getattr(model, "lm_head", None)
+    if isinstance(head, nn.Module):
+        heads.append(head)
+    vocab = {id(p) for m in heads for p in m.parameters()}
     return sum(p.numel() for p in model.parameters() if id(p) not in vocab)
 
 
