@@ -285,14 +285,15 @@ def seed_noise(points: list[dict]) -> float | None:
 def at_bound(fit, points: list[dict]) -> list[str]:
     """The fitted parameters at a bound of the law's search: E collapsed to 0 (below 0.1% of the lowest loss), an
     exponent at 0 (below 0.005) or running away (above 3, outside Hoffmann's start grid 0 .. 2 by half of it);
-    and a fit its optimiser did not report as converged (fit.notes)."""
+    and a fit whose optimiser did not converge (zoo.scaling.fit's ScalingFit.converged)."""
     out = []
     if fit.values["E"] < 1e-3 * min(p["loss"] for p in points):
         out.append(f"E = {fit.values['E']:.3g} (collapsed to 0)")
     for k in ("alpha", "beta"):
         if not 0.005 < fit.values[k] < 3.0:
             out.append(f"{k} = {fit.values[k]:.3g}")
-    out += [n for n in fit.notes if "converge" in n]
+    if not fit.converged:
+        out.append("the optimiser did not converge (" + "; ".join(fit.notes) + ")")
     return out
 
 
