@@ -212,14 +212,14 @@ def column_names(path: Path, sep: str, mode: str, header: bool, encoding: str = 
     first = next(csv_rows(path, sep, mode, encoding), None)
     if first is None:
         return None
-    _, last, cells = first
+    cells = first[2]
     if not header:
         return [str(i) for i in range(max(len(cells), 1))]
     names = cells or [""]
     twice = [n for i, n in enumerate(names) if n in names[:i]]
     if twice:
         raise DataError(
-            f"{path}, line {last if last > 1 else 1}: the column {twice[0]!r} is named twice in the header row "
+            f"{path}, line 1: the column {twice[0]!r} is named twice in the header row "
             f"({', '.join(map(repr, names))}).\nFix: rename or remove one of the two columns"
         )
     return names
@@ -616,10 +616,10 @@ def read_hub(hf_path: str, hf_name: str | None = None, cache_dir: str | None = N
             sep, mode = quote_mode(fmt, None, None)
             if mode == "none":  # a tab delimiter: quotes are text
                 kwargs["quoting"] = csv.QUOTE_NONE
-            table = next(f for f in files if f.suffix.lower() == f".{fmt}")
-            names = column_names(table, sep, mode, True)  # every column text, as read_records reads it
-            if names is not None:
-                kwargs["features"] = datasets.Features({n: datasets.Value("string") for n in names})
+            tables = [f for f in files if f.suffix.lower() in (".csv", ".tsv")]
+            headers = {tuple(column_names(f, sep, mode, True) or ()) for f in tables}
+            if len(headers) == 1 and () not in headers:  # every column text, as read_records reads it
+                kwargs["features"] = datasets.Features({n: datasets.Value("string") for n in headers.pop()})
     try:
         loaded = datasets.load_dataset(hf_path, hf_name, cache_dir=cache_dir, **kwargs)
     except Exception as e:  # offline, unknown id, missing config name: many types, one message
