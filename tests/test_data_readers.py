@@ -182,7 +182,7 @@ def test_a_label_that_is_not_a_whole_number_is_refused(tmp_path, labelled, fmt):
     where = {"csv": "line 4", "tsv": "line 4", "parquet": "row 3"}.get(fmt, "line 3")
     with pytest.raises(DataError) as e:
         TextClassification(train=str(files["train", fmt]), test=str(bad), **fmt_kw(bad), **common(tmp_path)).setup()
-    shown = "'1.7'" if fmt == "lf.txt" else "1.7"  # text, or the number the parser read
+    shown = "'1.7'" if fmt in ("lf.txt", "csv", "tsv") else "1.7"  # text as written, or the number of JSON / Parquet
     assert str(e.value).startswith(f"{bad}, {where}: label {shown} is a number that is not whole"), str(e.value)
 
 

@@ -19,6 +19,7 @@ from zoo.data.bpe import BOS_ID, EOS_ID, MODEL_IDS, PAD_ID, SubwordTokenizer
 from zoo.data.files import (
     TABLES,
     FileSplits,
+    check_quoting,
     column,
     file_format,
     find,
@@ -106,7 +107,8 @@ class ParallelText(BatchedDataModule, FileSplits):
         train, val, test: a table file, or {src: FILE, tgt: FILE}; val / test None = carved out of train
             (val_fraction, test_fraction, in (0, 1); split_seed).
         src_lang, tgt_lang: names of the two sides (any strings, different).
-        format, header, delimiter, encoding: of table files (None = format from the suffix).
+        format, header, delimiter, quoting, encoding: of table files (None = format from the suffix; quoting as
+            zoo.data.text_classification.TextClassification's).
         src_column, tgt_column: the two columns of a table (names or 0-based indices; None = src_lang /
             tgt_lang).
         max_tokens, max_len, vocab_size, joint_vocab, num_workers, seed, limit: as zoo.data.multi30k.Multi30k.
@@ -143,6 +145,7 @@ class ParallelText(BatchedDataModule, FileSplits):
         format: str | None = None,
         header: bool = True,
         delimiter: str | None = None,
+        quoting: str | None = None,
         encoding: str = "utf-8",
         src_column=None,
         tgt_column=None,
@@ -175,6 +178,8 @@ class ParallelText(BatchedDataModule, FileSplits):
         self.sources = {"train": train, "val": val, "test": test}
         self.src_lang, self.tgt_lang = src_lang, tgt_lang
         self.format, self.header, self.delimiter, self.encoding = format, header, delimiter, encoding
+        check_quoting(quoting)
+        self.quoting = quoting
         self.columns = (src_lang if src_column is None else src_column, tgt_lang if tgt_column is None else tgt_column)
         self.fractions, self.split_seed = {"val": val_fraction, "test": test_fraction}, split_seed
         self.max_tokens, self.max_len, self.vocab_size_wanted = max_tokens, max_len, vocab_size
@@ -236,7 +241,7 @@ class ParallelText(BatchedDataModule, FileSplits):
                     f"{path}: a parallel corpus in one file must be a table (csv, tsv, json, parquet), "
                     f"not {fmt}; or give data.{split}={{src: FILE, tgt: FILE}}"
                 )
-            table = read_table(path, fmt, self.header, self.delimiter, self.encoding)
+            table = read_table(path, fmt, self.header, self.delimiter, self.encoding, self.quoting)
             src = [str(x) for x in column(table.records, self.columns[0], path, "src_column")]
             tgt = [str(x) for x in column(table.records, self.columns[1], path, "tgt_column")]
             origin, places, blank = (str(path), 0, table.unit), table.places, table.blank

@@ -25,6 +25,7 @@ from zoo.data.bpe import MODEL_IDS, PAD_ID, SubwordTokenizer
 from zoo.data.files import (
     TABLES,
     FileSplits,
+    check_quoting,
     column,
     compile_pattern,
     file_format,
@@ -149,7 +150,8 @@ class TextClassification(BatchedDataModule, FileSplits):
         text_column, label_column: column names or 0-based indices (table formats).
         header: the first csv / tsv row names the columns; a first row whose label cell is a class of the data
             is refused (the file has no header; its first example would be lost). delimiter: overrides csv's
-            "," / tsv's tab; with a tab, quotes are text.
+            "," / tsv's tab. quoting: csv (a quoted field may hold the delimiter and line breaks) | none (quotes
+            are text) | None: none with a tab delimiter, csv otherwise (zoo.data.files.quote_mode).
         encoding: of every text file (checked line by line). pattern: the regex of format=regex.
         labels: the classes, in order (None = the sorted labels of train); any other label is refused. Labels
             are classes by class_label: 1, 1.0 and "1" are one class; 1.7 is refused.
@@ -190,6 +192,7 @@ class TextClassification(BatchedDataModule, FileSplits):
         label_column="label",
         header: bool = True,
         delimiter: str | None = None,
+        quoting: str | None = None,
         encoding: str = "utf-8",
         pattern: str | None = None,
         labels: list | None = None,
@@ -221,6 +224,8 @@ class TextClassification(BatchedDataModule, FileSplits):
         self.sources = {"train": train, "val": val, "test": test}
         self.format, self.text_column, self.label_column = format, text_column, label_column
         self.header, self.delimiter, self.encoding, self.pattern = header, delimiter, encoding, pattern
+        check_quoting(quoting)
+        self.quoting = quoting
         self.fixed_labels = [class_label(x, "data.labels") for x in labels] if labels is not None else None
         self.fractions = {"val": val_fraction, "test": test_fraction}
         self.split_seed, self.tokenizer_kind, self.vocab_size_wanted = split_seed, tokenizer, vocab_size
@@ -279,7 +284,7 @@ class TextClassification(BatchedDataModule, FileSplits):
                 f"to label_first or regex (or csv / tsv / json / parquet)"
             )
         if fmt in TABLES:
-            table = read_table(path, fmt, self.header, self.delimiter, self.encoding)
+            table = read_table(path, fmt, self.header, self.delimiter, self.encoding, self.quoting)
             names, key = table.records.column_names, self.label_column
             if self.header and fmt in ("csv", "tsv"):  # check: a header whose label cell is a class of the data
                 if isinstance(key, int) and not isinstance(key, bool) and str(key) not in names:
@@ -307,9 +312,16 @@ class TextClassification(BatchedDataModule, FileSplits):
                 skipped += 1
                 continue
             if lab is None or not str(lab).strip():
+                quoted = str(t).lstrip().startswith('"') and self.quoting != "csv"
                 raise DataError(
                     f"{where}, {unit} {n}: the label is empty.\nFix: write the example's label "
                     f"in data.label_column={self.label_column!r}, or remove the row"
+                    + (
+                        "; if the file quotes its fields (a TSV with a tab or a line break in a field), set "
+                        "data.quoting=csv"
+                        if quoted
+                        else ""
+                    )
                 )
             out.append(Example(str(t).strip(), class_label(lab, f"{where}, {unit} {n}"), where, n, unit))
         self.skipped[split] = self.skipped.get(split, 0) + skipped

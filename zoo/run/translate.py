@@ -26,7 +26,7 @@ import torch
 
 from zoo.data.batching import pack_by_tokens, pad
 from zoo.data.bpe import tokenizer_from_state
-from zoo.data.files import text_lines
+from zoo.data.files import drop_bom, text_lines
 from zoo.data.info import from_checkpoint
 from zoo.data.resolver import DataError
 from zoo.model.beam_search import check_early_stopping
@@ -111,7 +111,7 @@ def source_limit(task, dm: dict) -> int:
 def read_sentences(args) -> tuple[list[str], str]:
     """The sentences to translate and where they came from (for messages): the command line's, --input's lines
     (zoo.data.files.text_lines: gzip, encoding errors with their line), or stdin's lines, split at "\r\n", "\r"
-    and "\n" as the data readers split theirs. Raises
+    and "\n", a byte-order mark that starts them dropped, as the data readers read theirs. Raises
     TranslateError for a missing file or an input without any non-blank line."""
     if args.sentences and args.input is not None:
         raise TranslateError("give sentences on the command line or --input FILE, not both")
@@ -132,7 +132,7 @@ def read_sentences(args) -> tuple[list[str], str]:
             raise TranslateError("no sentences: give them on the command line, with --input FILE, or on stdin")
         if sys.stdin.isatty():
             print("zoo.translate: reading sentences from stdin, one a line (Ctrl-D ends)", file=sys.stderr)
-        text = sys.stdin.read().replace("\r\n", "\n").replace("\r", "\n")  # the data readers' line breaks
+        text = drop_bom(sys.stdin.read()).replace("\r\n", "\n").replace("\r", "\n")  # as the data readers
         lines = text.split("\n")
         if lines and lines[-1] == "":
             lines.pop()

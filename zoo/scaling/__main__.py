@@ -22,7 +22,8 @@ def read_points(
     D = C / (6 N) from `flops` (C in FLOPs), L from `loss`; labels[i] = "FILE line k"; groups[i] the text of
     column `group` (None without it). Raises ScalingError (a ValueError) naming the file, line and column of a
     missing column, an empty file, a value that is not a positive finite number or an empty group; a column named
-    for two flags; a file that is not UTF-8 text."""
+    for two flags, or named twice in the header; a file that is not UTF-8 text, or a row that is not CSV. A field
+    has no size limit."""
     from zoo.scaling.fit import ScalingError
 
     wanted = {
@@ -38,12 +39,18 @@ def read_points(
                 f"{flags[col]} and {flag} both name column {col!r}: each of N, D (or C) and the loss is its own column"
             )
         flags[col] = flag
+    limit = csv.field_size_limit(min(sys.maxsize, 2**31 - 1))  # a long field (a column not read) is no error
     try:
         with open(path, newline="", encoding="utf-8-sig") as f:
             reader = csv.DictReader(f)
             header = reader.fieldnames
             if not header:
                 raise ScalingError(f"{path}: empty file; give a CSV with a header row and one row per point")
+            twice = [c for i, c in enumerate(header) if c in header[:i]]
+            if twice:  # csv.DictReader would keep the last of the two silently
+                raise ScalingError(
+                    f"{path}, line 1: the column {twice[0]!r} is named twice in the header row; rename or remove one"
+                )
             missing = [f"{flag} {col!r}" for flag, col in named.items() if col not in header]
             if missing:
                 raise ScalingError(
@@ -75,10 +82,14 @@ def read_points(
                 labels.append(label)
     except OSError as e:
         raise ScalingError(f"{path}: cannot read the file ({e.strerror or e})") from e
-    except (UnicodeDecodeError, csv.Error) as e:
+    except UnicodeDecodeError as e:
         raise ScalingError(
             f"{path}: not a UTF-8 CSV file ({e}); give a text CSV with a header row and one row per point"
         ) from e
+    except csv.Error as e:
+        raise ScalingError(f"{path} line {reader.line_num}: not a valid CSV row ({e}); fix the row") from e
+    finally:
+        csv.field_size_limit(limit)
     N, L = columns["--params"], columns["--loss"]
     D = columns["--tokens"] if tokens is not None else [c / (6.0 * n) for c, n in zip(columns["--flops"], N)]
     return N, D, L, labels, (groups if group is not None else None)
