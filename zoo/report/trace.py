@@ -9,6 +9,7 @@ are softmax(logits)). The hooks only read: the logits are the same, bit for bit,
 """
 
 import inspect
+import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -64,6 +65,7 @@ class Trace:
     stages: list[Stage]
     logits: torch.Tensor
     labels: dict  # "src" / "tgt" / "seq": the token labels of each input
+    vocab: list[str]  # the label of each output id
 
     @property
     def total_flops(self) -> int:
@@ -116,11 +118,12 @@ class _Hooks:
 
 def _call_model(model, arch: str, inputs: dict) -> torch.Tensor:
     """The model's own forward on the trace's inputs: logits (B, T, V)."""
+    pad = {k: inputs.get(f"{k}_key_padding_mask") for k in ("src", "tgt", "seq")}
     if arch == "encoder_decoder":
-        return model(inputs["src"], inputs["tgt"])
+        return model(inputs["src"], inputs["tgt"], src_key_padding_mask=pad["src"], tgt_key_padding_mask=pad["tgt"])
     if arch == "decoder_only":
-        return model(inputs["seq"], prefix_len=inputs.get("prefix_len"))
-    return model(inputs["seq"])
+        return model(inputs["seq"], key_padding_mask=pad["seq"], prefix_len=inputs.get("prefix_len"))
+    return model(inputs["seq"], key_padding_mask=pad["seq"])
 
 
 def run_model(model, inputs: dict) -> torch.Tensor:
@@ -134,7 +137,8 @@ def trace(model, inputs: dict, labels: dict, vocab: list[str], top_k: int = 3) -
     """Run model (eval mode) once on `inputs` and return its stages.
 
     inputs: encoder_decoder {"src": (1, S), "tgt": (1, T)} long (tgt shifted right, start token first);
-    decoder_only {"seq": (1, T), "prefix_len": int or None (model.mask=prefix)}; encoder_only {"seq": (1, T)}.
+    decoder_only {"seq": (1, T), "prefix_len": int or None (model.mask=prefix)}; encoder_only {"seq": (1, T)};
+    each may come with "<name>_key_padding_mask" (1, T) bool, True = padding, the model's key_padding_mask.
     labels: the token labels of each input ("src", "tgt", "seq"); vocab: the label of each output id.
     Raises TypeError for a model that is not one of zoo's three architectures."""
     if type(model) not in ARCH_OF:
@@ -163,7 +167,7 @@ def trace(model, inputs: dict, labels: dict, vocab: list[str], top_k: int = 3) -
     finally:
         hooks.remove()
     builder = _Builder(model, arch, hooks, records, labels, vocab)
-    return Trace(arch, builder.stages(logits, top_k), logits, labels)
+    return Trace(arch, builder.stages(logits, top_k), logits, labels, vocab)
 
 
 class _Builder:
@@ -631,7 +635,9 @@ def figure(tr: Trace, path: Path) -> Path:
     import matplotlib.pyplot as plt
     from matplotlib import font_manager, ft2font
 
-    font = ft2font.FT2Font(font_manager.findfont(matplotlib.rcParams["font.family"][0]))
+    font = ft2font.FT2Font(
+        font_manager.findfont(font_manager.FontProperties(family=matplotlib.rcParams["font.family"]))
+    )
     rows = [s for s in tr.stages if s.weights is not None]
     if not rows:
         raise ValueError("this trace has no attention stage to draw")
@@ -640,7 +646,7 @@ def figure(tr: Trace, path: Path) -> Path:
     for r, s in enumerate(rows):
         ylab = [_label(t, font) for t in s.rows]
         xlab = [_label(t, font) for t in s.cols]
-        panels = [("mask (1 = may attend)", s.mask.float(), "Greys")] + [
+        panels = [("mask (1 = may attend)", s.mask.float(), "Blues")] + [
             (f"head {i}", s.weights[i].float(), "viridis") for i in range(s.weights.shape[0])
         ]
         for c, ax in enumerate(axes[r]):
@@ -649,6 +655,10 @@ def figure(tr: Trace, path: Path) -> Path:
                 continue
             title, m, cmap = panels[c]
             ax.imshow(m.numpy(), cmap=cmap, vmin=0.0, vmax=1.0)
+            if m.numel() <= 64:  # small maps: each cell's value written in it
+                for (i, j), val in zip(itertools.product(*map(range, m.shape)), m.flatten().tolist()):
+                    text = f"{val:.0f}" if c == 0 else f"{val:.2f}"
+                    ax.text(j, i, text, ha="center", va="center", fontsize=7, color="w" if val > 0.5 else "k")
             ax.set_xticks(range(len(xlab)), xlab, rotation=90, fontsize=7)
             ax.set_yticks(range(len(ylab)), ylab, fontsize=7)
             ax.set_title(f"{s.name.rsplit('.', 1)[0]}\n{title}" if c == 0 else title, fontsize=8)

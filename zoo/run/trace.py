@@ -201,8 +201,8 @@ def make_inputs(arch: str, cfg: ModelConfig, src: list[int], tgt: list[int] | No
     """(inputs of zoo.report.trace.trace, token labels) for arch: the encoder_decoder's source and its target
     after the start token; decoder_only's one sequence source + start + target (start None: none between them, a
     language model's one text; prefix_len = the tokens before the target with model.mask=prefix); encoder_only's
-    source. label(id) is a token's text. Raises TraceError for an empty source, a --tgt
-    for encoder_only or a sequence longer than model.max_len."""
+    source. label(id) is a token's text. A <pad> token (cfg.pad_id) is padding: a key_padding_mask marks it.
+    Raises TraceError for an empty source, a --tgt for encoder_only or a sequence longer than model.max_len."""
     if not src:
         raise TraceError('--src is empty: give the source sentence, e.g. --src "I love you"')
     if arch == "encoder_only" and tgt:
@@ -225,6 +225,9 @@ def make_inputs(arch: str, cfg: ModelConfig, src: list[int], tgt: list[int] | No
                 f"(or raise model.max_len)"
             )
     inputs = {k: torch.tensor([v]) for k, v in seqs.items()}
+    for k, v in seqs.items():
+        if cfg.pad_id in v:  # the model's key_padding_mask: the padding columns of every mask are 0
+            inputs[f"{k}_key_padding_mask"] = inputs[k] == cfg.pad_id
     if arch == "decoder_only":
         inputs["prefix_len"] = len(src) + len(sep) if cfg.mask == "prefix" else None
     return inputs, {k: [label(i) for i in v] for k, v in seqs.items()}
