@@ -411,4 +411,4 @@ def test_checkpoint_traces_on_its_own_tokenizer(tmp_path, capsys):
         greedy = [model.generate(seq[:, : t + 1], 1, temperature=0.0)[0, -1].item() for t in range(seq.shape[1])]
     assert top1 == [tr.vocab[i] for i in greedy]
     out = printed(capsys, f"ckpt_path={tmp_path}", "--src", "ROMEO:", "--only", "probs")
-    assert re.search(r"== probs:", out) and f"{tr.vocab[greedy[-1]]} " in out.split("top tokens")[1]
+    assert re.search(r"== probs:", out) and f"{tr.vocab[greedy[-1]]} " in out.split("(token probability)")[1]

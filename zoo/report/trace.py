@@ -658,7 +658,8 @@ def figure(tr: Trace, path: Path) -> Path:
             if m.numel() <= 64:  # small maps: each cell's value written in it
                 for (i, j), val in zip(itertools.product(*map(range, m.shape)), m.flatten().tolist()):
                     text = f"{val:.0f}" if c == 0 else f"{val:.2f}"
-                    ax.text(j, i, text, ha="center", va="center", fontsize=7, color="w" if val > 0.5 else "k")
+                    dark = val > 0.5 if c == 0 else val < 0.6  # Blues: dark at 1; viridis: dark at 0
+                    ax.text(j, i, text, ha="center", va="center", fontsize=6, color="w" if dark else "k")
             ax.set_xticks(range(len(xlab)), xlab, rotation=90, fontsize=7)
             ax.set_yticks(range(len(ylab)), ylab, fontsize=7)
             ax.set_title(f"{s.name.rsplit('.', 1)[0]}\n{title}" if c == 0 else title, fontsize=8)

@@ -180,7 +180,7 @@ def checkpoint_model(path: str):
         )
     try:
         src_tok = tokenizer_from_state(tok["src"] if "src" in tok else tok)
-        tgt_tok = tokenizer_from_state(tok["tgt"] if "tgt" in tok else tok)
+        tgt_tok = tokenizer_from_state(tok["tgt"]) if "tgt" in tok else src_tok  # one tokenizer: a single text
         model_cfg = ModelConfig(**hp["model"])
         model = build_model(hp["arch"], model_cfg)
     except (TypeError, ValueError) as e:
@@ -234,10 +234,13 @@ def make_inputs(arch: str, cfg: ModelConfig, src: list[int], tgt: list[int] | No
 
 
 def model_line(arch: str, cfg: ModelConfig) -> str:
+    def n(count: int, kind: str) -> str:
+        return f"{count} {kind} layer{'s' if count != 1 else ''}"
+
     layers = {
-        "encoder_decoder": f"{cfg.encoder_layers} encoder + {cfg.decoder_layers} decoder layers",
-        "decoder_only": f"{cfg.decoder_layers} decoder layers",
-        "encoder_only": f"{cfg.encoder_layers} encoder layers",
+        "encoder_decoder": f"{n(cfg.encoder_layers, 'encoder')} + {n(cfg.decoder_layers, 'decoder')}",
+        "decoder_only": n(cfg.decoder_layers, "decoder"),
+        "encoder_only": n(cfg.encoder_layers, "encoder"),
     }[arch]
     kv = f", {cfg.kv_heads} kv heads" if cfg.kv_heads != cfg.n_heads else ""
     mask = cfg.mask or {"encoder_decoder": "causal", "decoder_only": "causal", "encoder_only": "bidirectional"}[arch]
@@ -263,8 +266,10 @@ def build(args) -> tuple:
         src_text = TOY_SRC if args.src is None else args.src
         src = encode(src_tok, src_text, "--src")
         tgt = encode(tgt_tok, args.tgt, "--tgt") if args.tgt else None
-        if arch == "encoder_decoder" or (arch == "decoder_only" and src_tok is not tgt_tok):
+        if arch == "encoder_decoder":
             src = [*src, cfg.eos_id]  # the source ends with EOS, as the translation task's
+        # the decoder starts from its start token; a translation decoder_only joins source + EOS + target (zoo's
+        # joined objective); a language model reads one text
         start = model.start_id if arch == "encoder_decoder" else (cfg.eos_id if src_tok is not tgt_tok else None)
         vocab = [token_label(tgt_tok, i) for i in range(cfg.vocab_size)]
 
