@@ -121,7 +121,7 @@ def test_every_printed_shape_is_the_walkthroughs(capsys, default, arch):
 
 
 def test_cross_attention_shapes_and_causal_mask_printed(capsys):
-    """Cross-attention's Q comes from the decoder, K and V from the encoder's 3 tokens (S); the decoder's mask is
+    """Cross-attention's Q comes from the decoder's tokens, K and V from the encoder's 3 (S); the decoder's mask is
     printed as the 0/1 lower triangle with the target tokens as labels; position 1's fingerprint is
     [0.84, 0.54, 0.01, 1.00] (sin(1/100) = 0.01, where hand-made walk-throughs print 0.1)."""
     out = printed(
@@ -133,6 +133,10 @@ def test_cross_attention_shapes_and_causal_mask_printed(capsys):
     assert "K: [1, 2, 3, 2] (B, heads, S, d_k)" in out
     assert "memory (the encoder output): [1, 3, 4] (B, S, d_model)" in out
     assert re.search(r"love\s+0\.84\s+0\.54\s+0\.01\s+1\.00\n", out)
+    cross = out[out.index("== decoder.0.cross_attn.heads") :]
+    for part, labels in (("Q", ["<s>", "我", "爱"]), ("K", ["I", "love", "you"]), ("V", ["I", "love", "you"])):
+        block = cross[cross.index(f"  {part}, head 0\n") :].splitlines()[2:5]  # queries: the target; K, V: the source
+        assert [line.split()[0] for line in block] == labels
     mask = out[out.index("mask (1 = may attend") :].splitlines()[1:5]
     assert [line.split() for line in mask] == [
         ["<s>", "我", "爱"],

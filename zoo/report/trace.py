@@ -406,6 +406,7 @@ class _Builder:
                     "K": (k, ("B", kv, T_k, "d_k")),
                     "V": (v, ("B", kv, T_k, "d_k")),
                 },
+                cols=cols,
                 flops=heads_flops,
                 activation_bytes=a("attention_qkv"),
                 note=f"memory (the encoder output): {list(args[1].shape)} (B, S, d_model)" if cross else "",

@@ -88,7 +88,8 @@ def blocks(s: Stage, values: bool | None) -> list[tuple]:
         for k, (t, ax) in [*shown, *s.parts.items()]:
             if show(t):
                 cols = s.cols if ax[-1] == "T_k" else None
-                out += _matrices(k, t, ax, s.rows, cols)
+                rows = s.cols if len(ax) > 1 and ax[-2] == "S" else s.rows  # K, V of cross-attention: the memory's
+                out += _matrices(k, t, ax, rows, cols)
             else:
                 out.append(("line", f"{k}: {t.numel()} numbers, over {VALUE_LIMIT} (--values prints them)"))
     return out
