@@ -416,3 +416,21 @@ def test_checkpoint_traces_on_its_own_tokenizer(tmp_path, capsys):
     assert top1 == [tr.vocab[i] for i in greedy]
     out = printed(capsys, f"ckpt_path={tmp_path}", "--src", "ROMEO:", "--only", "probs")
     assert re.search(r"== probs:", out) and f"{tr.vocab[greedy[-1]]} " in out.split("(token probability)")[1]
+
+
+def test_walkthrough_page_shows_the_commands_real_output(capsys):
+    """Every output excerpt of docs/walkthrough.md is, verbatim, what the default traces print."""
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "walkthrough.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```text\n(.*?)\n```", page, re.S)
+    runs = [
+        ["+arch=encoder_decoder"],
+        ["+arch=decoder_only"],
+        ["+arch=encoder_only"],
+        ["+arch=decoder_only", "model.mask=prefix"],
+    ]
+    outs = [printed(capsys, *argv) for argv in runs]
+    assert len(blocks) >= 15
+    for block in blocks:
+        assert any(block in out for out in outs), block[:200]
