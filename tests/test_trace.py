@@ -27,7 +27,7 @@ ARCHS = ("encoder_decoder", "decoder_only", "encoder_only")
 
 def traced(*argv):
     """(trace, arch, ModelConfig, inputs, model) of `python -m zoo.trace <argv>`."""
-    return build(parser().parse_args(list(argv)))
+    return build(parser().parse_intermixed_args(list(argv)))
 
 
 @pytest.fixture(scope="module")
@@ -346,7 +346,7 @@ def test_rope_rotates_q_and_k_by_the_closed_form_angle():
 def test_only_list_and_out(tmp_path, capsys):
     """--list names every stage; --only prints those stages (a prefix picks a group); --out writes trace.json (shapes
     as lists of ints, every stage's values) and one PNG figure; --no-values prints no numbers but masks."""
-    assert main(["+arch=encoder_only", "--list"]) == 0
+    assert main(["--list", "+arch=encoder_only"]) == 0  # options and overrides in any order
     names = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
     assert names == list(WALKTHROUGH["encoder_only"])
     out = printed(capsys, "+arch=encoder_only", "--only", "encoder.0.self_attn.weights,logits", "--no-values")
@@ -390,6 +390,7 @@ def test_rich_output(default):
         (["model.vocab_size=20"], "the toy vocabulary of 10 tokens sets model.vocab_size; drop it"),
         (["ckpt_path=/nonexistent/run"], "/nonexistent/run does not exist; pass a run's directory"),
         (["model.n_heads=3"], "model.d_model=4 is not divisible by model.n_heads=3"),
+        (["seed=abc"], "seed='abc' must be a non-negative integer"),
     ],
 )
 def test_bad_input_exits_2_naming_the_fix(capsys, argv, message):
@@ -434,3 +435,32 @@ def test_walkthrough_page_shows_the_commands_real_output(capsys):
     assert len(blocks) >= 15
     for block in blocks:
         assert any(block in out for out in outs), block[:200]
+
+
+@pytest.mark.parametrize("cell", ["encoder_decoder", "decoder_only", "prefix_lm"])
+def test_translation_checkpoint_traces_on_its_own_tokenizers(tmp_path, cell):
+    """A translation task's checkpoint (tests/test_translate.py's, with the keys a run saves): the source is read
+    with its BPE (EOS appended, as the task does), the decoder starts from its start token (decoder_only: source
+    + EOS + target, zoo's joined objective, with the prefix over source and EOS), and the last position's top-1
+    token is the model's greedy step."""
+    from test_translate import SOURCES, write_checkpoint
+
+    path = write_checkpoint(tmp_path / "toy.ckpt", cell)
+    tr, arch, cfg, inputs, model = traced(f"ckpt_path={path}", "--src", SOURCES[0], "--tgt", "A dog")
+    name = "tgt" if arch == "encoder_decoder" else "seq"
+    labels = tr.labels["src" if arch == "encoder_decoder" else "seq"]
+    assert "".join(labels).replace("\u2581", " ").strip().startswith("Ein Hund")
+    assert "</s>" in labels
+    with torch.no_grad():
+        if arch == "encoder_decoder":
+            assert inputs["tgt"][0, 0].item() == model.start_id
+            logits = model(inputs["src"], inputs["tgt"])[0, -1]
+            first = model.generate(inputs["src"], 1, temperature=0.0)[0, 1].item()
+            assert tr.stages[-1].topk[0][0][0] == tr.vocab[first]  # BOS alone: the first greedy token
+        else:
+            assert inputs["prefix_len"] == (labels.index("</s>") + 1 if cfg.mask == "prefix" else None)
+            step = model.generate(inputs["seq"], 1, temperature=0.0, prefix_len=inputs["prefix_len"])[0, -1].item()
+            logits = model(inputs["seq"], prefix_len=inputs["prefix_len"])[0, -1]
+            assert tr.stages[-1].topk[-1][0][0] == tr.vocab[step]
+    assert tr.stages[-1].topk[-1][0][0] == tr.vocab[int(logits.argmax())]
+    assert len(tr.labels[name]) == inputs[name].shape[1]

@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 
 from zoo.data.bpe import tokenizer_from_state
-from zoo.errors import ConfigError
+from zoo.errors import ConfigError, is_whole
 from zoo.model import ModelConfig, build_model
 from zoo.model.checkpoint_file import read_checkpoint_file, run_checkpoint
 from zoo.report.trace import run_model, select, to_json, trace
@@ -133,6 +133,8 @@ def toy_model(overrides: list[str]):
 
             check_overrides([*TOY_MODEL, *overrides], CONF_DIR)
             raise ConfigError(f"the overrides do not compose: {str(e).splitlines()[0]}") from None
+    if not is_whole(cfg.seed) or cfg.seed < 0:
+        raise ConfigError(f"seed={cfg.seed!r} must be a non-negative integer, e.g. seed=1")
     fields = {**model_dict(cfg), "vocab_size": len(TOY_VOCAB), "src_vocab_size": None, **TOY_SPECIAL}
     try:
         model_cfg = ModelConfig(**fields)
@@ -295,7 +297,7 @@ def build(args) -> tuple:
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    args = parser().parse_args(argv)
+    args = parser().parse_intermixed_args(argv)  # overrides and options in any order
     try:
         tr, arch, cfg, inputs, model = build(args)
         if args.list:
