@@ -24,7 +24,6 @@ from zoo.model.encoder_only import EncoderOnly
 
 ARCH_OF = {EncoderOnly: "encoder_only", DecoderOnly: "decoder_only", EncoderDecoder: "encoder_decoder"}
 _PARTS = ("self_attn", "cross_attn", "ffn")
-_SUB_STAGES = ("heads", "scores", "weights", "values", "combine")
 
 
 @dataclass

@@ -22,7 +22,7 @@ from zoo.data.bpe import tokenizer_from_state
 from zoo.errors import ConfigError, is_whole
 from zoo.model import ModelConfig, build_model
 from zoo.model.checkpoint_file import read_checkpoint_file, run_checkpoint
-from zoo.report.trace import run_model, select, to_json, trace
+from zoo.report.trace import select, to_json, trace
 from zoo.report.trace_text import render_plain, render_rich, stage_list
 
 # the walk-through's vocabulary: one table for both sides, so decoder_only and encoder_only read the same ids
@@ -326,6 +326,3 @@ def main(argv=None) -> int:
         fig = figure(tr, args.out / ("trace.svg" if args.svg else "trace.png"))
         print(f"wrote {args.out / 'trace.json'} and {fig}")
     return 0
-
-
-__all__ = ["main", "run_model", "TOY_VOCAB"]
