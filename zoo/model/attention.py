@@ -3,7 +3,8 @@
 Self-attention uses one fused QKV projection whose weight is laid out [W_q; W_k; W_v] exactly like
 nn.MultiheadAttention.in_proj_weight; cross-attention projects Q from the decoder and K, V from the
 memory. n_kv_heads < n_heads gives grouped-query / multi-query attention (Ainslie et al. 2023).
-Attention weights are not returned by the modules: `record_weights` makes them keep their last ones.
+Attention weights are not returned by the modules: `record_weights` makes them keep their last ones, and
+`record_trace` keeps every intermediate of the last forward (zoo.report.trace) without changing the output.
 """
 
 import math
@@ -110,11 +111,13 @@ def _explicit_attention(
     row_ok: torch.Tensor | None,
     dropout_p: float,
     scale: float | None,
+    keep: dict | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """softmax(q k^T scale + attn_mask) v with plain matmuls, keeping the weights (attend's need_weights path).
     q: (B, h, T_q, d_head); k, v: (B, h_kv, T_k, d_head), repeated to h heads; attn_mask: bool (True = may
     attend) or float (added), broadcastable to (B, h, T_q, T_k), or None; row_ok: (.., T_q, 1) bool, False =
     a query row with no key to attend, whose weights are zeroed (None = every row has keys).
+    keep: a dict that gets "scores", q k^T times the scale (B, h, T_q, T_k), before bias and mask (None = not kept).
     Returns (out (B, h, T_q, d_head), weights (B, h, T_q, T_k))."""
     h = q.shape[1]
     if k.shape[1] != h:
@@ -122,6 +125,8 @@ def _explicit_attention(
         v = repeat(v, "b g t d -> b (g r) t d", r=h // v.shape[1])
     scores = q @ k.transpose(-2, -1)  # (B, h, T_q, T_k)
     scores = scores / math.sqrt(q.shape[-1]) if scale is None else scores * scale
+    if keep is not None:
+        keep["scores"] = scores
     if attn_mask is not None:
         scores = scores.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype == torch.bool else scores + attn_mask
     weights = scores.softmax(dim=-1)
@@ -140,6 +145,7 @@ def attend(
     dropout_p: float = 0.0,
     need_weights: bool = False,
     scale: float | None = None,
+    keep: dict | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """softmax(q k^T / sqrt(d_head) + bias + mask) v, safe with every mask (Vaswani et al. 2017, eq. 1).
 
@@ -153,6 +159,8 @@ def attend(
     need_weights: compute with explicit matmuls and return the weights (MultiHeadAttention asks for them
         inside record_weights).
     scale: multiplies q k^T instead of 1/sqrt(d_head) (None = 1/sqrt(d_head); T5: 1.0, Raffel et al. 2020).
+    keep: with need_weights, a dict that gets "scores" (q k^T times the scale, (B, h, T_q, T_k), before bias and
+        mask) and "mask" (the bool mask applied, is_causal folded in; None = every key seen); record_trace's.
     Returns (out (B, h, T_q, d_head), weights (B, h, T_q, T_k) if need_weights else None).
     Raises ValueError for a non-bool mask, a mask or bias that does not broadcast to (B, h, T_q, T_k), or
     is_causal with more queries than keys.
@@ -164,7 +172,9 @@ def attend(
         mask, sdpa_causal = _fold_causal(mask, T_q, T_k, bias is None and not need_weights, q.device)
     attn_mask, row_ok = _scores_mask(mask, bias, q.dtype)
     if need_weights:
-        return _explicit_attention(q, k, v, attn_mask, row_ok, dropout_p, scale)
+        if keep is not None:
+            keep["mask"] = mask
+        return _explicit_attention(q, k, v, attn_mask, row_ok, dropout_p, scale, keep)
     out = F.scaled_dot_product_attention(
         q,
         k,
@@ -217,6 +227,7 @@ class MultiHeadAttention(nn.Module):
         self.out_proj = nn.Linear(d_model, d_model, bias=bias)
         self.record_weights = False  # set by record_weights(): keep each forward's weights in attn_weights
         self.attn_weights: torch.Tensor | None = None
+        self.trace_record: dict | None = None  # set by record_trace(): filled with each forward's intermediates
 
     def forward(
         self,
@@ -266,6 +277,10 @@ class MultiHeadAttention(nn.Module):
         out, weights = attend(q, k, v, mask, bias, is_causal, p, self.record_weights, self.scale)
         if self.record_weights:
             self.attn_weights = weights
+        if self.trace_record is not None:
+            keep = {"q": q, "k": k, "v": v, "bias": bias, "heads": out}
+            _, keep["weights"] = attend(q, k, v, mask, bias, is_causal, 0.0, True, self.scale, keep)  # on the side
+            self.trace_record = keep
         return self.out_proj(rearrange(out, "b h t d -> b t (h d)"))  # (B, T_q, d_model)
 
 
@@ -285,3 +300,24 @@ def record_weights(module: nn.Module, enabled: bool = True) -> Iterator[list[Mul
     finally:
         for m, (rec, w) in zip(mods, before):
             m.record_weights, m.attn_weights = rec, w
+
+
+@contextmanager
+def record_trace(module: nn.Module) -> Iterator[list[MultiHeadAttention]]:
+    """Within the block every MultiHeadAttention in `module` keeps the intermediates of its last forward in
+    `.trace_record`, a dict: "q" (B, h, T_q, d_head) and "k", "v" (B, h_kv, T_k, d_head), as attention read
+    them (after RoPE, cached keys included); "heads" (B, h, T_q, d_head), the per-head output it returned;
+    "scores" (B, h, T_q, T_k), q k^T times the scale; "bias" (ALiBi, T5) or None; "mask", the bool mask it
+    applied (True = may attend, is_causal folded in; None = every key); "weights" (B, h, T_q, T_k).
+    The output stays the fused path's, bit for bit: scores, mask and weights come from a second call of
+    `attend` (need_weights) on the same q, k, v, after the real one. On exit every module returns to its
+    state before. Yields the modules, in module order."""
+    mods = [m for m in module.modules() if isinstance(m, MultiHeadAttention)]
+    before = [m.trace_record for m in mods]
+    for m in mods:
+        m.trace_record = {}
+    try:
+        yield mods
+    finally:
+        for m, rec in zip(mods, before):
+            m.trace_record = rec

@@ -250,8 +250,33 @@ def activation_memory(model: nn.Module, batch_size: int, seq_len: int) -> int:
     logits and the loss are not included.
     """
     b, N = _check_len("batch_size", batch_size), _check_len("seq_len", seq_len)
-    cfg = model.cfg
-    return n_layers(model) * (34 * b * N * cfg.d_model + 5 * b * N * N * cfg.n_heads)
+    return n_layers(model) * sum(layer_activation_bytes(model.cfg, b, N).values())
+
+
+def layer_activation_bytes(cfg: ModelConfig, batch_size: int, seq_len: int) -> dict[str, int]:
+    """activation_memory's bytes of ONE layer, by the part that stores them (Korthikanti et al. 2022, sec. 4.1,
+    16-bit activations, 1-byte dropout masks); they sum to 34*b*N*d + 5*b*N^2*h:
+
+      attention_qkv     = 2*b*N*d            the QKV projection's input
+      attention_scores  = 4*b*N*d            Q and K, the inputs of Q K^T
+      attention_softmax = 3*b*N^2*h          the softmax output (2 bytes) and its dropout mask (1 byte)
+      attention_values  = 2*b*N^2*h + 2*b*N*d   the dropped-out weights and V, the inputs of (.) V
+      attention_out     = 3*b*N*d            the output projection's input and its dropout mask
+      ffn               = 19*b*N*d           the first linear's input (2), the activation's input (8) and output (8)
+                                             at d_ff = 4d, the dropout mask (1)
+      norm              = 4*b*N*d            the two Add & Norm inputs, 2*b*N*d each
+    """
+    b, N = _check_len("batch_size", batch_size), _check_len("seq_len", seq_len)
+    d, h = cfg.d_model, cfg.n_heads
+    return {
+        "attention_qkv": 2 * b * N * d,
+        "attention_scores": 4 * b * N * d,
+        "attention_softmax": 3 * b * N * N * h,
+        "attention_values": 2 * b * N * N * h + 2 * b * N * d,
+        "attention_out": 3 * b * N * d,
+        "ffn": 19 * b * N * d,
+        "norm": 4 * b * N * d,
+    }
 
 
 def summary(model: nn.Module, batch_size: int, seq_len: int, src_len: int | None = None) -> dict:
