@@ -481,6 +481,32 @@ def test_cli_group_refuses_a_missing_or_empty_column_and_one_group(tmp_path, cap
     assert _refused(capsys, [*base, "--group", "loss"]).count("--loss and --group both name column 'loss'") == 1
 
 
+def test_cli_where_fits_only_the_rows_of_one_value(tmp_path, capsys):
+    """A study's points.csv holds every architecture: --where arch=a fits arch a's rows alone, as a file of only
+    those rows does; a value no row has, a column that does not exist, or no '=' is refused."""
+    N, D, L = _noisy()
+    rows = [[repr(float(v)) for v in (a, b, 6 * a * b, c)] + ["a"] for a, b, c in zip(N, D, L)]
+    rows += [[repr(float(v)) for v in (a, b, 6 * a * b, 1.3 * c)] + ["b"] for a, b, c in zip(N, D, L)]
+    both = _write_csv(tmp_path / "points.csv", [*HEADER, "arch"], rows)
+    alone = _write_csv(tmp_path / "a.csv", [*HEADER, "arch"], rows[: len(N)])
+    fits = {}
+    for name, path, extra in (("where", both, ["--where", "arch=a"]), ("alone", alone, [])):
+        out = tmp_path / f"{name}.json"
+        argv = ["fit", str(path), "--params", "params", "--tokens", "tokens", "--loss", "loss", "--bootstrap", "0"]
+        assert main([*argv, "--json", str(out), *extra]) == 0
+        fits[name] = json.loads(out.read_text())
+    capsys.readouterr()
+    assert fits["where"]["alpha"]["value"] == fits["alone"]["alpha"]["value"]
+    assert fits["where"]["n_points"] == len(N)
+    base = ["fit", str(both), "--params", "params", "--tokens", "tokens", "--loss", "loss", "--bootstrap", "0"]
+    assert main([*base, "--where", "arch=c"]) == 2
+    assert "no row has --where arch=c" in capsys.readouterr().err
+    assert main([*base, "--where", "family=a"]) == 2
+    assert "no column --where 'family'" in capsys.readouterr().err
+    assert main([*base, "--where", "arch"]) == 2
+    assert "--where 'arch': give COL=VALUE" in capsys.readouterr().err
+
+
 # --- the public functions name a bad argument -------------------------------------------------------------------
 
 

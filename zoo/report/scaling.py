@@ -97,8 +97,8 @@ def scaling_points(runs: list[dict]) -> list[dict]:
 
 
 def write_points_csv(points: list[dict], path: Path) -> Path:
-    """points.csv: one row per fitted point (not the cosine check's), header POINTS_CSV; refit it with
-    `python -m zoo.scaling fit points.csv --params n_params --tokens tokens --loss loss`."""
+    """points.csv: one row per fitted point (not the cosine check's), header POINTS_CSV; refit one architecture with
+    `python -m zoo.scaling fit points.csv --params n_params --tokens tokens --loss loss --where arch=ARCH`."""
     with open(path, "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f, lineterminator="\n")
         w.writerow(POINTS_CSV)
@@ -785,7 +785,8 @@ def scaling_section(runs: list[dict], out_dir: Path, scaling_sweep: bool = False
         "L(N, D) = E + A / N^alpha + B / D^beta per architecture (Hoffmann et al. 2022's Huber fit, zoo.scaling.fit):"
         " N the non-embedding parameters, D the training tokens, the loss val/cont_loss at each budget; 95% "
         f"intervals from a bootstrap over runs. Every point is in [{csv_path.name}]({csv_path.name}) (refit it with "
-        f"`python -m zoo.scaling fit {csv_path.name} --params n_params --tokens tokens --loss loss`).",
+        f"`python -m zoo.scaling fit {csv_path.name} --params n_params --tokens tokens --loss loss "
+        f"--where arch={REFERENCE}`).",
         "",
         *_fit_table(by_arch, fits, verdicts),
         "",

@@ -16,13 +16,20 @@ from pathlib import Path
 
 
 def read_points(
-    path: Path, params: str, loss: str, tokens: str | None = None, flops: str | None = None, group: str | None = None
+    path: Path,
+    params: str,
+    loss: str,
+    tokens: str | None = None,
+    flops: str | None = None,
+    group: str | None = None,
+    where: dict | None = None,
 ):
     """(N, D, L, labels, groups) from a CSV with a header row: N from column `params`, D from `tokens` or
     D = C / (6 N) from `flops` (C in FLOPs), L from `loss`; labels[i] = "FILE line k"; groups[i] the text of
     column `group` (None without it). Raises ScalingError (a ValueError) naming the file, line and column of a
     missing column, an empty file, a value that is not a positive finite number or an empty group; a column named
-    for two flags, or named twice in the header; a file that is not UTF-8 text, or a row that is not CSV. A field
+    for two flags, or named twice in the header; a file that is not UTF-8 text, or a row that is not CSV; a `where`
+    ({column: value}: only the rows whose column holds that text) that names no column or keeps no row. A field
     has no size limit."""
     from zoo.scaling.fit import ScalingError
 
@@ -52,6 +59,7 @@ def read_points(
                     f"{path}, line 1: the column {twice[0]!r} is named twice in the header row; rename or remove one"
                 )
             missing = [f"{flag} {col!r}" for flag, col in named.items() if col not in header]
+            missing += [f"--where {col!r}" for col in where or {} if col not in header]
             if missing:
                 raise ScalingError(
                     f"{path}: no column {', '.join(missing)}; the columns are: {', '.join(map(repr, header))}"
@@ -60,6 +68,8 @@ def read_points(
             labels, groups = [], []
             for row in reader:
                 label = f"{path} line {reader.line_num}"
+                if any((row[col] or "").strip() != value for col, value in (where or {}).items()):
+                    continue
                 if group is not None:
                     if not (row[group] or "").strip():
                         raise ScalingError(
@@ -90,6 +100,9 @@ def read_points(
         raise ScalingError(f"{path} line {reader.line_num}: not a valid CSV row ({e}); fix the row") from e
     finally:
         csv.field_size_limit(limit)
+    if where and not labels:
+        shown = " ".join(f"{c}={v}" for c, v in where.items())
+        raise ScalingError(f"{path}: no row has --where {shown}; check the column's values")
     N, L = columns["--params"], columns["--loss"]
     D = columns["--tokens"] if tokens is not None else [c / (6.0 * n) for c, n in zip(columns["--flops"], N)]
     return N, D, L, labels, (groups if group is not None else None)
@@ -155,6 +168,13 @@ def _parser() -> argparse.ArgumentParser:
         help="column naming each point's run (or other unit of independence): a resample draws whole groups "
         "(default: whole points, too narrow when a run gives several points)",
     )
+    p.add_argument(
+        "--where",
+        action="append",
+        metavar="COL=VALUE",
+        help="fit only the rows whose column COL holds VALUE (repeatable), e.g. --where arch=decoder_only for one "
+        "architecture of a study's points.csv",
+    )
     p.add_argument("--json", type=Path, metavar="OUT", help="also write the fit as JSON")
     p.add_argument(
         "--compute",
@@ -182,7 +202,15 @@ def main(argv=None) -> int:
             raise ScalingError(f"--json {args.json} is a folder; give a file name in it, e.g. {args.json / 'fit.json'}")
         if args.compute is not None and not all(math.isfinite(c) and c > 0 for c in args.compute):
             raise ScalingError(f"--compute {args.compute}: compute budgets must be positive FLOPs")
-        N, D, L, labels, groups = read_points(args.csv, args.params, args.loss, args.tokens, args.flops, args.group)
+        where = {}
+        for item in args.where or []:
+            col, eq, value = item.partition("=")
+            if not eq or not col:
+                raise ScalingError(f"--where {item!r}: give COL=VALUE, e.g. --where arch=decoder_only")
+            where[col] = value
+        N, D, L, labels, groups = read_points(
+            args.csv, args.params, args.loss, args.tokens, args.flops, args.group, where
+        )
         kept = check_points(N, D, L, args.drop_highest, labels)
         if args.seed < 0:
             raise ScalingError(f"--seed {args.seed}: a seed is a non-negative integer (default 0)")
