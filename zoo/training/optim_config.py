@@ -4,7 +4,7 @@ import difflib
 import logging
 import math
 
-from zoo.errors import ConfigError, is_number, is_whole
+from zoo.errors import ConfigError, check_warmup_steps, is_number, is_whole
 from zoo.training.optim import BudgetCosine, BudgetNoam, ConfigLambdaLR, Noam, StepWarmupWatch, WarmupCosine, adamw
 
 log = logging.getLogger("zoo")
@@ -58,6 +58,36 @@ def check_values(optimizer) -> None:
         value = optimizer.get(key, default)
         if not _number(value) or value < 0 or (key == "eps" and value == 0):
             raise ValueError(f"task.optimizer.{key}={value!r} must be a number {low} ({hint})")
+
+
+def check_optimizer_and_scheduler(optimizer: dict, scheduler: dict) -> None:
+    """Every check of task.optimizer and task.scheduler that needs no run length (plain dicts): keys zoo reads
+    (check_keys), AdamW's ranges (check_values), a known schedule kind, a warm-up that is a whole number of
+    steps (noam: >= 1), min_lr in [0, lr], decay_steps null or a whole number of steps >= the warm-up (a
+    cosine that ends before it peaks never decays as set). Raises ValueError (ConfigError) naming the key."""
+    check_keys(optimizer, scheduler)
+    check_values(optimizer)
+    kind = scheduler.get("kind", "cosine")
+    if kind not in ("cosine", "noam"):
+        raise ConfigError(f"task.scheduler.kind={kind!r} is unknown; allowed: cosine, noam")
+    check_warmup_steps(scheduler.get("warmup_steps"), scheduler.get("kind"))
+    lr, min_lr = optimizer.get("lr"), scheduler.get("min_lr")
+    if min_lr is not None and (not is_number(min_lr) or not 0 <= min_lr <= (lr or math.inf)):
+        raise ConfigError(
+            f"task.scheduler.min_lr={min_lr!r} must be a number in [0, task.optimizer.lr={lr}]: the learning rate "
+            f"the cosine decays to (a negative one ascends the loss, one above lr rises)"
+        )
+    decay, warmup = scheduler.get("decay_steps"), scheduler.get("warmup_steps") or 0
+    if decay is not None and (not is_whole(decay) or decay < 1):
+        raise ConfigError(
+            f"task.scheduler.decay_steps={decay!r} must be a whole number of optimizer steps >= 1, or null (the "
+            f"run's trainer.max_steps)"
+        )
+    if decay is not None and isinstance(warmup, int) and decay < warmup:
+        raise ConfigError(
+            f"task.scheduler.decay_steps={decay} ends the cosine before its warm-up "
+            f"(task.scheduler.warmup_steps={warmup}) does: give decay_steps >= {warmup}, or null"
+        )
 
 
 def warmup_overridden(overrides, key: str = WARMUP_KEY) -> bool:
