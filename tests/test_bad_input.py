@@ -359,7 +359,10 @@ def test_bad_compare_seeds_exits_2_before_any_job(tmp_path, n):
 )
 def test_a_group_option_typo_names_the_options(argv, message):
     """A group option with no config file is named with the group's options and the nearest one (Hydra's own
-    error exits 1 with its search path); a key typo on the same line is still reported."""
+    error exits 1 with its search path), and where a config of one's own goes; a key typo on the same line is
+    still reported."""
+    option = argv[-1].lstrip("+").replace("=", "/")
+    message += f". A config of your own is read from DIR/{option}.yaml with hydra.searchpath=[file://DIR]"
     assert typos(argv, CONF_DIR) == [message]
     assert typos([*argv, "model.d_modle=3"], CONF_DIR)[0] == message
     assert "model.d_modle is not a key of model" in typos([*argv, "model.d_modle=3"], CONF_DIR)[1]

@@ -88,16 +88,11 @@ def test_a_cell_trains_a_trunk_and_one_cool_down_per_budget(uninterrupted):
 def test_a_branch_equals_one_run_trained_to_its_budget_without_checkpoints(uninterrupted, tmp_path):
     """The reference without any resume: one Lightning fit from step 0 to 30 with the cool-down from step 24 (the
     trunk's 5 segments and the branch, resumed from checkpoints, must give the same loss to the last bit)."""
-    cfg = make_cfg(tmp_path, CELL)
-    from hydra.utils import get_class
-
-    from zoo.run.model_config import model_config
     from zoo.run.train import build_data, checked_config
 
-    cfg, _, _ = checked_config(cfg)
+    cfg, _, _, plan = checked_config(make_cfg(tmp_path, CELL))
     dm, info, data = build_data(cfg, {})
-    model, args = model_config(cfg, info, None, data["dataset"], get_class(cfg.task._target_).BATCH)
-    cell = scaling_cell.Cell(cfg, info, model, args, dm, tmp_path)
+    cell = scaling_cell.Cell(cfg, info, plan.with_data(cfg, info, None, data["dataset"]), dm, tmp_path)
     _, task = cell.fit(30, {"decay_start": 24, "decay_steps": 30}, None)
     last = points(uninterrupted / "points.csv")[-1]
     assert (last["steps"], float(last["loss"])) == ("30", cell.score(task))

@@ -55,7 +55,7 @@ from zoo.report.runs import (
     read_examples,
     swept_keys,
 )
-from zoo.report.scaling import scaling_section
+from zoo.report.scaling import scaling_points, scaling_section
 from zoo.report.significance import compare_task
 from zoo.report.table import DIFFERENT, METRICS, NOTES, STANDARD_OBJECTIVE, failed_runs, markdown_table, rows
 
@@ -134,7 +134,10 @@ def report(root: Path, out_dir: Path | None = None, sentence: str | None = None,
         text += ["## Significance", "", *significance]
     if literature:
         text += ["## Against the literature", "", *literature]
-    scaling, scaling_figures = scaling_section(runs, out_dir, (root / "plan.json").is_file())
+    scaling_sweep = (root / "plan.json").is_file()
+    scaling, scaling_figures = [], []
+    if scaling_sweep or sizes_swept(runs):  # a comparison at one size per architecture: no empty section
+        scaling, scaling_figures = scaling_section(runs, out_dir, scaling_sweep)
     text += scaling
     text += _figures(curves, attention, skipped)
     path = out_dir / "report.md"
@@ -176,12 +179,50 @@ def _summary(root: Path, runs: list[dict], groups: list[dict], table: list[dict]
         markdown_table(table),
         "",
     ]
+    text += unequal_sizes(table, groups)
     failed = failed_runs(groups)
     if failed:
         text += ["Failed runs (listed, not dropped):", "", *failed, ""]
     if notes:
         text += ["Objectives:", "", *notes, ""]
     return text
+
+
+SIZE_TOLERANCE = 0.10  # groups ranked together whose mean parameter counts differ by more are flagged
+SIZE_KEYS = ("model.", "+model.", "scaling.")  # swept keys that change a model's size on purpose
+
+
+def sizes_swept(runs: list[dict]) -> bool:
+    """Whether some architecture has LM evaluation points at two or more sizes (zoo.report.scaling's N), the
+    least a Scaling section fits."""
+    sizes: dict[str, set] = {}
+    for p in scaling_points(runs):
+        sizes.setdefault(p["arch"], set()).add(p["N"])
+    return any(len(n) > 1 for n in sizes.values())
+
+
+def unequal_sizes(table: list[dict], groups: list[dict]) -> list[str]:
+    """One warning line per (task, dataset, budget) whose groups, ranked against each other, differ in mean
+    parameter count by more than SIZE_TOLERANCE (largest / smallest - 1): a ranking of unequal models (e.g.
+    `+arch=encoder_only,decoder_only,encoder_decoder` at one model config). Groups that sweep a size key
+    (SIZE_KEYS: model.*, a scaling cell) differ on purpose and are not flagged."""
+    parts: dict[tuple, dict[int, float]] = {}
+    for r in table:
+        if r["n"] > 0 and r.get("params"):
+            parts.setdefault((r["task"], r["dataset"], r["budget"]), {})[r["group"]] = r["params"]
+    lines = []
+    for (task, dataset, budget), sizes in parts.items():
+        swept = any(k.startswith(SIZE_KEYS) for g in sizes for k in groups[g].get("settings") or {})
+        small, large = min(sizes.values()), max(sizes.values())
+        if swept or len(sizes) < 2 or large <= (1 + SIZE_TOLERANCE) * small:
+            continue
+        counts = ", ".join(f"{groups[g]['label']} {round(n):,}" for g, n in sizes.items())
+        lines.append(
+            f"**Warning: parameter counts differ** by {large / small - 1:.0%} among the {task} groups ranked on "
+            f"{dataset} ({budget}): {counts}. Part of any difference is size, not architecture; "
+            "`python -m zoo -m experiment=compare` matches the architectures' parameter counts (within 10%)."
+        )
+    return [*lines, ""] if lines else []
 
 
 def _comparisons(groups: list[dict], table: list[dict]) -> tuple[list[str], list[str], dict]:

@@ -13,11 +13,12 @@ composes, any other error, a command line it does not read) leaves everything to
 import difflib
 import re
 import sys
+from pathlib import Path
 
 from hydra import initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
-from hydra.errors import ConfigCompositionException, MissingConfigException
+from hydra.errors import ConfigCompositionException, HydraException, MissingConfigException, OverrideParseException
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError
@@ -69,9 +70,84 @@ def missing_option(e: Exception, overrides: list[str]) -> tuple[str, str] | None
     if not group or not chosen:
         return None
     key = chosen[0].split("=", 1)[0]  # as typed: data, +arch, ...
+    message = f"{key}={option} is not an option of {group}"
+    found = own_config(group, option)
+    if found is not None:  # the user's own file, which Hydra was not told where to find
+        folder = found.parents[len(Path(group).parts)]
+        return chosen[0], (
+            f"{message}: Hydra reads configs of your own only from its search path, and {found} is not on it; "
+            f"add hydra.searchpath=[file://{folder}] to the command line (or to your primary config)"
+        )
     near = difflib.get_close_matches(option, list(e.options), n=1)
     hint = f"did you mean {key}={near[0]}? " if near else ""
-    return chosen[0], f"{key}={option} is not an option of {group}; {hint}its options are: {', '.join(e.options)}"
+    return chosen[0], (
+        f"{message}; {hint}its options are: {', '.join(e.options)}. A config of your own is read from "
+        f"DIR/{group}/{option}.yaml with hydra.searchpath=[file://DIR]"
+    )
+
+
+SEARCH_DEPTH = 3  # folders below the working folder own_config looks into
+
+
+def own_config(group: str, option: str) -> Path | None:
+    """The first <group>/<option>.yaml at most SEARCH_DEPTH folders below the working folder (e.g.
+    ./conf/data/my_corpus.yaml for data=my_corpus), absolute; None when there is none."""
+    for depth in range(SEARCH_DEPTH + 1):
+        for path in sorted(Path.cwd().glob("/".join(["*"] * depth + [group, f"{option}.yaml"]))):
+            if path.is_file():
+                return path.resolve()
+    return None
+
+
+def syntax_problem(e: BaseException, argv: list[str]) -> str | None:
+    """The one-line message of a config file that is not YAML (yaml's MarkedYAMLError, anywhere in e's chain:
+    the file, line and column, what the parser found and where an unclosed bracket opened) or of an override
+    Hydra's grammar cannot read (OverrideParseException: the override, the character and the override quoted,
+    which Hydra reads as text); None for any other error."""
+    import yaml
+
+    chain, seen = e, set()
+    while chain is not None and id(chain) not in seen:
+        seen.add(id(chain))
+        if isinstance(chain, yaml.MarkedYAMLError) and chain.problem_mark is not None:
+            mark, opened = chain.problem_mark, chain.context_mark
+            where = f"{mark.name}, line {mark.line + 1}, column {mark.column + 1}"
+            since = (
+                f" ({chain.context} opened at line {opened.line + 1}, column {opened.column + 1}: close it)"
+                if opened is not None and chain.context and opened.line != mark.line
+                else ""
+            )
+            return (
+                f"{where}: {chain.problem}{since}; that file is not valid YAML: check the indentation there (a "
+                f"key as deep as its siblings), close every [ and {{, and quote a value that holds ': ' or ' #'"
+            )
+        if isinstance(chain, OverrideParseException):
+            return _override_problem(argv)
+        chain = chain.__cause__ or chain.__context__
+    return None
+
+
+def _override_problem(argv: list[str]) -> str | None:
+    """The message of the first override in argv that Hydra's override grammar cannot read."""
+    parser = OverridesParser.create()
+    for arg in argv:
+        if arg.startswith("-"):
+            continue
+        try:
+            parser.parse_override(arg)
+        except HydraException as e:  # OverrideParseException, or the lexer's error as a HydraException
+            caret = re.search(r"\n(\s*)\^", str(e))
+            token = re.search(r"at: '(.+?)'", str(e))
+            at = len(caret.group(1)) if caret else arg.find(token.group(1), arg.find("=") + 1) if token else -1
+            at = at if at >= 0 else None
+            key, eq, value = arg.partition("=")
+            char = f"`{arg[at]}` (character {at + 1})" if at is not None and at < len(arg) else "its text"
+            fix = f"'{key}=\"{value}\"'" if '"' not in value else f"\"{key}='{value}'\""  # the shell keeps the quotes
+            return (
+                f"{arg}: Hydra's override grammar cannot read {char}; quote the value for Hydra, inside single "
+                f"quotes for the shell: {fix} (zoo expands ~ in paths)"
+            )
+    return None
 
 
 def describe(override: str, key: str, parent: str, keys: list[str], choices: dict) -> str:
@@ -176,11 +252,15 @@ def typos(argv: list[str], conf_dir: str) -> list[str]:
 
 
 def check_overrides(argv: list[str], conf_dir: str) -> None:
-    """Exit with 2, naming each override of a missing key and the keys it may have meant; else return."""
+    """Exit with 2, naming each override of a missing key and the keys it may have meant, or the file and line of
+    a config that is not YAML, or an override Hydra's grammar cannot read (syntax_problem); else return."""
     try:
         found = typos(argv, conf_dir)
-    except Exception:  # noqa: BLE001 -- anything unforeseen: Hydra reports on the command line as it always did
-        return
+    except Exception as e:  # noqa: BLE001 -- anything unforeseen: Hydra reports on the command line as it always did
+        problem = syntax_problem(e, argv)
+        if problem is None:
+            return
+        found = [problem]
     if found:
         for message in found:
             print(f"zoo: error: {message}", file=sys.stderr)

@@ -11,16 +11,15 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.utils import get_class
 from omegaconf import DictConfig, OmegaConf
 
-from zoo.errors import ConfigError, check_warmup_steps, check_z_loss, is_number, is_whole
+from zoo.errors import ConfigError, check_z_loss, is_number, is_whole
 from zoo.model import ModelConfig
 from zoo.model.beam_search import check_early_stopping
 from zoo.model.checkpoint_file import read_checkpoint_file
 from zoo.run.model_config import FROM_DATA, RUNTIME, model_dict
+from zoo.run.plan import RunPlan
 from zoo.tasks.base import metric_mode
-from zoo.tasks.objectives import arch_rules, objective_class, of_arch
-from zoo.training.optim_config import check_keys as check_optim_keys
-from zoo.training.optim_config import check_schedule_kind
-from zoo.training.optim_config import check_values as check_optim_values
+from zoo.tasks.objectives import arch_rules
+from zoo.training.optim_config import check_optimizer_and_scheduler
 
 _PKG = Path(__file__).resolve().parents[1]  # zoo/
 # a wheel installs conf/ as zoo/conf (pyproject.toml); an editable install runs zoo/ from the repo, beside conf/
@@ -183,11 +182,9 @@ def check_missing(cfg: DictConfig) -> None:
         )
 
 
-def check_run_length_and_schedule(cfg: DictConfig) -> None:
+def check_run_length(cfg: DictConfig) -> None:
     """trainer.max_epochs is -1 (none), null or a positive whole number; accumulate_grad_batches >= 1;
-    val_check_interval > 0; task.scheduler.min_lr in [0, lr]; task.scheduler.decay_steps is null or a whole
-    number of optimizer steps >= the warm-up (a cosine that ends before it peaks never decays as set);
-    ConfigError otherwise."""
+    val_check_interval > 0; ConfigError otherwise. The schedule's own values: zoo.training.optim_config."""
     epochs = cfg.trainer.get("max_epochs")
     if epochs is not None and (not is_whole(epochs) or epochs == 0 or epochs < -1):
         raise ConfigError(
@@ -204,24 +201,6 @@ def check_run_length_and_schedule(cfg: DictConfig) -> None:
         raise ConfigError(
             f"trainer.val_check_interval={every!r} must be > 0: a share of an epoch in (0, 1] or a whole number of "
             f"training batches"
-        )
-    sched = cfg.task.get("scheduler") or {}
-    lr, min_lr = (cfg.task.get("optimizer") or {}).get("lr"), sched.get("min_lr")
-    if min_lr is not None and (not is_number(min_lr) or not 0 <= min_lr <= (lr or math.inf)):
-        raise ConfigError(
-            f"task.scheduler.min_lr={min_lr!r} must be a number in [0, task.optimizer.lr={lr}]: the learning rate "
-            f"the cosine decays to (a negative one ascends the loss, one above lr rises)"
-        )
-    decay, warmup = sched.get("decay_steps"), sched.get("warmup_steps") or 0
-    if decay is not None and (not is_whole(decay) or decay < 1):
-        raise ConfigError(
-            f"task.scheduler.decay_steps={decay!r} must be a whole number of optimizer steps >= 1, or null (the "
-            f"run's trainer.max_steps)"
-        )
-    if decay is not None and isinstance(warmup, int) and decay < warmup:
-        raise ConfigError(
-            f"task.scheduler.decay_steps={decay} ends the cosine before its warm-up "
-            f"(task.scheduler.warmup_steps={warmup}) does: give decay_steps >= {warmup}, or null"
         )
 
 
@@ -246,8 +225,10 @@ def check_decoding(cfg: DictConfig) -> None:
         raise ConfigError(f"task.sample.max_new_tokens={new!r} must be a whole number >= 0 (0 = no sample)")
 
 
-def check_config(cfg: DictConfig) -> None:
-    """Raise ConfigError (a ValueError) for a bad model config or contradictions between groups."""
+def check_config(cfg: DictConfig) -> RunPlan:
+    """Raise ConfigError (a ValueError) for a bad model config or contradictions between groups. Returns the
+    run's plan (zoo.run.plan.RunPlan.from_config: the objective, chosen once, with the model fields it reads
+    checked), before any data is read."""
     check_missing(cfg)
     if cfg.get("data") is None:
         raise ConfigError("no dataset selected: add data=tiny_shakespeare (or another option of conf/data/)")
@@ -293,7 +274,7 @@ def check_config(cfg: DictConfig) -> None:
             f"(32-true on any machine; bf16-mixed on a recent CPU or GPU)"
         )
     task_cls = get_class(cfg.task._target_)
-    check_task_and_data(cfg, task_cls)
+    plan = check_task_and_data(cfg, task_cls)
     check_special_ids(cfg, task_cls)
     if "early_stopping" in cfg.task:
         try:
@@ -305,16 +286,11 @@ def check_config(cfg: DictConfig) -> None:
             check_z_loss(cfg.task.z_loss, "task.z_loss")
         except ValueError as e:
             raise ConfigError(str(e)) from None
-    allowed = arch_rules(task_cls.BATCH, cfg.arch)["masks"]
-    if allowed is not None and cfg.model.get("mask") not in allowed:
-        raise ConfigError(
-            f"model.mask={cfg.model.mask} would let {cfg.arch} see the tokens it predicts in "
-            f"task={task_cls.__name__}; allowed: {', '.join(str(m) for m in allowed)}"
-        )
     check_lengths(cfg, task_cls)
     check_weight_averaging(cfg)
-    check_run_length_and_schedule(cfg)
+    check_run_length(cfg)
     check_decoding(cfg)
+    return plan
 
 
 def check_weight_averaging(cfg: DictConfig) -> None:
@@ -334,23 +310,24 @@ def check_weight_averaging(cfg: DictConfig) -> None:
             )
 
 
-def check_task_and_data(cfg: DictConfig, task_cls) -> None:
-    """The task trains the arch and reads the data's batches; its objective, monitors, optimizer and scheduler
-    keys are valid; one vocabulary where the model or the task needs one."""
+def check_task_and_data(cfg: DictConfig, task_cls) -> RunPlan:
+    """The task trains the arch and reads the data's batches; its objective (RunPlan.from_config, the run's
+    plan, returned), monitors, optimizer and scheduler keys are valid; one vocabulary where the model or the
+    task needs one."""
     if cfg.arch not in task_cls.ARCHS:
         raise ConfigError(
             f"{task_cls.__name__} does not train +arch={cfg.arch} yet; it trains {', '.join(task_cls.ARCHS)}"
         )
     check_batches(cfg, task_cls)
     rules = arch_rules(task_cls.BATCH, cfg.arch)
-    if of_arch(task_cls.BATCH, cfg.arch):  # the objective that will train the arch, refused before the data
-        try:
-            objective_class(task_cls.BATCH, cfg.arch, cfg.task.get("objective"), cfg.model.get("mask"))
-        except ValueError as e:
-            raise ConfigError(str(e)) from None
+    plan = RunPlan.from_config(cfg)  # the objective that will train the arch, chosen once, before the data
     check_monitors(cfg, rules["metrics"], task_cls.__name__)
-    check_optimizer_and_schedule(cfg)
+    try:
+        check_optimizer_and_scheduler(*(plain(cfg.task.get(k)) for k in ("optimizer", "scheduler")))
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
     check_vocabularies(cfg, rules)
+    return plan
 
 
 def check_batches(cfg: DictConfig, task_cls) -> None:
@@ -370,20 +347,9 @@ def check_batches(cfg: DictConfig, task_cls) -> None:
         )
 
 
-def check_optimizer_and_schedule(cfg: DictConfig) -> None:
-    """task.optimizer / task.scheduler keys are ones zoo reads, the schedule kind is known and the warm-up is a
-    whole number of steps (ConfigError)."""
-    sched = cfg.task.get("scheduler") or {}
-    try:
-        check_optim_keys(cfg.task.get("optimizer"), sched)
-        check_optim_values(OmegaConf.to_container(cfg.task.get("optimizer") or {}, resolve=True))
-    except ValueError as e:
-        raise ConfigError(str(e)) from None
-    try:
-        check_schedule_kind(OmegaConf.to_container(sched, resolve=True) if sched else {})
-    except ValueError as e:
-        raise ConfigError(str(e)) from None
-    check_warmup_steps(sched.get("warmup_steps"), sched.get("kind"))
+def plain(node) -> dict:
+    """A config node as a plain resolved dict ({} for None)."""
+    return OmegaConf.to_container(node, resolve=True) if isinstance(node, DictConfig) else dict(node or {})
 
 
 def check_vocabularies(cfg: DictConfig, rules: dict) -> None:

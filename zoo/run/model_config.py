@@ -1,13 +1,13 @@
-"""The one owner of a run's model config: `model_config` builds the final ModelConfig fields once, from the
-model group (conf/model/), the data (its sizes and special ids; with model.init_from, the checkpoint's shape)
-and the objective (the fields it adds, zoo.tasks.objectives), before the task is built. The task saves what
-it is given, so a checkpoint rebuilds the same shapes. ModelConfig.validate checks the result."""
+"""The model fields a run takes from its config and its data: `from_data` gives the ModelConfig fields of the
+model group (conf/model/), the data (its sizes and special ids; with model.init_from, the checkpoint's
+shape); zoo.run.plan.RunPlan.with_data adds the objective's fields to them, once, before the task is built.
+The task saves what it is given, so a checkpoint rebuilds the same shapes. ModelConfig.validate checks the
+result."""
 
 from omegaconf import DictConfig, OmegaConf
 
 from zoo.errors import ConfigError
 from zoo.interop.init_from import init_model_config
-from zoo.tasks.objectives import objective_class, of_arch
 
 # model keys the datamodule fills in (the special ids: its tokenizer's, zoo.data.bpe)
 FROM_DATA = ("vocab_size", "src_vocab_size", "num_classes", "pad_id", "bos_id", "eos_id")
@@ -39,18 +39,3 @@ def from_data(cfg: DictConfig, info: dict, source, data_name: str) -> dict:
     if source is not None:
         model = init_model_config(source, model, info)
     return model
-
-
-def model_config(cfg: DictConfig, info: dict, source, data_name: str, task: str) -> tuple[dict, dict]:
-    """The run's final ModelConfig fields and the task arguments its objective adds: (from_data(...) with the
-    fields of the objective that trains cfg.arch in `task` (zoo.tasks.objectives.objective_class; e.g.
-    masked_lm's <mask> row, cmlm_mask_predict's length head), {e.g. masked_lm's mask_id}). Raises ConfigError
-    for a model.num_classes the data does not have or an objective the arch does not train."""
-    model = from_data(cfg, info, source, data_name)
-    if not of_arch(task, cfg.arch):  # a task of the user's own, without zoo's objectives
-        return model, {}
-    try:
-        rule = objective_class(task, cfg.arch, cfg.task.get("objective"), model.get("mask"))
-    except ValueError as e:
-        raise ConfigError(str(e)) from None
-    return rule.model_fields(model), rule.task_fields(model)

@@ -25,9 +25,8 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from zoo.errors import ConfigError
 from zoo.model.cost import non_embedding_param_count
 from zoo.run.config_checks import TASK_OF_BATCH
-from zoo.run.model_config import model_config
 from zoo.run.results import arch_config, job_overrides, write_json
-from zoo.run.train import build_data, build_task, checked_config
+from zoo.run.train import build_data, checked_config
 from zoo.scaling.grid import Branch, branches, cell_is_check, cell_seed, cell_size, check_design, size_non_embedding
 from zoo.training.callbacks.progress import ProgressBar
 from zoo.training.callbacks.rng_state import RNGState
@@ -142,7 +141,7 @@ class Cell:
             for k, v in scheduler.items():
                 cfg.task.scheduler[k] = v
         pl.seed_everything(self.cfg.seed, workers=True)  # the same initial weights in every segment from scratch
-        return build_task(cfg, self.info, self.model, self.task_args)
+        return self.plan.build_task(cfg, self.info)
 
     def _trainer(self, max_steps: int, validate: bool = False):
         return instantiate(
@@ -203,7 +202,7 @@ def run_cell(cfg: DictConfig) -> float:
     largest budget's loss. Raises ConfigError for a bad design (zoo.scaling.grid.check_design) or a folder of
     another design, before any data is read."""
     start = time.time()
-    cfg, _, _ = checked_config(cfg)
+    cfg, _, _, plan = checked_config(cfg)
     s = cfg.scaling
     size_name = cell_size(s.cell, s.sizes)
     check_design(s, [size_name])
@@ -224,8 +223,8 @@ def run_cell(cfg: DictConfig) -> float:
         log.info("scaling cell %s %s: every budget is in its points.csv; skipped", label, s.cell)
     task_name = TASK_OF_BATCH.get(get_class(cfg.task._target_).BATCH, choices.get("task", "lm"))
     datamodule, info, data = build_data(cfg, choices)
-    model_cfg, task_args = model_config(cfg, info, None, data["dataset"], get_class(cfg.task._target_).BATCH)
-    cell = Cell(cfg, info, model_cfg, task_args, datamodule, out)
+    plan = plan.with_data(cfg, info, None, data["dataset"])
+    cell = Cell(cfg, info, plan, datamodule, out)
     n = size_non_embedding(size)
     for br in todo:
         if check:
@@ -253,7 +252,7 @@ def run_cell(cfg: DictConfig) -> float:
         write_points(out / "points.csv", rows)
         log.info("scaling cell %s %s: %g tokens per parameter, loss %.4f", label, s.cell, br.tokens_per_param, loss)
     mine = sorted((r for r in rows if any(_done(r, br, kind, cooldown) for br in plan)), key=lambda r: int(r["steps"]))
-    task = build_task(cfg, info, model_cfg, task_args)
+    task = plan.build_task(cfg, info)
     record = {
         "status": "ok",
         "arch": cfg.arch,

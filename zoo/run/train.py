@@ -35,7 +35,7 @@ from zoo.run.config_checks import (
     task_for_data,
 )
 from zoo.run.loggers import data_tag, flat_config, make_loggers, route_lightning_logs
-from zoo.run.model_config import model_config
+from zoo.run.plan import RunPlan
 from zoo.run.results import arch_config, failed_record, job_overrides, save_tokenizers, write_examples, write_json
 from zoo.run.threads import set_threads
 from zoo.scaling import grid as _scaling_grid  # noqa: F401 -- registers experiment=scaling's resolvers
@@ -48,12 +48,13 @@ log = logging.getLogger("zoo")
 
 
 def checked_config(cfg: DictConfig):
-    """The config to run (task_for_data), checked, with its budget applied and threads set; and the
-    model.init_from source (its shape, read before any data work). Exits or raises ConfigError on bad input."""
+    """The config to run (task_for_data), checked, with its budget applied and threads set; the
+    model.init_from source (its shape, read before any data work); and the run's plan (zoo.run.plan.RunPlan,
+    its objective chosen once). Exits or raises ConfigError on bad input."""
     exit_on_bad_arch_or_seed(cfg)
     route_lightning_logs()
     cfg = task_for_data(cfg)
-    check_config(cfg)
+    plan = check_config(cfg)
     budget = apply_budget(cfg)
     overrides = job_overrides()
     for override in ignored_bounds(budget["kind"], overrides):
@@ -70,7 +71,7 @@ def checked_config(cfg: DictConfig):
     except ValueError as e:
         raise ConfigError(str(e)) from None
     check_checkpoint(cfg)
-    return cfg, budget, init_source(cfg)
+    return cfg, budget, init_source(cfg), plan
 
 
 def build_data(cfg: DictConfig, choices):
@@ -102,16 +103,10 @@ def trainer_callbacks(callbacks: list, trainer_cfg: DictConfig) -> dict:
     return kwargs
 
 
-def build_task(cfg: DictConfig, info: dict, model: dict, task_args: dict):
-    """The task of cfg.task for cfg.arch, given the final model config and the objective's task arguments
-    (zoo.run.model_config.model_config) and the data's tokenizer state (info, the datamodule's model_info)."""
-    return instantiate(cfg.task, arch=cfg.arch, model=model, tokenizer=info["tokenizer"], **task_args, _convert_="all")
-
-
 def job_task(cfg: DictConfig, info: dict, data_name: str):
-    """A task with fresh weights for the job cfg on the data of `info` (no init_from source): build_task with
-    the final model config zoo.run.model_config.model_config gives (data_name names the data in its errors)."""
-    return build_task(cfg, info, *model_config(cfg, info, None, data_name, get_class(cfg.task._target_).BATCH))
+    """A task with fresh weights for the job cfg on the data of `info` (no init_from source), built from the
+    job's plan (zoo.run.plan.RunPlan; data_name names the data in its errors)."""
+    return RunPlan.from_config(cfg).with_data(cfg, info, None, data_name).build_task(cfg, info)
 
 
 def compose_job(overrides: list[str], output_dir: str) -> DictConfig:
@@ -256,16 +251,16 @@ def run(cfg: DictConfig) -> float:
 
         return run_cell(cfg)
     start = time.time()
-    cfg, budget, source = checked_config(cfg)
+    cfg, budget, source, plan = checked_config(cfg)
     choices = HydraConfig.get().runtime.choices if HydraConfig.initialized() else {}
     task_name = TASK_OF_BATCH.get(get_class(cfg.task._target_).BATCH, choices.get("task", "lm"))  # task_for_data
     pl.seed_everything(cfg.seed, workers=True)
     datamodule, info, data = build_data(cfg, choices)
     log.info("arch=%s task=%s data=%s output_dir=%s", cfg.arch, task_name, data["dataset"], cfg.paths.output_dir)
-    model_cfg, task_args = model_config(cfg, info, source, data["dataset"], get_class(cfg.task._target_).BATCH)
+    plan = plan.with_data(cfg, info, source, data["dataset"])
 
     def new_task():
-        return build_task(cfg, info, model_cfg, task_args)
+        return plan.build_task(cfg, info)
 
     task = new_task()
     if source is not None and not cfg.get("ckpt_path"):  # resuming restores its own weights

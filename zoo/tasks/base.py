@@ -20,7 +20,7 @@ from zoo.training.callbacks.checkpoint import validation_due
 from zoo.training.checkpoint_io import settle_epoch_end
 from zoo.training.distributed import full_params, is_fsdp
 from zoo.training.optim import clip_grad_norm, is_fused
-from zoo.training.optim_config import configure_optimizers, fit_warmup
+from zoo.training.optim_config import configure_optimizers, fit_schedule
 
 LOWER_IS_BETTER = ("loss", "ppl", "bpc")
 BUDGET_COST = {
@@ -282,7 +282,7 @@ class TaskBase(pl.LightningModule):
             estimated = self.trainer.estimated_stepping_batches
             steps = int(estimated) if math.isfinite(estimated) else 0
             run = f"the {steps} optimizer steps of trainer.max_epochs={self.trainer.max_epochs}"
-            scheduler = fit_warmup(scheduler, steps, run, explicit=False, fix="")
+            scheduler = fit_schedule(dict(scheduler), steps, run, explicit=False, fix="")
         wrapped = getattr(self.trainer.strategy, "model", None)
         with full_params(wrapped):
             return configure_optimizers(

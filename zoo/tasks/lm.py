@@ -29,7 +29,7 @@ class LanguageModeling(TaskBase):
     the three architectures compare; causal_lm and entp print a sample of text at each validation.
 
     arch: encoder_only | decoder_only | encoder_decoder. model: ModelConfig
-    fields as a dict: the run's final config (zoo.run.model_config). tokenizer: the data's tokenizer state, kept in the
+    fields as a dict: the run's final config (zoo.run.plan.RunPlan). tokenizer: the data's tokenizer state, kept in the
     checkpoint so `python -m zoo.generate` can decode. optimizer: {lr, betas, weight_decay};
     scheduler: {warmup_steps, decay_steps, min_lr} (optimizer steps). sample: {prompt, max_new_tokens,
     temperature, top_k} for the text printed at each validation. context_len: the training window
@@ -39,7 +39,7 @@ class LanguageModeling(TaskBase):
     default). entp_targets: K of entp's training (next-token predictions per window and step). z_loss: PaLM's
     z-loss weight (Chowdhery et al. 2022, sec. 5; 0 = off): z_loss * log(Z)^2 per scored token added to the
     training loss (TaskBase.head_z_loss; validation losses stay plain).
-    mask_id: masked_lm's <mask> id, the last of model.vocab_size rows (zoo.run.model_config gives both). None: the
+    mask_id: masked_lm's <mask> id, the last of model.vocab_size rows (zoo.run.plan.RunPlan gives both). None: the
     model holds the data's vocabulary (a direct construction, or a checkpoint saved before mask_id was), so
     <mask> = model.vocab_size, which grows by one here; saved grown, a checkpoint rebuilds as it is.
 

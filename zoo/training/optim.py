@@ -169,9 +169,26 @@ class Noam:
         return min(s**-0.5, s * self.warmup_steps**-1.5) * self.warmup_steps**0.5
 
 
+class BudgetNoam:
+    """LambdaLR multiplier of the noam schedule (Vaswani et al. 2017, eq. 3) in a run bounded by tokens, FLOPs
+    or time, warming up over warmup_fraction f of the budget: at the spent share p = progress() in [0, 1],
+    min(p / f, sqrt(f / p)), the paper's linear rise and inverse square root with the share in place of the
+    step (the same curve when every step costs the same), peaking at p = f; the first step (p = 0) moves at
+    lr / 1000. progress is read at each step, so a resumed run (its cost restored) continues the same curve."""
+
+    def __init__(self, progress, warmup_fraction: float):
+        self.progress, self.warmup_fraction = progress, warmup_fraction
+
+    def __call__(self, step: int) -> float:
+        p = min(1.0, max(0.0, float(self.progress())))
+        if p < self.warmup_fraction:
+            return max(p / self.warmup_fraction, 1e-3)
+        return math.sqrt(self.warmup_fraction / p)
+
+
 class StepWarmupWatch:
     """LambdaLR multiplier `fn` of a run bounded by tokens, FLOPs or time whose warm-up is counted in steps
-    (warmup_steps; task.scheduler.warmup_fraction unset, or noam), whose step count is not known in advance.
+    (warmup_steps; task.scheduler.warmup_fraction unset), whose step count is not known in advance.
     Once WATCH_FROM of the budget is spent (progress() in [0, 1]) it estimates the run's steps as
     step / progress and, while still warming up, warns once when they fall short of warmup_steps: the run
     would end before its learning rate peaks. The multiplier itself is fn's, unchanged."""

@@ -4,10 +4,11 @@ import difflib
 import logging
 import math
 
-from zoo.errors import ConfigError, is_number, is_whole
+from zoo.errors import ConfigError, check_warmup_steps, is_number, is_whole
 from zoo.training.optim import (
     COOLDOWN_SHAPES,
     BudgetCosine,
+    BudgetNoam,
     ConfigLambdaLR,
     Noam,
     StepWarmupWatch,
@@ -23,6 +24,7 @@ OPTIMIZER_KEYS = ("lr", "betas", "weight_decay", "eps")
 SCHEDULER_KEYS = ("kind", "warmup_steps", "decay_steps", "min_lr", "warmup_fraction", "decay_start", "decay_shape")
 WARMUP_SHARE = 0.1  # a config's warm-up longer than the run is scaled to this share of the run's steps
 WARMUP_KEY = "task.scheduler.warmup_steps"
+FRACTION_KEY = "task.scheduler.warmup_fraction"
 
 
 def check_keys(optimizer, scheduler) -> None:
@@ -96,10 +98,41 @@ def check_schedule_kind(scheduler) -> None:
         raise ValueError(f"task.scheduler.decay_shape={shape!r} is unknown; allowed: {', '.join(COOLDOWN_SHAPES)}")
 
 
-def warmup_overridden(overrides) -> bool:
+def check_optimizer_and_scheduler(optimizer: dict, scheduler: dict) -> None:
+    """Every check of task.optimizer and task.scheduler that needs no run length (plain dicts): keys zoo reads
+    (check_keys), AdamW's ranges (check_values), a known schedule kind, a warm-up that is a whole number of
+    steps (noam: >= 1), min_lr in [0, lr], decay_steps null or a whole number of steps >= the warm-up (a
+    cosine that ends before it peaks never decays as set). Raises ValueError (ConfigError) naming the key."""
+    check_keys(optimizer, scheduler)
+    check_values(optimizer)
+    try:
+        check_schedule_kind(scheduler)
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+    check_warmup_steps(scheduler.get("warmup_steps"), scheduler.get("kind"))
+    lr, min_lr = optimizer.get("lr"), scheduler.get("min_lr")
+    if min_lr is not None and (not is_number(min_lr) or not 0 <= min_lr <= (lr or math.inf)):
+        raise ConfigError(
+            f"task.scheduler.min_lr={min_lr!r} must be a number in [0, task.optimizer.lr={lr}]: the learning rate "
+            f"the cosine decays to (a negative one ascends the loss, one above lr rises)"
+        )
+    decay, warmup = scheduler.get("decay_steps"), scheduler.get("warmup_steps") or 0
+    if decay is not None and (not is_whole(decay) or decay < 1):
+        raise ConfigError(
+            f"task.scheduler.decay_steps={decay!r} must be a whole number of optimizer steps >= 1, or null (the "
+            f"run's trainer.max_steps)"
+        )
+    if decay is not None and isinstance(warmup, int) and decay < warmup:
+        raise ConfigError(
+            f"task.scheduler.decay_steps={decay} ends the cosine before its warm-up "
+            f"(task.scheduler.warmup_steps={warmup}) does: give decay_steps >= {warmup}, or null"
+        )
+
+
+def warmup_overridden(overrides, key: str = WARMUP_KEY) -> bool:
     """Whether Hydra's job overrides (e.g. ["+arch=encoder_decoder", "task.scheduler.warmup_steps=300"]) set
-    task.scheduler.warmup_steps, with or without a leading + or ++."""
-    return any(str(o).lstrip("+").split("=", 1)[0] == WARMUP_KEY for o in overrides)
+    `key` (task.scheduler.warmup_steps), with or without a leading + or ++."""
+    return any(str(o).lstrip("+").split("=", 1)[0] == key for o in overrides)
 
 
 def scaled_warmup(steps: int) -> int:
@@ -138,14 +171,37 @@ def fit_warmup(scheduler: dict, steps: int, run: str, explicit: bool, fix: str) 
     return {**scheduler, "warmup_steps": new}
 
 
+def fit_schedule(scheduler: dict, steps: int, run: str, explicit: bool, fix: str) -> dict:
+    """The scheduler config of a run of `steps` optimizer steps (`run` describes the bound): the warm-up is judged
+    against the schedule's own length, task.scheduler.decay_steps for a cosine that sets it (so a run trained in
+    legs, each a few steps of one schedule, keeps it), else the run's steps. task.scheduler.warmup_fraction, when
+    set, is the share of that length the warm-up covers (round(fraction x length) steps, at least 1; the
+    fraction is then consumed: null in the copy returned); otherwise fit_warmup (a warm-up longer than the
+    length: ConfigError when `explicit`, else scaled with a warning). A length of 0 (unknown) leaves the
+    scheduler as it is."""
+    decay = scheduler.get("decay_steps") if scheduler.get("kind", "cosine") == "cosine" else None
+    length = decay or steps
+    if length <= 0:
+        return scheduler
+    fraction = scheduler.get("warmup_fraction")
+    if fraction:
+        return {**scheduler, "warmup_steps": max(1, round(fraction * length)), "warmup_fraction": None}
+    if decay:
+        run = f"the schedule's task.scheduler.decay_steps={decay}"
+        fix = f"raise task.scheduler.decay_steps to at least {scheduler.get('warmup_steps')}"
+    return fit_warmup(scheduler, length, run, explicit, fix)
+
+
 def check_schedule(cfg, overrides) -> None:
     """Before any data is read, after check_config (which checks that task.scheduler.warmup_steps is a whole
-    number): task.scheduler.warmup_fraction, when set, is a share of the budget in (0, 1];
-    and in a run bounded by trainer.max_steps the warm-up fits in it (fit_warmup: a command-line
-    task.scheduler.warmup_steps longer than max_steps raises ConfigError, a config file's is scaled in cfg).
-    Runs bounded by epochs are fitted when their step count is known (TaskBase.configure_optimizers); runs
-    bounded by tokens, FLOPs or time warn while they run (zoo.training.optim.StepWarmupWatch)."""
-    from omegaconf import open_dict
+    number): task.scheduler.warmup_fraction, when set, is a share of the run in (0, 1]; a warm-up given on the
+    command line wins over a config file's share (the share is dropped), and both given there are refused.
+    In a run bounded by trainer.max_steps the warm-up is fitted in cfg (fit_schedule: the share of the
+    schedule's length, or a warm-up checked against that length: one from the command line that is longer
+    raises ConfigError, a config file's is scaled). Runs bounded by epochs are fitted when their step count is
+    known (TaskBase.configure_optimizers); runs bounded by tokens, FLOPs or time warm up over the share of the
+    budget, or warn while they run when a warm-up in steps outlasts them (zoo.training.optim.StepWarmupWatch)."""
+    from omegaconf import DictConfig, OmegaConf, open_dict
 
     sched = cfg.task.get("scheduler") or {}
     fraction = sched.get("warmup_fraction")
@@ -154,14 +210,33 @@ def check_schedule(cfg, overrides) -> None:
             f"task.scheduler.warmup_fraction={fraction!r} must be a share of the budget in (0, 1] (e.g. 0.1), or "
             f"null to warm up over task.scheduler.warmup_steps"
         )
+    explicit = warmup_overridden(overrides)
+    if fraction is not None and explicit:
+        if warmup_overridden(overrides, FRACTION_KEY):
+            raise ConfigError(
+                f"{WARMUP_KEY}={sched.get('warmup_steps')} and {FRACTION_KEY}={fraction} both set the warm-up: "
+                f"give one (the steps, or the share of the run)"
+            )
+        log.info(
+            "%s=%s (command line) replaces the config's %s=%s",
+            WARMUP_KEY,
+            sched.get("warmup_steps"),
+            FRACTION_KEY,
+            fraction,
+        )
+        with open_dict(cfg):
+            cfg.task.scheduler.warmup_fraction = None
+        sched = cfg.task.scheduler
     steps = cfg.trainer.get("max_steps")
     if not is_whole(steps) or steps <= 0:
         return
     fix = f"raise trainer.max_steps to at least {sched.get('warmup_steps')}"
-    fitted = fit_warmup(sched, steps, f"trainer.max_steps={steps}", warmup_overridden(overrides), fix)
-    if fitted is not sched:
+    plain = OmegaConf.to_container(sched, resolve=True) if isinstance(sched, DictConfig) else dict(sched)
+    fitted = fit_schedule(plain, steps, f"trainer.max_steps={steps}", explicit, fix)
+    if fitted is not plain:
         with open_dict(cfg):
             cfg.task.scheduler.warmup_steps = fitted["warmup_steps"]
+            cfg.task.scheduler.warmup_fraction = fitted.get("warmup_fraction")
 
 
 def configure_optimizers(model, optimizer: dict, scheduler: dict, max_steps: int, progress=None, fused=None):
@@ -170,8 +245,8 @@ def configure_optimizers(model, optimizer: dict, scheduler: dict, max_steps: int
     (warm-up, constant lr, and from decay_start a decay_shape cool-down to min_lr at decay_steps, default
     max_steps; decay_start null: constant for ever; zoo.training.optim.warmup_stable_decay).
     progress: a function returning the fraction of a token / FLOP / time budget spent; given, cosine decays
-    over it instead of over steps, warming up over scheduler.warmup_fraction of it when set (BudgetCosine; noam
-    has no horizon and ignores both); a warm-up counted in steps is then watched (StepWarmupWatch).
+    over it instead of over steps, warming up over scheduler.warmup_fraction of it when set (BudgetCosine); noam
+    warms up over that share too (BudgetNoam); a warm-up counted in steps is then watched (StepWarmupWatch).
     fused: zoo.training.optim.adamw's (None: torch's fused kernel where it applies).
     Returns Lightning's optimizer dict. Raises ValueError for an unknown kind or key (check_keys) or a value
     AdamW cannot take (check_values)."""
@@ -198,6 +273,8 @@ def configure_optimizers(model, optimizer: dict, scheduler: dict, max_steps: int
     elif kind == "cosine":
         decay = scheduler.get("decay_steps") or max_steps
         fn = WarmupCosine(scheduler["warmup_steps"], decay, optimizer["lr"], scheduler.get("min_lr", 0.0))
+    elif kind == "noam" and progress is not None and scheduler.get("warmup_fraction"):
+        fn = BudgetNoam(progress, scheduler["warmup_fraction"])
     elif kind == "noam":
         fn = Noam(scheduler["warmup_steps"])
     elif kind == "wsd":
@@ -211,7 +288,7 @@ def configure_optimizers(model, optimizer: dict, scheduler: dict, max_steps: int
         )
     else:  # check_schedule_kind
         raise AssertionError(kind)
-    if progress is not None and (kind == "noam" or not scheduler.get("warmup_fraction")):
+    if progress is not None and not scheduler.get("warmup_fraction"):
         fn = StepWarmupWatch(fn, scheduler["warmup_steps"], progress)
     sched = ConfigLambdaLR(opt, fn)  # a resumed run follows its own config's schedule
     return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}

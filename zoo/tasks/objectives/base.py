@@ -47,9 +47,22 @@ class Objective:
         """Raise ValueError for a task option this objective cannot train with (task.<name>=value)."""
 
     @classmethod
+    def check_model(cls, model: dict, window: int | None = None, arch: str | None = None) -> None:
+        """Raise ValueError for a model field this objective would not obey (the run is refused, never trained
+        with the field silently replaced). model: ModelConfig fields; window: the data's training window
+        (data.block_size, tokens) where it has one; arch: the architecture trained. Default: model.prefix_len,
+        read only with model.mask=prefix, is refused with any other mask; an objective that trains a prefix
+        mask says how it reads it (zoo.run.plan.RunPlan.from_config calls this once per run)."""
+        if model.get("prefix_len") and model.get("mask") != "prefix":
+            raise ValueError(
+                f"model.prefix_len={model['prefix_len']} is read only with model.mask=prefix (this run: "
+                f"model.mask={model.get('mask')}); drop model.prefix_len (0)"
+            )
+
+    @classmethod
     def model_fields(cls, model: dict) -> dict:
         """The ModelConfig fields this objective trains with, from the run's (`model`, with the data's sizes);
-        zoo.run.model_config applies it once. Default: `model` as it is."""
+        zoo.run.plan.RunPlan.with_data applies it once. Default: `model` as it is."""
         return model
 
     @classmethod

@@ -17,6 +17,17 @@ class Classify(Objective):
     ARCH = None  # every architecture classifies (model.classify)
     METRICS = ("val/loss", "val/acc", "val/f1")
 
+    @classmethod
+    def check_model(cls, model: dict, window: int | None = None, arch: str | None = None) -> None:
+        """The base rule; and decoder_only with model.mask=prefix reads the whole text as the prefix
+        (DecoderOnly.classify), so a model.prefix_len is refused there."""
+        super().check_model(model, window, arch)
+        if arch == "decoder_only" and model.get("prefix_len"):
+            raise ValueError(
+                f"model.prefix_len={model['prefix_len']} is not read by decoder_only classification: with "
+                f"model.mask=prefix the whole text (each row's length) is the prefix; drop model.prefix_len (0)"
+            )
+
     def logits(self, batch) -> torch.Tensor:
         """Class logits (B, num_classes) of batch["ids"] (B, T) with its key_padding_mask."""
         return self.model.classify(batch["ids"], batch["key_padding_mask"])

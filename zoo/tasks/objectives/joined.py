@@ -43,6 +43,17 @@ class JoinedTranslation(TranslationObjective):
     MASKS = (None, "causal", "prefix", "sliding")  # prefix: bidirectional over the source only
     SOURCE = "joined"
 
+    @classmethod
+    def check_model(cls, model: dict, window: int | None = None, arch: str | None = None) -> None:
+        """model.prefix_len is refused: with model.mask=prefix each pair's source (its length, row by row) is
+        the prefix."""
+        super().check_model(model, window, arch)
+        if model.get("prefix_len"):
+            raise ValueError(
+                f"model.prefix_len={model['prefix_len']} is not read in translation: with model.mask=prefix the "
+                f"prefix is each pair's source (its own length, row by row); drop model.prefix_len (0)"
+            )
+
     def loss(self, batch, generator: torch.Generator | None = None) -> torch.Tensor:
         seq, key_padding_mask, src_len, seq_len = joined(batch, self.model.cfg.pad_id)
         hidden, _ = self.model.features(
