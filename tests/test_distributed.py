@@ -14,6 +14,7 @@ import torch
 import torch.nn.functional as F
 from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
+from test_schedules import cosine_lr
 from zoo_run import REPO, TINY, run_cli
 
 from zoo.model import ModelConfig, build_model
@@ -22,7 +23,6 @@ from zoo.model.encoder_layer import EncoderLayer
 from zoo.run.train import CONF_DIR
 from zoo.tasks.base import compile_layers, compile_training_loss
 from zoo.training.distributed import quote
-from zoo.training.optim import warmup_cosine
 
 # dropout 0.1: the random streams must line up too; a schedule that moves (warmup 2, cosine to step 10)
 # and the same for a 5- and a 10-step run, so a resumed 5-step run must continue the 10-step run's schedule
@@ -117,7 +117,7 @@ def test_ddp_resume_continues_exactly(sweep, tmp_path):
     assert resumed == full[5:]
     full_lr, resumed_lr = train_losses(jobs[10], "lr"), train_losses(tmp_path / "resumed", "lr")
     assert resumed_lr == full_lr[5:]
-    expected = [warmup_cosine(step, 2, 10, 2e-3, 1e-4) for step in range(10)]  # the lm task's lr, min_lr
+    expected = [cosine_lr(step, 2, 10, 2e-3, 1e-4) for step in range(10)]  # the lm task's lr, min_lr
     assert full_lr == pytest.approx(expected, rel=1e-6)  # float32 in the optimizer
     a, b = ckpt(jobs[10]), ckpt(tmp_path / "resumed")
     assert a["global_step"] == b["global_step"] == 10
