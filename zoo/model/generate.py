@@ -19,7 +19,8 @@ def filter_logits(
     if top_p is not None and top_p < 1.0:
         sorted_logits, order = logits.sort(dim=-1, descending=True)
         probs = sorted_logits.softmax(dim=-1)
-        drop = probs.cumsum(dim=-1) - probs > top_p  # mass before this token already reaches top_p
+        before = torch.cat([probs.new_zeros(probs.shape[0], 1), probs.cumsum(dim=-1)[:, :-1]], dim=-1)  # (B, V)
+        drop = before >= top_p  # the tokens before this one already reach top_p
         logits = logits.masked_fill(drop.scatter(-1, order, drop), float("-inf"))
     return logits
 
