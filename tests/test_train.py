@@ -220,8 +220,8 @@ def test_cli_help_cfg_and_group_option(tmp_path):
 @pytest.mark.e2e
 def test_ddp_cpu_matches_one_process(tmp_path):
     """trainer=ddp_cpu (2 processes, gloo) from `python -m zoo` trains on the same global batches as one
-    process: val/loss after 50 steps agrees within 1e-3 (measured: 2e-7). Lightning's messages reach train.log
-    and print once on the console."""
+    process: val/loss after 50 steps agrees within 1e-5 (measured: 2.4e-7, one float32 ulp of 3.36). Lightning's
+    messages reach train.log and print once on the console."""
     args = [
         "+arch=decoder_only",
         *TINY,
@@ -240,7 +240,7 @@ def test_ddp_cpu_matches_one_process(tmp_path):
     r1 = json.loads((tmp_path / "one" / "results.json").read_text())
     r2 = json.loads((tmp_path / "two" / "results.json").read_text())
     assert r1["steps"] == r2["steps"] == 50
-    assert abs(r1["final"]["val/loss"] - r2["final"]["val/loss"]) <= 1e-3
+    assert abs(r1["final"]["val/loss"] - r2["final"]["val/loss"]) <= 1e-5
     assert two.stdout.strip().splitlines()[-1] == str((tmp_path / "two" / "results.json").resolve())
     log = (tmp_path / "one" / "train.log").read_text()  # Hydra's job log gets Lightning's and zoo's messages
     assert "`Trainer.fit` stopped: `max_steps=50` reached." in log
