@@ -326,6 +326,26 @@ def test_a_bad_seed_exits_2(tmp_path, seed):
     assert proc.returncode == 2 and "must be a non-negative integer" in proc.stderr, proc.stderr[-1000:]
 
 
+@pytest.mark.parametrize(
+    "seed, refused",
+    [("-1", True), ("1.5", True), ("4294967296", True), ("true", True), ("0", False), ("4294967295", False)],
+)
+def test_seed_range_is_checked_in_process(tmp_path, capsys, seed, refused):
+    """The check behind test_a_bad_seed_exits_2, on the composed config (no process started): a negative, a
+    fractional, a boolean seed and 2**32 exit with 2 and the message; 0 and 2**32 - 1 (numpy's last) pass."""
+    from zoo.run.config_checks import exit_on_bad_arch_or_seed
+
+    cfg = make_cfg(tmp_path, [f"seed={seed}"])
+    if not refused:
+        exit_on_bad_arch_or_seed(cfg)
+        return
+    with pytest.raises(SystemExit) as exit_:
+        exit_on_bad_arch_or_seed(cfg)
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("zoo: error: seed=") and "must be a non-negative integer below 2**32" in err
+
+
 @pytest.mark.parametrize("n", ["0", pytest.param("two", marks=pytest.mark.slow)])
 @pytest.mark.e2e
 def test_bad_compare_seeds_exits_2_before_any_job(tmp_path, n):

@@ -15,8 +15,6 @@ from zoo.model.beam_search import (
     beam_core,
     beam_search,
     beam_search_decoder_only,
-    length_penalty_factor,
-    penalised,
 )
 from zoo.model.generate import left_pad
 
@@ -25,6 +23,16 @@ PAD, BOS, EOS = 0, 1, 2
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tiny models: one intra-op thread (conftest)
+
+
+def length_penalty_factor(length: int, alpha: float) -> float:
+    """GNMT's length normaliser lp(|Y|) = ((5 + |Y|) / 6) ** alpha (Wu et al. 2016, eq. 14), written out."""
+    return ((5 + length) / 6) ** alpha
+
+
+def penalised(logprob: float, length: int, alpha: float) -> float:
+    """GNMT's beam score log P(Y | X) / lp(|Y|) of a hypothesis of `length` generated tokens (EOS included)."""
+    return logprob / length_penalty_factor(length, alpha)
 
 
 def config(vocab=V, **kw):
@@ -355,6 +363,47 @@ def test_default_never_loses_a_reachable_better_hypothesis():
     assert torch.equal(default[0], results["never"][0])  # the default is the exact rule
     greedy = beam_core(step, None, bos, None, 1, 4, 3.0, EOS, PAD)[0]
     assert greedy[0].tolist() == [BOS, A, EOS]  # beam 1 is greedy: argmax a, then argmax EOS, and stops
+
+
+D = 6  # token d
+# BOS -> a (probability p) -> EOS: [a, EOS], |Y| = 2; BOS -> b (1 - p) -> c -> d -> EOS: [b, c, d, EOS], |Y| = 4
+SHORT, LONG = [A, EOS], [B_, C, D, EOS]
+
+
+def two_endings(p: float):
+    return markov_step({BOS: {A: p, B_: 1 - p}, A: {EOS: 1.0}, B_: {C: 1.0}, C: {D: 1.0}, D: {EOS: 1.0}}, vocab=7)
+
+
+# (p, alpha, the winner under GNMT's ((5 + |Y|) / 6) ** alpha): each case is one where another normaliser picks the
+# other hypothesis (no penalty: log p alone; fairseq / Hugging Face: |Y| ** alpha), so the formula decides it
+GNMT_CASES = [
+    (0.52, 0.0, SHORT),  # raw log-probability: log .52 = -0.654 > log .48 = -0.734
+    (0.52, 0.6, LONG),  # -0.654 / 1.097 = -0.596 < -0.734 / 1.275 = -0.576 (raw would keep SHORT)
+    (0.52, 1.0, LONG),  # -0.654 / (7/6) = -0.561 < -0.734 / (9/6) = -0.489
+    (0.6, 1.0, SHORT),  # -0.511 / (7/6) = -0.438 > -0.916 / 1.5 = -0.611 (|Y| ** 1: -0.255 < -0.229, LONG)
+    (0.6, 2.0, SHORT),  # -0.511 / 1.361 = -0.375 > -0.916 / 2.25 = -0.407 (|Y| ** 2: -0.128 < -0.057, LONG)
+]
+
+
+@pytest.mark.parametrize("early_stopping", [True, False, "never"])
+@pytest.mark.parametrize("p, alpha, winner", GNMT_CASES)
+def test_length_penalty_is_gnmts_and_decides_the_winner(p, alpha, winner, early_stopping):
+    """Two hypotheses, [a, EOS] with log-probability log p and [b, c, d, EOS] with log(1 - p): beam search (beam
+    2, which holds both) returns the one GNMT's score log P / ((5 + |Y|) / 6) ** alpha ranks first, with that score
+    (|Y| counts EOS, not BOS); with alpha > 0 another normaliser (none, or |Y| ** alpha) would rank them the
+    other way, with alpha = 0 the raw log-probability decides."""
+    logp = {len(SHORT): math.log(p), len(LONG): math.log(1 - p)}
+    gnmt = {n: s / ((5 + n) / 6) ** alpha for n, s in logp.items()}
+
+    def first(score):
+        return SHORT if score[2] > score[4] else LONG
+
+    assert first(gnmt) == winner
+    if alpha:  # the case tells GNMT from no penalty or from fairseq's |Y| ** alpha
+        assert first(logp) != winner or first({n: s / n**alpha for n, s in logp.items()}) != winner
+    out, score_ = beam_core(two_endings(p), None, torch.tensor([[BOS]]), None, 2, 6, alpha, EOS, PAD, early_stopping)
+    assert out[0].tolist() == [BOS, *winner]
+    assert score_.item() == pytest.approx(gnmt[len(winner)], abs=1e-6)
 
 
 def test_unknown_early_stopping_refused():

@@ -135,8 +135,12 @@ def test_regex_layout_string_labels_and_carved_splits(tmp_path):
     dm.setup()
     assert dm.classes == ["NEG", "POS"]
     sizes = {s: len(getattr(dm, f"{s}_set")) for s in ("train", "val", "test")}
-    assert sum(sizes.values()) == 300 and sizes["test"] == pytest.approx(30, abs=2)
     n_pos = sum(lab == "1" for _, lab in rows)
+    # each fraction is of the whole file, carved per label: val 0.2 of it, then test 0.1 / 0.8 of what is left
+    val_n = [round(n * 0.2) for n in (n_pos, 300 - n_pos)]
+    test_n = [round((n - v) * 0.1 / 0.8) for n, v in zip((n_pos, 300 - n_pos), val_n)]
+    assert sizes == {"train": 300 - sum(val_n) - sum(test_n), "val": sum(val_n), "test": sum(test_n)}
+    assert sum(dm.test_set.labels) == test_n[0]
     # stratified: val holds 20% of each class
     assert sum(dm.val_set.labels) == round(n_pos * 0.2)
     assert "0.2 of train, stratified by label" in dm.data_info()["files"]["val"]

@@ -100,23 +100,34 @@ def test_sampled_training_loss_is_unbiased():
     """The training loss draws one target per window from each of K strata of all T positions: with K = T it is
     exactly the mean over every position of the per-prefix reference; with K = 5 (strata of 2, 2, 3, 2, 3
     positions, weighted by size) its mean over 400 draws is within 4 standard errors of it; each position is
-    drawn with probability 1 / its stratum's size."""
+    drawn with probability 1 / its stratum's size. The targets make the weighting matter: the model's most likely
+    token in the strata of 2, its least likely in those of 3 (about 3 nats apart), so equal weights (1/5 each
+    instead of 2/12 and 3/12) would shift the mean by 0.1 x that gap, > 25 standard errors."""
     torch.manual_seed(0)
     task = lm_task(task={"entp_targets": 12}).eval()
-    x, y = windows(2, 12)
+    x, _ = windows(2, 12)
+    size = torch.tensor([2, 2, 2, 2, 3, 3, 3, 2, 2, 3, 3, 3]).float()  # the size of each position's stratum
     with torch.no_grad():
-        exact = reference_nll(task.model, x, y, range(12)).mean().item()
+        logits = torch.stack(
+            [torch.stack([task.model(x[b : b + 1, : j + 1])[0, -1] for j in range(12)]) for b in (0, 1)]
+        )
+        y = torch.where(size == 2, logits.argmax(-1), logits.argmin(-1))  # (B, T)
+        nll = reference_nll(task.model, x, y, range(12))  # (B, T)
+        exact = nll.mean().item()
         assert abs(task.objective_impl.training_loss((x, y)).item() - exact) < 1e-5
         task.hparams.entp_targets = 5
         g = torch.Generator().manual_seed(1)
         draws = torch.tensor([task.objective_impl.training_loss((x, y), g).item() for _ in range(400)])
-    assert draws.std() > 0  # really sampled
-    assert abs(draws.mean().item() - exact) < 4 * draws.std().item() / 20
-    assert strata(12, 5) == [0, 2, 4, 7, 9, 12]
+    se = draws.std().item() / 20
+    assert se > 0  # really sampled
+    assert abs(draws.mean().item() - exact) < 4 * se
+    bounds = [0, 2, 4, 7, 9, 12]
+    equal_weights = sum(nll[:, lo:hi].mean().item() / 5 for lo, hi in zip(bounds, bounds[1:]))
+    assert abs(equal_weights - exact) > 25 * se, (equal_weights, exact, se)  # the test tells the weightings apart
+    assert strata(12, 5) == bounds
     cuts = stratified_positions(torch.zeros(6000, 12), 5, g)
-    assert ((cuts >= torch.tensor([0, 2, 4, 7, 9])) & (cuts < torch.tensor([2, 4, 7, 9, 12]))).all()
+    assert ((cuts >= torch.tensor(bounds[:-1])) & (cuts < torch.tensor(bounds[1:]))).all()
     freq = torch.bincount(cuts.flatten(), minlength=12).float() / 6000
-    size = torch.tensor([2, 2, 2, 2, 3, 3, 3, 2, 2, 3, 3, 3]).float()
     assert (freq - 1 / size).abs().max() < 0.025
     assert (stratified_positions(torch.zeros(50, 12), 12, g) == torch.arange(12)).all()  # K = T: every position
 

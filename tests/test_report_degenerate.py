@@ -14,6 +14,7 @@ import sacrebleu
 import torch
 from scipy.stats import binomtest, norm, permutation_test
 from test_report_stats import REFS, translation_examples, write_run
+from test_translation_metrics import run_test_epoch
 
 import zoo.report.attention as report_attention
 from zoo.report.attention import DEFAULT_SENTENCE, attention_maps, default_sentence
@@ -28,6 +29,7 @@ from zoo.report.stats import (
     randomization_floor,
     sacrebleu_paired,
 )
+from zoo.run.results import write_examples
 
 
 def exact_mcnemar(b: int, c: int) -> float:
@@ -400,10 +402,16 @@ def test_attention_sentence_comes_from_the_runs_test_set(tmp_path, monkeypatch, 
 
 
 def test_translation_writes_its_test_sources(tmp_path):
-    """examples.json keeps the source sentences the report's attention map defaults to (zoo.tasks.translation)."""
-    ex = translation_examples(REFS[:2])
-    ex["src"] = ["eins", "zwei"]
-    write_run(tmp_path, "ed", final={"test/bleu": 1.0}, examples=ex)
+    """The translation task's test epoch (zoo.tasks.translation) keeps each example's source sentence, by id, in
+    the examples zoo.run.results.write_examples writes to examples.json; the report's attention map defaults to
+    the one of the lowest id."""
+    srcs = ["eins", "zwei", "drei"]
+    task, _ = run_test_epoch(["one", "two", "three"], ["one .", "two .", "three ."], srcs)
+    run_dir = write_run(tmp_path, "ed", final={"test/bleu": 1.0})
+    results = json.loads((run_dir / "results.json").read_text())
+    results["examples"] = write_examples(str(run_dir), task)  # as zoo.run.train records it
+    (run_dir / "results.json").write_text(json.dumps(results))
+    written = json.loads((run_dir / "examples.json").read_text())
+    assert written["src"] == srcs and written["ids"] == [0, 1, 2]
     run = find_runs(tmp_path)[0]
-    assert json.loads((tmp_path / "ed" / "examples.json").read_text())["src"] == ["eins", "zwei"]
     assert default_sentence(run, {"stored": True, "dataset": "x"}) == ("eins", "x test example 0")

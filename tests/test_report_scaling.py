@@ -114,7 +114,7 @@ def test_scaling_section_recovers_the_known_multiplier(sweep, tmp_path):
     section = text[text.index("## Scaling") :]
     row = next(line for line in section.splitlines() if line.startswith("| decoder_only |"))
     alpha = float(row.split(" | ")[8].split()[0])
-    assert abs(alpha - TRUE["alpha"]) < 0.1, row
+    assert abs(alpha - TRUE["alpha"]) < 0.03, row  # measured: 0.361 (0.3 % noise on 24 points)
     k_row = next(line for line in section.splitlines() if line.startswith("| encoder_only | law"))
     ks = [cell.strip() for cell in k_row.split("|")[3:5]]
     for cell in ks:

@@ -5,6 +5,26 @@ from collections.abc import Callable
 import torch
 
 
+def filter_logits(
+    logits: torch.Tensor, temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None
+) -> torch.Tensor:
+    """logits (B, V) / temperature (float32), -inf outside the top_k tokens (those tied with the k-th stay) and
+    outside the smallest set, most probable first, whose probability reaches top_p (nucleus sampling, Holtzman
+    et al. 2020; the token that crosses top_p stays), top_k applied first (Hugging Face's TopKLogitsWarper then
+    TopPLogitsWarper). temperature > 0; top_k >= V or top_p = 1 keep every token."""
+    logits = logits.float() / temperature
+    if top_k is not None and top_k < logits.shape[-1]:
+        kth = torch.topk(logits, top_k, dim=-1).values[:, -1:]  # (B, 1)
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    if top_p is not None and top_p < 1.0:
+        sorted_logits, order = logits.sort(dim=-1, descending=True)
+        probs = sorted_logits.softmax(dim=-1)
+        before = torch.cat([probs.new_zeros(probs.shape[0], 1), probs.cumsum(dim=-1)[:, :-1]], dim=-1)  # (B, V)
+        drop = before >= top_p  # the tokens before this one already reach top_p
+        logits = logits.masked_fill(drop.scatter(-1, order, drop), float("-inf"))
+    return logits
+
+
 def sample_next(
     logits: torch.Tensor,
     temperature: float = 1.0,
@@ -13,23 +33,13 @@ def sample_next(
     generator: torch.Generator | None = None,
 ) -> torch.Tensor:
     """Pick the next token from logits (B, V): greedy (argmax) when temperature == 0, otherwise sample
-    from softmax(logits / temperature) restricted to the top_k tokens and to the smallest set whose
-    probability reaches top_p (nucleus sampling, Holtzman et al. 2020). Returns (B,) long.
+    from softmax(filter_logits(logits, temperature, top_k, top_p)). Returns (B,) long.
     Raises ValueError for temperature < 0, top_k < 1 or top_p outside (0, 1]."""
     if temperature < 0 or (top_k is not None and top_k < 1) or (top_p is not None and not 0 < top_p <= 1):
         raise ValueError(f"need temperature >= 0, top_k >= 1, 0 < top_p <= 1; got {temperature}, {top_k}, {top_p}")
     if temperature == 0:
         return logits.argmax(dim=-1)
-    logits = logits.float() / temperature
-    if top_k is not None and top_k < logits.shape[-1]:
-        kth = torch.topk(logits, top_k, dim=-1).values[:, -1:]  # (B, 1)
-        logits = logits.masked_fill(logits < kth, float("-inf"))
-    if top_p is not None and top_p < 1.0:
-        sorted_logits, order = logits.sort(dim=-1, descending=True)
-        probs = sorted_logits.softmax(dim=-1)
-        drop = probs.cumsum(dim=-1) - probs > top_p  # mass before this token already reaches top_p
-        logits = logits.masked_fill(drop.scatter(-1, order, drop), float("-inf"))
-    probs = logits.softmax(dim=-1)
+    probs = filter_logits(logits, temperature, top_k, top_p).softmax(dim=-1)
     return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
 
 
