@@ -98,6 +98,25 @@ def test_branches_are_the_budgets_in_closed_form():
         layers("encoder_decoder", 3)
 
 
+def test_a_size_may_set_its_own_budgets_and_a_check_cell_keeps_the_studys():
+    """s1 sets budgets [5, 20, 80]: its cool-down cell trains those, its cosine check cell the study's [5, 10, 20]."""
+    from zoo.scaling.grid import cell_branches, job_max_steps
+
+    s = OmegaConf.create(OmegaConf.to_container(SCALING))
+    s.sizes.s1.budgets = [80, 5, 20]
+    s.budgets = [5, 10, 20]
+    N, per_step = size_non_embedding(s.sizes.s1), s.sizes.s1.batch_size * 128
+    assert [b.tokens_per_param for b in cell_branches("s1_seed1", s.sizes.s1, s)] == [5.0, 20.0, 80.0]
+    assert [b.end for b in cell_branches("s1_seed1_cosine", s.sizes.s1, s)] == [
+        round(b * N / per_step) for b in (5, 10, 20)
+    ]
+    assert job_max_steps("s1_seed1", s.sizes, s.budgets, 128) == round(80 * N / per_step)
+    assert job_max_steps("s1_seed1_cosine", s.sizes, s.budgets, 128) == round(20 * N / per_step)
+    s.sizes.s1.budgets = [5, 0]
+    with pytest.raises(ConfigError, match=r"scaling.sizes.s1.budgets=\[5, 0\] must be a list of positive"):
+        check_design(s)
+
+
 @pytest.mark.parametrize(
     "change, match",
     [

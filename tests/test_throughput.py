@@ -96,7 +96,8 @@ def test_the_preset_total_weighs_each_size_by_its_steps_and_seeds(monkeypatch):
     steps = 0
     for name in (list(scaling.sizes)[0], list(scaling.sizes)[-1]):
         size = scaling.sizes[name]
-        ends = [round(b * size_non_embedding(size) / (size.batch_size * 128)) for b in scaling.budgets]
+        budgets = size.get("budgets") or scaling.budgets  # a size's own budgets, else the study's
+        ends = [round(b * size_non_embedding(size) / (size.batch_size * 128)) for b in budgets]
         starts = [round(0.8 * e) for e in ends]
         steps += max(starts) + sum(e - s for e, s in zip(ends, starts))
     monkeypatch.setenv("WANDB_MODE", "offline")

@@ -27,7 +27,15 @@ from zoo.model.cost import non_embedding_param_count
 from zoo.run.config_checks import TASK_OF_BATCH
 from zoo.run.results import arch_config, job_overrides, write_json
 from zoo.run.train import build_data, checked_config
-from zoo.scaling.grid import Branch, branches, cell_is_check, cell_seed, cell_size, check_design, size_non_embedding
+from zoo.scaling.grid import (
+    Branch,
+    cell_branches,
+    cell_is_check,
+    cell_seed,
+    cell_size,
+    check_design,
+    size_non_embedding,
+)
 from zoo.training.callbacks.progress import ProgressBar
 from zoo.training.callbacks.rng_state import RNGState
 from zoo.training.checkpoint_io import AtomicCheckpointIO
@@ -214,7 +222,7 @@ def run_cell(cfg: DictConfig) -> float:
     size = OmegaConf.to_container(s.sizes[size_name], resolve=True)
     cooldown, check = float(s.cooldown), cell_is_check(s.cell)
     kind = "cosine" if check else "cooldown"
-    plan = branches(size, s.budgets, cooldown, int(s.block_size))
+    plan = cell_branches(s.cell, size, s)
     rows = read_points(out / "points.csv")
     todo = [br for br in plan if not any(_done(r, br, kind, cooldown) for r in rows)]
     if todo:

@@ -18,7 +18,7 @@ from zoo.errors import ConfigError
 from zoo.model.cost import non_embedding_param_count
 from zoo.run.scaling_cell import read_points
 from zoo.run.train import job_task
-from zoo.scaling.grid import branches, cell_is_check, cell_size
+from zoo.scaling.grid import cell_branches, cell_is_check, cell_size
 from zoo.training.optim import adamw
 
 TIMED_STEPS = 5  # training steps timed per architecture and size, after WARM_STEPS untimed
@@ -77,14 +77,13 @@ def job_steps(cfg: DictConfig, done: set) -> tuple[int, int]:
     budget left from step 0. `done`: the budgets' end steps already in its points.csv."""
     s = cfg.scaling
     size = OmegaConf.to_container(s.sizes[cell_size(s.cell, s.sizes)], resolve=True)
-    plan = [b for b in branches(size, s.budgets, float(s.cooldown), int(s.block_size)) if b.end not in done]
+    every_budget = cell_branches(s.cell, size, s)
+    plan = [b for b in every_budget if b.end not in done]
     if not plan:
         return 0, 0
     if cell_is_check(s.cell):
         return sum(b.end for b in plan), len(plan)
-    trained = max(
-        [b.start for b in branches(size, s.budgets, float(s.cooldown), int(s.block_size)) if b.end in done] or [0]
-    )
+    trained = max([b.start for b in every_budget if b.end in done] or [0])
     trunk = max(0, max(b.start for b in plan) - trained)
     every = int(s.get("checkpoint_every") or 0)
     segments = len(plan) + (math.ceil(trunk / every) if every else 1) + len(plan)
@@ -105,7 +104,7 @@ def plan(jobs: list[tuple[str, DictConfig]], info: dict, job_overhead_s: float, 
             done = {int(r["steps"]) for r in read_points(points)}
         n_steps, segments = job_steps(cfg, done)
         size = OmegaConf.to_container(cfg.scaling.sizes[cell_size(cfg.scaling.cell, cfg.scaling.sizes)], resolve=True)
-        budgets = branches(size, cfg.scaling.budgets, float(cfg.scaling.cooldown), T)
+        budgets = cell_branches(cfg.scaling.cell, size, cfg.scaling)
         key = (arch, cell_size(cfg.scaling.cell))
         if key not in timed:
             timed[key] = measure(task, B, T, -(-int(cfg.data.val_windows) // B))

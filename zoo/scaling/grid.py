@@ -17,7 +17,7 @@ from zoo.model import ModelConfig, build_model
 from zoo.model.cost import non_embedding_param_count
 
 CELL = re.compile(r"^(?P<size>[A-Za-z0-9]+)_seed(?P<seed>[0-9]+)(?P<check>_cosine)?$")
-SIZE_KEYS = ("d_model", "n_heads", "n_layers", "batch_size", "lr")
+SIZE_KEYS = ("d_model", "n_heads", "n_layers", "batch_size", "lr")  # required; a size may also set its own budgets
 
 
 def cell_size(cell: str, sizes=None) -> str:
@@ -120,30 +120,46 @@ def warmup_steps(size, warmup_tokens_per_param: float, block_size: int) -> int:
     return max(1, round(warmup_tokens_per_param * size_non_embedding(size) / step_tokens(size, block_size)))
 
 
+def size_budgets(size, budgets) -> list[float]:
+    """A size's budgets (tokens per non-embedding parameter), smallest first: its own `budgets` when it sets them,
+    else the study's (scaling.budgets)."""
+    own = size.get("budgets") if hasattr(size, "get") else None
+    return sorted(float(x) for x in (own if own else budgets))
+
+
 def branches(size, budgets, cooldown: float, block_size: int) -> list[Branch]:
-    """The budgets of a size, smallest first, as Branch (start, end) steps."""
+    """The budgets of a size (size_budgets), smallest first, as Branch (start, end) steps."""
     n, per_step = size_non_embedding(size), step_tokens(size, block_size)
     out = []
-    for b in sorted(float(x) for x in budgets):
+    for b in size_budgets(size, budgets):
         end = round(b * n / per_step)
         out.append(Branch(b, round((1.0 - cooldown) * end), end))
     return out
 
 
+def cell_branches(cell: str, size, scaling) -> list[Branch]:
+    """A cell's budgets as Branch steps: a cool-down cell's are its size's (size_budgets); a cosine check cell
+    (SIZE_seedN_cosine) trains the study's own scaling.budgets alone, whatever budgets its size adds."""
+    size = {k: size[k] for k in size if not (cell_is_check(cell) and k == "budgets")}
+    return branches(size, scaling.budgets, float(scaling.cooldown), int(scaling.block_size))
+
+
 def last_step(size, budgets, block_size: int) -> int:
     """The step of a size's largest budget: the trainer.max_steps of its jobs."""
-    return round(max(float(b) for b in budgets) * size_non_embedding(size) / step_tokens(size, block_size))
+    return round(max(size_budgets(size, budgets)) * size_non_embedding(size) / step_tokens(size, block_size))
 
 
 def check_design(scaling, sizes_used=None) -> None:
-    """Refuse a design the study cannot run, before any training (ConfigError naming the key): budgets that are
-    not positive numbers, a cool-down not in (0, 1), a trunk shorter than a cool-down's start
+    """Refuse a design the study cannot run, before any training (ConfigError naming the key): budgets (the study's,
+    or a size's own) that are not positive numbers, a cool-down not in (0, 1), a trunk shorter than a cool-down's start
     (scaling.trunk_tokens_per_param), a size whose keys are missing, whose batch is not a positive whole number
     of windows, or whose budget is under 2 batches, and a budget whose cool-down starts inside the warm-up or
     spans no step. sizes_used: the size names to check (default every size)."""
     budgets = scaling.get("budgets")
-    if not budgets or not all(is_number(b) and math.isfinite(b) and b > 0 for b in budgets):
-        raise ConfigError(f"scaling.budgets={budgets!r} must be a list of positive tokens-per-parameter budgets")
+    own = {name: size.get("budgets") for name, size in scaling.sizes.items() if size.get("budgets") is not None}
+    for key, value in [("scaling.budgets", budgets)] + [(f"scaling.sizes.{n}.budgets", v) for n, v in own.items()]:
+        if not value or not all(is_number(b) and math.isfinite(b) and b > 0 for b in value):
+            raise ConfigError(f"{key}={value!r} must be a list of positive tokens-per-parameter budgets")
     cooldown = scaling.get("cooldown")
     if not is_number(cooldown) or not 0 < cooldown < 1:
         raise ConfigError(
@@ -151,10 +167,11 @@ def check_design(scaling, sizes_used=None) -> None:
             "(Hägele et al. 2024 use 0.2); 1 or more would start the cool-down before the trunk does"
         )
     trunk = scaling.get("trunk_tokens_per_param")
-    reach = (1 - cooldown) * max(budgets)
+    top = max(max(budgets), *(max(v) for v in own.values()))
+    reach = (1 - cooldown) * top
     if trunk is not None and (not is_number(trunk) or trunk < reach):
         raise ConfigError(
-            f"scaling.trunk_tokens_per_param={trunk!r} ends the trunk before the cool-down of budget {max(budgets):g} "
+            f"scaling.trunk_tokens_per_param={trunk!r} ends the trunk before the cool-down of budget {top:g} "
             f"starts ({reach:g} tokens per parameter): raise it to at least {reach:g}, or null to take what the "
             "budgets need"
         )
@@ -193,8 +210,11 @@ def _size_of(cell, sizes):
 
 
 def job_max_steps(cell, sizes, budgets, block_size) -> int:
-    """trainer.max_steps of a job: the step of its size's largest budget."""
-    return last_step(_size_of(cell, sizes), budgets, block_size)
+    """trainer.max_steps of a job: the step of its largest budget (a check cell: of the study's budgets)."""
+    size = _size_of(cell, sizes)
+    if cell_is_check(cell):
+        size = {k: size[k] for k in size if k != "budgets"}
+    return last_step(size, budgets, block_size)
 
 
 def job_warmup(cell, sizes, warmup_tokens_per_param, block_size) -> int:
