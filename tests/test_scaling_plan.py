@@ -127,7 +127,11 @@ def test_a_size_may_set_its_own_budgets_and_a_check_cell_keeps_the_studys():
         ({"sizes.s1.batch_size": 0}, r"scaling.sizes.s1.batch_size=0 must be a positive whole number"),
         ({"sizes.s1.batch_size": 2.5}, r"scaling.sizes.s1.batch_size=2.5 must be a positive whole number"),
         ({"sizes.s1.batch_size": 2000}, r"scaling.sizes.s1.batch_size=2000: budget 5 tokens per parameter is 0"),
-        ({"budgets": [0.5, 20]}, r"budget 0.5 at size s1 cools down from step 20 to 25, inside its warm-up of 50"),
+        ({"sizes.s2.budgets": [20, 0]}, r"scaling.sizes.s2.budgets=\[20, 0\] must be a list of positive"),
+        (
+            {"budgets": [0.5, 20], "sizes.s1.budgets": None, "sizes.s1.batch_size": 4},
+            r"budget 0.5 at size s1 cools down from step 20 to 25, inside its warm-up of 50",
+        ),
         ({"sizes.s1.lr": None}, r"scaling.sizes.s1 needs lr"),
     ],
 )

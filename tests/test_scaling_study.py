@@ -44,7 +44,7 @@ def test_warmup_stable_decay_is_its_closed_form(shape):
         warmup_stable_decay(25, 4, 20, 30, lr, low, "sqrt")
 
 
-# a cell of s1 (25,408 non-embedding parameters, 4 windows of 128 a step: 512 tokens): budgets 0.2, 0.4 and 0.6
+# a cell of s1 (25,408 non-embedding parameters, 4 windows of 128 a step here: 512 tokens): budgets 0.2, 0.4 and 0.6
 # tokens per parameter end at steps 10, 20 and 30 and cool down from steps 8, 16 and 24; trunk checkpoints every
 # 5 steps and at each cool-down start
 CELL = [
@@ -52,6 +52,8 @@ CELL = [
     "+benchmark=scaling",
     "scaling.cell=s1_seed1",
     "scaling.budgets=[0.2,0.4,0.6]",
+    "scaling.sizes.s1.budgets=null",
+    "scaling.sizes.s1.batch_size=4",
     "scaling.warmup_tokens_per_param=0.05",
     "scaling.val_windows=8",
     "scaling.checkpoint_every=5",

@@ -130,15 +130,9 @@ def _done(row: dict, br: Branch, kind: str, cooldown: float) -> bool:
 class Cell:
     """The segments of one cell: trunk fits to each branch start, branch fits to each budget, validations."""
 
-    def __init__(self, cfg: DictConfig, info: dict, model: dict, task_args: dict, datamodule, out: Path):
-        self.cfg, self.info, self.model, self.task_args, self.dm, self.out = (
-            cfg,
-            info,
-            model,
-            task_args,
-            datamodule,
-            out,
-        )
+    def __init__(self, cfg: DictConfig, info: dict, plan, datamodule, out: Path):
+        """plan: the run's zoo.run.plan.RunPlan with its data (with_data): every segment builds its task from it."""
+        self.cfg, self.info, self.plan, self.dm, self.out = cfg, info, plan, datamodule, out
         self.trunk_dir = out / "trunk"
         self.every = int(cfg.scaling.get("checkpoint_every") or 0)
         self.train_seconds = 0.0  # training-step seconds of this invocation's fits
@@ -210,7 +204,7 @@ def run_cell(cfg: DictConfig) -> float:
     largest budget's loss. Raises ConfigError for a bad design (zoo.scaling.grid.check_design) or a folder of
     another design, before any data is read."""
     start = time.time()
-    cfg, _, _, plan = checked_config(cfg)
+    cfg, _, _, run_plan = checked_config(cfg)
     s = cfg.scaling
     size_name = cell_size(s.cell, s.sizes)
     check_design(s, [size_name])
@@ -222,17 +216,17 @@ def run_cell(cfg: DictConfig) -> float:
     size = OmegaConf.to_container(s.sizes[size_name], resolve=True)
     cooldown, check = float(s.cooldown), cell_is_check(s.cell)
     kind = "cosine" if check else "cooldown"
-    plan = cell_branches(s.cell, size, s)
+    budgets = cell_branches(s.cell, size, s)
     rows = read_points(out / "points.csv")
-    todo = [br for br in plan if not any(_done(r, br, kind, cooldown) for r in rows)]
+    todo = [br for br in budgets if not any(_done(r, br, kind, cooldown) for r in rows)]
     if todo:
         log.info("scaling cell %s %s: budgets %s to train", label, s.cell, [br.tokens_per_param for br in todo])
     else:
         log.info("scaling cell %s %s: every budget is in its points.csv; skipped", label, s.cell)
     task_name = TASK_OF_BATCH.get(get_class(cfg.task._target_).BATCH, choices.get("task", "lm"))
     datamodule, info, data = build_data(cfg, choices)
-    plan = plan.with_data(cfg, info, None, data["dataset"])
-    cell = Cell(cfg, info, plan, datamodule, out)
+    run_plan = run_plan.with_data(cfg, info, None, data["dataset"])
+    cell = Cell(cfg, info, run_plan, datamodule, out)
     n = size_non_embedding(size)
     for br in todo:
         if check:
@@ -259,8 +253,10 @@ def run_cell(cfg: DictConfig) -> float:
         rows = [r for r in rows if not _done(r, br, kind, cooldown)] + [row]
         write_points(out / "points.csv", rows)
         log.info("scaling cell %s %s: %g tokens per parameter, loss %.4f", label, s.cell, br.tokens_per_param, loss)
-    mine = sorted((r for r in rows if any(_done(r, br, kind, cooldown) for br in plan)), key=lambda r: int(r["steps"]))
-    task = plan.build_task(cfg, info)
+    mine = sorted(
+        (r for r in rows if any(_done(r, br, kind, cooldown) for br in budgets)), key=lambda r: int(r["steps"])
+    )
+    task = run_plan.build_task(cfg, info)
     record = {
         "status": "ok",
         "arch": cfg.arch,
@@ -271,7 +267,7 @@ def run_cell(cfg: DictConfig) -> float:
         "objective": getattr(task, "objective", task_name),
         "seed": cfg.seed,
         "overrides": job_overrides(),
-        "budget": {"kind": "steps", "value": plan[-1].end},
+        "budget": {"kind": "steps", "value": budgets[-1].end},
         "final": {"val/cont_loss": float(mine[-1]["loss"])} if mine else {},
         "best": {},
         "params": task.model.num_params(),
@@ -289,7 +285,7 @@ def run_cell(cfg: DictConfig) -> float:
             "points": mine,
             "train_tokens": len(datamodule.train_data),  # the largest run reads them tokens / train_tokens times
         },
-        "steps": plan[-1].end,
+        "steps": budgets[-1].end,
         "wall_seconds": time.time() - start,
         "output_dir": str(out.resolve()),
         "best_checkpoint": None,
