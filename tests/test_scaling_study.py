@@ -4,6 +4,7 @@ an uninterrupted one: interrupted inside the trunk and inside a branch in-proces
 SIGKILL at random points and rerun."""
 
 import csv
+import json
 import math
 import os
 import random
@@ -145,7 +146,8 @@ def test_an_interrupted_cell_resumes_to_the_same_points(uninterrupted, tmp_path,
 
 def test_a_folder_of_another_design_is_refused(uninterrupted, tmp_path):
     (tmp_path / "cell.json").write_text((uninterrupted / "cell.json").read_text())
-    with pytest.raises(ConfigError, match=r"holds a scaling cell of another design \(lr: 0.016 there, 0.001 now\)"):
+    lr = json.loads((uninterrupted / "cell.json").read_text())["lr"]
+    with pytest.raises(ConfigError, match=rf"holds a scaling cell of another design \(lr: {lr} there, 0.001 now\)"):
         run_cell(make_cfg(tmp_path, [*CELL, "scaling.sizes.s1.lr=1e-3"]))
 
 
