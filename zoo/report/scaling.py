@@ -489,8 +489,10 @@ def _frontier_table(frontiers: dict) -> list[str]:
 def _multipliers(by_arch: dict, fits: dict, frontiers: dict, verdicts: dict, points: list[dict]) -> list[str]:
     """k(C) of each architecture against REFERENCE at the smallest and largest measured C (and, for a law that
     passed its gates, 10x beyond), from the law and from the compute frontier."""
-    if REFERENCE not in by_arch or len(by_arch) < 2:
+    if REFERENCE not in by_arch:
         return [f"No compute multiplier: no {REFERENCE} points to compare with."]
+    if len(by_arch) < 2:
+        return [f"No compute multiplier: {REFERENCE} is the only architecture."]
     cs = [min(p["C"] for p in points), max(p["C"] for p in points)]
     lines = [
         f"The compute multiplier k(C): how many times {REFERENCE}'s compute C an architecture needs to reach "

@@ -41,11 +41,11 @@ class ScalingPlan(Callback):
         try:
             jobs = sweep_jobs(config)
             check_run_dirs(jobs, OmegaConf.to_container(config.hydra.sweep, resolve=False)["subdir"])
+            for _, job in jobs:  # a bad design exits 2 before any data is read or timed
+                check_design(job.scaling, [cell_size(job.scaling.cell, job.scaling.sizes)])
             dm = instantiate(jobs[0][1].data, _convert_="all")
             dm.prepare_data()
             dm.setup()
-            for _, job in jobs:  # a bad design exits 2 before the plan times anything
-                check_design(job.scaling, [cell_size(job.scaling.cell, job.scaling.sizes)])
             overhead = float(config.scaling.get("job_overhead_s", 10))
             rows = plan(jobs, dm.model_info(), overhead, config.hydra.sweep.dir)
             print(f"zoo: scaling plan\n{plan_table(rows)}", flush=True)

@@ -159,12 +159,14 @@ def check_design(scaling, sizes_used=None) -> None:
     own = {name: size.get("budgets") for name, size in scaling.sizes.items() if size.get("budgets") is not None}
     for key, value in [("scaling.budgets", budgets)] + [(f"scaling.sizes.{n}.budgets", v) for n, v in own.items()]:
         if not value or not all(is_number(b) and math.isfinite(b) and b > 0 for b in value):
-            raise ConfigError(f"{key}={value!r} must be a list of positive tokens-per-parameter budgets")
+            raise ConfigError(
+                f"{key}={value!r} must be a list of positive tokens-per-parameter budgets, e.g. [5, 10, 20]"
+            )
     cooldown = scaling.get("cooldown")
     if not is_number(cooldown) or not 0 < cooldown < 1:
         raise ConfigError(
             f"scaling.cooldown={cooldown!r} must be in (0, 1): the share of each budget's steps in its cool-down "
-            "(Hägele et al. 2024 use 0.2); 1 or more would start the cool-down before the trunk does"
+            "(Hägele et al. 2024 use 0.2); 0 is no cool-down, and 1 or more would start it before the trunk does"
         )
     trunk = scaling.get("trunk_tokens_per_param")
     top = max(max(budgets), *(max(v) for v in own.values()))
