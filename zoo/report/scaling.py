@@ -109,11 +109,12 @@ def write_points_csv(points: list[dict], path: Path) -> Path:
     return path
 
 
-def fit_points(points: list[dict], bootstrap: int = BOOTSTRAP, seed: int = 0):
+def fit_points(points: list[dict], bootstrap: int | None = None, seed: int = 0):
     """fit_scaling_law of the points' (N, D tokens, loss); a bootstrap resample draws whole runs (a trunk and its
     branches share their weights up to the branch, and a run's evaluations are correlated). Returns a
     zoo.scaling.fit.ScalingFit."""
     N, D, L = (np.array([p[k] for p in points], dtype=float) for k in ("N", "D", "loss"))
+    bootstrap = BOOTSTRAP if bootstrap is None else bootstrap
     return fit_scaling_law(N, D, L, bootstrap=bootstrap, seed=seed, groups=[p["run"] for p in points])
 
 
@@ -208,7 +209,8 @@ class Frontier:
     """The compute frontier of one family: (E, A, gamma) on its envelope and `samples`, the refits of bootstrap
     resamples of whole runs (each resample's own envelope)."""
 
-    def __init__(self, points: list[dict], bootstrap: int = BOOTSTRAP, seed: int = 0):
+    def __init__(self, points: list[dict], bootstrap: int | None = None, seed: int = 0):
+        bootstrap = BOOTSTRAP if bootstrap is None else bootstrap
         env = envelope(points)
         C, L = (np.array([p[k] for p in env]) for k in ("C", "loss"))
         self.n_points = len(env)
@@ -374,7 +376,7 @@ def _fits(by_arch: dict) -> tuple[dict, list[str]]:
                 f"{arch}: the bootstrap over runs stalled ({e}); its intervals resample points (too narrow)"
             )
             N, D, L = (np.array([p[k] for p in pts], dtype=float) for k in ("N", "D", "loss"))
-            fits[arch] = fit_scaling_law(N, D, L, bootstrap=BOOTSTRAP, seed=0, n_starts=20)
+            fits[arch] = fit_scaling_law(N, D, L, bootstrap=BOOTSTRAP, seed=0, n_starts=20)  # read at call time
     return fits, warnings
 
 
