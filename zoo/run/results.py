@@ -28,19 +28,25 @@ def arch_config(cfg: DictConfig) -> str | None:
     return cfg.get("arch")
 
 
-def write_json(path: Path, record: dict) -> Path:
-    """Write record as JSON to path atomically (a temp file in the same folder, then os.replace)."""
+def write_text(path: Path, text: str) -> Path:
+    """Write text (UTF-8) to path atomically (a temp file in the same folder, then os.replace): an interrupted
+    write leaves the previous file."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(record, f, indent=2)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
     return path
+
+
+def write_json(path: Path, record: dict) -> Path:
+    """Write record as JSON to path atomically (write_text)."""
+    return write_text(path, json.dumps(record, indent=2))
 
 
 def write_examples(output_dir: str, task) -> str | None:

@@ -11,9 +11,8 @@ folder that holds a cell of another design is refused (cell.json)."""
 
 import csv
 import io
+import json
 import logging
-import os
-import tempfile
 import time
 from pathlib import Path
 
@@ -25,7 +24,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from zoo.errors import ConfigError
 from zoo.model.cost import non_embedding_param_count
 from zoo.run.config_checks import TASK_OF_BATCH
-from zoo.run.results import arch_config, job_overrides, write_json
+from zoo.run.results import arch_config, job_overrides, write_json, write_text
 from zoo.run.train import build_data, checked_config
 from zoo.scaling.grid import (
     Branch,
@@ -34,7 +33,6 @@ from zoo.scaling.grid import (
     cell_seed,
     cell_size,
     check_design,
-    size_non_embedding,
 )
 from zoo.training.callbacks.progress import ProgressBar
 from zoo.training.callbacks.rng_state import RNGState
@@ -46,7 +44,6 @@ log = logging.getLogger("zoo")
 POINT_FIELDS = ("arch", "size", "seed", "n_params", "tokens", "flops", "loss")
 EXTRA_FIELDS = ("tokens_per_param", "steps", "kind", "cooldown", "seconds")
 CHECK_MIN_LR = 0.1  # the cosine check decays to this share of the peak rate (Hägele et al. 2024's cosine)
-DESIGN_KEYS = ("size", "seed", "arch", "block_size", "warmup_tokens_per_param", "lr", "batch_size", "val_windows")
 
 
 def design(cfg: DictConfig, arch_label: str) -> dict:
@@ -70,8 +67,6 @@ def design(cfg: DictConfig, arch_label: str) -> dict:
 
 def check_same_design(cell_dir: Path, want: dict) -> None:
     """Write cell.json on the first run; on a later one, raise ConfigError when it names another design."""
-    import json
-
     path = cell_dir / "cell.json"
     if not path.is_file():
         write_json(path, want)
@@ -87,8 +82,17 @@ def check_same_design(cell_dir: Path, want: dict) -> None:
         )
 
 
-NUMBERS = {"seed": int, "n_params": int, "tokens": int, "flops": float, "loss": float, "tokens_per_param": float}
-NUMBERS.update(steps=int, seconds=float)
+# points.csv's number columns and their types (read_points)
+NUMBERS = {
+    "seed": int,
+    "n_params": int,
+    "tokens": int,
+    "flops": float,
+    "loss": float,
+    "tokens_per_param": float,
+    "steps": int,
+    "seconds": float,
+}
 
 
 def read_points(path: Path) -> list[dict]:
@@ -105,20 +109,12 @@ def read_points(path: Path) -> list[dict]:
 
 
 def write_points(path: Path, rows: list[dict]) -> None:
-    """points.csv, atomically (a temp file in the same folder, then os.replace): an interrupted write leaves the
-    previous file."""
+    """points.csv, atomically (zoo.run.results.write_text): an interrupted write leaves the previous file."""
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=(*POINT_FIELDS, *EXTRA_FIELDS), lineterminator="\n")
     w.writeheader()
     w.writerows(rows)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(buf.getvalue())
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    write_text(path, buf.getvalue())
 
 
 def _done(row: dict, br: Branch, kind: str, cooldown: float) -> bool:
@@ -227,7 +223,13 @@ def run_cell(cfg: DictConfig) -> float:
     datamodule, info, data = build_data(cfg, choices)
     run_plan = run_plan.with_data(cfg, info, None, data["dataset"])
     cell = Cell(cfg, info, run_plan, datamodule, out)
-    n = size_non_embedding(size)
+    task = run_plan.build_task(cfg, info)  # the model every segment trains: its N and cost per token
+    n_params = non_embedding_param_count(task.model)
+    params, flops_per_token = (
+        task.model.num_params(),
+        task.forward_flops_per_token(info["seq_len"], info.get("src_len")),
+    )
+    objective = getattr(task, "objective", task_name)
     for br in todo:
         if check:
             sched = {"kind": "cosine", "decay_steps": br.end, "min_lr": CHECK_MIN_LR * float(cfg.task.optimizer.lr)}
@@ -235,7 +237,6 @@ def run_cell(cfg: DictConfig) -> float:
         else:
             _, task = cell.fit(br.end, {"decay_start": br.start, "decay_steps": br.end}, cell.trunk_to(br.start))
         loss = cell.score(task)
-        n_params = non_embedding_param_count(task.model)
         row = {
             "arch": label,
             "size": size_name,
@@ -256,7 +257,6 @@ def run_cell(cfg: DictConfig) -> float:
     mine = sorted(
         (r for r in rows if any(_done(r, br, kind, cooldown) for br in budgets)), key=lambda r: int(r["steps"])
     )
-    task = run_plan.build_task(cfg, info)
     record = {
         "status": "ok",
         "arch": cfg.arch,
@@ -264,15 +264,15 @@ def run_cell(cfg: DictConfig) -> float:
         "task": task_name,
         "dataset": data["dataset"],
         "data": data,
-        "objective": getattr(task, "objective", task_name),
+        "objective": objective,
         "seed": cfg.seed,
         "overrides": job_overrides(),
         "budget": {"kind": "steps", "value": budgets[-1].end},
         "final": {"val/cont_loss": float(mine[-1]["loss"])} if mine else {},
         "best": {},
-        "params": task.model.num_params(),
-        "params_non_embedding": n,
-        "flops_per_token": task.forward_flops_per_token(info["seq_len"], info.get("src_len")),
+        "params": params,
+        "params_non_embedding": n_params,
+        "flops_per_token": flops_per_token,
         "cost": {
             "train_flops": float(mine[-1]["flops"]) if mine else 0.0,
             "tokens": int(mine[-1]["tokens"]) if mine else 0,
