@@ -6,6 +6,7 @@ non-embedding parameter) a cool-down branch from the trunk's checkpoint at (1 - 
 2024); a cell named SIZE_seedN_cosine trains each budget alone with a cosine schedule instead, the check of the
 cool-down points. The plan printed before anything trains: zoo.run.scaling_plan; the runner: zoo.run.scaling_cell."""
 
+import functools
 import math
 import re
 from dataclasses import dataclass
@@ -88,14 +89,15 @@ def d_ff(arch: str, d_model: int) -> int:
 
 def size_non_embedding(size) -> int:
     """Non-embedding parameters of decoder_only at a size ({d_model, n_heads, n_layers}): the N of its tokens
-    per parameter, the same for every architecture at that size."""
-    cfg = ModelConfig(
-        vocab_size=2,
-        d_model=size["d_model"],
-        n_heads=size["n_heads"],
-        n_layers=size["n_layers"],
-        d_ff=d_ff("", size["d_model"]),
-    )
+    per parameter, the same for every architecture at that size. Counted once per shape (_non_embedding)."""
+    return _non_embedding(int(size["d_model"]), int(size["n_heads"]), int(size["n_layers"]))
+
+
+@functools.cache
+def _non_embedding(d_model: int, n_heads: int, n_layers: int) -> int:
+    """size_non_embedding of one shape: built once, not at every resolver, plan row and check that asks (a
+    101 M-parameter size takes seconds to build)."""
+    cfg = ModelConfig(vocab_size=2, d_model=d_model, n_heads=n_heads, n_layers=n_layers, d_ff=d_ff("", d_model))
     return non_embedding_param_count(build_model("decoder_only", cfg))
 
 
@@ -123,8 +125,13 @@ def warmup_steps(size, warmup_tokens_per_param: float, block_size: int) -> int:
 def size_budgets(size, budgets) -> list[float]:
     """A size's budgets (tokens per non-embedding parameter), smallest first: its own `budgets` when it sets them,
     else the study's (scaling.budgets)."""
-    own = size.get("budgets") if hasattr(size, "get") else None
-    return sorted(float(x) for x in (own if own else budgets))
+    return sorted(float(x) for x in (size.get("budgets") or budgets))
+
+
+def cell_size_spec(cell: str, size):
+    """The size as a cell trains it: a cosine check cell (SIZE_seedN_cosine) trains the study's own budgets
+    alone, whatever budgets its size adds, so its size loses them."""
+    return {k: size[k] for k in size if k != "budgets"} if cell_is_check(cell) else size
 
 
 def branches(size, budgets, cooldown: float, block_size: int) -> list[Branch]:
@@ -140,13 +147,7 @@ def branches(size, budgets, cooldown: float, block_size: int) -> list[Branch]:
 def cell_branches(cell: str, size, scaling) -> list[Branch]:
     """A cell's budgets as Branch steps: a cool-down cell's are its size's (size_budgets); a cosine check cell
     (SIZE_seedN_cosine) trains the study's own scaling.budgets alone, whatever budgets its size adds."""
-    size = {k: size[k] for k in size if not (cell_is_check(cell) and k == "budgets")}
-    return branches(size, scaling.budgets, float(scaling.cooldown), int(scaling.block_size))
-
-
-def last_step(size, budgets, block_size: int) -> int:
-    """The step of a size's largest budget: the trainer.max_steps of its jobs."""
-    return round(max(size_budgets(size, budgets)) * size_non_embedding(size) / step_tokens(size, block_size))
+    return branches(cell_size_spec(cell, size), scaling.budgets, float(scaling.cooldown), int(scaling.block_size))
 
 
 def check_design(scaling, sizes_used=None) -> None:
@@ -213,10 +214,7 @@ def _size_of(cell, sizes):
 
 def job_max_steps(cell, sizes, budgets, block_size) -> int:
     """trainer.max_steps of a job: the step of its largest budget (a check cell: of the study's budgets)."""
-    size = _size_of(cell, sizes)
-    if cell_is_check(cell):
-        size = {k: size[k] for k in size if k != "budgets"}
-    return last_step(size, budgets, block_size)
+    return branches(cell_size_spec(cell, _size_of(cell, sizes)), budgets, 0.0, block_size)[-1].end
 
 
 def job_warmup(cell, sizes, warmup_tokens_per_param, block_size) -> int:
