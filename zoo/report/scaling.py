@@ -380,9 +380,10 @@ def _fits(by_arch: dict) -> tuple[dict, list[str]]:
     return fits, warnings
 
 
-def gates(by_arch: dict, fits: dict, frontiers: dict) -> dict:
+def gates(by_arch: dict, fits: dict, holdouts: dict) -> dict:
     """Per architecture, each gate's verdict: {"fit": (state, why), "holdout": ..., "params": ..., "k": ...,
-    "trusted": bool}; state is "pass", "FAIL" or "cannot check" (a design that cannot judge it)."""
+    "trusted": bool}; state is "pass", "FAIL" or "cannot check" (a design that cannot judge it). holdouts:
+    {arch: holdout(points)}."""
     out = {}
     cmax = max(p["C"] for pts in by_arch.values() for p in pts)
     for arch, pts in by_arch.items():
@@ -402,7 +403,7 @@ def gates(by_arch: dict, fits: dict, frontiers: dict) -> dict:
         else:
             ok = rms <= FIT_RMS and rms <= FIT_NOISE * noise
             g["fit"] = ("pass" if ok else "FAIL", f"rms {rms:.2%}, {rms / noise:.1f}x the seed noise {noise:.2%}")
-        h = holdout(pts) if len(sizes) >= 3 else None
+        h = holdouts[arch] if len(sizes) >= 3 else None
         if h is None:
             g["holdout"] = ("cannot check", f"{len(sizes)} sizes: a fit without the largest needs 2 or more left")
         else:
@@ -523,15 +524,15 @@ def _multipliers(by_arch: dict, fits: dict, frontiers: dict, verdicts: dict, poi
     return lines
 
 
-def _holdouts(by_arch: dict) -> list[str]:
-    """The hold-out check of every architecture: its largest size predicted by a fit without it."""
+def _holdouts(holdouts: dict) -> list[str]:
+    """The hold-out check of every architecture ({arch: holdout(points)}): its largest size predicted by a fit
+    without it."""
     lines = [
         f"Hold-out: each law refitted without its largest size predicts that size's points (gate: every error "
         f"<= {HOLDOUT:.0%}; aim {HOLDOUT_AIM:.0%}).",
         "",
     ]
-    for arch, pts in by_arch.items():
-        h = holdout(pts)
+    for arch, h in holdouts.items():
         if h is None:
             lines.append(f"- {arch}: too few points without the largest size to refit")
             continue
@@ -779,7 +780,8 @@ def scaling_section(runs: list[dict], out_dir: Path, scaling_sweep: bool = False
         by_arch.setdefault(p["arch"], []).append(p)
     fits, warnings = _fits(by_arch)
     frontiers = {arch: Frontier(pts) for arch, pts in by_arch.items()}
-    verdicts = gates(by_arch, fits, frontiers)
+    holdouts = {arch: holdout(pts) for arch, pts in by_arch.items()}
+    verdicts = gates(by_arch, fits, holdouts)
     csv_path = write_points_csv(fitted, Path(out_dir) / "points.csv")
     text = [
         "## Scaling",
@@ -798,7 +800,7 @@ def scaling_section(runs: list[dict], out_dir: Path, scaling_sweep: bool = False
         "",
         *_multipliers(by_arch, fits, frontiers, verdicts, fitted),
         "",
-        *_holdouts(by_arch),
+        *_holdouts(holdouts),
         "",
         *_cooldown_table(cooldown_check(points)),
         "",
