@@ -13,21 +13,12 @@ from safetensors.torch import load_file, save_file  # noqa: E402
 from test_interop_bart import tiny_bart  # noqa: E402
 from test_interop_bert import tiny_bert  # noqa: E402
 from test_interop_gpt2 import tiny_gpt2  # noqa: E402
+from test_interop_half import SOURCES  # noqa: E402  -- the six sources, T5 v1.1 among them
 from test_interop_marian import tiny_marian  # noqa: E402
-from test_interop_t5 import V11, tiny_t5  # noqa: E402
 
 from zoo.interop import hf as zhf  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_thread")
-
-SOURCES = {
-    "gpt2": tiny_gpt2,
-    "bert": tiny_bert,
-    "bart": tiny_bart,
-    "marian": tiny_marian,
-    "t5": tiny_t5,
-    "t5_v1.1": lambda: tiny_t5(**V11),
-}
 
 
 def zoo_warnings(caplog) -> str:
