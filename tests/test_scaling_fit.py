@@ -481,6 +481,72 @@ def test_cli_group_refuses_a_missing_or_empty_column_and_one_group(tmp_path, cap
     assert _refused(capsys, [*base, "--group", "loss"]).count("--loss and --group both name column 'loss'") == 1
 
 
+# --- the stratified bootstrap: the sizes are the design, the seeds the sampling ----------------------------------
+
+
+def _sized():
+    """_noisy()'s 16 points (4 sizes x 4 budgets) as two runs per size (budgets 1-2 and 3-4): (N, D, L, runs)."""
+    N, D, L = _noisy()
+    runs = [f"{int(n)}|{i // 8}" for i, n in enumerate(N)]  # point i: budget i // 4, size i % 4
+    return N, D, L, runs
+
+
+def test_a_stratified_draw_keeps_every_strata_count_and_one_per_unit_on_average():
+    """Each stratum draws its own number of units with replacement: its counts sum to its size in every draw, and
+    a unit's count is Binomial(n, 1/n) (mean 1, variance (n - 1) / n: 1/2, 2/3, 0 for strata of 2, 3, 1)."""
+    rng = np.random.default_rng(0)
+    units = [np.array([0, 3]), np.array([1, 2, 5]), np.array([4])]
+    draws = np.array([F.resample_weights(rng, units, 6) for _ in range(6000)])
+    for u in units:
+        assert np.all(draws[:, u].sum(axis=1) == len(u))
+    np.testing.assert_allclose(draws.mean(axis=0), 1.0, atol=0.04)
+    np.testing.assert_allclose(draws.var(axis=0), [1 / 2, 2 / 3, 2 / 3, 1 / 2, 0, 2 / 3], atol=0.04)
+
+
+def test_strata_keep_every_size_in_every_resample_and_no_strata_do_not(monkeypatch):
+    """With strata, each resample's weights keep every size's 4 points (2 runs x 2 budgets) and vary within it;
+    without, some resample drops a size (the bootstrap that leaves out the largest size: intervals too wide)."""
+    N, D, L, runs = _sized()
+    seen, real = [], F._best
+
+    def spy(problem, starts, w):
+        seen.append(np.array(w))
+        return real(problem, starts, w)
+
+    monkeypatch.setattr(F, "_best", spy)
+    for strata in (N, None):
+        seen.clear()
+        F.fit_scaling_law(N, D, L, bootstrap=12, seed=1, n_starts=2, groups=runs, strata=strata)
+        per_size = np.array([[w[N == n].sum() for n in np.unique(N)] for w in seen[1:]])
+        assert len(per_size) == 12
+        if strata is not None:
+            assert np.all(per_size == 4) and any(np.any(w != 1) for w in seen[1:])
+        else:
+            assert np.any(per_size == 0)
+
+
+def test_cli_strata_and_a_group_of_two_columns_resample_as_the_api_does(tmp_path, capsys):
+    """points.csv's runs are (size, seed): --group size,seed --strata size gives the API's intervals."""
+    N, D, L, runs = _sized()
+    rows = [[repr(float(v)) for v in (a, b, 6 * a * b, c)] + r.split("|") for a, b, c, r in zip(N, D, L, runs)]
+    path = _write_csv(tmp_path / "points.csv", [*HEADER, "size", "seed"], rows)
+    out = tmp_path / "fit.json"
+    argv = ["fit", str(path), "--params", "params", "--tokens", "tokens", "--loss", "loss", "--bootstrap", "12"]
+    assert main([*argv, "--group", "size,seed", "--strata", "size", "--json", str(out)]) == 0
+    assert "12 bootstrap resamples of whole groups of 'size,seed' (8) within the strata of 'size' (4)" in (
+        capsys.readouterr().out
+    )
+    got = json.loads(out.read_text())
+    api = F.fit_scaling_law(N, D, L, bootstrap=12, seed=0, groups=runs, strata=N)
+    for k in F.PARAMS:
+        assert got[k]["ci"] == pytest.approx(list(api.ci[k]), rel=1e-9), k
+    assert got["data"]["strata"] == "size"
+    err = _refused(capsys, [*argv, "--strata", "family"])
+    assert "no column --strata 'family'" in err
+    err = _refused(capsys, [*argv, "--group", "size,", "--strata", "size"])
+    assert "--group 'size,': an empty column name" in err
+
+
 def test_cli_where_fits_only_the_rows_of_one_value(tmp_path, capsys):
     """A study's points.csv holds every architecture: --where arch=a fits arch a's rows alone, as a file of only
     those rows does; a value no row has, a column that does not exist, or no '=' is refused."""
@@ -529,6 +595,9 @@ def test_cli_where_fits_only_the_rows_of_one_value(tmp_path, capsys):
         (lambda: F.fit_scaling_law(*_noisy(), seed=-1), r"seed must be an integer >= 0 or None, got -1"),
         (lambda: F.fit_scaling_law(*_noisy(), groups=[1, 2]), r"groups must give one group per point: 16 points"),
         (lambda: F.fit_scaling_law(*_noisy(), groups=[None] * 16), r"groups holds a missing group"),
+        (lambda: F.fit_scaling_law(*_noisy(), strata=[1, 2]), r"strata must give one stratum per point: 16 points"),
+        (lambda: F.fit_scaling_law(*_sized()[:3], groups=_sized()[3], strata=list(range(16))), r"in two strata"),
+        (lambda: F.fit_scaling_law(*_noisy(), groups=_noisy()[0], strata=_noisy()[0]), r"every stratum holds one"),
     ],
 )
 def test_the_fitters_public_functions_name_a_bad_argument(no_fitting, call, message):

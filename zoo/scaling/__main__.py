@@ -1,5 +1,5 @@
 """python -m zoo.scaling fit FILE.csv --params COL (--tokens COL | --flops COL) --loss COL [--drop-highest K]
-[--bootstrap B] [--seed S] [--group COL] [--json OUT] [--compute C ...]
+[--bootstrap B] [--seed S] [--group COLS] [--strata COLS] [--json OUT] [--compute C ...]
 
 Fits the Chinchilla law L(N, D) = E + A / N^alpha + B / D^beta to a CSV of points (any runs, not only zoo's) with
 bootstrap intervals, and prints the compute-optimal allocation and the frontier L*(C) (docs/scaling-laws.md).
@@ -23,10 +23,12 @@ def read_points(
     flops: str | None = None,
     group: str | None = None,
     where: dict | None = None,
+    strata: str | None = None,
 ):
-    """(N, D, L, labels, groups) from a CSV with a header row: N from column `params`, D from `tokens` or
-    D = C / (6 N) from `flops` (C in FLOPs), L from `loss`; labels[i] = "FILE line k"; groups[i] the text of
-    column `group` (None without it). Raises ScalingError (a ValueError) naming the file, line and column of a
+    """(N, D, L, labels, groups, strata) from a CSV with a header row: N from column `params`, D from `tokens` or
+    D = C / (6 N) from `flops` (C in FLOPs), L from `loss`; labels[i] = "FILE line k"; groups[i] the texts of the
+    columns named in `group` (comma-separated, e.g. "size,seed": a run), joined by "|" (None without it); strata[i]
+    likewise of `strata` (e.g. "size"). Raises ScalingError (a ValueError) naming the file, line and column of a
     missing column, an empty file, a value that is not a positive finite number or an empty group; a column named
     for two flags, or named twice in the header; a file that is not UTF-8 text, or a row that is not CSV; a `where`
     ({column: value}: only the rows whose column holds that text) that names no column or keeps no row. A field
@@ -38,14 +40,22 @@ def read_points(
         **({"--tokens": tokens} if tokens is not None else {"--flops": flops}),
         "--loss": loss,
     }
-    named = {**wanted, **({"--group": group} if group is not None else {})}
+    keyed = {
+        flag: [c.strip() for c in cols.split(",")] for flag, cols in (("--group", group), ("--strata", strata)) if cols
+    }
+    for flag, cols in keyed.items():
+        if not all(cols):
+            raise ScalingError(f"{flag} {','.join(cols)!r}: an empty column name; give COL or COL1,COL2")
+    named = {**wanted, **{f"--group {c}": c for c in keyed.get("--group", [])}}
     flags = {}
-    for flag, col in named.items():
+    for flag, col in named.items():  # --strata may name any column (e.g. n_params: the size)
         if col in flags:
             raise ScalingError(
-                f"{flags[col]} and {flag} both name column {col!r}: each of N, D (or C) and the loss is its own column"
+                f"{flags[col].split()[0]} and {flag.split()[0]} both name column {col!r}: each of N, D (or C), the "
+                "loss and the group is its own column"
             )
         flags[col] = flag
+    named.update({f"--strata {c}": c for c in keyed.get("--strata", [])})
     limit = csv.field_size_limit(min(sys.maxsize, 2**31 - 1))  # a long field (a column not read) is no error
     try:
         with open(path, newline="", encoding="utf-8-sig") as f:
@@ -58,25 +68,27 @@ def read_points(
                 raise ScalingError(
                     f"{path}, line 1: the column {twice[0]!r} is named twice in the header row; rename or remove one"
                 )
-            missing = [f"{flag} {col!r}" for flag, col in named.items() if col not in header]
+            missing = [f"{flag.split()[0]} {col!r}" for flag, col in named.items() if col not in header]
             missing += [f"--where {col!r}" for col in where or {} if col not in header]
             if missing:
                 raise ScalingError(
                     f"{path}: no column {', '.join(missing)}; the columns are: {', '.join(map(repr, header))}"
                 )
             columns = {flag: [] for flag in wanted}
-            labels, groups = [], []
+            labels, keys = [], {flag: [] for flag in keyed}
             for row in reader:
                 label = f"{path} line {reader.line_num}"
                 if any((row[col] or "").strip() != value for col, value in (where or {}).items()):
                     continue
-                if group is not None:
-                    if not (row[group] or "").strip():
+                for flag, cols in keyed.items():
+                    empty = [c for c in cols if not (row[c] or "").strip()]
+                    if empty:
                         raise ScalingError(
-                            f"{label}: column {group!r} (--group) is empty; each point needs its group (its run): "
-                            "fill it in or remove the row"
+                            f"{label}: column {empty[0]!r} ({flag}) is empty; each point needs its "
+                            f"{'group (its run)' if flag == '--group' else 'stratum (its size)'}: fill it in or "
+                            "remove the row"
                         )
-                    groups.append(row[group].strip())
+                    keys[flag].append("|".join(row[c].strip() for c in cols))
                 for flag, col in wanted.items():
                     cell = row[col]
                     try:
@@ -105,7 +117,7 @@ def read_points(
         raise ScalingError(f"{path}: no row has --where {shown}; check the column's values")
     N, L = columns["--params"], columns["--loss"]
     D = columns["--tokens"] if tokens is not None else [c / (6.0 * n) for c, n in zip(columns["--flops"], N)]
-    return N, D, L, labels, (groups if group is not None else None)
+    return N, D, L, labels, keys.get("--group"), keys.get("--strata")
 
 
 def default_compute(N, D) -> list[float]:
@@ -165,8 +177,14 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--group",
         metavar="COL",
-        help="column naming each point's run (or other unit of independence): a resample draws whole groups "
-        "(default: whole points, too narrow when a run gives several points)",
+        help="column naming each point's run (or other unit of independence), or columns (COL1,COL2, e.g. "
+        "size,seed): a resample draws whole groups (default: whole points, too narrow when a run gives several)",
+    )
+    p.add_argument(
+        "--strata",
+        metavar="COLS",
+        help="column(s) of a designed factor, e.g. size: a resample draws each stratum's own number of groups (or "
+        "points) from it, so every size stays in every resample (the stratified bootstrap)",
     )
     p.add_argument(
         "--where",
@@ -208,8 +226,8 @@ def main(argv=None) -> int:
             if not eq or not col:
                 raise ScalingError(f"--where {item!r}: give COL=VALUE, e.g. --where arch=decoder_only")
             where[col] = value
-        N, D, L, labels, groups = read_points(
-            args.csv, args.params, args.loss, args.tokens, args.flops, args.group, where
+        N, D, L, labels, groups, strata = read_points(
+            args.csv, args.params, args.loss, args.tokens, args.flops, args.group, where, args.strata
         )
         kept = check_points(N, D, L, args.drop_highest, labels)
         if args.seed < 0:
@@ -217,7 +235,14 @@ def main(argv=None) -> int:
         if args.bootstrap < 0:
             raise ScalingError(f"--bootstrap {args.bootstrap}: give 0 (no intervals) or more resamples (default 1000)")
         fit = fit_scaling_law(
-            N, D, L, drop_highest=args.drop_highest, bootstrap=args.bootstrap, seed=args.seed, groups=groups
+            N,
+            D,
+            L,
+            drop_highest=args.drop_highest,
+            bootstrap=args.bootstrap,
+            seed=args.seed,
+            groups=groups,
+            strata=strata,
         )
         compute = args.compute or default_compute([N[i] for i in kept], [D[i] for i in kept])
         allocation = fit.allocation(compute)
@@ -231,6 +256,8 @@ def main(argv=None) -> int:
     dropped = sorted(set(range(len(L))) - set(kept.tolist()))
     source = f"{args.csv}: {fit.n_points} of {len(L)} points ({len(dropped)} highest losses dropped); {derived}"
     unit = "points" if groups is None else f"groups of {args.group!r} ({len({groups[i] for i in kept})})"
+    if strata is not None:
+        unit += f" within the strata of {args.strata!r} ({len({strata[i] for i in kept})})"
     print(table(fit, allocation, source, unit))
     if args.json is not None:
         out = fit.to_dict()
@@ -240,6 +267,7 @@ def main(argv=None) -> int:
             "rows": len(L),
             "dropped": [labels[i] for i in dropped],
             "group": args.group,
+            "strata": args.strata,
         }
         args.json.write_text(json.dumps(out, indent=2) + "\n")
         print(args.json)

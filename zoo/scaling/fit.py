@@ -11,7 +11,10 @@ as reproduced by Besiroglu et al. 2024, "Chinchilla Scaling: A replication attem
   (alpha, beta in {0, 0.5, ..., 2}, e in {-1, -0.5, ..., 1}, a, b in {0, 5, ..., 25}): the objective is evaluated at
   all 4,500 grid points and L-BFGS-B runs from the `n_starts` best of them; the lowest end point is the fit;
 - intervals: the percentile bootstrap over whole points (each resample draws n points with replacement, Epoch's
-  scheme), each resample refitted from the full-data fit and the best grid starts.
+  scheme), or over whole groups (a run's points are correlated), optionally within strata (each resample draws
+  every stratum's own number of groups from it: a designed factor such as the model size is held fixed and only
+  the seeds are resampled, the stratified bootstrap of Davison & Hinkley 1997, section 3.2); each resample
+  refitted from the full-data fit and the best grid starts.
 
 The optimiser works in centred coordinates (a - alpha mean(log N), b - beta mean(log D), e, alpha, beta), a change
 of variables that leaves the minimum unchanged and conditions the problem; the objective is divided by delta.
@@ -343,6 +346,7 @@ def fit_scaling_law(
     bootstrap_starts: int = 1,
     labels=None,
     groups=None,
+    strata=None,
 ) -> ScalingFit:
     """Fit L(N, D) = E + A / N^alpha + B / D^beta to points (N parameters, D tokens, L loss; 1-d, equal length).
 
@@ -351,9 +355,13 @@ def fit_scaling_law(
     n_starts: L-BFGS-B runs from that many best points of Hoffmann's grid (None: all 4,500).
     bootstrap_starts: each resample's fit starts from the full-data fit and that many best grid points.
     labels[i] names point i in errors. groups[i]: the group of point i (e.g. its run, whose evaluations are
-    correlated); given, a resample draws whole groups with replacement instead of points.
+    correlated); given, a resample draws whole groups with replacement instead of points. strata[i]: the stratum
+    of point i (e.g. its model size, a designed factor); given, a resample draws each stratum's number of groups
+    (or points) from that stratum alone (resample_weights), and a stratum of one group is in every resample (a note
+    says its interval contribution is nil).
     Raises ScalingError on bad input (check_points; a bootstrap, level, n_starts, bootstrap_starts or seed out of
-    range; groups of another length) before any fitting, and RuntimeError when a resample's
+    range; groups or strata of another length; a group in two strata; strata that each hold one group) before any
+    fitting, and RuntimeError when a resample's
     optimiser never left its starting points (the intervals would collapse).
     Returns a ScalingFit; its values and ci hold E, A, B, alpha, beta, a, b and G. Check its `converged`: an
     optimiser that stopped early (an iteration limit, a flat stretch) on the full data gives converged False and no
@@ -373,6 +381,7 @@ def fit_scaling_law(
             none = " or None" if name != "bootstrap_starts" else ""
             raise ScalingError(f"{name} must be an integer >= {least}{none}, got {value!r}")
     members = None if groups is None else _members(groups, len(L), kept, bootstrap)
+    units, lone = _strata(strata, len(L), kept, members, bootstrap)
     N, D, L = (np.asarray(v, dtype=float)[kept] for v in (N, D, L))
     n = len(L)
     problem = _Problem(N, D, L)
@@ -390,8 +399,13 @@ def fit_scaling_law(
         return ScalingFit(values, no_ci, empty, n, kept, f_hat * DELTA, int(bootstrap), seed, level, [note], False)
 
     boot_starts = np.vstack([u_hat[None, :], ranked[: int(bootstrap_starts)]])
-    samples, reasons = _bootstrap_samples(problem, u_hat, boot_starts, bootstrap, seed, members)
+    samples, reasons = _bootstrap_samples(problem, u_hat, boot_starts, bootstrap, seed, members, units)
     ci, notes = _intervals(samples, level)
+    if lone and bootstrap:
+        notes.append(
+            f"{lone} of {len(units)} strata hold one {'group' if members is not None else 'point'}: it is in every "
+            "resample, so the intervals leave out its noise (too narrow); give each stratum 2 or more"
+        )
     if reasons:
         notes.insert(
             0,
@@ -420,9 +434,53 @@ def _members(groups, n: int, kept: np.ndarray, bootstrap: int) -> np.ndarray:
     return members
 
 
-def _bootstrap_samples(problem: _Problem, u_hat, boot_starts, bootstrap, seed, members=None):
+def _strata(strata, n: int, kept: np.ndarray, members, bootstrap: int) -> tuple[list[np.ndarray], int]:
+    """(units, lone): units[s] the indices of stratum s's units (the groups of `members`, else the kept points);
+    one stratum of every unit without strata. lone: strata holding one unit. Raises ScalingError for strata of
+    another length or with a missing value, a group whose points are in two strata, or (with bootstrap) strata
+    that each hold one unit: every resample would equal the data."""
+    n_units = len(kept) if members is None else int(members.max()) + 1
+    if strata is None:
+        return [np.arange(n_units)], 0
+    labels = np.asarray(strata, dtype=object)
+    if labels.shape != (n,):
+        raise ScalingError(f"strata must give one stratum per point: {n} points, got shape {labels.shape}")
+    if any(s is None or (isinstance(s, float) and not math.isfinite(s)) for s in labels):
+        raise ScalingError("strata holds a missing stratum (None or NaN): give every point its stratum (its size)")
+    of_point = np.unique(labels[kept].astype(str), return_inverse=True)[1].ravel()
+    unit = np.arange(len(kept)) if members is None else members
+    of_unit = np.full(n_units, -1)
+    for u, s in zip(unit, of_point):
+        if of_unit[u] not in (-1, s):
+            raise ScalingError(
+                f"a group's points are in two strata (point {int(kept[np.flatnonzero(unit == u)[0]])}): strata must "
+                "hold whole groups (a run is of one size)"
+            )
+        of_unit[u] = s
+    units = [np.flatnonzero(of_unit == s) for s in range(int(of_point.max()) + 1)]
+    lone = sum(len(u) == 1 for u in units)
+    if bootstrap and lone == len(units):
+        raise ScalingError(
+            "every stratum holds one group (or point): each resample would equal the data; give 2 or more runs "
+            "(seeds) per stratum, or no strata"
+        )
+    return units, lone
+
+
+def resample_weights(rng: np.random.Generator, units: list[np.ndarray], n_units: int) -> np.ndarray:
+    """One stratified bootstrap draw: for each stratum's unit indices in `units`, as many draws with replacement
+    from that stratum as it holds units. Returns (n_units,) float counts; each stratum's counts sum to its size
+    (Davison & Hinkley 1997, section 3.2). One stratum of every unit: the plain bootstrap."""
+    counts = np.zeros(n_units)
+    for u in units:
+        counts += np.bincount(u[rng.integers(0, len(u), size=len(u))], minlength=n_units)
+    return counts
+
+
+def _bootstrap_samples(problem: _Problem, u_hat, boot_starts, bootstrap, seed, members=None, units=None):
     """Refit `bootstrap` resamples of whole points (weights from np.random.default_rng(seed)) from boot_starts;
-    with members (each point's group index 0 .. G-1), of whole groups.
+    with members (each point's group index 0 .. G-1), of whole groups; units: each stratum's units
+    (resample_weights; None: one stratum).
 
     Returns (samples, reasons): samples (k, 5) the converged fits, columns PARAMS (E, A, B may overflow to inf);
     reasons: why each of the other bootstrap - k did not converge. Raises RuntimeError when L-BFGS-B stopped
@@ -434,12 +492,11 @@ def _bootstrap_samples(problem: _Problem, u_hat, boot_starts, bootstrap, seed, m
     ok = np.ones(int(bootstrap), dtype=bool)
     reasons = []
     stuck = 0
+    n_units = n if members is None else int(members.max()) + 1
+    units = [np.arange(n_units)] if units is None else units
     for k in range(int(bootstrap)):
-        if members is None:
-            w = np.bincount(rng.integers(0, n, size=n), minlength=n).astype(float)
-        else:
-            G = int(members.max()) + 1
-            w = np.bincount(rng.integers(0, G, size=G), minlength=G).astype(float)[members]
+        w = resample_weights(rng, units, n_units)
+        w = w if members is None else w[members]
         u, _, moved, why = _best(problem, boot_starts, w)
         if not moved and np.max(np.abs(problem.value_and_grad(u_hat, w)[1])) > _LBFGSB["gtol"]:
             stuck += 1
