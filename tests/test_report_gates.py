@@ -84,11 +84,12 @@ def write_cell(root: Path, arch: str, size: str, seed: int, rng, noise: float, k
     (d / "results.json").write_text(json.dumps(record))
 
 
-def study(root: Path, noise: float, sizes=SIZES, seeds=3, bend=0.0, check=True) -> Path:
+def study(root: Path, noise: float, sizes=SIZES, seeds=3, others=2, bend=0.0, check=True) -> Path:
+    """Cells of every family at `sizes`: `seeds` seeds at s3, `others` at every other size."""
     rng = np.random.default_rng(0)
     for arch in FAMILIES:
         for size in sizes:
-            for seed in range(1, (seeds if size == "s3" else 1) + 1):
+            for seed in range(1, (seeds if size == "s3" else others) + 1):
                 write_cell(root, arch, size, seed, rng, noise, bend=bend)
         if check:
             write_cell(root, arch, "s1", 1, rng, noise, kind="cosine")
@@ -119,7 +120,8 @@ def good(tmp_path_factory):
 
 
 def test_a_study_on_its_law_passes_every_gate(good):
-    """0.2% noise on the law, 5 sizes over 32x, 3 budgets, 3 seeds: every gate passes, and the text says so first."""
+    """0.2% noise on the law, 5 sizes over 32x, 3 budgets, 2 seeds (3 at s3): every gate passes, and the text says
+    so first."""
     _, _, text = good
     assert text[0] == "## Scaling" and text[2].startswith("Can each law be trusted?")
     for arch in FAMILIES:
@@ -135,7 +137,7 @@ def test_points_csv_holds_every_fitted_point_and_refits_to_the_sections_law(good
     with open(out / "points.csv", newline="") as f:
         rows = list(csv.DictReader(f))
     assert list(rows[0]) == ["arch", "size", "seed", "n_params", "tokens", "flops", "loss"]
-    n_cells = len(SIZES) + 2  # two extra seeds at s3
+    n_cells = 2 * len(SIZES) + 1  # two seeds per size, three at s3
     assert len(rows) == len(FAMILIES) * n_cells * len(BUDGETS)
     dec = [r for r in rows if r["arch"] == "decoder_only"]
     fit = fit_scaling_law(*(np.array([float(r[k]) for r in dec]) for k in ("n_params", "tokens", "loss")), bootstrap=0)
@@ -171,13 +173,34 @@ def test_points_that_miss_the_law_fail_the_fit_gate_and_their_law_is_marked(tmp_
 def test_a_design_the_gates_cannot_judge_says_which_gate(tmp_path):
     """Two sizes, no repeated seeds, no check cells: the fit and hold-out gates say they cannot check, and the law is
     not called trusted."""
-    root = study(tmp_path / "small", noise=0.002, sizes={k: SIZES[k] for k in ("s1", "s5")}, seeds=1, check=False)
+    root = study(
+        tmp_path / "small", noise=0.002, sizes={k: SIZES[k] for k in ("s1", "s5")}, seeds=1, others=1, check=False
+    )
     text, _ = scaling_section(find_runs(root), tmp_path, scaling_sweep=True)
     row = gate_row(text, "decoder_only")
     assert row[1] == "NO"
     assert row[2].startswith("cannot check") and "no repeated seeds" in row[2]
     assert row[3].startswith("cannot check: 2 sizes")
     assert any("no SIZE_seedN_cosine cells" in line for line in text)
+
+
+def test_one_seed_at_a_size_cannot_check_the_intervals(tmp_path):
+    """Seeds repeated at s3 alone (experiment=scaling's default): the bootstrap over seeds within sizes cannot vary
+    the other sizes, so the exponent and multiplier gates say they cannot check, naming the sizes; the fit and
+    hold-out gates still judge."""
+    root = study(tmp_path / "one_seed", noise=0.002, others=1)
+    text, _ = scaling_section(find_runs(root), tmp_path, scaling_sweep=True)
+    for arch in FAMILIES:
+        row = gate_row(text, arch)
+        assert row[1] == "NO" and row[2].startswith("pass") and row[3].startswith("pass"), row
+        assert (
+            row[4] == "cannot check: one seed at s1, s2, s4, s5: the bootstrap over seeds within sizes cannot "
+            "vary it (2 or more)"
+        ), row
+    assert (
+        gate_row(text, "encoder_decoder")[5].startswith("cannot check: k = ")
+        and "one seed at s1, s2, s4, s5" in (gate_row(text, "encoder_decoder")[5])
+    )
 
 
 def test_seed_noise_is_the_rms_of_the_relative_sd_at_each_repeated_budget():
@@ -201,6 +224,26 @@ def test_the_frontier_fit_recovers_a_known_envelope():
     assert fr.values == pytest.approx([1.3, 40.0, 0.12], rel=1e-3)
     lo, hi = fr.ci(2)
     assert lo <= 0.12 <= hi
+
+
+def test_the_frontier_resamples_runs_within_sizes_when_every_size_repeats(monkeypatch):
+    """Two runs at each of two sizes: every resample draws 2 runs from each size (the report's law does the same,
+    fit_points); a size with one run: the plain bootstrap over all runs."""
+    import zoo.report.scaling as section
+
+    seen, real = [], section.resample_weights
+    monkeypatch.setattr(section, "resample_weights", lambda rng, units, n: seen.append(units) or real(rng, units, n))
+    pts = [
+        {"run": f"{n}|{seed}", "N": n, "C": c * n, "loss": 1.3 + 40 * (c * n) ** -0.12 * (1 + 0.01 * seed)}
+        for n in (1e4, 1e5)
+        for seed in (1, 2)
+        for c in (1e6, 4e6, 1.6e7)
+    ]
+    Frontier(pts, bootstrap=5)
+    assert len(seen) == 5 and all(sorted(map(len, u)) == [2, 2] for u in seen)
+    seen.clear()
+    Frontier([p for p in pts if p["run"] != "100000.0|2"], bootstrap=5)
+    assert all(len(u) == 1 and len(u[0]) == 3 for u in seen)
 
 
 def test_the_cool_down_check_pairs_each_cosine_point_with_its_branch(good):

@@ -19,7 +19,7 @@ import numpy as np
 from scipy.optimize import least_squares
 
 from zoo.report.runs import arch_label, read_curves
-from zoo.scaling.fit import PARAMS, ScalingError, compute_optimal, fit_scaling_law
+from zoo.scaling.fit import PARAMS, ScalingError, compute_optimal, fit_scaling_law, resample_weights
 
 LOSS = ("val/cont_loss", "val/loss")  # the metric fitted: the first a run logs
 BOOTSTRAP = 200  # resamples of each fit (its intervals and the compute multiplier's)
@@ -111,11 +111,22 @@ def write_points_csv(points: list[dict], path: Path) -> Path:
 
 def fit_points(points: list[dict], bootstrap: int | None = None, seed: int = 0):
     """fit_scaling_law of the points' (N, D tokens, loss); a bootstrap resample draws whole runs (a trunk and its
-    branches share their weights up to the branch, and a run's evaluations are correlated). Returns a
-    zoo.scaling.fit.ScalingFit."""
+    branches share their weights up to the branch, and a run's evaluations are correlated) within each size when
+    every size has 2 or more runs (the sizes are the design, the seeds the sampling: every resample keeps every
+    size and its number of runs); otherwise across sizes (wider: a resample may lack a size; the gates on the
+    intervals then say they cannot check). Returns a zoo.scaling.fit.ScalingFit."""
     N, D, L = (np.array([p[k] for p in points], dtype=float) for k in ("N", "D", "loss"))
     bootstrap = BOOTSTRAP if bootstrap is None else bootstrap
-    return fit_scaling_law(N, D, L, bootstrap=bootstrap, seed=seed, groups=[p["run"] for p in points])
+    strata = [p["N"] for p in points] if bootstrap and not single_seed_sizes(points, "N") else None
+    return fit_scaling_law(N, D, L, bootstrap=bootstrap, seed=seed, groups=[p["run"] for p in points], strata=strata)
+
+
+def single_seed_sizes(points: list[dict], key: str = "size") -> list:
+    """The sizes (their `key`) with one run (seed): a bootstrap over runs within sizes cannot vary them."""
+    runs = {}
+    for p in points:
+        runs.setdefault(p.get(key), set()).add(p["run"])
+    return sorted((s for s, r in runs.items() if len(r) < 2), key=str)
 
 
 def flops_ratio(points: list[dict]) -> float:
@@ -207,7 +218,8 @@ def _fit_frontier(C: np.ndarray, L: np.ndarray) -> np.ndarray | None:
 
 class Frontier:
     """The compute frontier of one family: (E, A, gamma) on its envelope and `samples`, the refits of bootstrap
-    resamples of whole runs (each resample's own envelope)."""
+    resamples of whole runs, within each size when every size has 2 or more (each resample's own envelope;
+    zoo.scaling.fit.resample_weights)."""
 
     def __init__(self, points: list[dict], bootstrap: int | None = None, seed: int = 0):
         bootstrap = BOOTSTRAP if bootstrap is None else bootstrap
@@ -216,11 +228,17 @@ class Frontier:
         self.n_points = len(env)
         self.values = _fit_frontier(C, L)
         runs = sorted({p["run"] for p in points})
+        of_run = {p["run"]: p.get("N") for p in points}  # no N: one stratum of every run
+        by_size = {}
+        for i, r in enumerate(runs):
+            by_size.setdefault(of_run[r], []).append(i)
+        stratified = min(map(len, by_size.values())) > 1  # as fit_points: within sizes when every size repeats
+        units = [np.array(v) for v in by_size.values()] if stratified else [np.arange(len(runs))]
         rng = np.random.default_rng(seed)
         samples = []
         for _ in range(bootstrap if self.values is not None else 0):
-            pick = rng.integers(0, len(runs), len(runs))
-            drawn = [p for i in pick for p in points if p["run"] == runs[i]]
+            counts = resample_weights(rng, units, len(runs)).astype(int)
+            drawn = [p for i in np.repeat(np.arange(len(runs)), counts) for p in points if p["run"] == runs[i]]
             e = envelope(drawn)
             u = _fit_frontier(np.array([p["C"] for p in e]), np.array([p["loss"] for p in e]))
             if u is not None:
@@ -412,8 +430,12 @@ def gates(by_arch: dict, fits: dict, holdouts: dict) -> dict:
         bound = at_bound(fit, pts)
         widths = {k: (fit.ci[k][1] - fit.ci[k][0]) / 2 for k in ("alpha", "beta") if fit.ci.get(k)}
         wide = [f"{k} ±{w:.2f}" for k, w in widths.items() if not w <= EXPONENT_HALF_WIDTH]
+        lone = single_seed_sizes(pts)
+        one_seed = f"one seed at {', '.join(lone)}: the bootstrap over seeds within sizes cannot vary it (2 or more)"
         if budgets < 2:
             g["params"] = ("cannot check", "one budget per size: beta is not identified")
+        elif lone:  # a parameter at a bound fails whatever the intervals
+            g["params"] = ("FAIL", "; ".join(bound)) if bound else ("cannot check", one_seed)
         elif not widths:
             g["params"] = ("cannot check", "no bootstrap intervals")
         else:
@@ -426,7 +448,11 @@ def gates(by_arch: dict, fits: dict, holdouts: dict) -> dict:
         else:
             r, r_ref = flops_ratio(pts), flops_ratio(by_arch[REFERENCE])
             k = multiplier(fit, fits[REFERENCE], cmax, r, r_ref)
-            if k["ci"] is None:
+            lone_ref = single_seed_sizes(by_arch[REFERENCE])
+            if lone or lone_ref:
+                at = ", ".join(sorted(set(lone) | set(lone_ref)))
+                g["k"] = ("cannot check", f"k = {fmt(k['value'], k['ci'])}; one seed at {at} (2 or more)")
+            elif k["ci"] is None:
                 g["k"] = ("cannot check", "no bootstrap intervals")
             else:
                 lo, hi = k["ci"]
@@ -615,8 +641,8 @@ def _cooldown_table(rows: list[dict]) -> list[str]:
     if not rows:
         return ["Cool-down check: no SIZE_seedN_cosine cells (scaling.check_sizes) to compare with."]
     lines = [
-        "Cool-down check: each budget's cool-down point against a run trained to that budget alone (cosine to a "
-        f"tenth of the peak rate, the same seed and data); gate: within {COOLDOWN_CHECK:.0%}.",
+        "Cool-down check: each budget's cool-down point against a run trained to that budget alone (cosine from "
+        f"the peak rate to 0, the same seed and data); gate: within {COOLDOWN_CHECK:.0%}.",
         "",
         "| arch | size | tokens / param | cool-down | cosine | difference |",
         "|---|---|---|---|---|---|",
