@@ -31,8 +31,13 @@ SIZES = SCALING.sizes
 
 
 def test_cells_put_the_extra_seeds_at_one_size_smallest_first():
+    """seeds at seed_size, 1 elsewhere, unless a size sets its own (experiment=scaling_long: 2 everywhere)."""
     sizes = {"a": {}, "b": {}, "c": {}}
     assert cells(sizes, "b", 3) == "a_seed1,b_seed1,b_seed2,b_seed3,c_seed1"
+    assert cells({"a": {"seeds": 2}, "b": {"seeds": 1}, "c": {}}, "b", 3) == "a_seed1,a_seed2,b_seed1,c_seed1"
+    for bad in (0, 1.5, "2"):
+        with pytest.raises(ConfigError, match=rf"scaling.sizes.a.seeds={bad!r} must be a positive whole number"):
+            cells({"a": {"seeds": bad}, "b": {}}, "b", 1)
     assert cells(sizes, "b", 1, ["a"]) == "a_seed1,b_seed1,c_seed1,a_seed1_cosine"
     assert (cell_size("b_seed3"), cell_seed("b_seed3")) == ("b", 3)
     assert cell_is_check("a_seed1_cosine") and not cell_is_check("a_seed1")
@@ -72,12 +77,18 @@ def test_the_three_archs_have_matched_non_embedding_parameters(name):
 
 
 def test_default_design_meets_the_studys_targets():
-    """At least 5 sizes spanning 30x in non-embedding parameters, budgets up to 20 tokens per parameter, and at every
-    size the first budget's cool-down starting after the warm-up (check_design accepts the preset)."""
+    """At least 5 sizes spanning 30x in non-embedding parameters, budgets up to 20 tokens per parameter at every
+    size, and at every size the first budget's cool-down starting after the warm-up (check_design accepts the
+    preset); experiment=scaling_long adds a second seed at every size (the gates on the intervals need it)."""
+    from zoo.scaling.grid import size_budgets, size_seeds
+
     n = [size_non_embedding(s) for s in SIZES.values()]
     assert len(n) >= 5 and n == sorted(n) and n[-1] / n[0] >= 30
-    assert max(SCALING.budgets) >= 20
+    assert all(max(size_budgets(s, SCALING.budgets)) >= 20 for s in SIZES.values())
     check_design(SCALING)
+    long = OmegaConf.merge({"scaling": SCALING}, OmegaConf.load(f"{CONF_DIR}/experiment/scaling_long.yaml")).scaling
+    assert all(size_seeds(k, v, long.seed_size, long.seeds) >= 2 for k, v in long.sizes.items())
+    check_design(long)
 
 
 def test_branches_are_the_budgets_in_closed_form():
@@ -98,20 +109,24 @@ def test_branches_are_the_budgets_in_closed_form():
         layers("encoder_decoder", 3)
 
 
-def test_a_size_may_set_its_own_budgets_and_a_check_cell_keeps_the_studys():
-    """s1 sets budgets [5, 20, 80]: its cool-down cell trains those, its cosine check cell the study's [5, 10, 20]."""
+def test_a_size_may_set_its_own_budgets_and_a_check_cell_trains_its_three_smallest():
+    """s1 sets budgets [5, 20, 40, 80]: its cool-down cell trains those, its cosine check cell [5, 20, 40] alone."""
     from zoo.scaling.grid import cell_branches, job_max_steps
 
     s = OmegaConf.create(OmegaConf.to_container(SCALING))
-    s.sizes.s1.budgets = [80, 5, 20]
+    s.sizes.s1.budgets = [80, 5, 40, 20]
     s.budgets = [5, 10, 20]
     N, per_step = size_non_embedding(s.sizes.s1), s.sizes.s1.batch_size * 128
-    assert [b.tokens_per_param for b in cell_branches("s1_seed1", s.sizes.s1, s)] == [5.0, 20.0, 80.0]
+    assert [b.tokens_per_param for b in cell_branches("s1_seed1", s.sizes.s1, s)] == [5.0, 20.0, 40.0, 80.0]
     assert [b.end for b in cell_branches("s1_seed1_cosine", s.sizes.s1, s)] == [
-        round(b * N / per_step) for b in (5, 10, 20)
+        round(b * N / per_step) for b in (5, 20, 40)
     ]
     assert job_max_steps("s1_seed1", s.sizes, s.budgets, 128) == round(80 * N / per_step)
-    assert job_max_steps("s1_seed1_cosine", s.sizes, s.budgets, 128) == round(20 * N / per_step)
+    assert job_max_steps("s1_seed1_cosine", s.sizes, s.budgets, 128) == round(40 * N / per_step)
+    s.sizes.s5.budgets = None  # a size without its own: the study's
+    assert [b.end for b in cell_branches("s5_seed1_cosine", s.sizes.s5, s)] == [
+        round(b * size_non_embedding(s.sizes.s5) / (s.sizes.s5.batch_size * 128)) for b in (5, 10, 20)
+    ]
     s.sizes.s1.budgets = [5, 0]
     with pytest.raises(ConfigError, match=r"scaling.sizes.s1.budgets=\[5, 0\] must be a list of positive"):
         check_design(s)
@@ -126,11 +141,16 @@ def test_a_size_may_set_its_own_budgets_and_a_check_cell_keeps_the_studys():
         ({"trunk_tokens_per_param": 10}, r"scaling.trunk_tokens_per_param=10 ends the trunk before the cool-down"),
         ({"sizes.s1.batch_size": 0}, r"scaling.sizes.s1.batch_size=0 must be a positive whole number"),
         ({"sizes.s1.batch_size": 2.5}, r"scaling.sizes.s1.batch_size=2.5 must be a positive whole number"),
-        ({"sizes.s1.batch_size": 2000}, r"scaling.sizes.s1.batch_size=2000: budget 5 tokens per parameter is 0"),
+        (
+            {"sizes.s1.batch_size": 20000},  # s1's budget 50: 506,000 tokens, 0.2 batches of 2,560,000
+            r"scaling.sizes.s1.batch_size=20000: budget 50 tokens per parameter is 0 batch\(es\) of 2,560,000 tokens; "
+            r"lower the batch or raise scaling.sizes.s1.budgets",
+        ),
         ({"sizes.s2.budgets": [20, 0]}, r"scaling.sizes.s2.budgets=\[20, 0\] must be a list of positive"),
         (
             {"budgets": [0.5, 20], "sizes.s1.budgets": None, "sizes.s1.batch_size": 4},
-            r"budget 0.5 at size s1 cools down from step 20 to 25, inside its warm-up of 50",
+            # N 10,120 at 512 tokens a step: warm-up round(19.8) = 20, end round(9.9) = 10, start round(0.8 x 9.9) = 8
+            r"scaling.budgets: budget 0.5 at size s1 cools down from step 8 to 10, inside its warm-up of 20",
         ),
         ({"sizes.s1.lr": None}, r"scaling.sizes.s1 needs lr"),
     ],

@@ -45,16 +45,16 @@ def test_warmup_stable_decay_is_its_closed_form(shape):
         warmup_stable_decay(25, 4, 20, 30, lr, low, "sqrt")
 
 
-# a cell of s1 (25,408 non-embedding parameters, 4 windows of 128 a step here: 512 tokens): budgets 0.2, 0.4 and 0.6
+# a cell of s2 (25,408 non-embedding parameters, 4 windows of 128 a step here: 512 tokens): budgets 0.2, 0.4 and 0.6
 # tokens per parameter end at steps 10, 20 and 30 and cool down from steps 8, 16 and 24; trunk checkpoints every
 # 5 steps and at each cool-down start
 CELL = [
     "experiment=scaling",
     "+benchmark=scaling",
-    "scaling.cell=s1_seed1",
+    "scaling.cell=s2_seed1",
     "scaling.budgets=[0.2,0.4,0.6]",
-    "scaling.sizes.s1.budgets=null",
-    "scaling.sizes.s1.batch_size=4",
+    "scaling.sizes.s2.budgets=null",
+    "scaling.sizes.s2.batch_size=4",
     "scaling.warmup_tokens_per_param=0.05",
     "scaling.val_windows=8",
     "scaling.checkpoint_every=5",
@@ -148,7 +148,7 @@ def test_a_folder_of_another_design_is_refused(uninterrupted, tmp_path):
     (tmp_path / "cell.json").write_text((uninterrupted / "cell.json").read_text())
     lr = json.loads((uninterrupted / "cell.json").read_text())["lr"]
     with pytest.raises(ConfigError, match=rf"holds a scaling cell of another design \(lr: {lr} there, 0.001 now\)"):
-        run_cell(make_cfg(tmp_path, [*CELL, "scaling.sizes.s1.lr=1e-3"]))
+        run_cell(make_cfg(tmp_path, [*CELL, "scaling.sizes.s2.lr=1e-3"]))
 
 
 @pytest.mark.slow
@@ -163,11 +163,11 @@ def test_a_study_killed_at_random_points_gives_the_points_of_an_uninterrupted_on
         "-m",
         *CELL[:1],
         *[o for o in CELL[3:] if not o.startswith("scaling.cell")],
-        "~scaling.sizes.s2",
+        "~scaling.sizes.s1",
         "~scaling.sizes.s3",
         "~scaling.sizes.s4",
         "~scaling.sizes.s5",
-        "scaling.seed_size=s1",
+        "scaling.seed_size=s2",
         "scaling.seeds=1",
         "scaling.check_sizes=[]",
         "+arch=decoder_only,encoder_decoder",
@@ -200,5 +200,5 @@ def test_a_study_killed_at_random_points_gives_the_points_of_an_uninterrupted_on
     time.sleep(0)
     assert kills >= 2
     for arch in ("decoder_only", "encoder_decoder"):
-        cell = f"{arch}-s1_seed1"
+        cell = f"{arch}-s2_seed1"
         assert points(tmp_path / "cut" / cell / "points.csv") == points(tmp_path / "whole" / cell / "points.csv")

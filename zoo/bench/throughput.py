@@ -19,7 +19,7 @@ from zoo.bench.report import fmt, markdown_table, progress
 from zoo.bench.timing import Timed, interleaved, median
 from zoo.run.scaling_plan import job_steps
 from zoo.run.train import CONF_DIR, build_data, build_trainer, compose_job, job_task, log_config
-from zoo.scaling.grid import size_non_embedding
+from zoo.scaling.grid import size_non_embedding, size_seeds
 from zoo.training.optim import clip_grad_norm
 from zoo.training.optim_config import configure_optimizers
 
@@ -257,7 +257,8 @@ def bench_throughput(opts: Options) -> str:
             size_table, eager, per_step = size_rows(size, cfgs, data, opts)
             rows += size_table
             crows += compile_rows(size, first, data, eager[ARCHS[0]], int(first.trainer.max_steps))
-            seeds = first.scaling.seeds if size == first.scaling.seed_size else 1
+            sc = first.scaling
+            seeds = size_seeds(size, sc.sizes[size], sc.seed_size, sc.seeds)
             for arch, cfg in cfgs.items():
                 jobs += seeds
                 for i, step_s in enumerate(per_step[arch]):

@@ -43,7 +43,7 @@ log = logging.getLogger("zoo")
 # points.csv: experiments/scaling/points.csv's columns first (zoo.report writes that file from these)
 POINT_FIELDS = ("arch", "size", "seed", "n_params", "tokens", "flops", "loss")
 EXTRA_FIELDS = ("tokens_per_param", "steps", "kind", "cooldown", "seconds")
-CHECK_MIN_LR = 0.1  # the cosine check decays to this share of the peak rate (Hägele et al. 2024's cosine)
+CHECK_MIN_LR = 0.0  # the cosine check decays to this share of the peak rate: 0, where a cool-down ends too
 
 
 def design(cfg: DictConfig, arch_label: str) -> dict:

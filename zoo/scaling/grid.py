@@ -18,7 +18,8 @@ from zoo.model import ModelConfig, build_model
 from zoo.model.cost import non_embedding_param_count
 
 CELL = re.compile(r"^(?P<size>[A-Za-z0-9]+)_seed(?P<seed>[0-9]+)(?P<check>_cosine)?$")
-SIZE_KEYS = ("d_model", "n_heads", "n_layers", "batch_size", "lr")  # required; a size may also set its own budgets
+SIZE_KEYS = ("d_model", "n_heads", "n_layers", "batch_size", "lr")  # required; a size may also set budgets, seeds
+CHECK_BUDGETS = 3  # a cosine check cell trains its size's smallest three budgets alone
 
 
 def cell_size(cell: str, sizes=None) -> str:
@@ -52,8 +53,18 @@ def _cell(cell) -> dict:
     return m.groupdict()
 
 
+def size_seeds(name: str, size, seed_size: str, seeds: int) -> int:
+    """The seeds of a size: its own `seeds` when it sets them, else `seeds` at seed_size and 1 elsewhere."""
+    own = size.get("seeds") if hasattr(size, "get") else None
+    if own is not None:
+        if not is_whole(own) or own < 1:
+            raise ConfigError(f"scaling.sizes.{name}.seeds={own!r} must be a positive whole number")
+        return int(own)
+    return int(seeds) if name == seed_size else 1
+
+
 def cells(sizes, seed_size: str, seeds: int, check_sizes=()) -> str:
-    """The swept cells, smallest size first: SIZE_seed1 for every size, seeds 2 .. `seeds` at seed_size, and
+    """The swept cells, smallest size first: SIZE_seed1 .. SIZE_seedK for every size (K: size_seeds), and
     SIZE_seed1_cosine for each size of check_sizes (the cool-down check), after them."""
     names = list(sizes)
     if seed_size not in names:
@@ -65,7 +76,7 @@ def cells(sizes, seed_size: str, seeds: int, check_sizes=()) -> str:
             raise ConfigError(f"scaling.check_sizes names {name!r}, not a key of scaling.sizes ({', '.join(names)})")
     out = []
     for name in names:
-        out += [f"{name}_seed{s}" for s in range(1, (seeds if name == seed_size else 1) + 1)]
+        out += [f"{name}_seed{s}" for s in range(1, size_seeds(name, sizes[name], seed_size, seeds) + 1)]
     out += [f"{name}_seed1_cosine" for name in check_sizes or ()]
     return ",".join(out)
 
@@ -128,10 +139,12 @@ def size_budgets(size, budgets) -> list[float]:
     return sorted(float(x) for x in (size.get("budgets") or budgets))
 
 
-def cell_size_spec(cell: str, size):
-    """The size as a cell trains it: a cosine check cell (SIZE_seedN_cosine) trains the study's own budgets
-    alone, whatever budgets its size adds, so its size loses them."""
-    return {k: size[k] for k in size if k != "budgets"} if cell_is_check(cell) else size
+def cell_size_spec(cell: str, size, budgets):
+    """The size as a cell trains it: a cosine check cell (SIZE_seedN_cosine) trains the CHECK_BUDGETS smallest of
+    its size's budgets (size_budgets) alone, so its size keeps only those; budgets: the study's (scaling.budgets)."""
+    if not cell_is_check(cell):
+        return size
+    return {**{k: size[k] for k in size if k != "budgets"}, "budgets": size_budgets(size, budgets)[:CHECK_BUDGETS]}
 
 
 def branches(size, budgets, cooldown: float, block_size: int) -> list[Branch]:
@@ -146,8 +159,10 @@ def branches(size, budgets, cooldown: float, block_size: int) -> list[Branch]:
 
 def cell_branches(cell: str, size, scaling) -> list[Branch]:
     """A cell's budgets as Branch steps: a cool-down cell's are its size's (size_budgets); a cosine check cell
-    (SIZE_seedN_cosine) trains the study's own scaling.budgets alone, whatever budgets its size adds."""
-    return branches(cell_size_spec(cell, size), scaling.budgets, float(scaling.cooldown), int(scaling.block_size))
+    (SIZE_seedN_cosine) trains the smallest CHECK_BUDGETS of them alone (cell_size_spec)."""
+    return branches(
+        cell_size_spec(cell, size, scaling.budgets), scaling.budgets, float(scaling.cooldown), int(scaling.block_size)
+    )
 
 
 def check_design(scaling, sizes_used=None) -> None:
@@ -188,20 +203,22 @@ def check_design(scaling, sizes_used=None) -> None:
             raise ConfigError(
                 f"scaling.sizes.{name} needs {', '.join(missing)} (each size sets {', '.join(SIZE_KEYS)})"
             )
+        size_seeds(name, size, scaling.get("seed_size"), scaling.get("seeds", 1))
         batch = size.get("batch_size")
         if not is_whole(batch) or batch < 1:
             raise ConfigError(f"scaling.sizes.{name}.batch_size={batch!r} must be a positive whole number of windows")
         warm = warmup_steps(size, scaling.get("warmup_tokens_per_param", 1.0), block)
+        key = f"scaling.sizes.{name}.budgets" if size.get("budgets") else "scaling.budgets"  # where they come from
         for br in branches(size, budgets, cooldown, block):
             if br.end < 2:
                 raise ConfigError(
                     f"scaling.sizes.{name}.batch_size={batch}: budget {br.tokens_per_param:g} tokens per parameter "
                     f"is {br.end} batch(es) of {step_tokens(size, block):,} tokens; lower the batch or raise "
-                    "scaling.budgets"
+                    f"{key}"
                 )
             if br.end - br.start < 1 or br.start < warm:
                 raise ConfigError(
-                    f"scaling.budgets: budget {br.tokens_per_param:g} at size {name} cools down from step "
+                    f"{key}: budget {br.tokens_per_param:g} at size {name} cools down from step "
                     f"{br.start} to {br.end}, "
                     f"{'inside its warm-up of ' + str(warm) + ' steps' if br.start < warm else 'no step'}; "
                     f"raise the budget, lower scaling.sizes.{name}.batch_size or scaling.warmup_tokens_per_param"
@@ -214,7 +231,7 @@ def _size_of(cell, sizes):
 
 def job_max_steps(cell, sizes, budgets, block_size) -> int:
     """trainer.max_steps of a job: the step of its largest budget (a check cell: of the study's budgets)."""
-    return branches(cell_size_spec(cell, _size_of(cell, sizes)), budgets, 0.0, block_size)[-1].end
+    return branches(cell_size_spec(cell, _size_of(cell, sizes), budgets), budgets, 0.0, block_size)[-1].end
 
 
 def job_warmup(cell, sizes, warmup_tokens_per_param, block_size) -> int:
