@@ -25,8 +25,9 @@ from zoo.scaling.fit import fit_scaling_law
 TRUE = {"E": 1.2, "A": 60.0, "B": 90.0, "alpha": 0.4, "beta": 0.35}
 SIZES = {"s1": 2.5e4, "s2": 5.7e4, "s3": 1.56e5, "s4": 4.47e5, "s5": 7.93e5}
 BUDGETS = (5, 10, 20)
-# (FLOPs per token / 6 N, tokens per useful token): encoder_decoder learns 1.5x less per token at half the FLOPs
-FAMILIES = {"decoder_only": (1.0, 1.0), "encoder_decoder": (0.5, 1.5)}
+# (FLOPs per token / 6 N, tokens per useful token): encoder_decoder learns 1.5x less per token at half the FLOPs;
+# encoder_only spends 2x the FLOPs per token (its C reaches past decoder_only's)
+FAMILIES = {"decoder_only": (1.0, 1.0), "encoder_decoder": (0.5, 1.5), "encoder_only": (2.0, 1.0)}
 
 
 def law(N, D):
@@ -156,6 +157,17 @@ def test_the_multiplier_from_law_and_frontier_holds_the_truth(good):
         lo, hi = (float(x) for x in ci.rstrip("]").split(", "))
         assert lo <= 0.75 <= hi and abs(math.log(float(value) / 0.75)) < math.log(1.1), law_row
     assert any(line.startswith("| encoder_decoder | frontier") for line in text)
+
+
+def test_k_is_read_at_the_references_largest_compute(good):
+    """k(C) is judged at decoder_only's largest measured C (6 N D at s5, 20 tokens per parameter), not at
+    encoder_only's 2x larger one; encoder_only, as efficient per token at 2x the FLOPs, has k = 2 there."""
+    _, _, text = good
+    cmax = 6 * SIZES["s5"] * 20 * SIZES["s5"]
+    for arch in ("encoder_decoder", "encoder_only"):
+        assert gate_row(text, arch)[5].endswith(f"at C = {cmax:.3g}"), gate_row(text, arch)
+    value = gate_row(text, "encoder_only")[5].split("k = ")[1].split()[0]
+    assert float(value) == pytest.approx(2.0, rel=0.05)
 
 
 def test_points_that_miss_the_law_fail_the_fit_gate_and_their_law_is_marked(tmp_path):

@@ -403,7 +403,8 @@ def gates(by_arch: dict, fits: dict, holdouts: dict) -> dict:
     "trusted": bool}; state is "pass", "FAIL" or "cannot check" (a design that cannot judge it). holdouts:
     {arch: holdout(points)}."""
     out = {}
-    cmax = max(p["C"] for pts in by_arch.values() for p in pts)
+    ref_pts = by_arch.get(REFERENCE) or [q for v in by_arch.values() for q in v]
+    cmax = max(p["C"] for p in ref_pts)  # k(C) at REFERENCE's largest measured C, where its loss is measured
     for arch, pts in by_arch.items():
         fit, g = fits.get(arch), {}
         sizes = {p["N"] for p in pts}
@@ -468,7 +469,7 @@ def _gate_table(verdicts: dict) -> list[str]:
         f"<= {FIT_RMS:.1%} and <= {FIT_NOISE:g}x the seed noise; **hold-out** every point of the largest size "
         f"predicted within {HOLDOUT:.0%} by a fit without it; **parameters** none at a bound, each exponent's 95% "
         f"interval narrower than ±{EXPONENT_HALF_WIDTH}; **k(C)** the compute multiplier against {REFERENCE} at "
-        f"the largest measured C has a 95% interval whose upper bound is at most {K_RATIO:g}x its lower.",
+        f"{REFERENCE}'s largest measured C has a 95% interval whose upper bound is at most {K_RATIO:g}x its lower.",
         "",
         "| arch | law trusted | fit | hold-out | parameters | k(C) |",
         "|---|---|---|---|---|---|",
@@ -516,13 +517,13 @@ def _frontier_table(frontiers: dict) -> list[str]:
 
 
 def _multipliers(by_arch: dict, fits: dict, frontiers: dict, verdicts: dict, points: list[dict]) -> list[str]:
-    """k(C) of each architecture against REFERENCE at the smallest and largest measured C (and, for a law that
-    passed its gates, 10x beyond), from the law and from the compute frontier."""
+    """k(C) of each architecture against REFERENCE at REFERENCE's smallest and largest measured C, where the loss
+    to match is measured (and, for a law that passed its gates, 10x beyond), from the law and the compute frontier."""
     if REFERENCE not in by_arch:
         return [f"No compute multiplier: no {REFERENCE} points to compare with."]
     if len(by_arch) < 2:
         return [f"No compute multiplier: {REFERENCE} is the only architecture."]
-    cs = [min(p["C"] for p in points), max(p["C"] for p in points)]
+    cs = [min(p["C"] for p in by_arch[REFERENCE]), max(p["C"] for p in by_arch[REFERENCE])]
     lines = [
         f"The compute multiplier k(C): how many times {REFERENCE}'s compute C an architecture needs to reach "
         f"{REFERENCE}'s loss at C (1 = as efficient, > 1 = needs more; 95% intervals over paired bootstrap "
