@@ -491,21 +491,26 @@ def _sized():
     return N, D, L, runs
 
 
-def test_a_stratified_draw_keeps_every_strata_count_and_one_per_unit_on_average():
-    """Each stratum draws its own number of units with replacement: its counts sum to its size in every draw, and
-    a unit's count is Binomial(n, 1/n) (mean 1, variance (n - 1) / n: 1/2, 2/3, 0 for strata of 2, 3, 1)."""
+def test_a_stratified_draw_keeps_every_strata_weight_and_the_rescaled_one_its_variance():
+    """Each stratum's weights sum to its size in every draw, and a unit's weight has mean 1. Drawn n times from n
+    units its weight is Binomial(n, 1/n): variance (n - 1) / n (1/2, 2/3, 0 for strata of 2, 3, 1), which
+    understates the spread between units; Rao & Wu's rescaled draw (n - 1 draws, x n / (n - 1)) has variance 1
+    at every n >= 2 (and a stratum of 1 keeps weight 1)."""
     rng = np.random.default_rng(0)
     units = [np.array([0, 3]), np.array([1, 2, 5]), np.array([4])]
-    draws = np.array([F.resample_weights(rng, units, 6) for _ in range(6000)])
-    for u in units:
-        assert np.all(draws[:, u].sum(axis=1) == len(u))
-    np.testing.assert_allclose(draws.mean(axis=0), 1.0, atol=0.04)
-    np.testing.assert_allclose(draws.var(axis=0), [1 / 2, 2 / 3, 2 / 3, 1 / 2, 0, 2 / 3], atol=0.04)
+    for rescaled, var in ((False, [1 / 2, 2 / 3, 2 / 3, 1 / 2, 0, 2 / 3]), (True, [1, 1, 1, 1, 0, 1])):
+        draws = np.array([F.resample_weights(rng, units, 6, rescaled) for _ in range(8000)])
+        for u in units:
+            np.testing.assert_allclose(draws[:, u].sum(axis=1), len(u))
+        np.testing.assert_allclose(draws.mean(axis=0), 1.0, atol=0.04)
+        np.testing.assert_allclose(draws.var(axis=0), var, atol=0.05)
+    assert set(np.unique(F.resample_weights(rng, [np.array([0, 1])], 2, True))) <= {0.0, 2.0}  # one seed of two
 
 
 def test_strata_keep_every_size_in_every_resample_and_no_strata_do_not(monkeypatch):
-    """With strata, each resample's weights keep every size's 4 points (2 runs x 2 budgets) and vary within it;
-    without, some resample drops a size (the bootstrap that leaves out the largest size: intervals too wide)."""
+    """With strata, each resample's weights keep every size's 4 points (2 runs x 2 budgets) and vary within it
+    (rescaled: one of the two runs, weight 2); without, some resample drops a size (the bootstrap that leaves out
+    the largest size: intervals too wide)."""
     N, D, L, runs = _sized()
     seen, real = [], F._best
 
@@ -520,7 +525,7 @@ def test_strata_keep_every_size_in_every_resample_and_no_strata_do_not(monkeypat
         per_size = np.array([[w[N == n].sum() for n in np.unique(N)] for w in seen[1:]])
         assert len(per_size) == 12
         if strata is not None:
-            assert np.all(per_size == 4) and any(np.any(w != 1) for w in seen[1:])
+            assert np.all(per_size == 4) and all(set(np.unique(w)) == {0.0, 2.0} for w in seen[1:])
         else:
             assert np.any(per_size == 0)
 

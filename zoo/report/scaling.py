@@ -237,8 +237,8 @@ class Frontier:
         rng = np.random.default_rng(seed)
         samples = []
         for _ in range(bootstrap if self.values is not None else 0):
-            counts = resample_weights(rng, units, len(runs)).astype(int)
-            drawn = [p for i in np.repeat(np.arange(len(runs)), counts) for p in points if p["run"] == runs[i]]
+            drawn_runs = {runs[i] for i in np.flatnonzero(resample_weights(rng, units, len(runs), stratified))}
+            drawn = [p for p in points if p["run"] in drawn_runs]  # the envelope needs which runs, not how often
             e = envelope(drawn)
             u = _fit_frontier(np.array([p["C"] for p in e]), np.array([p["loss"] for p in e]))
             if u is not None:
@@ -527,8 +527,8 @@ def _multipliers(by_arch: dict, fits: dict, frontiers: dict, verdicts: dict, poi
     lines = [
         f"The compute multiplier k(C): how many times {REFERENCE}'s compute C an architecture needs to reach "
         f"{REFERENCE}'s loss at C (1 = as efficient, > 1 = needs more; 95% intervals over paired bootstrap "
-        "resamples of runs), from the law L(N, D) and from the compute frontier L*(C). 10x beyond the largest C "
-        "is an extrapolation, shown only for laws that passed every gate.",
+        "resamples of runs within sizes), from the law L(N, D) and the compute frontier L*(C). 10x beyond the "
+        "largest C is an extrapolation, shown only for laws that passed every gate.",
         "",
         "| arch | from | " + " | ".join(f"C = {c:.3g}" for c in cs) + f" | C = {10 * cs[1]:.3g} (10x beyond) |",
         "|---|---|" + "---|" * (len(cs) + 1),
@@ -817,9 +817,10 @@ def scaling_section(runs: list[dict], out_dir: Path, scaling_sweep: bool = False
         "",
         "L(N, D) = E + A / N^alpha + B / D^beta per architecture (Hoffmann et al. 2022's Huber fit, zoo.scaling.fit):"
         " N the non-embedding parameters, D the training tokens, the loss val/cont_loss at each budget; 95% "
-        f"intervals from a bootstrap over runs. Every point is in [{csv_path.name}]({csv_path.name}) (refit it with "
-        f"`python -m zoo.scaling fit {csv_path.name} --params n_params --tokens tokens --loss loss "
-        f"--where arch={REFERENCE}`).",
+        'intervals from a bootstrap over runs (seeds) within sizes, rescaled (docs/scaling-laws.md, "The gates"; '
+        f"over runs across sizes where a size has one seed). Every point is in [{csv_path.name}]({csv_path.name}) "
+        f"(refit it with `python -m zoo.scaling fit {csv_path.name} --params n_params --tokens tokens --loss loss "
+        f"--where arch={REFERENCE} --group size,seed --strata size`).",
         "",
         *_fit_table(by_arch, fits, verdicts),
         "",

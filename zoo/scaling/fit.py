@@ -11,10 +11,10 @@ as reproduced by Besiroglu et al. 2024, "Chinchilla Scaling: A replication attem
   (alpha, beta in {0, 0.5, ..., 2}, e in {-1, -0.5, ..., 1}, a, b in {0, 5, ..., 25}): the objective is evaluated at
   all 4,500 grid points and L-BFGS-B runs from the `n_starts` best of them; the lowest end point is the fit;
 - intervals: the percentile bootstrap over whole points (each resample draws n points with replacement, Epoch's
-  scheme), or over whole groups (a run's points are correlated), optionally within strata (each resample draws
-  every stratum's own number of groups from it: a designed factor such as the model size is held fixed and only
-  the seeds are resampled, the stratified bootstrap of Davison & Hinkley 1997, section 3.2); each resample
-  refitted from the full-data fit and the best grid starts.
+  scheme), or over whole groups (a run's points are correlated), optionally within strata (a designed factor
+  such as the model size is held fixed and only the seeds are resampled: the stratified bootstrap of Davison &
+  Hinkley 1997, section 3.2, with Rao & Wu 1988's rescaling for strata of few groups); each resample refitted
+  from the full-data fit and the best grid starts.
 
 The optimiser works in centred coordinates (a - alpha mean(log N), b - beta mean(log D), e, alpha, beta), a change
 of variables that leaves the minimum unchanged and conditions the problem; the objective is divided by delta.
@@ -356,9 +356,9 @@ def fit_scaling_law(
     bootstrap_starts: each resample's fit starts from the full-data fit and that many best grid points.
     labels[i] names point i in errors. groups[i]: the group of point i (e.g. its run, whose evaluations are
     correlated); given, a resample draws whole groups with replacement instead of points. strata[i]: the stratum
-    of point i (e.g. its model size, a designed factor); given, a resample draws each stratum's number of groups
-    (or points) from that stratum alone (resample_weights), and a stratum of one group is in every resample (a note
-    says its interval contribution is nil).
+    of point i (e.g. its model size, a designed factor); given, a resample draws groups (or points) within each
+    stratum, rescaled so that few per stratum do not narrow the intervals (resample_weights, rescaled: Rao & Wu
+    1988), and a stratum of one group is in every resample (a note says its interval contribution is nil).
     Raises ScalingError on bad input (check_points; a bootstrap, level, n_starts, bootstrap_starts or seed out of
     range; groups or strata of another length; a group in two strata; strata that each hold one group) before any
     fitting, and RuntimeError when a resample's
@@ -399,7 +399,8 @@ def fit_scaling_law(
         return ScalingFit(values, no_ci, empty, n, kept, f_hat * DELTA, int(bootstrap), seed, level, [note], False)
 
     boot_starts = np.vstack([u_hat[None, :], ranked[: int(bootstrap_starts)]])
-    samples, reasons = _bootstrap_samples(problem, u_hat, boot_starts, bootstrap, seed, members, units)
+    strata_units = units if strata is not None else None
+    samples, reasons = _bootstrap_samples(problem, u_hat, boot_starts, bootstrap, seed, members, strata_units)
     ci, notes = _intervals(samples, level)
     if lone and bootstrap:
         notes.append(
@@ -467,20 +468,29 @@ def _strata(strata, n: int, kept: np.ndarray, members, bootstrap: int) -> tuple[
     return units, lone
 
 
-def resample_weights(rng: np.random.Generator, units: list[np.ndarray], n_units: int) -> np.ndarray:
-    """One stratified bootstrap draw: for each stratum's unit indices in `units`, as many draws with replacement
-    from that stratum as it holds units. Returns (n_units,) float counts; each stratum's counts sum to its size
-    (Davison & Hinkley 1997, section 3.2). One stratum of every unit: the plain bootstrap."""
-    counts = np.zeros(n_units)
+def resample_weights(rng: np.random.Generator, units: list[np.ndarray], n_units: int, rescaled: bool = False):
+    """One stratified bootstrap draw of weights (n_units,): for each stratum's unit indices in `units`, its units
+    drawn with replacement; each stratum's weights sum to its size n.
+
+    rescaled False: n draws, weight = count (Davison & Hinkley 1997, section 3.2; one stratum of every unit: the
+    plain bootstrap). A unit's weight then has variance (n - 1) / n, so for a linear statistic the resamples
+    understate the between-unit variance by that factor: by half at 2 seeds a size.
+    rescaled True: the rescaled bootstrap of Rao & Wu 1988 (JASA 83, 231-241) with n - 1 draws, weight =
+    count x n / (n - 1): mean 1 and variance 1 at every n >= 2, the unbiased variance for a linear statistic.
+    A stratum of one unit keeps weight 1 either way (it cannot vary)."""
+    weights = np.zeros(n_units)
     for u in units:
-        counts += np.bincount(u[rng.integers(0, len(u), size=len(u))], minlength=n_units)
-    return counts
+        n = len(u)
+        m = n - 1 if rescaled and n > 1 else n
+        counts = np.bincount(u[rng.integers(0, n, size=m)], minlength=n_units)
+        weights += counts * (n / m)
+    return weights
 
 
 def _bootstrap_samples(problem: _Problem, u_hat, boot_starts, bootstrap, seed, members=None, units=None):
     """Refit `bootstrap` resamples of whole points (weights from np.random.default_rng(seed)) from boot_starts;
-    with members (each point's group index 0 .. G-1), of whole groups; units: each stratum's units
-    (resample_weights; None: one stratum).
+    with members (each point's group index 0 .. G-1), of whole groups; units: each stratum's units, drawn within
+    it and rescaled (resample_weights; None: one stratum, the plain bootstrap).
 
     Returns (samples, reasons): samples (k, 5) the converged fits, columns PARAMS (E, A, B may overflow to inf);
     reasons: why each of the other bootstrap - k did not converge. Raises RuntimeError when L-BFGS-B stopped
@@ -493,9 +503,10 @@ def _bootstrap_samples(problem: _Problem, u_hat, boot_starts, bootstrap, seed, m
     reasons = []
     stuck = 0
     n_units = n if members is None else int(members.max()) + 1
+    stratified = units is not None
     units = [np.arange(n_units)] if units is None else units
     for k in range(int(bootstrap)):
-        w = resample_weights(rng, units, n_units)
+        w = resample_weights(rng, units, n_units, rescaled=stratified)
         w = w if members is None else w[members]
         u, _, moved, why = _best(problem, boot_starts, w)
         if not moved and np.max(np.abs(problem.value_and_grad(u_hat, w)[1])) > _LBFGSB["gtol"]:
