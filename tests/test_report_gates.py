@@ -244,7 +244,7 @@ def test_the_frontier_resamples_runs_within_sizes_when_every_size_repeats(monkey
     import zoo.report.scaling as section
 
     seen, real = [], section.resample_weights
-    monkeypatch.setattr(section, "resample_weights", lambda rng, units, n: seen.append(units) or real(rng, units, n))
+    monkeypatch.setattr(section, "resample_weights", lambda rng, units, *a: seen.append(units) or real(rng, units, *a))
     pts = [
         {"run": f"{n}|{seed}", "N": n, "C": c * n, "loss": 1.3 + 40 * (c * n) ** -0.12 * (1 + 0.01 * seed)}
         for n in (1e4, 1e5)
