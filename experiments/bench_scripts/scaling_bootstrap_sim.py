@@ -12,7 +12,7 @@ median 95% interval of E.
 Designs, on experiment=scaling's five sizes (conf/experiment/scaling.yaml):
 - grid: each size's own budgets (s1-s4 at about 0.5, 1, 2, 4 M tokens, s5 at 5, 10, 20 tokens per parameter);
 - ratio: every size at 5, 10, 20 tokens per parameter (D a multiple of N at every point).
-Seeds: 2 at every size and 3 at s3 (experiment=scaling_long).
+Seeds: experiment=scaling_long's (3 at every size).
 
     OPENBLAS_NUM_THREADS=1 python experiments/bench_scripts/scaling_bootstrap_sim.py --reps 20 --bootstrap 100
 """
@@ -28,7 +28,7 @@ from omegaconf import OmegaConf  # noqa: E402
 from zoo.run.train import CONF_DIR  # noqa: E402
 from zoo.scaling import fit as F  # noqa: E402
 from zoo.scaling.fit import fit_scaling_law  # noqa: E402
-from zoo.scaling.grid import size_budgets, size_non_embedding  # noqa: E402
+from zoo.scaling.grid import size_budgets, size_non_embedding, size_seeds  # noqa: E402
 
 # a law of this study's scale (the second design's decoder_only fit with E fixed near its envelope's asymptote)
 TRUE = {"E": 1.1, "A": 2.3, "alpha": 0.143, "B": 655.0, "beta": 0.534}
@@ -36,12 +36,13 @@ TRUE = {"E": 1.1, "A": 2.3, "alpha": 0.143, "B": 655.0, "beta": 0.534}
 
 def design(kind: str) -> list[tuple[str, int, float, float]]:
     """(size, seed, N, D) of every point of the design."""
-    scaling = OmegaConf.load(f"{CONF_DIR}/experiment/scaling.yaml").scaling
+    base = OmegaConf.load(f"{CONF_DIR}/experiment/scaling.yaml")
+    scaling = OmegaConf.merge(base, OmegaConf.load(f"{CONF_DIR}/experiment/scaling_long.yaml")).scaling
     out = []
     for name, size in scaling.sizes.items():
         N = float(size_non_embedding(size))
         budgets = size_budgets(size, scaling.budgets) if kind == "grid" else [5.0, 10.0, 20.0]
-        for seed in range(1, (3 if name == "s3" else 2) + 1):
+        for seed in range(1, size_seeds(name, size, scaling.seed_size, scaling.seeds) + 1):
             out += [(name, seed, N, b * N) for b in budgets]
     return out
 
