@@ -130,6 +130,9 @@ def test_a_size_may_set_its_own_budgets_and_a_check_cell_trains_its_three_smalle
     s.sizes.s1.budgets = [5, 0]
     with pytest.raises(ConfigError, match=r"scaling.sizes.s1.budgets=\[5, 0\] must be a list of positive"):
         check_design(s)
+    for name in s.sizes:  # no size with its own budgets: the study's alone
+        s.sizes[name].budgets = None
+    check_design(s)
 
 
 @pytest.mark.parametrize(

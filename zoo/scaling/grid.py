@@ -185,7 +185,7 @@ def check_design(scaling, sizes_used=None) -> None:
             "(Hägele et al. 2024 use 0.2); 0 is no cool-down, and 1 or more would start it before the trunk does"
         )
     trunk = scaling.get("trunk_tokens_per_param")
-    top = max(max(budgets), *(max(v) for v in own.values()))
+    top = max([*budgets, *(b for v in own.values() for b in v)])  # the study's and every size's own
     reach = (1 - cooldown) * top
     if trunk is not None and (not is_number(trunk) or trunk < reach):
         raise ConfigError(
