@@ -448,16 +448,16 @@ def _runs_csv(tmp_path):
 
 def test_cli_group_resamples_whole_runs_as_the_api_does(tmp_path, capsys):
     path, (N, D, L, runs) = _runs_csv(tmp_path)
-    base = ["fit", str(path), "--params", "params", "--tokens", "tokens", "--loss", "loss", "--bootstrap", "24"]
+    base = ["fit", str(path), "--params", "params", "--tokens", "tokens", "--loss", "loss", "--bootstrap", "40"]
     cis = {}
     for name, extra in (("group", ["--group", "run"]), ("points", [])):
         out = tmp_path / f"{name}.json"
         assert main([*base, "--seed", "3", "--json", str(out), *extra]) == 0
         cis[name] = json.loads(out.read_text())
     stdout = capsys.readouterr().out
-    assert "24 bootstrap resamples of whole groups of 'run' (8), seed 3" in stdout
-    api = F.fit_scaling_law(N, D, L, bootstrap=24, seed=3, groups=runs)
-    points = F.fit_scaling_law(N, D, L, bootstrap=24, seed=3)
+    assert "40 bootstrap resamples of whole groups of 'run' (8), seed 3" in stdout
+    api = F.fit_scaling_law(N, D, L, bootstrap=40, seed=3, groups=runs)
+    points = F.fit_scaling_law(N, D, L, bootstrap=40, seed=3)
     for k in F.PARAMS:
         assert cis["group"][k]["ci"] == pytest.approx(list(api.ci[k]), rel=1e-9), k
         assert cis["points"][k]["ci"] == pytest.approx(list(points.ci[k]), rel=1e-9), k
@@ -536,13 +536,14 @@ def test_cli_strata_and_a_group_of_two_columns_resample_as_the_api_does(tmp_path
     rows = [[repr(float(v)) for v in (a, b, 6 * a * b, c)] + r.split("|") for a, b, c, r in zip(N, D, L, runs)]
     path = _write_csv(tmp_path / "points.csv", [*HEADER, "size", "seed"], rows)
     out = tmp_path / "fit.json"
-    argv = ["fit", str(path), "--params", "params", "--tokens", "tokens", "--loss", "loss", "--bootstrap", "12"]
+    argv = ["fit", str(path), "--params", "params", "--tokens", "tokens", "--loss", "loss", "--bootstrap", "40"]
     assert main([*argv, "--group", "size,seed", "--strata", "size", "--json", str(out)]) == 0
-    assert "12 bootstrap resamples of whole groups of 'size,seed' (8) within the strata of 'size' (4)" in (
+    assert "40 bootstrap resamples of whole groups of 'size,seed' (8) within the strata of 'size' (4)" in (
         capsys.readouterr().out
     )
     got = json.loads(out.read_text())
-    api = F.fit_scaling_law(N, D, L, bootstrap=12, seed=0, groups=runs, strata=N)
+    api = F.fit_scaling_law(N, D, L, bootstrap=40, seed=0, groups=runs, strata=N)
+    assert _refused(capsys, [*argv[:-1], "39"]).count("--bootstrap 39: give 0 (no intervals) or at least 40") == 1
     for k in F.PARAMS:
         assert got[k]["ci"] == pytest.approx(list(api.ci[k]), rel=1e-9), k
     assert got["data"]["strata"] == "size"

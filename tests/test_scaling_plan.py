@@ -156,6 +156,11 @@ def test_a_size_may_set_its_own_budgets_and_a_check_cell_trains_its_three_smalle
             r"scaling.budgets: budget 0.5 at size s1 cools down from step 8 to 10, inside its warm-up of 20",
         ),
         ({"sizes.s1.lr": None}, r"scaling.sizes.s1 needs lr"),
+        ({"budgets": 5}, r"scaling.budgets=5 must be a list of positive"),
+        ({"sizes.s1.budgets": [400, 50, 50]}, r"scaling.sizes.s1.budgets=\[400, 50, 50\] names a budget twice"),
+        ({"sizes.s1.seed": 3}, r"scaling.sizes.s1.seed is not a size key; a size sets d_model"),
+        ({"block_size": 0}, r"scaling.block_size=0 must be a positive whole number"),
+        ({"warmup_tokens_per_param": None}, r"scaling.warmup_tokens_per_param=None must be a number >= 0"),
     ],
 )
 def test_a_design_the_study_cannot_run_is_refused_naming_the_key(change, match):
@@ -253,3 +258,23 @@ def test_a_bad_design_exits_2_before_the_plan(tmp_path):
     assert r.returncode == 2, r.stderr[-2000:]
     assert "zoo: error: scaling.cooldown=1.5 must be in (0, 1)" in r.stderr
     assert "zoo: scaling plan" not in r.stdout
+
+
+def test_an_unexpected_error_in_the_plan_exits_2_so_nothing_launches(monkeypatch, capsys):
+    """Hydra only warns when a callback raises and then launches every job unchecked: the plan turns any error
+    (here a TypeError from composing the jobs) into exit 2; a time budget that is not a number is refused first."""
+    import zoo.run.sweep_callback as cb
+
+    def broken(config):
+        raise TypeError("float() argument must be a string or a real number, not 'NoneType'")
+
+    monkeypatch.setattr(cb, "sweep_jobs", broken)
+    config = OmegaConf.create({"scaling": {"time_budget_s": 7200, "job_overhead_s": 10}})
+    with pytest.raises(SystemExit) as e:
+        cb.ScalingPlan().on_multirun_start(config)
+    assert e.value.code == 2
+    assert "the scaling plan could not check this sweep (TypeError: float() argument" in capsys.readouterr().err
+    config.scaling.time_budget_s = None
+    with pytest.raises(SystemExit) as e:
+        cb.ScalingPlan().on_multirun_start(config)
+    assert e.value.code == 2 and "scaling.time_budget_s=None must be a number of seconds" in capsys.readouterr().err

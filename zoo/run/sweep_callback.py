@@ -33,12 +33,16 @@ class ScalingPlan(Callback):
         from omegaconf import OmegaConf
         from omegaconf.errors import InterpolationResolutionError
 
-        from zoo.errors import DataError
+        from zoo.errors import ConfigError, DataError, is_number
         from zoo.run.budget import unwrapped
         from zoo.run.scaling_plan import check_budget, check_run_dirs, plan, plan_table
         from zoo.scaling.grid import cell_size, check_design
 
         try:
+            for key, default in (("time_budget_s", None), ("job_overhead_s", 10)):
+                value = config.scaling.get(key, default)
+                if not is_number(value) or value < 0:  # before anything is timed
+                    raise ConfigError(f"scaling.{key}={value!r} must be a number of seconds >= 0")
             jobs = sweep_jobs(config)
             check_run_dirs(jobs, OmegaConf.to_container(config.hydra.sweep, resolve=False)["subdir"])
             for _, job in jobs:  # a bad design exits 2 before any data is read or timed
@@ -55,6 +59,13 @@ class ScalingPlan(Callback):
             check_budget(rows, float(config.scaling.time_budget_s))
         except (ValueError, DataError, InterpolationResolutionError) as e:  # bad config or resolver; no data
             print(f"zoo: error: {unwrapped(e) if isinstance(e, InterpolationResolutionError) else e}", file=sys.stderr)
+            sys.exit(2)
+        except Exception as e:  # noqa: BLE001 - Hydra would only warn and launch the jobs unchecked
+            print(
+                f"zoo: error: the scaling plan could not check this sweep ({type(e).__name__}: {e}); nothing was "
+                "trained: check the scaling.* values (a number where a number is expected, a list for budgets)",
+                file=sys.stderr,
+            )
             sys.exit(2)
 
 

@@ -15,6 +15,9 @@ import sys
 from pathlib import Path
 
 
+MIN_BOOTSTRAP = 40  # the fewest resamples whose 2.5% and 97.5% percentiles are not the extreme draws
+
+
 def read_points(
     path: Path,
     params: str,
@@ -232,8 +235,11 @@ def main(argv=None) -> int:
         kept = check_points(N, D, L, args.drop_highest, labels)
         if args.seed < 0:
             raise ScalingError(f"--seed {args.seed}: a seed is a non-negative integer (default 0)")
-        if args.bootstrap < 0:
-            raise ScalingError(f"--bootstrap {args.bootstrap}: give 0 (no intervals) or more resamples (default 1000)")
+        if args.bootstrap < 0 or 0 < args.bootstrap < MIN_BOOTSTRAP:
+            raise ScalingError(
+                f"--bootstrap {args.bootstrap}: give 0 (no intervals) or at least {MIN_BOOTSTRAP} resamples (a 95% "
+                "percentile interval needs its 2.5% tails; default 1000)"
+            )
         fit = fit_scaling_law(
             N,
             D,

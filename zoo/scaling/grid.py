@@ -11,7 +11,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from omegaconf import OmegaConf
+from omegaconf import ListConfig, OmegaConf
 
 from zoo.errors import ConfigError, is_number, is_whole
 from zoo.model import ModelConfig, build_model
@@ -174,10 +174,28 @@ def check_design(scaling, sizes_used=None) -> None:
     budgets = scaling.get("budgets")
     own = {name: size.get("budgets") for name, size in scaling.sizes.items() if size.get("budgets") is not None}
     for key, value in [("scaling.budgets", budgets)] + [(f"scaling.sizes.{n}.budgets", v) for n, v in own.items()]:
-        if not value or not all(is_number(b) and math.isfinite(b) and b > 0 for b in value):
+        listed = isinstance(value, (list, tuple, ListConfig))
+        if not listed or not value or not all(is_number(b) and math.isfinite(b) and b > 0 for b in value):
             raise ConfigError(
                 f"{key}={value!r} must be a list of positive tokens-per-parameter budgets, e.g. [5, 10, 20]"
             )
+        if len(set(map(float, value))) < len(value):
+            raise ConfigError(f"{key}={list(value)!r} names a budget twice: give each budget once")
+    for name, size in scaling.sizes.items():
+        unknown = [k for k in (size or {}) if k not in (*SIZE_KEYS, "budgets", "seeds")]
+        if unknown:
+            raise ConfigError(
+                f"scaling.sizes.{name}.{unknown[0]} is not a size key; a size sets {', '.join(SIZE_KEYS)} and may "
+                "set budgets and seeds"
+            )
+    block = scaling.get("block_size")
+    if not is_whole(block) or block < 1:
+        raise ConfigError(f"scaling.block_size={block!r} must be a positive whole number of tokens per window")
+    warm = scaling.get("warmup_tokens_per_param", 1.0)
+    if not is_number(warm) or not math.isfinite(warm) or warm < 0:
+        raise ConfigError(
+            f"scaling.warmup_tokens_per_param={warm!r} must be a number >= 0 (1: a warm-up over N tokens)"
+        )
     cooldown = scaling.get("cooldown")
     if not is_number(cooldown) or not 0 < cooldown < 1:
         raise ConfigError(
@@ -193,7 +211,6 @@ def check_design(scaling, sizes_used=None) -> None:
             f"starts ({reach:g} tokens per parameter): raise it to at least {reach:g}, or null to take what the "
             "budgets need"
         )
-    block = scaling.get("block_size")
     for name in sizes_used or list(scaling.sizes):
         size = scaling.sizes.get(name)
         if size is None:
