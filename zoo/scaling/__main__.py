@@ -14,7 +14,6 @@ import os
 import sys
 from pathlib import Path
 
-
 MIN_BOOTSTRAP = 40  # the fewest resamples whose 2.5% and 97.5% percentiles are not the extreme draws
 
 
