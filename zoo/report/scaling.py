@@ -228,11 +228,11 @@ class Frontier:
         self.n_points = len(env)
         self.values = _fit_frontier(C, L)
         runs = sorted({p["run"] for p in points})
-        of_run = {p["run"]: p.get("N") for p in points}  # no N: one stratum of every run
+        stratified = not single_seed_sizes(points, "N")  # as fit_points (no N: one stratum of every run)
+        of_run = {p["run"]: p.get("N") for p in points}
         by_size = {}
         for i, r in enumerate(runs):
             by_size.setdefault(of_run[r], []).append(i)
-        stratified = min(map(len, by_size.values())) > 1  # as fit_points: within sizes when every size repeats
         units = [np.array(v) for v in by_size.values()] if stratified else [np.arange(len(runs))]
         rng = np.random.default_rng(seed)
         samples = []
@@ -405,6 +405,7 @@ def gates(by_arch: dict, fits: dict, holdouts: dict) -> dict:
     out = {}
     ref_pts = by_arch.get(REFERENCE) or [q for v in by_arch.values() for q in v]
     cmax = max(p["C"] for p in ref_pts)  # k(C) at REFERENCE's largest measured C, where its loss is measured
+    lone_ref = single_seed_sizes(by_arch.get(REFERENCE, []))
     for arch, pts in by_arch.items():
         fit, g = fits.get(arch), {}
         sizes = {p["N"] for p in pts}
@@ -449,7 +450,6 @@ def gates(by_arch: dict, fits: dict, holdouts: dict) -> dict:
         else:
             r, r_ref = flops_ratio(pts), flops_ratio(by_arch[REFERENCE])
             k = multiplier(fit, fits[REFERENCE], cmax, r, r_ref)
-            lone_ref = single_seed_sizes(by_arch[REFERENCE])
             if lone or lone_ref:
                 at = ", ".join(sorted(set(lone) | set(lone_ref)))
                 g["k"] = ("cannot check", f"k = {fmt(k['value'], k['ci'])}; one seed at {at} (2 or more)")

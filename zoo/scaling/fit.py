@@ -399,8 +399,7 @@ def fit_scaling_law(
         return ScalingFit(values, no_ci, empty, n, kept, f_hat * DELTA, int(bootstrap), seed, level, [note], False)
 
     boot_starts = np.vstack([u_hat[None, :], ranked[: int(bootstrap_starts)]])
-    strata_units = units if strata is not None else None
-    samples, reasons = _bootstrap_samples(problem, u_hat, boot_starts, bootstrap, seed, members, strata_units)
+    samples, reasons = _bootstrap_samples(problem, u_hat, boot_starts, bootstrap, seed, members, units)
     ci, notes = _intervals(samples, level)
     if lone and bootstrap:
         notes.append(
@@ -435,14 +434,14 @@ def _members(groups, n: int, kept: np.ndarray, bootstrap: int) -> np.ndarray:
     return members
 
 
-def _strata(strata, n: int, kept: np.ndarray, members, bootstrap: int) -> tuple[list[np.ndarray], int]:
+def _strata(strata, n: int, kept: np.ndarray, members, bootstrap: int) -> tuple[list[np.ndarray] | None, int]:
     """(units, lone): units[s] the indices of stratum s's units (the groups of `members`, else the kept points);
-    one stratum of every unit without strata. lone: strata holding one unit. Raises ScalingError for strata of
+    None without strata (the plain bootstrap). lone: strata holding one unit. Raises ScalingError for strata of
     another length or with a missing value, a group whose points are in two strata, or (with bootstrap) strata
     that each hold one unit: every resample would equal the data."""
-    n_units = len(kept) if members is None else int(members.max()) + 1
     if strata is None:
-        return [np.arange(n_units)], 0
+        return None, 0
+    n_units = len(kept) if members is None else int(members.max()) + 1
     labels = np.asarray(strata, dtype=object)
     if labels.shape != (n,):
         raise ScalingError(f"strata must give one stratum per point: {n} points, got shape {labels.shape}")

@@ -191,10 +191,10 @@ def check_design(scaling, sizes_used=None) -> None:
     block = scaling.get("block_size")
     if not is_whole(block) or block < 1:
         raise ConfigError(f"scaling.block_size={block!r} must be a positive whole number of tokens per window")
-    warm = scaling.get("warmup_tokens_per_param", 1.0)
-    if not is_number(warm) or not math.isfinite(warm) or warm < 0:
+    warmup_tpp = scaling.get("warmup_tokens_per_param", 1.0)
+    if not is_number(warmup_tpp) or not math.isfinite(warmup_tpp) or warmup_tpp < 0:
         raise ConfigError(
-            f"scaling.warmup_tokens_per_param={warm!r} must be a number >= 0 (1: a warm-up over N tokens)"
+            f"scaling.warmup_tokens_per_param={warmup_tpp!r} must be a number >= 0 (1: a warm-up over N tokens)"
         )
     cooldown = scaling.get("cooldown")
     if not is_number(cooldown) or not 0 < cooldown < 1:
@@ -224,7 +224,7 @@ def check_design(scaling, sizes_used=None) -> None:
         batch = size.get("batch_size")
         if not is_whole(batch) or batch < 1:
             raise ConfigError(f"scaling.sizes.{name}.batch_size={batch!r} must be a positive whole number of windows")
-        warm = warmup_steps(size, scaling.get("warmup_tokens_per_param", 1.0), block)
+        warm = warmup_steps(size, warmup_tpp, block)
         key = f"scaling.sizes.{name}.budgets" if size.get("budgets") else "scaling.budgets"  # where they come from
         for br in branches(size, budgets, cooldown, block):
             if br.end < 2:
@@ -247,7 +247,8 @@ def _size_of(cell, sizes):
 
 
 def job_max_steps(cell, sizes, budgets, block_size) -> int:
-    """trainer.max_steps of a job: the step of its largest budget (a check cell: of the study's budgets)."""
+    """trainer.max_steps of a job: the step of its largest budget (a check cell: of its size's CHECK_BUDGETS
+    smallest, cell_size_spec)."""
     return branches(cell_size_spec(cell, _size_of(cell, sizes), budgets), budgets, 0.0, block_size)[-1].end
 
 
