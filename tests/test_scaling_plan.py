@@ -2,6 +2,7 @@
 trunk and cool-down steps in closed form, the design's refusals, the plan's N, D, C, and the refusal of a plan
 over its time budget."""
 
+import dataclasses
 import json
 
 import pytest
@@ -161,6 +162,10 @@ def test_a_size_may_set_its_own_budgets_and_a_check_cell_trains_its_three_smalle
         ({"sizes.s1.seed": 3}, r"scaling.sizes.s1.seed is not a size key; a size sets d_model"),
         ({"block_size": 0}, r"scaling.block_size=0 must be a positive whole number"),
         ({"warmup_tokens_per_param": None}, r"scaling.warmup_tokens_per_param=None must be a number >= 0"),
+        ({"cooldown_shape": "square"}, r"scaling.cooldown_shape='square' is not a cool-down shape; allowed: 1-sqrt"),
+        ({"sizes.s2.lr": -1}, r"scaling.sizes.s2.lr=-1 must be a positive peak learning rate"),
+        ({"sizes.s1.lr": 0}, r"scaling.sizes.s1.lr=0 must be a positive peak learning rate"),
+        ({"sizes.s1.lr": "fast"}, r"scaling.sizes.s1.lr='fast' must be a positive peak learning rate"),
     ],
 )
 def test_a_design_the_study_cannot_run_is_refused_naming_the_key(change, match):
@@ -192,6 +197,10 @@ def test_a_plan_over_its_budget_is_refused_with_its_numbers():
     table = plan_table(rows)
     assert "3 jobs, estimated 120 s for what is left" in table and "100.0" in table  # D/N = 9000 / 90
     assert "1/2" in table  # one of two budgets done
+    with pytest.raises(ConfigError, match=r"Lower scaling.sizes.s1.budgets, drop a size"):  # s1 sets its own
+        check_budget(rows, 100.0, SIZES)
+    with pytest.raises(ConfigError, match=r"Lower scaling.budgets, drop a size"):  # s5 takes the study's
+        check_budget([dataclasses.replace(r, cell="s5_seed1") for r in rows], 100.0, SIZES)
 
 
 def test_two_jobs_that_would_share_a_run_directory_are_refused(tmp_path):
@@ -278,3 +287,28 @@ def test_an_unexpected_error_in_the_plan_exits_2_so_nothing_launches(monkeypatch
     with pytest.raises(SystemExit) as e:
         cb.ScalingPlan().on_multirun_start(config)
     assert e.value.code == 2 and "scaling.time_budget_s=None must be a number of seconds" in capsys.readouterr().err
+
+
+def test_a_job_config_its_own_run_would_refuse_exits_2_in_the_plan(tmp_path, monkeypatch, capsys):
+    """A value only a job's own checks see (here a dropout of 1.5, outside [0, 1)) stops the plan with exit 2 and
+    the job's message, before anything is timed or trained, instead of failing each job after launch."""
+    import zoo.run.scaling_plan as scaling_plan
+    import zoo.run.sweep_callback as cb
+
+    job = make_cfg(
+        tmp_path,
+        ["experiment=scaling", "+benchmark=scaling", "scaling.cell=s1_seed1", "model.dropout=1.5"],
+        arch="decoder_only",
+    )
+    monkeypatch.setattr(cb, "sweep_jobs", lambda config: [("decoder_only", job)])
+    monkeypatch.setattr(scaling_plan, "plan", lambda *a, **k: pytest.fail("the plan timed a job it should refuse"))
+    config = OmegaConf.create(
+        {
+            "scaling": {"time_budget_s": 7200, "job_overhead_s": 10},
+            "hydra": {"sweep": {"dir": str(tmp_path / "sweep"), "subdir": "${scaling.cell}"}},
+        }
+    )
+    with pytest.raises(SystemExit) as e:
+        cb.ScalingPlan().on_multirun_start(config)
+    assert e.value.code == 2
+    assert "zoo: error: model.dropout=1.5" in capsys.readouterr().err

@@ -147,16 +147,19 @@ def plan_table(rows: list[PlanRow]) -> str:
     return "\n".join(lines)
 
 
-def check_budget(rows: list[PlanRow], budget_s: float) -> None:
-    """Raise ConfigError naming the estimate, the budget and the fixes when the plan is over budget_s."""
+def check_budget(rows: list[PlanRow], budget_s: float, sizes=None) -> None:
+    """Raise ConfigError naming the estimate, the budget and the fixes when the plan is over budget_s; sizes
+    (scaling.sizes): the budgets to lower are the longest job's size's own where it sets them."""
     total = sum(r.seconds for r in rows)
     if total > budget_s:
         worst = max(rows, key=lambda r: r.seconds)
+        size = worst.cell.split("_")[0]
+        own = sizes is not None and size in sizes and (sizes[size] or {}).get("budgets") is not None
         raise ConfigError(
             f"the scaling plan needs an estimated {total:.0f} s, over scaling.time_budget_s={budget_s:g}; its "
             f"longest job is {worst.arch} {worst.cell} ({worst.seconds:.0f} s). Lower "
-            f"scaling.budgets, drop a size from scaling.sizes (e.g. "
-            f"'~scaling.sizes.{worst.cell.split('_')[0]}'), or raise scaling.time_budget_s"
+            f"{f'scaling.sizes.{size}.budgets' if own else 'scaling.budgets'}, drop a size from scaling.sizes (e.g. "
+            f"'~scaling.sizes.{size}'), or raise scaling.time_budget_s"
         )
 
 

@@ -21,10 +21,12 @@ class ScalingPlan(Callback):
     """experiment=scaling's plan (zoo.run.scaling_plan): composes every job of the sweep, prints N, the steps it
     trains, D, C, tokens per parameter, the budgets already done (an earlier command's, kept) and the estimated
     seconds of what is left, writes plan.json in the sweep directory, and exits with 2 (nothing trains) when that
-    total is over scaling.time_budget_s, the design is bad (zoo.scaling.grid.check_design), a job cannot be built
-    or two jobs would write the same run directory."""
+    total is over scaling.time_budget_s, the design is bad (zoo.scaling.grid.check_design), a job cannot be built,
+    a job's config fails the checks its run would make (zoo.run.train.checked_config) or two jobs would write the
+    same run directory."""
 
     def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
+        import copy
         import json
         import sys
         from dataclasses import asdict
@@ -36,6 +38,7 @@ class ScalingPlan(Callback):
         from zoo.errors import ConfigError, DataError, is_number
         from zoo.run.budget import unwrapped
         from zoo.run.scaling_plan import check_budget, check_run_dirs, plan, plan_table
+        from zoo.run.train import checked_config
         from zoo.scaling.grid import cell_size, check_design
 
         try:
@@ -45,8 +48,9 @@ class ScalingPlan(Callback):
                     raise ConfigError(f"scaling.{key}={value!r} must be a number of seconds >= 0")
             jobs = sweep_jobs(config)
             check_run_dirs(jobs, OmegaConf.to_container(config.hydra.sweep, resolve=False)["subdir"])
-            for _, job in jobs:  # a bad design exits 2 before any data is read or timed
+            for _, job in jobs:  # a bad design or job config exits 2 before any data is read or timed
                 check_design(job.scaling, [cell_size(job.scaling.cell, job.scaling.sizes)])
+                checked_config(copy.deepcopy(job))  # the job's own checks (a cool-down shape, a rate), run now
             dm = instantiate(jobs[0][1].data, _convert_="all")
             dm.prepare_data()
             dm.setup()
@@ -56,7 +60,7 @@ class ScalingPlan(Callback):
             out = Path(config.hydra.sweep.dir)
             out.mkdir(parents=True, exist_ok=True)
             (out / "plan.json").write_text(json.dumps([asdict(r) for r in rows], indent=1))
-            check_budget(rows, float(config.scaling.time_budget_s))
+            check_budget(rows, float(config.scaling.time_budget_s), config.scaling.sizes)
         except (ValueError, DataError, InterpolationResolutionError) as e:  # bad config or resolver; no data
             print(f"zoo: error: {unwrapped(e) if isinstance(e, InterpolationResolutionError) else e}", file=sys.stderr)
             sys.exit(2)

@@ -16,6 +16,7 @@ from omegaconf import ListConfig, OmegaConf
 from zoo.errors import ConfigError, is_number, is_whole
 from zoo.model import ModelConfig, build_model
 from zoo.model.cost import non_embedding_param_count
+from zoo.training.optim import COOLDOWN_SHAPES
 
 CELL = re.compile(r"^(?P<size>[A-Za-z0-9]+)_seed(?P<seed>[0-9]+)(?P<check>_cosine)?$")
 SIZE_KEYS = ("d_model", "n_heads", "n_layers", "batch_size", "lr")  # required; a size may also set budgets, seeds
@@ -167,10 +168,11 @@ def cell_branches(cell: str, size, scaling) -> list[Branch]:
 
 def check_design(scaling, sizes_used=None) -> None:
     """Refuse a design the study cannot run, before any training (ConfigError naming the key): budgets (the study's,
-    or a size's own) that are not positive numbers, a cool-down not in (0, 1), a trunk shorter than a cool-down's start
-    (scaling.trunk_tokens_per_param), a size whose keys are missing, whose batch is not a positive whole number
-    of windows, or whose budget is under 2 batches, and a budget whose cool-down starts inside the warm-up or
-    spans no step. sizes_used: the size names to check (default every size)."""
+    or a size's own) that are not positive numbers, a cool-down not in (0, 1) or of an unknown scaling.cooldown_shape,
+    a trunk shorter than a cool-down's start (scaling.trunk_tokens_per_param), a size whose keys are missing, whose
+    lr is not a positive number, whose batch is not a positive whole number of windows, or whose budget is under 2
+    batches, and a budget whose cool-down starts inside the warm-up or spans no step. sizes_used: the size names to
+    check (default every size)."""
     budgets = scaling.get("budgets")
     own = {name: size.get("budgets") for name, size in scaling.sizes.items() if size.get("budgets") is not None}
     for key, value in [("scaling.budgets", budgets)] + [(f"scaling.sizes.{n}.budgets", v) for n, v in own.items()]:
@@ -202,6 +204,12 @@ def check_design(scaling, sizes_used=None) -> None:
             f"scaling.cooldown={cooldown!r} must be in (0, 1): the share of each budget's steps in its cool-down "
             "(Hägele et al. 2024 use 0.2); 0 is no cool-down, and 1 or more would start it before the trunk does"
         )
+    shape = scaling.get("cooldown_shape", "1-sqrt")
+    if shape not in COOLDOWN_SHAPES:
+        raise ConfigError(
+            f"scaling.cooldown_shape={shape!r} is not a cool-down shape; allowed: {', '.join(COOLDOWN_SHAPES)} "
+            "(Hägele et al. 2024 use 1-sqrt)"
+        )
     trunk = scaling.get("trunk_tokens_per_param")
     top = max([*budgets, *(b for v in own.values() for b in v)])  # the study's and every size's own
     reach = (1 - cooldown) * top
@@ -221,6 +229,9 @@ def check_design(scaling, sizes_used=None) -> None:
                 f"scaling.sizes.{name} needs {', '.join(missing)} (each size sets {', '.join(SIZE_KEYS)})"
             )
         size_seeds(name, size, scaling.get("seed_size"), scaling.get("seeds", 1))
+        lr = size.get("lr")
+        if not is_number(lr) or not math.isfinite(lr) or lr <= 0:
+            raise ConfigError(f"scaling.sizes.{name}.lr={lr!r} must be a positive peak learning rate, e.g. 4.0e-3")
         batch = size.get("batch_size")
         if not is_whole(batch) or batch < 1:
             raise ConfigError(f"scaling.sizes.{name}.batch_size={batch!r} must be a positive whole number of windows")
