@@ -99,6 +99,20 @@ def test_matching_compute_inverts_the_frontier():
     assert np.isinf(matching_compute(np.array([TRUE["E"] - 0.1]), params, 1e6, 1e20)).all()  # below E: never
 
 
+def test_a_multiplier_interval_among_resamples_that_never_reach_the_loss_is_inf():
+    """k(C)'s percentile interval: resamples whose law never reaches the loss (inf) rank above every number, so an
+    upper percentile among them is inf, with no warning and no nan; the lower one stays the 2.5th percentile."""
+    import warnings
+
+    from zoo.report.scaling import _interval
+
+    ks = np.array([*np.linspace(1.0, 2.0, 180), *[np.inf] * 10, *[np.nan] * 10])  # nan: no match either
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        lo, hi = _interval(ks)
+    assert hi == np.inf and lo == pytest.approx(np.percentile(np.linspace(1.0, 2.0, 180), 2.5 * 200 / 180), rel=1e-2)
+
+
 @pytest.mark.e2e
 def test_scaling_section_recovers_the_known_multiplier(sweep, tmp_path):
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}

@@ -154,9 +154,12 @@ def matching_compute(loss, params, lo: float, hi: float, r: float = 1.0) -> np.n
 
 
 def _interval(ks: np.ndarray):
+    """The 95% percentile interval of resampled multipliers; inf (a law that never reaches the loss) ranks above
+    every number, and a percentile that falls among the infs is inf."""
     ks = np.where(np.isfinite(ks), ks, np.inf)
-    lo, hi = np.percentile(ks, [2.5, 97.5])
-    return float(lo), float(hi)
+    with np.errstate(invalid="ignore"):  # interpolating between two infs
+        lo, hi = np.percentile(ks, [2.5, 97.5])
+    return tuple(float(v) if not np.isnan(v) else math.inf for v in (lo, hi))
 
 
 def multiplier(fit, ref, C: float, r: float = 1.0, r_ref: float = 1.0) -> dict:
@@ -398,14 +401,23 @@ def _fits(by_arch: dict) -> tuple[dict, list[str]]:
     return fits, warnings
 
 
-def gates(by_arch: dict, fits: dict, holdouts: dict) -> dict:
+def measured_compute(fr: "Frontier", ref: "Frontier", cmax: float, cmax_ref: float) -> float:
+    """The largest compute c of the reference at which k(c) is measured on both sides: c within the reference's
+    largest measured C (cmax_ref), and the family's frontier reaching the reference's loss at c within its own
+    largest measured C (cmax): c* = min(cmax_ref, C_ref(L_fam(cmax))), from the frontiers' point estimates."""
+    return min(cmax_ref, float(Frontier.compute(Frontier.loss(cmax, fr.values), ref.values)))
+
+
+def gates(by_arch: dict, fits: dict, holdouts: dict, frontiers: dict) -> dict:
     """Per architecture, each gate's verdict: {"fit": (state, why), "holdout": ..., "params": ..., "k": ...,
     "trusted": bool}; state is "pass", "FAIL" or "cannot check" (a design that cannot judge it). holdouts:
-    {arch: holdout(points)}."""
+    {arch: holdout(points)}; frontiers: {arch: Frontier}. The k(C) gate judges the frontier's multiplier at
+    measured_compute, the largest compute both families measured (the law's k(C) there, printed beside it, takes
+    the law's compute-optimal N and D, which may lie beyond the measured ones)."""
     out = {}
-    ref_pts = by_arch.get(REFERENCE) or [q for v in by_arch.values() for q in v]
-    cmax = max(p["C"] for p in ref_pts)  # k(C) at REFERENCE's largest measured C, where its loss is measured
+    cmax_ref = max(p["C"] for p in by_arch.get(REFERENCE, [])) if REFERENCE in by_arch else None
     lone_ref = single_seed_sizes(by_arch.get(REFERENCE, []))
+    ref_fr = frontiers.get(REFERENCE)
     for arch, pts in by_arch.items():
         fit, g = fits.get(arch), {}
         sizes = {p["N"] for p in pts}
@@ -445,20 +457,24 @@ def gates(by_arch: dict, fits: dict, holdouts: dict) -> dict:
             g["params"] = ("pass" if not bound and not wide else "FAIL", why)
         if arch == REFERENCE:
             g["k"] = ("pass", "the reference (k = 1)")
-        elif REFERENCE not in fits:
+        elif REFERENCE not in fits or cmax_ref is None:
             g["k"] = ("cannot check", f"{REFERENCE} was not fitted")
+        elif frontiers.get(arch) is None or frontiers[arch].values is None or ref_fr is None or ref_fr.values is None:
+            g["k"] = ("cannot check", "no compute frontier (its envelope has fewer than 4 points)")
         else:
-            r, r_ref = flops_ratio(pts), flops_ratio(by_arch[REFERENCE])
-            k = multiplier(fit, fits[REFERENCE], cmax, r, r_ref)
+            c = measured_compute(frontiers[arch], ref_fr, max(p["C"] for p in pts), cmax_ref)
+            k = frontiers[arch].multiplier(ref_fr, c)
+            law_k = multiplier(fit, fits[REFERENCE], c, flops_ratio(pts), flops_ratio(by_arch[REFERENCE]))
+            why = f"k = {fmt(k['value'], k['ci'])} at C = {c:.3g} (law: {fmt(law_k['value'], law_k['ci'])})"
             if lone or lone_ref:
                 at = ", ".join(sorted(set(lone) | set(lone_ref)))
-                g["k"] = ("cannot check", f"k = {fmt(k['value'], k['ci'])}; one seed at {at} (2 or more)")
+                g["k"] = ("cannot check", f"{why}; one seed at {at} (2 or more)")
             elif k["ci"] is None:
                 g["k"] = ("cannot check", "no bootstrap intervals")
             else:
                 lo, hi = k["ci"]
                 ok = lo > 0 and np.isfinite(hi) and hi <= K_RATIO * lo
-                g["k"] = ("pass" if ok else "FAIL", f"k = {fmt(k['value'], k['ci'])} at C = {cmax:.3g}")
+                g["k"] = ("pass" if ok else "FAIL", why)
         out[arch] = {**g, "trusted": all(v[0] == "pass" for v in g.values())}
     return out
 
@@ -468,8 +484,10 @@ def _gate_table(verdicts: dict) -> list[str]:
         "Can each law be trusted? The gates (docs/scaling-laws.md): **fit** the law's relative residual rms "
         f"<= {FIT_RMS:.1%} and <= {FIT_NOISE:g}x the seed noise; **hold-out** every point of the largest size "
         f"predicted within {HOLDOUT:.0%} by a fit without it; **parameters** none at a bound, each exponent's 95% "
-        f"interval narrower than ±{EXPONENT_HALF_WIDTH}; **k(C)** the compute multiplier against {REFERENCE} at "
-        f"{REFERENCE}'s largest measured C has a 95% interval whose upper bound is at most {K_RATIO:g}x its lower.",
+        f"interval narrower than ±{EXPONENT_HALF_WIDTH}; **k(C)** the compute multiplier against {REFERENCE}, from "
+        "the compute frontiers at the largest C both families measured (C* = the smaller of the reference's largest "
+        "C and the C at which the reference reaches the family's best frontier loss), has a 95% interval whose "
+        f"upper bound is at most {K_RATIO:g}x its lower (the law's k at C* in parentheses).",
         "",
         "| arch | law trusted | fit | hold-out | parameters | k(C) |",
         "|---|---|---|---|---|---|",
@@ -517,8 +535,9 @@ def _frontier_table(frontiers: dict) -> list[str]:
 
 
 def _multipliers(by_arch: dict, fits: dict, frontiers: dict, verdicts: dict, points: list[dict]) -> list[str]:
-    """k(C) of each architecture against REFERENCE at REFERENCE's smallest and largest measured C, where the loss
-    to match is measured (and, for a law that passed its gates, 10x beyond), from the law and the compute frontier."""
+    """k(C) of each architecture against REFERENCE at REFERENCE's smallest and largest measured C, at C* (the
+    largest C both measured: measured_compute, the k(C) gate's) and, for a law that passed its gates, 10x beyond,
+    from the law and the compute frontier."""
     if REFERENCE not in by_arch:
         return [f"No compute multiplier: no {REFERENCE} points to compare with."]
     if len(by_arch) < 2:
@@ -528,26 +547,37 @@ def _multipliers(by_arch: dict, fits: dict, frontiers: dict, verdicts: dict, poi
         f"The compute multiplier k(C): how many times {REFERENCE}'s compute C an architecture needs to reach "
         f"{REFERENCE}'s loss at C (1 = as efficient, > 1 = needs more; 95% intervals over paired bootstrap "
         "resamples of runs within sizes), from the law L(N, D) and the compute frontier L*(C). 10x beyond the "
-        "largest C is an extrapolation, shown only for laws that passed every gate.",
+        "largest C is an extrapolation, shown only for laws that passed every gate. C*: the largest C both "
+        "families measured (the k(C) gate's; the family reaches decoder_only's loss there within its own largest C).",
         "",
-        "| arch | from | " + " | ".join(f"C = {c:.3g}" for c in cs) + f" | C = {10 * cs[1]:.3g} (10x beyond) |",
-        "|---|---|" + "---|" * (len(cs) + 1),
+        "| arch | from | " + " | ".join(f"C = {c:.3g}" for c in cs) + f" | C* | C = {10 * cs[1]:.3g} (10x beyond) |",
+        "|---|---|" + "---|" * (len(cs) + 2),
     ]
     ref_fit, ref_fr = fits.get(REFERENCE), frontiers.get(REFERENCE)
     for arch in by_arch:
         if arch == REFERENCE:
             continue
         trusted = verdicts[arch]["trusted"] and verdicts[REFERENCE]["trusted"]
+        fr = frontiers.get(arch)
+        has_frontiers = fr is not None and fr.values is not None and ref_fr is not None and ref_fr.values is not None
+        cstar = measured_compute(fr, ref_fr, max(p["C"] for p in by_arch[arch]), cs[1]) if has_frontiers else None
         if arch in fits and ref_fit is not None:
             r, r_ref = flops_ratio(by_arch[arch]), flops_ratio(by_arch[REFERENCE])
-            ks = [multiplier(fits[arch], ref_fit, c, r, r_ref) for c in (*cs, 10 * cs[1])]
+            ks = [multiplier(fits[arch], ref_fit, c, r, r_ref) for c in cs]
             cells = [fmt(k["value"], k["ci"]) for k in ks]
-            cells[-1] = cells[-1] if trusted else "– (a gate failed)"
+            if cstar is None:
+                cells.append("–")
+            else:
+                k = multiplier(fits[arch], ref_fit, cstar, r, r_ref)
+                cells.append(f"{fmt(k['value'], k['ci'])} at {cstar:.3g}")
+            beyond = multiplier(fits[arch], ref_fit, 10 * cs[1], r, r_ref)
+            cells.append(fmt(beyond["value"], beyond["ci"]) if trusted else "– (a gate failed)")
             lines.append(f"| {arch} | law{'' if trusted else ' (gate FAILED)'} | " + " | ".join(cells) + " |")
-        fr = frontiers.get(arch)
-        if fr is not None and fr.values is not None and ref_fr is not None and ref_fr.values is not None:
-            ks = [fr.multiplier(ref_fr, c) for c in cs]
-            lines.append(f"| {arch} | frontier | " + " | ".join(fmt(k["value"], k["ci"]) for k in ks) + " | – |")
+        if has_frontiers:
+            ks = [fr.multiplier(ref_fr, c) for c in (*cs, cstar)]
+            cells = [fmt(k["value"], k["ci"]) for k in ks]
+            cells[-1] += f" at {cstar:.3g}"
+            lines.append(f"| {arch} | frontier | " + " | ".join(cells) + " | – |")
     return lines
 
 
@@ -808,7 +838,7 @@ def scaling_section(runs: list[dict], out_dir: Path, scaling_sweep: bool = False
     fits, warnings = _fits(by_arch)
     frontiers = {arch: Frontier(pts) for arch, pts in by_arch.items()}
     holdouts = {arch: holdout(pts) for arch, pts in by_arch.items()}
-    verdicts = gates(by_arch, fits, holdouts)
+    verdicts = gates(by_arch, fits, holdouts, frontiers)
     csv_path = write_points_csv(fitted, Path(out_dir) / "points.csv")
     text = [
         "## Scaling",
