@@ -70,7 +70,8 @@ def write_cell(root: Path, arch: str, size: str, seed: int, rng, noise: float, k
         "dataset": "synthetic",
         "objective": "causal_lm",
         "seed": seed,
-        "overrides": [],
+        # seed 3 as a later command added it (scaling.seeds chooses the cells, not what one trains)
+        "overrides": [f"scaling.cell={d.name.split('-', 1)[1]}", f"+arch={arch}", *(["scaling.seeds=3"] * (seed == 3))],
         "final": {"val/cont_loss": rows[-1]["loss"]},
         "best": {},
         "params": int(N * 1.05),
@@ -129,6 +130,21 @@ def test_a_study_on_its_law_passes_every_gate(good):
         row = gate_row(text, arch)
         assert row[1] == "yes", row
         assert all(c.startswith("pass") for c in row[2:]), row
+
+
+def test_a_sizes_seeds_are_one_row_of_the_report(good):
+    """scaling.cell names the seed (s3_seed2), but a size's seeds are one group of the report's table, averaged
+    like any seeds, also when a later command added a seed with scaling.seeds; the cosine check cells are a row
+    of their own."""
+    from zoo.report.runs import group_runs
+
+    root, _, _ = good
+    groups = group_runs(find_runs(root))
+    labels = sorted(g["label"] for g in groups)
+    assert len(groups) == len(FAMILIES) * (len(SIZES) + 1), labels
+    s3 = next(g for g in groups if g["arch"] == "decoder_only" and g["settings"].get("scaling.cell") == "s3")
+    assert sorted(r["seed"] for r in s3["runs"]) == [1, 2, 3]
+    assert any(g["settings"].get("scaling.cell") == "s1_cosine" and len(g["runs"]) == 1 for g in groups)
 
 
 def test_points_csv_holds_every_fitted_point_and_refits_to_the_sections_law(good):

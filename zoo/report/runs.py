@@ -20,6 +20,8 @@ REQUIRED = ("arch", "task", "final", "best", "params", "flops_per_token", "wall_
 REQUIRED_FAILED = ("arch", "task")  # of a failed one (final / best may be empty)
 ABSENT = "(default)"  # the value of a swept key that a run did not override
 NOT_GROUPING = ("seed", "arch")  # seeds are averaged over; arch is in every label (arch_config or arch)
+# experiment=scaling's keys that choose which cells a sweep runs or how long it may plan, not what a cell trains
+SWEEP_ONLY = re.compile(r"scaling\.(sizes\.[^.]+\.seeds|seeds|seed_size|check_sizes|time_budget_s|job_overhead_s)")
 
 
 class ReportError(ValueError):
@@ -199,10 +201,12 @@ def _group_finished(runs: list[dict], groups: dict) -> list[tuple]:
     homeless = []  # failed runs, placed after the finished ones
     for task in dict.fromkeys(r["task"] for r in runs):
         task_runs = [r for r in runs if r["task"] == task]
-        keys = [k for k in swept_keys(task_runs) if k not in NOT_GROUPING]
+        keys = [k for k in swept_keys(task_runs) if k not in NOT_GROUPING and not SWEEP_ONLY.fullmatch(k)]
         for r in task_runs:
             ov = parse_overrides(r.get("overrides"))
-            settings = {k: ov.get(k, ABSENT) for k in keys} if r.get("overrides") is not None else {}
+            settings = (
+                {k: _grouping_value(k, ov.get(k, ABSENT)) for k in keys} if r.get("overrides") is not None else {}
+            )
             core = (
                 task,
                 arch_label(r),
@@ -215,6 +219,14 @@ def _group_finished(runs: list[dict], groups: dict) -> list[tuple]:
                 continue
             _new_group(groups, core, detail, settings, r)["runs"].append(r)
     return homeless
+
+
+def _grouping_value(key: str, value):
+    """A swept key's value as it groups runs: experiment=scaling's cell without its seed (SIZE_seedN -> SIZE,
+    SIZE_seedN_cosine -> SIZE_cosine), so that a size's seeds are one row, averaged like any seeds."""
+    if key == "scaling.cell" and isinstance(value, str):
+        return re.sub(r"_seed\d+", "", value)
+    return value
 
 
 def _place_failed(groups: dict, homeless: list[tuple]) -> None:
