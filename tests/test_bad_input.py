@@ -68,6 +68,7 @@ def test_rope_odd_head_dim():
     [
         (dict(dropout=1.0), r"dropout=1\.0 must be in \[0, 1\): a probability of dropping, below 1$"),
         (dict(attn_dropout=-0.1), r"attn_dropout=-0\.1 must be in \[0, 1\): a probability of dropping, below 1$"),
+        (dict(dropout="abc"), r"dropout='abc' must be in \[0, 1\): a probability of dropping, below 1$"),
         (dict(mask="sliding", window=0), "window"),
         (dict(prefix_len=-1), "prefix_len"),
         (dict(vocab_size=0), "vocab_size"),

@@ -166,6 +166,12 @@ def test_a_size_may_set_its_own_budgets_and_a_check_cell_trains_its_three_smalle
         ({"sizes.s1.seed": 3}, r"scaling.sizes.s1.seed is not a size key; a size sets d_model"),
         ({"block_size": 0}, r"scaling.block_size=0 must be a positive whole number"),
         ({"warmup_tokens_per_param": None}, r"scaling.warmup_tokens_per_param=None must be a number >= 0"),
+        ({"checkpoint_every": -1}, r"scaling.checkpoint_every=-1 must be a whole number of steps >= 0"),
+        ({"checkpoint_every": 2.5}, r"scaling.checkpoint_every=2.5 must be a whole number of steps >= 0"),
+        ({"check_sizes": "s1"}, r"scaling.check_sizes='s1' must be a list of size names"),
+        ({"sizes.s1": None}, r"scaling.sizes.s1=None must be a size \(\{d_model"),
+        ({"sizes.s1.n_layers": "abc"}, r"scaling.sizes.s1.n_layers='abc' must be a positive whole number"),
+        ({"sizes.s2.d_model": 0}, r"scaling.sizes.s2.d_model=0 must be a positive whole number"),
         ({"cooldown_shape": "square"}, r"scaling.cooldown_shape='square' is not a cool-down shape; allowed: 1-sqrt"),
         ({"sizes.s2.lr": -1}, r"scaling.sizes.s2.lr=-1 must be a positive peak learning rate"),
         ({"sizes.s1.lr": 0}, r"scaling.sizes.s1.lr=0 must be a positive peak learning rate"),
@@ -316,3 +322,31 @@ def test_a_job_config_its_own_run_would_refuse_exits_2_in_the_plan(tmp_path, mon
         cb.ScalingPlan().on_multirun_start(config)
     assert e.value.code == 2
     assert "zoo: error: model.dropout=1.5" in capsys.readouterr().err
+
+
+def test_a_resolvers_error_reaches_the_user_without_omegaconfs_wrapping(tmp_path, monkeypatch, capsys):
+    """An odd n_layers for encoder_decoder fails inside an interpolation (zoo_scaling_layers), and a check re-raises
+    it: the plan prints the resolver's own message, not OmegaConf's "raised while resolving" and full_key lines."""
+    import zoo.run.scaling_plan as scaling_plan
+    import zoo.run.sweep_callback as cb
+
+    job = make_cfg(
+        tmp_path,
+        ["experiment=scaling", "+benchmark=scaling", "scaling.cell=s1_seed1", "scaling.sizes.s1.n_layers=3"],
+        arch="encoder_decoder",
+    )
+    monkeypatch.setattr(cb, "sweep_jobs", lambda config: [("encoder_decoder", job)])
+    monkeypatch.setattr(scaling_plan, "plan", lambda *a, **k: pytest.fail("the plan timed a job it should refuse"))
+    config = OmegaConf.create(
+        {
+            "scaling": {"time_budget_s": 7200, "job_overhead_s": 10},
+            "hydra": {"sweep": {"dir": str(tmp_path / "sweep"), "subdir": "${scaling.cell}"}},
+        }
+    )
+    with pytest.raises(SystemExit) as e:
+        cb.ScalingPlan().on_multirun_start(config)
+    err = capsys.readouterr().err
+    assert e.value.code == 2
+    assert err.strip() == (
+        "zoo: error: a scaling size has n_layers=3: encoder_decoder splits it in halves; use an even number"
+    ), err

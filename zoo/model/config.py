@@ -234,8 +234,8 @@ class ModelConfig:
                     f"norm_eps 1e-5)"
                 )
         for name, rate in (("dropout", self.dropout), ("attn_dropout", self.attn_dropout)):
-            if rate is not None and not 0.0 <= rate < 1.0:
-                raise ValueError(f"model.{name}={rate} must be in [0, 1): a probability of dropping, below 1")
+            if rate is not None and not (is_number(rate) and 0.0 <= rate < 1.0):
+                raise ValueError(f"model.{name}={rate!r} must be in [0, 1): a probability of dropping, below 1")
         if self.mask == "sliding" and self.window < 1:
             raise ValueError(f"model.window={self.window} must be >= 1 for mask='sliding'")
         if self.num_classes < 0:

@@ -62,12 +62,17 @@ class ScalingPlan(Callback):
             (out / "plan.json").write_text(json.dumps([asdict(r) for r in rows], indent=1))
             check_budget(rows, float(config.scaling.time_budget_s), config.scaling.sizes)
         except (ValueError, DataError, InterpolationResolutionError) as e:  # bad config or resolver; no data
-            print(f"zoo: error: {unwrapped(e) if isinstance(e, InterpolationResolutionError) else e}", file=sys.stderr)
+            inner = unwrapped(e) if isinstance(e, InterpolationResolutionError) else e
+            while isinstance(inner.__cause__ or inner.__context__, InterpolationResolutionError):  # re-raised over one
+                inner = unwrapped(inner.__cause__ or inner.__context__)
+            print(f"zoo: error: {inner}", file=sys.stderr)
             sys.exit(2)
         except Exception as e:  # noqa: BLE001 - Hydra would only warn and launch the jobs unchecked
+            first = (str(e).strip().splitlines() or [""])[0]  # Hydra's errors go on with the search path
             print(
-                f"zoo: error: the scaling plan could not check this sweep ({type(e).__name__}: {e}); nothing was "
-                "trained: check the scaling.* values (a number where a number is expected, a list for budgets)",
+                f"zoo: error: the scaling plan could not check this sweep ({type(e).__name__}: {first}); nothing was "
+                "trained: check the overrides (a number where a number is expected, a list for budgets, a config "
+                "option that exists for +arch= and the other groups)",
                 file=sys.stderr,
             )
             sys.exit(2)

@@ -11,7 +11,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from omegaconf import ListConfig, OmegaConf
+from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from zoo.errors import ConfigError, is_number, is_whole
 from zoo.model import ModelConfig, build_model
@@ -64,10 +64,23 @@ def size_seeds(name: str, size, seed_size: str, seeds: int) -> int:
     return int(seeds) if name == seed_size else 1
 
 
+def check_listing(sizes, check_sizes) -> None:
+    """ConfigError unless every entry of scaling.sizes is a mapping and scaling.check_sizes a list (or null)."""
+    for name, size in sizes.items():
+        if not isinstance(size, (dict, DictConfig)):
+            raise ConfigError(
+                f"scaling.sizes.{name}={size!r} must be a size ({{d_model: 32, n_heads: 2, n_layers: 2, "
+                f"batch_size: 8, lr: 8.0e-3}}); leave a size out with '~scaling.sizes.{name}'"
+            )
+    if check_sizes is not None and not isinstance(check_sizes, (list, tuple, ListConfig)):
+        raise ConfigError(f"scaling.check_sizes={check_sizes!r} must be a list of size names, e.g. [s1, s2] ([]: none)")
+
+
 def cells(sizes, seed_size: str, seeds: int, check_sizes=()) -> str:
     """The swept cells, smallest size first: SIZE_seed1 .. SIZE_seedK for every size (K: size_seeds), and
     SIZE_seed1_cosine for each size of check_sizes (the cool-down check), after them."""
     names = list(sizes)
+    check_listing(sizes, check_sizes)
     if seed_size not in names:
         raise ConfigError(f"scaling.seed_size={seed_size} is not a key of scaling.sizes ({', '.join(names)})")
     if not is_whole(seeds) or seeds < 1:
@@ -173,6 +186,7 @@ def check_design(scaling, sizes_used=None) -> None:
     lr is not a positive number, whose batch is not a positive whole number of windows, or whose budget is under 2
     batches, and a budget whose cool-down starts inside the warm-up or spans no step. sizes_used: the size names to
     check (default every size)."""
+    check_listing(scaling.sizes, scaling.get("check_sizes"))
     budgets = scaling.get("budgets")
     own = {name: size.get("budgets") for name, size in scaling.sizes.items() if size.get("budgets") is not None}
     for key, value in [("scaling.budgets", budgets)] + [(f"scaling.sizes.{n}.budgets", v) for n, v in own.items()]:
@@ -184,7 +198,7 @@ def check_design(scaling, sizes_used=None) -> None:
         if len(set(map(float, value))) < len(value):
             raise ConfigError(f"{key}={list(value)!r} names a budget twice: give each budget once")
     for name, size in scaling.sizes.items():
-        unknown = [k for k in (size or {}) if k not in (*SIZE_KEYS, "budgets", "seeds")]
+        unknown = [k for k in size if k not in (*SIZE_KEYS, "budgets", "seeds")]
         if unknown:
             raise ConfigError(
                 f"scaling.sizes.{name}.{unknown[0]} is not a size key; a size sets {', '.join(SIZE_KEYS)} and may "
@@ -203,6 +217,12 @@ def check_design(scaling, sizes_used=None) -> None:
         raise ConfigError(
             f"scaling.cooldown={cooldown!r} must be in (0, 1): the share of each budget's steps in its cool-down "
             "(Hägele et al. 2024 use 0.2); 0 is no cool-down, and 1 or more would start it before the trunk does"
+        )
+    every = scaling.get("checkpoint_every")
+    if every is not None and (not is_whole(every) or every < 0):
+        raise ConfigError(
+            f"scaling.checkpoint_every={every!r} must be a whole number of steps >= 0 (0 or null: a trunk checkpoint "
+            "only at each branch start)"
         )
     shape = scaling.get("cooldown_shape", "1-sqrt")
     if shape not in COOLDOWN_SHAPES:
@@ -228,6 +248,9 @@ def check_design(scaling, sizes_used=None) -> None:
             raise ConfigError(
                 f"scaling.sizes.{name} needs {', '.join(missing)} (each size sets {', '.join(SIZE_KEYS)})"
             )
+        for key in ("d_model", "n_heads", "n_layers"):
+            if not is_whole(size.get(key)) or size.get(key) < 1:
+                raise ConfigError(f"scaling.sizes.{name}.{key}={size.get(key)!r} must be a positive whole number")
         size_seeds(name, size, scaling.get("seed_size"), scaling.get("seeds", 1))
         lr = size.get("lr")
         if not is_number(lr) or not math.isfinite(lr) or lr <= 0:
