@@ -299,18 +299,14 @@ def test_an_unexpected_error_in_the_plan_exits_2_so_nothing_launches(monkeypatch
     assert e.value.code == 2 and "scaling.time_budget_s=None must be a number of seconds" in capsys.readouterr().err
 
 
-def test_a_job_config_its_own_run_would_refuse_exits_2_in_the_plan(tmp_path, monkeypatch, capsys):
-    """A value only a job's own checks see (here a dropout of 1.5, outside [0, 1)) stops the plan with exit 2 and
-    the job's message, before anything is timed or trained, instead of failing each job after launch."""
+def plan_one_job(tmp_path, monkeypatch, capsys, arch: str, override: str) -> tuple[int, str]:
+    """ScalingPlan on a sweep of one composed experiment=scaling job (s1_seed1 of `arch` with `override`), which
+    it must refuse before timing anything: (exit code, stderr)."""
     import zoo.run.scaling_plan as scaling_plan
     import zoo.run.sweep_callback as cb
 
-    job = make_cfg(
-        tmp_path,
-        ["experiment=scaling", "+benchmark=scaling", "scaling.cell=s1_seed1", "model.dropout=1.5"],
-        arch="decoder_only",
-    )
-    monkeypatch.setattr(cb, "sweep_jobs", lambda config: [("decoder_only", job)])
+    job = make_cfg(tmp_path, ["experiment=scaling", "+benchmark=scaling", "scaling.cell=s1_seed1", override], arch=arch)
+    monkeypatch.setattr(cb, "sweep_jobs", lambda config: [(arch, job)])
     monkeypatch.setattr(scaling_plan, "plan", lambda *a, **k: pytest.fail("the plan timed a job it should refuse"))
     config = OmegaConf.create(
         {
@@ -320,33 +316,22 @@ def test_a_job_config_its_own_run_would_refuse_exits_2_in_the_plan(tmp_path, mon
     )
     with pytest.raises(SystemExit) as e:
         cb.ScalingPlan().on_multirun_start(config)
-    assert e.value.code == 2
-    assert "zoo: error: model.dropout=1.5" in capsys.readouterr().err
+    return e.value.code, capsys.readouterr().err
+
+
+def test_a_job_config_its_own_run_would_refuse_exits_2_in_the_plan(tmp_path, monkeypatch, capsys):
+    """A value only a job's own checks see (here a dropout of 1.5, outside [0, 1)) stops the plan with exit 2 and
+    the job's message, before anything is timed or trained, instead of failing each job after launch."""
+    code, err = plan_one_job(tmp_path, monkeypatch, capsys, "decoder_only", "model.dropout=1.5")
+    assert code == 2
+    assert "zoo: error: model.dropout=1.5" in err
 
 
 def test_a_resolvers_error_reaches_the_user_without_omegaconfs_wrapping(tmp_path, monkeypatch, capsys):
     """An odd n_layers for encoder_decoder fails inside an interpolation (zoo_scaling_layers), and a check re-raises
     it: the plan prints the resolver's own message, not OmegaConf's "raised while resolving" and full_key lines."""
-    import zoo.run.scaling_plan as scaling_plan
-    import zoo.run.sweep_callback as cb
-
-    job = make_cfg(
-        tmp_path,
-        ["experiment=scaling", "+benchmark=scaling", "scaling.cell=s1_seed1", "scaling.sizes.s1.n_layers=3"],
-        arch="encoder_decoder",
-    )
-    monkeypatch.setattr(cb, "sweep_jobs", lambda config: [("encoder_decoder", job)])
-    monkeypatch.setattr(scaling_plan, "plan", lambda *a, **k: pytest.fail("the plan timed a job it should refuse"))
-    config = OmegaConf.create(
-        {
-            "scaling": {"time_budget_s": 7200, "job_overhead_s": 10},
-            "hydra": {"sweep": {"dir": str(tmp_path / "sweep"), "subdir": "${scaling.cell}"}},
-        }
-    )
-    with pytest.raises(SystemExit) as e:
-        cb.ScalingPlan().on_multirun_start(config)
-    err = capsys.readouterr().err
-    assert e.value.code == 2
+    code, err = plan_one_job(tmp_path, monkeypatch, capsys, "encoder_decoder", "scaling.sizes.s1.n_layers=3")
+    assert code == 2
     assert err.strip() == (
         "zoo: error: a scaling size has n_layers=3: encoder_decoder splits it in halves; use an even number"
     ), err

@@ -12,8 +12,10 @@ from dataclasses import dataclass, field, replace
 
 from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig
+from omegaconf.errors import InterpolationResolutionError
 
 from zoo.errors import ConfigError
+from zoo.run.budget import unwrapped
 from zoo.run.model_config import from_data, model_dict
 from zoo.tasks.objectives import Objective, arch_rules, objective_class, of_arch
 
@@ -54,8 +56,8 @@ class RunPlan:
             )
         try:
             rule.check_model(model_dict(cfg), (cfg.get("data") or {}).get("block_size"), cfg.arch)
-        except ValueError as e:
-            raise ConfigError(str(e)) from None
+        except ValueError as e:  # a resolver's own message, not OmegaConf's wrapping of it (model.n_layers=${...})
+            raise ConfigError(str(unwrapped(e) if isinstance(e, InterpolationResolutionError) else e)) from None
         return cls(kind, task_class, cfg.arch, rule)
 
     def with_data(self, cfg: DictConfig, info: dict, source=None, data_name: str = "the data") -> "RunPlan":

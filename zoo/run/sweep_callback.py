@@ -62,10 +62,7 @@ class ScalingPlan(Callback):
             (out / "plan.json").write_text(json.dumps([asdict(r) for r in rows], indent=1))
             check_budget(rows, float(config.scaling.time_budget_s), config.scaling.sizes)
         except (ValueError, DataError, InterpolationResolutionError) as e:  # bad config or resolver; no data
-            inner = unwrapped(e) if isinstance(e, InterpolationResolutionError) else e
-            while isinstance(inner.__cause__ or inner.__context__, InterpolationResolutionError):  # re-raised over one
-                inner = unwrapped(inner.__cause__ or inner.__context__)
-            print(f"zoo: error: {inner}", file=sys.stderr)
+            print(f"zoo: error: {unwrapped(e) if isinstance(e, InterpolationResolutionError) else e}", file=sys.stderr)
             sys.exit(2)
         except Exception as e:  # noqa: BLE001 - Hydra would only warn and launch the jobs unchecked
             first = (str(e).strip().splitlines() or [""])[0]  # Hydra's errors go on with the search path
