@@ -14,6 +14,8 @@ import json
 import re
 from pathlib import Path
 
+from zoo.scaling.grid import CELL
+
 TASK_ORDER = ("classification", "lm", "translation")
 ARCH_ORDER = ("encoder_only", "decoder_only", "prefix_lm", "encoder_decoder")
 REQUIRED = ("arch", "task", "final", "best", "params", "flops_per_token", "wall_seconds")  # of a finished run
@@ -224,9 +226,8 @@ def _group_finished(runs: list[dict], groups: dict) -> list[tuple]:
 def _grouping_value(key: str, value):
     """A swept key's value as it groups runs: experiment=scaling's cell without its seed (SIZE_seedN -> SIZE,
     SIZE_seedN_cosine -> SIZE_cosine), so that a size's seeds are one row, averaged like any seeds."""
-    if key == "scaling.cell" and isinstance(value, str):
-        return re.sub(r"_seed\d+", "", value)
-    return value
+    cell = CELL.match(value) if key == "scaling.cell" and isinstance(value, str) else None
+    return cell["size"] + (cell["check"] or "") if cell else value
 
 
 def _place_failed(groups: dict, homeless: list[tuple]) -> None:

@@ -401,6 +401,11 @@ def _fits(by_arch: dict) -> tuple[dict, list[str]]:
     return fits, warnings
 
 
+def fitted(*frontiers) -> bool:
+    """Every one of the frontiers exists and was fitted (its envelope had 4 or more points)."""
+    return all(fr is not None and fr.values is not None for fr in frontiers)
+
+
 def measured_compute(fr: "Frontier", ref: "Frontier", cmax: float, cmax_ref: float) -> float:
     """The largest compute c of the reference at which k(c) is measured on both sides: c within the reference's
     largest measured C (cmax_ref), and the family's frontier reaching the reference's loss at c within its own
@@ -459,7 +464,7 @@ def gates(by_arch: dict, fits: dict, holdouts: dict, frontiers: dict) -> dict:
             g["k"] = ("pass", "the reference (k = 1)")
         elif REFERENCE not in fits or cmax_ref is None:
             g["k"] = ("cannot check", f"{REFERENCE} was not fitted")
-        elif frontiers.get(arch) is None or frontiers[arch].values is None or ref_fr is None or ref_fr.values is None:
+        elif not fitted(frontiers.get(arch), ref_fr):
             g["k"] = ("cannot check", "no compute frontier (its envelope has fewer than 4 points)")
         else:
             c = measured_compute(frontiers[arch], ref_fr, max(p["C"] for p in pts), cmax_ref)
@@ -559,7 +564,7 @@ def _multipliers(by_arch: dict, fits: dict, frontiers: dict, verdicts: dict, poi
             continue
         trusted = verdicts[arch]["trusted"] and verdicts[REFERENCE]["trusted"]
         fr = frontiers.get(arch)
-        has_frontiers = fr is not None and fr.values is not None and ref_fr is not None and ref_fr.values is not None
+        has_frontiers = fitted(fr, ref_fr)
         cstar = measured_compute(fr, ref_fr, max(p["C"] for p in by_arch[arch]), cs[1]) if has_frontiers else None
         if arch in fits and ref_fit is not None:
             r, r_ref = flops_ratio(by_arch[arch]), flops_ratio(by_arch[REFERENCE])
