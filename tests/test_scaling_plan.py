@@ -187,12 +187,13 @@ def test_a_design_the_study_cannot_run_is_refused_naming_the_key(change, match):
 
 
 def test_a_cell_composes_to_its_size_seed_batch_and_schedule(tmp_path):
+    fixed = ["scaling.sizes.s2.lr=6.0e-3", "scaling.sizes.s2.lr_grid=null"]  # a fixed rate: the cells run it
     cfg = make_cfg(
-        tmp_path, ["experiment=scaling", "+benchmark=scaling", "scaling.cell=s2_seed3"], arch="encoder_decoder"
+        tmp_path, ["experiment=scaling", "+benchmark=scaling", "scaling.cell=s2_seed3", *fixed], arch="encoder_decoder"
     )
     s = SIZES.s2
     assert (cfg.seed, cfg.model.d_model, cfg.model.n_layers, cfg.model.d_ff) == (3, s.d_model, 1, 3 * s.d_model)
-    assert cfg.task._target_.endswith("LanguageModeling") and cfg.task.optimizer.lr == s.lr
+    assert cfg.task._target_.endswith("LanguageModeling") and cfg.task.optimizer.lr == 6.0e-3
     assert (cfg.data.batch_size, cfg.data.block_size) == (s.batch_size, 128)
     assert cfg.task.scheduler.kind == "wsd" and cfg.task.scheduler.decay_start is None
     assert cfg.task.scheduler.warmup_steps == round(size_non_embedding(s) / (s.batch_size * 128))

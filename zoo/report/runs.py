@@ -225,9 +225,12 @@ def _group_finished(runs: list[dict], groups: dict) -> list[tuple]:
 
 def _grouping_value(key: str, value):
     """A swept key's value as it groups runs: experiment=scaling's cell without its seed (SIZE_seedN -> SIZE,
-    SIZE_seedN_cosine -> SIZE_cosine), so that a size's seeds are one row, averaged like any seeds."""
+    SIZE_seedN_cosine -> SIZE_cosine, a tuning cell SIZE_seedN_lrR -> SIZE_lrR), so that a size's seeds are one
+    row, averaged like any seeds."""
     cell = CELL.match(value) if key == "scaling.cell" and isinstance(value, str) else None
-    return cell["size"] + (cell["check"] or "") if cell else value
+    if cell is None:
+        return value
+    return cell["size"] + (cell["check"] or "") + (f"_lr{cell['lr']}" if cell["lr"] else "")
 
 
 def _place_failed(groups: dict, homeless: list[tuple]) -> None:

@@ -19,6 +19,7 @@ import numpy as np
 from scipy.optimize import least_squares
 
 from zoo.report.runs import arch_label, read_curves
+from zoo.report.scaling_tune import tune_section
 from zoo.scaling.fit import PARAMS, ScalingError, compute_optimal, fit_scaling_law, resample_weights
 
 LOSS = ("val/cont_loss", "val/loss")  # the metric fitted: the first a run logs
@@ -33,7 +34,8 @@ EXPONENT_HALF_WIDTH = 0.15  # each exponent's 95% interval narrower than +- this
 K_RATIO = 2.0  # k(C)'s 95% interval: upper bound at most this times the lower
 COOLDOWN_CHECK = 0.01  # a cool-down point within this of the budget trained alone
 MAX_EPOCHS = 4.0  # training tokens seen at most this often by the largest run (Muennighoff et al. 2023)
-POINTS_CSV = ("arch", "size", "seed", "n_params", "tokens", "flops", "loss")
+POINTS_CSV = ("arch", "size", "seed", "n_params", "tokens", "flops", "loss", "lr")
+FITTED_KINDS = ("cooldown", "curve")  # the points a law is fitted to (not a cosine check's, not a tuning run's)
 
 
 def scaling_points(runs: list[dict]) -> list[dict]:
@@ -60,6 +62,7 @@ def scaling_points(runs: list[dict]) -> list[dict]:
                         "tokens": float(p["tokens"]),
                         "seconds": float(p["seconds"]),
                         "loss": float(p["loss"]),
+                        "lr": p.get("lr", ""),
                         "kind": p["kind"],
                         "tokens_per_param": float(p["tokens_per_param"]),
                         "steps": int(p["steps"]),
@@ -87,6 +90,7 @@ def scaling_points(runs: list[dict]) -> list[dict]:
                         "tokens": tokens,
                         "seconds": cost["seconds"].get(step),
                         "loss": loss,
+                        "lr": "",
                         "kind": "curve",
                         "tokens_per_param": tokens / N,
                         "steps": int(step) + 1,
@@ -97,7 +101,8 @@ def scaling_points(runs: list[dict]) -> list[dict]:
 
 
 def write_points_csv(points: list[dict], path: Path) -> Path:
-    """points.csv: one row per fitted point (not the cosine check's), header POINTS_CSV; refit one architecture with
+    """points.csv: one row per fitted point (FITTED_KINDS), header POINTS_CSV (lr: the peak rate the point's run
+    ran, empty where a run does not record it); refit one architecture with
     `python -m zoo.scaling fit points.csv --params n_params --tokens tokens --loss loss --where arch=ARCH`."""
     with open(path, "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f, lineterminator="\n")
@@ -105,6 +110,7 @@ def write_points_csv(points: list[dict], path: Path) -> Path:
         for p in points:
             w.writerow(
                 [p["arch"], p["size"], p["seed"], int(p["N"]), int(p["tokens"]), f"{p['C']:.6g}", f"{p['loss']:.6f}"]
+                + [f"{float(p['lr']):g}" if p.get("lr") not in (None, "") else ""]
             )
     return path
 
@@ -836,7 +842,7 @@ def scaling_section(runs: list[dict], out_dir: Path, scaling_sweep: bool = False
                 "non-embedding parameters, and a law needs runs of several sizes (experiment=scaling).",
             ], []
         return [], []
-    fitted = [p for p in points if p["kind"] != "cosine"]
+    fitted = [p for p in points if p["kind"] in FITTED_KINDS]
     by_arch = {}
     for p in sorted(fitted, key=lambda p: p["arch"] != REFERENCE):  # the reference first, then the runs' order
         by_arch.setdefault(p["arch"], []).append(p)
@@ -845,6 +851,7 @@ def scaling_section(runs: list[dict], out_dir: Path, scaling_sweep: bool = False
     holdouts = {arch: holdout(pts) for arch, pts in by_arch.items()}
     verdicts = gates(by_arch, fits, holdouts, frontiers)
     csv_path = write_points_csv(fitted, Path(out_dir) / "points.csv")
+    tuning, tune_figures = tune_section(points, fitted, out_dir)
     text = [
         "## Scaling",
         "",
@@ -859,6 +866,7 @@ def scaling_section(runs: list[dict], out_dir: Path, scaling_sweep: bool = False
         "",
         *_fit_table(by_arch, fits, verdicts),
         "",
+        *tuning,
         *_frontier_table(frontiers),
         "",
         *_multipliers(by_arch, fits, frontiers, verdicts, fitted),
@@ -878,7 +886,7 @@ def scaling_section(runs: list[dict], out_dir: Path, scaling_sweep: bool = False
     warned = warnings + _warnings(by_arch, fits)
     if warned:
         text += ["Warnings: " + "; ".join(warned), ""]
-    figures = _plots(by_arch, fits, frontiers, out_dir) if fits else []
+    figures = (_plots(by_arch, fits, frontiers, out_dir) if fits else []) + tune_figures
     if figures:
         text.append("Figures: " + ", ".join(f"[{p.name}]({p.name})" for p in figures))
     return text, figures

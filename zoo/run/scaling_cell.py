@@ -30,10 +30,13 @@ from zoo.scaling.grid import (
     Branch,
     cell_branches,
     cell_is_check,
+    cell_is_tune,
     cell_seed,
     cell_size,
     check_design,
+    check_lr_grid,
 )
+from zoo.scaling.tune import TUNE_KIND, tune_rows, tuned_rate
 from zoo.training.callbacks.progress import ProgressBar
 from zoo.training.callbacks.rng_state import RNGState
 from zoo.training.checkpoint_io import AtomicCheckpointIO
@@ -41,7 +44,7 @@ from zoo.training.checkpoint_io import AtomicCheckpointIO
 log = logging.getLogger("zoo")
 
 # points.csv: experiments/scaling/points.csv's columns first (zoo.report writes that file from these)
-POINT_FIELDS = ("arch", "size", "seed", "n_params", "tokens", "flops", "loss")
+POINT_FIELDS = ("arch", "size", "seed", "n_params", "tokens", "flops", "loss", "lr")
 EXTRA_FIELDS = ("tokens_per_param", "steps", "kind", "cooldown", "seconds")
 CHECK_MIN_LR = 0.0  # the cosine check decays to this share of the peak rate: 0, where a cool-down ends too
 
@@ -56,7 +59,7 @@ def design(cfg: DictConfig, arch_label: str) -> dict:
         "arch": arch_label,
         "size": {k: size[k] for k in ("d_model", "n_heads", "n_layers")},
         "batch_size": int(size["batch_size"]),
-        "lr": float(size["lr"]),
+        "lr": float(cfg.task.optimizer.lr),
         "seed": cell_seed(s.cell),
         "block_size": int(s.block_size),
         "val_windows": int(s.val_windows),
@@ -89,6 +92,7 @@ NUMBERS = {
     "tokens": int,
     "flops": float,
     "loss": float,
+    "lr": float,
     "tokens_per_param": float,
     "steps": int,
     "seconds": float,
@@ -103,7 +107,7 @@ def read_points(path: Path) -> list[dict]:
         rows = list(csv.DictReader(f))
     for r in rows:
         for k, typ in NUMBERS.items():
-            r[k] = typ(r[k])
+            r[k] = typ(r[k]) if r.get(k) not in (None, "") else ""
         r["cooldown"] = float(r["cooldown"]) if r.get("cooldown") not in (None, "") else ""
     return rows
 
@@ -195,11 +199,30 @@ class Cell:
         return have[step]
 
 
+def set_tuned_rate(cfg: DictConfig) -> None:
+    """For a cell of a size with lr: tuned (not a tuning cell), set task.optimizer.lr to its family's tuned rate,
+    read from the tuning cells' points beside its run directory (zoo.scaling.tune.tuned_rate: ConfigError when the
+    tuning stage is not done or its best rate is an edge of the grid)."""
+    s = cfg.scaling
+    name = cell_size(s.cell, s.sizes)
+    size = s.sizes[name]
+    if size.get("lr") != "tuned" or cell_is_tune(s.cell):
+        return
+    grid = check_lr_grid(name, size, s.get("tune_seeds", 0))
+    label = "prefix_lm" if cfg.model.get("mask") == "prefix" else cfg.arch
+    sweep_dir = Path(cfg.paths.output_dir).parent
+    rate = tuned_rate(tune_rows(sweep_dir), label, name, grid, int(s.tune_seeds))
+    with open_dict(cfg):
+        cfg.task.optimizer.lr = rate
+    log.info("scaling cell %s %s: tuned peak rate %g", label, s.cell, rate)
+
+
 def run_cell(cfg: DictConfig) -> float:
     """Train one experiment=scaling cell (zoo.run.train.main runs this when cfg has a scaling node); returns its
     largest budget's loss. Raises ConfigError for a bad design (zoo.scaling.grid.check_design) or a folder of
     another design, before any data is read."""
     start = time.time()
+    set_tuned_rate(cfg)
     cfg, _, _, run_plan = checked_config(cfg)
     s = cfg.scaling
     size_name = cell_size(s.cell, s.sizes)
@@ -211,7 +234,7 @@ def run_cell(cfg: DictConfig) -> float:
     check_same_design(out, design(cfg, label))
     size = OmegaConf.to_container(s.sizes[size_name], resolve=True)
     cooldown, check = float(s.cooldown), cell_is_check(s.cell)
-    kind = "cosine" if check else "cooldown"
+    kind = "cosine" if check else TUNE_KIND if cell_is_tune(s.cell) else "cooldown"
     budgets = cell_branches(s.cell, size, s)
     rows = read_points(out / "points.csv")
     todo = [br for br in budgets if not any(_done(r, br, kind, cooldown) for r in rows)]
@@ -245,6 +268,7 @@ def run_cell(cfg: DictConfig) -> float:
             "tokens": int(task.cost["tokens"]),
             "flops": float(task.cost["flops"]),
             "loss": loss,
+            "lr": float(cfg.task.optimizer.lr),
             "tokens_per_param": br.tokens_per_param,
             "steps": br.end,
             "kind": kind,

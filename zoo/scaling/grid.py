@@ -18,8 +18,13 @@ from zoo.model import ModelConfig, build_model
 from zoo.model.cost import non_embedding_param_count
 from zoo.training.optim import COOLDOWN_SHAPES
 
-CELL = re.compile(r"^(?P<size>[A-Za-z0-9]+)_seed(?P<seed>[0-9]+)(?P<check>_cosine)?$")
+CELL = re.compile(
+    r"^(?P<size>[A-Za-z0-9]+)_seed(?P<seed>[0-9]+)"
+    r"(?:(?P<check>_cosine)|_lr(?P<lr>[0-9]+(?:\.[0-9]*)?(?:e-?[0-9]+)?))?$"
+)
 SIZE_KEYS = ("d_model", "n_heads", "n_layers", "batch_size", "lr")  # required; a size may also set budgets, seeds
+OPTIONAL_SIZE_KEYS = ("budgets", "seeds", "lr_grid")  # lr_grid: the tuning stage's rates (with lr: tuned)
+TUNED = "tuned"  # a size's lr: each family's best rate of the tuning stage (zoo.scaling.tune)
 CHECK_BUDGETS = 3  # a cosine check cell trains its size's smallest three budgets alone
 
 
@@ -43,6 +48,22 @@ def cell_seed(cell: str) -> int:
 def cell_is_check(cell: str) -> bool:
     """Whether the cell trains each budget alone with a cosine schedule ("s1_seed1_cosine"): the cool-down check."""
     return _cell(cell)["check"] is not None
+
+
+def cell_lr(cell: str) -> float | None:
+    """The peak rate of a tuning cell ("s2_seed1_lr0.011" -> 0.011); None for every other cell."""
+    lr = _cell(cell)["lr"]
+    return None if lr is None else float(lr)
+
+
+def cell_is_tune(cell: str) -> bool:
+    """Whether the cell is one run of the tuning stage: its size's middle budget at the rate in its name."""
+    return _cell(cell)["lr"] is not None
+
+
+def rate_name(lr: float) -> str:
+    """A rate as a tuning cell writes it: 0.011 -> "0.011", 2e-05 -> "2e-05" (Python's shortest repr)."""
+    return repr(float(lr))
 
 
 def _cell(cell) -> dict:
@@ -76,9 +97,11 @@ def check_listing(sizes, check_sizes) -> None:
         raise ConfigError(f"scaling.check_sizes={check_sizes!r} must be a list of size names, e.g. [s1, s2] ([]: none)")
 
 
-def cells(sizes, seed_size: str, seeds: int, check_sizes=()) -> str:
-    """The swept cells, smallest size first: SIZE_seed1 .. SIZE_seedK for every size (K: size_seeds), and
-    SIZE_seed1_cosine for each size of check_sizes (the cool-down check), after them."""
+def cells(sizes, seed_size: str, seeds: int, check_sizes=(), tune_seeds: int = 0, stage: str = "all") -> str:
+    """The swept cells: first the tuning stage (every size with lr: tuned, smallest first: SIZE_seedS_lrR for each
+    seed S <= tune_seeds and rate R of its lr_grid), then SIZE_seed1 .. SIZE_seedK for every size (K: size_seeds),
+    smallest first, and SIZE_seed1_cosine for each size of check_sizes (the cool-down check). stage="tune": the
+    tuning stage alone."""
     names = list(sizes)
     check_listing(sizes, check_sizes)
     if seed_size not in names:
@@ -88,11 +111,58 @@ def cells(sizes, seed_size: str, seeds: int, check_sizes=()) -> str:
     for name in check_sizes or ():
         if name not in names:
             raise ConfigError(f"scaling.check_sizes names {name!r}, not a key of scaling.sizes ({', '.join(names)})")
-    out = []
+    if stage not in STAGES:
+        raise ConfigError(f"scaling.stage={stage!r} must be one of {', '.join(STAGES)}")
+    out = tune_cell_names(sizes, tune_seeds)
+    if stage == "tune":
+        if not out:
+            raise ConfigError("scaling.stage=tune, but no size has lr: tuned with an lr_grid: there is nothing to tune")
+        return ",".join(out)
     for name in names:
         out += [f"{name}_seed{s}" for s in range(1, size_seeds(name, sizes[name], seed_size, seeds) + 1)]
     out += [f"{name}_seed1_cosine" for name in check_sizes or ()]
     return ",".join(out)
+
+
+STAGES = ("all", "tune")  # scaling.stage: the whole sweep, or its tuning stage alone
+
+
+def tune_cell_names(sizes, tune_seeds) -> list[str]:
+    """The tuning stage's cells, smallest size first: SIZE_seedS_lrR for every size whose lr is `tuned`, each seed
+    S <= tune_seeds and each rate R of its lr_grid (ConfigError for a grid or seed count the stage cannot use)."""
+    out = []
+    for name, size in sizes.items():
+        grid = check_lr_grid(name, size, tune_seeds)
+        out += [f"{name}_seed{s}_lr{rate_name(r)}" for s in range(1, int(tune_seeds or 0) + 1) for r in grid]
+    return out
+
+
+def check_lr_grid(name: str, size, tune_seeds) -> list[float]:
+    """A size's tuning rates, smallest first ([] when its lr is a number). ConfigError: lr_grid beside a numeric lr
+    (it would do nothing), lr: tuned without a grid of >= 3 distinct positive rates, or with tune_seeds < 1."""
+    lr, grid = size.get("lr"), size.get("lr_grid")
+    if lr != TUNED:
+        if grid is not None:
+            raise ConfigError(
+                f"scaling.sizes.{name}.lr_grid is set but scaling.sizes.{name}.lr={lr!r} is a fixed rate, so the "
+                f"grid would not be used: set scaling.sizes.{name}.lr=tuned to tune it, or "
+                f"scaling.sizes.{name}.lr_grid=null"
+            )
+        return []
+    listed = isinstance(grid, (list, tuple, ListConfig))
+    if not listed or len(grid) < 3 or not all(is_number(r) and math.isfinite(r) and r > 0 for r in grid):
+        raise ConfigError(
+            f"scaling.sizes.{name}.lr_grid={grid!r}: lr: tuned needs a list of at least 3 positive peak rates, "
+            "e.g. [4.0e-3, 5.7e-3, 8.0e-3] (the best must lie inside it)"
+        )
+    if len(set(map(float, grid))) < len(grid):
+        raise ConfigError(f"scaling.sizes.{name}.lr_grid={list(grid)!r} names a rate twice: give each rate once")
+    if not is_whole(tune_seeds) or tune_seeds < 1:
+        raise ConfigError(
+            f"scaling.tune_seeds={tune_seeds!r} must be a positive whole number when a size's lr is tuned "
+            f"(scaling.sizes.{name}.lr=tuned)"
+        )
+    return sorted(float(r) for r in grid)
 
 
 def layers(arch: str, n_layers: int) -> int:
@@ -155,10 +225,20 @@ def size_budgets(size, budgets) -> list[float]:
 
 def cell_size_spec(cell: str, size, budgets):
     """The size as a cell trains it: a cosine check cell (SIZE_seedN_cosine) trains the CHECK_BUDGETS smallest of
-    its size's budgets (size_budgets) alone, so its size keeps only those; budgets: the study's (scaling.budgets)."""
+    its size's budgets (size_budgets) alone, so its size keeps only those; a tuning cell (SIZE_seedN_lrR) its
+    middle budget (middle_budget) at rate R; budgets: the study's (scaling.budgets)."""
+    if cell_is_tune(cell):
+        return {**{k: size[k] for k in size if k != "budgets"}, "budgets": [middle_budget(size, budgets)]}
     if not cell_is_check(cell):
         return size
     return {**{k: size[k] for k in size if k != "budgets"}, "budgets": size_budgets(size, budgets)[:CHECK_BUDGETS]}
+
+
+def middle_budget(size, budgets) -> float:
+    """The budget a size's rates are tuned at: the middle of its budgets (of an even count, the lower middle, so
+    [5, 10, 20] -> 10 and [50, 100, 200, 400] -> 100)."""
+    own = size_budgets(size, budgets)
+    return own[(len(own) - 1) // 2]
 
 
 def branches(size, budgets, cooldown: float, block_size: int) -> list[Branch]:
@@ -198,11 +278,11 @@ def check_design(scaling, sizes_used=None) -> None:
         if len(set(map(float, value))) < len(value):
             raise ConfigError(f"{key}={list(value)!r} names a budget twice: give each budget once")
     for name, size in scaling.sizes.items():
-        unknown = [k for k in size if k not in (*SIZE_KEYS, "budgets", "seeds")]
+        unknown = [k for k in size if k not in (*SIZE_KEYS, *OPTIONAL_SIZE_KEYS)]
         if unknown:
             raise ConfigError(
                 f"scaling.sizes.{name}.{unknown[0]} is not a size key; a size sets {', '.join(SIZE_KEYS)} and may "
-                "set budgets and seeds"
+                f"set {', '.join(OPTIONAL_SIZE_KEYS)}"
             )
     block = scaling.get("block_size")
     if not is_whole(block) or block < 1:
@@ -253,8 +333,12 @@ def check_design(scaling, sizes_used=None) -> None:
                 raise ConfigError(f"scaling.sizes.{name}.{key}={size.get(key)!r} must be a positive whole number")
         size_seeds(name, size, scaling.get("seed_size"), scaling.get("seeds", 1))
         lr = size.get("lr")
-        if not is_number(lr) or not math.isfinite(lr) or lr <= 0:
-            raise ConfigError(f"scaling.sizes.{name}.lr={lr!r} must be a positive peak learning rate, e.g. 4.0e-3")
+        if lr != TUNED and (not is_number(lr) or not math.isfinite(lr) or lr <= 0):
+            raise ConfigError(
+                f"scaling.sizes.{name}.lr={lr!r} must be a positive peak learning rate, e.g. 4.0e-3, or tuned (each "
+                "family's best rate of its lr_grid)"
+            )
+        check_lr_grid(name, size, scaling.get("tune_seeds", 0))
         batch = size.get("batch_size")
         if not is_whole(batch) or batch < 1:
             raise ConfigError(f"scaling.sizes.{name}.batch_size={batch!r} must be a positive whole number of windows")
@@ -291,6 +375,18 @@ def job_warmup(cell, sizes, warmup_tokens_per_param, block_size) -> int:
     return warmup_steps(_size_of(cell, sizes), warmup_tokens_per_param, block_size)
 
 
+def job_lr(cell, sizes) -> float:
+    """task.optimizer.lr of a job: a tuning cell's own rate; a size's fixed lr; for lr: tuned, the geometric middle
+    of its lr_grid until the cell's run replaces it with its family's tuned rate (zoo.scaling.tune.tuned_rate)."""
+    if cell_is_tune(cell):
+        return cell_lr(cell)
+    size = _size_of(cell, sizes)
+    if size.get("lr") != TUNED:
+        return size.get("lr")
+    grid = [float(r) for r in size.get("lr_grid") or [1.0]]
+    return math.exp(sum(map(math.log, grid)) / len(grid))
+
+
 for _name, _fn in (
     ("zoo_cell_size", cell_size),
     ("zoo_cell_seed", cell_seed),
@@ -299,5 +395,6 @@ for _name, _fn in (
     ("zoo_scaling_d_ff", d_ff),
     ("zoo_scaling_max_steps", job_max_steps),
     ("zoo_scaling_warmup", job_warmup),
+    ("zoo_scaling_lr", job_lr),
 ):
     OmegaConf.register_new_resolver(_name, _fn, replace=True)

@@ -1,0 +1,145 @@
+"""The scaling study's tuning stage (zoo.scaling.tune, zoo.scaling.grid): its cells, the grid's checks, the rate a
+tuned size's cells run (the seed-mean best, never an edge of the grid), and a tuning run that is, to the last bit,
+the cool-down point of its budget at its rate."""
+
+import csv
+
+import pytest
+from zoo_run import make_cfg, needs_shared
+
+from zoo.errors import ConfigError
+from zoo.report.scaling_tune import tune_section
+from zoo.run.scaling_cell import run_cell
+from zoo.scaling.grid import cell_is_tune, cell_lr, cell_seed, cell_size, cells, check_lr_grid, middle_budget
+from zoo.scaling.tune import best_rate, tuned_rate
+
+SIZES = {
+    "a": {"d_model": 8, "n_heads": 2, "n_layers": 2, "batch_size": 4, "lr": "tuned", "lr_grid": [4e-3, 2e-3, 8e-3]},
+    "b": {"d_model": 16, "n_heads": 2, "n_layers": 2, "batch_size": 4, "lr": 1e-3},
+}
+
+
+def test_a_tuning_cell_names_its_size_seed_and_rate():
+    assert (cell_size("s2_seed1_lr0.011"), cell_seed("s2_seed1_lr0.011"), cell_lr("s2_seed1_lr0.011")) == (
+        "s2",
+        1,
+        0.011,
+    )
+    assert cell_lr("s2_seed1_lr2e-05") == 2e-05 and cell_is_tune("s2_seed1_lr2e-05")
+    assert cell_lr("s2_seed1") is None and not cell_is_tune("s2_seed1_cosine")
+    with pytest.raises(ConfigError, match="must be SIZE_seedN"):
+        cell_size("s2_seed1_lr")
+
+
+def test_the_tuning_stage_comes_first_and_covers_every_rate_and_seed():
+    """Size a is tuned (3 rates x 2 seeds, smallest rate first), b has a fixed rate and no tuning cells."""
+    tune = [f"a_seed{s}_lr{r}" for s in (1, 2) for r in ("0.002", "0.004", "0.008")]
+    study = ["a_seed1", "b_seed1", "b_seed2", "a_seed1_cosine"]
+    assert cells(SIZES, "b", 2, ["a"], tune_seeds=2).split(",") == tune + study
+    assert cells(SIZES, "b", 2, ["a"], tune_seeds=2, stage="tune").split(",") == tune
+    with pytest.raises(ConfigError, match="scaling.stage='both' must be one of all, tune"):
+        cells(SIZES, "b", 2, [], tune_seeds=2, stage="both")
+
+
+@pytest.mark.parametrize(
+    "size, seeds, match",
+    [
+        ({"lr": 1e-3, "lr_grid": [1e-3, 2e-3, 4e-3]}, 2, r"lr_grid is set but scaling.sizes.x.lr=0.001 is a fixed"),
+        ({"lr": "tuned"}, 2, r"lr_grid=None: lr: tuned needs a list of at least 3 positive"),
+        ({"lr": "tuned", "lr_grid": [1e-3, 2e-3]}, 2, r"needs a list of at least 3"),
+        ({"lr": "tuned", "lr_grid": [1e-3, -2e-3, 4e-3]}, 2, r"needs a list of at least 3 positive"),
+        ({"lr": "tuned", "lr_grid": [1e-3, 1e-3, 4e-3]}, 2, r"names a rate twice"),
+        ({"lr": "tuned", "lr_grid": [1e-3, 2e-3, 4e-3]}, 0, r"scaling.tune_seeds=0 must be a positive whole number"),
+    ],
+)
+def test_a_grid_the_stage_cannot_use_is_refused(size, seeds, match):
+    with pytest.raises(ConfigError, match=match):
+        check_lr_grid("x", size, seeds)
+
+
+def test_the_middle_budget_is_the_lower_middle():
+    assert middle_budget({}, [20, 5, 10]) == 10
+    assert middle_budget({"budgets": [400, 50, 100, 200]}, [5]) == 100
+
+
+def rows(arch, size, table):
+    return [{"arch": arch, "size": size, "seed": s, "lr": r, "loss": v} for r, ls in table.items() for s, v in ls]
+
+
+def test_the_tuned_rate_is_the_seed_mean_best_inside_the_grid():
+    """Seed means: 1e-3 -> 2.0, 2e-3 -> 1.9 (one seed alone would pick 4e-3), 4e-3 -> 1.95."""
+    table = {1e-3: [(1, 2.0), (2, 2.0)], 2e-3: [(1, 1.7), (2, 2.1)], 4e-3: [(1, 1.8), (2, 2.1)]}
+    assert best_rate({r: [v for _, v in ls] for r, ls in table.items()}) == 2e-3
+    assert tuned_rate(rows("decoder_only", "s1", table), "decoder_only", "s1", [4e-3, 1e-3, 2e-3], 2) == 2e-3
+    other = rows("prefix_lm", "s1", table)  # another family's runs do not count
+    with pytest.raises(ConfigError, match=r"6 of its 6 tuning runs are not done"):
+        tuned_rate(other, "decoder_only", "s1", [1e-3, 2e-3, 4e-3], 2)
+    with pytest.raises(ConfigError, match=r"1 of its 6 tuning runs are not done \(rates 0.004\)"):
+        tuned_rate(rows("decoder_only", "s1", table)[:-1], "decoder_only", "s1", [1e-3, 2e-3, 4e-3], 2)
+
+
+def test_a_best_rate_at_an_edge_is_refused_naming_the_rate_to_add():
+    up = {1e-3: [(1, 2.0)], 2e-3: [(1, 1.9)], 4e-3: [(1, 1.8)]}
+    with pytest.raises(ConfigError, match=r"best tuning rate 0.004 is an edge .* add 0.008 to the grid"):
+        tuned_rate(rows("d", "s1", up), "d", "s1", [1e-3, 2e-3, 4e-3], 1)
+    down = {1e-3: [(1, 1.7)], 2e-3: [(1, 1.9)], 4e-3: [(1, 1.8)]}
+    with pytest.raises(ConfigError, match=r"best tuning rate 0.001 is an edge .* add 0.0005 to the grid"):
+        tuned_rate(rows("d", "s1", down), "d", "s1", [1e-3, 2e-3, 4e-3], 1)
+
+
+# s2 at 4 windows of 128 a step (512 tokens) and budgets 0.2, 0.4, 0.6 tokens per parameter (steps 10, 20, 30):
+# tuned at the middle budget, 0.4, over three rates with one seed
+TINY = [
+    "experiment=scaling",
+    "+benchmark=scaling",
+    "scaling.budgets=[0.2,0.4,0.6]",
+    "scaling.sizes.s2.budgets=null",
+    "scaling.sizes.s2.batch_size=4",
+    "scaling.warmup_tokens_per_param=0.05",
+    "scaling.val_windows=8",
+    "scaling.checkpoint_every=5",
+    "scaling.tune_seeds=1",
+    "threads=1",
+]
+
+
+def run(sweep, cell, grid):
+    out = sweep / f"decoder_only-{cell}"
+    run_cell(make_cfg(out, [*TINY, f"scaling.cell={cell}", f"scaling.sizes.s2.lr_grid={grid}"]))
+    with open(out / "points.csv", newline="") as f:
+        return list(csv.DictReader(f))
+
+
+@needs_shared
+@pytest.mark.usefixtures("one_thread")
+def test_a_tuned_cell_runs_its_best_rate_and_its_tuning_run_is_its_point(tmp_path):
+    """Rates 1e-4, 1e-2, 3: 20 steps at 1e-4 barely move, 3 diverges, so 1e-2 is the best and inside the grid. The
+    study's cell then runs at 1e-2, and its 0.4 point (trunk to step 16, resumed, cooled down to 20) equals the
+    tuning run at 1e-2 to the last bit: a tuning run is the cool-down point of its budget at its rate."""
+    grid = "[1.0e-4,1.0e-2,3.0]"
+    tune = {r: run(tmp_path, f"s2_seed1_lr{r}", grid) for r in ("0.0001", "0.01", "3.0")}
+    assert all(len(v) == 1 and v[0]["kind"] == "tune" and v[0]["tokens_per_param"] == "0.4" for v in tune.values())
+    losses = {r: float(v[0]["loss"]) for r, v in tune.items()}
+    assert min(losses, key=losses.get) == "0.01"
+    study = run(tmp_path, "s2_seed1", grid)
+    assert [r["lr"] for r in study] == ["0.01"] * 3 and [r["kind"] for r in study] == ["cooldown"] * 3
+    assert study[1]["loss"] == tune["0.01"][0]["loss"] and study[1]["steps"] == tune["0.01"][0]["steps"] == "20"
+    points = [
+        {**r, "tokens": int(r["tokens"]), "lr": float(r["lr"]), "loss": float(r["loss"]), "seed": 1}
+        for r in [*study, *(v[0] for v in tune.values())]
+    ]
+    fitted = [p for p in points if p["kind"] == "cooldown"]
+    text, figures = tune_section(points, fitted, tmp_path)
+    with open(tmp_path / "lr_sweep.csv", newline="") as f:
+        sweep = list(csv.DictReader(f))
+    assert list(sweep[0]) == ["arch", "size", "seed", "lr", "tokens", "loss"] and len(sweep) == 3
+    assert "| decoder_only | s2 | 0.0001, 0.01, 3 | 1 | 0.01 |" in "\n".join(text)
+    assert text[-2].endswith("| yes | 0.01 | yes |") and figures[0].is_file()
+
+
+@needs_shared
+@pytest.mark.usefixtures("one_thread")
+def test_a_tuned_cell_before_its_tuning_stage_is_refused(tmp_path):
+    with pytest.raises(ConfigError, match=r"3 of its 3 tuning runs are not done"):
+        run(tmp_path, "s2_seed1", "[1.0e-4,1.0e-2,3.0]")
+    assert not (tmp_path / "decoder_only-s2_seed1" / "points.csv").exists()

@@ -1,0 +1,79 @@
+"""The scaling study's tuning stage: per family and size, each rate of the size's lr_grid trained to its middle
+budget with tune_seeds seeds (cells SIZE_seedS_lrR, zoo.scaling.grid); a size with lr: tuned runs its cool-down
+cells at its family's best rate, the one with the lowest seed-mean loss. The rate must lie inside its grid: a best
+rate at an edge may not be the best, so the study refuses it and names the rate to add.
+
+The tuning points are rows of kind "tune" in the cells' points.csv (zoo.run.scaling_cell), with their `lr`."""
+
+import csv
+import math
+from collections import defaultdict
+from pathlib import Path
+
+from zoo.errors import ConfigError
+
+TUNE_KIND = "tune"  # points.csv's kind of a tuning run
+SWEEP_FIELDS = ("arch", "size", "seed", "lr", "tokens", "loss")  # lr_sweep.csv's header
+
+
+def tune_rows(sweep_dir: Path) -> list[dict]:
+    """Every tuning point in a sweep folder's cells (SWEEP_DIR/*/points.csv rows of kind "tune"), numbers typed."""
+    rows = []
+    for path in sorted(Path(sweep_dir).glob("*/points.csv")):
+        with open(path, newline="", encoding="utf-8") as f:
+            for r in csv.DictReader(f):
+                if r.get("kind") == TUNE_KIND:
+                    rows.append({**r, "seed": int(r["seed"]), "lr": float(r["lr"]), "loss": float(r["loss"])})
+    return rows
+
+
+def seed_means(rows: list[dict], arch: str, size: str) -> dict[float, list[float]]:
+    """{rate: [loss of each seed]} of one family (arch label) and size."""
+    out = defaultdict(list)
+    for r in rows:
+        if r["arch"] == arch and r["size"] == size:
+            out[float(r["lr"])].append(float(r["loss"]))
+    return dict(out)
+
+
+def best_rate(losses: dict[float, list[float]]) -> float:
+    """The rate whose seed-mean loss is lowest (a tie: the smaller rate)."""
+    return min(sorted(losses), key=lambda r: sum(losses[r]) / len(losses[r]))
+
+
+def tuned_rate(rows: list[dict], arch: str, size: str, grid, seeds: int) -> float:
+    """The family's tuned rate at a size: best_rate over its lr_grid, each rate with `seeds` seeds. Raises
+    ConfigError when the tuning stage has not run every rate and seed, or when the best rate is an edge of the grid
+    (naming the rate to add, a step of the grid's ratio beyond it)."""
+    losses = seed_means(rows, arch, size)
+    grid = sorted(float(r) for r in grid)
+    missing = [(r, seeds - len(losses.get(r, []))) for r in grid if len(losses.get(r, [])) < seeds]
+    if missing:
+        left = sum(n for _, n in missing)
+        raise ConfigError(
+            f"{arch} at size {size} has lr: tuned, but {left} of its {len(grid) * seeds} tuning runs are not done "
+            f"(rates {', '.join(f'{r:g}' for r, _ in missing)}): run the sweep's tuning cells first (they come "
+            f"first in the sweep; scaling.stage=tune runs them alone)"
+        )
+    best = best_rate({r: losses[r] for r in grid})
+    if best in (grid[0], grid[-1]):
+        ratio = grid[1] / grid[0] if best == grid[0] else grid[-1] / grid[-2]
+        beyond = best / ratio if best == grid[0] else best * ratio
+        raise ConfigError(
+            f"{arch} at size {size}: the best tuning rate {best:g} is an edge of scaling.sizes.{size}.lr_grid "
+            f"({', '.join(f'{r:g}' for r in grid)}), so a better one may lie beyond it: add {beyond:.3g} to the "
+            "grid and rerun the sweep (the runs done are kept)"
+        )
+    return best
+
+
+def sweep_table(rows: list[dict]) -> list[dict]:
+    """lr_sweep.csv's rows (SWEEP_FIELDS), sorted by family, size, rate and seed."""
+    keep = [{k: r[k] for k in SWEEP_FIELDS} for r in rows]
+    return sorted(keep, key=lambda r: (r["arch"], r["size"], r["lr"], r["seed"]))
+
+
+def within(losses: dict[float, list[float]], rate: float, tolerance: float = 0.005) -> bool:
+    """Whether `rate`'s seed-mean loss is within `tolerance` (relative) of the best rate's."""
+    mean = {r: sum(v) / len(v) for r, v in losses.items()}
+    return rate in mean and mean[rate] <= min(mean.values()) * (1 + tolerance) and math.isfinite(mean[rate])
