@@ -10,6 +10,7 @@ are softmax(logits)). The hooks only read: the logits are the same, bit for bit,
 
 import inspect
 import itertools
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -84,9 +85,21 @@ def where(module: nn.Module | type, attr: str = "") -> str:
     name = f"{cls.__name__}.{attr}" if attr else cls.__name__
     if cls.__module__.startswith("torch."):
         return f"nn.{name} (torch.nn)"
-    parts = Path(inspect.getsourcefile(cls) or "?").parts
-    rel = "/".join(parts[parts.index("zoo") :]) if "zoo" in parts else cls.__module__
-    return f"{name} ({rel})"
+    return f"{name} ({module_file(cls)})"
+
+
+def module_file(cls: type) -> str:
+    """The file that defines cls, relative to the folder its top-level package lies in ('zoo/model/x.py'),
+    wherever that folder is (a clone named zoo, site-packages); the module's import path if it has no file."""
+    top = sys.modules.get(cls.__module__.split(".")[0])
+    source = inspect.getsourcefile(cls)
+    if top is None or not getattr(top, "__file__", None) or source is None:
+        return cls.__module__
+    root = Path(top.__file__).resolve().parent.parent
+    try:
+        return Path(source).resolve().relative_to(root).as_posix()
+    except ValueError:  # defined outside its package's folder
+        return cls.__module__
 
 
 class _Hooks:
