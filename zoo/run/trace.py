@@ -295,10 +295,25 @@ def build(args) -> tuple:
     return tr, arch, cfg, inputs, model
 
 
+def check_out(out: Path) -> None:
+    """Raise TraceError, before any tracing, when the folder --out cannot be made: it, or a folder above it,
+    is an existing file."""
+    for p in (out, *out.parents):
+        if p.exists():
+            if not p.is_dir():
+                raise TraceError(
+                    f"--out {out}: {p} is a file; --out DIR names a folder for trace.json and the figure "
+                    f"(a new or an existing one)"
+                )
+            return
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = parser().parse_intermixed_args(argv)  # overrides and options in any order
     try:
+        if args.out is not None:
+            check_out(args.out)
         tr, arch, cfg, inputs, model = build(args)
         if args.list:
             print(stage_list(tr))
