@@ -6,7 +6,6 @@ import shutil
 import subprocess
 import sys
 import warnings
-from pathlib import Path
 
 import pytest
 from zoo_run import REPO
@@ -91,9 +90,32 @@ def test_figure_draws_the_chinese_target_with_real_glyphs(tmp_path, monkeypatch)
     assert [t.get_text() for t in labels] == ["<s>", "我", "爱"]
     for t in labels[1:]:
         families = t.get_fontproperties().get_family()
-        paths = [font_manager.findfont(font_manager.FontProperties(family=f), fallback_to_default=False) for f in families]
+        find = font_manager.findfont
+        paths = [find(font_manager.FontProperties(family=[f]), fallback_to_default=False) for f in families]
         assert any(ft2font.FT2Font(p).get_char_index(ord(t.get_text())) for p in paths), (t.get_text(), paths)
     plt.close(fig)
+
+
+def test_a_character_no_font_has_is_written_as_its_code_point():
+    """A character that no font has (U+10FFFD, private use) is reported and labelled by its code point; the toy
+    vocabulary's characters all have a font (zoo's own for 我 爱 你), first in matplotlib's default family."""
+    from zoo.report.trace_font import bundled_family, families, label
+    from zoo.run.trace import TOY_VOCAB
+
+    fonts, missing = families(["I", "我", "a\U0010fffd"])
+    assert missing == {"\U0010fffd"}
+    assert label("a\U0010fffd", missing) == "aU+10FFFD" and label("我", missing) == "我"
+    fonts, missing = families(TOY_VOCAB)
+    assert missing == set() and fonts[-1] == bundled_family() == "Zoo Trace CJK"
+
+
+def test_out_notes_the_characters_no_font_has(tmp_path, capsys, monkeypatch):
+    """When the figure writes a character as its code point, --out says so on stderr and names a font to install."""
+    monkeypatch.setattr("zoo.report.trace_font.families", lambda texts: (["sans-serif"], {"我", "爱"}))
+    assert main(["+arch=encoder_decoder", "--plain", "--out", str(tmp_path)]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith("note: no font on this machine has 我 爱: the figure writes U+6211 U+7231; install")
+    assert err.count("\n") == 1 and "fonts-noto-cjk" in err
 
 
 def test_only_a_layer_number_does_not_pick_the_layers_that_start_with_it():

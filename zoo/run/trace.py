@@ -338,6 +338,13 @@ def main(argv=None) -> int:
         (args.out / "trace.json").write_text(
             json.dumps(to_json(tr, stages, asdict(cfg)), ensure_ascii=False), encoding="utf-8"
         )
-        fig = figure(tr, args.out / ("trace.svg" if args.svg else "trace.png"))
+        fig, missing = figure(tr, args.out / ("trace.svg" if args.svg else "trace.png"))
         print(f"wrote {args.out / 'trace.json'} and {fig}")
+        if missing:
+            print(
+                f"note: no font on this machine has {' '.join(sorted(missing))}: the figure writes "
+                f"{' '.join(f'U+{ord(c):04X}' for c in sorted(missing))}; install a font that has them "
+                f"(e.g. Debian's fonts-noto-cjk for Chinese, Japanese, Korean)",
+                file=sys.stderr,
+            )
     return 0
