@@ -43,7 +43,7 @@ def wheel(tmp_path_factory) -> Path:
 @pytest.mark.e2e
 def test_wheel_has_every_config_and_module(wheel):
     """Every conf/**/*.yaml (conf/hydra/launcher/ too) is in the wheel as zoo/conf/..., and so is every
-    zoo/**/*.py (pyproject.toml lists the packages by name)."""
+    zoo/**/*.py (pyproject.toml lists the packages by name), and the trace figure's font with its licence."""
     names = set(zipfile.ZipFile(wheel).namelist())
     configs = sorted(p.relative_to(REPO).as_posix() for p in (REPO / "conf").rglob("*.yaml"))
     assert "conf/hydra/launcher/slurm.yaml" in configs and len(configs) > 30
@@ -51,6 +51,7 @@ def test_wheel_has_every_config_and_module(wheel):
     modules = sorted(p.relative_to(REPO).as_posix() for p in (REPO / "zoo").rglob("*.py"))
     assert "zoo/run/train.py" in modules
     assert [m for m in modules if m not in names] == []
+    assert {"zoo/report/fonts/ZooTraceCJK-Regular.otf", "zoo/report/fonts/OFL.txt"} <= names  # the trace figure's
     assert not [n for n in names if n.startswith("conf/")]  # no top-level conf package
 
 

@@ -10,6 +10,7 @@ are softmax(logits)). The hooks only read: the logits are the same, bit for bit,
 
 import inspect
 import itertools
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -84,9 +85,21 @@ def where(module: nn.Module | type, attr: str = "") -> str:
     name = f"{cls.__name__}.{attr}" if attr else cls.__name__
     if cls.__module__.startswith("torch."):
         return f"nn.{name} (torch.nn)"
-    parts = Path(inspect.getsourcefile(cls) or "?").parts
-    rel = "/".join(parts[parts.index("zoo") :]) if "zoo" in parts else cls.__module__
-    return f"{name} ({rel})"
+    return f"{name} ({module_file(cls)})"
+
+
+def module_file(cls: type) -> str:
+    """The file that defines cls, relative to the folder its top-level package lies in ('zoo/model/x.py'),
+    wherever that folder is (a clone named zoo, site-packages); the module's import path if it has no file."""
+    top = sys.modules.get(cls.__module__.split(".")[0])
+    source = inspect.getsourcefile(cls)
+    if top is None or not getattr(top, "__file__", None) or source is None:
+        return cls.__module__
+    root = Path(top.__file__).resolve().parent.parent
+    try:
+        return Path(source).resolve().relative_to(root).as_posix()
+    except ValueError:  # defined outside its package's folder
+        return cls.__module__
 
 
 class _Hooks:
@@ -619,33 +632,36 @@ def to_json(tr: Trace, stages: list[Stage], model_cfg: dict) -> dict:
     }
 
 
-def _label(token: str, font) -> str:
-    """A tick label the figure's font can draw: the token, or its characters' code points where it cannot."""
-    if all(font.get_char_index(ord(c)) for c in token):
-        return token
-    return "".join(c if font.get_char_index(ord(c)) else f"U+{ord(c):04X}" for c in token)
-
-
-def figure(tr: Trace, path: Path) -> Path:
+def figure(tr: Trace, path: Path) -> tuple[Path, set[str]]:
     """One figure (PNG, or SVG when path ends in .svg): a row per attention (layer and kind), its mask and a
-    heat map per head, labelled by tokens (rows = queries, columns = keys)."""
+    heat map per head, labelled by tokens (rows = queries, columns = keys), drawn with fonts that have their
+    characters (zoo.report.trace_font). Returns (path, the characters no font has, written as U+XXXX)."""
+    import matplotlib
+
+    from zoo.report.trace_font import families
+
+    rows = [s for s in tr.stages if s.weights is not None]
+    if not rows:
+        raise ValueError("this trace has no attention stage to draw")
+    fonts, missing = families(t for s in rows for t in (*s.rows, *s.cols))
+    with matplotlib.rc_context({"font.family": fonts}):
+        _draw(rows, path, missing)
+    return path, missing
+
+
+def _draw(rows: list[Stage], path: Path, missing: set[str]) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from matplotlib import font_manager, ft2font
 
-    font = ft2font.FT2Font(
-        font_manager.findfont(font_manager.FontProperties(family=matplotlib.rcParams["font.family"]))
-    )
-    rows = [s for s in tr.stages if s.weights is not None]
-    if not rows:
-        raise ValueError("this trace has no attention stage to draw")
+    from zoo.report.trace_font import label
+
     h = max(s.weights.shape[0] for s in rows)
     fig, axes = plt.subplots(len(rows), h + 1, figsize=(2.6 * (h + 1), 2.6 * len(rows)), squeeze=False)
     for r, s in enumerate(rows):
-        ylab = [_label(t, font) for t in s.rows]
-        xlab = [_label(t, font) for t in s.cols]
+        ylab = [label(t, missing) for t in s.rows]
+        xlab = [label(t, missing) for t in s.cols]
         panels = [("mask (1 = may attend)", s.mask.float(), "Blues")] + [
             (f"head {i}", s.weights[i].float(), "viridis") for i in range(s.weights.shape[0])
         ]
@@ -666,4 +682,3 @@ def figure(tr: Trace, path: Path) -> Path:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
-    return path

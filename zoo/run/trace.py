@@ -295,10 +295,25 @@ def build(args) -> tuple:
     return tr, arch, cfg, inputs, model
 
 
+def check_out(out: Path) -> None:
+    """Raise TraceError, before any tracing, when the folder --out cannot be made: it, or a folder above it,
+    is an existing file."""
+    for p in (out, *out.parents):
+        if p.exists():
+            if not p.is_dir():
+                raise TraceError(
+                    f"--out {out}: {p} is a file; --out DIR names a folder for trace.json and the figure "
+                    f"(a new or an existing one)"
+                )
+            return
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = parser().parse_intermixed_args(argv)  # overrides and options in any order
     try:
+        if args.out is not None:
+            check_out(args.out)
         tr, arch, cfg, inputs, model = build(args)
         if args.list:
             print(stage_list(tr))
@@ -323,6 +338,13 @@ def main(argv=None) -> int:
         (args.out / "trace.json").write_text(
             json.dumps(to_json(tr, stages, asdict(cfg)), ensure_ascii=False), encoding="utf-8"
         )
-        fig = figure(tr, args.out / ("trace.svg" if args.svg else "trace.png"))
+        fig, missing = figure(tr, args.out / ("trace.svg" if args.svg else "trace.png"))
         print(f"wrote {args.out / 'trace.json'} and {fig}")
+        if missing:
+            print(
+                f"note: no font on this machine has {' '.join(sorted(missing))}: the figure writes "
+                f"{' '.join(f'U+{ord(c):04X}' for c in sorted(missing))}; install a font that has them "
+                f"(e.g. Debian's fonts-noto-cjk for Chinese, Japanese, Korean)",
+                file=sys.stderr,
+            )
     return 0
