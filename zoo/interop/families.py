@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import torch
 
+from zoo.interop.stored_keys import is_recomputed
 from zoo.model.config import ModelConfig
 from zoo.model.positions import sinusoidal_table
 
@@ -139,6 +140,8 @@ class GPT2:
 
     name = "gpt2"
     ignore = ()
+    # old checkpoints store each layer's causal mask (a buffer transformers ignores); zoo computes its own
+    recomputed = {r"(transformer\.)?h\.\d+\.attn\.bias": lambda t: torch.ones_like(t).tril()}
 
     @staticmethod
     def config_from_hf(c, tied) -> tuple[str, dict]:
@@ -834,8 +837,7 @@ def unused_keys(entries: Sequence[Entry], hf: dict[str, torch.Tensor], recompute
             continue
         if any(hf[r].shape == v.shape and torch.equal(hf[r], v) for r in read):
             continue
-        own = next((f for p, f in (recomputed or {}).items() if re.fullmatch(p, k)), None)
-        if own is not None and torch.allclose(own(v).to(v.dtype), v, atol=1e-5, rtol=0):
+        if is_recomputed(k, v, recomputed):
             continue
         out.append(k)
     return out
