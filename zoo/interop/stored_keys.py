@@ -69,8 +69,10 @@ def unreported_keys(d: Path, model: nn.Module, info: dict, recomputed: dict | No
             if k in reported or any(n in own for n in (k, k.removeprefix(prefix), prefix + k)):
                 continue
             v = v() if callable(v) else v
-            if v.is_floating_point() and not is_recomputed(k, v, recomputed) and not any(
-                t.shape == v.shape and torch.equal(t, v.to(t.dtype)) for t in own.values()
+            if (
+                v.is_floating_point()
+                and not is_recomputed(k, v, recomputed)
+                and not any(t.shape == v.shape and torch.equal(t, v.to(t.dtype)) for t in own.values())
             ):
                 out.append(k)
     return sorted(out)
