@@ -112,7 +112,7 @@ def test_round_trip_is_bit_for_bit(tmp_path, over):
         ({"embed_norm": False}, "model.embed_norm=False"),
         ({"share_tokens": False}, "share_tokens"),
         ({"norm": "rmsnorm"}, "model.norm='rmsnorm'"),
-        ({"final_norm": True}, "model.final_norm=true"),
+        ({"final_norm": True}, "model.final_norm=True"),
     ],
 )
 def test_to_hf_refuses_options_bart_lacks(tmp_path, over, option):

@@ -101,3 +101,52 @@ def test_a_marian_position_table_other_than_the_sinusoid_is_named(caplog):
         zhf.from_hf(hf)
     assert "model.decoder.embed_positions.weight" in zoo_warnings(caplog)
     assert "model.encoder.embed_positions.weight" not in zoo_warnings(caplog)
+
+
+OLD_T5_KEY = "decoder.block.0.layer.1.EncDecAttention.relative_attention_bias.weight"
+
+
+@pytest.mark.parametrize("safe", [True, False], ids=["safetensors", "pytorch_model.bin"])
+def test_a_key_transformers_ignores_is_named(tmp_path, caplog, safe):
+    """An old T5 checkpoint's cross-attention relative bias (no forward reads it): transformers drops it without
+    a word (T5's _keys_to_ignore_on_load_unexpected), so it is read from the checkpoint's own keys and named."""
+    SOURCES["t5"]().save_pretrained(tmp_path)
+    edit_weights(tmp_path, lambda sd: sd.update({OLD_T5_KEY: torch.randn(8, 4)}))
+    if not safe:  # the older format: a pickled state dict
+        torch.save(load_file(str(tmp_path / "model.safetensors")), tmp_path / "pytorch_model.bin")
+        (tmp_path / "model.safetensors").unlink()
+    _, info = zhf.load_hf_model(tmp_path)
+    assert OLD_T5_KEY not in info["unexpected_keys"]  # transformers' own report leaves it out
+    with caplog.at_level(logging.WARNING):
+        zhf.from_hf(tmp_path)
+    assert OLD_T5_KEY in zoo_warnings(caplog) and "did not load" in zoo_warnings(caplog)
+
+
+def test_a_renamed_legacy_key_is_not_named(tmp_path, caplog):
+    """A key transformers loads under another name (a legacy LayerNorm.gamma / beta) is used: not named."""
+    SOURCES["bert"]().save_pretrained(tmp_path)
+    old = "bert.embeddings.LayerNorm."
+
+    def rename(sd):
+        sd[old + "gamma"], sd[old + "beta"] = sd.pop(old + "weight"), sd.pop(old + "bias")
+
+    edit_weights(tmp_path, rename)
+    with caplog.at_level(logging.WARNING):
+        m, _ = zhf.from_hf(tmp_path)
+    assert zoo_warnings(caplog) == ""
+    assert torch.equal(m.embed.norm.weight, SOURCES["bert"]().bert.embeddings.LayerNorm.weight)
+
+
+def test_gpt2s_stored_causal_masks_are_not_named_unless_they_differ(tmp_path, caplog):
+    """Old GPT-2 checkpoints store each layer's causal mask (attn.bias, lower-triangular ones), which transformers
+    ignores and zoo computes: not named; a stored mask that is not causal is."""
+    SOURCES["gpt2"]().save_pretrained(tmp_path)
+    causal = torch.ones(1, 1, 64, 64).tril()
+    edit_weights(tmp_path, lambda sd: sd.update({f"transformer.h.{i}.attn.bias": causal.clone() for i in (0, 1)}))
+    with caplog.at_level(logging.WARNING):
+        zhf.from_hf(tmp_path)
+    assert zoo_warnings(caplog) == ""
+    edit_weights(tmp_path, lambda sd: sd.update({"transformer.h.1.attn.bias": torch.ones(1, 1, 64, 64)}))
+    with caplog.at_level(logging.WARNING):
+        zhf.from_hf(tmp_path)
+    assert zoo_warnings(caplog).endswith("did not load, so zoo does not convert them: transformer.h.1.attn.bias")

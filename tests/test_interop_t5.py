@@ -127,7 +127,7 @@ def test_round_trip_is_bit_for_bit(tmp_path, over):
         ({"attn_scale": None}, "model.attn_scale=None"),
         ({"norm": "layernorm"}, "model.norm='layernorm'"),
         ({"bias": True}, "model.bias=True"),
-        ({"share_embeddings": False}, "model.share_embeddings=false"),
+        ({"share_embeddings": False}, "model.share_embeddings=False"),
         ({"activation": "geglu"}, "model.activation='geglu'"),
     ],
 )

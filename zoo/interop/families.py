@@ -1,9 +1,10 @@
 """Per-family maps between Hugging Face `transformers` checkpoints and zoo's blocks: config fields and weights.
 
 Each family gives (1) `config_from_hf(hf_config, tied) -> (arch, ModelConfig fields)`, (2) `config_to_hf(cfg)
--> config.json dict`, refusing zoo options the family cannot express, and (3) `entries(cfg)`: the weight map,
-a list of Entry(zoo key, HF keys, kind). The math each map relies on is the installed transformers' modeling
-file of the family (modeling_gpt2.py, modeling_bert.py, modeling_marian.py, modeling_bart.py, modeling_t5.py).
+-> config.json dict`, refusing at once every zoo option the family cannot express (zoo.interop.blockers), and
+(3) `entries(cfg)`: the weight map, a list of Entry(zoo key, HF keys, kind). The math each map relies on is the
+installed transformers' modeling file of the family (modeling_gpt2.py, modeling_bert.py, modeling_marian.py,
+modeling_bart.py, modeling_t5.py).
 
 Entry kinds: copy (same tensor), T (transposed: GPT-2's Conv1D stores (in, out)), cat (zoo's fused tensor is
 the HF tensors stacked along dim 0: [W_q; W_k; W_v], [W_k; W_v], T5's [wi_0; wi_1]), row ((1, V) <-> (V,):
@@ -17,6 +18,8 @@ from dataclasses import dataclass
 
 import torch
 
+from zoo.interop.blockers import Blockers, Unsupported, hydra_value
+from zoo.interop.stored_keys import is_recomputed
 from zoo.model.config import ModelConfig
 from zoo.model.positions import sinusoidal_table
 
@@ -55,10 +58,6 @@ class Entry:
     kind: str = "copy"
 
 
-class Unsupported(ValueError):
-    """A zoo option (or HF setting) the other side cannot express; the message names it."""
-
-
 def _get(c, name, default=None):
     return getattr(c, name, default) if not isinstance(c, dict) else c.get(name, default)
 
@@ -87,25 +86,26 @@ def zoo_ids(pad, bos, eos, vocab_size: int) -> dict[str, int]:
     return {k: out[k] for k in ("pad_id", "bos_id", "eos_id")}
 
 
-def require(cfg: ModelConfig, family: str, **allowed) -> None:
-    """Raise Unsupported naming the first option of cfg whose value is not among allowed[option]."""
-    for key, values in allowed.items():
-        values = values if isinstance(values, (tuple, list)) else (values,)
-        value = getattr(cfg, key)
-        if value not in values:
-            raise Unsupported(
-                f"model.{key}={value!r} has no equivalent in Hugging Face {family} "
-                f"({HF_CLASSES[family]}), which needs {' or '.join(repr(v) for v in values)}"
-            )
-
-
-def _common_to_hf(cfg: ModelConfig, family: str) -> None:
-    require(cfg, family, num_classes=0, length_classes=0)
+def _common_to_hf(cfg: ModelConfig, family: str) -> Blockers:
+    """The Blockers of cfg for `family` (zoo.interop.blockers), with what every family refuses: a classifier or
+    length head, grouped-query attention. config_to_hf adds its own, then refuses them all at once."""
+    b = Blockers(cfg, family, HF_CLASSES[family])
+    if cfg.num_classes:
+        b.add(f"model.num_classes={cfg.num_classes}", "a classification head; it needs none", "task=lm")
+    if cfg.length_classes:
+        why = "a target-length head; it needs none"
+        b.add(f"model.length_classes={cfg.length_classes}", why, "task.objective=encoder_ar")
     if cfg.n_kv_heads not in (None, cfg.n_heads):
-        raise Unsupported(
-            f"model.n_kv_heads={cfg.n_kv_heads} (grouped-query attention) has no equivalent in "
-            f"Hugging Face {family}, which needs n_kv_heads=null (= n_heads)"
-        )
+        b.add(f"model.n_kv_heads={cfg.n_kv_heads}", "grouped-query; it needs n_heads", "model.n_kv_heads=null")
+    return b
+
+
+def _final_norm(b: Blockers, needed: bool, why: str) -> None:
+    """Add model.final_norm (its value, or the one null gives: model.norm_first's) unless it is `needed`."""
+    cfg = b.cfg
+    if cfg.use_final_norm != needed:
+        why = (f"null follows model.norm_first={cfg.norm_first}; " if cfg.final_norm is None else "") + why
+        b.add(f"model.final_norm={cfg.final_norm!r}", why, f"model.final_norm={hydra_value(needed)}")
 
 
 def _ids_to_hf(cfg: ModelConfig) -> dict:
@@ -139,6 +139,8 @@ class GPT2:
 
     name = "gpt2"
     ignore = ()
+    # old checkpoints store each layer's causal mask (a buffer transformers ignores); zoo computes its own
+    recomputed = {r"(transformer\.)?h\.\d+\.attn\.bias": lambda t: torch.ones_like(t).tril()}
 
     @staticmethod
     def config_from_hf(c, tied) -> tuple[str, dict]:
@@ -178,10 +180,8 @@ class GPT2:
     @staticmethod
     def config_to_hf(cfg: ModelConfig) -> dict:
         f = "gpt2"
-        _common_to_hf(cfg, f)
-        require(
-            cfg,
-            f,
+        b = _common_to_hf(cfg, f)
+        b.require(
             norm="layernorm",
             norm_first=True,
             bias=True,
@@ -195,13 +195,10 @@ class GPT2:
             lm_head_transform=False,
             lm_head_bias=False,
             lm_head_scale=False,
-            activation=tuple(_ACT_TO_HF),
+            activation=("gelu_tanh", *(a for a in _ACT_TO_HF if a != "gelu_tanh")),
         )
-        if not cfg.use_final_norm:
-            raise Unsupported(
-                f"model.final_norm={cfg.final_norm!r} (no final norm) has no equivalent in Hugging Face "
-                f"gpt2, which always has ln_f; set final_norm=true"
-            )
+        _final_norm(b, True, "it always has ln_f")
+        b.refuse()
         return dict(
             model_type="gpt2",
             architectures=[HF_CLASSES[f]],
@@ -304,10 +301,8 @@ class BERT:
     @staticmethod
     def config_to_hf(cfg: ModelConfig) -> dict:
         f = "bert"
-        _common_to_hf(cfg, f)
-        require(
-            cfg,
-            f,
+        b = _common_to_hf(cfg, f)
+        b.require(
             norm="layernorm",
             norm_first=False,
             bias=True,
@@ -322,13 +317,10 @@ class BERT:
             lm_head_scale=False,
             activation=tuple(_ACT_TO_HF),
         )
-        if cfg.use_final_norm:
-            raise Unsupported("model.final_norm=true has no equivalent in Hugging Face bert (post-LN, no final norm)")
+        _final_norm(b, False, "post-LN, no final norm")
         if cfg.type_vocab_size < 1:
-            raise Unsupported(
-                "model.type_vocab_size=0 has no equivalent in Hugging Face bert, which always adds a "
-                "token-type embedding; set type_vocab_size >= 1"
-            )
+            b.add("model.type_vocab_size=0", "it always adds a token-type embedding", "model.type_vocab_size=2")
+        b.refuse()
         return dict(
             model_type="bert",
             architectures=[HF_CLASSES[f]],
@@ -431,11 +423,9 @@ def _seq2seq_from_hf(c, tied, family: str) -> dict:
     )
 
 
-def _seq2seq_to_hf(cfg: ModelConfig, family: str) -> dict:
-    _common_to_hf(cfg, family)
-    require(
-        cfg,
-        family,
+def _seq2seq_to_hf(cfg: ModelConfig, family: str, b: Blockers) -> dict:
+    """The config.json keys BART and Marian share, after adding their shared blockers to b and refusing all."""
+    b.require(
         norm="layernorm",
         norm_first=False,
         bias=True,
@@ -447,8 +437,8 @@ def _seq2seq_to_hf(cfg: ModelConfig, family: str) -> dict:
         activation=tuple(_ACT_TO_HF),
         norm_eps=1e-5,  # modeling_bart.py / modeling_marian.py build every nn.LayerNorm with the default eps
     )
-    if cfg.use_final_norm:
-        raise Unsupported(f"model.final_norm=true has no equivalent in Hugging Face {family} (post-LN, no final norm)")
+    _final_norm(b, False, "post-LN, no final norm")
+    b.refuse()
     return dict(
         model_type=family,
         architectures=[HF_CLASSES[family]],
@@ -506,19 +496,19 @@ class Marian:
 
     @staticmethod
     def config_to_hf(cfg: ModelConfig) -> dict:
-        require(cfg, "marian", position="sinusoidal", sinusoidal_layout="split", embed_norm=False)
+        b = _common_to_hf(cfg, "marian")
+        b.require(position="sinusoidal", sinusoidal_layout="split", embed_norm=False)
         shared = cfg.share_embeddings or cfg.share_tokens
         if shared and not cfg.tie_embeddings:
-            raise Unsupported(
-                "model.share_embeddings=true with tie_embeddings=false has no equivalent in Hugging "
-                "Face marian (its shared table is tied to the head); set tie_embeddings=true"
-            )
+            why = "with shared tables: its shared table is the head"
+            b.add("model.tie_embeddings=False", why, "model.tie_embeddings=true")
         if cfg.pad_id >= min(cfg.vocab_size, cfg.src_vocab_size or cfg.vocab_size):
-            raise Unsupported(
-                f"model.pad_id={cfg.pad_id} is outside the source vocabulary "
-                f"({cfg.src_vocab_size}); Hugging Face marian pads both stacks with it"
+            b.add(
+                f"model.pad_id={cfg.pad_id}",
+                f"outside the source vocabulary ({cfg.src_vocab_size}); it pads both stacks with it",
+                "a tokenizer whose pad is in both vocabularies",
             )
-        out = _seq2seq_to_hf(cfg, "marian")
+        out = _seq2seq_to_hf(cfg, "marian", b)
         out.update(
             vocab_size=cfg.src_vocab_size or cfg.vocab_size,
             decoder_vocab_size=cfg.vocab_size,
@@ -563,20 +553,18 @@ class BART:
 
     @staticmethod
     def config_to_hf(cfg: ModelConfig) -> dict:
-        require(cfg, "bart", position="learned", position_offset=2, embed_norm=True, share_embeddings=False)
+        b = _common_to_hf(cfg, "bart")
+        b.require(position="learned", position_offset=2, embed_norm=True, share_embeddings=False)
         if cfg.share_tokens != cfg.tie_embeddings:
-            raise Unsupported(
-                f"model.share_tokens={cfg.share_tokens} with model.tie_embeddings={cfg.tie_embeddings} has no "
-                f"equivalent in Hugging Face bart (tie_word_embeddings ties both or neither); set both "
-                f"to the same value"
+            b.add(
+                f"model.share_tokens={cfg.share_tokens}",
+                f"with model.tie_embeddings={cfg.tie_embeddings}: tie_word_embeddings ties both or neither",
+                f"model.share_tokens={hydra_value(cfg.tie_embeddings)}",
             )
-        out = _seq2seq_to_hf(cfg, "bart")
-        out.update(vocab_size=cfg.vocab_size, tie_word_embeddings=cfg.tie_embeddings)
         if cfg.src_vocab_size not in (None, cfg.vocab_size):
-            raise Unsupported(
-                f"model.src_vocab_size={cfg.src_vocab_size} != vocab_size has no equivalent in Hugging "
-                f"Face bart (one vocabulary)"
-            )
+            b.add(f"model.src_vocab_size={cfg.src_vocab_size}", "one vocabulary", "data.joint_vocab=true")
+        out = _seq2seq_to_hf(cfg, "bart", b)
+        out.update(vocab_size=cfg.vocab_size, tie_word_embeddings=cfg.tie_embeddings)
         return out
 
     @staticmethod
@@ -607,13 +595,10 @@ _T5_FF_TO_HF = {v: k for k, v in _T5_FF.items()}
 
 
 def _t5_check_to_hf(cfg: ModelConfig) -> None:
-    """Raise Unsupported for a zoo config Hugging Face t5 cannot hold (_common_to_hf, require, then a missing
-    final norm, two vocabularies, a separate attention dropout, unshared tables); each message names the key."""
-    f = "t5"
-    _common_to_hf(cfg, f)
-    require(
-        cfg,
-        f,
+    """Raise Unsupported naming every option of cfg Hugging Face t5 cannot hold (_common_to_hf, the required
+    values, then a missing final norm, two vocabularies, a separate attention dropout, unshared tables)."""
+    b = _common_to_hf(cfg, "t5")
+    b.require(
         norm="rmsnorm",
         norm_first=True,
         bias=False,
@@ -627,20 +612,15 @@ def _t5_check_to_hf(cfg: ModelConfig) -> None:
         lm_head_bias=False,
         activation=tuple(_T5_FF_TO_HF),
     )
-    if not cfg.use_final_norm:
-        raise Unsupported("model.final_norm=false has no equivalent in Hugging Face t5 (final_layer_norm)")
+    _final_norm(b, True, "final_layer_norm")
     if cfg.src_vocab_size not in (None, cfg.vocab_size):
-        raise Unsupported(
-            f"model.src_vocab_size={cfg.src_vocab_size} != vocab_size={cfg.vocab_size} has no equivalent in "
-            f"Hugging Face t5 (one vocabulary, one shared table)"
-        )
+        b.add(f"model.src_vocab_size={cfg.src_vocab_size}", "one vocabulary, one shared table", "data.joint_vocab=true")
     if cfg.attention_dropout != cfg.dropout:
-        raise Unsupported(
-            f"model.attn_dropout={cfg.attn_dropout} has no equivalent in Hugging Face t5, whose one "
-            f"dropout_rate (model.dropout={cfg.dropout}) also drops attention weights; set attn_dropout=null"
-        )
+        why = f"its one dropout_rate (model.dropout={cfg.dropout}) also drops attention weights"
+        b.add(f"model.attn_dropout={cfg.attn_dropout}", why, "model.attn_dropout=null")
     if not (cfg.share_embeddings or cfg.share_tokens):
-        raise Unsupported("model.share_embeddings=false has no equivalent in Hugging Face t5 (one shared table)")
+        b.add("model.share_embeddings=False", "one shared table", "model.share_embeddings=true")
+    b.refuse()
 
 
 class T5:
@@ -834,8 +814,7 @@ def unused_keys(entries: Sequence[Entry], hf: dict[str, torch.Tensor], recompute
             continue
         if any(hf[r].shape == v.shape and torch.equal(hf[r], v) for r in read):
             continue
-        own = next((f for p, f in (recomputed or {}).items() if re.fullmatch(p, k)), None)
-        if own is not None and torch.allclose(own(v).to(v.dtype), v, atol=1e-5, rtol=0):
+        if is_recomputed(k, v, recomputed):
             continue
         out.append(k)
     return out

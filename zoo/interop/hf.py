@@ -32,6 +32,7 @@ from zoo.interop.families import (
     family_of,
     zoo_ids,
 )
+from zoo.interop.stored_keys import with_unreported
 from zoo.model import ARCHITECTURES, ModelConfig, build_model
 from zoo.model.checkpoint_file import read_checkpoint_file, run_checkpoint
 
@@ -206,7 +207,8 @@ def _names(keys) -> str:
 
 def warn_unused_keys(src, info: dict, unused: list[str]) -> None:
     """Log a warning naming every key of the source checkpoint the conversion does not use: keys transformers
-    did not load into the family's model (info["unexpected_keys"], e.g. another task's head), keys it loaded
+    did not load into the family's model (info["unexpected_keys"], e.g. another task's head, with those it
+    ignores unreported, stored_keys.with_unreported), keys it loaded
     that zoo does not read (`unused`, families.unused_keys: BERT's pooler, zoo has no pooler block), and keys
     the checkpoint lacks, which transformers initialised at random (info["missing_keys"]) and zoo converts
     as they are."""
@@ -283,6 +285,7 @@ def from_hf(
         check_dtype(family or _model_type(hf_model_or_dir), dtype)  # before loading anything
     hf, info = load_hf_model(hf_model_or_dir)
     fam = family_of(family or hf.config.model_type)
+    info = with_unreported(hf_model_or_dir, hf, info, getattr(fam, "recomputed", None))  # keys it ignores unsaid
     if dtype is not None:
         check_dtype(fam.name, dtype)
     sd, tied = _state_of(hf, fam.name)
