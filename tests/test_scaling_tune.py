@@ -9,8 +9,18 @@ from zoo_run import make_cfg, needs_shared
 
 from zoo.errors import ConfigError
 from zoo.report.scaling_tune import tune_section
-from zoo.run.scaling_cell import run_cell
-from zoo.scaling.grid import cell_is_tune, cell_lr, cell_seed, cell_size, cells, check_lr_grid, middle_budget
+from zoo.run.scaling_cell import point_kind, run_cell
+from zoo.scaling.grid import (
+    cell_is_tune,
+    cell_lr,
+    cell_seed,
+    cell_size,
+    cell_size_spec,
+    cells,
+    check_lr_grid,
+    middle_budget,
+    size_budgets,
+)
 from zoo.scaling.tune import best_rate, tuned_rate
 
 SIZES = {
@@ -32,13 +42,32 @@ def test_a_tuning_cell_names_its_size_seed_and_rate():
 
 
 def test_the_tuning_stage_comes_first_and_covers_every_rate_and_seed():
-    """Size a is tuned (3 rates x 2 seeds, smallest rate first), b has a fixed rate and no tuning cells."""
+    """Size a is tuned (3 rates x 2 seeds, smallest rate first) and checked (its cosine tuned too), b has a fixed
+    rate and no tuning cells."""
     tune = [f"a_seed{s}_lr{r}" for s in (1, 2) for r in ("0.002", "0.004", "0.008")]
-    study = ["a_seed1", "b_seed1", "b_seed2", "a_seed1_cosine"]
-    assert cells(SIZES, "b", 2, ["a"], tune_seeds=2).split(",") == tune + study
-    assert cells(SIZES, "b", 2, ["a"], tune_seeds=2, stage="tune").split(",") == tune
-    with pytest.raises(ConfigError, match="scaling.stage='both' must be one of all, tune"):
+    cosine = [f"a_seed{s}_cosine_lr{r}" for s in (1, 2) for r in ("0.002", "0.004", "0.008")]
+    study = ["a_seed1", "b_seed1", "b_seed2"]
+    checks = ["a_seed1_cosine", "a_seed2_cosine"]
+    assert cells(SIZES, "b", 2, ["a"], 2, "all", 2).split(",") == tune + cosine + study + checks
+    assert cells(SIZES, "b", 2, ["a"], 2, "tune", 2).split(",") == tune + cosine
+    assert cells(SIZES, "b", 2, ["a"], 2, "check", 2).split(",") == cosine + checks
+    assert cells(SIZES, "b", 2, [], 2, "all").split(",") == tune + study
+    with pytest.raises(ConfigError, match="scaling.stage='both' must be one of all, tune, check"):
         cells(SIZES, "b", 2, [], tune_seeds=2, stage="both")
+    with pytest.raises(ConfigError, match="scaling.check_seeds=0 must be a positive whole number"):
+        cells(SIZES, "b", 2, ["a"], 2, "all", 0)
+
+
+def test_each_cell_trains_its_own_budgets():
+    """Budgets 1, 2, 4, 8: the study's cells all four, a check the smallest three alone, a tuning run the middle
+    one (2), a cosine tuning run the middle of the check's (2 of 1, 2, 4)."""
+    size = {**SIZES["b"], "budgets": [8, 1, 4, 2]}
+    got = {c: size_budgets(cell_size_spec(c, size, [5]), [5]) for c in ("b_seed1", "b_seed1_cosine")}
+    assert got == {"b_seed1": [1, 2, 4, 8], "b_seed1_cosine": [1, 2, 4]}
+    assert size_budgets(cell_size_spec("b_seed1_lr0.1", size, [5]), [5]) == [2]
+    assert size_budgets(cell_size_spec("b_seed1_cosine_lr0.1", {**size, "budgets": [8, 1, 4, 6]}, [5]), [5]) == [4]
+    kinds = [point_kind(c) for c in ("b_seed1", "b_seed1_cosine", "b_seed1_lr0.1", "b_seed1_cosine_lr0.1")]
+    assert kinds == ["cooldown", "cosine", "tune", "tune_cosine"]
 
 
 @pytest.mark.parametrize(
@@ -135,6 +164,20 @@ def test_a_tuned_cell_runs_its_best_rate_and_its_tuning_run_is_its_point(tmp_pat
     assert list(sweep[0]) == ["arch", "size", "seed", "lr", "tokens", "loss"] and len(sweep) == 3
     assert "| decoder_only | s2 | 0.0001, 0.01, 3 | 1 | 0.01 |" in "\n".join(text)
     assert text[-2].endswith("| yes | 0.01 | yes |") and figures[0].is_file()
+
+
+@needs_shared
+@pytest.mark.usefixtures("one_thread")
+def test_a_tuned_check_cell_runs_the_cosine_schedules_own_best_rate(tmp_path):
+    """The check's cosine tuning runs train the middle of its budgets (0.4) alone; the check cell runs their best
+    rate, and its 0.4 point is the best tuning run, to the last bit (both train 20 steps from scratch)."""
+    grid = "[1.0e-4,1.0e-2,3.0]"
+    tune = {r: run(tmp_path, f"s2_seed1_cosine_lr{r}", grid) for r in ("0.0001", "0.01", "3.0")}
+    assert {v[0]["kind"] for v in tune.values()} == {"tune_cosine"}
+    best = min(tune, key=lambda r: float(tune[r][0]["loss"]))
+    check = run(tmp_path, "s2_seed1_cosine", grid)
+    assert [r["kind"] for r in check] == ["cosine"] * 3 and {r["lr"] for r in check} == {best}
+    assert check[1]["loss"] == tune[best][0]["loss"] and check[1]["steps"] == "20"
 
 
 @needs_shared

@@ -374,6 +374,7 @@ def cooldown_check(points: list[dict]) -> list[dict]:
                     "tokens_per_param": p["tokens_per_param"],
                     "cooldown": twin["loss"],
                     "cosine": p["loss"],
+                    "rates": (twin.get("lr", ""), p.get("lr", "")),
                     "diff": (twin["loss"] - p["loss"]) / p["loss"],
                 }
             )
@@ -686,14 +687,15 @@ def _cooldown_table(rows: list[dict]) -> list[str]:
         "Cool-down check: each budget's cool-down point against a run trained to that budget alone (cosine from "
         f"the peak rate to 0, the same seed and data); gate: within {COOLDOWN_CHECK:.0%}.",
         "",
-        "| arch | size | tokens / param | cool-down | cosine | difference |",
-        "|---|---|---|---|---|---|",
+        "| arch | size | tokens / param | cool-down | cosine | difference | rates (cool-down, cosine) |",
+        "|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         mark = "" if abs(r["diff"]) <= COOLDOWN_CHECK else " OVER"
+        rates = ", ".join(f"{float(x):g}" if x not in (None, "") else "?" for x in r.get("rates", ("", "")))
         lines.append(
             f"| {r['arch']} | {r['size']} | {r['tokens_per_param']:g} | {r['cooldown']:.4f} | {r['cosine']:.4f} | "
-            f"{r['diff']:+.2%}{mark} |"
+            f"{r['diff']:+.2%}{mark} | {rates} |"
         )
     passed = sum(abs(r["diff"]) <= COOLDOWN_CHECK for r in rows)
     lines += ["", f"{passed} of {len(rows)} within {COOLDOWN_CHECK:.0%}."]

@@ -36,7 +36,7 @@ from zoo.scaling.grid import (
     check_design,
     check_lr_grid,
 )
-from zoo.scaling.tune import TUNE_KIND, tune_rows, tuned_rate
+from zoo.scaling.tune import COSINE_TUNE_KIND, TUNE_KIND, tune_rows, tuned_rate
 from zoo.training.callbacks.progress import ProgressBar
 from zoo.training.callbacks.rng_state import RNGState
 from zoo.training.checkpoint_io import AtomicCheckpointIO
@@ -121,9 +121,18 @@ def write_points(path: Path, rows: list[dict]) -> None:
     write_text(path, buf.getvalue())
 
 
+def point_kind(cell: str) -> str:
+    """The kind of a cell's points: cooldown, cosine (a check cell), tune or tune_cosine (tuning cells)."""
+    if cell_is_tune(cell):
+        return COSINE_TUNE_KIND if cell_is_check(cell) else TUNE_KIND
+    return "cosine" if cell_is_check(cell) else "cooldown"
+
+
 def _done(row: dict, br: Branch, kind: str, cooldown: float) -> bool:
     """Whether a points.csv row is this budget's point under this design (kind, budget, end step, cool-down)."""
-    same_cooldown = kind == "cosine" or (row["cooldown"] != "" and abs(float(row["cooldown"]) - cooldown) < 1e-12)
+    same_cooldown = kind in ("cosine", COSINE_TUNE_KIND) or (
+        row["cooldown"] != "" and abs(float(row["cooldown"]) - cooldown) < 1e-12
+    )
     return row["kind"] == kind and int(row["steps"]) == br.end and same_cooldown
 
 
@@ -200,9 +209,10 @@ class Cell:
 
 
 def set_tuned_rate(cfg: DictConfig) -> None:
-    """For a cell of a size with lr: tuned (not a tuning cell), set task.optimizer.lr to its family's tuned rate,
-    read from the tuning cells' points beside its run directory (zoo.scaling.tune.tuned_rate: ConfigError when the
-    tuning stage is not done or its best rate is an edge of the grid)."""
+    """For a cell of a size with lr: tuned (not a tuning cell), set task.optimizer.lr to its family's tuned rate for
+    its schedule (a cosine check cell: the cosine tuning runs'), read from the tuning cells' points beside its run
+    directory (zoo.scaling.tune.tuned_rate: ConfigError when the tuning stage is not done or its best rate is an
+    edge of the grid)."""
     s = cfg.scaling
     name = cell_size(s.cell, s.sizes)
     size = s.sizes[name]
@@ -211,7 +221,8 @@ def set_tuned_rate(cfg: DictConfig) -> None:
     grid = check_lr_grid(name, size, s.get("tune_seeds", 0))
     label = "prefix_lm" if cfg.model.get("mask") == "prefix" else cfg.arch
     sweep_dir = Path(cfg.paths.output_dir).parent
-    rate = tuned_rate(tune_rows(sweep_dir), label, name, grid, int(s.tune_seeds))
+    kind = COSINE_TUNE_KIND if cell_is_check(s.cell) else TUNE_KIND
+    rate = tuned_rate(tune_rows(sweep_dir, kind), label, name, grid, int(s.tune_seeds))
     with open_dict(cfg):
         cfg.task.optimizer.lr = rate
     log.info("scaling cell %s %s: tuned peak rate %g", label, s.cell, rate)
@@ -234,7 +245,7 @@ def run_cell(cfg: DictConfig) -> float:
     check_same_design(out, design(cfg, label))
     size = OmegaConf.to_container(s.sizes[size_name], resolve=True)
     cooldown, check = float(s.cooldown), cell_is_check(s.cell)
-    kind = "cosine" if check else TUNE_KIND if cell_is_tune(s.cell) else "cooldown"
+    kind = point_kind(s.cell)
     budgets = cell_branches(s.cell, size, s)
     rows = read_points(out / "points.csv")
     todo = [br for br in budgets if not any(_done(r, br, kind, cooldown) for r in rows)]

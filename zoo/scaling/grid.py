@@ -20,7 +20,7 @@ from zoo.training.optim import COOLDOWN_SHAPES
 
 CELL = re.compile(
     r"^(?P<size>[A-Za-z0-9]+)_seed(?P<seed>[0-9]+)"
-    r"(?:(?P<check>_cosine)|_lr(?P<lr>[0-9]+(?:\.[0-9]*)?(?:e-?[0-9]+)?))?$"
+    r"(?P<check>_cosine)?(?:_lr(?P<lr>[0-9]+(?:\.[0-9]*)?(?:e-?[0-9]+)?))?$"
 )
 SIZE_KEYS = ("d_model", "n_heads", "n_layers", "batch_size", "lr")  # required; a size may also set budgets, seeds
 OPTIONAL_SIZE_KEYS = ("budgets", "seeds", "lr_grid")  # lr_grid: the tuning stage's rates (with lr: tuned)
@@ -57,7 +57,8 @@ def cell_lr(cell: str) -> float | None:
 
 
 def cell_is_tune(cell: str) -> bool:
-    """Whether the cell is one run of the tuning stage: its size's middle budget at the rate in its name."""
+    """Whether the cell is one run of the tuning stage: its size's middle budget at the rate in its name
+    (SIZE_seedN_lrR), or, with the cosine schedule, the middle of the check's budgets (SIZE_seedN_cosine_lrR)."""
     return _cell(cell)["lr"] is not None
 
 
@@ -97,44 +98,51 @@ def check_listing(sizes, check_sizes) -> None:
         raise ConfigError(f"scaling.check_sizes={check_sizes!r} must be a list of size names, e.g. [s1, s2] ([]: none)")
 
 
-def cells(sizes, seed_size: str, seeds: int, check_sizes=(), tune_seeds: int = 0, stage: str = "all") -> str:
-    """The swept cells: first the tuning stage (every size with lr: tuned, smallest first: SIZE_seedS_lrR for each
-    seed S <= tune_seeds and rate R of its lr_grid), then SIZE_seed1 .. SIZE_seedK for every size (K: size_seeds),
-    smallest first, and SIZE_seed1_cosine for each size of check_sizes (the cool-down check). stage="tune": the
-    tuning stage alone."""
+def cells(
+    sizes, seed_size: str, seeds: int, check_sizes=(), tune_seeds: int = 0, stage: str = "all", check_seeds: int = 1
+) -> str:
+    """The swept cells, smallest size first in each group: the tuning stage (tune_cell_names), then SIZE_seed1 ..
+    SIZE_seedK for every size (K: size_seeds), then SIZE_seedN_cosine for each size of check_sizes and seed N <=
+    check_seeds (the cool-down check). stage: "all"; "tune", the tuning stage alone; "check", the check's tuning
+    cells and the check cells alone."""
     names = list(sizes)
     check_listing(sizes, check_sizes)
     if seed_size not in names:
         raise ConfigError(f"scaling.seed_size={seed_size} is not a key of scaling.sizes ({', '.join(names)})")
-    if not is_whole(seeds) or seeds < 1:
-        raise ConfigError(f"scaling.seeds={seeds!r} must be a positive whole number")
+    for key, value in (("seeds", seeds), ("check_seeds", check_seeds)):
+        if not is_whole(value) or value < 1:
+            raise ConfigError(f"scaling.{key}={value!r} must be a positive whole number")
     for name in check_sizes or ():
         if name not in names:
             raise ConfigError(f"scaling.check_sizes names {name!r}, not a key of scaling.sizes ({', '.join(names)})")
     if stage not in STAGES:
         raise ConfigError(f"scaling.stage={stage!r} must be one of {', '.join(STAGES)}")
-    out = tune_cell_names(sizes, tune_seeds)
-    if stage == "tune":
-        if not out:
-            raise ConfigError("scaling.stage=tune, but no size has lr: tuned with an lr_grid: there is nothing to tune")
-        return ",".join(out)
-    for name in names:
-        out += [f"{name}_seed{s}" for s in range(1, size_seeds(name, sizes[name], seed_size, seeds) + 1)]
-    out += [f"{name}_seed1_cosine" for name in check_sizes or ()]
-    return ",".join(out)
+    checks = [f"{name}_seed{n}_cosine" for name in check_sizes or () for n in range(1, int(check_seeds) + 1)]
+    tune = tune_cell_names(sizes, tune_seeds, check_sizes, cosine_only=stage == "check")
+    if stage == "tune" and not tune:
+        raise ConfigError("scaling.stage=tune, but no size has lr: tuned with an lr_grid: there is nothing to tune")
+    if stage != "all":
+        return ",".join(tune + (checks if stage == "check" else []))
+    study = [f"{n}_seed{s}" for n in names for s in range(1, size_seeds(n, sizes[n], seed_size, seeds) + 1)]
+    return ",".join(tune + study + checks)
 
 
-STAGES = ("all", "tune")  # scaling.stage: the whole sweep, or its tuning stage alone
+STAGES = ("all", "tune", "check")  # scaling.stage: the whole sweep, its tuning stage, or the cool-down check
 
 
-def tune_cell_names(sizes, tune_seeds) -> list[str]:
+def tune_cell_names(sizes, tune_seeds, check_sizes=(), cosine_only: bool = False) -> list[str]:
     """The tuning stage's cells, smallest size first: SIZE_seedS_lrR for every size whose lr is `tuned`, each seed
-    S <= tune_seeds and each rate R of its lr_grid (ConfigError for a grid or seed count the stage cannot use)."""
-    out = []
+    S <= tune_seeds and each rate R of its lr_grid; then SIZE_seedS_cosine_lrR for each tuned size of check_sizes
+    (the cosine schedule's own rate, for the cool-down check). ConfigError for a grid or seed count the stage cannot
+    use."""
+    out, cosine = [], []
     for name, size in sizes.items():
         grid = check_lr_grid(name, size, tune_seeds)
-        out += [f"{name}_seed{s}_lr{rate_name(r)}" for s in range(1, int(tune_seeds or 0) + 1) for r in grid]
-    return out
+        runs = [(s, rate_name(r)) for s in range(1, int(tune_seeds or 0) + 1) for r in grid]
+        out += [f"{name}_seed{s}_lr{r}" for s, r in runs]
+        if name in (check_sizes or ()):
+            cosine += [f"{name}_seed{s}_cosine_lr{r}" for s, r in runs]
+    return cosine if cosine_only else out + cosine
 
 
 def check_lr_grid(name: str, size, tune_seeds) -> list[float]:
@@ -225,13 +233,16 @@ def size_budgets(size, budgets) -> list[float]:
 
 def cell_size_spec(cell: str, size, budgets):
     """The size as a cell trains it: a cosine check cell (SIZE_seedN_cosine) trains the CHECK_BUDGETS smallest of
-    its size's budgets (size_budgets) alone, so its size keeps only those; a tuning cell (SIZE_seedN_lrR) its
-    middle budget (middle_budget) at rate R; budgets: the study's (scaling.budgets)."""
+    its size's budgets (size_budgets) alone, so its size keeps only those; a tuning cell (SIZE_seedN_lrR) the
+    middle of its budgets (middle_budget; a cosine tuning cell, of the check's); budgets: scaling.budgets."""
+    own = size_budgets(size, budgets)
+    if cell_is_check(cell):
+        own = own[:CHECK_BUDGETS]
     if cell_is_tune(cell):
-        return {**{k: size[k] for k in size if k != "budgets"}, "budgets": [middle_budget(size, budgets)]}
-    if not cell_is_check(cell):
+        own = [middle_budget({"budgets": own}, budgets)]
+    if own == size_budgets(size, budgets):
         return size
-    return {**{k: size[k] for k in size if k != "budgets"}, "budgets": size_budgets(size, budgets)[:CHECK_BUDGETS]}
+    return {**{k: size[k] for k in size if k != "budgets"}, "budgets": own}
 
 
 def middle_budget(size, budgets) -> float:

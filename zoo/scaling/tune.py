@@ -13,16 +13,18 @@ from pathlib import Path
 from zoo.errors import ConfigError
 
 TUNE_KIND = "tune"  # points.csv's kind of a tuning run
+COSINE_TUNE_KIND = "tune_cosine"  # ... of a tuning run of the cool-down check's cosine schedule
 SWEEP_FIELDS = ("arch", "size", "seed", "lr", "tokens", "loss")  # lr_sweep.csv's header
 
 
-def tune_rows(sweep_dir: Path) -> list[dict]:
-    """Every tuning point in a sweep folder's cells (SWEEP_DIR/*/points.csv rows of kind "tune"), numbers typed."""
+def tune_rows(sweep_dir: Path, kind: str = TUNE_KIND) -> list[dict]:
+    """Every tuning point of `kind` (TUNE_KIND, COSINE_TUNE_KIND) in a sweep folder's cells (SWEEP_DIR/*/points.csv),
+    numbers typed."""
     rows = []
     for path in sorted(Path(sweep_dir).glob("*/points.csv")):
         with open(path, newline="", encoding="utf-8") as f:
             for r in csv.DictReader(f):
-                if r.get("kind") == TUNE_KIND:
+                if r.get("kind") == kind:
                     rows.append({**r, "seed": int(r["seed"]), "lr": float(r["lr"]), "loss": float(r["loss"])})
     return rows
 
