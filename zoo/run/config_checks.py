@@ -17,6 +17,8 @@ from zoo.model.beam_search import check_early_stopping
 from zoo.model.checkpoint_file import read_checkpoint_file
 from zoo.run.model_config import FROM_DATA, RUNTIME, model_dict
 from zoo.run.plan import RunPlan
+from zoo.run.results import job_overrides
+from zoo.run.settings_read import check_settings_read
 from zoo.tasks.base import metric_mode
 from zoo.tasks.objectives import arch_rules
 from zoo.training.optim_config import check_optimizer_and_scheduler
@@ -255,12 +257,20 @@ def check_config(cfg: DictConfig) -> RunPlan:
         )
     sched = (cfg.task.get("scheduler") if cfg.get("task") is not None else None) or {}
     only_time = max_steps == -1 and epochs in (None, -1) and budget in (None, "steps")
+    cools = sched.get("kind") == "wsd" and sched.get("decay_start") is not None
+    if only_time and cools and sched.get("decay_steps") is None:
+        raise ConfigError(
+            f"trainer.max_time={cfg.trainer.get('max_time')} alone bounds the run, so the wsd cool-down from "
+            "task.scheduler.decay_start has no step to end at: give task.scheduler.decay_steps=N or "
+            "trainer.max_steps=N"
+        )
     if only_time and sched.get("kind", "cosine") == "cosine" and sched.get("decay_steps") is None:
         raise ConfigError(
             f"trainer.max_time={cfg.trainer.get('max_time')} alone bounds the run, so the cosine learning-rate "
             f"schedule has no length to decay over: give budget.kind=time budget.value=SECONDS (the cosine decays "
             f"over the time), task.scheduler.decay_steps=N, task.scheduler.kind=noam, or trainer.max_steps=N"
         )
+    check_settings_read(cfg, job_overrides())  # a schedule or mask setting the run's choices would not read
     clip = cfg.trainer.get("gradient_clip_val")
     if clip is not None and (not is_number(clip) or not clip >= 0):
         raise ConfigError(
