@@ -3,6 +3,7 @@ key at fault and the fix. Also the config normalisation that picks the task from
 
 import logging
 import math
+import re
 import sys
 from dataclasses import fields
 from pathlib import Path
@@ -451,11 +452,20 @@ def check_lengths(cfg: DictConfig, task_cls) -> None:
         if arch_rules(task_cls.BATCH, cfg.arch)["joins"]:
             n, key = 2 * n, f"2 x data.{key} (source + target in one sequence)"
         else:
-            key = f"data.{key}"
+            key = source_key(cfg.data, key, "data")
         if n > cfg.model.max_len:
             raise ConfigError(
                 f"{key}={n} is larger than model.max_len={cfg.model.max_len}; lower it or raise model.max_len"
             )
+
+
+def source_key(node: DictConfig, key: str, path: str) -> str:
+    """The key a message names for node[key] (at `path`): scaling.block_size when its value is the plain
+    interpolation ${scaling.block_size} (experiment=scaling's data.block_size), the key the user sets; else
+    path.key."""
+    raw = OmegaConf.to_container(node, resolve=False).get(key)
+    m = re.fullmatch(r"\$\{([A-Za-z_][\w.]*)\}", raw) if isinstance(raw, str) else None
+    return m.group(1) if m else f"{path}.{key}"
 
 
 def task_for_data(cfg: DictConfig) -> DictConfig:
