@@ -62,6 +62,11 @@ def test_wsd_in_a_tokens_run_is_fitted_to_the_budgets_steps(tmp_path):
     cfg, _, _, _ = checked_config(cfg)
     sched = cfg.task.scheduler
     assert (sched.warmup_steps, sched.warmup_fraction, sched.decay_steps) == (3, None, 12)
+    late = [*TINY, "task.scheduler.kind=wsd", "task.scheduler.decay_start=12", "budget.kind=tokens"]
+    with pytest.raises(ConfigError, match=r"decay_start=12 is not before the run's end \(budget.value=3000 tokens, 12"):
+        checked_config(make_cfg(tmp_path, [*late, "budget.value=3000"]))
+    with pytest.raises(ConfigError, match=r"decay_start=12 is not before the run's end \(trainer.max_steps=10\)"):
+        checked_config(make_cfg(tmp_path, late[:-1]))
 
 
 def test_wsd_without_a_step_count_is_refused_before_training(tmp_path):

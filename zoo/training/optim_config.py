@@ -199,9 +199,10 @@ def check_schedule(cfg, overrides, bound: "tuple[int, str, str] | None" = None) 
     command line wins over a config file's share (the share is dropped), and both given there are refused.
     In a run bounded by trainer.max_steps, or by `bound` (steps, the bound in words, how to lengthen it: a
     tokens budget's steps, zoo.run.budget.schedule_bound, whose end then becomes task.scheduler.decay_steps
-    where that is null) the warm-up is fitted in cfg (fit_schedule: the share of the schedule's length, or a
+    where that is null), the warm-up is fitted in cfg (fit_schedule: the share of the schedule's length, or a
     warm-up checked against that length: one from the command line that is longer raises ConfigError, a config
-    file's is scaled). Runs bounded by epochs are fitted when their step count is known
+    file's is scaled), and a wsd decay_start at or after the end (decay_steps null) raises ConfigError. Runs
+    bounded by epochs are fitted when their step count is known
     (TaskBase.configure_optimizers); other runs bounded by tokens, FLOPs or time warm up over the share of the
     budget, or warn while they run when a warm-up in steps outlasts them (zoo.training.optim.StepWarmupWatch)."""
     from omegaconf import DictConfig, OmegaConf, open_dict
@@ -237,6 +238,12 @@ def check_schedule(cfg, overrides, bound: "tuple[int, str, str] | None" = None) 
     if not is_whole(steps) or steps <= 0:
         return
     plain = OmegaConf.to_container(sched, resolve=True) if isinstance(sched, DictConfig) else dict(sched)
+    start = plain.get("decay_start") if plain.get("kind") == "wsd" else None
+    if start is not None and plain.get("decay_steps") is None and steps <= start:
+        raise ConfigError(
+            f"task.scheduler.decay_start={start} is not before the run's end ({run}), so the cool-down would never "
+            f"run: give a decay_start below {steps}, or task.scheduler.decay_steps"
+        )
     fitted = fit_schedule(plain, steps, run, explicit, fix)
     with open_dict(cfg):
         if fitted is not plain:
