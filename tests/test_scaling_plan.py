@@ -151,8 +151,9 @@ def test_a_size_may_set_its_own_budgets_and_a_check_cell_trains_its_three_smalle
         ({"sizes.s1.batch_size": 2.5}, r"scaling.sizes.s1.batch_size=2.5 must be a positive whole number"),
         (
             {"sizes.s1.batch_size": 20000},  # s1's budget 50: 506,000 tokens, 0.2 batches of 2,560,000
-            r"scaling.sizes.s1.batch_size=20000: budget 50 tokens per parameter is 0 batch\(es\) of 2,560,000 tokens; "
-            r"lower the batch or raise scaling.sizes.s1.budgets",
+            r"scaling.sizes.s1.batch_size=20000: budget 50 tokens per parameter is 0 batch\(es\) of 2,560,000 tokens "
+            r"\(20000 windows of scaling.block_size=128\); lower the batch or scaling.block_size, or raise "
+            r"scaling.sizes.s1.budgets",
         ),
         ({"sizes.s2.budgets": [20, 0]}, r"scaling.sizes.s2.budgets=\[20, 0\] must be a list of positive"),
         (

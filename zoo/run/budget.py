@@ -10,10 +10,11 @@ T5, Raffel et al. 2020, sec. 3.2.1, matches by cost the same way).
 
 import math
 
+from hydra.utils import get_class
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import InterpolationResolutionError
 
-from zoo.errors import BudgetError, is_number
+from zoo.errors import BudgetError, ConfigError, is_number
 
 KINDS = ("steps", "tokens", "flops", "time")
 UNITS = {"steps": "optimizer steps", "tokens": "tokens", "flops": "training FLOPs", "time": "seconds"}
@@ -83,3 +84,41 @@ def ignored_bounds(kind: str, overrides) -> list[str]:
         return []
     keys = ("trainer.max_steps", "trainer.max_epochs")
     return [o for o in overrides if str(o).lstrip("+").split("=", 1)[0] in keys]
+
+
+def budget_steps(cfg: DictConfig, budget: dict) -> "tuple[int, int] | None":
+    """(optimizer steps, tokens a step) of a tokens budget on data whose every step reads the same tokens:
+    language-modeling data (a datamodule of BATCH "lm": data.batch_size windows, the global batch, of
+    data.block_size tokens) times trainer.accumulate_grad_batches. The run stops at the first step whose tokens
+    reach budget.value (zoo.tasks.base.TaskBase.cost), so steps = ceil(value / tokens a step). None for another
+    budget or other data, whose steps cost differently."""
+    data = cfg.get("data") or {}
+    target = data.get("_target_")
+    if budget["kind"] != "tokens" or not target or getattr(get_class(target), "BATCH", None) != "lm":
+        return None
+    per_step = int(data.batch_size) * int(data.block_size) * int(cfg.trainer.get("accumulate_grad_batches") or 1)
+    return math.ceil(budget["value"] / per_step), per_step
+
+
+def schedule_bound(cfg: DictConfig, budget: dict) -> "tuple[int, str, str] | None":
+    """(steps, the bound in words, how to lengthen it) of a wsd schedule in a run bounded by a tokens / flops /
+    time budget that needs its step count (a cool-down from task.scheduler.decay_start ends where the budget
+    does; warmup_fraction is a share of the steps): budget_steps. None where none is needed (another kind or
+    bound, or a constant rate warming up over warmup_steps). Raises ConfigError where the budget gives none."""
+    sched = cfg.task.get("scheduler") or {}
+    if sched.get("kind") != "wsd" or budget["kind"] == "steps":
+        return None
+    if sched.get("decay_start") is None and sched.get("warmup_fraction") is None:
+        return None
+    found = budget_steps(cfg, budget)
+    if found is None:
+        raise ConfigError(
+            f"task.scheduler.kind=wsd needs the run's step count (to end the cool-down from decay_start, or to warm "
+            f"up over warmup_fraction), and budget.kind={budget['kind']} fixes none here (only a tokens budget on "
+            "language-modeling data does: batch_size x block_size tokens a step); use budget.kind=steps, or "
+            "task.scheduler.kind=cosine, which decays over the budget's spent share"
+        )
+    steps, per_step = found
+    run = f"budget.value={budget['value']:g} tokens, {steps} steps of {per_step:,}"
+    warmup = sched.get("warmup_steps") or 0
+    return steps, run, f"raise budget.value to at least {warmup * per_step} ({warmup} steps' tokens)"

@@ -4,7 +4,8 @@
 adds a key nobody reads. check_overrides composes the config as Hydra is about to (a multirun: its master
 config, then its first job as the basic sweeper would launch it) and, for each override of a missing key,
 prints the keys of that node it may have meant (for a group option without a config file, such as
-`data=tiny_shakspeare`, the group's options and the nearest), and exits with 2; so does a budget.value that
+`data=tiny_shakspeare`, the group's options and the nearest), and exits with 2; so does an override that sets a
+mapping to {} (scaling.sizes={}: Hydra merges it, a no-op), a budget.value that
 does not resolve (budget_problem: a bad compare.budget), and a data key its datamodule does not take, written
 in a YAML file or as +data.key= (zoo.data.config_keys). Every other outcome (a config that
 composes, any other error, a command line it does not read) leaves everything to Hydra, as before.
@@ -225,6 +226,26 @@ def budget_problem(cfg: DictConfig | None) -> list[str]:
     return []
 
 
+def empty_merges(overrides: list[str], cfg: DictConfig | None) -> list[str]:
+    """The messages of overrides that set a mapping of cfg with entries to {} (e.g. scaling.sizes={}): Hydra
+    merges the {} into it, which changes nothing, so the run would go on with every entry."""
+    if cfg is None:
+        return []
+    found = []
+    for o in OverridesParser.create().parse_overrides([o for o in overrides if "=" in o and "{}" in o]):
+        if o.is_delete() or o.is_sweep_override() or o.value() != {}:
+            continue
+        node = OmegaConf.select(cfg, o.key_or_group, throw_on_missing=False)
+        if isinstance(node, DictConfig) and len(node):
+            first = next(iter(node))
+            found.append(
+                f"{o.input_line} changes nothing: Hydra merges {{}} into {o.key_or_group}, which keeps its "
+                f"entries ({', '.join(map(str, node))}); drop one with '~{o.key_or_group}.{first}', and keep at "
+                "least one"
+            )
+    return found
+
+
 def typos(argv: list[str], conf_dir: str) -> list[str]:
     """The messages of the overrides in argv (Hydra's command line) that name missing keys, or else of a bad
     budget (budget_problem)."""
@@ -240,8 +261,9 @@ def typos(argv: list[str], conf_dir: str) -> list[str]:
     with initialize_config_dir(config_dir=conf_dir, version_base="1.3"):
         if not args.multirun:
             cfg, found = compose_checked(list(args.overrides), RunMode.RUN)
-            return found or budget_problem(cfg) or composed_key_problems(cfg)
+            return found or empty_merges(args.overrides, cfg) or budget_problem(cfg) or composed_key_problems(cfg)
         master, found = compose_checked(list(args.overrides), RunMode.MULTIRUN)
+        found = found or empty_merges(args.overrides, master)
         if found or master is None:
             return found
         job = first_job(master)

@@ -3,6 +3,7 @@ key at fault and the fix. Also the config normalisation that picks the task from
 
 import logging
 import math
+import re
 import sys
 from dataclasses import fields
 from pathlib import Path
@@ -17,6 +18,8 @@ from zoo.model.beam_search import check_early_stopping
 from zoo.model.checkpoint_file import read_checkpoint_file
 from zoo.run.model_config import FROM_DATA, RUNTIME, model_dict
 from zoo.run.plan import RunPlan
+from zoo.run.results import job_overrides
+from zoo.run.settings_read import check_settings_read
 from zoo.tasks.base import metric_mode
 from zoo.tasks.objectives import arch_rules
 from zoo.training.optim_config import check_optimizer_and_scheduler
@@ -255,12 +258,20 @@ def check_config(cfg: DictConfig) -> RunPlan:
         )
     sched = (cfg.task.get("scheduler") if cfg.get("task") is not None else None) or {}
     only_time = max_steps == -1 and epochs in (None, -1) and budget in (None, "steps")
+    cools = sched.get("kind") == "wsd" and sched.get("decay_start") is not None
+    if only_time and cools and sched.get("decay_steps") is None:
+        raise ConfigError(
+            f"trainer.max_time={cfg.trainer.get('max_time')} alone bounds the run, so the wsd cool-down from "
+            "task.scheduler.decay_start has no step to end at: give task.scheduler.decay_steps=N or "
+            "trainer.max_steps=N"
+        )
     if only_time and sched.get("kind", "cosine") == "cosine" and sched.get("decay_steps") is None:
         raise ConfigError(
             f"trainer.max_time={cfg.trainer.get('max_time')} alone bounds the run, so the cosine learning-rate "
             f"schedule has no length to decay over: give budget.kind=time budget.value=SECONDS (the cosine decays "
             f"over the time), task.scheduler.decay_steps=N, task.scheduler.kind=noam, or trainer.max_steps=N"
         )
+    check_settings_read(cfg, job_overrides())  # a schedule or mask setting the run's choices would not read
     clip = cfg.trainer.get("gradient_clip_val")
     if clip is not None and (not is_number(clip) or not clip >= 0):
         raise ConfigError(
@@ -441,11 +452,20 @@ def check_lengths(cfg: DictConfig, task_cls) -> None:
         if arch_rules(task_cls.BATCH, cfg.arch)["joins"]:
             n, key = 2 * n, f"2 x data.{key} (source + target in one sequence)"
         else:
-            key = f"data.{key}"
+            key = source_key(cfg.data, key, "data")
         if n > cfg.model.max_len:
             raise ConfigError(
                 f"{key}={n} is larger than model.max_len={cfg.model.max_len}; lower it or raise model.max_len"
             )
+
+
+def source_key(node: DictConfig, key: str, path: str) -> str:
+    """The key a message names for node[key] (at `path`): scaling.block_size when its value is the plain
+    interpolation ${scaling.block_size} (experiment=scaling's data.block_size), the key the user sets; else
+    path.key."""
+    raw = OmegaConf.to_container(node, resolve=False).get(key)
+    m = re.fullmatch(r"\$\{([A-Za-z_][\w.]*)\}", raw) if isinstance(raw, str) else None
+    return m.group(1) if m else f"{path}.{key}"
 
 
 def task_for_data(cfg: DictConfig) -> DictConfig:

@@ -21,7 +21,8 @@ class ScalingPlan(Callback):
     """experiment=scaling's plan (zoo.run.scaling_plan): composes every job of the sweep, prints N, the steps it
     trains, D, C, tokens per parameter, the budgets already done (an earlier command's, kept) and the estimated
     seconds of what is left, writes plan.json in the sweep directory, and exits with 2 (nothing trains) when that
-    total is over scaling.time_budget_s, the design is bad (zoo.scaling.grid.check_design), a job cannot be built,
+    total is over scaling.time_budget_s, the design is bad (zoo.scaling.grid.check_design; a window longer than
+    the models take, check_window), a job cannot be built,
     a job's config fails the checks its run would make (zoo.run.train.checked_config) or two jobs would write the
     same run directory."""
 
@@ -49,6 +50,7 @@ class ScalingPlan(Callback):
             jobs = sweep_jobs(config)
             check_run_dirs(jobs, OmegaConf.to_container(config.hydra.sweep, resolve=False)["subdir"])
             for _, job in jobs:  # a bad design or job config exits 2 before any data is read or timed
+                check_window(job)
                 check_design(job.scaling, [cell_size(job.scaling.cell, job.scaling.sizes)])
                 checked_config(copy.deepcopy(job))  # the job's own checks (a cool-down shape, a rate), run now
             dm = instantiate(jobs[0][1].data, _convert_="all")
@@ -73,6 +75,19 @@ class ScalingPlan(Callback):
                 file=sys.stderr,
             )
             sys.exit(2)
+
+
+def check_window(job: DictConfig) -> None:
+    """ConfigError when scaling.block_size (data.block_size, each window's tokens) is longer than model.max_len,
+    the longest sequence the models take (a whole-number block_size is check_design's)."""
+    from zoo.errors import ConfigError, is_whole
+
+    block, max_len = job.scaling.get("block_size"), job.model.get("max_len")
+    if is_whole(block) and is_whole(max_len) and block > max_len:
+        raise ConfigError(
+            f"scaling.block_size={block} is longer than model.max_len={max_len}, the longest window the models "
+            f"take: lower scaling.block_size to at most {max_len}, or raise model.max_len"
+        )
 
 
 def sweep_jobs(config: DictConfig) -> list:

@@ -24,7 +24,7 @@ from omegaconf.errors import InterpolationResolutionError
 from zoo.data.resolver import DataError
 from zoo.interop.init_from import InitFromError, init_source, load_weights
 from zoo.model.cost import non_embedding_param_count
-from zoo.run.budget import BudgetError, apply_budget, ignored_bounds, unwrapped
+from zoo.run.budget import BudgetError, apply_budget, ignored_bounds, schedule_bound, unwrapped
 from zoo.run.config_checks import (
     CONF_DIR,
     TASK_OF_BATCH,
@@ -65,7 +65,8 @@ def checked_config(cfg: DictConfig):
             budget["kind"],
             budget["value"],
         )
-    check_schedule(cfg, overrides)  # the warm-up fits in trainer.max_steps (scaled, or refused)
+    # the warm-up fits in trainer.max_steps, or in the steps of a tokens budget a wsd schedule needs
+    check_schedule(cfg, overrides, schedule_bound(cfg, budget))
     try:
         set_threads(cfg)
     except ValueError as e:

@@ -359,8 +359,8 @@ def check_design(scaling, sizes_used=None) -> None:
             if br.end < 2:
                 raise ConfigError(
                     f"scaling.sizes.{name}.batch_size={batch}: budget {br.tokens_per_param:g} tokens per parameter "
-                    f"is {br.end} batch(es) of {step_tokens(size, block):,} tokens; lower the batch or raise "
-                    f"{key}"
+                    f"is {br.end} batch(es) of {step_tokens(size, block):,} tokens ({batch} windows of "
+                    f"scaling.block_size={block}); lower the batch or scaling.block_size, or raise {key}"
                 )
             if br.end - br.start < 1 or br.start < warm:
                 raise ConfigError(
@@ -371,19 +371,28 @@ def check_design(scaling, sizes_used=None) -> None:
                 )
 
 
-def _size_of(cell, sizes):
-    return sizes[cell_size(cell, sizes)]
+def _size_of(cell, sizes, block_size):
+    """The cell's size, whose steps the resolvers divide by: ConfigError naming the key for a batch_size or
+    block_size that is not a positive whole number (the resolvers run before check_design)."""
+    name = cell_size(cell, sizes)
+    batch = sizes[name].get("batch_size")
+    if not is_whole(batch) or batch < 1:
+        raise ConfigError(f"scaling.sizes.{name}.batch_size={batch!r} must be a positive whole number of windows")
+    if not is_whole(block_size) or block_size < 1:
+        raise ConfigError(f"scaling.block_size={block_size!r} must be a positive whole number of tokens per window")
+    return sizes[name]
 
 
 def job_max_steps(cell, sizes, budgets, block_size) -> int:
     """trainer.max_steps of a job: the step of its largest budget (a check cell: of its size's CHECK_BUDGETS
     smallest, cell_size_spec)."""
-    return branches(cell_size_spec(cell, _size_of(cell, sizes), budgets), budgets, 0.0, block_size)[-1].end
+    size = _size_of(cell, sizes, block_size)
+    return branches(cell_size_spec(cell, size, budgets), budgets, 0.0, block_size)[-1].end
 
 
 def job_warmup(cell, sizes, warmup_tokens_per_param, block_size) -> int:
     """task.scheduler.warmup_steps of a job (warmup_steps)."""
-    return warmup_steps(_size_of(cell, sizes), warmup_tokens_per_param, block_size)
+    return warmup_steps(_size_of(cell, sizes, block_size), warmup_tokens_per_param, block_size)
 
 
 def job_lr(cell, sizes) -> float:

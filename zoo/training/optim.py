@@ -123,6 +123,27 @@ def warmup_stable_decay(
     return min_lr + 0.5 * (1.0 + math.cos(math.pi * p)) * (lr - min_lr)
 
 
+def check_length(scheduler: dict, max_steps: int, progress=None) -> None:
+    """Raise ValueError when the schedule needs a step count the run does not give: a cosine over steps, and a
+    wsd with a cool-down (decay_start), end at task.scheduler.decay_steps, else at max_steps (<= 0: none);
+    a wsd's end must come after its decay_start."""
+    kind, start = scheduler.get("kind", "cosine"), scheduler.get("decay_start")
+    if not ((kind == "cosine" and progress is None) or (kind == "wsd" and start is not None)):
+        return
+    end = scheduler.get("decay_steps") or max_steps
+    if end <= 0:
+        raise ValueError(
+            f"task.scheduler.kind={kind} needs the step its {'cosine' if kind == 'cosine' else 'cool-down'} ends "
+            f"at, and this run gives no step count: give task.scheduler.decay_steps=N, or bound the run by "
+            "trainer.max_steps=N"
+        )
+    if kind == "wsd" and end <= start:
+        raise ValueError(
+            f"the cool-down ends at step {end}, not after its start at step {start}: give task.scheduler."
+            f"decay_steps (or trainer.max_steps) above task.scheduler.decay_start={start}"
+        )
+
+
 class WarmupStableDecay:
     """LambdaLR multiplier for warmup_stable_decay (picklable, like WarmupCosine)."""
 

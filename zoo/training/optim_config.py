@@ -15,6 +15,7 @@ from zoo.training.optim import (
     WarmupCosine,
     WarmupStableDecay,
     adamw,
+    check_length,
 )
 
 log = logging.getLogger("zoo")
@@ -192,14 +193,17 @@ def fit_schedule(scheduler: dict, steps: int, run: str, explicit: bool, fix: str
     return fit_warmup(scheduler, length, run, explicit, fix)
 
 
-def check_schedule(cfg, overrides) -> None:
+def check_schedule(cfg, overrides, bound: "tuple[int, str, str] | None" = None) -> None:
     """Before any data is read, after check_config (which checks that task.scheduler.warmup_steps is a whole
     number): task.scheduler.warmup_fraction, when set, is a share of the run in (0, 1]; a warm-up given on the
     command line wins over a config file's share (the share is dropped), and both given there are refused.
-    In a run bounded by trainer.max_steps the warm-up is fitted in cfg (fit_schedule: the share of the
-    schedule's length, or a warm-up checked against that length: one from the command line that is longer
-    raises ConfigError, a config file's is scaled). Runs bounded by epochs are fitted when their step count is
-    known (TaskBase.configure_optimizers); runs bounded by tokens, FLOPs or time warm up over the share of the
+    In a run bounded by trainer.max_steps, or by `bound` (steps, the bound in words, how to lengthen it: a
+    tokens budget's steps, zoo.run.budget.schedule_bound, whose end then becomes task.scheduler.decay_steps
+    where that is null), the warm-up is fitted in cfg (fit_schedule: the share of the schedule's length, or a
+    warm-up checked against that length: one from the command line that is longer raises ConfigError, a config
+    file's is scaled), and a wsd decay_start at or after the end (decay_steps null) raises ConfigError. Runs
+    bounded by epochs are fitted when their step count is known
+    (TaskBase.configure_optimizers); other runs bounded by tokens, FLOPs or time warm up over the share of the
     budget, or warn while they run when a warm-up in steps outlasts them (zoo.training.optim.StepWarmupWatch)."""
     from omegaconf import DictConfig, OmegaConf, open_dict
 
@@ -228,15 +232,25 @@ def check_schedule(cfg, overrides) -> None:
             cfg.task.scheduler.warmup_fraction = None
         sched = cfg.task.scheduler
     steps = cfg.trainer.get("max_steps")
+    run, fix = f"trainer.max_steps={steps}", f"raise trainer.max_steps to at least {sched.get('warmup_steps')}"
+    if bound is not None:
+        steps, run, fix = bound
     if not is_whole(steps) or steps <= 0:
         return
-    fix = f"raise trainer.max_steps to at least {sched.get('warmup_steps')}"
     plain = OmegaConf.to_container(sched, resolve=True) if isinstance(sched, DictConfig) else dict(sched)
-    fitted = fit_schedule(plain, steps, f"trainer.max_steps={steps}", explicit, fix)
-    if fitted is not plain:
-        with open_dict(cfg):
+    start = plain.get("decay_start") if plain.get("kind") == "wsd" else None
+    if start is not None and plain.get("decay_steps") is None and steps <= start:
+        raise ConfigError(
+            f"task.scheduler.decay_start={start} is not before the run's end ({run}), so the cool-down would never "
+            f"run: give a decay_start below {steps}, or task.scheduler.decay_steps"
+        )
+    fitted = fit_schedule(plain, steps, run, explicit, fix)
+    with open_dict(cfg):
+        if fitted is not plain:
             cfg.task.scheduler.warmup_steps = fitted["warmup_steps"]
             cfg.task.scheduler.warmup_fraction = fitted.get("warmup_fraction")
+        if bound is not None and sched.get("decay_steps") is None:
+            cfg.task.scheduler.decay_steps = steps  # the cool-down ends where the budget does
 
 
 def configure_optimizers(model, optimizer: dict, scheduler: dict, max_steps: int, progress=None, fused=None):
@@ -248,11 +262,12 @@ def configure_optimizers(model, optimizer: dict, scheduler: dict, max_steps: int
     over it instead of over steps, warming up over scheduler.warmup_fraction of it when set (BudgetCosine); noam
     warms up over that share too (BudgetNoam); a warm-up counted in steps is then watched (StepWarmupWatch).
     fused: zoo.training.optim.adamw's (None: torch's fused kernel where it applies).
-    Returns Lightning's optimizer dict. Raises ValueError for an unknown kind or key (check_keys) or a value
-    AdamW cannot take (check_values)."""
+    Returns Lightning's optimizer dict. Raises ValueError for an unknown kind or key (check_keys), a value
+    AdamW cannot take (check_values), or a schedule without the step count it needs (check_length)."""
     check_keys(optimizer, scheduler)
     check_values(optimizer)
     check_schedule_kind(scheduler)
+    check_length(scheduler, max_steps, progress)
     opt = adamw(
         model,
         optimizer["lr"],

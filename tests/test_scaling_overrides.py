@@ -1,0 +1,86 @@
+"""experiment=scaling's design as the command line sets it: a size's documented seeds and budgets take a plain
+override (and a typo of them is answered with the key meant), and a design value the resolvers divide by, a
+window the models cannot take or an empty scaling.sizes is refused naming the key, before anything trains."""
+
+import pytest
+from omegaconf import OmegaConf
+from test_scaling_plan import plan_one_job
+from zoo_run import make_cfg
+
+from zoo.errors import ConfigError
+from zoo.run.budget import unwrapped
+from zoo.run.cli_overrides import typos
+from zoo.run.train import CONF_DIR, checked_config
+from zoo.scaling.grid import cells, check_design
+
+SCALING = ["experiment=scaling", "+benchmark=scaling"]
+
+
+def test_a_sizes_seeds_and_budgets_take_a_plain_override(tmp_path):
+    """docs/scaling-laws.md writes scaling.sizes.s1.seeds=2 without a +: it composes, and s1 then runs seeds 1
+    and 2 (s3, the seed size, its 3; the others 1; then the cosine checks of s1 and s2)."""
+    argv = ["scaling.sizes.s1.seeds=2", "scaling.sizes.s5.budgets=[1,2]"]
+    assert typos(["-m", "experiment=scaling", *argv], CONF_DIR) == []
+    s = make_cfg(tmp_path, [*SCALING, *argv]).scaling
+    assert list(s.sizes.s5.budgets) == [1, 2]
+    assert cells(s.sizes, s.seed_size, s.seeds, s.check_sizes) == (
+        "s1_seed1,s1_seed2,s2_seed1,s3_seed1,s3_seed2,s3_seed3,s4_seed1,s5_seed1,s1_seed1_cosine,s2_seed1_cosine"
+    )
+
+
+def test_a_typo_of_seeds_names_the_key_meant():
+    found = typos(["-m", "experiment=scaling", "scaling.sizes.s1.seed=2"], CONF_DIR)
+    assert len(found) == 1 and "did you mean scaling.sizes.s1.seeds?" in found[0], found
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("scaling.sizes.s1.batch_size=0", "scaling.sizes.s1.batch_size=0 must be a positive whole number of windows"),
+        ("scaling.block_size=0", "scaling.block_size=0 must be a positive whole number of tokens per window"),
+        ("scaling.block_size=100000", "scaling.block_size=100000 is larger than model.max_len=256"),
+    ],
+)
+def test_one_jobs_bad_design_value_is_named(tmp_path, override, message):
+    """One job (python -m zoo experiment=scaling +arch=... +benchmark=scaling ...) checks its config before
+    check_design, and its trainer.max_steps and warm-up are resolvers that divide by the batch's tokens: a
+    batch_size or block_size of 0 is refused naming the key (it raised a bare ZeroDivisionError), and a window
+    longer than the models take names scaling.block_size, the key set (not data.block_size)."""
+    with pytest.raises(Exception) as e:
+        checked_config(make_cfg(tmp_path, [*SCALING, override]))
+    cause = unwrapped(e.value)
+    assert isinstance(cause, ConfigError) and str(cause).startswith(message), repr(cause)
+
+
+def test_a_budget_under_two_batches_names_the_block_size():
+    """check_design's refusal of a budget of too few batches names scaling.block_size beside the batch: at
+    block_size 100000, s1's budget 50 (50 x N = 506,000 tokens) is round(0.63) = 1 batch of 8 x 100000 tokens."""
+    s = OmegaConf.create(OmegaConf.to_container(OmegaConf.load(f"{CONF_DIR}/experiment/scaling.yaml").scaling))
+    s.block_size = 100000
+    with pytest.raises(ConfigError) as e:
+        check_design(s)
+    assert str(e.value) == (
+        "scaling.sizes.s1.batch_size=8: budget 50 tokens per parameter is 1 batch(es) of 800,000 tokens (8 windows "
+        "of scaling.block_size=100000); lower the batch or scaling.block_size, or raise scaling.sizes.s1.budgets"
+    )
+
+
+def test_a_window_longer_than_the_models_take_is_named_in_the_plan(tmp_path, monkeypatch, capsys):
+    """The sweep's plan refuses scaling.block_size=100000 naming it and the bound, model.max_len (it advised a
+    smaller batch or larger budgets, without naming block_size)."""
+    code, err = plan_one_job(tmp_path, monkeypatch, capsys, "decoder_only", "scaling.block_size=100000")
+    assert code == 2
+    assert err.strip() == (
+        "zoo: error: scaling.block_size=100000 is longer than model.max_len=256, the longest window the models "
+        "take: lower scaling.block_size to at most 256, or raise model.max_len"
+    )
+
+
+@pytest.mark.parametrize("multirun", [["-m", "experiment=scaling"], [*SCALING, "+arch=decoder_only"]])
+def test_an_empty_sizes_is_refused_not_merged(multirun):
+    """scaling.sizes={} is merged into the sizes by Hydra, a no-op that ran the default study: refused, naming the
+    way to drop a size."""
+    assert typos([*multirun, "scaling.sizes={}"], CONF_DIR) == [
+        "scaling.sizes={} changes nothing: Hydra merges {} into scaling.sizes, which keeps its entries (s1, s2, s3, "
+        "s4, s5); drop one with '~scaling.sizes.s1', and keep at least one"
+    ]
