@@ -306,6 +306,33 @@ def test_one_size_or_one_token_count_is_refused_before_fitting(no_fitting):
         F.check_points([2e6, *N[1:]], D, L, drop_highest=1)
 
 
+def test_two_sizes_are_refused_by_the_cli_and_noted_by_the_fit(tmp_path, capsys, monkeypatch):
+    """With 2 distinct N the points fix 2 values of E + A / N^alpha and its 3 unknowns trade off (an A interval up
+    to 1e130 before): the CLI refuses in one line before fitting, with no numpy warning; fit_scaling_law notes it
+    first. 3 sizes are accepted."""
+    import warnings
+
+    N, D = design()
+    two = np.isin(N, np.unique(N)[:2])  # 8 points: 2 sizes x 4 budgets (8 distinct D)
+    rows = [[repr(float(v)) for v in (a, b, 6 * a * b, c)] for a, b, c in zip(N[two], D[two], true_loss(N, D)[two])]
+    path = _write_csv(tmp_path / "two.csv", HEADER, rows)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with monkeypatch.context() as m:
+            m.setattr(F._Problem, "minimize", lambda *a, **k: pytest.fail("fitting started"))
+            err = _refused(capsys, ["fit", str(path), "--params", "params", "--tokens", "tokens", "--loss", "loss"])
+    assert err.count("\n") == 1 and err.startswith(
+        "zoo.scaling: error: only 2 distinct N among the points: the law's 5 parameters need at least 3 distinct N "
+        "and 3 distinct D"
+    ), err
+    assert err.rstrip().endswith("so the fit cannot be trusted; add runs of another size")
+    fit = F.fit_scaling_law(N[two], D[two], true_loss(N, D)[two], bootstrap=0, n_starts=2)
+    assert fit.notes[0].startswith("only 2 distinct N among the points")
+    three = np.isin(N, np.unique(N)[:3])
+    assert F.underdetermined(N[three], D[three]) is None
+    assert F.underdetermined(N, np.repeat(D[:2], 8)).startswith("only 2 distinct D among the points")
+
+
 def test_cli_refuses_too_few_points_after_dropping(tmp_path, capsys, no_fitting):
     path = _write_csv(tmp_path / "runs.csv", HEADER, _points(7))
     base = ["fit", str(path), "--params", "params", "--tokens", "tokens", "--loss", "loss"]

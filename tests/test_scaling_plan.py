@@ -202,12 +202,12 @@ def test_a_cell_composes_to_its_size_seed_batch_and_schedule(tmp_path):
 
 
 def test_a_plan_over_its_budget_is_refused_with_its_numbers():
-    rows = [PlanRow("decoder_only", "s1_seed1", 100, 90, 10, 2, 1, 9000, 1e9, 40.0)] * 3
+    rows = [PlanRow("decoder_only", "s1_seed1", 100, 90, 10, 2, 1, 9000, 1e9, 40.0, 5.0)] * 3
     check_budget(rows, 120.0)  # exactly at the budget: accepted
     with pytest.raises(ConfigError, match=r"estimated 120 s, over scaling.time_budget_s=100; its longest job"):
         check_budget(rows, 100.0)
     table = plan_table(rows)
-    assert "3 jobs, estimated 120 s for what is left" in table and "100.0" in table  # D/N = 9000 / 90
+    assert "3 jobs, estimated 120 s ± 15 s (12%) for what is left" in table and "100.0" in table  # D/N = 9000 / 90
     assert "1/2" in table  # one of two budgets done
     with pytest.raises(ConfigError, match=r"Lower scaling.sizes.s1.budgets, drop a size"):  # s1 sets its own
         check_budget(rows, 100.0, SIZES)
@@ -334,6 +334,145 @@ def test_a_resolvers_error_reaches_the_user_without_omegaconfs_wrapping(tmp_path
     it: the plan prints the resolver's own message, not OmegaConf's "raised while resolving" and full_key lines."""
     code, err = plan_one_job(tmp_path, monkeypatch, capsys, "encoder_decoder", "scaling.sizes.s1.n_layers=3")
     assert code == 2
-    assert err.strip() == (
+    lines = [line for line in err.splitlines() if not line.startswith("zoo: scaling plan: ")]  # its progress
+    assert lines == [
         "zoo: error: a scaling size has n_layers=3: encoder_decoder splits it in halves; use an even number"
-    ), err
+    ], err
+
+
+class _Clock:
+    """time.perf_counter for measure(): advanced by each training step (`steps`, seconds each, in order) and by
+    each validation batch (`evaluation` seconds)."""
+
+    def __init__(self, steps, evaluation):
+        self.now, self.steps, self.evaluation = 0.0, list(steps), evaluation
+
+    def perf_counter(self):
+        return self.now
+
+
+def test_measure_times_repeats_of_the_steps_and_their_spread(monkeypatch):
+    """Steps taking 1, 1, 2, 2, 3, 3 s after 2 warm-up steps (3 repeats of 2): a step is 2 s, the fastest repeat 1 s,
+    the slowest 3 s, so the spread is ±50%; a validation of 4 batches at 0.5 s is 2 s."""
+    import types
+
+    import torch
+
+    import zoo.run.scaling_plan as sp
+
+    clock = _Clock([9.0, 9.0, 1, 1, 2, 2, 3, 3], 0.5)
+
+    class Task(torch.nn.Module):
+        mask_id, objective_impl = None, types.SimpleNamespace(validation_generator=lambda seed, device: None)
+
+        def __init__(self):
+            super().__init__()
+            self.model = torch.nn.Linear(3, 3)
+            self.model.cfg = types.SimpleNamespace(vocab_size=5)
+
+        def training_loss(self, batch):
+            clock.now += clock.steps.pop(0)
+            return self.model.weight.sum()
+
+        def losses(self, batch, generator):
+            clock.now += clock.evaluation
+
+    monkeypatch.setattr(sp, "time", types.SimpleNamespace(perf_counter=clock.perf_counter))
+    t = sp.measure(Task(), 2, 4, 4)
+    assert not clock.steps
+    assert (t.step, t.fastest, t.slowest, t.evaluation) == (2.0, 1.0, 3.0, 2.0)
+    assert t.spread == 0.5
+
+
+class _Data:
+    def prepare_data(self):
+        pass
+
+    def setup(self):
+        pass
+
+    def model_info(self):
+        return {}
+
+
+def plan_jobs(tmp_path, monkeypatch, capsys, jobs, **scaling) -> tuple[int, str, str]:
+    """ScalingPlan on the composed `jobs` ([(arch, job config)]) with scaling.time_budget_s=1 and `scaling` on top,
+    each job's plan row 40 s ± 4 s (no timing): (exit code, stdout, stderr)."""
+    import zoo.run.scaling_plan as scaling_plan
+    import zoo.run.sweep_callback as cb
+
+    monkeypatch.setattr(cb, "sweep_jobs", lambda config: jobs)
+    monkeypatch.setattr(scaling_plan, "instantiate", lambda *a, **k: _Data())
+    rows = [PlanRow(arch, str(job.scaling.cell), 100, 90, 10, 2, 0, 9000, 1e9, 40.0, 4.0) for arch, job in jobs]
+    monkeypatch.setattr(scaling_plan, "plan", lambda *a, **k: rows)
+    config = OmegaConf.create(
+        {
+            "scaling": {"time_budget_s": 1, "job_overhead_s": 10, **scaling},
+            "hydra": {
+                "sweep": {"dir": str(tmp_path / "sweep"), "subdir": "${hydra:runtime.choices.arch}-${scaling.cell}"}
+            },
+        }
+    )
+    with pytest.raises(SystemExit) as e:
+        cb.ScalingPlan().on_multirun_start(config)
+    out = capsys.readouterr()
+    return e.value.code, out.out, out.err
+
+
+def scaling_job(tmp_path, arch="decoder_only", *overrides):
+    return make_cfg(tmp_path, ["experiment=scaling", "+benchmark=scaling", "scaling.cell=s1_seed1", *overrides], arch)
+
+
+def test_dry_run_prints_the_plan_and_exits_0(tmp_path, monkeypatch, capsys):
+    """scaling.dry_run=true (declared false in conf/experiment/scaling.yaml): the plan, plan.json, exit 0 even over
+    the time budget; nothing launches. A value that is not a boolean is refused."""
+    assert SCALING.dry_run is False
+    jobs = [("decoder_only", scaling_job(tmp_path))]
+    code, out, _ = plan_jobs(tmp_path, monkeypatch, capsys, jobs, dry_run=True)
+    assert code == 0
+    assert "zoo: scaling plan" in out and "1 jobs, estimated 40 s ± 4 s (10%)" in out
+    assert "zoo: scaling.dry_run=true: the plan only, nothing trained (40 s estimated, scaling.time_budget_s=1)" in out
+    assert (tmp_path / "sweep" / "plan.json").is_file()
+    code, _, err = plan_jobs(tmp_path, monkeypatch, capsys, jobs, dry_run="yes")
+    assert code == 2 and "zoo: error: scaling.dry_run='yes' must be true (print the plan only) or false" in err
+
+
+def test_the_plan_names_the_architectures_it_leaves_out(tmp_path, monkeypatch, capsys):
+    """experiment=scaling_long sweeps three families: its plan says encoder_only is left out and how to add it;
+    experiment=scaling's four leave none out."""
+    long = OmegaConf.load(f"{CONF_DIR}/experiment/scaling_long.yaml").hydra.sweeper.params["+arch"].split(",")
+    assert long == ["decoder_only", "prefix_lm", "encoder_decoder"]
+    jobs = [(arch, scaling_job(tmp_path, arch)) for arch in long]
+    code, out, _ = plan_jobs(tmp_path, monkeypatch, capsys, jobs, dry_run=True)
+    assert code == 0
+    assert (
+        "left out: encoder_only (add it with the same command and +arch=encoder_only: its cells go into the same "
+        "folder)" in out.splitlines()
+    )
+    from zoo.run.scaling_plan import left_out
+
+    assert left_out(["decoder_only", "prefix_lm", "encoder_decoder", "encoder_only"]) is None
+
+
+def test_the_plan_refuses_a_folder_holding_a_cell_of_another_design(tmp_path, monkeypatch, capsys):
+    """A cell folder written with weight decay 0.1 (the default): a rerun with 0.05, or with model.norm_first=true,
+    exits 2 in the plan naming the key, before anything is timed; the same settings are accepted."""
+    import zoo.run.scaling_plan as scaling_plan
+    from zoo.run.scaling_identity import check_same_design, design
+    from zoo.run.train import checked_config
+
+    folder = tmp_path / "sweep" / "decoder_only-s1_seed1"
+    folder.mkdir(parents=True)
+    check_same_design(folder, design(checked_config(scaling_job(tmp_path))[0], "decoder_only"))
+    for override, key in (
+        ("task.optimizer.weight_decay=0.05", "task.optimizer.weight_decay: 0.1 there, 0.05 now"),
+        ("model.norm_first=true", "model.norm_first: False there, True now"),
+    ):
+        with monkeypatch.context() as m:
+            m.setattr(scaling_plan, "measure", lambda *a, **k: pytest.fail("the plan timed a job it should refuse"))
+            code, _, err = plan_jobs(
+                tmp_path, m, capsys, [("decoder_only", scaling_job(tmp_path, "decoder_only", override))]
+            )
+        assert code == 2 and f"holds a scaling cell of another design ({key})" in err, err
+    code, out, _ = plan_jobs(tmp_path, monkeypatch, capsys, [("decoder_only", scaling_job(tmp_path))], dry_run=True)
+    assert code == 0

@@ -148,9 +148,112 @@ def test_an_interrupted_cell_resumes_to_the_same_points(uninterrupted, tmp_path,
 
 def test_a_folder_of_another_design_is_refused(uninterrupted, tmp_path):
     (tmp_path / "cell.json").write_text((uninterrupted / "cell.json").read_text())
-    lr = json.loads((uninterrupted / "cell.json").read_text())["lr"]
-    with pytest.raises(ConfigError, match=rf"holds a scaling cell of another design \(lr: {lr} there, 0.001 now\)"):
+    lr = json.loads((uninterrupted / "cell.json").read_text())["config"]["task.optimizer.lr"]
+    with pytest.raises(
+        ConfigError, match=rf"holds a scaling cell of another design \(task.optimizer.lr: {lr} there, 0.001 now\)"
+    ):
         run_cell(make_cfg(tmp_path, [*CELL, "scaling.sizes.s2.lr=1e-3"]))
+
+
+@pytest.fixture
+def no_training(monkeypatch):
+    monkeypatch.setattr(scaling_cell.Cell, "fit", lambda *a, **k: pytest.fail("the cell trained"))
+
+
+@pytest.mark.parametrize(
+    "override, shown",
+    [
+        ("task.optimizer.weight_decay=0.05", "task.optimizer.weight_decay: 0.1 there, 0.05 now"),
+        ("task.optimizer.betas=[0.9,0.95]", "task.optimizer.betas: [0.9, 0.99] there, [0.9, 0.95] now"),
+        ("task.optimizer.eps=1e-6", "task.optimizer.eps: 1e-08 there, 1e-06 now"),
+        ("model.norm_first=true", "model.norm_first: False there, True now"),
+        ("model.activation=gelu", "model.activation: 'relu' there, 'gelu' now"),
+        ("model.position=rope", "model.position: 'sinusoidal' there, 'rope' now"),
+        ("model.dropout=0.1", "model.dropout: 0.0 there, 0.1 now"),
+        ("model.share_embeddings=false", "model.share_embeddings: True there, False now"),
+        ("trainer.gradient_clip_val=0.5", "trainer.gradient_clip_val: 1.0 there, 0.5 now"),
+        ("task.scheduler.min_lr=1e-4", "task.scheduler.min_lr: 0.0 there, 0.0001 now"),
+        ("scaling.cooldown_shape=linear", "scaling.cooldown_shape: '1-sqrt' there, 'linear' now"),
+        ("data.split_seed=1", "data.split_seed: 0 there, 1 now"),
+        ("data.val_fraction=0.2", "data.val_fraction: 0.1 there, 0.2 now"),
+        ("task.z_loss=1e-4", "task.z_loss: 0.0 there, 0.0001 now"),
+    ],
+)
+def test_a_rerun_with_any_setting_of_a_point_changed_is_refused_naming_it(
+    uninterrupted, tmp_path, no_training, override, shown
+):
+    """cell.json holds the whole config but the keys that only choose cells, budgets or logging: a rerun into the
+    folder with any other setting changed is refused in one line naming it, before any data is read."""
+    (tmp_path / "cell.json").write_text((uninterrupted / "cell.json").read_text())
+    with pytest.raises(ConfigError) as e:
+        run_cell(make_cfg(tmp_path, [*CELL, override]))
+    assert f"holds a scaling cell of another design ({shown}" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_rerun_changing_only_cells_budgets_or_logging_continues(uninterrupted, tmp_path, no_training):
+    """Keys of zoo.run.scaling_identity.NOT_IDENTITY (checkpoints, the plan's, other sizes, logging, threads) do not
+    change a point: the finished cell reruns with them changed and trains nothing."""
+    for name in ("cell.json", "points.csv"):
+        (tmp_path / name).write_text((uninterrupted / name).read_text())
+    changed = [
+        "scaling.checkpoint_every=7",
+        "scaling.time_budget_s=5",
+        "scaling.sizes.s1.lr=1e-3",
+        "scaling.check_sizes=[]",
+        "scaling.trunk_tokens_per_param=400",
+        "trainer.log_every_n_steps=1",
+        "logger=csv",
+    ]
+    run_cell(make_cfg(tmp_path, [*CELL, *changed]))
+    assert (tmp_path / "points.csv").read_text() == (uninterrupted / "points.csv").read_text()
+
+
+# the cell.json an earlier zoo wrote for CELL (its size, batch, rate, seed, block, validation, warm-up and data)
+LEGACY = {
+    "arch": "decoder_only",
+    "size": {"d_model": 32, "n_heads": 2, "n_layers": 2},
+    "batch_size": 4,
+    "lr": 8e-3,
+    "seed": 1,
+    "block_size": 128,
+    "val_windows": 8,
+    "warmup_tokens_per_param": 0.05,
+    "data": "shakespeare_plays",
+}
+
+
+def test_a_cell_json_of_an_earlier_zoo_is_checked_on_its_keys_and_rewritten(uninterrupted, tmp_path, no_training):
+    (tmp_path / "points.csv").write_text((uninterrupted / "points.csv").read_text())
+    (tmp_path / "cell.json").write_text(json.dumps({**LEGACY, "lr": 1e-3}))
+    with pytest.raises(ConfigError, match=r"another design \(lr: 0.001 there, 0.008 now\)"):
+        run_cell(make_cfg(tmp_path, CELL))
+    (tmp_path / "cell.json").write_text(json.dumps(LEGACY))
+    run_cell(make_cfg(tmp_path, CELL))
+    assert json.loads((tmp_path / "cell.json").read_text()) == json.loads((uninterrupted / "cell.json").read_text())
+
+
+def test_the_plan_counts_the_trunk_from_its_last_checkpoint_on_disk(uninterrupted, tmp_path, monkeypatch, capsys):
+    """A cell cut off after its first budget (steps 10) with trunk checkpoints at 5, 8, 10 and 15: what is left is
+    the trunk 15 -> 16, the cool-down 16 -> 20, the trunk 16 -> 20 -> 24 (checkpoint_every 5) and the cool-down
+    24 -> 30: 19 steps in 3 trunk fits, 2 cool-downs and 2 validations (7 Trainers), not from the last budget's
+    start (step 8: 26 steps). At 1 s a step (repeats 0.5 to 1.5 s), 10 s a validation and 100 s a Trainer:
+    19 + 2 x 10 + 7 x 100 = 739 s, ± 19 x 0.5 s."""
+    from zoo.run import scaling_plan
+    from zoo.run.train import build_data, checked_config
+
+    folder = tmp_path / "sweep" / "decoder_only-s2_seed1"
+    (folder / "trunk").mkdir(parents=True)
+    lines = (uninterrupted / "points.csv").read_text().splitlines(keepends=True)
+    (folder / "points.csv").write_text("".join(lines[:2]))
+    for k in (5, 8, 10, 15):
+        (folder / "trunk" / f"step{k}.ckpt").write_bytes(b"")
+    monkeypatch.setattr(scaling_plan, "measure", lambda *a, **k: scaling_plan.Timing(1.0, 0.5, 1.5, 10.0))
+    cfg = make_cfg(tmp_path, CELL)
+    _, info, _ = build_data(checked_config(make_cfg(tmp_path, CELL))[0], {})
+    (row,) = scaling_plan.plan([("decoder_only", cfg)], info, 100.0, tmp_path / "sweep")
+    assert (row.steps, row.done, row.evaluations) == (19, 1, 3)
+    assert (row.seconds, row.spread) == (739.0, 9.5)
+    assert "zoo: scaling plan: timed decoder_only s2 (1/1)" in capsys.readouterr().err
 
 
 @pytest.mark.slow

@@ -7,11 +7,10 @@ data stream travel with it).
 Rerunning the command continues the cell: the points already in its points.csv are kept and skipped, and the
 trunk resumes from its last checkpoint (trunk/step{K}.ckpt, written atomically at every branch start and at most
 scaling.checkpoint_every steps apart), so an interrupted study gives the points of an uninterrupted one. A cell
-folder that holds a cell of another design is refused (cell.json)."""
+folder that holds a cell of another design is refused (cell.json: zoo.run.scaling_identity)."""
 
 import csv
 import io
-import json
 import logging
 import time
 from pathlib import Path
@@ -21,17 +20,16 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from zoo.errors import ConfigError
 from zoo.model.cost import non_embedding_param_count
 from zoo.run.config_checks import TASK_OF_BATCH
 from zoo.run.results import arch_config, job_overrides, write_json, write_text
+from zoo.run.scaling_identity import check_same_design, design, legacy_design
 from zoo.run.train import build_data, checked_config
 from zoo.scaling.grid import (
     Branch,
     cell_branches,
     cell_is_check,
     cell_is_tune,
-    cell_seed,
     cell_size,
     check_design,
     check_lr_grid,
@@ -47,42 +45,6 @@ log = logging.getLogger("zoo")
 POINT_FIELDS = ("arch", "size", "seed", "n_params", "tokens", "flops", "loss", "lr")
 EXTRA_FIELDS = ("tokens_per_param", "steps", "kind", "cooldown", "seconds")
 CHECK_MIN_LR = 0.0  # the cosine check decays to this share of the peak rate: 0, where a cool-down ends too
-
-
-def design(cfg: DictConfig, arch_label: str) -> dict:
-    """What fixes a cell's trunk (cell.json): architecture, size shape and batch, seed, block, warm-up, peak rate,
-    the validation windows and the data. Budgets and the cool-down are not in it: a later command may add budgets
-    (the trunk's constant rate does not depend on them), and a point records its own cool-down."""
-    s = cfg.scaling
-    size = OmegaConf.to_container(s.sizes[cell_size(s.cell, s.sizes)], resolve=True)
-    return {
-        "arch": arch_label,
-        "size": {k: size[k] for k in ("d_model", "n_heads", "n_layers")},
-        "batch_size": int(size["batch_size"]),
-        "lr": float(cfg.task.optimizer.lr),
-        "seed": cell_seed(s.cell),
-        "block_size": int(s.block_size),
-        "val_windows": int(s.val_windows),
-        "warmup_tokens_per_param": float(s.get("warmup_tokens_per_param", 1.0)),
-        "data": str(cfg.data.get("file")),
-    }
-
-
-def check_same_design(cell_dir: Path, want: dict) -> None:
-    """Write cell.json on the first run; on a later one, raise ConfigError when it names another design."""
-    path = cell_dir / "cell.json"
-    if not path.is_file():
-        write_json(path, want)
-        return
-    have = json.loads(path.read_text())
-    diff = [k for k in want if have.get(k) != want[k]]
-    if diff:
-        shown = "; ".join(f"{k}: {have.get(k)!r} there, {want[k]!r} now" for k in diff)
-        raise ConfigError(
-            f"{cell_dir} holds a scaling cell of another design ({shown}), so its points and checkpoints cannot "
-            "be continued; give this study its own folder with hydra.sweep.dir=outputs/scaling/NAME (or put the "
-            "settings back)"
-        )
 
 
 # points.csv's number columns and their types (read_points)
@@ -191,28 +153,26 @@ class Cell:
         return float(metrics.get("val/cont_loss", metrics["val/loss"]))
 
     def trunk_checkpoints(self) -> dict[int, Path]:
-        return {int(p.stem[4:]): p for p in self.trunk_dir.glob("step*.ckpt") if p.stem[4:].isdigit()}
+        return {k: self.trunk_dir / f"step{k}.ckpt" for k in trunk_checkpoint_steps(self.trunk_dir)}
 
     def trunk_to(self, step: int) -> Path:
-        """The trunk's checkpoint at `step`, training the trunk there from its last checkpoint at or before it in
-        segments of at most checkpoint_every steps (each checkpoint written atomically)."""
+        """The trunk's checkpoint at `step`, training the trunk there in the fits of trunk_segments (each
+        checkpoint written atomically)."""
         have = self.trunk_checkpoints()
-        at = max((k for k in have if k <= step), default=0)
-        while at < step:
-            nxt = min(step, (at // self.every + 1) * self.every) if self.every > 0 else step
+        for at, nxt in trunk_segments(have, step, self.every):
             trainer, _ = self.fit(nxt, {"decay_start": None, "decay_steps": None}, have.get(at))
             self.trunk_dir.mkdir(parents=True, exist_ok=True)
             path = self.trunk_dir / f"step{nxt}.ckpt"
             trainer.save_checkpoint(path)
-            have[nxt], at = path, nxt
+            have[nxt] = path
         return have[step]
 
 
-def set_tuned_rate(cfg: DictConfig) -> None:
+def set_tuned_rate(cfg: DictConfig, sweep_dir: Path | None = None) -> None:
     """For a cell of a size with lr: tuned (not a tuning cell), set task.optimizer.lr to its family's tuned rate for
-    its schedule (a cosine check cell: the cosine tuning runs'), read from the tuning cells' points beside its run
-    directory (zoo.scaling.tune.tuned_rate: ConfigError when the tuning stage is not done or its best rate is an
-    edge of the grid)."""
+    its schedule (a cosine check cell: the cosine tuning runs'), read from the tuning cells' points in `sweep_dir`
+    (default: the folder of its run directory). ConfigError (zoo.scaling.tune.tuned_rate) when the tuning stage is
+    not done or its best rate is an edge of the grid."""
     s = cfg.scaling
     name = cell_size(s.cell, s.sizes)
     size = s.sizes[name]
@@ -220,12 +180,29 @@ def set_tuned_rate(cfg: DictConfig) -> None:
         return
     grid = check_lr_grid(name, size, s.get("tune_seeds", 0))
     label = "prefix_lm" if cfg.model.get("mask") == "prefix" else cfg.arch
-    sweep_dir = Path(cfg.paths.output_dir).parent
+    sweep_dir = Path(cfg.paths.output_dir).parent if sweep_dir is None else Path(sweep_dir)
     kind = COSINE_TUNE_KIND if cell_is_check(s.cell) else TUNE_KIND
     rate = tuned_rate(tune_rows(sweep_dir, kind), label, name, grid, int(s.tune_seeds))
     with open_dict(cfg):
         cfg.task.optimizer.lr = rate
     log.info("scaling cell %s %s: tuned peak rate %g", label, s.cell, rate)
+
+
+def trunk_checkpoint_steps(trunk_dir: Path) -> set[int]:
+    """The steps K of the trunk's checkpoints trunk_dir/stepK.ckpt (none when the folder does not exist)."""
+    return {int(p.stem[4:]) for p in Path(trunk_dir).glob("step*.ckpt") if p.stem[4:].isdigit()}
+
+
+def trunk_segments(have, step: int, every: int) -> list[tuple[int, int]]:
+    """The (from, to) steps of the fits that take the trunk to `step` from its checkpoints at the steps `have`:
+    from the last one at or before `step` (0: from scratch), ending at every multiple of `every` on the way (0:
+    no other stop) and at `step`."""
+    at, out = max((k for k in have if k <= step), default=0), []
+    while at < step:
+        nxt = min(step, (at // every + 1) * every) if every > 0 else step
+        out.append((at, nxt))
+        at = nxt
+    return out
 
 
 def run_cell(cfg: DictConfig) -> float:
@@ -242,7 +219,7 @@ def run_cell(cfg: DictConfig) -> float:
     label = "prefix_lm" if cfg.model.get("mask") == "prefix" else cfg.arch
     out = Path(cfg.paths.output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    check_same_design(out, design(cfg, label))
+    check_same_design(out, design(cfg, label), legacy_design(cfg, label))
     size = OmegaConf.to_container(s.sizes[size_name], resolve=True)
     cooldown, check = float(s.cooldown), cell_is_check(s.cell)
     kind = point_kind(s.cell)

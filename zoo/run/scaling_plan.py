@@ -2,26 +2,37 @@
 zoo.run.sweep_callback): per job, N (parameters, total and without embeddings), D (tokens), C (training FLOPs:
 3 x the objective's forward FLOPs per batch, zoo.model.cost, so attention, the LM head, the encoder's source
 tokens and ENTP's re-reading count), tokens per non-embedding parameter, and seconds estimated from a measured
-step and evaluation time of each architecture and size. A plan over scaling.time_budget_s is refused with
-its numbers before any job starts."""
+step and evaluation time of each architecture and size (with the spread of its timed repeats). A plan over
+scaling.time_budget_s is refused with its numbers before any job starts; scaling.dry_run=true prints it and stops."""
 
 import copy
-import math
+import json
+import statistics
+import sys
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
+from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from zoo.errors import ConfigError
+from zoo.errors import ConfigError, is_whole
 from zoo.model.cost import non_embedding_param_count
-from zoo.run.scaling_cell import read_points
-from zoo.run.train import job_task
-from zoo.scaling.grid import cell_branches, cell_is_check, cell_size
+from zoo.run.scaling_cell import (
+    _done,
+    point_kind,
+    read_points,
+    set_tuned_rate,
+    trunk_checkpoint_steps,
+    trunk_segments,
+)
+from zoo.run.scaling_identity import check_same_design, design, legacy_design
+from zoo.run.train import CONF_DIR, checked_config, job_task
+from zoo.scaling.grid import cell_branches, cell_is_check, cell_size, check_design
 from zoo.training.optim import adamw
 
-TIMED_STEPS = 5  # training steps timed per architecture and size, after WARM_STEPS untimed
+REPEATS, STEPS_PER_REPEAT = 3, 2  # training steps timed per architecture and size, after WARM_STEPS untimed
 WARM_STEPS = 2
 
 
@@ -41,74 +52,125 @@ class PlanRow:
     tokens: int
     flops: float
     seconds: float
+    spread: float = 0.0  # seconds: half the range of `seconds` at the fastest and slowest timed repeat
 
     @property
     def tokens_per_param(self) -> float:
         return self.tokens / self.non_embedding
 
 
-def measure(task, batch_size: int, block_size: int, val_batches: int) -> tuple[float, float]:
-    """(seconds per training step, seconds per evaluation) of `task` on random windows (B, T): the step is
-    training_loss + backward + AdamW, timed over TIMED_STEPS after WARM_STEPS untimed; an evaluation is val_batches
-    batches of the objective's validation losses without gradients."""
+@dataclass
+class Timing:
+    """An architecture and size's measured seconds: per training step (the mean of REPEATS repeats of
+    STEPS_PER_REPEAT steps, and the fastest and slowest repeat's) and per evaluation."""
+
+    step: float
+    fastest: float
+    slowest: float
+    evaluation: float
+
+    @property
+    def spread(self) -> float:
+        """Half the range of the repeats, a share of the mean step."""
+        return (self.slowest - self.fastest) / 2 / self.step
+
+
+def measure(task, batch_size: int, block_size: int, val_batches: int) -> Timing:
+    """The Timing of `task` on random windows (B, T): a step is training_loss + backward + AdamW, timed in
+    REPEATS repeats of STEPS_PER_REPEAT steps after WARM_STEPS untimed; an evaluation is val_batches batches of
+    the objective's validation losses without gradients."""
     g = torch.Generator().manual_seed(0)
     vocab = task.model.cfg.vocab_size - (task.mask_id is not None)
     x = torch.randint(0, vocab, (batch_size, block_size + 1), generator=g)
     batch = (x[:, :-1], x[:, 1:])
     opt = adamw(task.model, lr=1e-4)  # the runs' optimizer and kernel
     task.train()
-    for i in range(WARM_STEPS + TIMED_STEPS):
-        if i == WARM_STEPS:
+    repeats = []
+    for i in range(WARM_STEPS + REPEATS * STEPS_PER_REPEAT):
+        if i >= WARM_STEPS and (i - WARM_STEPS) % STEPS_PER_REPEAT == 0:
             t0 = time.perf_counter()
         task.training_loss(batch).backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
-    step = (time.perf_counter() - t0) / TIMED_STEPS
+        if i >= WARM_STEPS and (i - WARM_STEPS) % STEPS_PER_REPEAT == STEPS_PER_REPEAT - 1:
+            repeats.append((time.perf_counter() - t0) / STEPS_PER_REPEAT)
     task.eval()
     t0 = time.perf_counter()
     with torch.no_grad():
         task.losses(batch, task.objective_impl.validation_generator(0, x.device))
-    return step, (time.perf_counter() - t0) * val_batches
+    return Timing(statistics.fmean(repeats), min(repeats), max(repeats), (time.perf_counter() - t0) * val_batches)
 
 
-def job_steps(cfg: DictConfig, done: set) -> tuple[int, int]:
-    """(optimizer steps, segments) a job still trains: a cool-down cell's trunk to its last cool-down start not yet
-    trained (its checkpoints count from the largest budget done) and each cool-down left; a cosine check cell each
-    budget left from step 0. `done`: the budgets' end steps already in its points.csv."""
+def job_steps(cfg: DictConfig, done: set, trunk=()) -> tuple[int, int]:
+    """(optimizer steps, Trainers) a job still runs: a cool-down cell's trunk fits from its checkpoints on disk
+    (`trunk`: their steps; zoo.run.scaling_cell.trunk_segments, as the cell trains them) to each cool-down start
+    left, and each cool-down left and its validation; a cosine check cell each budget left from step 0 and its
+    validation. `done`: the budgets' end steps already in its points.csv."""
     s = cfg.scaling
     size = OmegaConf.to_container(s.sizes[cell_size(s.cell, s.sizes)], resolve=True)
-    every_budget = cell_branches(s.cell, size, s)
-    plan = [b for b in every_budget if b.end not in done]
-    if not plan:
-        return 0, 0
+    plan = [b for b in cell_branches(s.cell, size, s) if b.end not in done]
     if cell_is_check(s.cell):
-        return sum(b.end for b in plan), len(plan)
-    trained = max([b.start for b in every_budget if b.end in done] or [0])
-    trunk = max(0, max(b.start for b in plan) - trained)
-    every = int(s.get("checkpoint_every") or 0)
-    segments = len(plan) + (math.ceil(trunk / every) if every else 1) + len(plan)
-    return trunk + sum(b.end - b.start for b in plan), segments
+        return sum(b.end for b in plan), 2 * len(plan)
+    every, have = int(s.get("checkpoint_every") or 0), set(trunk)
+    steps = segments = 0
+    for b in plan:
+        for at, nxt in trunk_segments(have, b.start, every):
+            steps, segments = steps + nxt - at, segments + 1
+            have.add(nxt)
+        steps, segments = steps + b.end - b.start, segments + 2
+    return steps, segments
 
 
-def plan(jobs: list[tuple[str, DictConfig]], info: dict, job_overhead_s: float, sweep_dir=None) -> list[PlanRow]:
+def cell_dir(sweep_dir, arch: str, cfg: DictConfig, subdir: str = "${hydra:runtime.choices.arch}-${scaling.cell}"):
+    """The run directory of a job in sweep_dir: `subdir` (the raw hydra.sweep.subdir) resolved against the job's
+    config; None where it names other hydra: values than the arch choice."""
+    text = subdir.replace("${hydra:runtime.choices.arch}", arch)
+    if "${hydra:" in text:
+        return None
+    job = copy.deepcopy(cfg)
+    with open_dict(job):
+        job._run_subdir = text
+        return Path(sweep_dir) / str(job._run_subdir)
+
+
+def job_left(cfg: DictConfig, folder) -> tuple[set, set]:
+    """(the end steps of the budgets in the cell folder's points.csv under this design, its trunk checkpoints'
+    steps); both empty without a folder."""
+    if folder is None:
+        return set(), set()
+    s = cfg.scaling
+    budgets = cell_branches(s.cell, OmegaConf.to_container(s.sizes[cell_size(s.cell, s.sizes)], resolve=True), s)
+    kind, cooldown = point_kind(s.cell), float(s.cooldown)
+    rows = read_points(Path(folder) / "points.csv")
+    done = {b.end for b in budgets if any(_done(r, b, kind, cooldown) for r in rows)}
+    return done, trunk_checkpoint_steps(Path(folder) / "trunk")
+
+
+def plan(jobs: list[tuple[str, DictConfig]], info: dict, job_overhead_s: float, sweep_dir=None, subdir=None):
     """The plan of `jobs` ((arch option, composed job config), in sweep order) on the data's `info`
-    (model_info): one PlanRow each, with what is left when `sweep_dir` holds an earlier command's points; step and
-    evaluation times measured once per architecture and size; job_overhead_s per segment (a Trainer's set-up)."""
+    (model_info): one PlanRow each, with what is left when `sweep_dir` holds an earlier command's points and trunk
+    checkpoints (each job's folder: `subdir`, the raw hydra.sweep.subdir, default ARCH-CELL); a Timing measured
+    once per architecture and size, a line on stderr each; job_overhead_s per Trainer (its set-up)."""
     timed, rows = {}, []
+    keys = list(dict.fromkeys((arch, cell_size(cfg.scaling.cell)) for arch, cfg in jobs))
     for arch, cfg in jobs:
         task = job_task(cfg, info, "plan")
         B, T = cfg.data.batch_size, cfg.data.block_size
-        done = set()
-        if sweep_dir is not None:
-            points = Path(sweep_dir) / f"{arch}-{cfg.scaling.cell}" / "points.csv"
-            done = {int(r["steps"]) for r in read_points(points)}
-        n_steps, segments = job_steps(cfg, done)
+        folder = None if sweep_dir is None else cell_dir(sweep_dir, arch, cfg, *([subdir] if subdir else []))
+        done, trunk = job_left(cfg, folder)
+        n_steps, segments = job_steps(cfg, done, trunk)
         size = OmegaConf.to_container(cfg.scaling.sizes[cell_size(cfg.scaling.cell, cfg.scaling.sizes)], resolve=True)
         budgets = cell_branches(cfg.scaling.cell, size, cfg.scaling)
         key = (arch, cell_size(cfg.scaling.cell))
         if key not in timed:
-            timed[key] = measure(task, B, T, -(-int(cfg.data.val_windows) // B))
-        step_s, eval_s = timed[key]
+            timed[key] = t = measure(task, B, T, -(-int(cfg.data.val_windows) // B))
+            print(
+                f"zoo: scaling plan: timed {arch} {key[1]} ({len(timed)}/{len(keys)}): {1e3 * t.step:.3g} ms a step "
+                f"(± {100 * t.spread:.0f}% over {REPEATS} repeats), {t.evaluation:.3g} s a validation",
+                file=sys.stderr,
+                flush=True,
+            )
+        t = timed[key]
         x = torch.zeros(B, T, dtype=torch.long)
         left = sum(b.end not in done for b in budgets)
         rows.append(
@@ -122,7 +184,8 @@ def plan(jobs: list[tuple[str, DictConfig]], info: dict, job_overhead_s: float, 
                 done=len(budgets) - left,
                 tokens=budgets[-1].end * B * T,
                 flops=3.0 * task.batch_flops((x, x)) * budgets[-1].end,
-                seconds=n_steps * step_s + left * eval_s + segments * job_overhead_s,
+                seconds=n_steps * t.step + left * t.evaluation + segments * job_overhead_s,
+                spread=n_steps * (t.slowest - t.fastest) / 2,
             )
         )
     return rows
@@ -139,12 +202,32 @@ def plan_table(rows: list[PlanRow]) -> str:
             f"{r.arch:<16}{r.cell:<18}{r.params:>10,}{r.non_embedding:>11,}{r.steps:>8,}{r.tokens:>12,}{r.flops:>11.3g}"
             f"{r.tokens_per_param:>6.1f}{f'{r.done}/{r.evaluations}':>6}{r.seconds:>8.0f}"
         )
+    total, spread = sum(r.seconds for r in rows), sum(r.spread for r in rows)
     lines.append(
-        f"{len(rows)} jobs, estimated {sum(r.seconds for r in rows):.0f} s for what is left. steps: what a job still "
-        "trains (its trunk and cool-downs, or a cosine check's budgets alone); D and C: its largest budget; done: "
+        f"{len(rows)} jobs, estimated {total:.0f} s ± {_g(spread)} s ({_g(100 * spread / max(total, 1e-9))}%) for "
+        f"what is left (±: the steps' time at the fastest to the slowest of {REPEATS} timed repeats; the "
+        "overhead per Trainer is scaling.job_overhead_s). steps: what a job still trains (its trunk from its last "
+        "checkpoint and its cool-downs, or a cosine check's budgets alone); D and C: its largest budget; done: "
         "budgets already in its points.csv (kept from an earlier command)"
     )
     return "\n".join(lines)
+
+
+def _g(x: float) -> str:
+    """x to the unit from 10 up, to 2 significant digits below."""
+    return f"{x:.0f}" if x >= 10 else f"{x:.2g}"
+
+
+def left_out(archs) -> str | None:
+    """The line naming the architectures of conf/arch that the sweep's `archs` (its +arch options) leave out and
+    how to add them; None when it runs them all."""
+    missing = sorted({p.stem for p in Path(CONF_DIR, "arch").glob("*.yaml")} - set(archs))
+    if not missing:
+        return None
+    return (
+        f"left out: {', '.join(missing)} (add {'it' if len(missing) == 1 else 'them'} with the same command and "
+        f"+arch={','.join(missing)}: {'its' if len(missing) == 1 else 'their'} cells go into the same folder)"
+    )
 
 
 def check_budget(rows: list[PlanRow], budget_s: float, sizes=None) -> None:
@@ -170,13 +253,10 @@ def check_run_dirs(jobs: list[tuple[str, DictConfig]], subdir: str) -> None:
     naming other hydra: values than the arch choice is not checked."""
     seen = {}
     for i, (arch, cfg) in enumerate(jobs):
-        text = subdir.replace("${hydra:runtime.choices.arch}", arch)
-        if "${hydra:" in text:
+        path = cell_dir("", arch, cfg, subdir)
+        if path is None:
             return
-        job = copy.deepcopy(cfg)
-        with open_dict(job):
-            job._run_subdir = text
-            name = str(job._run_subdir)
+        name = str(path)
         if name in seen:
             raise ConfigError(
                 f"jobs {seen[name]} and {i} of the sweep would write the same run directory {name!r} "
@@ -184,3 +264,65 @@ def check_run_dirs(jobs: list[tuple[str, DictConfig]], subdir: str) -> None:
                 "hydra.sweep.subdir='${hydra:runtime.choices.arch}-${scaling.cell}-lr${task.optimizer.lr}'"
             )
         seen[name] = i
+
+
+def check_cell_dirs(jobs: list[tuple[str, DictConfig]], sweep_dir, subdir: str) -> None:
+    """Raise ConfigError (zoo.run.scaling_identity.check_same_design) for the first job whose folder in sweep_dir
+    holds a cell of another design; `jobs`: (arch option, job config as zoo.run.train.checked_config returns it)."""
+    for arch, cfg in jobs:
+        folder = cell_dir(sweep_dir, arch, cfg, subdir)
+        if folder is not None and planned_rate(cfg, sweep_dir, folder):
+            label = "prefix_lm" if cfg.model.get("mask") == "prefix" else cfg.arch
+            check_same_design(folder, design(cfg, label), legacy_design(cfg, label), write=False)
+
+
+def planned_rate(cfg: DictConfig, sweep_dir, folder: Path) -> bool:
+    """Set a tuned cell's rate as its run will (zoo.run.scaling_cell.set_tuned_rate) where its tuning stage is done;
+    returns whether its design is known. A best rate at an edge of its grid is refused here, before anything trains;
+    a tuning stage not yet done is not (it comes first in the sweep), unless the cell's folder already holds a cell,
+    which can only have run after it."""
+    try:
+        set_tuned_rate(cfg, sweep_dir)
+    except ConfigError as e:
+        if "tuning runs are not done" in str(e) and not (folder / "cell.json").is_file():
+            return False
+        raise
+    return True
+
+
+def check_window(job: DictConfig) -> None:
+    """ConfigError when scaling.block_size (data.block_size, each window's tokens) is longer than model.max_len,
+    the longest sequence the models take (a whole-number block_size is check_design's)."""
+    block, max_len = job.scaling.get("block_size"), job.model.get("max_len")
+    if is_whole(block) and is_whole(max_len) and block > max_len:
+        raise ConfigError(
+            f"scaling.block_size={block} is longer than model.max_len={max_len}, the longest window the models "
+            f"take: lower scaling.block_size to at most {max_len}, or raise model.max_len"
+        )
+
+
+def run_plan(config: DictConfig, jobs: list[tuple[str, DictConfig]]) -> list[PlanRow]:
+    """experiment=scaling's plan of the sweep `jobs` (zoo.run.sweep_callback.sweep_jobs) under its multirun
+    `config`: checks every job (run directories, design, the job's own config checks, its folder's cell.json),
+    then times them (plan), prints the table and what it leaves out, and writes plan.json; returns the rows.
+    Raises ConfigError (or the job checks' errors) before anything is timed."""
+    subdir = OmegaConf.to_container(config.hydra.sweep, resolve=False)["subdir"]
+    check_run_dirs(jobs, subdir)
+    checked = []
+    for arch, job in jobs:  # a bad design or job config exits 2 before any data is read or timed
+        check_window(job)
+        check_design(job.scaling, [cell_size(job.scaling.cell, job.scaling.sizes)])
+        checked.append((arch, checked_config(copy.deepcopy(job))[0]))  # the job's own checks, run now
+    check_cell_dirs(checked, config.hydra.sweep.dir, subdir)
+    dm = instantiate(jobs[0][1].data, _convert_="all")
+    dm.prepare_data()
+    dm.setup()
+    overhead = float(config.scaling.get("job_overhead_s", 10))
+    print(f"zoo: scaling plan: {len(jobs)} jobs checked; timing each architecture and size", file=sys.stderr)
+    rows = plan(jobs, dm.model_info(), overhead, config.hydra.sweep.dir, subdir)
+    line = left_out(arch for arch, _ in jobs)
+    print(f"zoo: scaling plan\n{plan_table(rows)}" + (f"\n{line}" if line else ""), flush=True)
+    out = Path(config.hydra.sweep.dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "plan.json").write_text(json.dumps([asdict(r) for r in rows], indent=1))
+    return rows

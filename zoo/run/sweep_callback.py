@@ -2,7 +2,6 @@
 ends, with the command that reports it: a sweep's jobs otherwise print only their own run directories."""
 
 from hydra.experimental.callback import Callback
-from hydra.utils import instantiate
 from omegaconf import DictConfig
 
 
@@ -18,50 +17,42 @@ class SweepDir(Callback):
 
 
 class ScalingPlan(Callback):
-    """experiment=scaling's plan (zoo.run.scaling_plan): composes every job of the sweep, prints N, the steps it
-    trains, D, C, tokens per parameter, the budgets already done (an earlier command's, kept) and the estimated
-    seconds of what is left, writes plan.json in the sweep directory, and exits with 2 (nothing trains) when that
-    total is over scaling.time_budget_s, the design is bad (zoo.scaling.grid.check_design; a window longer than
-    the models take, check_window), a job cannot be built,
-    a job's config fails the checks its run would make (zoo.run.train.checked_config) or two jobs would write the
-    same run directory."""
+    """experiment=scaling's plan (zoo.run.scaling_plan.run_plan): composes every job of the sweep, prints N, the
+    steps it trains, D, C, tokens per parameter, the budgets already done (an earlier command's, kept), the
+    estimated seconds of what is left and their spread, and the architectures it leaves out; writes plan.json in
+    the sweep directory. Exits with 0 after the plan when scaling.dry_run is true, and with 2 (nothing trains) when
+    the total is over scaling.time_budget_s, the design is bad (zoo.scaling.grid.check_design; a window longer than
+    the models take, check_window), a job cannot be built, a job's config fails the checks its run would make
+    (zoo.run.train.checked_config), a job's folder holds a cell of another design (its cell.json) or two jobs would
+    write the same run directory."""
 
     def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
-        import copy
-        import json
         import sys
-        from dataclasses import asdict
-        from pathlib import Path
 
-        from omegaconf import OmegaConf
         from omegaconf.errors import InterpolationResolutionError
 
         from zoo.errors import ConfigError, DataError, is_number
         from zoo.run.budget import unwrapped
-        from zoo.run.scaling_plan import check_budget, check_run_dirs, plan, plan_table
-        from zoo.run.train import checked_config
-        from zoo.scaling.grid import cell_size, check_design
+        from zoo.run.scaling_plan import check_budget, run_plan
 
         try:
             for key, default in (("time_budget_s", None), ("job_overhead_s", 10)):
                 value = config.scaling.get(key, default)
                 if not is_number(value) or value < 0:  # before anything is timed
                     raise ConfigError(f"scaling.{key}={value!r} must be a number of seconds >= 0")
-            jobs = sweep_jobs(config)
-            check_run_dirs(jobs, OmegaConf.to_container(config.hydra.sweep, resolve=False)["subdir"])
-            for _, job in jobs:  # a bad design or job config exits 2 before any data is read or timed
-                check_window(job)
-                check_design(job.scaling, [cell_size(job.scaling.cell, job.scaling.sizes)])
-                checked_config(copy.deepcopy(job))  # the job's own checks (a cool-down shape, a rate), run now
-            dm = instantiate(jobs[0][1].data, _convert_="all")
-            dm.prepare_data()
-            dm.setup()
-            overhead = float(config.scaling.get("job_overhead_s", 10))
-            rows = plan(jobs, dm.model_info(), overhead, config.hydra.sweep.dir)
-            print(f"zoo: scaling plan\n{plan_table(rows)}", flush=True)
-            out = Path(config.hydra.sweep.dir)
-            out.mkdir(parents=True, exist_ok=True)
-            (out / "plan.json").write_text(json.dumps([asdict(r) for r in rows], indent=1))
+            dry_run = config.scaling.get("dry_run", False)
+            if not isinstance(dry_run, bool):
+                raise ConfigError(f"scaling.dry_run={dry_run!r} must be true (print the plan only) or false")
+            print("zoo: scaling plan: composing and checking the sweep's jobs", file=sys.stderr, flush=True)
+            rows = run_plan(config, sweep_jobs(config))
+            if dry_run:
+                total = sum(r.seconds for r in rows)
+                print(
+                    f"zoo: scaling.dry_run=true: the plan only, nothing trained ({total:.0f} s estimated, "
+                    f"scaling.time_budget_s={config.scaling.time_budget_s:g})",
+                    flush=True,
+                )
+                sys.exit(0)
             check_budget(rows, float(config.scaling.time_budget_s), config.scaling.sizes)
         except (ValueError, DataError, InterpolationResolutionError) as e:  # bad config or resolver; no data
             print(f"zoo: error: {unwrapped(e) if isinstance(e, InterpolationResolutionError) else e}", file=sys.stderr)
@@ -75,19 +66,6 @@ class ScalingPlan(Callback):
                 file=sys.stderr,
             )
             sys.exit(2)
-
-
-def check_window(job: DictConfig) -> None:
-    """ConfigError when scaling.block_size (data.block_size, each window's tokens) is longer than model.max_len,
-    the longest sequence the models take (a whole-number block_size is check_design's)."""
-    from zoo.errors import ConfigError, is_whole
-
-    block, max_len = job.scaling.get("block_size"), job.model.get("max_len")
-    if is_whole(block) and is_whole(max_len) and block > max_len:
-        raise ConfigError(
-            f"scaling.block_size={block} is longer than model.max_len={max_len}, the longest window the models "
-            f"take: lower scaling.block_size to at most {max_len}, or raise model.max_len"
-        )
 
 
 def sweep_jobs(config: DictConfig) -> list:

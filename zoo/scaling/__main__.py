@@ -3,7 +3,8 @@
 
 Fits the Chinchilla law L(N, D) = E + A / N^alpha + B / D^beta to a CSV of points (any runs, not only zoo's) with
 bootstrap intervals, and prints the compute-optimal allocation and the frontier L*(C) (docs/scaling-laws.md).
-Bad input (a missing column, a non-numeric or non-positive value, too few points) exits with 2 before any fitting.
+Bad input (a missing column, a non-numeric or non-positive value, too few points, fewer than 3 distinct N or D) exits
+with 2 before any fitting.
 """
 
 import argparse
@@ -213,7 +214,7 @@ def main(argv=None) -> int:
     # scipy >= 1.15's L-BFGS-B runs 10-30x slower with OpenBLAS threads (scipy issue #22438): one thread, unless
     # the user chose; takes effect because numpy loads only below
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    from zoo.scaling.fit import ScalingError, check_points, fit_scaling_law
+    from zoo.scaling.fit import ScalingError, check_points, fit_scaling_law, underdetermined
 
     try:
         if args.json is not None and not args.json.parent.is_dir():
@@ -232,6 +233,9 @@ def main(argv=None) -> int:
             args.csv, args.params, args.loss, args.tokens, args.flops, args.group, where, args.strata
         )
         kept = check_points(N, D, L, args.drop_highest, labels)
+        why_not = underdetermined([N[i] for i in kept], [D[i] for i in kept])
+        if why_not is not None:
+            raise ScalingError(why_not)
         if args.seed < 0:
             raise ScalingError(f"--seed {args.seed}: a seed is a non-negative integer (default 0)")
         if args.bootstrap < 0 or 0 < args.bootstrap < MIN_BOOTSTRAP:

@@ -33,6 +33,7 @@ DELTA = 1e-3
 PARAMS = ("E", "A", "B", "alpha", "beta")
 DERIVED = ("a", "b", "G")
 N_FIT = len(PARAMS)  # parameters fitted: the fewest points a fit accepts
+MIN_DISTINCT = 3  # distinct N (and D) that identify E + A / N^alpha (B / D^beta): 3 unknowns, one level each
 # Hoffmann et al. 2022, appendix D.2: the grid of initialisations (a = log A, b = log B, e = log E)
 GRID = {
     "a": np.arange(0.0, 30.0, 5.0),
@@ -162,6 +163,21 @@ def check_points(N, D, L, drop_highest: int = 0, labels=None) -> np.ndarray:
                 "of at least two sizes and two token counts"
             )
     return kept
+
+
+def underdetermined(N, D) -> str | None:
+    """One line on why the law cannot be fitted from points of these N and D, or None. With k < MIN_DISTINCT
+    distinct values of N the points fix only k values of E + A / N^alpha, whose 3 unknowns then trade off without
+    bound (a bootstrap interval of A can reach 1e130); likewise D with E + B / D^beta."""
+    for name, values, term, what in (("N", N, "E + A / N^alpha", "size"), ("D", D, "E + B / D^beta", "token count")):
+        k = len(np.unique(np.asarray(values, dtype=float)))
+        if k < MIN_DISTINCT:
+            return (
+                f"only {k} distinct {name} among the points: the law's 5 parameters need at least {MIN_DISTINCT} "
+                f"distinct N and {MIN_DISTINCT} distinct D ({k} {name} fix {k} values of {term}, whose 3 unknowns "
+                f"then trade off without bound), so the fit cannot be trusted; add runs of another {what}"
+            )
+    return None
 
 
 class _Problem:
@@ -363,7 +379,8 @@ def fit_scaling_law(
     range; groups or strata of another length; a group in two strata; strata that each hold one group) before any
     fitting, and RuntimeError when a resample's
     optimiser never left its starting points (the intervals would collapse).
-    Returns a ScalingFit; its values and ci hold E, A, B, alpha, beta, a, b and G. Check its `converged`: an
+    Returns a ScalingFit; its values and ci hold E, A, B, alpha, beta, a, b and G; its first note says so when
+    the points have fewer than 3 distinct N or D (underdetermined: the fit cannot be trusted). Check its `converged`: an
     optimiser that stopped early (an iteration limit, a flat stretch) on the full data gives converged False and no
     bootstrap; resamples that stopped early are left out of the intervals and counted in n_unconverged.
     In-process callers: start Python with OPENBLAS_NUM_THREADS=1 (scipy >= 1.15's L-BFGS-B is 10-30x slower with
@@ -412,6 +429,9 @@ def fit_scaling_law(
             f"{len(reasons)} of {bootstrap} resamples did not converge (first: {reasons[0]}): the intervals use "
             f"the other {len(samples)}",
         )
+    why_not = underdetermined(N, D)
+    if why_not is not None:
+        notes.insert(0, why_not)
     fit = ScalingFit(values, ci, samples, n, kept, f_hat * DELTA, int(bootstrap), seed, level, notes)
     fit.n_unconverged = len(reasons)
     return fit
