@@ -167,6 +167,19 @@ def test_paired_bootstrap_weighted_and_seeded():
     assert noise["p"] > 0.05
 
 
+def test_paired_bootstrap_leaves_out_windows_of_weight_0():
+    """Windows that score no token are no units: with d = (3, -1) on two windows of weight 1, delta = 1 and a
+    resample of 2 draws star = 3 or -1 (each 1/4: |star - delta| = 2 >= 1) or 1 (1/2): p_bootstrap -> 1/2, and
+    two windows differ. Two windows of weight 0 beside them (d = 5) change none of it; drawn as units they would
+    give resamples of 4, star = 0 with no weighted window drawn: p = 77/128 (the multinomial sum), 4 windows."""
+    two = paired_bootstrap([3.0, -1.0], [1.0, 1.0])
+    four = paired_bootstrap([3.0, 5.0, -1.0, 5.0], [1.0, 0.0, 1.0, 0.0])
+    for b in (two, four):
+        assert b["delta"] == pytest.approx(1.0)
+        assert (b["n"], b["n_diff"]) == (2, 2)
+        assert b["p_bootstrap"] == pytest.approx(0.5, abs=0.015)  # 10,000 resamples: sd 0.005
+
+
 def test_sacrebleu_paired_bootstrap():
     worse = [" ".join(r.split()[:4]) for r in REFS]
     clear = sacrebleu_paired(REFS, worse, REFS)
