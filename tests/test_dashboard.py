@@ -152,7 +152,13 @@ def test_scatter_of_params_and_flops_against_the_best_metric(workspace):
 
 
 @pytest.fixture
-def saved(monkeypatch):
+def logged_in(monkeypatch):
+    """wandb.Api replaced by a logged-in API whose default entity is "me"."""
+    monkeypatch.setattr(wandb, "Api", lambda: types.SimpleNamespace(default_entity="me"))
+
+
+@pytest.fixture
+def saved(monkeypatch, logged_in):
     """Workspace.save replaced: the workspaces main would save."""
     out = []
     monkeypatch.setattr(ws.Workspace, "save", lambda self: out.append(self) or self)
@@ -175,23 +181,34 @@ def test_main_saves_with_keys_and_entity(saved, capsys):
     assert capsys.readouterr().out == f"saved 'zoo comparison ({GROUP})' in team/zoo\n"
 
 
-def test_main_takes_the_default_entity(saved, monkeypatch):
-    monkeypatch.setattr(wandb, "Api", lambda: types.SimpleNamespace(default_entity="me"))
+def test_main_takes_the_default_entity(saved):
     assert main(["--project", "zoo"]) == 0
     assert saved[0].entity == "me"
 
 
-def test_main_without_an_entity_exits_2(saved, monkeypatch, capsys):
+NO_LOGIN = (
+    "zoo.dashboard: error: no W&B login (No API key configured. Use `wandb login` to log in.): "
+    "log in with `wandb login` (or set WANDB_API_KEY)\n"
+)
+
+
+@pytest.mark.parametrize("entity", [[], ["--entity", "team"]])
+def test_main_without_a_login_exits_2_with_or_without_an_entity(entity, saved, monkeypatch, capsys):
+    """No API key is one cause whether or not --entity is given: exit 2, the same message, nothing saved."""
+
     def no_key():
         raise wandb.errors.UsageError("No API key configured. Use `wandb login` to log in.")
 
     monkeypatch.setattr(wandb, "Api", no_key)
+    assert main(["--project", "zoo", *entity]) == 2
+    assert capsys.readouterr().err == NO_LOGIN
+    assert saved == []
+
+
+def test_main_with_a_login_but_no_default_entity_exits_2(saved, monkeypatch, capsys):
+    monkeypatch.setattr(wandb, "Api", lambda: types.SimpleNamespace(default_entity=None))
     assert main(["--project", "zoo"]) == 2
-    err = capsys.readouterr().err
-    assert err == (
-        "zoo.dashboard: error: no W&B entity (No API key configured. Use `wandb login` to log in.): "
-        "pass --entity E, or log in with `wandb login`\n"
-    )
+    assert capsys.readouterr().err == "zoo.dashboard: error: no W&B entity: pass --entity E\n"
     assert saved == []
 
 
@@ -237,7 +254,7 @@ def test_scaling_section_plots_the_lm_loss_against_compute_and_size_log_log(work
 
 
 @pytest.fixture
-def server(monkeypatch):
+def server(monkeypatch, logged_in):
     """W&B's view API replaced by a dict: save stores the spec's JSON string as the server does, from_name reads it
     back."""
     views = {}

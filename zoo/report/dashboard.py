@@ -7,7 +7,8 @@ its best metric against params and training FLOPs, parallel coordinates over --k
 (experiment=scaling): the LM loss against training FLOPs and non-embedding parameters, log-log. --group keeps one W&B
 group (a multirun's sweep dir). `build_workspace` needs no network; `main` saves (needs `wandb login`);
 `load_workspace(url)` loads a saved one back, the same workspace (`from_view` does it offline).
-Bad input exits 2 with a one-line message, before any network.
+Bad input exits 2 with a one-line message, before any network; so does no W&B login (with or without --entity,
+the same message); a save that fails otherwise (network, permissions) exits 1.
 """
 
 import argparse
@@ -214,19 +215,25 @@ def _scaling_section(ws, wr):
     )
 
 
-def _default_entity() -> str:
-    """The W&B API's default entity (needs a login and the network)."""
+def _login():
+    """The W&B API (wandb.Api) of the user's login. Raises DashboardError when there is none (no API key, no
+    network): the one cause of every "not logged in" failure, with or without --entity."""
     import wandb
 
     try:
-        entity = wandb.Api().default_entity
+        return wandb.Api()
     except Exception as e:  # no API key, no network
         raise DashboardError(
-            f"no W&B entity ({str(e).splitlines()[0] if str(e) else type(e).__name__}): "
-            "pass --entity E, or log in with `wandb login`"
+            f"no W&B login ({str(e).splitlines()[0] if str(e) else type(e).__name__}): "
+            "log in with `wandb login` (or set WANDB_API_KEY)"
         ) from None
+
+
+def _default_entity(api) -> str:
+    """The default entity of `api` (a wandb.Api). Raises DashboardError when the login names none."""
+    entity = getattr(api, "default_entity", None)
     if not entity:
-        raise DashboardError("no W&B entity: pass --entity E, or log in with `wandb login`")
+        raise DashboardError("no W&B entity: pass --entity E")
     return entity
 
 
@@ -254,8 +261,9 @@ def main(argv=None) -> int:
         if args.project is None:
             raise DashboardError("--project is required: python -m zoo.dashboard --project P [--entity E]")
         workspace = build_workspace(args.project, args.entity, args.group, args.keys.split(","), args.by.split(","))
+        api = _login()  # before saving: without a login, save fails as "no login" whatever the entity
         if not workspace.entity:
-            workspace.entity = _default_entity()
+            workspace.entity = _default_entity(api)
     except DashboardError as e:
         print(f"zoo.dashboard: error: {e}", file=sys.stderr)
         return 2
