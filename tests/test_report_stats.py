@@ -464,6 +464,42 @@ def test_ordering_needs_p_and_disjoint_intervals():
     assert ordering(one, {**one, "mean": 2.5}, None)[0] == 0
 
 
+def test_the_p_value_table_stars_only_what_the_ranking_calls_different(tmp_path):
+    """One rule for "significantly different", in the ranking and in the p-value table: p < 0.05 and, where both
+    groups have several seeds, disjoint 95% seed intervals. McNemar on two pooled seeds: B wrong on 10 of 60
+    examples in each seed where A is right, so b = 20, c = 0 and p = 2 / 2^20; but A's test/acc over its seeds
+    (1.0, 0.5) has a 95% interval around B's (0.84, 0.82): not ahead, so the p is printed without a star, marked."""
+    labels = [i % 2 for i in range(60)]
+    wrong = [1 - y if i < 10 else y for i, y in enumerate(labels)]
+    for seed, acc_a, acc_b in ((1, 1.0, 0.84), (2, 0.5, 0.82)):
+        for name, arch, pred, acc in (("eo", "encoder_only", labels, acc_a), ("do", "decoder_only", wrong, acc_b)):
+            write_run(
+                tmp_path,
+                f"{name}{seed}",
+                task="classification",
+                arch=arch,
+                seed=seed,
+                dataset="sst2",
+                final={"test/acc": acc},
+                examples={
+                    "task": "classification",
+                    "split": "test",
+                    "ids": list(range(60)),
+                    "pred": pred,
+                    "label": labels,
+                },
+            )
+    out = report(tmp_path, tmp_path / "out")
+    md = out["report"].read_text()
+    p = 2 / 2**20
+    (sign, why, got) = out["records"]["classification"][0]["pairs"][(0, 1)]
+    assert (sign, got) == (0, pytest.approx(p)) and why == f"p = {p:.3g}, but the 95% seed intervals overlap"
+    assert f"{p:.1e}*" not in md  # no star beside the tie
+    row = next(line for line in md.splitlines() if line.startswith("| encoder_only |"))
+    assert row == f"| encoder_only | {p:.1e} ° | - |"
+    assert "°: p < 0.05, but the 95% seed intervals overlap: not significantly different" in md
+
+
 # ---- bad input: mixed datasets / budgets -----------------------------------------------------------------
 def test_mixed_datasets_and_budgets_are_not_ranked_across(tmp_path):
     labels = [i % 2 for i in range(30)]
