@@ -46,6 +46,10 @@ DEGENERATE = (
     f"both flagged (all hypotheses empty or test/bleu < {MIN_BLEU:g} in every run): not ranked against each other"
 )
 OVERLAP = f"p < {ALPHA}, but the 95% seed intervals overlap: not significantly different (the rule above)"
+CELLS = (
+    "experiment=scaling's cells are not tested or ranked here: they differ in size on purpose, so a ranking would "
+    "mostly rank sizes; the Scaling section compares the architectures across sizes"
+)
 POOLING = (
     "seeds: the i-th seed of one group is paired with the i-th of the other (seed order) and the pairs are "
     "pooled (outputs concatenated seed after seed, references / labels repeated once per seed), so a resample "
@@ -108,10 +112,10 @@ def ordering(ra: dict, rb: dict, p: float | None) -> tuple[int, str]:
 
 def partitions(table: list[dict], task: str) -> dict[tuple[str, str], list[dict]]:
     """{(dataset, budget text): [group indices]} of a task's groups with finished runs: the sets within which
-    groups are ranked."""
+    groups are ranked. Scaling cells are left out (CELLS)."""
     parts: dict[tuple[str, str], list[int]] = {}
     for r in table:
-        if r["task"] == task and r["n"] > 0:
+        if r["task"] == task and r["n"] > 0 and not r.get("scaling_cell"):
             lst = parts.setdefault((r["dataset"], r["budget"]), [])
             if r["group"] not in lst:
                 lst.append(r["group"])
@@ -250,9 +254,10 @@ def compare_task(task: str, table: list[dict], groups: list[dict]) -> tuple[list
     the T5 comparison reads."""
     lines, records = [], []
     parts = partitions(table, task)
+    cells = [f"{CELLS}.", ""] if any(r["task"] == task and r.get("scaling_cell") for r in table) else []
     if not parts:
-        return lines, records
-    lines += _task_head(task, parts, groups)
+        return ([f"### {task}", "", *cells] if cells else []), records
+    lines += _task_head(task, parts, groups) + cells
     signatures: dict[str, str] = {}
     for (dataset, budget), gis in parts.items():
         part_lines, record = _compare_partition(task, table, groups, dataset, budget, gis, signatures)
