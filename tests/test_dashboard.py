@@ -2,6 +2,7 @@
 columns) and its wire form, main with W&B's save and API replaced, and bad input exiting 2."""
 
 import json
+import re
 import subprocess
 import sys
 import types
@@ -17,7 +18,7 @@ with warnings.catch_warnings():  # the library's pydantic v1-style validators
 
 from wandb_workspaces.workspaces import internal
 
-from zoo.report.dashboard import KEYS, DashboardError, build_workspace, load_workspace, main
+from zoo.report.dashboard import KEYS, DashboardError, build_workspace, from_view, load_workspace, main
 
 GROUP = "outputs/compare/2026-01-02_03-04-05"
 STEP, FLOPS, SECONDS = "trainer/global_step", "cost/flops", "cost/seconds"
@@ -241,16 +242,39 @@ def test_cli_bad_input_exit_code():
 
 
 def test_scaling_section_plots_the_lm_loss_against_compute_and_size_log_log(workspace):
+    """The loss against FLOPs (a cell's points, a run's validations), the final loss against N and FLOPs, log-log;
+    the trunk's and branches' training curves of each cell (zoo.run.cell_wandb's keys); tests/test_cell_wandb.py
+    reads these panels off a real cell's run."""
     section = workspace.sections[-1]
-    line, size, flops = section.panels
+    line, size, flops, train_loss, lr = section.panels
     assert (line.x, line.y, line.log_x, line.log_y) == ("cost/flops", ["val/cont_loss"], True, True)
     assert names([size.x, size.y, flops.x, flops.y]) == [
         ("Config", "params_non_embedding"),
-        ("SummaryMetric", "best/val/cont_loss"),
+        ("SummaryMetric", "val/cont_loss"),
         ("SummaryMetric", "cost/train_flops"),
-        ("SummaryMetric", "best/val/cont_loss"),
+        ("SummaryMetric", "val/cont_loss"),
     ]
     assert all(p.log_x and p.log_y for p in (size, flops))
+    segments = r"^(trunk|cooldown_[0-9_]+|cosine_[0-9_]+)/"
+    assert [(p.x, p.metric_regex) for p in (train_loss, lr)] == [
+        (STEP, segments + r"train/loss$"),
+        (STEP, segments + r"lr$"),
+    ]
+    keys = ["trunk/train/loss", "cooldown_5/train/loss", "cooldown_0_2/train/loss", "cosine_10/train/loss"]
+    assert [bool(re.search(train_loss.metric_regex, k)) for k in [*keys, "train/loss", "cooldown_5/lr"]] == [
+        *[True] * 4,
+        False,
+        False,
+    ]
+
+
+def test_the_saved_workspace_parses_back_to_the_same_wire_form():
+    """Every section, the scaling panels' metric regexes included: the wire form the workspace saves, parsed by the
+    library (internal.View) and loaded as load_workspace does (from_view), saves the same wire form."""
+    workspace = build_workspace("zoo", "team", GROUP, by=["arch", "arch_config", "model.pe"])
+    wire = workspace._to_model().model_dump_json(by_alias=True, exclude_none=True)
+    again = from_view(internal.View.model_validate_json(wire))._to_model()
+    assert json.loads(again.model_dump_json(by_alias=True, exclude_none=True)) == json.loads(wire)
 
 
 @pytest.fixture

@@ -4,7 +4,8 @@ workspace that compares zoo's runs, built with wandb-workspaces (`pip install 'z
 One section per task; runs grouped by `arch` and `arch_config`; the task's validation metrics against step,
 training FLOPs and training seconds,
 its best metric against params and training FLOPs, parallel coordinates over --keys; and a scaling section
-(experiment=scaling): the LM loss against training FLOPs and non-embedding parameters, log-log. --group keeps one W&B
+(experiment=scaling's cells, zoo.run.cell_wandb): the LM loss against training FLOPs and non-embedding parameters,
+log-log, and each cell's trunk and cool-down curves. --group keeps one W&B
 group (a multirun's sweep dir). `build_workspace` needs no network; `main` saves (needs `wandb login`);
 `load_workspace(url)` loads a saved one back, the same workspace (`from_view` does it offline).
 Bad input exits 2 with a one-line message, before any network; so does no W&B login (with or without --entity,
@@ -180,11 +181,16 @@ def _task_section(ws, wr, column: type, task: str, metrics, best: str, keys: lis
     )
 
 
+SEGMENTS = r"^(trunk|cooldown_[0-9_]+|cosine_[0-9_]+)/"  # a scaling cell's segments (zoo.run.cell_wandb)
+
+
 def _scaling_section(ws, wr):
-    """The scaling panel (experiment=scaling's runs): the LM's continuation loss against training FLOPs on
-    log-log axes, by architecture (the runs' groups), and the best loss against non-embedding parameters and
-    against the run's training FLOPs, both log-log."""
-    metric, best = "val/cont_loss", "best/val/cont_loss"
+    """The scaling panels (experiment=scaling's cells, zoo.run.cell_wandb, and LM runs of several sizes): the LM's
+    continuation loss against training FLOPs, log-log (a cell's points, a run's validations); the final loss (a
+    cell's largest budget, a run's last validation) against non-embedding parameters and against training FLOPs,
+    log-log, one point a run; the training loss and learning rate of each cell's trunk and cool-down branches
+    against step."""
+    metric = "val/cont_loss"
     panels = [
         wr.LinePlot(
             title=f"scaling: {metric} vs training FLOPs",
@@ -195,23 +201,33 @@ def _scaling_section(ws, wr):
             title_x="training FLOPs",
             title_y=metric,
         ),
-        wr.ScatterPlot(
-            title=f"scaling: {best} vs non-embedding params",
-            x=wr.Config("params_non_embedding"),
-            y=wr.SummaryMetric(best),
-            log_x=True,
-            log_y=True,
+        *(
+            wr.ScatterPlot(
+                title=f"scaling: final {metric} vs {x_title}",
+                x=x,
+                y=wr.SummaryMetric(metric),
+                log_x=True,
+                log_y=True,
+            )
+            for x, x_title in (
+                (wr.Config("params_non_embedding"), "non-embedding params"),
+                (wr.SummaryMetric("cost/train_flops"), "training FLOPs"),
+            )
         ),
-        wr.ScatterPlot(
-            title=f"scaling: {best} vs training FLOPs",
-            x=wr.SummaryMetric("cost/train_flops"),
-            y=wr.SummaryMetric(best),
-            log_x=True,
-            log_y=True,
+        *(
+            wr.LinePlot(
+                title=f"scaling: {name} of the trunk and branches vs step",
+                x=STEP,
+                metric_regex=SEGMENTS + re.escape(name) + "$",
+                log_y=log_y,
+                title_x="step",
+                title_y=name,
+            )
+            for name, log_y in (("train/loss", True), ("lr", False))
         ),
     ]
     return ws.Section(
-        name="scaling", panels=panels, is_open=False, layout_settings=ws.SectionLayoutSettings(columns=3, rows=1)
+        name="scaling", panels=panels, is_open=False, layout_settings=ws.SectionLayoutSettings(columns=3, rows=2)
     )
 
 
