@@ -2,6 +2,7 @@
 columns) and its wire form, main with W&B's save and API replaced, and bad input exiting 2."""
 
 import json
+import re
 import subprocess
 import sys
 import types
@@ -17,7 +18,7 @@ with warnings.catch_warnings():  # the library's pydantic v1-style validators
 
 from wandb_workspaces.workspaces import internal
 
-from zoo.report.dashboard import KEYS, DashboardError, build_workspace, load_workspace, main
+from zoo.report.dashboard import KEYS, DashboardError, build_workspace, from_view, load_workspace, main
 
 GROUP = "outputs/compare/2026-01-02_03-04-05"
 STEP, FLOPS, SECONDS = "trainer/global_step", "cost/flops", "cost/seconds"
@@ -152,7 +153,13 @@ def test_scatter_of_params_and_flops_against_the_best_metric(workspace):
 
 
 @pytest.fixture
-def saved(monkeypatch):
+def logged_in(monkeypatch):
+    """wandb.Api replaced by a logged-in API whose default entity is "me"."""
+    monkeypatch.setattr(wandb, "Api", lambda: types.SimpleNamespace(default_entity="me"))
+
+
+@pytest.fixture
+def saved(monkeypatch, logged_in):
     """Workspace.save replaced: the workspaces main would save."""
     out = []
     monkeypatch.setattr(ws.Workspace, "save", lambda self: out.append(self) or self)
@@ -175,23 +182,34 @@ def test_main_saves_with_keys_and_entity(saved, capsys):
     assert capsys.readouterr().out == f"saved 'zoo comparison ({GROUP})' in team/zoo\n"
 
 
-def test_main_takes_the_default_entity(saved, monkeypatch):
-    monkeypatch.setattr(wandb, "Api", lambda: types.SimpleNamespace(default_entity="me"))
+def test_main_takes_the_default_entity(saved):
     assert main(["--project", "zoo"]) == 0
     assert saved[0].entity == "me"
 
 
-def test_main_without_an_entity_exits_2(saved, monkeypatch, capsys):
+NO_LOGIN = (
+    "zoo.dashboard: error: no W&B login (No API key configured. Use `wandb login` to log in.): "
+    "log in with `wandb login` (or set WANDB_API_KEY)\n"
+)
+
+
+@pytest.mark.parametrize("entity", [[], ["--entity", "team"]])
+def test_main_without_a_login_exits_2_with_or_without_an_entity(entity, saved, monkeypatch, capsys):
+    """No API key is one cause whether or not --entity is given: exit 2, the same message, nothing saved."""
+
     def no_key():
         raise wandb.errors.UsageError("No API key configured. Use `wandb login` to log in.")
 
     monkeypatch.setattr(wandb, "Api", no_key)
+    assert main(["--project", "zoo", *entity]) == 2
+    assert capsys.readouterr().err == NO_LOGIN
+    assert saved == []
+
+
+def test_main_with_a_login_but_no_default_entity_exits_2(saved, monkeypatch, capsys):
+    monkeypatch.setattr(wandb, "Api", lambda: types.SimpleNamespace(default_entity=None))
     assert main(["--project", "zoo"]) == 2
-    err = capsys.readouterr().err
-    assert err == (
-        "zoo.dashboard: error: no W&B entity (No API key configured. Use `wandb login` to log in.): "
-        "pass --entity E, or log in with `wandb login`\n"
-    )
+    assert capsys.readouterr().err == "zoo.dashboard: error: no W&B entity: pass --entity E\n"
     assert saved == []
 
 
@@ -224,20 +242,43 @@ def test_cli_bad_input_exit_code():
 
 
 def test_scaling_section_plots_the_lm_loss_against_compute_and_size_log_log(workspace):
+    """The loss against FLOPs (a cell's points, a run's validations), the final loss against N and FLOPs, log-log;
+    the trunk's and branches' training curves of each cell (zoo.run.cell_wandb's keys); tests/test_cell_wandb.py
+    reads these panels off a real cell's run."""
     section = workspace.sections[-1]
-    line, size, flops = section.panels
+    line, size, flops, train_loss, lr = section.panels
     assert (line.x, line.y, line.log_x, line.log_y) == ("cost/flops", ["val/cont_loss"], True, True)
     assert names([size.x, size.y, flops.x, flops.y]) == [
         ("Config", "params_non_embedding"),
-        ("SummaryMetric", "best/val/cont_loss"),
+        ("SummaryMetric", "val/cont_loss"),
         ("SummaryMetric", "cost/train_flops"),
-        ("SummaryMetric", "best/val/cont_loss"),
+        ("SummaryMetric", "val/cont_loss"),
     ]
     assert all(p.log_x and p.log_y for p in (size, flops))
+    segments = r"^(trunk|cooldown_[0-9_]+|cosine_[0-9_]+)/"
+    assert [(p.x, p.metric_regex) for p in (train_loss, lr)] == [
+        (STEP, segments + r"train/loss$"),
+        (STEP, segments + r"lr$"),
+    ]
+    keys = ["trunk/train/loss", "cooldown_5/train/loss", "cooldown_0_2/train/loss", "cosine_10/train/loss"]
+    assert [bool(re.search(train_loss.metric_regex, k)) for k in [*keys, "train/loss", "cooldown_5/lr"]] == [
+        *[True] * 4,
+        False,
+        False,
+    ]
+
+
+def test_the_saved_workspace_parses_back_to_the_same_wire_form():
+    """Every section, the scaling panels' metric regexes included: the wire form the workspace saves, parsed by the
+    library (internal.View) and loaded as load_workspace does (from_view), saves the same wire form."""
+    workspace = build_workspace("zoo", "team", GROUP, by=["arch", "arch_config", "model.pe"])
+    wire = workspace._to_model().model_dump_json(by_alias=True, exclude_none=True)
+    again = from_view(internal.View.model_validate_json(wire))._to_model()
+    assert json.loads(again.model_dump_json(by_alias=True, exclude_none=True)) == json.loads(wire)
 
 
 @pytest.fixture
-def server(monkeypatch):
+def server(monkeypatch, logged_in):
     """W&B's view API replaced by a dict: save stores the spec's JSON string as the server does, from_name reads it
     back."""
     views = {}

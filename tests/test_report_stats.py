@@ -167,6 +167,19 @@ def test_paired_bootstrap_weighted_and_seeded():
     assert noise["p"] > 0.05
 
 
+def test_paired_bootstrap_leaves_out_windows_of_weight_0():
+    """Windows that score no token are no units: with d = (3, -1) on two windows of weight 1, delta = 1 and a
+    resample of 2 draws star = 3 or -1 (each 1/4: |star - delta| = 2 >= 1) or 1 (1/2): p_bootstrap -> 1/2, and
+    two windows differ. Two windows of weight 0 beside them (d = 5) change none of it; drawn as units they would
+    give resamples of 4, star = 0 with no weighted window drawn: p = 77/128 (the multinomial sum), 4 windows."""
+    two = paired_bootstrap([3.0, -1.0], [1.0, 1.0])
+    four = paired_bootstrap([3.0, 5.0, -1.0, 5.0], [1.0, 0.0, 1.0, 0.0])
+    for b in (two, four):
+        assert b["delta"] == pytest.approx(1.0)
+        assert (b["n"], b["n_diff"]) == (2, 2)
+        assert b["p_bootstrap"] == pytest.approx(0.5, abs=0.015)  # 10,000 resamples: sd 0.005
+
+
 def test_sacrebleu_paired_bootstrap():
     worse = [" ".join(r.split()[:4]) for r in REFS]
     clear = sacrebleu_paired(REFS, worse, REFS)
@@ -449,6 +462,42 @@ def test_ordering_needs_p_and_disjoint_intervals():
     one = {"metric": "val/loss (best)", "mean": 2.0, "lo": None, "hi": None}
     assert ordering(one, {**one, "mean": 2.5}, 0.01)[0] == 1  # lower loss ahead, one seed: p decides
     assert ordering(one, {**one, "mean": 2.5}, None)[0] == 0
+
+
+def test_the_p_value_table_stars_only_what_the_ranking_calls_different(tmp_path):
+    """One rule for "significantly different", in the ranking and in the p-value table: p < 0.05 and, where both
+    groups have several seeds, disjoint 95% seed intervals. McNemar on two pooled seeds: B wrong on 10 of 60
+    examples in each seed where A is right, so b = 20, c = 0 and p = 2 / 2^20; but A's test/acc over its seeds
+    (1.0, 0.5) has a 95% interval around B's (0.84, 0.82): not ahead, so the p is printed without a star, marked."""
+    labels = [i % 2 for i in range(60)]
+    wrong = [1 - y if i < 10 else y for i, y in enumerate(labels)]
+    for seed, acc_a, acc_b in ((1, 1.0, 0.84), (2, 0.5, 0.82)):
+        for name, arch, pred, acc in (("eo", "encoder_only", labels, acc_a), ("do", "decoder_only", wrong, acc_b)):
+            write_run(
+                tmp_path,
+                f"{name}{seed}",
+                task="classification",
+                arch=arch,
+                seed=seed,
+                dataset="sst2",
+                final={"test/acc": acc},
+                examples={
+                    "task": "classification",
+                    "split": "test",
+                    "ids": list(range(60)),
+                    "pred": pred,
+                    "label": labels,
+                },
+            )
+    out = report(tmp_path, tmp_path / "out")
+    md = out["report"].read_text()
+    p = 2 / 2**20
+    (sign, why, got) = out["records"]["classification"][0]["pairs"][(0, 1)]
+    assert (sign, got) == (0, pytest.approx(p)) and why == f"p = {p:.3g}, but the 95% seed intervals overlap"
+    assert f"{p:.1e}*" not in md  # no star beside the tie
+    row = next(line for line in md.splitlines() if line.startswith("| encoder_only |"))
+    assert row == f"| encoder_only | {p:.1e} ° | - |"
+    assert "°: p < 0.05, but the 95% seed intervals overlap: not significantly different" in md
 
 
 # ---- bad input: mixed datasets / budgets -----------------------------------------------------------------

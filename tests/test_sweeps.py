@@ -33,7 +33,8 @@ def compose_cfg(overrides):
 
 
 def wandb_records(run_dir: Path) -> dict:
-    """The run, config and summary records of the one offline W&B run under run_dir. The .wandb file is a
+    """The run, config, summary and history records (history: one {key: value} per logged row, history_keys: every
+    key) of the one offline W&B run under run_dir. The .wandb file is a
     LevelDB-style log (32 KiB blocks; records with a 7-byte header: crc32, length, type 1 full / 2 first /
     3 middle / 4 last) of wandb.proto Record messages, after a 7-byte ':W&B' file header."""
     from wandb.proto import wandb_internal_pb2 as pb
@@ -52,7 +53,7 @@ def wandb_records(run_dir: Path) -> dict:
         buf = chunk if kind in (1, 2) else buf + chunk
         if kind in (1, 4):
             chunks.append(buf)
-    out = {"config": {}, "summary": {}, "history_keys": set()}
+    out = {"config": {}, "summary": {}, "history_keys": set(), "history": []}
     for c in chunks:
         r = pb.Record()
         r.ParseFromString(c)
@@ -64,7 +65,9 @@ def wandb_records(run_dir: Path) -> dict:
         elif kind == "summary":
             out["summary"].update({i.key: json.loads(i.value_json) for i in r.summary.update if i.key})
         elif kind == "history":
-            out["history_keys"].update(i.key or "/".join(i.nested_key) for i in r.history.item)
+            row = {i.key or "/".join(i.nested_key): json.loads(i.value_json) for i in r.history.item}
+            out["history_keys"].update(row)
+            out["history"].append(row)
     return out
 
 

@@ -169,7 +169,8 @@ def _summary(root: Path, runs: list[dict], groups: list[dict], table: list[dict]
         "",
         "A row is a group of runs that differ only in seed: mean ± std over its seeds, 95% CI: Student t over "
         "seeds (n/a for one seed). Values: test metrics on the checkpoint with the best validation score "
-        "(classification, translation) or the best validation value (lm, marked `(best)`). Cost, mean over "
+        "(classification, translation) or the best validation value (lm, marked `(best)`); a scaling cell's "
+        "val/cont_loss at its largest budget (the others are in the Scaling section). Cost, mean over "
         "seeds: train FLOPs (forward + backward, 3 x forward FLOPs of the training batches), tokens (training "
         "tokens read), train s (time in training steps; in parentheses the run's whole wall seconds: data setup, "
         "training, validation, test), FLOPs/token (FLOPs per generated token; † forward FLOPs per token, "

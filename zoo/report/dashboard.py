@@ -4,10 +4,12 @@ workspace that compares zoo's runs, built with wandb-workspaces (`pip install 'z
 One section per task; runs grouped by `arch` and `arch_config`; the task's validation metrics against step,
 training FLOPs and training seconds,
 its best metric against params and training FLOPs, parallel coordinates over --keys; and a scaling section
-(experiment=scaling): the LM loss against training FLOPs and non-embedding parameters, log-log. --group keeps one W&B
+(experiment=scaling's cells, zoo.run.cell_wandb): the LM loss against training FLOPs and non-embedding parameters,
+log-log, and each cell's trunk and cool-down curves. --group keeps one W&B
 group (a multirun's sweep dir). `build_workspace` needs no network; `main` saves (needs `wandb login`);
 `load_workspace(url)` loads a saved one back, the same workspace (`from_view` does it offline).
-Bad input exits 2 with a one-line message, before any network.
+Bad input exits 2 with a one-line message, before any network; so does no W&B login (with or without --entity,
+the same message); a save that fails otherwise (network, permissions) exits 1.
 """
 
 import argparse
@@ -179,11 +181,16 @@ def _task_section(ws, wr, column: type, task: str, metrics, best: str, keys: lis
     )
 
 
+SEGMENTS = r"^(trunk|cooldown_[0-9_]+|cosine_[0-9_]+)/"  # a scaling cell's segments (zoo.run.cell_wandb)
+
+
 def _scaling_section(ws, wr):
-    """The scaling panel (experiment=scaling's runs): the LM's continuation loss against training FLOPs on
-    log-log axes, by architecture (the runs' groups), and the best loss against non-embedding parameters and
-    against the run's training FLOPs, both log-log."""
-    metric, best = "val/cont_loss", "best/val/cont_loss"
+    """The scaling panels (experiment=scaling's cells, zoo.run.cell_wandb, and LM runs of several sizes): the LM's
+    continuation loss against training FLOPs, log-log (a cell's points, a run's validations); the final loss (a
+    cell's largest budget, a run's last validation) against non-embedding parameters and against training FLOPs,
+    log-log, one point a run; the training loss and learning rate of each cell's trunk and cool-down branches
+    against step."""
+    metric = "val/cont_loss"
     panels = [
         wr.LinePlot(
             title=f"scaling: {metric} vs training FLOPs",
@@ -194,39 +201,55 @@ def _scaling_section(ws, wr):
             title_x="training FLOPs",
             title_y=metric,
         ),
-        wr.ScatterPlot(
-            title=f"scaling: {best} vs non-embedding params",
-            x=wr.Config("params_non_embedding"),
-            y=wr.SummaryMetric(best),
-            log_x=True,
-            log_y=True,
+        *(
+            wr.ScatterPlot(
+                title=f"scaling: final {metric} vs {x_title}",
+                x=x,
+                y=wr.SummaryMetric(metric),
+                log_x=True,
+                log_y=True,
+            )
+            for x, x_title in (
+                (wr.Config("params_non_embedding"), "non-embedding params"),
+                (wr.SummaryMetric("cost/train_flops"), "training FLOPs"),
+            )
         ),
-        wr.ScatterPlot(
-            title=f"scaling: {best} vs training FLOPs",
-            x=wr.SummaryMetric("cost/train_flops"),
-            y=wr.SummaryMetric(best),
-            log_x=True,
-            log_y=True,
+        *(
+            wr.LinePlot(
+                title=f"scaling: {name} of the trunk and branches vs step",
+                x=STEP,
+                metric_regex=SEGMENTS + re.escape(name) + "$",
+                log_y=log_y,
+                title_x="step",
+                title_y=name,
+            )
+            for name, log_y in (("train/loss", True), ("lr", False))
         ),
     ]
     return ws.Section(
-        name="scaling", panels=panels, is_open=False, layout_settings=ws.SectionLayoutSettings(columns=3, rows=1)
+        name="scaling", panels=panels, is_open=False, layout_settings=ws.SectionLayoutSettings(columns=3, rows=2)
     )
 
 
-def _default_entity() -> str:
-    """The W&B API's default entity (needs a login and the network)."""
+def _login():
+    """The W&B API (wandb.Api) of the user's login. Raises DashboardError when there is none (no API key, no
+    network): the one cause of every "not logged in" failure, with or without --entity."""
     import wandb
 
     try:
-        entity = wandb.Api().default_entity
+        return wandb.Api()
     except Exception as e:  # no API key, no network
         raise DashboardError(
-            f"no W&B entity ({str(e).splitlines()[0] if str(e) else type(e).__name__}): "
-            "pass --entity E, or log in with `wandb login`"
+            f"no W&B login ({str(e).splitlines()[0] if str(e) else type(e).__name__}): "
+            "log in with `wandb login` (or set WANDB_API_KEY)"
         ) from None
+
+
+def _default_entity(api) -> str:
+    """The default entity of `api` (a wandb.Api). Raises DashboardError when the login names none."""
+    entity = getattr(api, "default_entity", None)
     if not entity:
-        raise DashboardError("no W&B entity: pass --entity E, or log in with `wandb login`")
+        raise DashboardError("no W&B entity: pass --entity E")
     return entity
 
 
@@ -254,8 +277,9 @@ def main(argv=None) -> int:
         if args.project is None:
             raise DashboardError("--project is required: python -m zoo.dashboard --project P [--entity E]")
         workspace = build_workspace(args.project, args.entity, args.group, args.keys.split(","), args.by.split(","))
+        api = _login()  # before saving: without a login, save fails as "no login" whatever the entity
         if not workspace.entity:
-            workspace.entity = _default_entity()
+            workspace.entity = _default_entity(api)
     except DashboardError as e:
         print(f"zoo.dashboard: error: {e}", file=sys.stderr)
         return 2

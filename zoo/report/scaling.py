@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 from scipy.optimize import least_squares
 
+from zoo.report.refit import fit_options, number, refit_sentence
 from zoo.report.runs import arch_label, read_curves
 from zoo.report.scaling_tune import tune_section
 from zoo.scaling.fit import PARAMS, ScalingError, compute_optimal, fit_scaling_law, resample_weights
@@ -102,15 +103,23 @@ def scaling_points(runs: list[dict]) -> list[dict]:
 
 def write_points_csv(points: list[dict], path: Path) -> Path:
     """points.csv: one row per fitted point (FITTED_KINDS), header POINTS_CSV (lr: the peak rate the point's run
-    ran, empty where a run does not record it); refit one architecture with
-    `python -m zoo.scaling fit points.csv --params n_params --tokens tokens --loss loss --where arch=ARCH`."""
+    ran, empty where a run does not record it), numbers as fitted (zoo.report.refit.number); refit one
+    architecture with zoo.report.refit.refit_command."""
     with open(path, "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f, lineterminator="\n")
         w.writerow(POINTS_CSV)
         for p in points:
             w.writerow(
-                [p["arch"], p["size"], p["seed"], int(p["N"]), int(p["tokens"]), f"{p['C']:.6g}", f"{p['loss']:.6f}"]
-                + [f"{float(p['lr']):g}" if p.get("lr") not in (None, "") else ""]
+                [
+                    p["arch"],
+                    p["size"],
+                    p["seed"],
+                    number(p["N"]),
+                    number(p["tokens"]),
+                    f"{p['C']:.6g}",
+                    number(p["loss"]),
+                    f"{float(p['lr']):g}" if p.get("lr") not in (None, "") else "",
+                ]
             )
     return path
 
@@ -120,11 +129,15 @@ def fit_points(points: list[dict], bootstrap: int | None = None, seed: int = 0):
     branches share their weights up to the branch, and a run's evaluations are correlated) within each size when
     every size has 2 or more runs (the sizes are the design, the seeds the sampling: every resample keeps every
     size and its number of runs); otherwise across sizes (wider: a resample may lack a size; the gates on the
-    intervals then say they cannot check). Returns a zoo.scaling.fit.ScalingFit."""
+    intervals then say they cannot check). A run is its (size, seed) and a stratum its size, labelled as
+    points.csv's columns (zoo.report.refit.fit_options). Returns a zoo.scaling.fit.ScalingFit; its `options` are
+    fit_scaling_law's (refit_command prints them)."""
     N, D, L = (np.array([p[k] for p in points], dtype=float) for k in ("N", "D", "loss"))
     bootstrap = BOOTSTRAP if bootstrap is None else bootstrap
-    strata = [p["N"] for p in points] if bootstrap and not single_seed_sizes(points, "N") else None
-    return fit_scaling_law(N, D, L, bootstrap=bootstrap, seed=seed, groups=[p["run"] for p in points], strata=strata)
+    options = fit_options(points, bootstrap, strata=bool(bootstrap) and not single_seed_sizes(points, "N"))
+    fit = fit_scaling_law(N, D, L, **{**options, "seed": seed})
+    fit.options = {**options, "seed": seed}
+    return fit
 
 
 def single_seed_sizes(points: list[dict], key: str = "size") -> list:
@@ -404,7 +417,9 @@ def _fits(by_arch: dict) -> tuple[dict, list[str]]:
                 f"{arch}: the bootstrap over runs stalled ({e}); its intervals resample points (too narrow)"
             )
             N, D, L = (np.array([p[k] for p in pts], dtype=float) for k in ("N", "D", "loss"))
-            fits[arch] = fit_scaling_law(N, D, L, bootstrap=BOOTSTRAP, seed=0, n_starts=20)  # read at call time
+            options = fit_options(pts, BOOTSTRAP, strata=False, by_run=False)  # BOOTSTRAP read at call time
+            fits[arch] = fit_scaling_law(N, D, L, **options)
+            fits[arch].options = options
     return fits, warnings
 
 
@@ -862,9 +877,8 @@ def scaling_section(runs: list[dict], out_dir: Path, scaling_sweep: bool = False
         "L(N, D) = E + A / N^alpha + B / D^beta per architecture (Hoffmann et al. 2022's Huber fit, zoo.scaling.fit):"
         " N the non-embedding parameters, D the training tokens, the loss val/cont_loss at each budget; 95% "
         'intervals from a bootstrap over runs (seeds) within sizes, rescaled (docs/scaling-laws.md, "The gates"; '
-        f"over runs across sizes where a size has one seed). Every point is in [{csv_path.name}]({csv_path.name}) "
-        f"(refit it with `python -m zoo.scaling fit {csv_path.name} --params n_params --tokens tokens --loss loss "
-        f"--where arch={REFERENCE} --group size,seed --strata size`).",
+        f"over runs across sizes where a size has one seed). Every point is in [{csv_path.name}]({csv_path.name})."
+        + refit_sentence(csv_path.name, fits),
         "",
         *_fit_table(by_arch, fits, verdicts),
         "",

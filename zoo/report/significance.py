@@ -12,6 +12,9 @@ McNemar's exact test (mcnemar_exact); LM loss: a paired bootstrap over the same 
 weighted by their scored tokens (paired_bootstrap). A group is "ahead" of another when the test's p < ALPHA
 and, where both have several seeds, their 95% seed intervals do not overlap (a difference within the
 intervals is not an ordering); without examples, the intervals alone decide, and one seed each decides nothing.
+The p-value tables star a pair by the same rule (significant): a p < ALPHA whose seed intervals overlap is
+printed unstarred and marked °, since the paired tests resample examples of the trained models and do not see
+the seed-to-seed variance the intervals measure.
 Two translation groups whose every run is flagged (zoo.report.table.flag_group: all hypotheses empty, or test
 BLEU below 1) are never ahead of each other, and their p-values are printed unstarred. Under each p-value
 table the report prints the counts the tests rest on (counts_text): McNemar's b and c, and how many segments
@@ -41,6 +44,11 @@ ZERO_AND_FLOOR = (
 )
 DEGENERATE = (
     f"both flagged (all hypotheses empty or test/bleu < {MIN_BLEU:g} in every run): not ranked against each other"
+)
+OVERLAP = f"p < {ALPHA}, but the 95% seed intervals overlap: not significantly different (the rule above)"
+CELLS = (
+    "experiment=scaling's cells are not tested or ranked here: they differ in size on purpose, so a ranking would "
+    "mostly rank sizes; the Scaling section compares the architectures across sizes"
 )
 POOLING = (
     "seeds: the i-th seed of one group is paired with the i-th of the other (seed order) and the pairs are "
@@ -76,6 +84,13 @@ def overlap(ra: dict, rb: dict) -> bool | None:
     return not (ra["lo"] > rb["hi"] or rb["lo"] > ra["hi"])
 
 
+def significant(ra: dict, rb: dict, p: float | None) -> bool:
+    """The one rule for "significantly different" (the ranking and the p-value tables): a paired test's p < ALPHA
+    and, where both rows have several seeds, disjoint 95% seed intervals (overlap). Raises ValueError for a p
+    that is not None or in [0, 1], or an interval that is not finite with lo <= hi."""
+    return _p_value("significant", p) is not None and p < ALPHA and overlap(ra, rb) is not True
+
+
 def ordering(ra: dict, rb: dict, p: float | None) -> tuple[int, str]:
     """(+1 A ahead, -1 B ahead, 0 neither, why) for two rows of one metric (module docstring's rule). Raises
     ValueError for a p that is not None or in [0, 1] (a NaN p would rank A ahead)."""
@@ -97,10 +112,10 @@ def ordering(ra: dict, rb: dict, p: float | None) -> tuple[int, str]:
 
 def partitions(table: list[dict], task: str) -> dict[tuple[str, str], list[dict]]:
     """{(dataset, budget text): [group indices]} of a task's groups with finished runs: the sets within which
-    groups are ranked."""
+    groups are ranked. Scaling cells are left out (CELLS)."""
     parts: dict[tuple[str, str], list[int]] = {}
     for r in table:
-        if r["task"] == task and r["n"] > 0:
+        if r["task"] == task and r["n"] > 0 and not r.get("scaling_cell"):
             lst = parts.setdefault((r["dataset"], r["budget"]), [])
             if r["group"] not in lst:
                 lst.append(r["group"])
@@ -181,10 +196,11 @@ def ranking_lines(order: list[int], rows: dict, pairs: dict, groups: list[dict])
 
 def p_value_lines(by_metric: dict, order: list[int], tests: dict, groups: list[dict]) -> list[str]:
     """One Markdown table of p-values per metric that was tested, each followed by the counts each p-value rests
-    on (counts_text); then the pairs with identical outputs. A pair of flagged groups (both_degenerate) gets
-    its p-value unstarred and marked †."""
+    on (counts_text); then the pairs with identical outputs. A p-value is starred when the pair is significantly
+    different (significant, the ranking's rule), marked ° when p < ALPHA but the seed intervals overlap; a pair of
+    flagged groups (both_degenerate) gets its p-value unstarred and marked †."""
     lines = []
-    flagged_pairs = False
+    marks = set()
     for m in [m for m in by_metric if any(m in res for res in tests.values())]:
         m_order = [g for g in order if g in by_metric[m]] or order
         lines += [
@@ -194,25 +210,15 @@ def p_value_lines(by_metric: dict, order: list[int], tests: dict, groups: list[d
             "|" + "---|" * (len(m_order) + 1),
         ]
         for gi in m_order:
-            cells = []
-            for gj in m_order:
-                res = tests.get((gi, gj)) or tests.get((gj, gi)) or {}
-                p = res.get(m, {}).get("p")
-                if gi == gj:
-                    cells.append("-")
-                elif p is not None and both_degenerate(groups, gi, gj):
-                    cells.append(fmt_p(p, star=False) + " †")
-                    flagged_pairs = True
-                else:
-                    cells.append(fmt_p(p))
+            cells = ["-" if gi == gj else _p_cell(by_metric[m], tests, groups, gi, gj, m, marks) for gj in m_order]
             lines.append("| " + " | ".join([groups[gi]["label"]] + cells) + " |")
         lines += ["", f"Counts behind the p-values, {m}:", ""]
         for (gi, gj), res in tests.items():
             if m in res and gi in m_order and gj in m_order:
                 lines.append(f"- {groups[gi]['label']} (A) vs {groups[gj]['label']} (B): {counts_text(res[m], m)}")
         lines.append("")
-    if flagged_pairs:
-        lines += [f"†: {DEGENERATE}.", ""]
+    lines += [f"{mark}: {why}." for mark, why in (("°", OVERLAP), ("†", DEGENERATE)) if mark in marks]
+    lines += [""] if marks else []
     identical = sorted(
         {
             f"{groups[gi]['label']} and {groups[gj]['label']}"
@@ -225,15 +231,33 @@ def p_value_lines(by_metric: dict, order: list[int], tests: dict, groups: list[d
     return lines
 
 
+def _p_cell(rows: dict, tests: dict, groups: list[dict], gi: int, gj: int, metric: str, marks: set) -> str:
+    """The p-value table's cell of groups gi, gj on `metric` (rows: {group: table row}): the p starred when
+    significant, "p °" when p < ALPHA with overlapping seed intervals, "p †" for two flagged groups; adds the
+    mark used to `marks`."""
+    res = tests.get((gi, gj)) or tests.get((gj, gi)) or {}
+    p = res.get(metric, {}).get("p")
+    if p is None:
+        return fmt_p(p)
+    if both_degenerate(groups, gi, gj):
+        marks.add("†")
+        return fmt_p(p, star=False) + " †"
+    if gi in rows and gj in rows and p < ALPHA and not significant(rows[gi], rows[gj], p):
+        marks.add("°")
+        return fmt_p(p, star=False) + " °"
+    return fmt_p(p)
+
+
 def compare_task(task: str, table: list[dict], groups: list[dict]) -> tuple[list[str], list[dict]]:
     """The significance section of one task (Markdown lines), and per (dataset, budget) partition a record
     {"dataset", "budget", "metric", "order": [rows best first], "pairs": {(gi, gj): (sign for gi, why, p)}} that
     the T5 comparison reads."""
     lines, records = [], []
     parts = partitions(table, task)
+    cells = [f"{CELLS}.", ""] if any(r["task"] == task and r.get("scaling_cell") for r in table) else []
     if not parts:
-        return lines, records
-    lines += _task_head(task, parts, groups)
+        return ([f"### {task}", "", *cells] if cells else []), records
+    lines += _task_head(task, parts, groups) + cells
     signatures: dict[str, str] = {}
     for (dataset, budget), gis in parts.items():
         part_lines, record = _compare_partition(task, table, groups, dataset, budget, gis, signatures)
@@ -251,8 +275,10 @@ def _task_head(task: str, parts: dict, groups: list[dict]) -> list[str]:
         f"### {task}",
         "",
         f"Test: {TESTS.get(task, 'none (no paired test for this task)')}; {POOLING}; {ZERO_AND_FLOOR}. "
-        f"`*`: p < {ALPHA}. A group is ahead of another when p < {ALPHA} and, where both have several seeds, "
-        f"their 95% seed intervals do not overlap.",
+        f"Significantly different (`*` in the p-value tables, `>` in the ranking): p < {ALPHA} and, where both "
+        f"have several seeds, disjoint 95% seed intervals; the paired test resamples the examples of the trained "
+        f"models, the intervals the seeds, and a difference must stand both (°: p < {ALPHA} with overlapping "
+        "intervals, not significant).",
         "",
     ]
     if len(parts) > 1:

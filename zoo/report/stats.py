@@ -125,9 +125,10 @@ def paired_bootstrap(
     of the two token-weighted mean losses). Units are resampled with replacement n_samples times
     (numpy default_rng(seed)); the bootstrap p-value is (1 + #{|delta*_b - delta| >= |delta|}) / (n_samples + 1),
     the bootstrap distribution shifted to the null (Efron & Tibshirani 1993, ch. 16; Koehn 2004, "Statistical
-    significance tests for machine translation evaluation"). The reported "p" is max(that, randomization_floor(
-    n_diff)), n_diff = the units whose d is not 0; it is 1 when delta is 0 (identical systems, or differences
-    that cancel). Returns {"delta", "p", "p_bootstrap" (None when no resampling was needed), "n", "n_diff"}.
+    significance tests for machine translation evaluation"). Units of weight 0 are left out first: they are
+    not resampled and not counted. The reported "p" is max(that, randomization_floor(n_diff)), n_diff = the units
+    whose d is not 0; it is 1 when delta is 0 (identical systems, or differences that cancel). Returns {"delta",
+    "p", "p_bootstrap" (None when no resampling was needed), "n" (units of positive weight), "n_diff"}.
     Raises ValueError naming the argument for empty or mismatched inputs, a value that is not finite, weights that
     are negative or sum to 0, or n_samples < 1."""
     d = _vector("paired_bootstrap", "diff", diff)
@@ -141,8 +142,9 @@ def paired_bootstrap(
             f"sum {float(w.sum())!r}"
         )
     n_samples = _count("paired_bootstrap", "n_samples", n_samples, 1)
+    d, w = d[w > 0], w[w > 0]  # a unit of weight 0 (a window that scores no token) is no unit
     delta = float((w * d).sum() / w.sum())
-    n_diff = int(((d != 0) & (w > 0)).sum())
+    n_diff = int((d != 0).sum())
     tol = 1e-12 * max(1.0, float(np.abs(d).max()))  # float rounding of a difference that is 0
     if n_diff == 0 or abs(delta) <= tol:
         return {"delta": delta, "p": 1.0, "p_bootstrap": None, "n": len(d), "n_diff": n_diff}
@@ -152,8 +154,7 @@ def paired_bootstrap(
         k = min(chunk, n_samples - done)
         idx = rng.integers(0, len(d), size=(k, len(d)))
         ws = w[idx]
-        sums = ws.sum(1)
-        star = np.divide((ws * d[idx]).sum(1), sums, out=np.zeros(k), where=sums > 0)
+        star = (ws * d[idx]).sum(1) / ws.sum(1)  # every weight > 0
         hits += int((np.abs(star - delta) >= abs(delta) - tol).sum())
         done += k
     p_boot = (1 + hits) / (n_samples + 1)

@@ -13,6 +13,9 @@ METRICS = {
     "lm": [("val/loss", "best"), ("val/cont_loss", "best")],
     "translation": [("test/bleu", "final"), ("test/chrf", "final"), ("test/bleu_beam", "final")],
 }
+# an experiment=scaling cell (results.json "scaling"): its largest budget's loss, results.json's "final"
+# (zoo.run.scaling_cell); its other budgets are in the Scaling section
+CELL_METRICS = [("val/cont_loss", "final")]
 PRIMARY = {"classification": "test/acc", "lm": "val/cont_loss (best)", "translation": "test/bleu"}  # ranked by
 # the objectives whose losses compare (nats per token on the same continuation tokens, zoo.tasks.lm); the
 # masked LM (encoder_only's alternative) is scored on other tokens
@@ -77,9 +80,16 @@ def flag_group(group: dict) -> str:
     return "; ".join(flags)
 
 
+def is_cell(run: dict) -> bool:
+    """Whether a run is an experiment=scaling cell (its results.json has the cell's points under "scaling")."""
+    return isinstance(run.get("scaling"), dict)
+
+
 def metric_spec(task: str, runs: list[dict]) -> list:
-    """[(metric, where)] of a task: METRICS, or for another task every test/ metric of "final" and every
-    metric of "best" that some run recorded."""
+    """[(metric, where)] of a task's runs: CELL_METRICS for scaling cells, METRICS, or for another task every
+    test/ metric of "final" and every metric of "best" that some run recorded."""
+    if runs and all(is_cell(r) for r in runs):
+        return CELL_METRICS
     if task in METRICS:
         return METRICS[task]
     final = sorted({k for r in runs for k in r["final"] if k.startswith("test/")})
@@ -115,8 +125,9 @@ def rows(groups: list[dict]) -> list[dict]:
     note (objective_note), metric (" (best)" for the best validation value), seeds (text: "3", "2 (1 failed)"),
     n (values averaged), n_failed, values / seeds_list (per seed), mean, std, half, lo, hi (t_interval; None for
     one seed), value (= mean), status ("ok" | "failed"), error (first line of the first failure), group (its index
-    in groups), run_dirs, flag (flag_group: the group's unusable runs, "" for none), and group_cost's keys
-    (train_seconds: the cost's, else the run's wall_seconds)."""
+    in groups), run_dirs, flag (flag_group: the group's unusable runs, "" for none), scaling_cell (its runs are
+    experiment=scaling cells: metric_spec's CELL_METRICS), and group_cost's keys (train_seconds: the cost's, else
+    the run's wall_seconds)."""
     out = []
     for gi, g in enumerate(groups):
         base = _row_base(gi, g)
@@ -146,6 +157,7 @@ def _row_base(gi: int, g: dict) -> dict:
         "error": first_line(g["failed"][0]["error"]) if g["failed"] else "",
         "run_dirs": [r["run_dir"] for r in g["runs"]],
         "flag": flag,
+        "scaling_cell": bool(g["ok"]) and all(is_cell(r) for r in g["ok"]),
         **cost,
         "train_seconds_measured": cost["train_seconds"] is not None,
     }

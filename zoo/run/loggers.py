@@ -78,13 +78,14 @@ def data_tag(data: dict) -> str:
     return ("file:" + "+".join(dict.fromkeys(paths)))[:64]
 
 
-def make_loggers(cfg: DictConfig, tags):
-    """The loggers of conf/logger/; W&B gets group (wandb_group), job_type = arch and tags."""
+def make_loggers(cfg: DictConfig, tags, wandb: dict | None = None):
+    """The loggers of conf/logger/; W&B gets group (wandb_group), job_type = arch, tags and the `wandb` keyword
+    arguments (e.g. a run's id and name)."""
     loggers = []
     for lcfg in (cfg.get("logger") or {}).values():
         kwargs = {}
         if lcfg._target_.endswith("WandbLogger"):
-            kwargs.update(tags=tags, group=wandb_group(cfg), job_type=cfg.arch)
+            kwargs.update(tags=tags, group=wandb_group(cfg), job_type=cfg.arch, **(wandb or {}))
             if os.environ.get("WANDB_MODE") == "online":
                 kwargs["offline"] = False
             Path(cfg.paths.output_dir).mkdir(parents=True, exist_ok=True)

@@ -21,7 +21,9 @@ from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from zoo.model.cost import non_embedding_param_count
+from zoo.run.cell_wandb import CellRun, segment_name
 from zoo.run.config_checks import TASK_OF_BATCH
+from zoo.run.loggers import data_tag
 from zoo.run.results import arch_config, job_overrides, write_json, write_text
 from zoo.run.scaling_identity import check_same_design, design, legacy_design
 from zoo.run.train import build_data, checked_config
@@ -107,6 +109,7 @@ class Cell:
         self.trunk_dir = out / "trunk"
         self.every = int(cfg.scaling.get("checkpoint_every") or 0)
         self.train_seconds = 0.0  # training-step seconds of this invocation's fits
+        self.wandb: CellRun | None = None  # the cell's W&B run (zoo.run.cell_wandb), None without one
 
     def _task(self, scheduler: dict):
         cfg = self.cfg.copy()
@@ -129,11 +132,14 @@ class Cell:
             plugins=[AtomicCheckpointIO()],
         )
 
-    def fit(self, max_steps: int, scheduler: dict, ckpt: Path | None):
+    def fit(self, max_steps: int, scheduler: dict, ckpt: Path | None, segment: str = "trunk"):
         """Train a fresh task (its schedule: the config's with `scheduler` on top) from `ckpt` (None: from scratch)
-        to step max_steps; returns (trainer, task)."""
+        to step max_steps, its metrics logged to the cell's W&B run under `segment`; returns (trainer, task)."""
         task = self._task(scheduler)
+        task._log_hyperparams = self.dm._log_hyperparams = False  # the cell's config: logged once, by CellRun
         trainer = self._trainer(max_steps)
+        if self.wandb:
+            trainer.logger = self.wandb.segment(segment)
         before = None
 
         class Before(pl.Callback):  # the cost restored from ckpt, read once training starts
@@ -241,12 +247,20 @@ def run_cell(cfg: DictConfig) -> float:
         task.forward_flops_per_token(info["seq_len"], info.get("src_len")),
     )
     objective = getattr(task, "objective", task_name)
+    if todo:
+        top = {"arch": cfg.arch, "arch_config": arch_config(cfg), "task": task_name, "dataset": data["dataset"]}
+        top.update(objective=objective, params=params, params_non_embedding=n_params, flops_per_token=flops_per_token)
+        top.update(data_info=data, scaling_size=size_name, scaling_kind=kind)
+        tags = [cfg.arch, task_name, data_tag(data), *cfg.get("tags", [])]
+        cell.wandb = CellRun.start(cfg, f"{label}-{s.cell}", tags, top)
     for br in todo:
+        segment = segment_name(kind, br.tokens_per_param)
         if check:
             sched = {"kind": "cosine", "decay_steps": br.end, "min_lr": CHECK_MIN_LR * float(cfg.task.optimizer.lr)}
-            _, task = cell.fit(br.end, sched, None)
+            _, task = cell.fit(br.end, sched, None, segment)
         else:
-            _, task = cell.fit(br.end, {"decay_start": br.start, "decay_steps": br.end}, cell.trunk_to(br.start))
+            sched = {"decay_start": br.start, "decay_steps": br.end}
+            _, task = cell.fit(br.end, sched, cell.trunk_to(br.start), segment)
         loss = cell.score(task)
         row = {
             "arch": label,
@@ -265,6 +279,8 @@ def run_cell(cfg: DictConfig) -> float:
         }
         rows = [r for r in rows if not _done(r, br, kind, cooldown)] + [row]
         write_points(out / "points.csv", rows)
+        if cell.wandb:
+            cell.wandb.point(row)
         log.info("scaling cell %s %s: %g tokens per parameter, loss %.4f", label, s.cell, br.tokens_per_param, loss)
     mine = sorted(
         (r for r in rows if any(_done(r, br, kind, cooldown) for br in budgets)), key=lambda r: int(r["steps"])
@@ -304,5 +320,7 @@ def run_cell(cfg: DictConfig) -> float:
         "examples": None,
     }
     path = write_json(out / "results.json", record)
+    if cell.wandb:
+        cell.wandb.finish(mine, record["wall_seconds"])
     print(path.resolve())
     return float(mine[-1]["loss"]) if mine else float("nan")

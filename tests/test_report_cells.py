@@ -1,0 +1,129 @@
+"""experiment=scaling's cells in zoo.report, on a synthetic study (results.json with each cell's points, as
+zoo.run.scaling_cell writes): the table gives each cell its largest budget's loss, the significance section leaves
+cells of different sizes unranked, and the refit commands the Scaling section prints reproduce its intervals."""
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from zoo.scaling.fit import DERIVED, PARAMS
+
+SIZES = {"s1": 2.5e4, "s2": 5.7e4, "s3": 1.56e5}
+BUDGETS = (5, 10, 20)
+ARCH = "decoder_only"
+ENV = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
+pytestmark = pytest.mark.e2e  # the report and the refit run in their own processes
+
+
+def write_cell(root: Path, arch: str, size: str, seed: int, rng) -> list[dict]:
+    """One cell's results.json (zoo.run.scaling_cell's record): a point per budget on a Chinchilla law with 0.3%
+    noise, "final" the largest budget's loss. Returns its points."""
+    N = SIZES[size]
+    points = []
+    for i, b in enumerate(BUDGETS):
+        D = b * N
+        loss = (1.2 + 60 / N**0.4 + 90 / D**0.35) * (1 + 0.003 * rng.standard_normal())
+        points.append(
+            {
+                **{"arch": arch, "size": size, "seed": seed, "n_params": int(N), "tokens": int(D)},
+                **{"flops": 6 * N * D, "loss": loss, "tokens_per_param": b, "steps": 10 * (i + 1)},
+                **{"kind": "cooldown", "cooldown": 0.2, "seconds": 1.0},
+            }
+        )
+    d = root / f"{arch}-{size}_seed{seed}"
+    d.mkdir(parents=True)
+    last = max(points, key=lambda p: p["steps"])
+    record = {
+        **{"status": "ok", "arch": arch, "arch_config": arch, "task": "lm", "dataset": "plays"},
+        **{"objective": "causal_lm", "seed": seed, "overrides": [f"scaling.cell={size}_seed{seed}", f"+arch={arch}"]},
+        **{"budget": {"kind": "steps", "value": last["steps"]}, "final": {"val/cont_loss": last["loss"]}, "best": {}},
+        **{"params": int(N * 1.05), "params_non_embedding": int(N), "flops_per_token": 6 * N, "steps": last["steps"]},
+        **{"cost": {"train_flops": last["flops"], "tokens": last["tokens"], "train_seconds": 3.0}},
+        **{"wall_seconds": 4.0, "examples": None},
+        "scaling": {"cell": f"{size}_seed{seed}", "size": size, "kind": "cooldown", "points": points},
+    }
+    (d / "results.json").write_text(json.dumps(record))
+    return points
+
+
+# the report of the study in its own process (OpenBLAS on one thread, as `python -m zoo.report` runs it), with 40
+# resamples a fit (the CLI's least) and no figures; the fits it made written as JSON (ScalingFit.to_dict)
+REPORT = """
+import json, sys
+from pathlib import Path
+import zoo.report.scaling as section
+from zoo.report.build import report
+section.BOOTSTRAP = 40
+section._plots = lambda *a: []
+real, kept = section._fits, {}
+section._fits = lambda by_arch: kept.setdefault("fits", real(by_arch))
+root = Path(sys.argv[1])
+report(root, root / "out")
+fits = {arch: fit.to_dict() for arch, fit in kept["fits"][0].items()}
+(root / "fits.json").write_text(json.dumps(fits))
+"""
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory):
+    """One family at three sizes, two seeds each, and its report. Returns (the report's folder, {size: [each seed's
+    largest budget's loss]}, {arch: the report's fit as JSON})."""
+    root = tmp_path_factory.mktemp("cells")
+    rng = np.random.default_rng(0)
+    last = {}
+    for size in SIZES:
+        for seed in (1, 2):
+            last.setdefault(size, []).append(write_cell(root, ARCH, size, seed, rng)[-1]["loss"])
+    (root / "plan.json").write_text("[]")
+    r = subprocess.run([sys.executable, "-c", REPORT, str(root)], env=ENV, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return root / "out", last, json.loads((root / "fits.json").read_text())
+
+
+def test_the_table_gives_a_cell_its_largest_budgets_loss(study):
+    """A size's seeds are one row: val/cont_loss, the mean over seeds of each cell's loss at its largest budget."""
+    out, last, _ = study
+    md = (out / "report.md").read_text()
+    assert "no metric recorded" not in md
+    for size, losses in last.items():
+        row = f"| lm / {ARCH} scaling.cell={size} | plays | steps 30 | causal_lm | val/cont_loss | 2 | "
+        assert row + f"{np.mean(losses):.4f} ± {np.std(losses, ddof=1):.4f} |" in md, size
+
+
+def test_cells_of_different_sizes_are_not_ranked(study):
+    """No ranking or p-value among cells (they differ in size on purpose); the section says where they are
+    compared."""
+    out, _, _ = study
+    md = (out / "report.md").read_text()
+    assert "Ranking (best first" not in md and "p-values," not in md
+    assert "### lm\n\nexperiment=scaling's cells are not tested or ranked here" in md
+
+
+def test_the_printed_refit_command_reproduces_the_reports_intervals(study, tmp_path):
+    """The command the Scaling section prints, run as printed (its argv) in the report's folder, refits the family
+    with the report's resamples: every value and 95% interval equal to the report's, to the last bit."""
+    out, _, fits = study
+    (cmd,) = re.findall(r"`(python -m zoo\.scaling fit [^`]+)`", (out / "report.md").read_text())
+    argv = shlex.split(cmd)
+    assert argv[:4] == ["python", "-m", "zoo.scaling", "fit"] and argv[-4:] == ["--bootstrap", "40", "--seed", "0"]
+    r = subprocess.run(
+        [sys.executable, *argv[1:], "--json", str(tmp_path / "fit.json")],
+        cwd=out,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    cli, report_fit = json.loads((tmp_path / "fit.json").read_text()), fits[ARCH]
+    assert cli["n_points"] == report_fit["n_points"] == len(SIZES) * 2 * len(BUDGETS)
+    assert (cli["n_bootstrap"], cli["seed"]) == (40, 0)
+    for k in (*PARAMS, *DERIVED):
+        assert (cli[k]["value"], cli[k]["ci"]) == (report_fit[k]["value"], report_fit[k]["ci"]), k
