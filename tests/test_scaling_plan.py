@@ -419,8 +419,12 @@ def plan_jobs(tmp_path, monkeypatch, capsys, jobs, **scaling) -> tuple[int, str,
     return e.value.code, out.out, out.err
 
 
+FIXED_S1 = ["scaling.sizes.s1.lr=8.0e-3", "scaling.sizes.s1.lr_grid=null"]  # a fixed rate: no tuning stage needed
+
+
 def scaling_job(tmp_path, arch="decoder_only", *overrides):
-    return make_cfg(tmp_path, ["experiment=scaling", "+benchmark=scaling", "scaling.cell=s1_seed1", *overrides], arch)
+    base = ["experiment=scaling", "+benchmark=scaling", "scaling.cell=s1_seed1", *FIXED_S1]
+    return make_cfg(tmp_path, [*base, *overrides], arch)
 
 
 def test_dry_run_prints_the_plan_and_exits_0(tmp_path, monkeypatch, capsys):
@@ -452,6 +456,32 @@ def test_the_plan_names_the_architectures_it_leaves_out(tmp_path, monkeypatch, c
     from zoo.run.scaling_plan import left_out
 
     assert left_out(["decoder_only", "prefix_lm", "encoder_decoder", "encoder_only"]) is None
+
+
+def test_the_plan_refuses_a_tuned_cell_whose_best_rate_is_an_edge(tmp_path, monkeypatch, capsys):
+    """s1 tuned over [1e-3, 2e-3, 4e-3] with one seed, its tuning points in the sweep folder, 4e-3 the best: the
+    plan exits 2 naming the rate to add (8e-3), before anything is timed; with 2e-3 the best it passes."""
+    import zoo.run.scaling_plan as scaling_plan
+
+    tuned = ["scaling.sizes.s1.lr=tuned", "scaling.sizes.s1.lr_grid=[1.0e-3,2.0e-3,4.0e-3]", "scaling.tune_seeds=1"]
+    errs = []
+    for best, code_want in ((4e-3, 2), (2e-3, 0)):
+        for rate in (1e-3, 2e-3, 4e-3):
+            folder = tmp_path / "sweep" / f"decoder_only-s1_seed1_lr{rate!r}"
+            folder.mkdir(parents=True, exist_ok=True)
+            loss = 2.0 if rate == best else 2.5
+            (folder / "points.csv").write_text(
+                f"arch,size,seed,n_params,tokens,flops,loss,lr,kind\ndecoder_only,s1,1,1,1,1,{loss},{rate!r},tune\n"
+            )
+        with monkeypatch.context() as m:
+            if code_want == 2:
+                m.setattr(scaling_plan, "measure", lambda *a, **k: pytest.fail("the plan timed a job it refuses"))
+            job = [("decoder_only", scaling_job(tmp_path, "decoder_only", *tuned))]
+            code, _, err = plan_jobs(tmp_path, m, capsys, job, dry_run=True)
+        assert code == code_want, err
+        errs.append(err)
+    assert "best tuning rate 0.004 is an edge of scaling.sizes.s1.lr_grid (0.001, 0.002, 0.004)" in errs[0]
+    assert "add 0.008 to the grid" in errs[0] and "edge" not in errs[1]
 
 
 def test_the_plan_refuses_a_folder_holding_a_cell_of_another_design(tmp_path, monkeypatch, capsys):
