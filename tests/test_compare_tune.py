@@ -237,7 +237,7 @@ def test_parallel_text_with_read_test_false_reads_no_test_split(tmp_path, test_g
     kw = dict(**files, src_lang="de", tgt_lang="en", tokenizer="char", test_fraction=0.2)
     dm = ParallelText(**kw, read_test=False)
     dm.setup()
-    assert dm.test_set is None and len(dm.val_set) == 10
+    assert dm.test_set is None and len(dm.val_set) == 10 and len(dm.train_set) == (50 if test_given else 40)
     with pytest.raises(DataError, match="read_test=False"):
         dm.test_dataloader()
     if test_given:
@@ -247,6 +247,32 @@ def test_parallel_text_with_read_test_false_reads_no_test_split(tmp_path, test_g
         full = ParallelText(**kw)
         full.setup()
         assert dm.train_set.srcs == full.train_set.srcs and len(full.train_set) == 40 and len(full.test_set) == 10
+
+
+@pytest.mark.parametrize("test_given", [True, False])
+def test_text_classification_with_read_test_false_reads_no_test_split(tmp_path, test_given):
+    """TextClassification as ParallelText above: 100 training rows, 20 val rows; a test file that does not exist
+    is never opened (train keeps its 100 rows), a carved test split is cut from train as in a module that reads
+    it (the same 80 rows) and dropped."""
+    from zoo.data.text_classification import TextClassification
+
+    rows = [(f"text number {i} " + "good " * (i % 2), i % 2) for i in range(120)]
+    for name, part in (("train", rows[:100]), ("val", rows[100:])):
+        (tmp_path / f"{name}.csv").write_text("text,label\n" + "".join(f"{t},{lab}\n" for t, lab in part))
+    test = str(tmp_path / "missing.csv") if test_given else None
+    kw = dict(train=str(tmp_path / "train.csv"), val=str(tmp_path / "val.csv"), test=test, tokenizer="char")
+    dm = TextClassification(**kw, test_fraction=0.2, read_test=False)
+    dm.setup()
+    assert dm.test_set is None and len(dm.val_set) == 20 and len(dm.train_set) == (100 if test_given else 80)
+    with pytest.raises(DataError, match="read_test=False"):
+        dm.test_dataloader()
+    full = TextClassification(**kw, test_fraction=0.2)
+    if test_given:
+        with pytest.raises(DataError, match="missing.csv"):
+            full.setup()
+    else:
+        full.setup()
+        assert dm.train_set.ids == full.train_set.ids and len(full.test_set) == 20
 
 
 def fake_run(root, name, task, arch, seed, lr, value, tuned=None, tuning=False):
