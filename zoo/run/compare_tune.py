@@ -5,7 +5,8 @@ With a grid, the sweep's `seed` list (${zoo_compare_seeds:...}) puts a pair's tu
 SEED_tune_lrRATE for each tune seed (1 .. compare.tune_seeds) and rate of the grid, smallest first (run dir
 <benchmark>-<arch>-seed1_tune_lr0.001), then the seeds 1 .. compare.seeds. A tuning run is the cell of its seed
 at its rate, trained to the same budget, but its datamodule never reads the test split (read_test=False) and it
-is not tested: it is scored by its final validation metric (compare.tune_metric, per task). A cell reads its
+is not tested: it is scored by its final validation metric (compare.tune_metric, per task); its W&B group is its
+cells' group + TUNE_GROUP, so a dashboard of the sweep's group shows the cells alone. A cell reads its
 pair's tuning runs (their results.json beside its run directory) and runs the rate whose seed-mean metric is best
 (zoo.scaling.tune.best_rate); it refuses missing or failed tuning runs, and a best rate at an edge of the grid
 (zoo.scaling.tune.rate_beyond names the rate to add). Without a grid the sweep and its cells are today's: one
@@ -27,11 +28,13 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from zoo.errors import ConfigError, is_number, is_whole
 from zoo.run.config_checks import TASK_OF_BATCH, seed_list
+from zoo.run.loggers import wandb_group
 from zoo.run.results import arch_config
 from zoo.scaling.grid import rate_name
 from zoo.scaling.tune import best_rate, rate_beyond
 from zoo.tasks.base import metric_mode
 
+TUNE_GROUP = "/tune"  # a tuning run's W&B group: its cells' group with this added (dashboards show the cells)
 TUNE = re.compile(r"^(?P<seed>[0-9]+)_tune_lr(?P<lr>[0-9]+(?:\.[0-9]*)?(?:e[-+]?[0-9]+)?)$")
 
 
@@ -127,6 +130,8 @@ def begin(cfg: DictConfig) -> dict | None:
             raise ConfigError(f"seed={cfg.seed}: rate {lr:g} is not in compare.lr_grid ({fmt_rates(grid)})")
         with open_dict(cfg):
             cfg.seed, cfg.task.optimizer.lr = seed, lr
+            if (cfg.get("logger") or {}).get("wandb") is not None and not cfg.logger.wandb.get("group"):
+                cfg.logger.wandb.group = (wandb_group(cfg) + TUNE_GROUP)[-128:]  # not in the cells' group
         data_kwargs(cfg, True)  # a datamodule that could not skip its test split: refused here, before data
         return {**record, "lr": lr}
     k = int(cfg.compare.tune_seeds)
