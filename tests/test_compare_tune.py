@@ -107,6 +107,23 @@ def lm_cell(sweep, arch="decoder_only"):
     return make_cfg(sweep / f"lm-{arch}-seed1", ["experiment=compare", "+benchmark=lm", "seed=1", *LM_GRID], arch)
 
 
+def test_a_tuning_run_takes_its_seed_and_rate_from_its_name(tmp_path):
+    """seed=2_tune_lr0.004: seed 2 at rate 0.004, in the cells' W&B group + /tune (compare: experiment_name, out of
+    a sweep); a rate outside the grid, a tuning seed without a grid, or a test metric are refused."""
+    cfg = make_cfg(tmp_path / "t", ["experiment=compare", "+benchmark=lm", "seed=2_tune_lr0.004", *LM_GRID])
+    record = begin(cfg)
+    assert (cfg.seed, cfg.task.optimizer.lr, cfg.logger.wandb.group) == (2, 4e-3, "compare/tune")
+    assert record["tuning"] and not record["tuned"] and record["lr"] == 4e-3
+    assert make_cfg(tmp_path / "c", ["experiment=compare", "+benchmark=lm", "seed=2"]).logger.wandb.group is None
+    for extra, match in (
+        (["seed=1_tune_lr0.003", *LM_GRID], r"rate 0.003 is not in compare.lr_grid \(0.001, 0.002, 0.004\)"),
+        (["seed=1_tune_lr0.002"], r"seed=1_tune_lr0.002 names a tuning run, but compare.lr_grid is null"),
+        (["seed=1", *LM_GRID, "compare.tune_metric.lm=test/loss"], r"compare.tune_metric.lm='test/loss' must name"),
+    ):
+        with pytest.raises(ConfigError, match=match):
+            begin(make_cfg(tmp_path / "x", ["experiment=compare", "+benchmark=lm", *extra]))
+
+
 def test_a_cell_runs_the_best_seed_mean_rate_of_its_own_tuning_runs(tmp_path):
     """decoder_only's seed means: 1e-3 -> 2.0, 2e-3 -> 1.9, 4e-3 -> 1.95 (seed 1 alone would pick 4e-3); prefix_lm's
     runs in the same folder (best 1e-3) do not count. Classification maximises val/acc: 1e-3 (0.8)."""
@@ -159,6 +176,31 @@ def test_a_refused_cell_exits_2_with_one_line(tmp_path):
     out = run_cli([*args, f"hydra.run.dir={tmp_path / 'lm-decoder_only-seed1'}"], cwd=tmp_path)
     err = out.stderr.strip().splitlines()
     assert out.returncode == 2 and len(err) == 1 and err[0].startswith("zoo: error: decoder_only on lm: the best")
+
+
+@pytest.mark.slow
+@needs_shared
+def test_one_command_tunes_and_runs_the_cell_at_the_obviously_best_rate(tmp_path):
+    """The real sweep on a tiny lm cell, rates 1e-4, 1e-2, 3 for 30 steps: 1e-4 barely moves, 3 diverges, so 1e-2
+    is best and inside the grid. The tuning runs run first, the cell runs 1e-2 and is, to the last bit, the
+    tuning run at 1e-2 (no test split in lm: the same run); the report says the cell was tuned."""
+    tiny = ["model.d_model=32", "model.n_heads=2", "model.d_ff=64", "model.n_layers=2", "data.block_size=32"]
+    tiny += ["data.batch_size=8", "data.val_windows=16", "trainer.max_steps=30", "trainer.val_check_interval=10"]
+    sweep = tmp_path / "sweep"
+    args = ["-m", "experiment=compare", "compare.budget=steps", "+arch=decoder_only", "+benchmark=lm"]
+    args += ["compare.seeds=1", "compare.lr_grid=[1e-4,1e-2,3.0]", f"hydra.sweep.dir={sweep}", "logger=csv"]
+    out = run_cli([*args, "threads=1", "task.sample.max_new_tokens=8", *tiny], cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    order = [
+        line.split("seed=")[1].split()[0] for line in out.stdout.splitlines() + out.stderr.splitlines() if "\t#" in line
+    ]
+    assert order == ["1_tune_lr0.0001", "1_tune_lr0.01", "1_tune_lr3.0", "1"]
+    res = {d.name: json.loads((d / "results.json").read_text()) for d in sweep.iterdir() if d.is_dir()}
+    cell, tuned = res["lm-decoder_only-seed1"], res["lm-decoder_only-seed1_tune_lr0.01"]
+    assert cell["compare"]["tuned"] and cell["compare"]["lr"] == 1e-2
+    assert cell["final"]["val/cont_loss"] == tuned["final"]["val/cont_loss"]
+    text = report(sweep)["report"].read_text()
+    assert "- lm: tuned: each architecture at its best rate of compare.lr_grid (0.0001, 0.01, 3)" in text
 
 
 # a tiny SST-2 cell: 4 steps of 32 examples, validated every 2 steps
