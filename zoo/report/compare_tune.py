@@ -15,6 +15,7 @@ def split_tuning(runs: list[dict]) -> tuple[list[dict], list[dict]]:
 
 
 def fmt_rates(rates) -> str:
+    """Rates as text: [0.001, 0.002] -> "0.001, 0.002"."""
     return ", ".join(f"{float(r):g}" for r in rates)
 
 

@@ -143,6 +143,7 @@ def begin(cfg: DictConfig) -> dict | None:
 
 
 def fmt_rates(grid) -> str:
+    """Rates as text: [0.001, 0.002] -> "0.001, 0.002"."""
     return ", ".join(f"{r:g}" for r in grid)
 
 
