@@ -18,6 +18,7 @@ import torch
 from torch.utils.data import DataLoader, Sampler
 
 from zoo.data.windows import _MASK, _mix64
+from zoo.errors import DataError
 
 
 def epoch_generator(seed: int, epoch: int) -> torch.Generator:
@@ -188,6 +189,12 @@ class BatchedDataModule(pl.LightningDataModule):
         return self._loader(self.val_set, self.eval_batches(self.val_set))
 
     def test_dataloader(self) -> DataLoader:
-        """The test split, sorted by length, not shuffled; every process evaluates all of it."""
+        """The test split, sorted by length, not shuffled; every process evaluates all of it. DataError for a
+        module built with read_test=False (it never reads its test split)."""
         self.setup()
+        if not getattr(self, "read_test", True):
+            raise DataError(
+                f"{type(self).__name__} was built with read_test=False (a tuning run of experiment=compare): it "
+                "has no test split to score"
+            )
         return self._loader(self.test_set, self.eval_batches(self.test_set))

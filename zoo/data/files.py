@@ -657,6 +657,12 @@ class FileSplits:
     name: str | None = None
     hf_path: str | None = None
     hf_name: str | None = None
+    read_test: bool = True  # False: the test split is never read, checked or encoded (zoo.run.compare_tune)
+
+    def unread(self) -> set[str]:
+        """The splits this module does not read: {"test"} with read_test=False, else none. A test split carved
+        out of train is still cut from train (so train is the same), and dropped unread."""
+        return set() if self.read_test else {"test"}
 
     @classmethod
     def config_ids(cls, data) -> dict:
@@ -714,7 +720,9 @@ class FileSplits:
         """{split: a resolver name or resolved path, {key: ...} for a mapping, or how the split came about}."""
         files = {}
         for split, value in self.sources.items():
-            if split in self.carved:
+            if split in self.unread():
+                files[split] = "not read (read_test=false)"
+            elif split in self.carved:
                 files[split] = self.carved[split]
             elif hasattr(value, "items"):
                 files[split] = {str(k): file_entry(str(f)) for k, f in value.items()}

@@ -62,7 +62,7 @@ class Multi30k(ParallelText):
         test_split: the test set: test_2016_flickr (the standard one), test_2017_flickr, test_2017_mscoco
             or test_2018_flickr.
         max_tokens, max_len, vocab_size, joint_vocab, tokenizer_dir, num_workers, seed, data_dir, mirror,
-            limit: ParallelText's.
+            limit, read_test: ParallelText's (read_test=False: the test_split files are never found or read).
     Raises DataError for a language pair or test split without files (the message lists what exists).
     """
 
@@ -83,6 +83,7 @@ class Multi30k(ParallelText):
         limit: int | None = None,
         tokenizer: str = "bpe",
         special_tokens: dict | None = None,
+        read_test: bool = True,
     ):
         splits = {"train": "train", "val": "val", "test": test_split}
         check_language_pair(list(splits.values()), src_lang, tgt_lang)
@@ -106,6 +107,7 @@ class Multi30k(ParallelText):
             data_dir=data_dir,
             mirror=mirror,
             limit=limit,
+            read_test=read_test,
         )
         self.splits, self.test_split = splits, test_split
 
@@ -113,8 +115,9 @@ class Multi30k(ParallelText):
         return f"multi30k/{self.splits[split]}.{lang}.gz"
 
     def prepare_data(self) -> None:
-        """Find or download the six files (runs once per node under Lightning)."""
-        for split in self.splits:
+        """Find or download the six files (runs once per node under Lightning); not the test files with
+        read_test=False."""
+        for split in (s for s in self.splits if s not in self.unread()):
             for lang in (self.src_lang, self.tgt_lang):
                 resolver.resolve(self.file_name(split, lang), self.data_dir, self.mirror)
 
@@ -124,6 +127,7 @@ class Multi30k(ParallelText):
         files = {
             f"{split}.{lang}": self.file_name(split, lang)
             for split in self.splits
+            if split not in self.unread()
             for lang in (self.src_lang, self.tgt_lang)
         }
         return {**info, "test_split": self.test_split, "files": files}

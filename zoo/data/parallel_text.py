@@ -122,6 +122,8 @@ class ParallelText(BatchedDataModule, FileSplits):
         data_dir, mirror: the resolver's (built-in names). name: the dataset's name in reports.
         hf_path, hf_name: a Hugging Face dataset (hub id when online, or a local folder of split files) for the
             splits no file is given for; its columns src_column / tgt_column.
+        read_test: False: the test split is never read (its files are not opened; a carved one is cut from
+            train and dropped; a hub dataset's is dropped unparsed), test_set is None, test_dataloader refuses.
     After setup(): src_tokenizer / tgt_tokenizer, their vocab sizes, `pad_id` (the tokenizer's), `model_ids`
     ({pad_id, bos_id, eos_id}, given to the model), train_set / val_set / test_set.
     Raises DataError at setup for missing files or columns, misaligned files, bad encodings, empty splits,
@@ -168,12 +170,14 @@ class ParallelText(BatchedDataModule, FileSplits):
         hf_path: str | None = None,
         hf_name: str | None = None,
         special_tokens: dict | None = None,
+        read_test: bool = True,
     ):
         super().__init__()
         self.save_hyperparameters()
         self._check_args(
             train, val, test, hf_path, tokenizer, special_tokens, (val_fraction, test_fraction), src_lang, tgt_lang
         )
+        self.read_test = read_test
         _check_sizes(max_len, max_tokens)
         self.sources = {"train": train, "val": val, "test": test}
         self.src_lang, self.tgt_lang = src_lang, tgt_lang
@@ -261,11 +265,15 @@ class ParallelText(BatchedDataModule, FileSplits):
         return [src[i] for i in keep], [tgt[i] for i in keep]
 
     def read(self) -> dict[str, tuple[list[str], list[str]]]:
-        """Every split's pairs; a missing val / test carved out of train in a seeded random order."""
-        data = {s: self.read_pairs(s, v) for s, v in self.sources.items() if v is not None}
+        """Every split's pairs; a missing val / test carved out of train in a seeded random order. The splits of
+        unread() are not read (a carved one is cut from train, then dropped)."""
+        unread = self.unread()
+        data = {s: self.read_pairs(s, v) for s, v in self.sources.items() if v is not None and s not in unread}
+        given = {s for s, v in self.sources.items() if v is not None}  # splits that are not carved
         if self.hf_path is not None:  # the hub dataset's splits, where no file is given
             for split, records in read_hub(self.hf_path, self.hf_name).items():
-                if split not in data:
+                given.add(split)
+                if split not in data and split not in unread:
                     self.carved[split] = f"{self.hf_path}{f'/{self.hf_name}' if self.hf_name else ''}[{split}]"
                     src, tgt = (
                         column(records, c, Path(self.carved[split]), k)
@@ -281,7 +289,7 @@ class ParallelText(BatchedDataModule, FileSplits):
             self.origins["train"] = (where, first, unit, rows[: self.limit])
         left = 1.0  # the part of the training file still in train: each fraction is of the whole file
         for i, split in enumerate(("val", "test")):
-            if split in data:
+            if split in given:
                 continue
             src, tgt = data["train"]
             n = max(1, round(len(src) * self.fractions[split] / left))
@@ -294,10 +302,11 @@ class ParallelText(BatchedDataModule, FileSplits):
             self.origins[split] = (where, first, unit, [rows[j] for j in carved])
             self.origins["train"] = (where, first, unit, [rows[j] for j in keep])
             self.carved[split] = f"{self.fractions[split]:g} of train, seed {self.split_seed}"
+        data = {s: pairs for s, pairs in data.items() if s not in unread}
         for split, (src, _) in data.items():
             if not src:
                 raise DataError(f"the {split} split ({self.where(split)}) has no {self.src_lang}-{self.tgt_lang} pairs")
-        dup = len(set(zip(*data["train"])) & set(zip(*data["test"])))
+        dup = len(set(zip(*data["train"])) & set(zip(*data.get("test", ((), ())))))
         if dup:
             log.warning(
                 "%d test pairs also appear in train (%s); their test scores measure memory", dup, self.where("test")
@@ -343,9 +352,10 @@ class ParallelText(BatchedDataModule, FileSplits):
         self.model_ids = self.tgt_tokenizer.model_ids(roles, roles, user)
         self.pad_id = self.model_ids["pad_id"]
         sets = {split: self._encode_split(split, src, tgt) for split, (src, tgt) in data.items()}
-        self.train_set, self.val_set, self.test_set = sets["train"], sets["val"], sets["test"]
+        self.train_set, self.val_set, self.test_set = sets["train"], sets["val"], sets.get("test")
         self.val_srcs, self.val_refs = self.val_set.srcs, self.val_set.refs
-        self.test_srcs, self.test_refs = self.test_set.srcs, self.test_set.refs
+        if self.test_set is not None:
+            self.test_srcs, self.test_refs = self.test_set.srcs, self.test_set.refs
         rank_zero_info(
             f"{self.dataset_name()} {self.src_lang}->{self.tgt_lang}: "
             f"{', '.join(f'{s} {len(d)}' for s, d in sets.items())} pairs; vocab {self.src_vocab_size}/"

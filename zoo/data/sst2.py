@@ -73,6 +73,7 @@ class SST2(TextClassification):
             TextClassification's.
         train_file, val_file, test_file: each a resolver name (the defaults: SPLITS) or the path of your
             own file in the same format (used as it is, never checksummed; see zoo.data.resolver.locate).
+        read_test: False: test_file is never found, opened or read (TextClassification's read_test).
 
     After setup(), beyond TextClassification's: `skipped` (split -> blank lines skipped).
     """
@@ -94,6 +95,7 @@ class SST2(TextClassification):
         test_file: str = SPLITS["test"],
         tokenizer: str = "bpe",
         special_tokens: dict | None = None,
+        read_test: bool = True,
     ):
         super().__init__(
             train=train_file,
@@ -112,13 +114,16 @@ class SST2(TextClassification):
             data_dir=data_dir,
             mirror=mirror,
             limit=limit,
+            read_test=read_test,
         )
         self.skipped: dict[str, int] = {}
 
     def prepare_data(self) -> None:
-        """Find or download the three files (runs once per node under Lightning)."""
-        for name in self.sources.values():
-            self.path(name)
+        """Find or download the three files (runs once per node under Lightning); not the test file with
+        read_test=False."""
+        for split, name in self.sources.items():
+            if split not in self.unread():
+                self.path(name)
 
     def path(self, value: str) -> Path:
         """A file setting as a path (zoo.data.resolver.locate; DataError "not found: PATH" for a missing one)."""

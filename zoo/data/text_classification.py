@@ -167,6 +167,8 @@ class TextClassification(BatchedDataModule, FileSplits):
         name: the dataset's name in reports (None = the files' paths).
         hf_path, hf_name: a Hugging Face dataset (hub id when online, or a local folder of split files), for
             the splits no file is given for (its validation split is val); columns as for a table.
+        read_test: False: the test split is never read (its file is not opened; a carved one is cut from train
+            and dropped; a hub dataset's is dropped unparsed), test_set is None and test_dataloader refuses.
     After setup(): `tokenizer`, `vocab_size`, `pad_id` (the tokenizer's), `model_ids` ({pad_id, bos_id, eos_id},
     given to the model), train_set / val_set / test_set, classes, `skipped` ({split: blank lines and rows
     without text skipped}, logged).
@@ -215,12 +217,14 @@ class TextClassification(BatchedDataModule, FileSplits):
         hf_path: str | None = None,
         hf_name: str | None = None,
         special_tokens: dict | None = None,
+        read_test: bool = True,
     ):
         super().__init__()
         self.save_hyperparameters()
         self._check_args(
             train, val, test, hf_path, tokenizer, special_tokens, (val_fraction, test_fraction), batch_size, max_len
         )
+        self.read_test = read_test
         self.sources = {"train": train, "val": val, "test": test}
         self.format, self.text_column, self.label_column = format, text_column, label_column
         self.header, self.delimiter, self.encoding, self.pattern = header, delimiter, encoding, pattern
@@ -334,12 +338,16 @@ class TextClassification(BatchedDataModule, FileSplits):
         return self._read_file(split, value)
 
     def read(self) -> dict[str, list[Example]]:
-        """Every split's examples; missing val / test carved out of train (logged with their sizes)."""
+        """Every split's examples; missing val / test carved out of train (logged with their sizes). The splits
+        of unread() are not read (a carved one is cut from train, then dropped)."""
         self.skipped, self.header_cells = {s: 0 for s in SPLITS}, []
-        data = {s: self._read_split(s, v) for s, v in self.sources.items() if v is not None}
+        unread = self.unread()
+        data = {s: self._read_split(s, v) for s, v in self.sources.items() if v is not None and s not in unread}
+        given = {s for s, v in self.sources.items() if v is not None}  # splits that are not carved
         if self.hf_path is not None:  # the hub dataset's splits, where no file is given
             for split, records in read_hub(self.hf_path, self.hf_name).items():
-                if split not in data:
+                given.add(split)
+                if split not in data and split not in unread:
                     self.carved[split] = f"{self.hf_path}{f'/{self.hf_name}' if self.hf_name else ''}[{split}]"
                     where = Path(self.carved[split])
                     data[split] = self._from_records(split, records, where, list(range(1, len(records) + 1)), "row")
@@ -347,7 +355,7 @@ class TextClassification(BatchedDataModule, FileSplits):
             data["train"] = data["train"][: self.limit]
         left = 1.0  # the part of the training file still in train: each fraction is of the whole file
         for split in ("val", "test"):
-            if split in data:
+            if split in given:
                 continue
             keep, carved = stratified_split(
                 [e.label for e in data["train"]],
@@ -358,7 +366,7 @@ class TextClassification(BatchedDataModule, FileSplits):
             data[split] = [data["train"][i] for i in carved]
             data["train"] = [data["train"][i] for i in keep]
             self.carved[split] = f"{self.fractions[split]:g} of train, stratified by label, seed {self.split_seed}"
-        return data
+        return {s: exs for s, exs in data.items() if s not in unread}
 
     def check(self, data: dict[str, list[Example]]) -> None:
         """The classes, and the refusals of the class docstring; warns about train / test duplicates."""
@@ -378,7 +386,7 @@ class TextClassification(BatchedDataModule, FileSplits):
         train_labels = sorted({e.label for e in data["train"]}, key=label_key)
         self.classes = self.fixed_labels or train_labels
         known = set(self.classes)
-        for split in SPLITS:
+        for split in (s for s in SPLITS if s in data):
             exs = data[split]
             if not exs:
                 raise DataError(f"the {split} split ({self.where(split)}) has no examples")
@@ -395,7 +403,7 @@ class TextClassification(BatchedDataModule, FileSplits):
                     f"the train split ({self.where('train')}) has a single class "
                     f"({exs[0].label!r}); classification needs two or more"
                 )
-        dup = len({e.text for e in data["train"]} & {e.text for e in data["test"]})
+        dup = len({e.text for e in data["train"]} & {e.text for e in data.get("test", ())})
         if dup:
             log.warning(
                 "%d test texts also appear in train (%s); their test scores measure memory", dup, self.where("test")
@@ -444,7 +452,7 @@ class TextClassification(BatchedDataModule, FileSplits):
             sets[split] = ClassificationSet(
                 [[cls_id] + ids[:body] + [eos_id] for ids in encoded], [index[e.label] for e in exs]
             )
-        self.train_set, self.val_set, self.test_set = sets["train"], sets["val"], sets["test"]
+        self.train_set, self.val_set, self.test_set = sets["train"], sets["val"], sets.get("test")
         rank_zero_info(
             f"{self.dataset_name()}: {', '.join(f'{s} {len(d)}' for s, d in sets.items())} examples; "
             f"{len(self.classes)} classes ({', '.join(self.classes)}); vocab {self.vocab_size}; truncated "

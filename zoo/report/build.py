@@ -11,6 +11,9 @@ included), each run's Lightning CSV log (`<run dir>/csv/metrics.csv`) and per-ex
     (failed ones counted), and the group's cost: parameters, training FLOPs, tokens, training seconds, FLOPs
     per generated token, ms per example (zoo.report.table). Failed runs are listed with their error.
     A translation group with all hypotheses empty or test BLEU below 1 is flagged in a "flag" column.
+    Under the table, per task, the cells' peak learning rates: tuned (experiment=compare with compare.lr_grid)
+    or not; the tuning runs are not rows, nor in the tests or curves: a Tuning section lists them
+    (zoo.report.compare_tune).
   - per task, paired significance tests between groups on the same examples (sacreBLEU's paired bootstrap for
     BLEU / chrF, McNemar's exact test for accuracy, a paired bootstrap over validation windows for LM loss)
     with p-values, the counts each rests on (McNemar's b and c, how many segments / windows differ) and the
@@ -42,6 +45,7 @@ from zoo.report.attention import (
     load_translation_model,
     plot_attention,
 )
+from zoo.report.compare_tune import rate_lines, split_tuning, tuning_section
 from zoo.report.literature import versus_t5
 from zoo.report.plots import CURVES, band, plot_curves
 from zoo.report.runs import (
@@ -113,22 +117,23 @@ def report(root: Path, out_dir: Path | None = None, sentence: str | None = None,
     """Write report.md, val_<task>.png and attention_<group>.png into out_dir (default root).
     Returns {"runs", "groups", "table": rows, "records": {task: ranking records}, "report": path, "curves":
     [paths], "attention": [paths], "skipped": [attention maps not drawn, why], "scaling": [the Scaling section's
-    figures]}; runs of several sizes add the Scaling section (zoo.report.scaling). Raises ReportError for an
-    out_dir that is a file, or no runs under root."""
+    figures], "tuning": [experiment=compare's tuning runs, kept out of the groups]}; runs of several sizes add
+    the Scaling section (zoo.report.scaling). Raises ReportError for an out_dir that is a file, or no runs under
+    root."""
     root = Path(root)
     out_dir = Path(out_dir) if out_dir is not None else root
     if out_dir is not root and out_dir.exists() and not out_dir.is_dir():
         raise ReportError(
             f"--out {out_dir} is a file; --out names a folder for report.md and its PNGs (e.g. {out_dir.parent})"
         )
-    runs = find_runs(root)
+    runs, tuning = split_tuning(find_runs(root))  # experiment=compare's tuning runs: not rows of the comparison
     groups = group_runs(runs)
     out_dir.mkdir(parents=True, exist_ok=True)
     table = rows(groups)
     curves = plot_curves(groups, out_dir)
     skipped: list[str] = []
     attention = attention_maps(groups, out_dir, sentence, layer, skipped, attend=cross_attention)
-    text = _summary(root, runs, groups, table)
+    text = _summary(root, runs, groups, table, len(tuning))
     significance, literature, records = _comparisons(groups, table)
     if significance:
         text += ["## Significance", "", *significance]
@@ -139,6 +144,7 @@ def report(root: Path, out_dir: Path | None = None, sentence: str | None = None,
     if scaling_sweep or sizes_swept(runs):  # a comparison at one size per architecture: no empty section
         scaling, scaling_figures = scaling_section(runs, out_dir, scaling_sweep)
     text += scaling
+    text += tuning_section(tuning, runs)
     text += _figures(curves, attention, skipped)
     path = out_dir / "report.md"
     path.write_text("\n".join(text) + "\n")
@@ -152,12 +158,14 @@ def report(root: Path, out_dir: Path | None = None, sentence: str | None = None,
         "attention": attention,
         "skipped": skipped,
         "scaling": scaling_figures,
+        "tuning": tuning,
     }
 
 
-def _summary(root: Path, runs: list[dict], groups: list[dict], table: list[dict]) -> list[str]:
+def _summary(root: Path, runs: list[dict], groups: list[dict], table: list[dict], n_tuning: int = 0) -> list[str]:
     """report.md's lines up to the significance section: the title, the sweep summary, how to read the table,
-    the table, the failed runs and the notes on the objectives present."""
+    the table, the cells' learning rates (tuned or not: zoo.report.compare_tune), the failed runs and the notes on
+    the objectives present."""
     notes = [f"- {o}: {NOTES[o]}" for o in dict.fromkeys(r["objective"] for r in table) if o in NOTES]
     n_failed = sum(r["status"] != "ok" for r in runs)
     text = [
@@ -179,6 +187,7 @@ def _summary(root: Path, runs: list[dict], groups: list[dict], table: list[dict]
         "",
         markdown_table(table),
         "",
+        *rate_lines(runs, n_tuning),
     ]
     text += unequal_sizes(table, groups)
     failed = failed_runs(groups)

@@ -25,6 +25,8 @@ from zoo.data.resolver import DataError
 from zoo.interop.init_from import InitFromError, init_source, load_weights
 from zoo.model.cost import non_embedding_param_count
 from zoo.run.budget import BudgetError, apply_budget, ignored_bounds, schedule_bound, unwrapped
+from zoo.run.compare_tune import begin as begin_compare
+from zoo.run.compare_tune import data_kwargs
 from zoo.run.config_checks import (
     CONF_DIR,
     TASK_OF_BATCH,
@@ -75,10 +77,11 @@ def checked_config(cfg: DictConfig):
     return cfg, budget, init_source(cfg), plan
 
 
-def build_data(cfg: DictConfig, choices):
-    """The datamodule, set up; its model_info (vocabulary sizes, classes, tokenizer state, typical lengths);
-    and its data_info (the data actually read: a user's data.file=... is not the config group's name)."""
-    datamodule = instantiate(cfg.data, _convert_="all")  # plain lists and dicts: checkpoints hold no omegaconf
+def build_data(cfg: DictConfig, choices, extra: dict | None = None):
+    """The datamodule (cfg.data with the arguments `extra`, e.g. read_test=False), set up; its model_info
+    (vocabulary sizes, classes, tokenizer state, typical lengths); and its data_info (the data actually read: a
+    user's data.file=... is not the config group's name)."""
+    datamodule = instantiate(cfg.data, _convert_="all", **(extra or {}))  # plain lists and dicts, no omegaconf
     datamodule.prepare_data()
     datamodule.setup()
     info = datamodule.model_info()
@@ -155,17 +158,17 @@ def saved_best(trainer) -> str | None:
     return best or None
 
 
-def fit_and_test(cfg: DictConfig, trainer, task, datamodule, new_task):
-    """Fit; then, when the task has a test step, test the best checkpoint (by the monitor). Returns the final
-    metrics, the task that was tested (the fitted one, or under FSDP a fresh one; the fitted one if none) and
-    the checkpoint file whose weights the test scored: the path trainer.test loaded (trainer.ckpt_path; None
-    when it scored the final weights in memory, as without a checkpoint callback), or for a task without a
-    test, the best checkpoint after fit. It is read right after the call that uses it: loading a checkpoint
+def fit_and_test(cfg: DictConfig, trainer, task, datamodule, new_task, test: bool = True):
+    """Fit; then, when the task has a test step and `test` is true, test the best checkpoint (by the monitor).
+    Returns the final metrics, the task that was tested (the fitted one, or under FSDP a fresh one; the fitted
+    one if none) and the checkpoint file whose weights the test scored: the path trainer.test loaded
+    (trainer.ckpt_path; None when it scored the final weights in memory, as without a checkpoint callback), or
+    without a test, the best checkpoint after fit. It is read right after the call that uses it: loading a checkpoint
     to test it also restores the callbacks' state saved in it, which can name an earlier best."""
     trainer.fit(task, datamodule=datamodule, ckpt_path=cfg.get("ckpt_path"))
     final = {k: float(v) for k, v in trainer.callback_metrics.items() if v.numel() == 1}
     best = saved_best(trainer)
-    if not is_overridden("test_step", task) or trainer.fast_dev_run:
+    if not test or not is_overridden("test_step", task) or trainer.fast_dev_run:
         return final, task, None if trainer.fast_dev_run else best
     tested = task
     if is_fsdp(trainer.strategy.model):
@@ -252,11 +255,13 @@ def run(cfg: DictConfig) -> float:
 
         return run_cell(cfg)
     start = time.time()
+    compare = begin_compare(cfg)  # experiment=compare: a tuning run's seed and rate, a tuned cell's rate
+    tuning = bool(compare and compare["tuning"])  # trained and validated; its test split never read
     cfg, budget, source, plan = checked_config(cfg)
     choices = HydraConfig.get().runtime.choices if HydraConfig.initialized() else {}
     task_name = TASK_OF_BATCH.get(get_class(cfg.task._target_).BATCH, choices.get("task", "lm"))  # task_for_data
     pl.seed_everything(cfg.seed, workers=True)
-    datamodule, info, data = build_data(cfg, choices)
+    datamodule, info, data = build_data(cfg, choices, data_kwargs(cfg, tuning))
     log.info("arch=%s task=%s data=%s output_dir=%s", cfg.arch, task_name, data["dataset"], cfg.paths.output_dir)
     plan = plan.with_data(cfg, info, source, data["dataset"])
 
@@ -268,7 +273,8 @@ def run(cfg: DictConfig) -> float:
         load_weights(task.model, source)
     if budget["kind"] != "steps":
         task.budget = (budget["kind"], budget["value"])
-    trainer, loggers = build_trainer(cfg, [cfg.arch, task_name, data_tag(data), *cfg.get("tags", [])])
+    tags = [cfg.arch, task_name, data_tag(data), *cfg.get("tags", []), *(["tune"] if tuning else [])]
+    trainer, loggers = build_trainer(cfg, tags)
     n_params = task.model.num_params()
     flops_per_token = task.forward_flops_per_token(info["seq_len"], info.get("src_len"))
     log.info("model: %d parameters, %.4g forward FLOPs per token", n_params, flops_per_token)
@@ -283,10 +289,12 @@ def run(cfg: DictConfig) -> float:
         "flops_per_token": flops_per_token,
     }
     log_config(cfg, task, datamodule, trainer, loggers, {**ident, "data_info": data})
-    final, tested, checkpoint = fit_and_test(cfg, trainer, task, datamodule, new_task)
+    final, tested, checkpoint = fit_and_test(cfg, trainer, task, datamodule, new_task, test=not tuning)
     if trainer.is_global_zero:
         wall = time.time() - start
         results = run_results(cfg, ident, data, budget, final, task, tested, trainer, info, wall, checkpoint)
+        if compare is not None:
+            results["compare"] = compare
         write_results(cfg, results, task, tested, loggers)
     monitor = cfg.get("optimized_metric") or task.hparams.get("monitor", "val/loss")  # hparams_search sets it
     return task.best.get(monitor, final.get(monitor, float("nan")))

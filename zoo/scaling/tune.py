@@ -43,6 +43,17 @@ def best_rate(losses: dict[float, list[float]]) -> float:
     return min(sorted(losses), key=lambda r: sum(losses[r]) / len(losses[r]))
 
 
+def rate_beyond(grid, best: float) -> float | None:
+    """The rate to add when `best` is an edge of the grid (sorted, >= 2 rates): a step of the grid's ratio at that
+    edge beyond it (below the smallest, above the largest); None when `best` lies inside."""
+    grid = sorted(float(r) for r in grid)
+    if best == grid[0]:
+        return best / (grid[1] / grid[0])
+    if best == grid[-1]:
+        return best * (grid[-1] / grid[-2])
+    return None
+
+
 def tuned_rate(rows: list[dict], arch: str, size: str, grid, seeds: int) -> float:
     """The family's tuned rate at a size: best_rate over its lr_grid, each rate with `seeds` seeds. Raises
     ConfigError when the tuning stage has not run every rate and seed, or when the best rate is an edge of the grid
@@ -58,9 +69,8 @@ def tuned_rate(rows: list[dict], arch: str, size: str, grid, seeds: int) -> floa
             f"first in the sweep; scaling.stage=tune runs them alone)"
         )
     best = best_rate({r: losses[r] for r in grid})
-    if best in (grid[0], grid[-1]):
-        ratio = grid[1] / grid[0] if best == grid[0] else grid[-1] / grid[-2]
-        beyond = best / ratio if best == grid[0] else best * ratio
+    beyond = rate_beyond(grid, best)
+    if beyond is not None:
         raise ConfigError(
             f"{arch} at size {size}: the best tuning rate {best:g} is an edge of scaling.sizes.{size}.lr_grid "
             f"({', '.join(f'{r:g}' for r in grid)}), so a better one may lie beyond it: add {beyond:.3g} to the "
