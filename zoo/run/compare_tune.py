@@ -26,12 +26,12 @@ import lightning.pytorch as pl
 from hydra.utils import get_class
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from zoo.errors import ConfigError, is_number, is_whole
+from zoo.errors import ConfigError, is_whole
 from zoo.run.config_checks import TASK_OF_BATCH, seed_list
 from zoo.run.loggers import wandb_group
 from zoo.run.results import arch_config
 from zoo.scaling.grid import rate_name
-from zoo.scaling.tune import best_rate, rate_beyond
+from zoo.scaling.tune import best_rate, check_rates, rate_beyond
 from zoo.tasks.base import metric_mode
 
 TUNE_GROUP = "/tune"  # a tuning run's W&B group: its cells' group with this added (dashboards show the cells)
@@ -43,17 +43,10 @@ def check_grid(grid, tune_seeds) -> list[float]:
     at least 3 distinct positive rates, or (with a grid) a compare.tune_seeds that is not a positive whole number."""
     if grid is None:
         return []
-    rates = list(grid) if isinstance(grid, (list, tuple)) or OmegaConf.is_list(grid) else None
-    if not rates or len(rates) < 3 or not all(is_number(r) and 0 < r < math.inf for r in rates):
-        raise ConfigError(
-            f"compare.lr_grid={grid!r} must be null (no tuning) or a list of at least 3 positive peak rates, e.g. "
-            "[5.0e-4,1.0e-3,2.0e-3] (the best must lie inside it)"
-        )
-    if len(set(map(float, rates))) < len(rates):
-        raise ConfigError(f"compare.lr_grid={list(rates)!r} names a rate twice; list each rate once")
+    rates = check_rates(grid, "compare.lr_grid", " must be null (no tuning) or")
     if not is_whole(tune_seeds) or tune_seeds < 1:
         raise ConfigError(f"compare.tune_seeds={tune_seeds!r} must be a positive whole number: the seeds of each rate")
-    return sorted(float(r) for r in rates)
+    return rates
 
 
 def sweep_seeds(seeds, grid, tune_seeds) -> str:

@@ -16,6 +16,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from zoo.errors import ConfigError, is_number, is_whole
 from zoo.model import ModelConfig, build_model
 from zoo.model.cost import non_embedding_param_count
+from zoo.scaling.tune import check_rates
 from zoo.training.optim import COOLDOWN_SHAPES
 
 CELL = re.compile(
@@ -157,20 +158,13 @@ def check_lr_grid(name: str, size, tune_seeds) -> list[float]:
                 f"scaling.sizes.{name}.lr_grid=null"
             )
         return []
-    listed = isinstance(grid, (list, tuple, ListConfig))
-    if not listed or len(grid) < 3 or not all(is_number(r) and math.isfinite(r) and r > 0 for r in grid):
-        raise ConfigError(
-            f"scaling.sizes.{name}.lr_grid={grid!r}: lr: tuned needs a list of at least 3 positive peak rates, "
-            "e.g. [4.0e-3, 5.7e-3, 8.0e-3] (the best must lie inside it)"
-        )
-    if len(set(map(float, grid))) < len(grid):
-        raise ConfigError(f"scaling.sizes.{name}.lr_grid={list(grid)!r} names a rate twice: give each rate once")
+    rates = check_rates(grid, f"scaling.sizes.{name}.lr_grid", ": lr: tuned needs")
     if not is_whole(tune_seeds) or tune_seeds < 1:
         raise ConfigError(
             f"scaling.tune_seeds={tune_seeds!r} must be a positive whole number when a size's lr is tuned "
             f"(scaling.sizes.{name}.lr=tuned)"
         )
-    return sorted(float(r) for r in grid)
+    return rates
 
 
 def layers(arch: str, n_layers: int) -> int:

@@ -10,11 +10,27 @@ import math
 from collections import defaultdict
 from pathlib import Path
 
-from zoo.errors import ConfigError
+from omegaconf import OmegaConf
+
+from zoo.errors import ConfigError, is_number
 
 TUNE_KIND = "tune"  # points.csv's kind of a tuning run
 COSINE_TUNE_KIND = "tune_cosine"  # ... of a tuning run of the cool-down check's cosine schedule
 SWEEP_FIELDS = ("arch", "size", "seed", "lr", "tokens", "loss")  # lr_sweep.csv's header
+
+
+def check_rates(grid, key: str, what: str) -> list[float]:
+    """A tuning grid's rates, smallest first. ConfigError naming `key` (e.g. compare.lr_grid) unless `grid` is a
+    list of at least 3 distinct positive finite rates; `what` follows the value in the message."""
+    rates = list(grid) if isinstance(grid, (list, tuple)) or OmegaConf.is_list(grid) else None
+    if not rates or len(rates) < 3 or not all(is_number(r) and math.isfinite(r) and r > 0 for r in rates):
+        raise ConfigError(
+            f"{key}={grid!r}{what} a list of at least 3 positive peak rates, e.g. [4.0e-3, 5.7e-3, 8.0e-3] (the "
+            "best must lie inside it)"
+        )
+    if len(set(map(float, rates))) < len(rates):
+        raise ConfigError(f"{key}={list(rates)!r} names a rate twice: give each rate once")
+    return sorted(float(r) for r in rates)
 
 
 def tune_rows(sweep_dir: Path, kind: str = TUNE_KIND) -> list[dict]:
