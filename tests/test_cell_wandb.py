@@ -31,13 +31,15 @@ CELL = [
     "scaling.budgets=[0.2,0.4]",
     "scaling.sizes.s2.budgets=null",
     "scaling.sizes.s2.batch_size=4",
+    "scaling.sizes.s2.lr=8.0e-3",  # a fixed rate (tests/test_scaling_tune.py: the tuned one)
+    "scaling.sizes.s2.lr_grid=null",
     "scaling.warmup_tokens_per_param=0.05",
     "scaling.val_windows=8",
     "scaling.checkpoint_every=0",
     "trainer.log_every_n_steps=1",
     "threads=1",
 ]
-PEAK_LR = 8.0e-3  # experiment=scaling's s2
+PEAK_LR = 8.0e-3  # the cell's fixed rate
 
 
 @pytest.fixture(scope="module")

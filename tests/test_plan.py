@@ -52,7 +52,7 @@ def test_prefix_lm_obeys_model_prefix_len():
     [
         (["task=lm", "model.mask=prefix", "model.prefix_len=17"], "decoder_only", r"longer than half the window"),
         (["model.prefix_len=5"], "prefix_lm", r"prefix is each pair's source"),  # translation
-        (["task=lm", "model.prefix_len=5"], "decoder_only", r"read only with model\.mask=prefix"),
+        (["task=lm", "model.prefix_len=5"], "decoder_only", r"not read it \(model\.mask=prefix does\)"),
         (
             ["task=classification", "data=sst2", "model.mask=prefix", "model.prefix_len=5"],
             "decoder_only",

@@ -153,7 +153,7 @@ def test_points_csv_holds_every_fitted_point_and_refits_to_the_sections_law(good
     root, out, text = good
     with open(out / "points.csv", newline="") as f:
         rows = list(csv.DictReader(f))
-    assert list(rows[0]) == ["arch", "size", "seed", "n_params", "tokens", "flops", "loss"]
+    assert list(rows[0]) == ["arch", "size", "seed", "n_params", "tokens", "flops", "loss", "lr"]
     n_cells = 2 * len(SIZES) + 1  # two seeds per size, three at s3
     assert len(rows) == len(FAMILIES) * n_cells * len(BUDGETS)
     dec = [r for r in rows if r["arch"] == "decoder_only"]

@@ -20,7 +20,8 @@ def s1_job(tmp_path, monkeypatch):
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.setattr(throughput, "WARM_STEPS", 1)
     monkeypatch.setattr(throughput, "TIMED_STEPS", 2)
-    cfg = throughput.job_config("decoder_only", "s1_seed1", str(tmp_path / "run"), ("logger=csv",))
+    fixed = ("scaling.sizes.s1.lr=8.0e-3", "scaling.sizes.s1.lr_grid=null")  # a fixed rate, not a tuned one
+    cfg = throughput.job_config("decoder_only", "s1_seed1", str(tmp_path / "run"), ("logger=csv", *fixed))
     datamodule, info, _ = throughput.build_data(cfg, {})
     return cfg, datamodule, info
 

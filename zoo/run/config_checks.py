@@ -228,6 +228,13 @@ def check_decoding(cfg: DictConfig) -> None:
         raise ConfigError(f"task.sample.max_new_tokens={new!r} must be a whole number >= 0 (0 = no sample)")
 
 
+def given_overrides(cfg: DictConfig) -> list:
+    """The command line's overrides of the job `cfg`: its own hydra.overrides.task when it carries them (a config
+    composed with its Hydra node), else the running Hydra job's (zoo.run.results.job_overrides)."""
+    own = OmegaConf.select(cfg, "hydra.overrides.task", default=None)
+    return list(own) if own is not None else job_overrides()
+
+
 def check_config(cfg: DictConfig) -> RunPlan:
     """Raise ConfigError (a ValueError) for a bad model config or contradictions between groups. Returns the
     run's plan (zoo.run.plan.RunPlan.from_config: the objective, chosen once, with the model fields it reads
@@ -271,7 +278,7 @@ def check_config(cfg: DictConfig) -> RunPlan:
             f"schedule has no length to decay over: give budget.kind=time budget.value=SECONDS (the cosine decays "
             f"over the time), task.scheduler.decay_steps=N, task.scheduler.kind=noam, or trainer.max_steps=N"
         )
-    check_settings_read(cfg, job_overrides())  # a schedule or mask setting the run's choices would not read
+    check_settings_read(cfg, given_overrides(cfg))  # a schedule or mask setting the run's choices would not read
     clip = cfg.trainer.get("gradient_clip_val")
     if clip is not None and (not is_number(clip) or not clip >= 0):
         raise ConfigError(
