@@ -11,16 +11,11 @@ import numpy as np
 import pytest
 
 from zoo.report.runs import find_runs
-from zoo.report.scaling import (
-    Frontier,
-    cooldown_check,
-    envelope,
-    scaling_points,
-    scaling_section,
-    seed_noise,
-    steps_bound,
-)
+from zoo.report.scaling import cooldown_check, scaling_points, scaling_section, steps_bound
+from zoo.scaling.checks import seed_noise
 from zoo.scaling.fit import fit_scaling_law
+from zoo.scaling.frontier import Frontier, envelope
+from zoo.scaling.gates import GATES
 
 TRUE = {"E": 1.2, "A": 60.0, "B": 90.0, "alpha": 0.4, "beta": 0.35}
 SIZES = {"s1": 2.5e4, "s2": 5.7e4, "s3": 1.56e5, "s4": 4.47e5, "s5": 7.93e5}
@@ -102,34 +97,37 @@ def study(root: Path, noise: float, sizes=SIZES, seeds=3, others=2, bend=0.0, ch
 @pytest.fixture(scope="module", autouse=True)
 def fewer_resamples():
     """60 bootstrap resamples a fit instead of the report's 200: the gates' verdicts here are far from their bounds."""
-    import zoo.report.scaling as section
+    import zoo.scaling.points as section
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(section, "BOOTSTRAP", 60)
         yield
 
 
-def gate_row(text: list[str], arch: str) -> list[str]:
-    row = next(line for line in text if line.startswith(f"| {arch} | ") and ("yes" in line or "NO" in line))
-    return [c.strip() for c in row.split("|")[1:-1]]
+def gate_row(text: list[str], arch: str) -> dict[str, str]:
+    """The gate table's row of `arch`: {column: cell}, columns as its header names them ("law trusted", "fit",
+    "lack of fit", "hold-out", "long reach", "leave one size out", "parameters", "k(C)")."""
+    header = next(line for line in text if line.startswith("| arch | law trusted |"))
+    row = next(line for line in text if line.startswith(f"| {arch} | ") and line.split(" | ")[1] in ("yes", "NO"))
+    return dict(zip((c.strip() for c in header.split("|")[1:-1]), (c.strip() for c in row.split("|")[1:-1])))
 
 
 @pytest.fixture(scope="module")
 def good(tmp_path_factory):
-    root = study(tmp_path_factory.mktemp("good"), noise=0.002)
+    root = study(tmp_path_factory.mktemp("good"), noise=0.001)
     out = tmp_path_factory.mktemp("good_report")
     return root, out, scaling_section(find_runs(root), out, scaling_sweep=True)[0]
 
 
 def test_a_study_on_its_law_passes_every_gate(good):
-    """0.2% noise on the law, 5 sizes over 32x, 3 budgets, 2 seeds (3 at s3): every gate passes, and the text says
-    so first."""
+    """0.1% noise on the law, 5 sizes over 32x, 3 budgets, 2 seeds (3 at s3): every gate passes, and the text says
+    so first. (At 0.2% the long reach's fit on s1-s3 misses s5 by a mean of about 1%: its ±1% needs less noise.)"""
     _, _, text = good
     assert text[0] == "## Scaling" and text[2].startswith("Can each law be trusted?")
     for arch in FAMILIES:
         row = gate_row(text, arch)
-        assert row[1] == "yes", row
-        assert all(c.startswith("pass") for c in row[2:]), row
+        assert row["law trusted"] == "yes", row
+        assert all(row[g].startswith("pass") for g in GATES.values()), row
 
 
 def test_a_sizes_seeds_are_one_row_of_the_report(good):
@@ -186,7 +184,7 @@ def test_k_is_read_at_the_largest_compute_both_families_measured(good):
     n5 = SIZES["s5"]
     cmax = 6 * n5 * 20 * n5
     for arch, cstar, k in (("encoder_only", cmax, 2.0), ("encoder_decoder", 6 * n5 * (20 / 1.5) * n5, 0.75)):
-        why = gate_row(text, arch)[5]
+        why = gate_row(text, arch)["k(C)"]
         assert why.startswith("pass: k = "), why
         at = float(why.split(" at C = ")[1].split()[0])
         assert at == pytest.approx(cstar, rel=0.05), why
@@ -200,7 +198,7 @@ def test_points_that_miss_the_law_fail_the_fit_gate_and_their_law_is_marked(tmp_
     root = study(tmp_path / "bent", noise=0.002, bend=0.03)
     text, _ = scaling_section(find_runs(root), tmp_path, scaling_sweep=True)
     row = gate_row(text, "encoder_decoder")
-    assert row[1] == "NO" and row[2].startswith("FAIL: rms"), row
+    assert row["law trusted"] == "NO" and row["fit"].startswith("FAIL: rms"), row
     assert any(line.startswith("| encoder_decoder | FAILED: not to quote") for line in text)
     law_row = next(line for line in text if line.startswith("| encoder_decoder | law"))
     assert "gate FAILED" in law_row and law_row.rstrip(" |").endswith("– (a gate failed)")
@@ -214,9 +212,12 @@ def test_a_design_the_gates_cannot_judge_says_which_gate(tmp_path):
     )
     text, _ = scaling_section(find_runs(root), tmp_path, scaling_sweep=True)
     row = gate_row(text, "decoder_only")
-    assert row[1] == "NO"
-    assert row[2].startswith("cannot check") and "no repeated seeds" in row[2]
-    assert row[3].startswith("cannot check: 2 sizes")
+    assert row["law trusted"] == "NO"
+    assert row["fit"].startswith("cannot check") and "no repeated seeds" in row["fit"]
+    assert row["lack of fit"].startswith("cannot check: fewer than 6 cells")
+    assert row["hold-out"].startswith("cannot check: 2 sizes")
+    assert row["long reach"].startswith("cannot check: fewer than 3 sizes")
+    assert row["leave one size out"].startswith("cannot check: 2 sizes")
     assert any("no SIZE_seedN_cosine cells" in line for line in text)
 
 
@@ -228,14 +229,15 @@ def test_one_seed_at_a_size_cannot_check_the_intervals(tmp_path):
     text, _ = scaling_section(find_runs(root), tmp_path, scaling_sweep=True)
     for arch in FAMILIES:
         row = gate_row(text, arch)
-        assert row[1] == "NO" and row[2].startswith("pass") and row[3].startswith("pass"), row
+        assert row["law trusted"] == "NO" and row["fit"].startswith("pass") and row["hold-out"].startswith("pass"), row
         assert (
-            row[4] == "cannot check: one seed at s1, s2, s4, s5: the bootstrap over seeds within sizes cannot "
+            row["parameters"]
+            == "cannot check: one seed at s1, s2, s4, s5: the bootstrap over seeds within sizes cannot "
             "vary it (2 or more)"
         ), row
     assert (
-        gate_row(text, "encoder_decoder")[5].startswith("cannot check: k = ")
-        and "one seed at s1, s2, s4, s5" in (gate_row(text, "encoder_decoder")[5])
+        gate_row(text, "encoder_decoder")["k(C)"].startswith("cannot check: k = ")
+        and "one seed at s1, s2, s4, s5" in (gate_row(text, "encoder_decoder")["k(C)"])
     )
 
 
@@ -265,7 +267,7 @@ def test_the_frontier_fit_recovers_a_known_envelope():
 def test_the_frontier_resamples_runs_within_sizes_when_every_size_repeats(monkeypatch):
     """Two runs at each of two sizes: every resample draws 2 runs from each size (the report's law does the same,
     fit_points); a size with one run: the plain bootstrap over all runs."""
-    import zoo.report.scaling as section
+    import zoo.scaling.frontier as section
 
     seen, real = [], section.resample_weights
     monkeypatch.setattr(section, "resample_weights", lambda rng, units, *a: seen.append(units) or real(rng, units, *a))
