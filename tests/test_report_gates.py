@@ -38,7 +38,7 @@ def write_cell(root: Path, arch: str, size: str, seed: int, rng, noise: float, k
     for b in BUDGETS:
         D = b * N
         sign = (-1) ** list(SIZES).index(size)
-        loss = law(N, D / slow) * (1 + noise * rng.standard_normal()) * (1 + sign * bend)
+        loss = law(N, D / slow) * (1 + noise * rng.standard_normal()) * (1 + sign * bend) * (3 if kind == "tune" else 1)
         rows.append(
             {
                 "arch": arch,
@@ -55,7 +55,7 @@ def write_cell(root: Path, arch: str, size: str, seed: int, rng, noise: float, k
                 "seconds": 1.0,
             }
         )
-    d = root / f"{arch}-{size}_seed{seed}{'_cosine' if kind == 'cosine' else ''}"
+    d = root / f"{arch}-{size}_seed{seed}{ {'cosine': '_cosine', 'tune': '_lr0.008'}.get(kind, '') }"
     d.mkdir(parents=True)
     record = {
         "status": "ok",
@@ -81,8 +81,9 @@ def write_cell(root: Path, arch: str, size: str, seed: int, rng, noise: float, k
     (d / "results.json").write_text(json.dumps(record))
 
 
-def study(root: Path, noise: float, sizes=SIZES, seeds=3, others=2, bend=0.0, check=True) -> Path:
-    """Cells of every family at `sizes`: `seeds` seeds at s3, `others` at every other size."""
+def study(root: Path, noise: float, sizes=SIZES, seeds=3, others=2, bend=0.0, check=True, tune=False) -> Path:
+    """Cells of every family at `sizes`: `seeds` seeds at s3, `others` at every other size; tune: also a
+    learning-rate tuning cell per family at s2 (kind tune, losses 3x the law's: no law fits them)."""
     rng = np.random.default_rng(0)
     for arch in FAMILIES:
         for size in sizes:
@@ -90,6 +91,8 @@ def study(root: Path, noise: float, sizes=SIZES, seeds=3, others=2, bend=0.0, ch
                 write_cell(root, arch, size, seed, rng, noise, bend=bend)
         if check:
             write_cell(root, arch, "s1", 1, rng, noise, kind="cosine")
+    for arch in FAMILIES if tune else ():
+        write_cell(root, arch, "s2", 1, np.random.default_rng(1), noise, kind="tune")
     (root / "plan.json").write_text("[]")
     return root
 
@@ -114,14 +117,15 @@ def gate_row(text: list[str], arch: str) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def good(tmp_path_factory):
-    root = study(tmp_path_factory.mktemp("good"), noise=0.001)
+    root = study(tmp_path_factory.mktemp("good"), noise=0.001, tune=True)
     out = tmp_path_factory.mktemp("good_report")
     return root, out, scaling_section(find_runs(root), out, scaling_sweep=True)[0]
 
 
 def test_a_study_on_its_law_passes_every_gate(good):
-    """0.1% noise on the law, 5 sizes over 32x, 3 budgets, 2 seeds (3 at s3): every gate passes, and the text says
-    so first. (At 0.2% the long reach's fit on s1-s3 misses s5 by a mean of about 1%: its ±1% needs less noise.)"""
+    """0.1% noise on the law, 5 sizes over 32x, 3 budgets, 2 seeds (3 at s3), and tuning points the report leaves
+    out: every gate passes, and the text says so first. (At 0.2% the long reach's fit on s1-s3 misses s5 by a mean
+    of about 1%: its ±1% needs less noise.)"""
     _, _, text = good
     assert text[0] == "## Scaling" and text[2].startswith("Can each law be trusted?")
     for arch in FAMILIES:
@@ -132,14 +136,14 @@ def test_a_study_on_its_law_passes_every_gate(good):
 
 def test_a_sizes_seeds_are_one_row_of_the_report(good):
     """scaling.cell names the seed (s3_seed2), but a size's seeds are one group of the report's table, averaged
-    like any seeds, also when a later command added a seed with scaling.seeds; the cosine check cells are a row
-    of their own."""
+    like any seeds, also when a later command added a seed with scaling.seeds; the cosine check cells and the
+    tuning cells are rows of their own."""
     from zoo.report.runs import group_runs
 
     root, _, _ = good
     groups = group_runs(find_runs(root))
     labels = sorted(g["label"] for g in groups)
-    assert len(groups) == len(FAMILIES) * (len(SIZES) + 1), labels
+    assert len(groups) == len(FAMILIES) * (len(SIZES) + 2), labels  # + the cosine check's and the tuning cell's
     s3 = next(g for g in groups if g["arch"] == "decoder_only" and g["settings"].get("scaling.cell") == "s3")
     assert sorted(r["seed"] for r in s3["runs"]) == [1, 2, 3]
     assert any(g["settings"].get("scaling.cell") == "s1_cosine" and len(g["runs"]) == 1 for g in groups)

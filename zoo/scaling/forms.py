@@ -66,20 +66,25 @@ def kaplan_law(N, D, params) -> np.ndarray:
 
 def fit_kaplan(N, D, L) -> np.ndarray:
     """(log N_c, log D_c, alpha_N, alpha_D) minimising the summed Huber loss (delta 1e-3, as zoo.scaling.fit) of
-    log L_hat - log L: L-BFGS-B (exponents in [0.001, 5]) from the 10 best of a grid of 400 starts."""
-    log_l = np.log(np.asarray(L, dtype=float))
+    log L_hat - log L. The optimiser works in centred coordinates, log L = alpha_D LSE(a - r x, b - y) with
+    x = log N - mean, y = log D - mean, r = alpha_N / alpha_D (a, b the terms' logs at the mean point): L-BFGS-B
+    (r, alpha_D in [0.001, 5]) from the 10 best of a grid of 500 starts."""
+    x, y = np.log(np.asarray(N, dtype=float)), np.log(np.asarray(D, dtype=float))
+    mx, my, log_l = x.mean(), y.mean(), np.log(np.asarray(L, dtype=float))
 
     def loss(u):
-        r = np.log(kaplan_law(N, D, u)) - log_l
-        a = np.abs(r)
-        return float(np.sum(np.where(a <= DELTA, 0.5 * r * r, DELTA * (a - 0.5 * DELTA))) / DELTA)
+        a, r, b, a_d = u
+        res = a_d * np.logaddexp(a - r * (x - mx), b - (y - my)) - log_l
+        h = np.abs(res)
+        return float(np.sum(np.where(h <= DELTA, 0.5 * res * res, DELTA * (h - 0.5 * DELTA))) / DELTA)
 
-    logs, exps = (5, 10, 15, 20, 25), (0.05, 0.2, 0.5, 1.0)
-    grid = [np.array(u, dtype=float) for u in itertools.product(logs, logs, exps, (0.1, 0.3, 0.6, 1.0))]
-    grid.sort(key=loss)
-    bounds = [(-50, 100), (-50, 100), (1e-3, 5.0), (1e-3, 5.0)]
-    ends = [minimize(loss, u0, method="L-BFGS-B", bounds=bounds) for u0 in grid[:10]]
-    return min(ends, key=lambda r: r.fun).x
+    terms, exps = np.linspace(-4.0, 4.0, 5), (0.1, 0.3, 0.6, 1.0, 2.0)
+    grid = sorted((np.array(u) for u in itertools.product(terms, exps, terms, (0.05, 0.1, 0.3, 1.0))), key=loss)
+    bounds = [(-50, 50), (1e-3, 5.0), (-50, 50), (1e-3, 5.0)]
+    a, r, b, a_d = min(
+        (minimize(loss, u0, method="L-BFGS-B", bounds=bounds) for u0 in grid[:10]), key=lambda e: e.fun
+    ).x
+    return np.array([(a + r * mx) / r, b + my, r * a_d, a_d])
 
 
 def reach_by_form(points: list[dict], U: float, reach: float = 4.0) -> dict | None:
