@@ -107,7 +107,7 @@ def test_prefix_lms_alpha_without_s1_is_the_reviewers(committed):
 def test_the_judged_lack_of_fit_keeps_its_bound_on_a_known_law():
     """30 studies on a known law (5 sizes, 3 budgets, 3 seeds, 0.3% Gaussian noise): the judged chi2/dof exceeds
     its bound in at most 2 (it is built to err on passing), while the law's per-cell chi2/dof exceeds chi2_dof's
-    95% quantile in 4 or more (heavy-tailed t^2 of 2 degrees of freedom)."""
+    95% quantile in 10 or more (measured: 0 and 17; t^2 of 2 degrees of freedom is heavy-tailed)."""
     from scipy.stats import chi2
 
     law = lambda N, D: 1.2 + 60 / N**0.4 + 90 / D**0.35  # noqa: E731
@@ -123,7 +123,7 @@ def test_the_judged_lack_of_fit_keeps_its_bound_on_a_known_law():
         lack = lack_of_fit(fit_points(pts, bootstrap=0), pts)
         over += lack["ratio"] > lack["limit"]
         per_cell += lack["ratio_cell"] > chi2.ppf(0.95, lack["dof"]) / lack["dof"]
-    assert over <= 2 and per_cell >= 4, (over, per_cell)
+    assert over <= 2 and per_cell >= 10, (over, per_cell)
 
 
 # --- FLOP conventions and target tokens ---

@@ -94,7 +94,7 @@ def _save(fig, path: Path, plt) -> Path:
 
 
 def plot_target_tokens(plt, by_arch: dict, frontiers: dict, colors: dict):
-    """Loss against the target tokens trained (the positions the loss scores), log-log: each size's cell means
+    """Loss against the target tokens trained (the positions the loss scores), log x: each size's cell means
     (over seeds) joined by a line, and each family's frontier on its envelope (dashed)."""
     fig, ax = plt.subplots(figsize=(6, 4.5))
     for arch, pts in by_arch.items():
@@ -105,15 +105,16 @@ def plot_target_tokens(plt, by_arch: dict, frontiers: dict, colors: dict):
                     cells.setdefault(p["target"], []).append(p["loss"])
             T = sorted(cells)
             mean = [float(np.mean(cells[t])) for t in T]
-            ax.loglog(T, mean, "o-", ms=3, lw=1, color=colors[arch], label=None if i else arch)
+            ax.semilogx(T, mean, "o-", ms=3, lw=1, color=colors[arch], label=None if i else arch)
         fr = frontiers.get(arch)
         if fr is not None and fr.values is not None:
             T = np.geomspace(min(p["target"] for p in pts), max(p["target"] for p in pts), 50)
-            ax.loglog(T, Frontier.loss(T, fr.values), "--", lw=1, color=colors[arch])
+            ax.semilogx(T, Frontier.loss(T, fr.values), "--", lw=1, color=colors[arch])
     ax.set(
         xlabel="target tokens trained (positions the loss scores)",
         ylabel="validation loss (nats/token)",
         title="Loss per target token: sizes (lines), frontiers (dashed)",
     )
+    ax.tick_params(which="minor", labelbottom=False)  # a log axis: the decades labelled only
     ax.legend(fontsize=8)
     return fig

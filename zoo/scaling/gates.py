@@ -100,7 +100,7 @@ def loso_gate(c: dict, n_sizes: int) -> tuple[str, str]:
     if worst["error"]:
         return ("FAIL", f"without {worst['size']}: {worst['error']}")
     k = "alpha" if abs(worst["d_alpha"]) >= abs(worst["d_beta"]) else "beta"
-    why = f"largest move {k} {worst['d_' + k]:+.2f} without {worst['size']}"
+    why = f"largest move {k} {worst['d_' + k]:+.3f} without {worst['size']}"
     return ("pass" if lo["worst"] <= LOSO else "FAIL", why)
 
 
