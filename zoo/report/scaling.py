@@ -311,6 +311,19 @@ def _warnings(by_arch: dict, fits: dict) -> list[str]:
     return out
 
 
+def _no_fit(points: list[dict], scaling_sweep: bool) -> list[str]:
+    """Runs of one size: a line saying why nothing is fitted in an experiment=scaling directory, else nothing."""
+    if not (points and scaling_sweep):
+        return []
+    sizes = sorted({p["N"] for p in points})
+    return [
+        "## Scaling",
+        "",
+        f"No fit: every run has N = {', '.join(f'{n:,.0f}' for n in sizes)} "
+        "non-embedding parameters, and a law needs runs of several sizes (experiment=scaling).",
+    ]
+
+
 def scaling_section(runs: list[dict], out_dir: Path, scaling_sweep: bool = False) -> tuple[list[str], list[Path]]:
     """report.md's Scaling section and its files: the study's tables (zoo.scaling.study.study_lines: the gates
     first, the fit per architecture with intervals, the long reach, leave one size out, the law forms, the
@@ -320,16 +333,8 @@ def scaling_section(runs: list[dict], out_dir: Path, scaling_sweep: bool = False
     one size give only a line saying why nothing is fitted (when `scaling_sweep`, an experiment=scaling
     directory); no points, nothing."""
     points = scaling_points(runs)
-    sizes = sorted({p["N"] for p in points})
-    if len(sizes) < 2:
-        if points and scaling_sweep:
-            return [
-                "## Scaling",
-                "",
-                f"No fit: every run has N = {', '.join(f'{n:,.0f}' for n in sizes)} "
-                "non-embedding parameters, and a law needs runs of several sizes (experiment=scaling).",
-            ], []
-        return [], []
+    if len({p["N"] for p in points}) < 2:
+        return _no_fit(points, scaling_sweep), []
     fitted = [p for p in points if p["kind"] in FITTED_KINDS]
     study = analyse(fitted)
     by_arch, fits = study.by_arch, study.fits
