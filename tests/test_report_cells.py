@@ -59,11 +59,13 @@ REPORT = """
 import json, sys
 from pathlib import Path
 import zoo.report.scaling as section
+import zoo.scaling.points as points
+import zoo.scaling.study as study
 from zoo.report.build import report
-section.BOOTSTRAP = 40
-section._plots = lambda *a: []
-real, kept = section._fits, {}
-section._fits = lambda by_arch: kept.setdefault("fits", real(by_arch))
+points.BOOTSTRAP = 40
+section.scaling_plots = lambda *a, **k: []
+real, kept = study.fit_families, {}
+study.fit_families = lambda by_arch, *a: kept.setdefault("fits", real(by_arch, *a))
 root = Path(sys.argv[1])
 report(root, root / "out")
 fits = {arch: fit.to_dict() for arch, fit in kept["fits"][0].items()}

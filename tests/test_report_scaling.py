@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 
 from zoo.report.runs import find_runs
-from zoo.report.scaling import matching_compute, scaling_points
+from zoo.report.scaling import scaling_points
 from zoo.scaling.fit import compute_optimal
+from zoo.scaling.frontier import matching_compute
 
 TRUE = {"E": 1.5, "A": 40.0, "B": 60.0, "alpha": 0.35, "beta": 0.3}
 SIZES = [2.0e4, 5.0e4, 1.5e5, 4.0e5]
@@ -104,7 +105,7 @@ def test_a_multiplier_interval_among_resamples_that_never_reach_the_loss_is_inf(
     upper percentile among them is inf, with no warning and no nan; the lower one stays the 2.5th percentile."""
     import warnings
 
-    from zoo.report.scaling import _interval
+    from zoo.scaling.frontier import interval as _interval
 
     ks = np.array([*np.linspace(1.0, 2.0, 180), *[np.inf] * 10, *[np.nan] * 10])  # nan: no match either
     with warnings.catch_warnings():
@@ -178,7 +179,8 @@ def test_one_size_of_an_architecture_is_not_fitted_and_has_no_holdout():
     """An architecture run at one size (N) cannot be fitted (zoo.scaling.fit.check_points refuses it): the
     report warns and skips it instead of failing; two sizes leave one after the hold-out's refit, so there is
     no hold-out check, instead of a degenerate law predicting the other."""
-    from zoo.report.scaling import _fits, holdout
+    from zoo.scaling.checks import holdout
+    from zoo.scaling.points import fit_families as _fits
 
     def pts(n):
         return [

@@ -1,42 +1,34 @@
 """The report's Scaling section: a law L(N, D) = E + A / N^alpha + B / D^beta fitted per architecture to the points
 of runs that differ in size (experiment=scaling), the gates that say whether each law can be trusted, and the
-comparisons it supports.
+comparisons it supports. The statistics and their tables are zoo.scaling's (zoo.scaling.study, shared with
+`python -m zoo.scaling gates points.csv`); this module reads the points from the runs and adds the checks that
+need them (the cool-down check, steps, time) and the figures.
 
 A point is one budget of a run: N = its non-embedding parameters (Kaplan et al. 2020), D = the training tokens,
 C = the measured training FLOPs (zoo.model.cost through the objective, so ENTP's re-reading and the encoder's
 source tokens count) and the continuation loss (val/cont_loss, the tokens every architecture predicts alike).
 experiment=scaling's cells carry their points in results.json (zoo.run.scaling_cell: each a cool-down branch,
 or a budget trained alone in a SIZE_seedN_cosine check cell); other LM runs give one point per validation of
-their CSV log. The law's frontier in measured compute uses each family's FLOPs per token: C = 6 r N D, with r
-the family's mean C / (6 N D) over its points. Beside it, the compute frontier L*(C) = E + A C^-gamma is fitted
-to each family's lower envelope of (C, loss) (Kaplan et al. 2020; Tay et al. 2022)."""
+their CSV log."""
 
 import csv
-import math
 from pathlib import Path
 
 import numpy as np
-from scipy.optimize import least_squares
 
-from zoo.report.refit import fit_options, number, refit_sentence
 from zoo.report.runs import arch_label, read_curves
+from zoo.report.scaling_plots import scaling_plots
 from zoo.report.scaling_tune import tune_section
-from zoo.scaling.fit import PARAMS, ScalingError, compute_optimal, fit_scaling_law, resample_weights
+from zoo.scaling.checks import residual_rms, seed_noise
+from zoo.scaling.gates import HOLDOUT, HOLDOUT_AIM
+from zoo.scaling.points import FITTED_KINDS
+from zoo.scaling.refit import number, refit_sentence
+from zoo.scaling.study import analyse, study_lines
 
 LOSS = ("val/cont_loss", "val/loss")  # the metric fitted: the first a run logs
-BOOTSTRAP = 200  # resamples of each fit (its intervals and the compute multiplier's)
-REFERENCE = "decoder_only"  # the compute multiplier k(C) is relative to its frontier
-# the gates (docs/scaling-laws.md)
-FIT_RMS = 0.015  # the law's relative residual rms on its own points, at most ...
-FIT_NOISE = 2.0  # ... and at most this many times the seed noise
-HOLDOUT = 0.03  # every point of the largest size predicted within this (aim 2%) by a fit without it
-HOLDOUT_AIM = 0.02
-EXPONENT_HALF_WIDTH = 0.15  # each exponent's 95% interval narrower than +- this
-K_RATIO = 2.0  # k(C)'s 95% interval: upper bound at most this times the lower
 COOLDOWN_CHECK = 0.01  # a cool-down point within this of the budget trained alone
 MAX_EPOCHS = 4.0  # training tokens seen at most this often by the largest run (Muennighoff et al. 2023)
 POINTS_CSV = ("arch", "size", "seed", "n_params", "tokens", "flops", "loss", "lr")
-FITTED_KINDS = ("cooldown", "curve")  # the points a law is fitted to (not a cosine check's, not a tuning run's)
 
 
 def scaling_points(runs: list[dict]) -> list[dict]:
@@ -103,8 +95,8 @@ def scaling_points(runs: list[dict]) -> list[dict]:
 
 def write_points_csv(points: list[dict], path: Path) -> Path:
     """points.csv: one row per fitted point (FITTED_KINDS), header POINTS_CSV (lr: the peak rate the point's run
-    ran, empty where a run does not record it), numbers as fitted (zoo.report.refit.number); refit one
-    architecture with zoo.report.refit.refit_command."""
+    ran, empty where a run does not record it), numbers as fitted (zoo.scaling.refit.number); refit one
+    architecture with zoo.scaling.refit.refit_command."""
     with open(path, "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f, lineterminator="\n")
         w.writerow(POINTS_CSV)
@@ -122,221 +114,6 @@ def write_points_csv(points: list[dict], path: Path) -> Path:
                 ]
             )
     return path
-
-
-def fit_points(points: list[dict], bootstrap: int | None = None, seed: int = 0):
-    """fit_scaling_law of the points' (N, D tokens, loss); a bootstrap resample draws whole runs (a trunk and its
-    branches share their weights up to the branch, and a run's evaluations are correlated) within each size when
-    every size has 2 or more runs (the sizes are the design, the seeds the sampling: every resample keeps every
-    size and its number of runs); otherwise across sizes (wider: a resample may lack a size; the gates on the
-    intervals then say they cannot check). A run is its (size, seed) and a stratum its size, labelled as
-    points.csv's columns (zoo.report.refit.fit_options). Returns a zoo.scaling.fit.ScalingFit; its `options` are
-    fit_scaling_law's (refit_command prints them)."""
-    N, D, L = (np.array([p[k] for p in points], dtype=float) for k in ("N", "D", "loss"))
-    bootstrap = BOOTSTRAP if bootstrap is None else bootstrap
-    options = fit_options(points, bootstrap, strata=bool(bootstrap) and not single_seed_sizes(points, "N"))
-    fit = fit_scaling_law(N, D, L, **{**options, "seed": seed})
-    fit.options = {**options, "seed": seed}
-    return fit
-
-
-def single_seed_sizes(points: list[dict], key: str = "size") -> list:
-    """The sizes (their `key`) with one run (seed): a bootstrap over runs within sizes cannot vary them."""
-    runs = {}
-    for p in points:
-        runs.setdefault(p.get(key), set()).add(p["run"])
-    return sorted((s for s, r in runs.items() if len(r) < 2), key=str)
-
-
-def flops_ratio(points: list[dict]) -> float:
-    """r = mean of C / (6 N D) over a family's points: its measured FLOPs per token in units of 6 N."""
-    return float(np.mean([p["C"] / (6.0 * p["N"] * p["D"]) for p in points]))
-
-
-def frontier(C, params, r: float = 1.0) -> np.ndarray:
-    """L*(C) of a law: compute_optimal's loss at 6 N D = C / r (C measured FLOPs, r the family's flops_ratio);
-    params: (E, A, B, alpha, beta), each a scalar or a column of resamples."""
-    return compute_optimal(np.asarray(C, dtype=float) / r, *params)[2]
-
-
-def matching_compute(loss, params, lo: float, hi: float, r: float = 1.0) -> np.ndarray:
-    """The compute C at which the law `params` (of a family with flops_ratio r) reaches `loss` on its frontier
-    (bisection in log C between lo and hi FLOPs; inf where the law never gets that low: loss <= E, or beyond hi)."""
-    loss = np.asarray(loss, dtype=float)
-    a, b = np.full(loss.shape, np.log(lo)), np.full(loss.shape, np.log(hi))
-    for _ in range(80):
-        mid = (a + b) / 2
-        above = frontier(np.exp(mid), params, r) > loss  # still worse than the target: needs more compute
-        a, b = np.where(above, mid, a), np.where(above, b, mid)
-    C = np.exp((a + b) / 2)
-    return np.where(frontier(np.exp(b), params, r) <= loss * (1 + 1e-9), C, np.inf)
-
-
-def _interval(ks: np.ndarray):
-    """The 95% percentile interval of resampled multipliers; inf (a law that never reaches the loss) ranks above
-    every number, and a percentile that falls among the infs is inf."""
-    ks = np.where(np.isfinite(ks), ks, np.inf)
-    with np.errstate(invalid="ignore"):  # interpolating between two infs
-        lo, hi = np.percentile(ks, [2.5, 97.5])
-    return tuple(float(v) if not np.isnan(v) else math.inf for v in (lo, hi))
-
-
-def multiplier(fit, ref, C: float, r: float = 1.0, r_ref: float = 1.0) -> dict:
-    """k(C) = C' / C, C' the compute at which `fit`'s frontier reaches `ref`'s loss at C (the compute multiplier of
-    Kaplan et al. 2020's architecture comparisons); r, r_ref: the families' flops_ratio; with the percentile
-    interval over paired bootstrap resamples. {"value": k, "ci": (lo, hi) or None}; inf when the law never
-    reaches that loss."""
-    point = lambda f: tuple(f.values[k] for k in PARAMS)  # noqa: E731
-    k = float(matching_compute(frontier(C, point(ref), r_ref), point(fit), C * 1e-9, C * 1e9, r)) / C
-    n = min(len(fit.samples), len(ref.samples))
-    if not n:
-        return {"value": k, "ci": None}
-    cols = lambda f: tuple(f.samples[:n, i] for i in range(5))  # noqa: E731
-    with np.errstate(all="ignore"):
-        ks = matching_compute(frontier(C, cols(ref), r_ref), cols(fit), C * 1e-9, C * 1e9, r) / C
-    return {"value": k, "ci": _interval(ks)}
-
-
-# --- the compute frontier L*(C) = E + A C^-gamma on the lower envelope ---
-
-
-def envelope(points: list[dict]) -> list[dict]:
-    """The lower envelope of (C, loss): the points with a lower loss than every point of smaller C."""
-    out, best = [], math.inf
-    for p in sorted(points, key=lambda p: (p["C"], p["loss"])):
-        if p["loss"] < best:
-            out.append(p)
-            best = p["loss"]
-    return out
-
-
-def _fit_frontier(C: np.ndarray, L: np.ndarray) -> np.ndarray | None:
-    """(E, A, gamma) of L = E + A C^-gamma by least squares in log L (scipy), E in [0, min L), from a small grid of
-    starts; None with fewer than 4 points or no fit."""
-    if len(C) < 4:
-        return None
-    x = np.log(C / np.exp(np.mean(np.log(C))))  # centred log C: A is the excess loss at the mean C
-
-    def resid(u):
-        E, logA, g = u
-        return np.log(E + np.exp(logA - g * x)) - np.log(L)
-
-    best = None
-    for frac in (0.0, 0.5, 0.9):
-        for g in (0.05, 0.2, 0.5):
-            E0 = frac * L.min()
-            u0 = (E0, np.log(max(np.exp(np.mean(np.log(L))) - E0, 1e-6)), g)
-            try:
-                r = least_squares(resid, u0, bounds=([0.0, -50.0, 1e-4], [L.min() * (1 - 1e-9), 50.0, 5.0]))
-            except ValueError:
-                continue
-            if best is None or r.cost < best.cost:
-                best = r
-    if best is None:
-        return None
-    E, logA, g = best.x
-    return np.array([E, np.exp(logA) * np.exp(np.mean(np.log(C))) ** g, g])
-
-
-class Frontier:
-    """The compute frontier of one family: (E, A, gamma) on its envelope and `samples`, the refits of bootstrap
-    resamples of whole runs, within each size when every size has 2 or more (each resample's own envelope;
-    zoo.scaling.fit.resample_weights)."""
-
-    def __init__(self, points: list[dict], bootstrap: int | None = None, seed: int = 0):
-        bootstrap = BOOTSTRAP if bootstrap is None else bootstrap
-        env = envelope(points)
-        C, L = (np.array([p[k] for p in env]) for k in ("C", "loss"))
-        self.n_points = len(env)
-        self.values = _fit_frontier(C, L)
-        runs = sorted({p["run"] for p in points})
-        stratified = not single_seed_sizes(points, "N")  # as fit_points (no N: one stratum of every run)
-        of_run = {p["run"]: p.get("N") for p in points}
-        by_size = {}
-        for i, r in enumerate(runs):
-            by_size.setdefault(of_run[r], []).append(i)
-        units = [np.array(v) for v in by_size.values()] if stratified else [np.arange(len(runs))]
-        rng = np.random.default_rng(seed)
-        samples = []
-        for _ in range(bootstrap if self.values is not None else 0):
-            drawn_runs = {runs[i] for i in np.flatnonzero(resample_weights(rng, units, len(runs), stratified))}
-            drawn = [p for p in points if p["run"] in drawn_runs]  # the envelope needs which runs, not how often
-            e = envelope(drawn)
-            u = _fit_frontier(np.array([p["C"] for p in e]), np.array([p["loss"] for p in e]))
-            if u is not None:
-                samples.append(u)
-        self.samples = np.array(samples).reshape(-1, 3)
-
-    def ci(self, i: int):
-        return tuple(np.percentile(self.samples[:, i], [2.5, 97.5])) if len(self.samples) else None
-
-    @staticmethod
-    def loss(C, u) -> np.ndarray:
-        return u[..., 0] + u[..., 1] * np.asarray(C, dtype=float) ** -u[..., 2]
-
-    @staticmethod
-    def compute(loss, u) -> np.ndarray:
-        """The C at which the frontier u reaches `loss` (inf at or below its E)."""
-        with np.errstate(all="ignore"):
-            excess = np.asarray(loss, dtype=float) - u[..., 0]
-            return np.where(excess > 0, (excess / u[..., 1]) ** (-1.0 / u[..., 2]), np.inf)
-
-    def multiplier(self, ref: "Frontier", C: float) -> dict:
-        """k(C) from the two frontiers, with the interval over their resamples (paired by index)."""
-        k = float(self.compute(self.loss(C, ref.values), self.values)) / C
-        n = min(len(self.samples), len(ref.samples))
-        if not n:
-            return {"value": k, "ci": None}
-        ks = self.compute(self.loss(C, ref.samples[:n]), self.samples[:n]) / C
-        return {"value": k, "ci": _interval(ks)}
-
-
-# --- checks ---
-
-
-def holdout(points: list[dict]) -> dict | None:
-    """Refit without the largest size and predict its points: {"N": that size, "errors": relative errors
-    |predicted - measured| / measured, in C order}; None with fewer than 6 points, or one size, left to fit."""
-    top = max(p["N"] for p in points)
-    train = [p for p in points if p["N"] < top]
-    test = sorted((p for p in points if p["N"] == top), key=lambda p: p["C"])
-    if len(train) < 6 or not test or len({p["N"] for p in train}) < 2:  # one size left: no law to refit
-        return None
-    fit = fit_points(train, bootstrap=0)
-    pred = fit.predict(np.array([p["N"] for p in test]), np.array([p["D"] for p in test]))
-    return {"N": top, "errors": [abs(float(q) - p["loss"]) / p["loss"] for q, p in zip(pred, test)]}
-
-
-def residual_rms(fit, points: list[dict]) -> float:
-    """The law's relative residual rms on the points: sqrt(mean(((L - L_hat) / L)^2))."""
-    pred = fit.predict(np.array([p["N"] for p in points]), np.array([p["D"] for p in points]))
-    resid = np.array([(p["loss"] - q) / p["loss"] for p, q in zip(points, pred)])
-    return float(np.sqrt(np.mean(resid**2)))
-
-
-def seed_noise(points: list[dict]) -> float | None:
-    """The seed noise of a family: at every (size, budget) with runs of several seeds, the relative sd of their
-    losses (ddof 1); the rms over those. None without repeated seeds."""
-    groups = {}
-    for p in points:
-        groups.setdefault((p["N"], round(p["tokens_per_param"], 6)), {})[p["seed"]] = p["loss"]
-    sds = [np.std(list(g.values()), ddof=1) / np.mean(list(g.values())) for g in groups.values() if len(g) > 1]
-    return float(np.sqrt(np.mean(np.square(sds)))) if sds else None
-
-
-def at_bound(fit, points: list[dict]) -> list[str]:
-    """The fitted parameters at a bound of the law's search: E collapsed to 0 (below 0.1% of the lowest loss), an
-    exponent at 0 (below 0.005) or running away (above 3, outside Hoffmann's start grid 0 .. 2 by half of it);
-    and a fit whose optimiser did not converge (zoo.scaling.fit's ScalingFit.converged)."""
-    out = []
-    if fit.values["E"] < 1e-3 * min(p["loss"] for p in points):
-        out.append(f"E = {fit.values['E']:.3g} (collapsed to 0)")
-    for k in ("alpha", "beta"):
-        if not 0.005 < fit.values[k] < 3.0:
-            out.append(f"{k} = {fit.values[k]:.3g}")
-    if not fit.converged:
-        out.append("the optimiser did not converge (" + "; ".join(fit.notes) + ")")
-    return out
 
 
 def steps_bound(points: list[dict]) -> dict:
@@ -392,220 +169,6 @@ def cooldown_check(points: list[dict]) -> list[dict]:
                 }
             )
     return out
-
-
-def fmt(v: float, ci=None, digits: int = 3) -> str:
-    """v [lo, hi] with `digits` significant digits."""
-    f = lambda x: "inf" if not np.isfinite(x) else f"{x:.{digits}g}"  # noqa: E731
-    return f(v) + (f" [{f(ci[0])}, {f(ci[1])}]" if ci is not None else "")
-
-
-def _fits(by_arch: dict) -> tuple[dict, list[str]]:
-    """{arch: ScalingFit} of every architecture with at least 6 points, and a warning for each without."""
-    fits, warnings = {}, []
-    for arch, pts in by_arch.items():
-        if len(pts) < 6:
-            warnings.append(f"{arch}: {len(pts)} points, too few to fit 5 parameters with a check; not fitted")
-            continue
-        try:
-            fits[arch] = fit_points(pts)
-        except ScalingError as e:  # e.g. one size of this architecture: the law cannot be fitted
-            warnings.append(f"{arch}: not fitted: {e}")
-            continue
-        except RuntimeError as e:  # the optimiser stalled on a resample of runs: resample points instead
-            warnings.append(
-                f"{arch}: the bootstrap over runs stalled ({e}); its intervals resample points (too narrow)"
-            )
-            N, D, L = (np.array([p[k] for p in pts], dtype=float) for k in ("N", "D", "loss"))
-            options = fit_options(pts, BOOTSTRAP, strata=False, by_run=False)  # BOOTSTRAP read at call time
-            fits[arch] = fit_scaling_law(N, D, L, **options)
-            fits[arch].options = options
-    return fits, warnings
-
-
-def fitted(*frontiers) -> bool:
-    """Every one of the frontiers exists and was fitted (its envelope had 4 or more points)."""
-    return all(fr is not None and fr.values is not None for fr in frontiers)
-
-
-def measured_compute(fr: "Frontier", ref: "Frontier", cmax: float, cmax_ref: float) -> float:
-    """The largest compute c of the reference at which k(c) is measured on both sides: c within the reference's
-    largest measured C (cmax_ref), and the family's frontier reaching the reference's loss at c within its own
-    largest measured C (cmax): c* = min(cmax_ref, C_ref(L_fam(cmax))), from the frontiers' point estimates."""
-    return min(cmax_ref, float(Frontier.compute(Frontier.loss(cmax, fr.values), ref.values)))
-
-
-def gates(by_arch: dict, fits: dict, holdouts: dict, frontiers: dict) -> dict:
-    """Per architecture, each gate's verdict: {"fit": (state, why), "holdout": ..., "params": ..., "k": ...,
-    "trusted": bool}; state is "pass", "FAIL" or "cannot check" (a design that cannot judge it). holdouts:
-    {arch: holdout(points)}; frontiers: {arch: Frontier}. The k(C) gate judges the frontier's multiplier at
-    measured_compute, the largest compute both families measured (the law's k(C) there, printed beside it, takes
-    the law's compute-optimal N and D, which may lie beyond the measured ones)."""
-    out = {}
-    cmax_ref = max(p["C"] for p in by_arch.get(REFERENCE, [])) if REFERENCE in by_arch else None
-    lone_ref = single_seed_sizes(by_arch.get(REFERENCE, []))
-    ref_fr = frontiers.get(REFERENCE)
-    for arch, pts in by_arch.items():
-        fit, g = fits.get(arch), {}
-        sizes = {p["N"] for p in pts}
-        budgets = max(sum(1 for q in pts if q["run"] == r) for r in {p["run"] for p in pts})
-        if fit is None:
-            g = {k: ("FAIL", "no law was fitted") for k in ("fit", "holdout", "params", "k")}
-            out[arch] = {**g, "trusted": False}
-            continue
-        rms, noise = residual_rms(fit, pts), seed_noise(pts)
-        if noise is None:
-            g["fit"] = (
-                "cannot check" if rms <= FIT_RMS else "FAIL",
-                f"rms {rms:.2%}; no repeated seeds to compare with",
-            )
-        else:
-            ok = rms <= FIT_RMS and rms <= FIT_NOISE * noise
-            g["fit"] = ("pass" if ok else "FAIL", f"rms {rms:.2%}, {rms / noise:.1f}x the seed noise {noise:.2%}")
-        h = holdouts[arch] if len(sizes) >= 3 else None
-        if h is None:
-            g["holdout"] = ("cannot check", f"{len(sizes)} sizes: a fit without the largest needs 2 or more left")
-        else:
-            worst = max(h["errors"])
-            g["holdout"] = ("pass" if worst <= HOLDOUT else "FAIL", f"largest error {worst:.2%} at N = {h['N']:,.0f}")
-        bound = at_bound(fit, pts)
-        widths = {k: (fit.ci[k][1] - fit.ci[k][0]) / 2 for k in ("alpha", "beta") if fit.ci.get(k)}
-        wide = [f"{k} ±{w:.2f}" for k, w in widths.items() if not w <= EXPONENT_HALF_WIDTH]
-        lone = single_seed_sizes(pts)
-        one_seed = f"one seed at {', '.join(lone)}: the bootstrap over seeds within sizes cannot vary it (2 or more)"
-        if budgets < 2:
-            g["params"] = ("cannot check", "one budget per size: beta is not identified")
-        elif lone:  # a parameter at a bound fails whatever the intervals
-            g["params"] = ("FAIL", "; ".join(bound)) if bound else ("cannot check", one_seed)
-        elif not widths:
-            g["params"] = ("cannot check", "no bootstrap intervals")
-        else:
-            why = "; ".join(bound + wide) or ", ".join(f"{k} ±{w:.2f}" for k, w in widths.items())
-            g["params"] = ("pass" if not bound and not wide else "FAIL", why)
-        if arch == REFERENCE:
-            g["k"] = ("pass", "the reference (k = 1)")
-        elif REFERENCE not in fits or cmax_ref is None:
-            g["k"] = ("cannot check", f"{REFERENCE} was not fitted")
-        elif not fitted(frontiers.get(arch), ref_fr):
-            g["k"] = ("cannot check", "no compute frontier (its envelope has fewer than 4 points)")
-        else:
-            c = measured_compute(frontiers[arch], ref_fr, max(p["C"] for p in pts), cmax_ref)
-            k = frontiers[arch].multiplier(ref_fr, c)
-            law_k = multiplier(fit, fits[REFERENCE], c, flops_ratio(pts), flops_ratio(by_arch[REFERENCE]))
-            why = f"k = {fmt(k['value'], k['ci'])} at C = {c:.3g} (law: {fmt(law_k['value'], law_k['ci'])})"
-            if lone or lone_ref:
-                at = ", ".join(sorted(set(lone) | set(lone_ref)))
-                g["k"] = ("cannot check", f"{why}; one seed at {at} (2 or more)")
-            elif k["ci"] is None:
-                g["k"] = ("cannot check", "no bootstrap intervals")
-            else:
-                lo, hi = k["ci"]
-                ok = lo > 0 and np.isfinite(hi) and hi <= K_RATIO * lo
-                g["k"] = ("pass" if ok else "FAIL", why)
-        out[arch] = {**g, "trusted": all(v[0] == "pass" for v in g.values())}
-    return out
-
-
-def _gate_table(verdicts: dict) -> list[str]:
-    lines = [
-        "Can each law be trusted? The gates (docs/scaling-laws.md): **fit** the law's relative residual rms "
-        f"<= {FIT_RMS:.1%} and <= {FIT_NOISE:g}x the seed noise; **hold-out** every point of the largest size "
-        f"predicted within {HOLDOUT:.0%} by a fit without it; **parameters** none at a bound, each exponent's 95% "
-        f"interval narrower than ±{EXPONENT_HALF_WIDTH}; **k(C)** the compute multiplier against {REFERENCE}, from "
-        "the compute frontiers at the largest C both families measured (C* = the smaller of the reference's largest "
-        "C and the C at which the reference reaches the family's best frontier loss), has a 95% interval whose "
-        f"upper bound is at most {K_RATIO:g}x its lower (the law's k at C* in parentheses).",
-        "",
-        "| arch | law trusted | fit | hold-out | parameters | k(C) |",
-        "|---|---|---|---|---|---|",
-    ]
-    for arch, g in verdicts.items():
-        cells = [f"{g[k][0]}: {g[k][1]}" for k in ("fit", "holdout", "params", "k")]
-        lines.append(f"| {arch} | {'yes' if g['trusted'] else 'NO'} | " + " | ".join(cells) + " |")
-    return lines
-
-
-def _fit_table(by_arch: dict, fits: dict, verdicts: dict) -> list[str]:
-    """The per-architecture table of the law's parameters with their 95% bootstrap intervals; a law that failed
-    a gate is marked so on its row."""
-    lines = [
-        "| arch | gates | runs | sizes | points | E | A | B | alpha | beta | a (N_opt ∝ C^a) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for arch, fit in fits.items():
-        pts = by_arch[arch]
-        cells = [fmt(fit.values[k], fit.ci[k]) for k in ("E", "A", "B", "alpha", "beta", "a")]
-        mark = "passed" if verdicts[arch]["trusted"] else "FAILED: not to quote"
-        lines.append(
-            f"| {arch} | {mark} | {len({p['run'] for p in pts})} | {len({p['N'] for p in pts})} | {len(pts)} | "
-            + " | ".join(cells)
-            + " |"
-        )
-    return lines
-
-
-def _frontier_table(frontiers: dict) -> list[str]:
-    lines = [
-        "The compute frontier L*(C) = E + A C^-gamma fitted to each family's lower envelope of (C, loss) (Kaplan et "
-        "al. 2020; 95% intervals over resamples of whole runs):",
-        "",
-        "| arch | envelope points | E | A | gamma |",
-        "|---|---|---|---|---|",
-    ]
-    for arch, fr in frontiers.items():
-        if fr.values is None:
-            lines.append(f"| {arch} | {fr.n_points} | – | – | – (fewer than 4 envelope points) |")
-            continue
-        cells = [fmt(fr.values[i], fr.ci(i)) for i in range(3)]
-        lines.append(f"| {arch} | {fr.n_points} | " + " | ".join(cells) + " |")
-    return lines
-
-
-def _multipliers(by_arch: dict, fits: dict, frontiers: dict, verdicts: dict, points: list[dict]) -> list[str]:
-    """k(C) of each architecture against REFERENCE at REFERENCE's smallest and largest measured C, at C* (the
-    largest C both measured: measured_compute, the k(C) gate's) and, for a law that passed its gates, 10x beyond,
-    from the law and the compute frontier."""
-    if REFERENCE not in by_arch:
-        return [f"No compute multiplier: no {REFERENCE} points to compare with."]
-    if len(by_arch) < 2:
-        return [f"No compute multiplier: {REFERENCE} is the only architecture."]
-    cs = [min(p["C"] for p in by_arch[REFERENCE]), max(p["C"] for p in by_arch[REFERENCE])]
-    lines = [
-        f"The compute multiplier k(C): how many times {REFERENCE}'s compute C an architecture needs to reach "
-        f"{REFERENCE}'s loss at C (1 = as efficient, > 1 = needs more; 95% intervals over paired bootstrap "
-        "resamples of runs within sizes), from the law L(N, D) and the compute frontier L*(C). 10x beyond the "
-        "largest C is an extrapolation, shown only for laws that passed every gate. C*: the largest C both "
-        "families measured (the k(C) gate's; the family reaches decoder_only's loss there within its own largest C).",
-        "",
-        "| arch | from | " + " | ".join(f"C = {c:.3g}" for c in cs) + f" | C* | C = {10 * cs[1]:.3g} (10x beyond) |",
-        "|---|---|" + "---|" * (len(cs) + 2),
-    ]
-    ref_fit, ref_fr = fits.get(REFERENCE), frontiers.get(REFERENCE)
-    for arch in by_arch:
-        if arch == REFERENCE:
-            continue
-        trusted = verdicts[arch]["trusted"] and verdicts[REFERENCE]["trusted"]
-        fr = frontiers.get(arch)
-        has_frontiers = fitted(fr, ref_fr)
-        cstar = measured_compute(fr, ref_fr, max(p["C"] for p in by_arch[arch]), cs[1]) if has_frontiers else None
-        if arch in fits and ref_fit is not None:
-            r, r_ref = flops_ratio(by_arch[arch]), flops_ratio(by_arch[REFERENCE])
-            ks = [multiplier(fits[arch], ref_fit, c, r, r_ref) for c in cs]
-            cells = [fmt(k["value"], k["ci"]) for k in ks]
-            if cstar is None:
-                cells.append("–")
-            else:
-                k = multiplier(fits[arch], ref_fit, cstar, r, r_ref)
-                cells.append(f"{fmt(k['value'], k['ci'])} at {cstar:.3g}")
-            beyond = multiplier(fits[arch], ref_fit, 10 * cs[1], r, r_ref)
-            cells.append(fmt(beyond["value"], beyond["ci"]) if trusted else "– (a gate failed)")
-            lines.append(f"| {arch} | law{'' if trusted else ' (gate FAILED)'} | " + " | ".join(cells) + " |")
-        if has_frontiers:
-            ks = [fr.multiplier(ref_fr, c) for c in (*cs, cstar)]
-            cells = [fmt(k["value"], k["ci"]) for k in ks]
-            cells[-1] += f" at {cstar:.3g}"
-            lines.append(f"| {arch} | frontier | " + " | ".join(cells) + " | – |")
-    return lines
 
 
 def _holdouts(holdouts: dict) -> list[str]:
@@ -764,130 +327,52 @@ def _warnings(by_arch: dict, fits: dict) -> list[str]:
     return out
 
 
-def _plots(by_arch: dict, fits: dict, frontiers: dict, out_dir: Path) -> list[Path]:
-    """scaling_frontier.png (loss against C, log-log: points, the law's frontier L*(C) with its 95% band, and the
-    envelope fit dashed), scaling_isoflop.png (the fitted loss against N at three fixed C) and scaling_nopt.png
-    (N_opt against C with its band); one colour per architecture in all three."""
-    from zoo.report.plots import _plt
-
-    plt = _plt()
-    allc = [p["C"] for pts in by_arch.values() for p in pts]
-    C = np.geomspace(min(allc) / 2, 10 * max(allc), 60)
-    colors = {arch: f"C{i}" for i, arch in enumerate(by_arch)}
+def _no_fit(points: list[dict], scaling_sweep: bool) -> list[str]:
+    """Runs of one size: a line saying why nothing is fitted in an experiment=scaling directory, else nothing."""
+    if not (points and scaling_sweep):
+        return []
+    sizes = sorted({p["N"] for p in points})
     return [
-        _save(_plot_frontier(plt, by_arch, fits, frontiers, C, colors), out_dir / "scaling_frontier.png", plt),
-        _save(_plot_isoflop(plt, by_arch, fits, allc, colors), out_dir / "scaling_isoflop.png", plt),
-        _save(_plot_nopt(plt, by_arch, fits, C, colors), out_dir / "scaling_nopt.png", plt),
+        "## Scaling",
+        "",
+        f"No fit: every run has N = {', '.join(f'{n:,.0f}' for n in sizes)} "
+        "non-embedding parameters, and a law needs runs of several sizes (experiment=scaling).",
     ]
 
 
-def _plot_frontier(plt, by_arch: dict, fits: dict, frontiers: dict, C: np.ndarray, colors: dict):
-    fig, ax = plt.subplots(figsize=(6, 4.5))
-    for arch, pts in by_arch.items():
-        ax.loglog([p["C"] for p in pts], [p["loss"] for p in pts], "o", ms=3, alpha=0.6, color=colors[arch], label=arch)
-        if arch in fits:
-            r = flops_ratio(pts)
-            al = fits[arch].allocation(C / r)
-            ax.loglog(C, al["loss"]["value"], "-", color=colors[arch])
-            if al["loss"]["ci"]:
-                lo, hi = np.array(al["loss"]["ci"]).T
-                ax.fill_between(C, lo, hi, color=colors[arch], alpha=0.15)
-        fr = frontiers.get(arch)
-        if fr is not None and fr.values is not None:
-            ax.loglog(C, Frontier.loss(C, fr.values), "--", lw=1, color=colors[arch])
-    ax.set(
-        xlabel="training FLOPs C",
-        ylabel="validation loss (nats/token)",
-        title="Loss against compute: law frontier (band), envelope fit (dashed)",
-    )
-    ax.legend(fontsize=8)
-    return fig
-
-
-def _plot_isoflop(plt, by_arch: dict, fits: dict, allc: list, colors: dict):
-    """The y axis spans the measured losses (a fit far off the data, at a bound, would squash every curve)."""
-    fig, ax = plt.subplots(figsize=(6, 4.5))
-    for c, style in zip(np.geomspace(min(allc), max(allc), 3), ("-", "--", ":")):
-        for arch, fit in fits.items():
-            r = flops_ratio(by_arch[arch])
-            Ns = np.geomspace(min(p["N"] for p in by_arch[arch]) / 4, max(p["N"] for p in by_arch[arch]) * 4, 50)
-            with np.errstate(all="ignore"):
-                y = fit.predict(Ns, c / (6 * r * Ns))
-            ax.semilogx(Ns, y, style, color=colors[arch], label=f"{arch}, C = {c:.2g}")
-    losses = [p["loss"] for pts in by_arch.values() for p in pts]
-    ax.set_ylim(0.8 * min(losses), 1.5 * max(losses))
-    ax.set(xlabel="non-embedding parameters N", ylabel="fitted loss", title="IsoFLOP curves (the fits at fixed C)")
-    ax.legend(fontsize=6)
-    return fig
-
-
-def _plot_nopt(plt, by_arch: dict, fits: dict, C: np.ndarray, colors: dict):
-    fig, ax = plt.subplots(figsize=(6, 4.5))
-    for arch, fit in fits.items():
-        al = fit.allocation(C / flops_ratio(by_arch[arch]))
-        if all(v is not None for v in al["N_opt"]["value"]):
-            ax.loglog(C, al["N_opt"]["value"], color=colors[arch], label=arch)
-            if al["N_opt"]["ci"]:
-                lo, hi = np.array(al["N_opt"]["ci"]).T
-                ax.fill_between(C, lo, hi, color=colors[arch], alpha=0.15)
-    ax.set(xlabel="training FLOPs C", ylabel="compute-optimal N_opt", title="N_opt against C (95% band)")
-    ax.legend(fontsize=8)
-    return fig
-
-
-def _save(fig, path: Path, plt) -> Path:
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
-
-
 def scaling_section(runs: list[dict], out_dir: Path, scaling_sweep: bool = False) -> tuple[list[str], list[Path]]:
-    """report.md's Scaling section and its files: the gates table first, then the fit per architecture with
-    intervals, the compute frontiers, the compute multipliers, the hold-out check, the cool-down check, seed noise
-    against fit error, the steps-bound check, the rankings at the smallest and largest size, warnings, three
-    plots and points.csv (every fitted point). Runs of one size give only a line saying why nothing is fitted
-    (when `scaling_sweep`, an experiment=scaling directory); no points, nothing."""
+    """report.md's Scaling section and its files: the study's tables (zoo.scaling.study.study_lines: the gates
+    first, the fit per architecture with intervals, the long reach, leave one size out, the law forms, the
+    attention share, the compute frontiers and multipliers under each FLOP convention, the per-target-token view),
+    then the hold-out errors, the cool-down check, seed noise against fit error, the steps-bound check, the
+    rankings at the smallest and largest size, warnings, four plots and points.csv (every fitted point). Runs of
+    one size give only a line saying why nothing is fitted (when `scaling_sweep`, an experiment=scaling
+    directory); no points, nothing."""
     points = scaling_points(runs)
-    sizes = sorted({p["N"] for p in points})
-    if len(sizes) < 2:
-        if points and scaling_sweep:
-            return [
-                "## Scaling",
-                "",
-                f"No fit: every run has N = {', '.join(f'{n:,.0f}' for n in sizes)} "
-                "non-embedding parameters, and a law needs runs of several sizes (experiment=scaling).",
-            ], []
-        return [], []
+    if len({p["N"] for p in points}) < 2:
+        return _no_fit(points, scaling_sweep), []
     fitted = [p for p in points if p["kind"] in FITTED_KINDS]
-    by_arch = {}
-    for p in sorted(fitted, key=lambda p: p["arch"] != REFERENCE):  # the reference first, then the runs' order
-        by_arch.setdefault(p["arch"], []).append(p)
-    fits, warnings = _fits(by_arch)
-    frontiers = {arch: Frontier(pts) for arch, pts in by_arch.items()}
-    holdouts = {arch: holdout(pts) for arch, pts in by_arch.items()}
-    verdicts = gates(by_arch, fits, holdouts, frontiers)
+    study = analyse(fitted)
+    by_arch, fits = study.by_arch, study.fits
     csv_path = write_points_csv(fitted, Path(out_dir) / "points.csv")
     tuning, tune_figures = tune_section(points, fitted, out_dir)
+    tables = study_lines(study)
+    split = tables.index("", 2) + 1  # after the gate table: how the law is fitted, then the rest
     text = [
         "## Scaling",
         "",
-        *_gate_table(verdicts),
-        "",
+        *tables[:split],
         "L(N, D) = E + A / N^alpha + B / D^beta per architecture (Hoffmann et al. 2022's Huber fit, zoo.scaling.fit):"
         " N the non-embedding parameters, D the training tokens, the loss val/cont_loss at each budget; 95% "
         'intervals from a bootstrap over runs (seeds) within sizes, rescaled (docs/scaling-laws.md, "The gates"; '
-        f"over runs across sizes where a size has one seed). Every point is in [{csv_path.name}]({csv_path.name})."
-        + refit_sentence(csv_path.name, fits),
-        "",
-        *_fit_table(by_arch, fits, verdicts),
+        "over runs across sizes where a size has one seed), widened by the Birge ratio where chi2/dof > 1. Every "
+        f"point is in [{csv_path.name}]({csv_path.name}) (`python -m zoo.scaling gates {csv_path.name}` prints these "
+        "tables from it)." + refit_sentence(csv_path.name, fits),
         "",
         *tuning,
-        *_frontier_table(frontiers),
+        *tables[split:],
         "",
-        *_multipliers(by_arch, fits, frontiers, verdicts, fitted),
-        "",
-        *_holdouts(holdouts),
+        *_holdouts({arch: c["holdout"] for arch, c in study.checks.items()}),
         "",
         *_cooldown_table(cooldown_check(points)),
         "",
@@ -899,10 +384,10 @@ def scaling_section(runs: list[dict], out_dir: Path, scaling_sweep: bool = False
         "",
         *_time(runs),
     ]
-    warned = warnings + _warnings(by_arch, fits)
+    warned = study.warnings + _warnings(by_arch, fits)
     if warned:
         text += ["Warnings: " + "; ".join(warned), ""]
-    figures = (_plots(by_arch, fits, frontiers, out_dir) if fits else []) + tune_figures
+    figures = (scaling_plots(by_arch, fits, study.frontiers, out_dir) if fits else []) + tune_figures
     if figures:
         text.append("Figures: " + ", ".join(f"[{p.name}]({p.name})" for p in figures))
     return text, figures

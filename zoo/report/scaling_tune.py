@@ -12,8 +12,12 @@ TOLERANCE = 0.005  # a cell's rate must reach within this of its sweep's best se
 
 
 def tune_rows(points: list[dict]) -> list[dict]:
-    """The tuning runs among the report's points, as lr_sweep.csv's rows (SWEEP_FIELDS)."""
-    rows = [{**p, "tokens": int(p["tokens"])} for p in points if p["kind"] == TUNE_KIND]
+    """The tuning runs among the report's points that record their rate, as lr_sweep.csv's rows (SWEEP_FIELDS)."""
+    rows = [
+        {**p, "tokens": int(p["tokens"]), "lr": float(p["lr"]), "loss": float(p["loss"])}
+        for p in points
+        if p["kind"] == TUNE_KIND and p.get("lr") not in (None, "")
+    ]
     return sweep_table(rows)
 
 

@@ -1,4 +1,5 @@
-"""Scaling laws: fit L(N, D) = E + A / N^alpha + B / D^beta with bootstrap intervals (python -m zoo.scaling fit).
+"""Scaling laws: fit L(N, D) = E + A / N^alpha + B / D^beta with bootstrap intervals (python -m zoo.scaling fit),
+and judge a study's laws by their gates (python -m zoo.scaling gates points.csv; zoo.scaling.study).
 
 The names below load zoo.scaling.fit on first use, so that `python -m zoo.scaling` can limit OpenBLAS to one thread
 before numpy loads (see zoo/scaling/__main__.py).

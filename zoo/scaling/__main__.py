@@ -1,8 +1,10 @@
 """python -m zoo.scaling fit FILE.csv --params COL (--tokens COL | --flops COL) --loss COL [--drop-highest K]
 [--bootstrap B] [--seed S] [--group COLS] [--strata COLS] [--json OUT] [--compute C ...]
+python -m zoo.scaling gates POINTS.csv [--bootstrap B] [--unique-tokens U]
 
 Fits the Chinchilla law L(N, D) = E + A / N^alpha + B / D^beta to a CSV of points (any runs, not only zoo's) with
 bootstrap intervals, and prints the compute-optimal allocation and the frontier L*(C) (docs/scaling-laws.md).
+`gates` prints the gate table of a study's points.csv and the tables beside it (zoo.scaling.study).
 Bad input (a missing column, a non-numeric or non-positive value, too few points, fewer than 3 distinct N or D) exits
 with 2 before any fitting.
 """
@@ -164,7 +166,7 @@ def table(fit, allocation: dict, source: str, unit: str = "points") -> str:
 
 
 def _parser() -> argparse.ArgumentParser:
-    """The argument parser of `python -m zoo.scaling` (one sub-command, fit)."""
+    """The argument parser of `python -m zoo.scaling` (sub-commands fit and gates)."""
     parser = argparse.ArgumentParser(prog="python -m zoo.scaling", description=__doc__.split("\n\n")[1])
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("fit", help="fit L(N, D) = E + A / N^alpha + B / D^beta to a CSV of points")
@@ -197,6 +199,7 @@ def _parser() -> argparse.ArgumentParser:
         "architecture of a study's points.csv",
     )
     p.add_argument("--json", type=Path, metavar="OUT", help="also write the fit as JSON")
+    _gates_parser(sub)
     p.add_argument(
         "--compute",
         type=float,
@@ -207,6 +210,19 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _gates_parser(sub) -> None:
+    g = sub.add_parser("gates", help="the gate table of a study's points.csv (python -m zoo.report writes it)")
+    g.add_argument("csv", type=Path, metavar="POINTS.csv", help="arch,size,seed,n_params,tokens,flops,loss[,kind,lr]")
+    g.add_argument("--bootstrap", type=int, default=200, metavar="B", help="resamples of each fit (default 200)")
+    g.add_argument(
+        "--unique-tokens",
+        type=float,
+        metavar="U",
+        help="unique training tokens of the data-constrained form (default: a train_tokens column, else the "
+        "shakespeare_plays training split's 4,470,805)",
+    )
+
+
 def main(argv=None) -> int:
     """Run the CLI: print the fit's table (and write --json); returns 0, 2 after printing a ScalingError, or 1 when
     the fit did not converge (nothing printed to stdout or written)."""
@@ -214,6 +230,10 @@ def main(argv=None) -> int:
     # scipy >= 1.15's L-BFGS-B runs 10-30x slower with OpenBLAS threads (scipy issue #22438): one thread, unless
     # the user chose; takes effect because numpy loads only below
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    if args.command == "gates":
+        from zoo.scaling.study import gates_main
+
+        return gates_main(args)
     from zoo.scaling.fit import ScalingError, check_points, fit_scaling_law, underdetermined
 
     try:

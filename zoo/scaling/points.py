@@ -1,0 +1,151 @@
+"""A scaling study's points: read from a points.csv, grouped into runs and cells, and the law fitted to them.
+
+A point is one budget of a run: {arch, size, seed, run (the group a bootstrap draws whole), N (non-embedding
+parameters), D (training tokens), C (measured training FLOPs), tokens, loss, kind}. zoo.report builds the same
+dicts from a study's results.json files; read_points_csv from the points.csv it writes (docs/scaling-laws.md)."""
+
+import csv
+import math
+from pathlib import Path
+
+import numpy as np
+
+from zoo.scaling.fit import ScalingError, fit_scaling_law
+from zoo.scaling.refit import fit_options
+
+BOOTSTRAP = 200  # resamples of each fit (its intervals and the compute multiplier's)
+REFERENCE = "decoder_only"  # the compute multiplier k(C) is relative to its frontier
+FITTED_KINDS = ("cooldown", "curve")  # the points a law is fitted to: cool-down branches, other runs' evaluations
+COLUMNS = ("arch", "size", "seed", "n_params", "tokens", "flops", "loss")
+
+
+def read_points_csv(path) -> list[dict]:
+    """The fitted points of a study's points.csv (header: COLUMNS, and optionally kind, lr, train_tokens; other
+    columns are ignored). Rows whose kind is not a cool-down point (tune, cosine) are left out; without a kind
+    column every row is one. A run is arch|size|seed (|lr with an lr column). Raises ScalingError naming the
+    file, line and column of a missing column or a value that is not a positive finite number."""
+    path = Path(path)
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as f:
+            reader = csv.DictReader(f)
+            missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
+            if missing:
+                raise ScalingError(
+                    f"{path}: no column {', '.join(map(repr, missing))}; a study's points.csv has the header "
+                    f"{','.join(COLUMNS)} (python -m zoo.report writes it)"
+                )
+            return [p for row in reader if (p := _point(row, path, reader.line_num)) is not None]
+    except OSError as e:
+        raise ScalingError(f"{path}: cannot read the file ({e.strerror or e})") from e
+    except UnicodeDecodeError as e:
+        raise ScalingError(f"{path}: not a UTF-8 CSV file ({e})") from e
+
+
+def _point(row: dict, path: Path, line: int) -> dict | None:
+    """One row as a point, or None for a row whose kind is not a cool-down point."""
+    kind = (row.get("kind") or "cooldown").strip()
+    if kind != "cooldown":
+        return None
+    values = {}
+    for col in ("n_params", "tokens", "flops", "loss", *(c for c in ("lr", "train_tokens") if row.get(c))):
+        try:
+            values[col] = float(row[col])
+        except (TypeError, ValueError):
+            values[col] = math.nan
+        if not (math.isfinite(values[col]) and values[col] > 0):
+            raise ScalingError(
+                f"{path} line {line}: column {col!r} = {row[col]!r}; it must be a positive finite number: fix or "
+                "remove the row"
+            )
+    arch, size, seed = (row[c].strip() for c in ("arch", "size", "seed"))
+    lr = f"|{row['lr'].strip()}" if row.get("lr") else ""
+    return {
+        "arch": arch,
+        "size": size,
+        "seed": int(seed) if seed.isdigit() else seed,
+        "run": f"{arch}|{size}|{seed}{lr}",
+        "N": values["n_params"],
+        "D": values["tokens"],
+        "C": values["flops"],
+        "tokens": values["tokens"],
+        "loss": values["loss"],
+        "kind": "cooldown",
+        "tokens_per_param": values["tokens"] / values["n_params"],
+        "train_tokens": values.get("train_tokens"),
+    }
+
+
+def by_family(points: list[dict], reference: str = REFERENCE) -> dict[str, list[dict]]:
+    """{arch: its points}, the reference first, then the families in the points' order."""
+    out = {}
+    for p in sorted(points, key=lambda p: p["arch"] != reference):
+        out.setdefault(p["arch"], []).append(p)
+    return out
+
+
+def fit_points(points: list[dict], bootstrap: int | None = None, seed: int = 0):
+    """fit_scaling_law of the points' (N, D tokens, loss); a bootstrap resample draws whole runs (a trunk and its
+    branches share their weights up to the branch, and a run's evaluations are correlated) within each size when
+    every size has 2 or more runs (the sizes are the design, the seeds the sampling: every resample keeps every
+    size and its number of runs); otherwise across sizes (wider: a resample may lack a size; the gates on the
+    intervals then say they cannot check). A run is its (size, seed) and a stratum its size, labelled as
+    points.csv's columns (zoo.scaling.refit.fit_options). Returns a zoo.scaling.fit.ScalingFit; its `options` are
+    fit_scaling_law's (zoo.scaling.refit.refit_command prints them)."""
+    N, D, L = (np.array([p[k] for p in points], dtype=float) for k in ("N", "D", "loss"))
+    bootstrap = BOOTSTRAP if bootstrap is None else bootstrap
+    options = fit_options(points, bootstrap, strata=bool(bootstrap) and not single_seed_sizes(points, "N"))
+    fit = fit_scaling_law(N, D, L, **{**options, "seed": seed})
+    fit.options = {**options, "seed": seed}
+    return fit
+
+
+def fit_families(by_arch: dict, bootstrap: int | None = None) -> tuple[dict, list[str]]:
+    """{arch: ScalingFit} of every family with at least 6 points (fit_points, `bootstrap` resamples; None:
+    BOOTSTRAP), and a warning for each without."""
+    fits, warnings = {}, []
+    for arch, pts in by_arch.items():
+        if len(pts) < 6:
+            warnings.append(f"{arch}: {len(pts)} points, too few to fit 5 parameters with a check; not fitted")
+            continue
+        try:
+            fits[arch] = fit_points(pts, bootstrap)
+        except ScalingError as e:  # e.g. one size of this architecture: the law cannot be fitted
+            warnings.append(f"{arch}: not fitted: {e}")
+            continue
+        except RuntimeError as e:  # the optimiser stalled on a resample of runs: resample points instead
+            warnings.append(
+                f"{arch}: the bootstrap over runs stalled ({e}); its intervals resample points (too narrow)"
+            )
+            N, D, L = (np.array([p[k] for p in pts], dtype=float) for k in ("N", "D", "loss"))
+            options = fit_options(pts, bootstrap or BOOTSTRAP, strata=False, by_run=False)
+            fits[arch] = fit_scaling_law(N, D, L, **options, n_starts=20)
+            fits[arch].options = options
+    return fits, warnings
+
+
+def single_seed_sizes(points: list[dict], key: str = "size") -> list:
+    """The sizes (their `key`) with one run (seed): a bootstrap over runs within sizes cannot vary them."""
+    runs = {}
+    for p in points:
+        runs.setdefault(p.get(key), set()).add(p["run"])
+    return sorted((s for s, r in runs.items() if len(r) < 2), key=str)
+
+
+def flops_ratio(points: list[dict], key: str = "C") -> float:
+    """r = mean of C / (6 N D) over a family's points: its FLOPs per token in units of 6 N (C from `key`)."""
+    return float(np.mean([p[key] / (6.0 * p["N"] * p["D"]) for p in points]))
+
+
+def cell_means(points: list[dict]) -> list[dict]:
+    """The cells of a family (a size and a budget: equal N and D): {"N", "D", "size", "n" (seeds), "mean" (of the
+    losses), "se" (their standard error, std with ddof 1 / sqrt(n); nan for one seed)}, in N then D order."""
+    cells = {}
+    for p in points:
+        cells.setdefault((p["N"], p["D"]), []).append(p)
+    out = []
+    for (N, D), pts in sorted(cells.items()):
+        losses = np.array([p["loss"] for p in pts])
+        se = float(np.std(losses, ddof=1) / math.sqrt(len(losses))) if len(losses) > 1 else math.nan
+        mean = float(losses.mean())
+        out.append({"N": N, "D": D, "size": pts[0].get("size"), "n": len(losses), "mean": mean, "se": se})
+    return out
