@@ -400,7 +400,7 @@ def job_lr(cell, sizes) -> float:
     of its lr_grid until the cell's run replaces it with its family's tuned rate (zoo.scaling.tune.tuned_rate)."""
     if cell_is_tune(cell):
         return cell_lr(cell)
-    size = _size_of(cell, sizes)
+    size = sizes[cell_size(cell, sizes)]
     if size.get("lr") != TUNED:
         return size.get("lr")
     grid = [float(r) for r in size.get("lr_grid") or [1.0]]
