@@ -13,8 +13,9 @@ COMMAND = "python -m zoo.scaling fit {csv} --params n_params --tokens tokens --l
 
 def fit_options(points: list[dict], bootstrap: int, strata: bool, by_run: bool = True) -> dict:
     """The keyword arguments of fit_scaling_law for `points` (zoo.report.scaling.scaling_points): bootstrap, seed
-    (SEED), groups ("SIZE|SEED", the CLI's --group size,seed; a point without a size and seed: its "run"; None with by_run
-    False: whole points) and strata (SIZE, the CLI's --strata size, else N; None when `strata` is False)."""
+    (SEED), groups ("SIZE|SEED", the CLI's --group size,seed; a point without a size and seed: its "run"; None
+    with by_run False: whole points) and strata (SIZE, the CLI's --strata size, else N; None when `strata` is
+    False)."""
     return {
         "bootstrap": bootstrap,
         "seed": SEED,
