@@ -23,6 +23,7 @@ from zoo.scaling.checks import residual_rms, seed_noise
 from zoo.scaling.gates import HOLDOUT, HOLDOUT_AIM
 from zoo.scaling.points import FITTED_KINDS
 from zoo.scaling.refit import number, refit_sentence
+from zoo.scaling.schedules import schedule_laws, schedule_table
 from zoo.scaling.study import analyse, study_lines
 
 LOSS = ("val/cont_loss", "val/loss")  # the metric fitted: the first a run logs
@@ -280,6 +281,13 @@ def _cooldown_table(rows: list[dict]) -> list[str]:
     return lines
 
 
+def _schedules(points: list[dict]) -> list[str]:
+    """The law under each schedule (zoo.scaling.schedules), followed by an empty line; nothing without cosine
+    points."""
+    lines = schedule_table(*schedule_laws(points))
+    return [*lines, ""] if lines else []
+
+
 def _time(runs: list[dict]) -> list[str]:
     """Where the sweep's time went: its runs' seconds in training steps (cost.train_seconds) against their
     wall seconds (setup, validation and checkpoints included)."""
@@ -344,10 +352,10 @@ def scaling_section(runs: list[dict], out_dir: Path, scaling_sweep: bool = False
     """report.md's Scaling section and its files: the study's tables (zoo.scaling.study.study_lines: the gates
     first, the fit per architecture with intervals, the long reach, leave one size out, the law forms, the
     attention share, the compute frontiers and multipliers under each FLOP convention, the per-target-token view),
-    then the hold-out errors, the cool-down check, seed noise against fit error, the steps-bound check, the
-    rankings at the smallest and largest size, warnings, four plots and points.csv (every fitted point). Runs of
-    one size give only a line saying why nothing is fitted (when `scaling_sweep`, an experiment=scaling
-    directory); no points, nothing."""
+    then the hold-out errors, the cool-down check, the law under each schedule (zoo.scaling.schedules), seed
+    noise against fit error, the steps-bound check, the rankings at the smallest and largest size, warnings, four
+    plots and points.csv (every fitted point). Runs of one size give only a line saying why nothing is fitted (when
+    `scaling_sweep`, an experiment=scaling directory); no points, nothing."""
     points = scaling_points(runs)
     if len({p["N"] for p in points}) < 2:
         return _no_fit(points, scaling_sweep), []
@@ -376,6 +384,7 @@ def scaling_section(runs: list[dict], out_dir: Path, scaling_sweep: bool = False
         "",
         *_cooldown_table(cooldown_check(points)),
         "",
+        *_schedules(points),
         *_noise(by_arch, fits),
         "",
         *_steps_bound(by_arch),
