@@ -15,6 +15,7 @@ from zoo.scaling.forms import SHAKESPEARE_PLAYS_TRAIN_TOKENS, compare_forms, eff
 from zoo.scaling.frontier import Frontier
 from zoo.scaling.gates import family_checks, gates
 from zoo.scaling.points import by_family, fit_families, read_points_csv
+from zoo.scaling.residuals import residual_table
 
 
 @dataclass
@@ -72,11 +73,12 @@ def _effective(points: list[dict], unique: float) -> list[dict]:
 
 
 def study_lines(study: Study) -> list[str]:
-    """Every table of the study (zoo.scaling.tables), gates first, as Markdown lines (each table followed by an
-    empty line)."""
+    """Every table of the study (zoo.scaling.tables; the cell residuals, zoo.scaling.residuals), gates first, as
+    Markdown lines (each table followed by an empty line)."""
     s = study
     out = [*tables.gate_table(s.verdicts), "", *tables.fit_table(s.by_arch, s.fits, s.verdicts, s.birge), ""]
     out += [*tables.reach_table(s.checks), "", *tables.loso_table(s.checks), ""]
+    out += [*residual_table(s.by_arch, s.fits), ""]
     if s.forms is not None:
         out += [*tables.forms_table(s.forms, s.unique), ""]
     if s.recount_why is not None:
