@@ -10,10 +10,11 @@ import time
 import warnings
 
 import pytest
+from test_dashboard import config_names, stored_names
 from test_sweeps import wandb_records
 from zoo_run import make_cfg, needs_shared
 
-from zoo.report.dashboard import build_workspace
+from zoo.report.dashboard import BY, KEYS, build_workspace
 from zoo.run.scaling_cell import run_cell
 
 with warnings.catch_warnings():  # the library's pydantic v1-style validators, at import
@@ -65,13 +66,13 @@ def test_a_cell_logs_its_config_points_and_curves_to_one_run(cell):
     out, points, w = cell
     assert [(p["tokens_per_param"], p["steps"]) for p in points] == [("0.2", "10"), ("0.4", "20")]
     c = w["config"]
-    assert (c["arch"], c["scaling.cell"], c["scaling_size"], c["scaling_kind"]) == (
+    assert (c["arch"], c["scaling"]["cell"], c["scaling_size"], c["scaling_kind"]) == (
         "decoder_only",
         "s2_seed1",
         "s2",
         "cooldown",
     )
-    assert c["params_non_embedding"] == int(points[0]["n_params"]) and c["model.d_model"] == 32
+    assert c["params_non_embedding"] == int(points[0]["n_params"]) and c["model"]["d_model"] == 32
     assert (
         w["run"].display_name == "decoder_only-s2_seed1" and w["run"].run_id == (out / "wandb_id").read_text().strip()
     )
@@ -121,3 +122,22 @@ def test_the_dashboards_scaling_panels_show_the_cells_run(cell):
     for name in ("cooldown_0_2/lr", "cooldown_0_4/lr"):
         rates = [y for _, y in lr[name]]
         assert rates == sorted(rates, reverse=True) and rates[-1] < PEAK_LR / 2  # cooling down to 0
+
+
+def test_the_dashboards_config_names_are_the_cells_run_config(cell):
+    """Every config name of the workspace (columns, scatter axes, grouping keys) is one under which the cell's W&B run
+    stores a value, and the parallel coordinates' columns and grouping keys name the cell's values."""
+    _, points, w = cell
+    named, every = config_names(build_workspace("zoo", "team"), KEYS, BY)
+    stored = stored_names(w["config"])
+    assert every <= set(stored), every - set(stored)
+    assert [stored[named[k]] for k in (*KEYS, *BY)] == [
+        "decoder_only",
+        int(points[0]["seed"]),
+        32,  # s2's shape
+        2,
+        PEAK_LR,
+        w["summary"]["params"],
+        "decoder_only",
+        "decoder_only",
+    ]

@@ -1,5 +1,6 @@
 """python -m zoo.dashboard, offline: the workspace object it builds (sections, panels, axes, grouping, filter,
-columns) and its wire form, main with W&B's save and API replaced, and bad input exiting 2."""
+columns) and its wire form, main with W&B's save and API replaced, bad input exiting 2, wandb-workspaces' own load
+giving back the same workspace, and every config name it uses being one under which a run logs the value."""
 
 import json
 import re
@@ -7,9 +8,12 @@ import subprocess
 import sys
 import types
 import warnings
+from pathlib import Path
 
 import pytest
 import wandb
+import yaml
+from omegaconf import OmegaConf
 
 with warnings.catch_warnings():  # the library's pydantic v1-style validators
     warnings.simplefilter("ignore", DeprecationWarning)
@@ -18,7 +22,7 @@ with warnings.catch_warnings():  # the library's pydantic v1-style validators
 
 from wandb_workspaces.workspaces import internal
 
-from zoo.report.dashboard import KEYS, DashboardError, build_workspace, from_view, load_workspace, main
+from zoo.report.dashboard import BY, KEYS, DashboardError, build_workspace, load_workspace, main
 
 GROUP = "outputs/compare/2026-01-02_03-04-05"
 STEP, FLOPS, SECONDS = "trainer/global_step", "cost/flops", "cost/seconds"
@@ -99,7 +103,7 @@ def test_runs_grouped_by_arch_in_the_group(workspace):
     ]
 
 
-def test_no_group_no_filter_and_flat_groupby_keys():
+def test_no_group_no_filter_and_nested_groupby_keys():
     workspace = build_workspace("zoo", by=["arch", "arch_config", "model.position"])
     assert (workspace.entity, workspace.name, workspace.runset_settings.filters) == ("", "zoo comparison", "")
     runset = spec(workspace)["runSets"][0]
@@ -107,7 +111,7 @@ def test_no_group_no_filter_and_flat_groupby_keys():
     assert runset["grouping"] == [
         {"section": "config", "name": "arch.value"},
         {"section": "config", "name": "arch_config.value"},
-        {"section": "config", "name": "model.position.value"},
+        {"section": "config", "name": "model.value.position"},  # W&B's name of the nested key
     ]
 
 
@@ -124,12 +128,12 @@ def test_parallel_coordinates_over_the_keys(workspace):
             ("SummaryMetric", BEST[section.name])
         ]
         wire = spec(workspace)["panelBankConfig"]["sections"][i]["panels"][-1]["config"]["columns"]
-        assert [c["accessor"] for c in wire] == [  # zoo's config keys are flat: the .value goes last
+        assert [c["accessor"] for c in wire] == [  # W&B's names of nested keys: .value after the group
             "config:arch.value",
             "config:seed.value",
-            "config:model.d_model.value",
-            "config:model.n_layers.value",
-            "config:task.optimizer.lr.value",
+            "config:model.value.d_model",
+            "config:model.value.n_layers",
+            "config:task.value.optimizer.lr",
             "config:params.value",
             f"summary:{BEST[section.name]}",
         ]
@@ -270,10 +274,11 @@ def test_scaling_section_plots_the_lm_loss_against_compute_and_size_log_log(work
 
 def test_the_saved_workspace_parses_back_to_the_same_wire_form():
     """Every section, the scaling panels' metric regexes included: the wire form the workspace saves, parsed by the
-    library (internal.View) and loaded as load_workspace does (from_view), saves the same wire form."""
+    library (internal.View) and loaded by it (Workspace._from_model, what Workspace.from_url does), saves the same
+    wire form."""
     workspace = build_workspace("zoo", "team", GROUP, by=["arch", "arch_config", "model.pe"])
     wire = workspace._to_model().model_dump_json(by_alias=True, exclude_none=True)
-    again = from_view(internal.View.model_validate_json(wire))._to_model()
+    again = ws.Workspace._from_model(internal.View.model_validate_json(wire))._to_model()
     assert json.loads(again.model_dump_json(by_alias=True, exclude_none=True)) == json.loads(wire)
 
 
@@ -299,7 +304,7 @@ def server(monkeypatch, logged_in):
     return views
 
 
-def test_saved_workspace_loads_back_the_same(server, capsys):
+def test_load_workspace_loads_back_the_same(server, capsys):
     keys = "arch,model.d_model,task.optimizer.lr"
     assert (
         main(["--project", "zoo", "--entity", "team", "--group", GROUP, "--keys", keys, "--by", "arch,model.pe"]) == 0
@@ -316,36 +321,126 @@ def test_saved_workspace_loads_back_the_same(server, capsys):
         ("Config", "task.optimizer.lr"),
         ("SummaryMetric", "best/val/cont_loss"),
     ]
-    assert names(loaded.runset_settings.groupby) == [("Config", "arch"), ("Config", "model.pe.value")]
-    loaded.save()  # saved back over the same view: the same wire form, nested keys in the same order
+    assert names(loaded.runset_settings.groupby) == [("Config", "arch"), ("Config", "model.pe")]
+    loaded.save()  # saved back over the same view: the same wire form, keys in the same order
     (again,) = server.values()
     assert again == saved
-    wire = json.loads(again)["section"]["panelBankConfig"]["sections"][1]["panels"][-1]["config"]["columns"]
-    assert [c["accessor"] for c in wire] == [
-        "config:arch.value",
-        "config:model.d_model.value",
-        "config:task.optimizer.lr.value",
-        "summary:best/val/cont_loss",
-    ]
-
-
-def test_load_keeps_a_nested_column_nested(server):
-    """A column a user made in the app for a nested config key (`config:model.value.d_model`) stays nested."""
-    workspace = build_workspace("zoo", "team")
-    workspace.sections[0].panels[-1].columns.append(wr.ParallelCoordinatesPlotColumn(wr.Config("model.d_model")))
-    workspace.save()
-    (saved,) = server.values()
-    load_workspace("https://wandb.ai/team/zoo?nw=abc123").save()
-    assert list(server.values()) == [saved]
-    assert (
-        json.loads(saved)["section"]["panelBankConfig"]["sections"][0]["panels"][-1]["config"]["columns"][-1][
-            "accessor"
-        ]
-        == "config:model.value.d_model"
-    )
 
 
 def test_load_a_bad_url():
-    for url in ("", "https://wandb.ai/team/zoo", "https://wandb.ai/team?nw=abc"):
+    for url in ("", "https://wandb.ai/team/zoo", "https://wandb.ai/team?nw=abc", "https://wandb.ai/team/zoo/x?nw=abc"):
         with pytest.raises(DashboardError, match="is not a saved workspace: give its URL"):
             load_workspace(url)
+
+
+def column_names(workspace) -> list:
+    """(section, [(type, name)] of its parallel-coordinates columns) of each task section."""
+    return [(s.name, names(c.metric for c in s.panels[-1].columns)) for s in workspace.sections[:3]]
+
+
+def test_the_librarys_own_load_gives_back_the_same_workspace(server, capsys):
+    """main saves; wandb-workspaces' own Workspace.from_url loads it (no zoo code between) and saves it again: every
+    column, grouping key and panel key is what main saved, and names the same config keys."""
+    by = "arch,arch_config,model.position"
+    assert main(["--project", "zoo", "--entity", "team", "--group", GROUP, "--by", by]) == 0
+    url = capsys.readouterr().out.strip()
+    (saved,) = server.values()
+    loaded = ws.Workspace.from_url(url)
+    assert column_names(loaded) == [
+        (task, [*(("Config", k) for k in KEYS), ("SummaryMetric", BEST[task])]) for task in VAL
+    ]
+    assert names(loaded.runset_settings.groupby) == [("Config", k) for k in by.split(",")]
+    loaded.save()
+    (again,) = server.values()
+    assert json.loads(again) == json.loads(saved)
+
+
+SWEEP = Path(__file__).resolve().parents[1] / "experiments" / "sweeps" / "decoder_only_lm.yaml"
+
+
+def stored_names(config: dict) -> dict:
+    """{W&B's name: value} of a run config `config`: W&B stores it as {key: {"value": value}} and names a value by
+    its dotted path through that (`model.value.d_model` for {"model": {"d_model": 32}}, `model.d_model.value`
+    for {"model.d_model": 32}); a list is one value."""
+    out = {}
+
+    def walk(prefix: str, node) -> None:
+        if isinstance(node, dict) and node:
+            for k, v in node.items():
+                walk(f"{prefix}{k}.", v)
+        else:
+            out[prefix[:-1]] = node
+
+    walk("", {k: {"value": v} for k, v in config.items()})
+    return out
+
+
+def config_names(workspace, keys, by) -> tuple[dict, set]:
+    """From the workspace's wire form: {config key: W&B name} of each parallel-coordinates column (`keys`, in
+    order) and grouping key (`by`), and the set of every config name its panels hold (columns, scatter axes)."""
+    wire = json.loads(workspace._to_model().model_dump_json(by_alias=True, exclude_none=True))["spec"]
+    named, every = {}, set()
+
+    def walk(node) -> None:
+        if isinstance(node, dict):
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+        elif isinstance(node, str) and node.startswith("config:"):
+            every.add(node.removeprefix("config:"))
+
+    for section in wire["section"]["panelBankConfig"]["sections"]:
+        walk(section["panels"])
+        for panel in section["panels"]:
+            for key, column in zip(keys, panel["config"].get("columns", []), strict=False):
+                assert named.setdefault(key, column["accessor"].removeprefix("config:")) == named[key]
+    for key, group in zip(by, wire["section"]["runSets"][0]["grouping"], strict=True):
+        assert group["section"] == "config"
+        named[key] = group["name"]
+    return named, every
+
+
+def test_every_config_name_of_the_workspace_is_one_a_run_logs(tmp_path):
+    """The config a run logs (zoo.run.loggers.run_config, as W&B stores it) holds a value under every config name
+    the workspace's panels and grouping use: each parallel-coordinates column and grouping key names the value of
+    its key, the swept parameters of experiments/sweeps/decoder_only_lm.yaml (Hydra overrides on the agent's
+    command line) included. In a W&B sweep run, beside the parameters the agent sets flat and locked, the same
+    names still hold the swept values, and the sweep's own names keep them."""
+    from wandb.sdk.wandb_config import Config
+
+    from zoo.run.loggers import run_config
+    from zoo.run.train import compose_job
+
+    sweep = yaml.safe_load(SWEEP.read_text())["parameters"]
+    swept = {k: p["values"][-1] if "values" in p else p["min"] for k, p in sweep.items()}
+    assert swept["model.position"] == "rope" and swept["task.optimizer.lr"] == 1.0e-4
+    cfg = compose_job(["+arch=decoder_only", *(f"{k}={v}" for k, v in swept.items())], tmp_path)
+    top = {"arch": "decoder_only", "arch_config": "decoder_only", "task": "lm", "dataset": "tiny_shakespeare"}
+    top |= {"objective": "causal_lm", "params": 1234, "params_non_embedding": 567, "flops_per_token": 8.5}
+    top |= {"data_info": {"dataset": "tiny_shakespeare", "tokenizer": {"kind": "char"}}}
+    keys, by = [*KEYS, *swept], [*BY, "model.position", "task.name"]
+    named, every = config_names(build_workspace("zoo", keys=keys, by=by), keys, by)
+    assert set(named) == {*keys, *by}
+
+    sweep_run = Config()  # a sweep run's config: the agent's parameters, flat and locked, then zoo's
+    sweep_run.update_locked(swept, user="sweep")
+    sweep_run.update(run_config(cfg, top), allow_val_change=True)
+    for config in (run_config(cfg, top), dict(sweep_run.items())):
+        stored = stored_names(config)
+        assert every <= set(stored), every - set(stored)
+        assert {k: stored[named[k]] for k in swept} == swept
+        assert [stored[named[k]] for k in (*KEYS, *BY, "task.name")] == [
+            "decoder_only",
+            1337,
+            OmegaConf.select(cfg, "model.d_model"),
+            OmegaConf.select(cfg, "model.n_layers"),
+            1.0e-4,
+            1234,
+            "decoder_only",
+            "decoder_only",
+            "lm",
+        ]
+        assert (stored["params_non_embedding.value"], stored["data_info.value.tokenizer.kind"]) == (567, "char")
+    assert {k: stored[f"{k}.value"] for k in swept} == swept  # the sweep's own, flat names

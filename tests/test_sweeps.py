@@ -75,8 +75,9 @@ def wandb_records(run_dir: Path) -> dict:
 @pytest.mark.e2e
 def test_three_architecture_multirun(tmp_path):
     """`python -m zoo -m +arch=encoder_only,decoder_only,encoder_decoder`: 3 run dirs, 3 results.json, 3
-    offline W&B runs in one group (the sweep dir), each tagged and configured for dashboards: flat config
-    with arch/task/dataset/params/flops_per_token on top, the same metric names for every architecture."""
+    offline W&B runs in one group (the sweep dir), each tagged and configured for dashboards: the config nested
+    as W&B nests it, with arch/task.name/dataset/params/flops_per_token, the same metric names for every
+    architecture."""
     sweep = tmp_path / "sweep"
     r = run_cli(
         [
@@ -113,9 +114,9 @@ def test_three_architecture_multirun(tmp_path):
         assert w["run"].run_group == str(sweep) and w["run"].job_type == arch
         assert list(w["run"].tags) == [arch, task, dataset]
         c = w["config"]
-        assert (c["arch"], c["task"], c["dataset"]) == (arch, task, dataset)
+        assert (c["arch"], c["task"]["name"], c["dataset"]) == (arch, task, dataset)
         assert c["params"] == res["params"] and c["flops_per_token"] == res["flops_per_token"]
-        assert c["model.d_model"] == 32 and c["task.monitor"] == monitor and "model" not in c  # flat
+        assert c["model"]["d_model"] == 32 and c["task"]["monitor"] == monitor and "model.d_model" not in c
         assert w["summary"][f"best/{monitor}"] == pytest.approx(res["best"][monitor])
         common = {"train/loss", "lr", "tokens/s", "val/loss", monitor}
         if task != "lm":  # the tasks with a test split: test/<metric> under the same names

@@ -94,13 +94,14 @@ def test_run_on_a_user_file_names_it_everywhere(my_text, tmp_path, capsys):
     assert res["data"]["builtin"] is False and res["data"]["tokenizer"]["kind"] == "char"
     w = wandb_records(out)
     for _ in range(50):  # in-process, wandb's writer may not have flushed the offline file when finish() returns
-        if "run" in w and "data_info.files.text" in w["config"]:
+        if "run" in w and "data_info" in w["config"]:
             break
         time.sleep(0.2)
         w = wandb_records(out)
     assert list(w["run"].tags) == ["decoder_only", "lm", "file:input.txt"]
-    assert w["config"]["dataset"] == str(my_text) and w["config"]["data_info.files.text"] == str(my_text)
-    assert w["config"]["data.file"] == str(my_text)
+    c = w["config"]  # nested as W&B nests it (zoo.run.loggers.run_config)
+    assert c["dataset"] == str(my_text) and c["data_info"]["files"]["text"] == str(my_text)
+    assert c["data"]["file"] == str(my_text)
     ckpt_path = out / "checkpoints" / "last.ckpt"
     ckpt = torch.load(ckpt_path, weights_only=True)
     assert ckpt[CHECKPOINT_KEY] == res["data"]

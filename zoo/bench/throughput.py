@@ -100,7 +100,7 @@ def zoo_run(cfg: DictConfig, datamodule, info: dict) -> tuple[float, float, pl.L
         trainer, loggers = build_trainer(cfg, [cfg.arch, "bench"])
         trainer.callbacks.append(clock)
         top = {"params": task.model.num_params(), "flops_per_token": 0.0}
-        log_config(cfg, task, dm, trainer, loggers, top)  # the run's one flat config, as zoo.run.train logs it
+        log_config(cfg, task, dm, trainer, loggers, top)  # the run's one config, as zoo.run.train logs it
         trainer.fit(task, datamodule=dm)
         for logger in trainer.loggers:  # as zoo.run.train ends a run: the next run's wandb logger starts anew
             if hasattr(logger.experiment, "finish"):

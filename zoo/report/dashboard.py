@@ -7,7 +7,9 @@ its best metric against params and training FLOPs, parallel coordinates over --k
 (experiment=scaling's cells, zoo.run.cell_wandb): the LM loss against training FLOPs and non-embedding parameters,
 log-log, and each cell's trunk and cool-down curves. --group keeps one W&B
 group (a multirun's sweep dir). `build_workspace` needs no network; `main` saves (needs `wandb login`);
-`load_workspace(url)` loads a saved one back, the same workspace (`from_view` does it offline).
+`load_workspace(url)` (wandb-workspaces' `Workspace.from_url`) loads a saved one back, the same workspace.
+Config keys are named as W&B nests them (zoo.run.loggers.run_config): `Config("model.d_model")`, stored
+`config:model.value.d_model`, the form wandb-workspaces writes and reads back unchanged.
 Bad input exits 2 with a one-line message, before any network; so does no W&B login (with or without --entity,
 the same message); a save that fails otherwise (network, permissions) exits 1.
 """
@@ -67,12 +69,9 @@ def build_workspace(
         raise DashboardError("no W&B project: pass --project P (the logger's project, `zoo` by default)")
     keys, by = _keys(keys, "--keys"), _keys(by, "--by")
     ws, wr = _libs()
-    column = _flat_config_column(wr)
-    sections = [_task_section(ws, wr, column, task, metrics, best, keys) for task, (metrics, best) in TASKS.items()]
+    sections = [_task_section(ws, wr, task, metrics, best, keys) for task, (metrics, best) in TASKS.items()]
     sections.append(_scaling_section(ws, wr))
-
-    # a flat dotted key is stored as `a.b.value`; a plain `Config("a.b")` would group by the nested `a.value.b`
-    groupby = [ws.Config(k if "." not in k else f"{k}.value") for k in by]
+    groupby = [ws.Config(k) for k in by]
     filters = f'Metric("Group") == {group!r}' if group else ""
     return ws.Workspace(
         entity=entity or "",
@@ -83,70 +82,23 @@ def build_workspace(
     )
 
 
-def _flat_config_column(wr) -> type:
-    """A ParallelCoordinatesPlotColumn subclass of wr (wandb_workspaces.reports.v2) for a flat config key."""
-
-    class FlatConfigColumn(wr.ParallelCoordinatesPlotColumn):
-        """A column of a flat config key: zoo logs `model.d_model` as one key, stored as `model.d_model.value`
-        (the library would write the nested form `model.value.d_model`)."""
-
-        def _to_model(self):
-            model = super()._to_model()
-            model.accessor = f"config:{self.metric.name}.value"
-            return model
-
-    return FlatConfigColumn
-
-
 def load_workspace(url: str):
-    """The workspace saved at `url` (the URL `main` prints), loaded back as `from_view` does (needs the network).
+    """The workspace saved at `url` (the URL `main` prints), loaded by wandb-workspaces (needs the network).
 
     Raises DashboardError if `url` is not a saved workspace's URL (https://wandb.ai/ENTITY/PROJECT?nw=ID)."""
     ws, _ = _libs()
-    from wandb_workspaces.workspaces import internal
-
     parts = urlparse(url or "")
     view_id = parse_qs(parts.query).get("nw", [""])[0]
-    path = parts.path.strip("/").split("/")
-    if not view_id or len(path) != 2 or not all(path):
+    path = parts.path.split("/")  # "", ENTITY, PROJECT
+    if not view_id or len(path) != 3 or path[0] or not all(path[1:]):
         raise DashboardError(f"{url!r} is not a saved workspace: give its URL, https://wandb.ai/ENTITY/PROJECT?nw=ID")
-    entity, project = path
-    return from_view(internal.View.from_name(entity, project, internal._url_query_str_to_internal_name(view_id)))
+    return ws.Workspace.from_url(url)
 
 
-def from_view(view):
-    """The Workspace of `view` (a wandb_workspaces.workspaces.internal.View, the saved wire form), with zoo's flat
-    config columns kept flat.
-
-    The library reads the column `config:model.d_model.value` (zoo's flat key `model.d_model`) as the nested key
-    `model.d_model`, which it saves back as `config:model.value.d_model`; each column that would not save back
-    as it was read becomes a flat column again."""
-    ws, wr = _libs()
-    column = _flat_config_column(wr)
-    workspace = ws.Workspace._from_model(view)
-    for section, section_model in zip(workspace.sections, view.spec.section.panel_bank_config.sections, strict=True):
-        for panel, panel_model in zip(section.panels, section_model.panels, strict=True):
-            if isinstance(panel, wr.ParallelCoordinatesPlot):
-                panel.columns = [
-                    _flat_if_needed(wr, c, m.accessor, column)
-                    for c, m in zip(panel.columns, panel_model.config.columns, strict=True)
-                ]
-    return workspace
-
-
-def _flat_if_needed(wr, col, accessor: str, column: type):
-    """`col` (read from `accessor`), or a flat config column (class `column`) of the key in `accessor` if `col`
-    would save another accessor; wr: wandb_workspaces.reports.v2."""
-    flat = re.fullmatch(r"config:(.+)\.value", accessor or "")
-    if flat is None or col._to_model().accessor == accessor:
-        return col
-    return column(wr.Config(flat.group(1)), display_name=col.display_name, inverted=col.inverted, log=col.log)
-
-
-def _task_section(ws, wr, column: type, task: str, metrics, best: str, keys: list):
+def _task_section(ws, wr, task: str, metrics, best: str, keys: list):
     """The open ws.Section of one task: each validation metric against step, training FLOPs and training seconds,
-    `best` (a summary metric) against params and training FLOPs, and parallel coordinates over `keys` (columns
-    of class `column`) and `best`."""
+    `best` (a summary metric) against params and training FLOPs, and parallel coordinates over `keys` (config
+    keys) and `best`."""
     panels = []
     for metric in metrics:
         for x, x_title in ((STEP, "step"), (FLOPS, "training FLOPs"), (SECONDS, "training seconds")):
@@ -171,7 +123,7 @@ def _task_section(ws, wr, column: type, task: str, metrics, best: str, keys: lis
         wr.ParallelCoordinatesPlot(
             title=f"swept keys vs {best}",
             columns=[
-                *(column(wr.Config(k)) for k in keys),
+                *(wr.ParallelCoordinatesPlotColumn(wr.Config(k)) for k in keys),
                 wr.ParallelCoordinatesPlotColumn(wr.SummaryMetric(best)),
             ],
         )

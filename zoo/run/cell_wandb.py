@@ -3,8 +3,8 @@ conf/logger/ (zoo.run.loggers.make_loggers: offline by default, the group, job t
 `python -m zoo.dashboard`'s scaling panels show the study. No W&B logger in the config: no run.
 
 What the run holds:
-- config: the cell's resolved config flattened as any run's (zoo.run.loggers.flat_config), with arch, task,
-  dataset, objective, params, params_non_embedding, flops_per_token, scaling_size and scaling_kind at the top;
+- config: the cell's resolved config, nested as any run's (zoo.run.loggers.run_config), with arch, the task's
+  name (task.name), dataset, objective, params, params_non_embedding, flops_per_token, scaling_size and scaling_kind;
 - history: each segment's training metrics under its name, "trunk/train/loss", "trunk/lr", "cooldown_5/train/loss"
   (the branch to 5 tokens per parameter; "cosine_5" in a check cell; "." in a budget written "_"), against
   trainer/global_step; and each point at its end step: val/cont_loss, cost/flops, cost/tokens, tokens_per_param,
@@ -23,7 +23,7 @@ from lightning.pytorch.loggers import Logger, WandbLogger
 from lightning.pytorch.utilities import rank_zero_only
 from omegaconf import DictConfig
 
-from zoo.run.loggers import flat_config, make_loggers
+from zoo.run.loggers import make_loggers, run_config
 
 POINTS = "scaling/points"  # the W&B table of the cell's points (points.csv's rows)
 ID_FILE = "wandb_id"
@@ -67,7 +67,7 @@ class CellRun:
 
     @classmethod
     def start(cls, cfg: DictConfig, name: str, tags: list, top: dict) -> "CellRun | None":
-        """The cell's run, named `name` unless logger.wandb.name is set, its config flat_config(cfg, top) and the
+        """The cell's run, named `name` unless logger.wandb.name is set, its config run_config(cfg, top) and the
         summary's params and flops_per_token; None without a W&B logger."""
         wandb_cfg = [lc for lc in (cfg.get("logger") or {}).values() if str(lc.get("_target_")).endswith("WandbLogger")]
         if not wandb_cfg:
@@ -77,7 +77,7 @@ class CellRun:
         extra = {"id": run_id, "resume": "allow", **({} if wandb_cfg[0].get("name") else {"name": name})}
         (logger,) = (lg for lg in make_loggers(cfg, tags, extra) if isinstance(lg, WandbLogger))
         _finish_other_run(run_id)
-        logger.log_hyperparams(flat_config(cfg, top))
+        logger.log_hyperparams(run_config(cfg, top))
         logger.experiment.summary.update({"params": top["params"], "flops_per_token": top["flops_per_token"]})
         id_file.write_text(run_id + "\n")
         return cls(logger)

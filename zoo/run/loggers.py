@@ -1,5 +1,5 @@
 """The loggers of a run (conf/logger/) and what they are given: Lightning's messages routed to Hydra's
-handlers, the W&B group and tags, one flat config per run."""
+handlers, the W&B group and tags, one nested config per run."""
 
 import logging
 import os
@@ -41,21 +41,18 @@ def wandb_group(cfg: DictConfig) -> str:
     return str(cfg.get("experiment_name") or cfg.arch)
 
 
-def flat_config(cfg: DictConfig, top: dict) -> dict:
-    """The resolved config with nested keys joined by dots (model.d_model, task.optimizer.lr: the names of
-    Hydra overrides and W&B sweep parameters), then the `top` keys (arch, task, dataset, params, ...), nested
-    ones joined the same way (data_info.tokenizer.kind)."""
-    out = {}
-
-    def walk(prefix: str, node) -> None:
-        for k, v in node.items():
-            if isinstance(v, dict) and v:
-                walk(f"{prefix}{k}.", v)
-            else:
-                out[f"{prefix}{k}"] = v
-
-    walk("", OmegaConf.to_container(cfg, resolve=True))
-    walk("", top)
+def run_config(cfg: DictConfig, top: dict) -> dict:
+    """The run's config as W&B nests it: the resolved config (`model: {d_model: ...}`, which W&B, its runs table and
+    wandb-workspaces' `Config("model.d_model")` address as `model.value.d_model`), with the `top` keys (arch, task,
+    dataset, params, ...) beside its groups; a top key that names a config group is that group's `name` (the task's
+    name is task.name, beside task.optimizer). A W&B sweep's parameter `model.d_model` (a Hydra override) is the
+    value at that path."""
+    out = OmegaConf.to_container(cfg, resolve=True)
+    for key, value in top.items():
+        if isinstance(out.get(key), dict):
+            out[key] = {**out[key], "name": value}
+        else:
+            out[key] = value
     return out
 
 

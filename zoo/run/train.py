@@ -36,7 +36,7 @@ from zoo.run.config_checks import (
     exit_on_bad_arch_or_seed,
     task_for_data,
 )
-from zoo.run.loggers import data_tag, flat_config, make_loggers, route_lightning_logs
+from zoo.run.loggers import data_tag, make_loggers, route_lightning_logs, run_config
 from zoo.run.plan import RunPlan
 from zoo.run.results import arch_config, failed_record, job_overrides, save_tokenizers, write_examples, write_json
 from zoo.run.threads import set_threads
@@ -140,11 +140,11 @@ def build_trainer(cfg: DictConfig, tags):
 
 
 def log_config(cfg: DictConfig, task, datamodule, trainer, loggers, top: dict) -> None:
-    """One flat config per run to every logger (W&B columns, parallel coordinates); Lightning's own nested
-    copies of the module's and datamodule's hparams would repeat it under clashing names."""
+    """One config per run to every logger (zoo.run.loggers.run_config: W&B columns, parallel coordinates);
+    Lightning's own copies of the module's and datamodule's hparams would repeat it under clashing names."""
     task._log_hyperparams = datamodule._log_hyperparams = False
     for logger in loggers:
-        logger.log_hyperparams(flat_config(cfg, top))
+        logger.log_hyperparams(run_config(cfg, top))
         if isinstance(logger, WandbLogger) and trainer.is_global_zero:
             logger.experiment.summary.update({"params": top["params"], "flops_per_token": top["flops_per_token"]})
 
