@@ -30,6 +30,15 @@ def test_a_sizes_seeds_and_budgets_take_a_plain_override(tmp_path):
     ).split(",")
 
 
+def test_a_sweepers_dotted_key_gets_advice_that_works():
+    """hydra.sweeper.params holds "scaling.cell" as one key: the advice is the command line's own sweep, not the
+    same path again (which Hydra refuses too)."""
+    found = typos(["-m", "experiment=scaling", "hydra.sweeper.params.scaling.cell=s1_seed1"], CONF_DIR)
+    assert len(found) == 1 and "did you mean" not in found[0], found
+    assert found[0].endswith("give it on the command line instead: scaling.cell=A,B")
+    assert typos(["-m", "experiment=scaling", "scaling.cell=s1_seed1,s2_seed1"], CONF_DIR) == []
+
+
 def test_a_typo_of_seeds_names_the_key_meant():
     found = typos(["-m", "experiment=scaling", "scaling.sizes.s1.seed=2"], CONF_DIR)
     assert len(found) == 1 and "did you mean scaling.sizes.s1.seeds?" in found[0], found

@@ -164,6 +164,11 @@ def describe(override: str, key: str, parent: str, keys: list[str], choices: dic
     where = (f"{parent} ({option})" if isinstance(option, str) else parent) if parent else "the config"
     prefix = f"{parent}." if parent else ""
     close = difflib.get_close_matches(leaf, keys, n=1)
+    if close and "." in close[0]:  # one key with a dot in its name (a sweeper's "scaling.cell"): no path reaches it
+        return (
+            f"{key} is not a key of {where}, whose key {close[0]!r} has a dot in its name, which an override cannot "
+            f"name; to sweep it, give it on the command line instead: {close[0]}=A,B"
+        )
     hint = (
         f"did you mean {prefix}{close[0]}?"
         if close
