@@ -21,6 +21,7 @@ from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from zoo.model.cost import non_embedding_param_count
+from zoo.run.cell_lock import release_lock, take_lock
 from zoo.run.cell_wandb import CellRun, segment_name
 from zoo.run.config_checks import TASK_OF_BATCH
 from zoo.run.loggers import data_tag
@@ -225,6 +226,10 @@ def run_cell(cfg: DictConfig) -> float:
     label = "prefix_lm" if cfg.model.get("mask") == "prefix" else cfg.arch
     out = Path(cfg.paths.output_dir)
     out.mkdir(parents=True, exist_ok=True)
+    holder = take_lock(out)
+    if holder is not None:
+        log.warning("scaling cell %s %s: process %d trains it in this folder; skipped here", label, s.cell, holder)
+        return float("nan")
     check_same_design(out, design(cfg, label), legacy_design(cfg, label))
     size = OmegaConf.to_container(s.sizes[size_name], resolve=True)
     cooldown, check = float(s.cooldown), cell_is_check(s.cell)
@@ -322,5 +327,6 @@ def run_cell(cfg: DictConfig) -> float:
     path = write_json(out / "results.json", record)
     if cell.wandb:
         cell.wandb.finish(mine, record["wall_seconds"])
+    release_lock(out)
     print(path.resolve())
     return float(mine[-1]["loss"]) if mine else float("nan")
