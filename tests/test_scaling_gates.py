@@ -13,15 +13,15 @@ import pytest
 from zoo.scaling.checks import lack_of_fit, leave_one_size_out, long_reach, widen
 from zoo.scaling.points import by_family, cell_means, fit_points, read_points_csv
 
-POINTS = Path(__file__).resolve().parent.parent / "experiments" / "scaling" / "points.csv"
-# the committed study the reviewer measured (experiment=scaling_long, 2026-12-05); another points.csv skips
+POINTS = Path(__file__).resolve().parent.parent / "experiments" / "scaling" / "untuned" / "points.csv"
+# the untuned study the reviewer measured (experiment=scaling_long, issue 36's design); another points.csv skips
 POINTS_SHA256 = "883fb9bf56833eb0df794cc5ac6b77487c8971687ac38a351aa17c41e325d3a6"
 
 
 @pytest.fixture(scope="module")
 def committed():
     if not POINTS.is_file() or hashlib.sha256(POINTS.read_bytes()).hexdigest() != POINTS_SHA256:
-        pytest.skip("experiments/scaling/points.csv is not the study the reviewer's numbers are of")
+        pytest.skip("experiments/scaling/untuned/points.csv is not the study the reviewer's numbers are of")
     return by_family(read_points_csv(POINTS))
 
 

@@ -95,7 +95,10 @@ def plot_lr_sweep(rows: list[dict], path: Path) -> Path:
     from zoo.report.plots import _plt
 
     plt = _plt()
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
+
     archs = sorted({r["arch"] for r in rows})
+    low = min(float(r["lr"]) for r in rows)
     fig, axes = plt.subplots(1, len(archs), figsize=(4.2 * len(archs), 3.8), sharey=True, squeeze=False)
     for ax, arch in zip(axes[0], archs):
         for i, size in enumerate(sorted({r["size"] for r in rows if r["arch"] == arch})):
@@ -105,6 +108,9 @@ def plot_lr_sweep(rows: list[dict], path: Path) -> Path:
             for r in grid:
                 ax.semilogx([r] * len(losses[r]), losses[r], ".", ms=2, color=f"C{i}", alpha=0.5)
         ax.set(title=arch, xlabel="peak learning rate")
+        ax.xaxis.set_major_locator(FixedLocator([low * 2**k for k in range(12)]))  # each doubling of the lowest
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:.2g}"))
+        ax.xaxis.set_minor_formatter(NullFormatter())
         ax.legend(fontsize=7)
     axes[0][0].set_ylabel("validation loss at the middle budget")
     fig.tight_layout()
