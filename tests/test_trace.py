@@ -16,9 +16,10 @@ from zoo_run import TINY, counted_flops, make_cfg, needs_shared
 
 from zoo.model.convert import from_torch_transformer
 from zoo.model.cost import activation_memory, forward_flops
-from zoo.report.trace import run_model, trace
-from zoo.report.trace_text import render_rich
-from zoo.run.trace import TOY_VOCAB, build, main, parser
+from zoo.trace.command import build, main, parser
+from zoo.trace.hooks import run_model, trace
+from zoo.trace.inputs import TOY_VOCAB
+from zoo.trace.text import render_rich
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
