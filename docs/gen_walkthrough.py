@@ -29,7 +29,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "docs" / "walkthrough.md"
 # a marker and the block after it: a ```text fence, or a table (lines starting with |)
-MARKER = re.compile(r"<!-- zoo\.trace (?P<args>[^:]*): (?P<parts>[^>]*?) -->\n(?P<block>```text\n(?s:.*?)\n```|(?:\|.*\n)*\|.*)")
+MARKER = re.compile(
+    r"<!-- zoo\.trace (?P<args>[^:]*): (?P<parts>[^>]*?) -->\n"
+    r"(?P<block>```text\n(?s:.*?)\n```|(?:\|.*\n)*\|.*)"
+)
 
 
 def run(args: str) -> str:
