@@ -11,6 +11,7 @@ from zoo_run import make_cfg, run_cli, sst2_rows  # noqa: E402
 
 from zoo.interop import hf as zhf  # noqa: E402
 from zoo.interop.init_from import InitFromError  # noqa: E402
+from zoo.interop.load import config_of  # noqa: E402
 from zoo.run.train import run  # noqa: E402
 
 pytestmark = pytest.mark.e2e  # every test here starts a run from a converted checkpoint
@@ -107,7 +108,7 @@ def test_wrong_arch_and_wrong_tokenizer_are_refused_before_training(bert_dir, tm
     other = tmp_path / "other.json"  # a WordPiece of another vocabulary size
     small = bert_like([t for t, _ in sst2_rows("sentiment-train", 40)])
     small.save(str(other))
-    assert small.get_vocab_size() != zhf.config_of(str(bert_dir))[1].vocab_size
+    assert small.get_vocab_size() != config_of(str(bert_dir))[1].vocab_size
     with pytest.raises(InitFromError, match="the data's tokenizer gives"):
         run(
             make_cfg(

@@ -51,7 +51,7 @@ def test_wheel_has_every_config_and_module(wheel):
     modules = sorted(p.relative_to(REPO).as_posix() for p in (REPO / "zoo").rglob("*.py"))
     assert "zoo/run/train.py" in modules
     assert [m for m in modules if m not in names] == []
-    assert {"zoo/report/fonts/ZooTraceCJK-Regular.otf", "zoo/report/fonts/OFL.txt"} <= names  # the trace figure's
+    assert {"zoo/trace/fonts/ZooTraceCJK-Regular.otf", "zoo/trace/fonts/OFL.txt"} <= names  # the trace figure's
     assert not [n for n in names if n.startswith("conf/")]  # no top-level conf package
 
 

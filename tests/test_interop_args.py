@@ -5,7 +5,16 @@ import pytest
 import torch
 
 from zoo.interop import hf as zhf
+from zoo.interop.checkpoints import (
+    check_state,
+    checkpoint_config,
+    model_from_checkpoint,
+    read_zoo_checkpoint,
+    zoo_checkpoint,
+)
 from zoo.interop.convert import check_source, main
+from zoo.interop.hf_tokenizer import hf_tokenizer_state, write_tokenizer
+from zoo.interop.load import load_into, read_checkpoint
 from zoo.model import DecoderOnly, ModelConfig
 
 
@@ -32,16 +41,16 @@ def here(tmp_path, monkeypatch):
         (lambda m, d: zhf.load_hf_model(3.5), r"load_hf_model: src=3.5 is not a path"),
         (lambda m, d: zhf.to_hf(m, ""), r"to_hf: out_dir='' is not a path"),
         (lambda m, d: zhf.to_hf(m, d / "file.txt"), r"to_hf: out_dir='.*file.txt' is a file; it writes a folder"),
-        (lambda m, d: zhf.read_zoo_checkpoint(""), r"read_zoo_checkpoint: path='' is not a path"),
-        (lambda m, d: zhf.model_from_checkpoint("m.ckpt"), r"model_from_checkpoint: ckpt='m.ckpt' \(str\) is not a"),
-        (lambda m, d: zhf.checkpoint_config({"arch": "decoder_only"}), r"checkpoint_config: hp must be a checkpoint"),
-        (lambda m, d: zhf.check_state(m, [("w", torch.zeros(1))]), r"check_state: state must be a dict of tensors"),
-        (lambda m, d: zhf.check_state(m, {"head.weight": [1.0]}), r"check_state: state\['head.weight'\] is a list"),
-        (lambda m, d: zhf.hf_tokenizer_state(d / "nope"), r"hf_tokenizer_state: path='.*nope' is not a directory"),
-        (lambda m, d: zhf.write_tokenizer({"json": "{}"}, d / "nope", m.cfg), r"write_tokenizer: out='.*nope' is not"),
-        (lambda m, d: zhf.zoo_checkpoint(m, tokenizer="bpe"), r"zoo_checkpoint: tokenizer='bpe' \(str\) is not a tok"),
-        (lambda m, d: zhf.read_checkpoint(None), r"read_checkpoint: dir_or_ckpt=None is not a path"),
-        (lambda m, d: zhf.load_into(m, ""), r"read_checkpoint: dir_or_ckpt='' is not a path"),
+        (lambda m, d: read_zoo_checkpoint(""), r"read_zoo_checkpoint: path='' is not a path"),
+        (lambda m, d: model_from_checkpoint("m.ckpt"), r"model_from_checkpoint: ckpt='m.ckpt' \(str\) is not a"),
+        (lambda m, d: checkpoint_config({"arch": "decoder_only"}), r"checkpoint_config: hp must be a checkpoint"),
+        (lambda m, d: check_state(m, [("w", torch.zeros(1))]), r"check_state: state must be a dict of tensors"),
+        (lambda m, d: check_state(m, {"head.weight": [1.0]}), r"check_state: state\['head.weight'\] is a list"),
+        (lambda m, d: hf_tokenizer_state(d / "nope"), r"hf_tokenizer_state: path='.*nope' is not a directory"),
+        (lambda m, d: write_tokenizer({"json": "{}"}, d / "nope", m.cfg), r"write_tokenizer: out='.*nope' is not"),
+        (lambda m, d: zoo_checkpoint(m, tokenizer="bpe"), r"zoo_checkpoint: tokenizer='bpe' \(str\) is not a tok"),
+        (lambda m, d: read_checkpoint(None), r"read_checkpoint: dir_or_ckpt=None is not a path"),
+        (lambda m, d: load_into(m, ""), r"read_checkpoint: dir_or_ckpt='' is not a path"),
         (lambda m, d: check_source(""), r"source '' is empty: give a transformers checkpoint directory or a hub id"),
     ],
 )

@@ -16,7 +16,7 @@ from test_interop_util import (  # noqa: E402
 )
 
 from zoo.interop import hf as zhf  # noqa: E402
-from zoo.interop.families import Unsupported  # noqa: E402
+from zoo.interop.blockers import Unsupported  # noqa: E402
 from zoo.model import EncoderOnly, ModelConfig  # noqa: E402
 
 V, PAD = 97, 0

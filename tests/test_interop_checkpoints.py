@@ -9,8 +9,9 @@ from hydra.utils import get_class, instantiate
 from zoo_run import TINY_MODEL, make_cfg, needs_shared
 
 from zoo.data.bpe import tokenizer_from_state
-from zoo.interop import hf as zhf
+from zoo.interop.checkpoints import model_from_checkpoint
 from zoo.interop.init_from import init_source, load_weights
+from zoo.interop.load import read_checkpoint
 from zoo.run.model_config import from_data
 from zoo.run.train import run
 
@@ -98,7 +99,7 @@ def test_checkpoint_vocab_is_the_embedding_rows_and_reloads(tmp_path, arch, over
         assert (hp["model"].get("src_vocab_size") or vocab) == data["src"]
 
     # zoo.convert to-hf / from a run: the model its config builds takes the weights as they are
-    assert shapes(zhf.model_from_checkpoint(ckpt).state_dict()) == shapes(state)
+    assert shapes(model_from_checkpoint(ckpt).state_dict()) == shapes(state)
     # the task's own reload (resume, testing the best checkpoint)
     task = get_class(make_cfg(tmp_path / "x", over, arch=arch).task._target_).load_from_checkpoint(
         path, weights_only=True
@@ -131,9 +132,9 @@ def test_a_masked_lm_checkpoint_saved_with_the_data_vocab_still_reloads(tmp_path
     model = build_model("encoder_only", cfg)
     old = {"arch": "encoder_only", "model": {**cfg.__dict__, "vocab_size": 30}, "objective": "masked_lm"}
     ckpt = {"hyper_parameters": old, "state_dict": {f"model.{k}": v for k, v in model.state_dict().items()}}
-    assert zhf.model_from_checkpoint(ckpt).cfg.vocab_size == 31
+    assert model_from_checkpoint(ckpt).cfg.vocab_size == 31
     torch.save(ckpt, tmp_path / "old.ckpt")
-    read = zhf.read_checkpoint(tmp_path / "old.ckpt")
+    read = read_checkpoint(tmp_path / "old.ckpt")
     assert (read.cfg.vocab_size, read.added_tokens) == (31, 1)
     new = {**old, "model": {**old["model"], "vocab_size": 31}, "mask_id": 30}  # as zoo.tasks.lm saves it now
-    assert zhf.model_from_checkpoint({**ckpt, "hyper_parameters": new}).cfg.vocab_size == 31
+    assert model_from_checkpoint({**ckpt, "hyper_parameters": new}).cfg.vocab_size == 31

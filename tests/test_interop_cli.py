@@ -9,8 +9,9 @@ tf = pytest.importorskip("transformers")
 
 from test_interop_util import assert_close, assert_same_state, right_padded, seeded  # noqa: E402
 
-from zoo.interop import hf as zhf  # noqa: E402
+from zoo.interop.checkpoints import model_from_checkpoint, zoo_checkpoint  # noqa: E402
 from zoo.interop.convert import main  # noqa: E402
+from zoo.interop.load import config_of, load_into  # noqa: E402
 from zoo.model import EncoderDecoder, ModelConfig  # noqa: E402
 
 
@@ -48,7 +49,7 @@ def test_from_hf_then_to_hf_with_the_tokenizer(tmp_path, capsys):
     assert (tmp_path / "notes.txt").read_text() == "mine"
     ckpt = torch.load(tmp_path / "gpt2.ckpt", weights_only=True)
     assert ckpt["hyper_parameters"]["arch"] == "decoder_only" and "json" in ckpt["hyper_parameters"]["tokenizer"]
-    model = zhf.model_from_checkpoint(ckpt)
+    model = model_from_checkpoint(ckpt)
     ids, kpm = right_padded([6, 2], len(vocab), 0)
     with torch.no_grad():
         assert_close(model(ids, key_padding_mask=kpm)[~kpm], hf(ids, attention_mask=(~kpm).long()).logits[~kpm])
@@ -65,7 +66,7 @@ def test_from_hf_then_to_hf_with_the_tokenizer(tmp_path, capsys):
 
 def test_to_hf_refusal_names_the_option_and_exits_2(tmp_path, capsys):
     m = EncoderDecoder(ModelConfig(vocab_size=30, d_model=16, n_heads=2, d_ff=32, n_layers=1, position="alibi"))
-    torch.save(zhf.zoo_checkpoint(m), tmp_path / "m.ckpt")
+    torch.save(zoo_checkpoint(m), tmp_path / "m.ckpt")
     assert main(["to-hf", str(tmp_path / "m.ckpt"), str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     assert "model.position='alibi'" in err and "t5_relative (t5)" in err
@@ -82,10 +83,10 @@ def test_unsupported_family_directory_exits_2(tmp_path, capsys):
 def test_load_into_from_a_zoo_checkpoint_and_a_run(tmp_path):
     seeded()
     m = EncoderDecoder(ModelConfig(vocab_size=30, d_model=16, n_heads=2, d_ff=32, n_layers=1)).eval()
-    torch.save(zhf.zoo_checkpoint(m), tmp_path / "m.ckpt")
-    arch, cfg = zhf.config_of(tmp_path / "m.ckpt")
+    torch.save(zoo_checkpoint(m), tmp_path / "m.ckpt")
+    arch, cfg = config_of(tmp_path / "m.ckpt")
     fresh = EncoderDecoder(cfg)
-    assert_same_state(zhf.load_into(fresh, tmp_path / "m.ckpt").eval(), m)
+    assert_same_state(load_into(fresh, tmp_path / "m.ckpt").eval(), m)
 
 
 def test_missing_source_path_exits_2_without_a_hub_lookup(tmp_path, capsys):

@@ -19,6 +19,7 @@ from test_interop_t5 import V11, tiny_t5  # noqa: E402
 from test_interop_util import seeded, seq2seq_batch  # noqa: E402
 
 from zoo.interop import hf as zhf  # noqa: E402
+from zoo.interop.checkpoints import zoo_checkpoint  # noqa: E402
 from zoo.interop.convert import main  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -124,7 +125,7 @@ def test_to_hf_of_a_bf16_checkpoint_keeps_bf16_and_says_so(tmp_path, capsys):
     """`zoo.convert to-hf` of a checkpoint whose weights are bf16 (a run in bf16-true precision, or a converted
     model saved in bf16) writes bf16 tensors and dtype bfloat16, and prints the dtype it wrote."""
     model, _ = zhf.from_hf(tiny_gpt2(), dtype=torch.bfloat16)
-    torch.save(zhf.zoo_checkpoint(model), tmp_path / "bf16.ckpt")
+    torch.save(zoo_checkpoint(model), tmp_path / "bf16.ckpt")
     assert main(["to-hf", str(tmp_path / "bf16.ckpt"), str(tmp_path / "out")]) == 0
     assert "bfloat16" in capsys.readouterr().out
     assert json.loads((tmp_path / "out" / "config.json").read_text())["dtype"] == "bfloat16"

@@ -8,7 +8,8 @@ tf = pytest.importorskip("transformers")
 from test_interop_util import assert_close, assert_same_state, hf_saved_keys, right_padded, saved_keys, seeded  # noqa: E402
 
 from zoo.interop import hf as zhf  # noqa: E402
-from zoo.interop.families import Unsupported  # noqa: E402
+from zoo.interop.blockers import Unsupported  # noqa: E402
+from zoo.interop.load import load_into  # noqa: E402
 from zoo.model import DecoderOnly, ModelConfig  # noqa: E402
 from zoo.model.generate import left_pad  # noqa: E402
 
@@ -140,12 +141,12 @@ def test_load_into_names_the_mismatching_key_and_shapes(tmp_path):
     hf.save_pretrained(tmp_path)
     _, cfg = zhf.from_hf(tmp_path)
     fresh = DecoderOnly(ModelConfig(**{**cfg.__dict__, "num_classes": 3}))
-    zhf.load_into(fresh, tmp_path)  # a new classifier head keeps its init
+    load_into(fresh, tmp_path)  # a new classifier head keeps its init
     m, _ = zhf.from_hf(hf)
     assert all(torch.equal(fresh.state_dict()[k], v) for k, v in m.state_dict().items())
     shorter = DecoderOnly(ModelConfig(**{**cfg.__dict__, "max_len": 32}))
     with pytest.raises(ValueError, match=r"embed\.pos\.weight.*\(64, 32\).*\(32, 32\)"):
-        zhf.load_into(shorter, tmp_path)
+        load_into(shorter, tmp_path)
     other = DecoderOnly(ModelConfig(**{**cfg.__dict__, "activation": "relu"}))
     with pytest.raises(ValueError, match="model.activation"):
-        zhf.load_into(other, tmp_path)
+        load_into(other, tmp_path)

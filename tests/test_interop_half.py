@@ -16,7 +16,9 @@ from test_interop_t5 import V11, tiny_t5  # noqa: E402
 from test_interop_util import right_padded, seq2seq_batch  # noqa: E402
 
 from zoo.interop import hf as zhf  # noqa: E402
-from zoo.interop.families import Unsupported  # noqa: E402
+from zoo.interop.blockers import Unsupported  # noqa: E402
+from zoo.interop.checkpoints import model_from_checkpoint, zoo_checkpoint  # noqa: E402
+from zoo.interop.precision import Float16Overflow, check_dtype  # noqa: E402
 from zoo.model.generate import left_pad  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -71,7 +73,7 @@ def test_half_precision_runs_as_transformers_runs_it(tmp_path, source, dtype):
         with pytest.raises(Unsupported, match=r"t5 does not run in torch\.float16.*torch\.bfloat16"):
             zhf.from_hf(tmp_path, dtype=dtype)
         with pytest.raises(Unsupported, match=r"torch\.float16"):
-            zhf.check_dtype(family, dtype)
+            check_dtype(family, dtype)
         return
     f = logits_fn(hf32)
     zoo32, _ = zhf.from_hf(tmp_path)
@@ -136,7 +138,7 @@ def test_past_float16_range_as_transformers_or_refused_never_nan(tmp_path, sourc
         ref, want = f(hf32, False), f(hf, False).float()
         if dtype == torch.float16:
             assert not want.isfinite().all()  # transformers' own float16 model overflows
-            with pytest.raises(zhf.Float16Overflow, match=r"not finite in torch\.float16.*torch\.bfloat16"):
+            with pytest.raises(Float16Overflow, match=r"not finite in torch\.float16.*torch\.bfloat16"):
                 f(zoo, True)
             return
         got = f(zoo, True).float()
@@ -151,17 +153,17 @@ def test_generation_past_float16_range_raises(tmp_path):
     overflowing("gpt2", tmp_path)
     zoo, _ = zhf.from_hf(tmp_path, dtype=torch.float16)
     prompt = torch.tensor([[5, 6, 7]])
-    with torch.no_grad(), pytest.raises(zhf.Float16Overflow):
+    with torch.no_grad(), pytest.raises(Float16Overflow):
         zoo.generate(prompt, 3)
-    again = zhf.model_from_checkpoint(zhf.zoo_checkpoint(zoo))
+    again = model_from_checkpoint(zoo_checkpoint(zoo))
     assert next(again.parameters()).dtype == torch.float16
-    with torch.no_grad(), pytest.raises(zhf.Float16Overflow):
+    with torch.no_grad(), pytest.raises(Float16Overflow):
         again(prompt)
 
 
 def test_unknown_dtype_is_refused():
     with pytest.raises(Unsupported, match="torch.float64.*float32"):
-        zhf.check_dtype("gpt2", torch.float64)
+        check_dtype("gpt2", torch.float64)
 
 
 def test_t5_overflows_float16_where_transformers_clamps(tmp_path):
@@ -179,7 +181,7 @@ def test_t5_overflows_float16_where_transformers_clamps(tmp_path):
     zoo16 = zhf.from_hf(tmp_path)[0].half()  # what a refused dtype=torch.float16 would give
     with torch.no_grad():
         assert f(hf16, False).isfinite().all()
-        with pytest.raises(zhf.Float16Overflow, match="t5 model's lm_head output is not finite"):
+        with pytest.raises(Float16Overflow, match="t5 model's lm_head output is not finite"):
             f(zoo16, True)  # the unguarded blocks overflow: raised, not returned
 
 

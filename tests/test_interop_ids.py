@@ -18,7 +18,9 @@ from test_interop_t5 import tiny_t5  # noqa: E402
 
 from zoo.data.bpe import SubwordTokenizer  # noqa: E402
 from zoo.interop import hf as zhf  # noqa: E402
+from zoo.interop.checkpoints import arch_of  # noqa: E402
 from zoo.interop.convert import main  # noqa: E402
+from zoo.interop.hf_tokenizer import hf_tokenizer_state  # noqa: E402
 from zoo.model import build_model  # noqa: E402
 from zoo.model.config import ModelConfig  # noqa: E402
 
@@ -113,7 +115,7 @@ def test_round_trip_gives_back_the_special_ids_and_roles(tmp_path, family):
         if isinstance(want_ids[role], int) and list(want_ids.values()).count(want_ids[role]) == 1:
             assert getattr(cfg, key) == want_ids[role]  # HF's own id wherever it is one role's only
     # in Python
-    out = zhf.to_hf(model, tmp_path / "py", tokenizer=zhf.hf_tokenizer_state(src))
+    out = zhf.to_hf(model, tmp_path / "py", tokenizer=hf_tokenizer_state(src))
     assert (ids_of(out), roles_of(out)) == (want_ids, want_roles)
     # through zoo.convert: from-hf writes a zoo checkpoint, to-hf reads it back
     assert main(["from-hf", str(src), str(tmp_path / "z.ckpt")]) == 0
@@ -136,7 +138,7 @@ def run_like(family, path):
     started from the converted checkpoint (model.init_from) saves them: no record of HF's ids."""
     tok = SubwordTokenizer.load(path / "tokenizer.json")
     model, cfg = zhf.from_hf(path)
-    run = build_model(zhf.arch_of(model), ModelConfig(**{**cfg.__dict__, **tok.model_ids()}))
+    run = build_model(arch_of(model), ModelConfig(**{**cfg.__dict__, **tok.model_ids()}))
     run.load_state_dict(model.state_dict())
     assert not hasattr(run, "hf_special_ids")
     return run, tok.state_dict()

@@ -18,7 +18,7 @@ from test_interop_util import (  # noqa: E402
 )
 
 from zoo.interop import hf as zhf  # noqa: E402
-from zoo.interop.families import Unsupported  # noqa: E402
+from zoo.interop.blockers import Unsupported  # noqa: E402
 
 V, PAD, EOS = 97, 58, 0
 

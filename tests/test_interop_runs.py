@@ -11,7 +11,8 @@ tf = pytest.importorskip("transformers")
 from zoo_run import REPO, TINY_MODEL, make_cfg  # noqa: E402
 
 from zoo.interop import hf as zhf  # noqa: E402
-from zoo.interop.families import HF_CLASSES, Unsupported  # noqa: E402
+from zoo.interop.blockers import Unsupported  # noqa: E402
+from zoo.interop.families.registry import HF_CLASSES  # noqa: E402
 from zoo.model import ModelConfig, build_model  # noqa: E402
 from zoo.run.config_checks import check_config  # noqa: E402
 

@@ -12,7 +12,8 @@ tf = pytest.importorskip("transformers")
 from test_interop_util import assert_close, perturb, right_padded, seeded  # noqa: E402
 
 from zoo.interop import hf as zhf  # noqa: E402
-from zoo.interop.families import Unsupported  # noqa: E402
+from zoo.interop.blockers import Unsupported  # noqa: E402
+from zoo.interop.checkpoints import arch_of  # noqa: E402
 from zoo.model import ModelConfig, build_model  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -273,7 +274,7 @@ def logits_pair(m, hf):
     """(zoo's, the HF model's) logits on a right-padded batch, at the real tokens."""
     cfg = m.cfg
     seeded(2)
-    if zhf.arch_of(m) != "encoder_decoder":
+    if arch_of(m) != "encoder_decoder":
         ids, kpm = right_padded([9, 6, 2], cfg.vocab_size, cfg.pad_id)
         with torch.no_grad():
             return m(ids, key_padding_mask=kpm)[~kpm], hf(ids, attention_mask=(~kpm).long()).logits[~kpm]
@@ -301,7 +302,7 @@ def test_every_setting_is_held_or_refused(tmp_path, field, family):
             assert not (out / "config.json").exists()
             continue
         zhf.to_hf(m, out, family=family)
-        hf = getattr(tf, AUTO.get(zhf.arch_of(m), "AutoModelForSeq2SeqLM")).from_pretrained(out).eval()
+        hf = getattr(tf, AUTO.get(arch_of(m), "AutoModelForSeq2SeqLM")).from_pretrained(out).eval()
         assert hf.config.model_type == family
         assert_close(*logits_pair(m, hf))
         for key, value in hf_config.items():

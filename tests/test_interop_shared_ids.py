@@ -12,7 +12,7 @@ from test_interop_bart import tiny_bart  # noqa: E402
 from test_interop_gpt2 import tiny_gpt2  # noqa: E402
 from test_interop_util import perturb, seeded, seq2seq_batch  # noqa: E402
 
-from zoo.interop import hf as zhf  # noqa: E402
+from zoo.interop.checkpoints import model_from_checkpoint  # noqa: E402
 from zoo.interop.convert import main  # noqa: E402
 from zoo.model.generate import left_pad  # noqa: E402
 
@@ -70,7 +70,7 @@ def split_at_eos(row: list[int], eos: int) -> tuple[list[int], list[int]]:
 def test_pad_is_eos_stops_where_transformers_does(tmp_path, family):
     eos = pad_is_eos_source(family, tmp_path / "src")
     assert main(["from-hf", str(tmp_path / "src"), str(tmp_path / "z.ckpt")]) == 0
-    model = zhf.model_from_checkpoint(torch.load(tmp_path / "z.ckpt", weights_only=False))
+    model = model_from_checkpoint(torch.load(tmp_path / "z.ckpt", weights_only=False))
     assert model.cfg.eos_id == eos and model.cfg.pad_id != eos  # HF's eos is zoo's eos
     auto = tf.AutoModelForCausalLM if family == "gpt2" else tf.AutoModelForSeq2SeqLM
     src = auto.from_pretrained(tmp_path / "src").eval()

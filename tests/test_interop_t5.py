@@ -20,7 +20,7 @@ from test_interop_util import (  # noqa: E402
 )
 
 from zoo.interop import hf as zhf  # noqa: E402
-from zoo.interop.families import Unsupported  # noqa: E402
+from zoo.interop.blockers import Unsupported  # noqa: E402
 
 V, PAD, EOS = 97, 0, 1
 V10 = {}  # T5 v1.0: ReLU, tied head, output rescale

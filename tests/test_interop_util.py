@@ -10,7 +10,9 @@ tf = pytest.importorskip("transformers")
 pytest.importorskip("safetensors")
 
 from zoo.interop import hf as zhf  # noqa: E402
-from zoo.interop.families import SUPPORTED, Unsupported, zoo_ids  # noqa: E402
+from zoo.interop.blockers import Unsupported  # noqa: E402
+from zoo.interop.families.config import zoo_ids  # noqa: E402
+from zoo.interop.families.registry import SUPPORTED  # noqa: E402
 from zoo.model import EncoderDecoder, ModelConfig  # noqa: E402
 
 TOL = 1e-5
@@ -208,3 +210,41 @@ def assert_same_config(a, b):
     da, db = ({k: v for k, v in asdict(c).items() if k not in skip} for c in (a, b))
     assert da == db, {k: (da[k], db[k]) for k in da if da[k] != db[k]}
     assert (a.attention_dropout, a.use_final_norm) == (b.attention_dropout, b.use_final_norm)
+
+
+def test_the_registry_holds_one_module_per_family():
+    """zoo.interop.families: every module besides the shared ones (config, weights, registry) holds families the
+    registry lists, each family's class is transformers' task class of its model_type, and its architecture is
+    the one zoo builds for that class (a causal LM: decoder_only, a masked LM: encoder_only, seq2seq:
+    encoder_decoder)."""
+    import importlib
+    import pkgutil
+
+    import zoo.interop.families as package
+    from zoo.interop.families.config import Family
+    from zoo.interop.families.registry import ARCH_OF, FAMILIES, HF_CLASSES
+
+    shared = {"config", "weights", "registry"}
+    modules = sorted(m.name for m in pkgutil.iter_modules(package.__path__) if m.name not in shared)
+    assert modules == ["bart", "bert", "gpt2", "t5"]
+    found = {}
+    for name in modules:
+        module = importlib.import_module(f"zoo.interop.families.{name}")
+        found.update(
+            {
+                c.name: c
+                for c in vars(module).values()
+                if isinstance(c, type) and issubclass(c, Family) and "name" in vars(c)
+            }
+        )
+    assert found == FAMILIES and sorted(FAMILIES) == sorted(SUPPORTED) == ["bart", "bert", "gpt2", "marian", "t5"]
+    from transformers.models.auto import modeling_auto as auto
+
+    kind = {
+        "decoder_only": auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
+        "encoder_only": auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES,
+    }
+    for family, hf_class in HF_CLASSES.items():
+        assert getattr(tf, hf_class).config_class.model_type == family
+        names = kind.get(ARCH_OF[family], auto.MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES)
+        assert names[family] == hf_class

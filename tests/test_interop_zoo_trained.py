@@ -13,7 +13,7 @@ from test_interop_util import seeded  # noqa: E402
 from zoo_run import reversal_pairs, reversal_tokenizer  # noqa: E402
 
 from zoo.interop import hf as zhf  # noqa: E402
-from zoo.interop.families import HF_CLASSES  # noqa: E402
+from zoo.interop.families.registry import HF_CLASSES  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

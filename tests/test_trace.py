@@ -16,9 +16,10 @@ from zoo_run import TINY, counted_flops, make_cfg, needs_shared
 
 from zoo.model.convert import from_torch_transformer
 from zoo.model.cost import activation_memory, forward_flops
-from zoo.report.trace import run_model, trace
-from zoo.report.trace_text import render_rich
-from zoo.run.trace import TOY_VOCAB, build, main, parser
+from zoo.trace.command import build, main, parser
+from zoo.trace.hooks import run_model, trace
+from zoo.trace.inputs import TOY_VOCAB
+from zoo.trace.text import render_rich
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -419,22 +420,28 @@ def test_checkpoint_traces_on_its_own_tokenizer(tmp_path, capsys):
     assert re.search(r"== probs:", out) and f"{tr.vocab[greedy[-1]]} " in out.split("(token probability)")[1]
 
 
-def test_walkthrough_page_shows_the_commands_real_output(capsys):
-    """Every output excerpt of docs/walkthrough.md is, verbatim, what the default traces print."""
-    from pathlib import Path
+def test_walkthrough_page_shows_the_commands_real_output():
+    """docs/walkthrough.md is, word for word, what `python docs/gen_walkthrough.py` makes of it now: every
+    output block after its marker is the command's fresh output, and every output block has a marker. Each file
+    the page prints for a stage's code defines that code (its class or def)."""
+    import importlib.util
 
-    page = (Path(__file__).resolve().parents[1] / "docs" / "walkthrough.md").read_text(encoding="utf-8")
-    blocks = re.findall(r"```text\n(.*?)\n```", page, re.S)
-    runs = [
-        ["+arch=encoder_decoder"],
-        ["+arch=decoder_only"],
-        ["+arch=encoder_only"],
-        ["+arch=decoder_only", "model.mask=prefix"],
-    ]
-    outs = [printed(capsys, *argv) for argv in runs]
-    assert len(blocks) >= 15
-    for block in blocks:
-        assert any(block in out for out in outs), block[:200]
+    from test_trace_seams import undefined
+    from zoo_run import REPO
+
+    spec = importlib.util.spec_from_file_location("gen_walkthrough", REPO / "docs" / "gen_walkthrough.py")
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    page = (REPO / "docs" / "walkthrough.md").read_text(encoding="utf-8")
+    assert page == gen.render(page), "docs/walkthrough.md is out of date: run python docs/gen_walkthrough.py"
+    blocks = re.findall(r"```text\n", page)
+    marked = [m.group("block") for m in gen.MARKER.finditer(page)]
+    assert len(blocks) >= 15 and len([b for b in marked if b.startswith("```text")]) == len(blocks)
+    assert any(b.startswith("| stage |") for b in marked)  # the table of every stage's code and file
+    modules = re.findall(r"^  module   (.*)$|^\| `[\w.]+` \| `(.*)` \|$", page, re.M)
+    modules = [a or b for a, b in modules]
+    assert len(modules) > 40 and any("attend (zoo/" in m for m in modules)
+    assert [m for m in modules if undefined(m, REPO)] == []
 
 
 @pytest.mark.parametrize("cell", ["encoder_decoder", "decoder_only", "prefix_lm"])

@@ -1,51 +1,110 @@
 """python -m zoo.trace at its edges: module files named wherever the package lies, --out refused before tracing,
 the figure's Chinese labels drawn with real glyphs, and --only matching whole name parts."""
 
+import inspect
 import os
+import re
 import shutil
 import subprocess
 import sys
 import warnings
+from pathlib import Path
 
 import pytest
 from zoo_run import REPO
 
-from zoo.report.trace import select
-from zoo.run.trace import build, main, parser
+from zoo.model.attention import attend
+from zoo.trace.command import build, main, parser
+from zoo.trace.stages import select
 
 pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+# options whose stages other modules compute: pre-LN norms, RoPE, RMSNorm, a gated feed-forward network
+OPTIONS = ["model.norm_first=true", "model.position=rope", "model.norm=rmsnorm", "model.activation=swiglu"]
 
 
 def traced(*argv):
     return build(parser().parse_intermixed_args(list(argv)))
 
 
+# a stage's code as its module line names it: 'Name[.attr] (path/to/file.py)'
+CODE = re.compile(r"(\w+)(?:\.[\w, ]+)? \(([^()]+\.py)\)")
+
+
+def undefined(module: str, root: Path) -> list[str]:
+    """The 'Name (path)' parts of a stage's module line whose file under root does not define class / def Name."""
+    bad = []
+    for name, path in CODE.findall(module):
+        file = root / path
+        if not file.is_file() or not re.search(rf"^\s*(class|def) {name}\b", file.read_text(encoding="utf-8"), re.M):
+            bad.append(f"{name} ({path})")
+    return bad
+
+
 @pytest.mark.e2e
 def test_module_files_are_named_from_the_package_in_a_folder_named_zoo(tmp_path):
     """A clone named zoo inside a folder named zoo (tmp/zoo/zoo/zoo/model/...): the module files the trace
     prints are the walk-through's zoo/model/... (docs/walkthrough.md), not the path cut at the first folder
-    named zoo; torch's modules are named as torch.nn's."""
+    named zoo; torch's modules are named as torch.nn's. In the clone the file that defines attention is moved to
+    another folder (as a restructuring moves it): every file the stages print, `attend`'s included, is the one
+    that defines their code there."""
     clone = tmp_path / "zoo" / "zoo"
     shutil.copytree(REPO / "zoo", clone / "zoo")  # with __pycache__: copy2 keeps the times that validate it
+    shutil.copytree(REPO / "conf", clone / "conf")  # the toy model's config, composed as `python -m zoo` does
+    attention = Path(inspect.getsourcefile(attend)).relative_to(REPO)  # zoo/model/attention.py, or where it lies
+    moved = attention.parent / "moved_here" / attention.name
+    (clone / moved).parent.mkdir()
+    (clone / moved.parent / "__init__.py").write_text("", encoding="utf-8")
+    os.replace(clone / attention, clone / moved)
+    old = ".".join(attention.with_suffix("").parts)
+    package, name = ".".join(moved.parent.parts), attention.stem
+    alias = f"import sys\nfrom {package} import {name} as moved\nsys.modules[__name__] = moved\n"  # import old: moved
+    (clone / attention).write_text(alias, encoding="utf-8")
     code = (
         "import zoo, torch\n"
-        "from zoo.report.trace import where\n"
+        "from zoo.trace.source import where\n"
         "from zoo.model.embedding import Embedding\n"
-        "from zoo.model.attention import MultiHeadAttention\n"
+        "from zoo.trace.command import build, parser\n"
         "print(zoo.__file__)\n"
         "print(where(Embedding))\n"
-        "print(where(MultiHeadAttention, 'out_proj'))\n"
         "print(where(torch.nn.LayerNorm))\n"
+        f"import {old}\n"
+        f"print({old}.__file__)\n"
+        "for arch in ('encoder_decoder', 'decoder_only', 'encoder_only'):\n"
+        "    for s in build(parser().parse_intermixed_args([f'+arch={arch}']))[0].stages:\n"
+        "        print(s.module)\n"
     )
     env = {**os.environ, "PYTHONPATH": str(clone)}
-    r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
-    assert r.stdout.splitlines() == [
+    lines = r.stdout.splitlines()
+    assert lines[:4] == [
         str(clone / "zoo" / "__init__.py"),  # the copy, not the checkout
         "Embedding (zoo/model/embedding.py)",
-        "MultiHeadAttention.out_proj (zoo/model/attention.py)",
         "nn.LayerNorm (torch.nn)",
+        str(clone / moved),
     ]
+    modules = lines[4:]
+    assert f"attend ({moved.as_posix()})" in modules
+    assert f"MultiHeadAttention.out_proj ({moved.as_posix()})" in modules
+    assert [m for m in modules if undefined(m, clone)] == []
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["+arch=encoder_decoder"],
+        ["+arch=decoder_only", *OPTIONS],
+        ["+arch=decoder_only", "model.position=alibi"],
+        ["+arch=encoder_decoder", "model.position=t5_relative"],
+    ],
+)
+def test_every_stage_names_the_file_that_defines_its_code(argv):
+    """Each stage's module line names its code and a file of this checkout that defines it (class or def)."""
+    tr, *_ = traced(*argv)
+    assert all(CODE.search(s.module) or "torch" in s.module for s in tr.stages)
+    assert {s.name: undefined(s.module, REPO) for s in tr.stages if undefined(s.module, REPO)} == {}
 
 
 @pytest.mark.parametrize("kind", ["file", "under a file"])
@@ -59,7 +118,7 @@ def test_out_that_is_a_file_exits_2_before_tracing(tmp_path, capsys, monkeypatch
     def no_trace(args):
         raise AssertionError("traced before checking --out")
 
-    monkeypatch.setattr("zoo.run.trace.build", no_trace)
+    monkeypatch.setattr("zoo.trace.command.build", no_trace)
     assert main(["+arch=encoder_decoder", "--plain", "--out", str(out)]) == 2
     cap = capsys.readouterr()
     assert cap.out == ""
@@ -75,7 +134,7 @@ def test_figure_draws_the_chinese_target_with_real_glyphs(tmp_path, monkeypatch)
     from matplotlib import font_manager, ft2font
     from matplotlib import pyplot as plt
 
-    from zoo.report.trace import figure
+    from zoo.trace.figure import figure
 
     kept = []
     monkeypatch.setattr(plt, "close", kept.append)  # figure() closes its figure after saving it: keep it
@@ -99,8 +158,8 @@ def test_figure_draws_the_chinese_target_with_real_glyphs(tmp_path, monkeypatch)
 def test_a_character_no_font_has_is_written_as_its_code_point():
     """A character that no font has (U+10FFFD, private use) is reported and labelled by its code point; the toy
     vocabulary's characters all have a font (zoo's own for 我 爱 你), first in matplotlib's default family."""
-    from zoo.report.trace_font import bundled_family, families, label
-    from zoo.run.trace import TOY_VOCAB
+    from zoo.trace.font import bundled_family, families, label
+    from zoo.trace.inputs import TOY_VOCAB
 
     fonts, missing = families(["I", "我", "a\U0010fffd"])
     assert missing == {"\U0010fffd"}
@@ -111,7 +170,7 @@ def test_a_character_no_font_has_is_written_as_its_code_point():
 
 def test_out_notes_the_characters_no_font_has(tmp_path, capsys, monkeypatch):
     """When the figure writes a character as its code point, --out says so on stderr and names a font to install."""
-    monkeypatch.setattr("zoo.report.trace_font.families", lambda texts: (["sans-serif"], {"我", "爱"}))
+    monkeypatch.setattr("zoo.trace.font.families", lambda texts: (["sans-serif"], {"我", "爱"}))
     assert main(["+arch=encoder_decoder", "--plain", "--out", str(tmp_path)]) == 0
     err = capsys.readouterr().err
     assert err.startswith("note: no font on this machine has 我 爱: the figure writes U+6211 U+7231; install")

@@ -1,1 +1,1 @@
-"""zoo.interop: conversions between zoo's models and other libraries' checkpoints (Hugging Face: zoo.interop.hf)."""
+"""zoo.interop: conversions between zoo's models and Hugging Face checkpoints, and model.init_from."""

@@ -37,11 +37,11 @@ def check_source(src: str) -> None:
         )
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
         prog="python -m zoo.convert", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = p.add_subparsers(dest="command", required=True)
     a = sub.add_parser("from-hf", help="a Hugging Face checkpoint -> a zoo checkpoint")
     a.add_argument("src", help="transformers checkpoint directory (config.json + weights) or hub id")
     a.add_argument("out", help="the zoo checkpoint to write (.ckpt)")
@@ -51,42 +51,59 @@ def main(argv=None) -> int:
     b.add_argument(
         "--family", default=None, help="HF family (default: gpt2 / bert / t5, bart, marian by arch and model.position)"
     )
-    args = parser.parse_args(argv)
+    return p
+
+
+def run_from_hf(src: str, out: Path) -> None:
+    """from-hf: the HF checkpoint src written as the zoo checkpoint out (atomically). Raises as main catches."""
+    import torch
+
+    from zoo.interop.checkpoints import arch_of, zoo_checkpoint
+    from zoo.interop.hf import from_hf
+    from zoo.interop.hf_tokenizer import hf_tokenizer_state
+
+    check_source(src)
+    if out.is_dir():  # checked before the conversion, which may download a model
+        raise IsADirectoryError(f"{out} is a folder; from-hf writes one file: give its name, e.g. {out / 'model.ckpt'}")
+    model, cfg = from_hf(src)
+    tok = hf_tokenizer_state(src) if Path(src).is_dir() else None
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".tmp")
     try:
-        import torch
+        torch.save(zoo_checkpoint(model, tok, source=str(src)), tmp)
+        os.replace(tmp, out)  # atomic: an interrupted write never leaves a truncated out.ckpt
+    finally:
+        tmp.unlink(missing_ok=True)  # a failed write leaves nothing behind
+    print(
+        f"{out}: +arch={arch_of(model)}, {model.num_params()} parameters"
+        + ("" if tok else " (no tokenizer.json in the source)")
+    )
 
-        from zoo.interop import hf
 
+def run_to_hf(src: str, out: str, family: str | None) -> None:
+    """to-hf: the zoo checkpoint or run src written as the HF checkpoint directory out. Raises as main catches."""
+    from zoo.interop.checkpoints import model_from_checkpoint, read_zoo_checkpoint
+    from zoo.interop.hf import hf_config, to_hf
+    from zoo.interop.precision import model_dtype
+
+    if Path(out).exists() and not Path(out).is_dir():
+        raise FileExistsError(f"{out} is a file; to-hf writes a folder (config.json, weights): name one")
+    ckpt = read_zoo_checkpoint(src)
+    model = model_from_checkpoint(ckpt)
+    written = to_hf(model, out, ckpt["hyper_parameters"].get("tokenizer"), family)
+    print(
+        f"{written}: {hf_config(model, family)['architectures'][0]}, "
+        f"{str(model_dtype(model)).removeprefix('torch.')} tensors"
+    )
+
+
+def main(argv=None) -> int:
+    args = parser().parse_args(argv)
+    try:
         if args.command == "from-hf":
-            check_source(args.src)
-            out = Path(args.out)
-            if out.is_dir():  # checked before the conversion, which may download a model
-                raise IsADirectoryError(
-                    f"{out} is a folder; from-hf writes one file: give its name, e.g. {out / 'model.ckpt'}"
-                )
-            model, cfg = hf.from_hf(args.src)
-            tok = hf.hf_tokenizer_state(args.src) if Path(args.src).is_dir() else None
-            out.parent.mkdir(parents=True, exist_ok=True)
-            tmp = out.with_name(out.name + ".tmp")
-            try:
-                torch.save(hf.zoo_checkpoint(model, tok, source=str(args.src)), tmp)
-                os.replace(tmp, out)  # atomic: an interrupted write never leaves a truncated out.ckpt
-            finally:
-                tmp.unlink(missing_ok=True)  # a failed write leaves nothing behind
-            print(
-                f"{out}: +arch={hf.arch_of(model)}, {model.num_params()} parameters"
-                + ("" if tok else " (no tokenizer.json in the source)")
-            )
+            run_from_hf(args.src, Path(args.out))
         else:
-            if Path(args.out).exists() and not Path(args.out).is_dir():
-                raise FileExistsError(f"{args.out} is a file; to-hf writes a folder (config.json, weights): name one")
-            ckpt = hf.read_zoo_checkpoint(args.src)
-            model = hf.model_from_checkpoint(ckpt)
-            out = hf.to_hf(model, args.out, ckpt["hyper_parameters"].get("tokenizer"), args.family)
-            print(
-                f"{out}: {hf.hf_config(model, args.family)['architectures'][0]}, "
-                f"{str(hf.model_dtype(model)).removeprefix('torch.')} tensors"
-            )
+            run_to_hf(args.src, args.out, args.family)
     except (ValueError, OSError, KeyError, ImportError) as e:  # OSError: a missing file, an unreachable hub
         print(f"zoo.convert: error: {e}", file=sys.stderr)
         return 2

@@ -1,7 +1,7 @@
 """`model.init_from=DIR`: start a run from converted weights instead of a fresh init (fine-tuning).
 
 DIR is a Hugging Face checkpoint directory (GPT-2, BERT, Marian, BART, T5: zoo.interop.hf), a zoo .ckpt or a
-zoo run directory. The model's shape comes from the checkpoint (zoo.interop.hf.config_of); the run may still
+zoo run directory. The model's shape comes from the checkpoint (zoo.interop.load.config_of); the run may still
 set what does not change the weights (USER_FIELDS: dropout, compile, ...), and the data sets the class count
 and the special ids. A tokenizer.json in DIR becomes the data's tokenizer (its ids are the embedding's rows)
 unless data.tokenizer names another file. New heads (a classifier on a BERT, a length head) start fresh.
@@ -34,11 +34,11 @@ FROM_DATA_IDS = ("num_classes", "pad_id", "bos_id", "eos_id")
 
 def init_source(cfg: DictConfig) -> dict | None:
     """Read model.init_from (None: no init) before any data work, once: {"path", "arch", "model": the
-    checkpoint's ModelConfig fields, "checkpoint": the zoo.interop.hf.Checkpoint that load_weights copies}.
+    checkpoint's ModelConfig fields, "checkpoint": the zoo.interop.load.Checkpoint that load_weights copies}.
     Points data.tokenizer at DIR/tokenizer.json when DIR has one and the data would train its own (bpe / char).
     "model" holds the data's vocab_size: a masked_lm checkpoint's embedding has one row more, its <mask>.
     Raises InitFromError for a missing path, an unreadable checkpoint, an architecture other than +arch, or a
-    trainer.precision the checkpoint's HF family does not run in (zoo.interop.hf.HALF_REFUSED: T5 in float16)."""
+    trainer.precision the checkpoint's HF family does not run in (zoo.interop.precision.HALF_REFUSED: T5 in float16)."""
     raw = cfg.model.get("init_from")
     if not raw:
         return None
@@ -48,7 +48,7 @@ def init_source(cfg: DictConfig) -> dict | None:
             f"model.init_from={raw}: not found; pass a Hugging Face checkpoint directory, a zoo .ckpt "
             f"or a zoo run directory"
         )
-    from zoo.interop.hf import read_checkpoint
+    from zoo.interop.load import read_checkpoint
 
     try:
         checkpoint = read_checkpoint(path)
@@ -61,7 +61,7 @@ def init_source(cfg: DictConfig) -> dict | None:
         )
     precision = str(cfg.get("trainer", {}).get("precision", "32-true"))
     if checkpoint.family is not None and precision.startswith("16"):
-        from zoo.interop.hf import HALF_REFUSED
+        from zoo.interop.precision import HALF_REFUSED
 
         why = HALF_REFUSED.get((checkpoint.family, torch.float16))
         if why is not None:
@@ -96,9 +96,9 @@ def init_model_config(source: dict, run_model: dict, info: dict) -> dict:
 
 
 def load_weights(model, source: dict) -> None:
-    """Copy the checkpoint's weights into the built model (zoo.interop.hf.load_into). Raises InitFromError
+    """Copy the checkpoint's weights into the built model (zoo.interop.load.load_into). Raises InitFromError
     naming the first field or key that differs."""
-    from zoo.interop.hf import load_into
+    from zoo.interop.load import load_into
 
     try:
         load_into(model, source["checkpoint"])

@@ -1,4 +1,5 @@
-"""`python -m zoo.trace +arch=encoder_decoder`: one sentence through a Transformer, stage by stage (zoo.report.trace).
+"""The inputs of `python -m zoo.trace`: the walk-through's toy model and sentence, or a trained checkpoint and its
+own tokenizer, made into the model's inputs and their token labels.
 
 By default the textbook walk-through: the source "I love you" (ids 2 5 3) and the shifted target "<s> 我 爱"
 (ids 1 7 4) in a toy vocabulary of 10 tokens, on a freshly initialised model (the config's seed) with d_model 4,
@@ -7,14 +8,9 @@ of zoo's own config (`model.norm_first=true model.position=rope ...`), composed 
 decoder_only reads source, <s> and target as one sequence (with model.mask=prefix, bidirectional over the source
 and <s>, as zoo's joined translation objective); encoder_only reads the source alone.
 `ckpt_path=<run dir or .ckpt>` traces a trained model on its own tokenizer instead.
-Bad input exits with 2 and one line naming the fix.
 """
 
-import argparse
-import json
-import sys
 import tempfile
-from pathlib import Path
 
 import torch
 
@@ -22,8 +18,6 @@ from zoo.data.bpe import tokenizer_from_state
 from zoo.errors import ConfigError, is_whole
 from zoo.model import ModelConfig, build_model
 from zoo.model.checkpoint_file import read_checkpoint_file, run_checkpoint
-from zoo.report.trace import select, to_json, trace
-from zoo.report.trace_text import render_plain, render_rich, stage_list
 
 # the walk-through's vocabulary: one table for both sides, so decoder_only and encoder_only read the same ids
 TOY_VOCAB = ["<pad>", "<s>", "I", "you", "爱", "love", "he", "我", "你", "</s>"]
@@ -40,54 +34,9 @@ TOY_MODEL = [
 ]
 FROM_TOY = ("vocab_size", "src_vocab_size", "pad_id", "bos_id", "eos_id")  # the toy vocabulary sets these
 
-USAGE = "python -m zoo.trace [+arch=ARCH] [model.KEY=VALUE ...] [ckpt_path=RUN] [--src ...] [--tgt ...] [options]"
-EPILOG = """examples:
-  python -m zoo.trace +arch=encoder_decoder
-  python -m zoo.trace +arch=decoder_only model.mask=prefix --only decoder.0.self_attn.weights
-  python -m zoo.trace +arch=encoder_decoder model.norm_first=true model.position=rope model.n_kv_heads=1
-  python -m zoo.trace ckpt_path=outputs/2026-12-01/12-00-00 --src "ROMEO:" --plain
-  python -m zoo.trace +arch=encoder_only --out trace/    # trace.json and trace.png
-"""
-
 
 class TraceError(ValueError):
     """Bad input to zoo.trace; main prints it and exits with 2."""
-
-
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="python -m zoo.trace",
-        usage=USAGE,
-        description="Watch one sentence pass through a zoo Transformer, stage by stage: shapes, values, masks, "
-        "attention weights per head, FLOPs and activation bytes, the top output tokens.",
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    p.add_argument("overrides", nargs="*", help="+arch=..., model.KEY=VALUE, seed=N, or ckpt_path=RUN_DIR_OR_CKPT")
-    p.add_argument(
-        "--src",
-        help=f'the source: space-separated toy tokens (default "{TOY_SRC}"), or text for a checkpoint\'s tokenizer',
-    )
-    p.add_argument("--tgt", help=f'the target, without <s> (default "{TOY_TGT}"; a checkpoint: none)')
-    p.add_argument(
-        "--only",
-        help="print only these stages, comma-separated (names from --list; a prefix such as "
-        "encoder.0.self_attn picks its group)",
-    )
-    p.add_argument("--list", action="store_true", help="list the stages and exit")
-    p.add_argument("--out", type=Path, help="also write DIR/trace.json and DIR/trace.png (masks, attention)")
-    p.add_argument("--svg", action="store_true", help="with --out: the figure as trace.svg")
-    p.add_argument("--plain", action="store_true", help="plain text (the default when stdout is not a terminal)")
-    p.add_argument(
-        "--values",
-        dest="values",
-        action="store_true",
-        default=None,
-        help="print every tensor's values (default: those of up to 256 numbers)",
-    )
-    p.add_argument("--no-values", dest="values", action="store_false", help="print no tensor values")
-    p.add_argument("--top-k", type=int, default=3, help="output tokens per position (default 3)")
-    return p
 
 
 def split_overrides(items: list[str]) -> tuple[str | None, list[str]]:
@@ -200,7 +149,7 @@ def encode(tok, text: str, flag: str) -> list[int]:
 
 # -- the inputs -------------------------------------------------------------------------------------------------
 def make_inputs(arch: str, cfg: ModelConfig, src: list[int], tgt: list[int] | None, start: int | None, label) -> tuple:
-    """(inputs of zoo.report.trace.trace, token labels) for arch: the encoder_decoder's source and its target
+    """(inputs of zoo.trace.hooks.trace, token labels) for arch: the encoder_decoder's source and its target
     after the start token; decoder_only's one sequence source + start + target (start None: none between them, a
     language model's one text; prefix_len = the tokens before the target with model.mask=prefix); encoder_only's
     source. label(id) is a token's text. A <pad> token (cfg.pad_id) is padding: a key_padding_mask marks it.
@@ -235,116 +184,34 @@ def make_inputs(arch: str, cfg: ModelConfig, src: list[int], tgt: list[int] | No
     return inputs, {k: [label(i) for i in v] for k, v in seqs.items()}
 
 
-def model_line(arch: str, cfg: ModelConfig) -> str:
-    def n(count: int, kind: str) -> str:
-        return f"{count} {kind} layer{'s' if count != 1 else ''}"
+def checkpoint_inputs(args, ckpt: str) -> tuple:
+    """(arch, model, ModelConfig, inputs, labels, vocab) of a checkpoint and --src / --tgt read with its own
+    tokenizers. Raises TraceError."""
+    arch, model, cfg, src_tok, tgt_tok = checkpoint_model(ckpt)
+    src = encode(src_tok, TOY_SRC if args.src is None else args.src, "--src")
+    tgt = encode(tgt_tok, args.tgt, "--tgt") if args.tgt else None
+    if arch == "encoder_decoder":
+        src = [*src, cfg.eos_id]  # the source ends with EOS, as the translation task's
+    # the decoder starts from its start token; a translation decoder_only joins source + EOS + target (zoo's
+    # joined objective); a language model reads one text
+    start = model.start_id if arch == "encoder_decoder" else (cfg.eos_id if src_tok is not tgt_tok else None)
+    vocab = [token_label(tgt_tok, i) for i in range(cfg.vocab_size)]
 
-    layers = {
-        "encoder_decoder": f"{n(cfg.encoder_layers, 'encoder')} + {n(cfg.decoder_layers, 'decoder')}",
-        "decoder_only": n(cfg.decoder_layers, "decoder"),
-        "encoder_only": n(cfg.encoder_layers, "encoder"),
-    }[arch]
-    kv = f", {cfg.kv_heads} kv heads" if cfg.kv_heads != cfg.n_heads else ""
-    mask = cfg.mask or {"encoder_decoder": "causal", "decoder_only": "causal", "encoder_only": "bidirectional"}[arch]
-    return (
-        f"vocab {cfg.vocab_size}, d_model {cfg.d_model}, {cfg.n_heads} heads (d_k {cfg.head_dim}){kv}, "
-        f"d_ff {cfg.d_ff}, {layers}, {cfg.activation}, {cfg.norm} {'pre' if cfg.norm_first else 'post'}-LN, "
-        f"{cfg.position} positions, {mask} mask"
-    )
+    def label(i):
+        return vocab[i] if i < len(vocab) else f"<{i}>"
 
-
-def build(args) -> tuple:
-    """(trace, arch, ModelConfig, inputs, model) of the parsed command line. Raises TraceError / ConfigError."""
-    if args.top_k < 1:
-        raise TraceError(f"--top-k {args.top_k} must be at least 1")
-    ckpt, overrides = split_overrides(args.overrides)
-    if ckpt is not None:
-        if overrides:
-            raise TraceError(
-                f"{' '.join(overrides)}: a checkpoint fixes its model and arch; drop these overrides "
-                f"with ckpt_path=, or drop ckpt_path= to trace the toy model"
-            )
-        arch, model, cfg, src_tok, tgt_tok = checkpoint_model(ckpt)
-        src_text = TOY_SRC if args.src is None else args.src
-        src = encode(src_tok, src_text, "--src")
-        tgt = encode(tgt_tok, args.tgt, "--tgt") if args.tgt else None
-        if arch == "encoder_decoder":
-            src = [*src, cfg.eos_id]  # the source ends with EOS, as the translation task's
-        # the decoder starts from its start token; a translation decoder_only joins source + EOS + target (zoo's
-        # joined objective); a language model reads one text
-        start = model.start_id if arch == "encoder_decoder" else (cfg.eos_id if src_tok is not tgt_tok else None)
-        vocab = [token_label(tgt_tok, i) for i in range(cfg.vocab_size)]
-
-        def label(i):
-            return vocab[i] if i < len(vocab) else f"<{i}>"
-
-        inputs, labels = make_inputs(arch, cfg, src, tgt, start, label)
-    else:
-        arch, model, cfg = toy_model(overrides)
-        src = toy_ids(TOY_SRC if args.src is None else args.src, "--src")
-        tgt_text = args.tgt if args.tgt is not None else (TOY_TGT if arch != "encoder_only" else "")
-        tgt = toy_ids(tgt_text, "--tgt")
-        if tgt and tgt[0] == TOY_SPECIAL["bos_id"]:
-            tgt = tgt[1:]  # "<s> 我 爱": the start token is added once
-        vocab = TOY_VOCAB
-        inputs, labels = make_inputs(arch, cfg, src, tgt, TOY_SPECIAL["bos_id"], lambda i: TOY_VOCAB[i])
-    try:
-        tr = trace(model, inputs, labels, vocab, args.top_k)
-    except ValueError as e:  # the model's own checks (a position beyond max_len, an id outside the vocabulary)
-        raise TraceError(str(e)) from None
-    return tr, arch, cfg, inputs, model
+    inputs, labels = make_inputs(arch, cfg, src, tgt, start, label)
+    return arch, model, cfg, inputs, labels, vocab
 
 
-def check_out(out: Path) -> None:
-    """Raise TraceError, before any tracing, when the folder --out cannot be made: it, or a folder above it,
-    is an existing file."""
-    for p in (out, *out.parents):
-        if p.exists():
-            if not p.is_dir():
-                raise TraceError(
-                    f"--out {out}: {p} is a file; --out DIR names a folder for trace.json and the figure "
-                    f"(a new or an existing one)"
-                )
-            return
-
-
-def main(argv=None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    args = parser().parse_intermixed_args(argv)  # overrides and options in any order
-    try:
-        if args.out is not None:
-            check_out(args.out)
-        tr, arch, cfg, inputs, model = build(args)
-        if args.list:
-            print(stage_list(tr))
-            return 0
-        stages = select(tr, args.only.split(",") if args.only else None)
-    except (TraceError, ConfigError, FileNotFoundError, ValueError) as e:
-        print(f"zoo.trace: error: {e}", file=sys.stderr)
-        return 2
-    line = model_line(arch, cfg)
-    if args.plain or not sys.stdout.isatty():
-        print(render_plain(tr, stages, args.values, line))
-    else:
-        from rich.console import Console
-
-        render_rich(tr, stages, args.values, line, Console())
-    if args.out is not None:
-        from dataclasses import asdict
-
-        from zoo.report.trace import figure
-
-        args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "trace.json").write_text(
-            json.dumps(to_json(tr, stages, asdict(cfg)), ensure_ascii=False), encoding="utf-8"
-        )
-        fig, missing = figure(tr, args.out / ("trace.svg" if args.svg else "trace.png"))
-        print(f"wrote {args.out / 'trace.json'} and {fig}")
-        if missing:
-            print(
-                f"note: no font on this machine has {' '.join(sorted(missing))}: the figure writes "
-                f"{' '.join(f'U+{ord(c):04X}' for c in sorted(missing))}; install a font that has them "
-                f"(e.g. Debian's fonts-noto-cjk for Chinese, Japanese, Korean)",
-                file=sys.stderr,
-            )
-    return 0
+def toy_inputs(args, overrides: list[str]) -> tuple:
+    """(arch, model, ModelConfig, inputs, labels, vocab) of the walk-through's toy model with the overrides and
+    --src / --tgt in the toy vocabulary. Raises TraceError / ConfigError."""
+    arch, model, cfg = toy_model(overrides)
+    src = toy_ids(TOY_SRC if args.src is None else args.src, "--src")
+    tgt_text = args.tgt if args.tgt is not None else (TOY_TGT if arch != "encoder_only" else "")
+    tgt = toy_ids(tgt_text, "--tgt")
+    if tgt and tgt[0] == TOY_SPECIAL["bos_id"]:
+        tgt = tgt[1:]  # "<s> 我 爱": the start token is added once
+    inputs, labels = make_inputs(arch, cfg, src, tgt, TOY_SPECIAL["bos_id"], lambda i: TOY_VOCAB[i])
+    return arch, model, cfg, inputs, labels, TOY_VOCAB

@@ -1,4 +1,4 @@
-"""The text of `python -m zoo.trace`: each stage of a zoo.report.trace.Trace as plain text or with rich's rules
+"""The text of `python -m zoo.trace`: each stage of a zoo.trace.stages.Trace as plain text or with rich's rules
 and tables. Both print the same blocks (lines and token-labelled matrices), built once by `blocks`."""
 
 import math
@@ -6,7 +6,8 @@ import unicodedata
 
 import torch
 
-from zoo.report.trace import Stage, Trace
+from zoo.model import ModelConfig
+from zoo.trace.stages import Stage, Trace
 
 VALUE_LIMIT = 256  # a tensor's values are printed up to this many numbers (--values prints every one)
 DECIMALS = 2
@@ -93,6 +94,26 @@ def blocks(s: Stage, values: bool | None) -> list[tuple]:
             else:
                 out.append(("line", f"{k}: {t.numel()} numbers, over {VALUE_LIMIT} (--values prints them)"))
     return out
+
+
+def model_line(arch: str, cfg: ModelConfig) -> str:
+    """The header's description of the model: sizes, layers, activation, norm, positions, mask."""
+
+    def n(count: int, kind: str) -> str:
+        return f"{count} {kind} layer{'s' if count != 1 else ''}"
+
+    layers = {
+        "encoder_decoder": f"{n(cfg.encoder_layers, 'encoder')} + {n(cfg.decoder_layers, 'decoder')}",
+        "decoder_only": n(cfg.decoder_layers, "decoder"),
+        "encoder_only": n(cfg.encoder_layers, "encoder"),
+    }[arch]
+    kv = f", {cfg.kv_heads} kv heads" if cfg.kv_heads != cfg.n_heads else ""
+    mask = cfg.mask or {"encoder_decoder": "causal", "decoder_only": "causal", "encoder_only": "bidirectional"}[arch]
+    return (
+        f"vocab {cfg.vocab_size}, d_model {cfg.d_model}, {cfg.n_heads} heads (d_k {cfg.head_dim}){kv}, "
+        f"d_ff {cfg.d_ff}, {layers}, {cfg.activation}, {cfg.norm} {'pre' if cfg.norm_first else 'post'}-LN, "
+        f"{cfg.position} positions, {mask} mask"
+    )
 
 
 def header(tr: Trace, model_line: str) -> list[str]:

@@ -1,7 +1,7 @@
-"""Fonts for the trace's figure (zoo.report.trace.figure): its token labels drawn in their own script.
+"""Fonts for the trace's figure (zoo.trace.figure): its token labels drawn in their own script.
 
 matplotlib draws each character with the first font of its font family list that has it. The list here is
-matplotlib's default family, then zoo's "Zoo Trace CJK" (zoo/report/fonts: a subset of Noto Sans CJK SC
+matplotlib's default family, then zoo's "Zoo Trace CJK" (zoo/trace/fonts: a subset of Noto Sans CJK SC
 with the toy vocabulary's Chinese, SIL Open Font License 1.1), then, for characters neither has, the first
 font of the machine that has them (not matplotlib's Last Resort font, whose glyphs are placeholder boxes). A
 character no font has is written as its code point (U+6211).
