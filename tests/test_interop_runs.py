@@ -13,7 +13,7 @@ from zoo_run import REPO, TINY_MODEL, make_cfg  # noqa: E402
 from zoo.interop import hf as zhf  # noqa: E402
 from zoo.interop.families import HF_CLASSES, Unsupported  # noqa: E402
 from zoo.model import ModelConfig, build_model  # noqa: E402
-from zoo.run.config_checks import check_config  # noqa: E402
+from zoo.run.checks.config import check_config  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

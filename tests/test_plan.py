@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from zoo_run import TINY, TINY_MODEL, make_cfg
 
 from zoo.errors import ConfigError
-from zoo.run.config_checks import check_config
+from zoo.run.checks.config import check_config
 from zoo.run.train import run
 from zoo.tasks.lm import LanguageModeling
 
@@ -89,7 +89,7 @@ def test_a_run_chooses_its_objective_once(tmp_path, monkeypatch):
             choices.append((task, arch, mask))
         return objective_class(task, arch, name, mask)
 
-    for module in ("zoo.run.plan", "zoo.tasks.base", "zoo.run.config_checks", "zoo.run.model_config"):
+    for module in ("zoo.run.plan", "zoo.tasks.base", "zoo.run.checks.task", "zoo.run.model_config"):
         monkeypatch.setattr(f"{module}.objective_class", counting, raising=False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

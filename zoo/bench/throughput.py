@@ -17,8 +17,10 @@ from zoo.bench.options import Options
 from zoo.bench.overhead import quiet_lightning
 from zoo.bench.report import fmt, markdown_table, progress
 from zoo.bench.timing import Timed, interleaved, median
+from zoo.run.conf import CONF_DIR
+from zoo.run.job import build_data, compose_job, job_task
 from zoo.run.scaling_plan import job_steps
-from zoo.run.train import CONF_DIR, build_data, build_trainer, compose_job, job_task, log_config
+from zoo.run.train import build_trainer, log_config
 from zoo.scaling.grid import size_non_embedding, size_seeds
 from zoo.training.optim import clip_grad_norm
 from zoo.training.optim_config import configure_optimizers

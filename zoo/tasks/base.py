@@ -20,7 +20,8 @@ from zoo.training.callbacks.checkpoint import validation_due
 from zoo.training.checkpoint_io import settle_epoch_end
 from zoo.training.distributed import full_params, is_fsdp
 from zoo.training.optim import clip_grad_norm, is_fused
-from zoo.training.optim_config import configure_optimizers, fit_schedule
+from zoo.training.optim_config import configure_optimizers
+from zoo.training.schedule_fit import fit_schedule
 
 LOWER_IS_BETTER = ("loss", "ppl", "bpc")
 BUDGET_COST = {
