@@ -8,13 +8,15 @@ import pytest
 import torch
 from zoo_run import TINY, make_cfg, run_cli
 
+from zoo.errors import ConfigError
 from zoo.model import DecoderOnly, EncoderDecoder, EncoderOnly, ModelConfig, build_model
 from zoo.model.feedforward import FeedForward
 from zoo.model.generate import sample_next
 from zoo.model.init import init_weights
 from zoo.model.norm import make_norm
+from zoo.run.checks.config import check_config
 from zoo.run.cli_overrides import typos
-from zoo.run.config_checks import CONF_DIR, ConfigError, check_config
+from zoo.run.conf import CONF_DIR
 from zoo.run.train import run
 from zoo.training.optim_config import configure_optimizers
 
@@ -334,7 +336,7 @@ def test_a_bad_seed_exits_2(tmp_path, seed):
 def test_seed_range_is_checked_in_process(tmp_path, capsys, seed, refused):
     """The check behind test_a_bad_seed_exits_2, on the composed config (no process started): a negative, a
     fractional, a boolean seed and 2**32 exit with 2 and the message; 0 and 2**32 - 1 (numpy's last) pass."""
-    from zoo.run.config_checks import exit_on_bad_arch_or_seed
+    from zoo.run.conf import exit_on_bad_arch_or_seed
 
     cfg = make_cfg(tmp_path, [f"seed={seed}"])
     if not refused:
@@ -480,7 +482,7 @@ def test_the_precisions_check_config_takes_are_lightnings():
 
     from lightning.fabric.connector import _PRECISION_INPUT
 
-    from zoo.run.config_checks import PRECISIONS
+    from zoo.run.checks.trainer import PRECISIONS
 
     def values(t):
         args = typing.get_args(t)
@@ -545,7 +547,8 @@ def test_a_cell_of_an_undefined_size_names_the_sizes(capsys, tmp_path):
     ConfigError in two InterpolationResolutionErrors; the user sees the resolver's message alone, exit 2."""
     from omegaconf import OmegaConf
 
-    from zoo.run.train import compose_job, handle_error
+    from zoo.run.job import compose_job
+    from zoo.run.train import handle_error
 
     cfg = compose_job(
         ["+arch=decoder_only", "experiment=scaling", "+benchmark=scaling", "scaling.cell=s9_seed1"], str(tmp_path)

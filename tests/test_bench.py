@@ -14,10 +14,12 @@ from zoo_run import REPO
 from zoo.bench import contenders as contenders_module
 from zoo.bench import main
 from zoo.bench.cli import options, parse_args
-from zoo.bench.contenders import count_params, lm_contenders, seq2seq_contenders
+from zoo.bench.contenders import count_params
 from zoo.bench.generate import bench_generate
+from zoo.bench.lm_contenders import lm_contenders
 from zoo.bench.options import Options
 from zoo.bench.report import NOT_INSTALLED, throughput_rows, wins
+from zoo.bench.seq2seq_contenders import seq2seq_contenders
 from zoo.bench.seq2seq_step import bench_seq2seq_step
 from zoo.bench.shapes import LM_SHAPES, SEQ2SEQ_SHAPES, LMShape
 from zoo.bench.timing import interleaved, order
@@ -272,7 +274,7 @@ def test_peak_reports_the_fraction_of_the_matmul_limit(monkeypatch):
     """bench_peak: the fastest matmul size of each precision is the limit (fraction 1.000), and each step row's
     fraction is its GFLOP/s over that limit, with zoo.model.cost's 3 x forward FLOPs as the work."""
     from zoo.bench import peak
-    from zoo.bench.contenders import zoo_lm_config
+    from zoo.bench.lm_contenders import zoo_lm_config
     from zoo.bench.shapes import LM_SHAPES
     from zoo.model import DecoderOnly
     from zoo.model.cost import forward_flops

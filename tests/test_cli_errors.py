@@ -9,7 +9,7 @@ import pytest
 from zoo_run import run_cli
 
 from zoo.run.cli_overrides import check_overrides, typos
-from zoo.run.config_checks import CONF_DIR
+from zoo.run.conf import CONF_DIR
 
 
 def errors(argv, capsys) -> list[str]:

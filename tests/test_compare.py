@@ -10,7 +10,8 @@ from hydra.utils import instantiate
 from zoo_run import make_cfg
 
 from zoo.model.cost import param_count
-from zoo.run.config_checks import CONF_DIR, check_config
+from zoo.run.checks.config import check_config
+from zoo.run.conf import CONF_DIR
 from zoo.run.model_config import FROM_DATA, model_dict
 
 ARCHS = ("encoder_only", "decoder_only", "encoder_decoder", "prefix_lm")  # +arch choices; prefix_lm: decoder_only
@@ -242,7 +243,7 @@ def test_a_users_data_sweeps_the_benchmark_of_its_task(user_data):
 
 
 def test_data_of_no_task_is_refused_before_any_job(capsys):
-    from zoo.run.config_checks import compare_benchmarks
+    from zoo.run.conf import compare_benchmarks
 
     with pytest.raises(SystemExit) as e:
         compare_benchmarks(["classification", "lm", "translation"], "collections.OrderedDict", ["data=weird"])
@@ -253,7 +254,7 @@ def test_data_of_no_task_is_refused_before_any_job(capsys):
 def test_separate_vocabularies_are_refused_with_the_matching_fix(user_data, tmp_path):
     """Separate source and target vocabularies would give encoder_decoder two embeddings: experiment=compare
     refuses them before any data work, naming data.joint_vocab=true (not model.share_embeddings=false)."""
-    from zoo.run.config_checks import ConfigError
+    from zoo.errors import ConfigError
 
     job = ["experiment=compare", "+benchmark=translation", "data=my_pairs", "data.joint_vocab=false", user_data]
     for arch in ARCHS:

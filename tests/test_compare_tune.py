@@ -17,7 +17,7 @@ from zoo_run import SHORT_RUN, make_cfg, needs_shared, run_cli
 from zoo.errors import ConfigError, DataError
 from zoo.report.build import report
 from zoo.run.compare_tune import begin, check_grid, sweep_seeds
-from zoo.run.config_checks import CONF_DIR
+from zoo.run.conf import CONF_DIR
 from zoo.run.train import run
 
 ARCHS = "decoder_only,prefix_lm,encoder_decoder,encoder_only"

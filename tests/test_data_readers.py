@@ -26,9 +26,10 @@ from zoo.data.resolver import DataError
 from zoo.data.sst2 import SST2
 from zoo.data.text_classification import TextClassification, class_label
 from zoo.data.text_corpus import TextCorpus
+from zoo.errors import ConfigError
+from zoo.run.checks.config import check_config
 from zoo.run.cli_overrides import typos
-from zoo.run.config_checks import ConfigError, check_config
-from zoo.run.train import CONF_DIR
+from zoo.run.conf import CONF_DIR
 
 pytestmark = needs_shared
 

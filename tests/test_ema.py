@@ -124,7 +124,8 @@ def test_callbacks_ema_config_and_its_fsdp_refusal(tmp_path):
     from hydra.utils import instantiate
     from zoo_run import make_cfg
 
-    from zoo.run.config_checks import ConfigError, check_config
+    from zoo.errors import ConfigError
+    from zoo.run.checks.config import check_config
 
     cfg = make_cfg(tmp_path, ["callbacks=ema"])
     assert set(cfg.callbacks) == set(make_cfg(tmp_path, []).callbacks) | {"ema"}

@@ -11,7 +11,7 @@ import pytest
 import yaml
 from zoo_run import REPO
 
-from zoo.run.train import CONF_DIR
+from zoo.run.conf import CONF_DIR
 
 IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc")
 

@@ -14,7 +14,7 @@ from zoo.interop import hf as zhf  # noqa: E402
 from zoo.interop.blockers import Unsupported  # noqa: E402
 from zoo.interop.families.registry import HF_CLASSES  # noqa: E402
 from zoo.model import ModelConfig, build_model  # noqa: E402
-from zoo.run.config_checks import check_config  # noqa: E402
+from zoo.run.checks.config import check_config  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from zoo_run import TINY, TINY_MODEL, make_cfg
 
 from zoo.errors import ConfigError
-from zoo.run.config_checks import check_config
+from zoo.run.checks.config import check_config
 from zoo.run.train import run
 from zoo.tasks.lm import LanguageModeling
 
@@ -89,9 +89,58 @@ def test_a_run_chooses_its_objective_once(tmp_path, monkeypatch):
             choices.append((task, arch, mask))
         return objective_class(task, arch, name, mask)
 
-    for module in ("zoo.run.plan", "zoo.tasks.base", "zoo.run.config_checks", "zoo.run.model_config"):
+    for module in ("zoo.run.plan", "zoo.tasks.base", "zoo.run.checks.task", "zoo.run.model_config"):
         monkeypatch.setattr(f"{module}.objective_class", counting, raising=False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         run(make_cfg(tmp_path, [*TINY, "trainer.max_steps=1", "task.sample=null", "logger=csv"]))
     assert choices == [("lm", "decoder_only", None)]
+
+
+@pytest.mark.parametrize(
+    "arch, mask, prefix_len, message",
+    [
+        ("decoder_only", "prefix", 5, r"not read by decoder_only classification: with model\.mask=prefix the whole"),
+        ("decoder_only", "prefix", 0, None),  # prefix_lm classification: the whole text is the prefix
+        ("decoder_only", None, 5, r"read only with model\.mask=prefix \(this run: model\.mask=None\)"),
+        ("decoder_only", None, 0, None),  # plain decoder_only classification
+        ("encoder_only", "prefix", 5, None),
+        ("encoder_decoder", "prefix", 5, None),
+        (None, "prefix", 5, None),  # no arch named: the base rule alone
+    ],
+)
+def test_classification_refuses_a_prefix_len_only_where_classify_ignores_it(arch, mask, prefix_len, message):
+    """Classify.check_model, as before it asked the model class: decoder_only classification (prefix_lm: mask=prefix)
+    refuses model.prefix_len, since DecoderOnly.classify makes each row's whole text the prefix; without the prefix
+    mask the base rule refuses it; the other architectures keep the base rule."""
+    from zoo.tasks.objectives import Classify
+
+    model = {"mask": mask, "prefix_len": prefix_len}
+    if message is None:
+        Classify.check_model(model, None, arch)
+    else:
+        with pytest.raises(ValueError, match=message):
+            Classify.check_model(model, None, arch)
+
+
+def test_classify_text_is_prefix_says_which_classify_ignores_prefix_len():
+    """The flag Classify reads is what the models do under mask=prefix (num_classes=2, the same weights):
+    DecoderOnly.classify gives the same logits for model.prefix_len 1 and 3 (each row's whole text is its
+    prefix), EncoderOnly.classify other logits (it reads model.prefix_len)."""
+    from zoo.model import ARCHITECTURES, ModelConfig
+
+    idx = torch.randint(3, 40, (2, 6), generator=torch.Generator().manual_seed(0))
+    base = dict(vocab_size=40, d_model=16, n_heads=2, d_ff=32, n_layers=2, dropout=0.0, max_len=16, num_classes=2)
+    for arch in ("decoder_only", "encoder_only"):
+        logits = []
+        for prefix_len in (1, 3):
+            torch.manual_seed(0)
+            model = ARCHITECTURES[arch](ModelConfig(**base, mask="prefix", prefix_len=prefix_len)).eval()
+            with torch.no_grad():
+                logits.append(model.classify(idx))
+        same = torch.allclose(logits[0], logits[1], atol=1e-6)
+        assert same == ARCHITECTURES[arch].CLASSIFY_TEXT_IS_PREFIX, arch
+    assert (
+        ARCHITECTURES["decoder_only"].CLASSIFY_TEXT_IS_PREFIX
+        and not ARCHITECTURES["encoder_only"].CLASSIFY_TEXT_IS_PREFIX
+    )

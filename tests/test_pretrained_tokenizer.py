@@ -29,7 +29,8 @@ from zoo.data.parallel_text import ParallelText
 from zoo.data.resolver import DataError
 from zoo.data.text_classification import TextClassification
 from zoo.data.text_corpus import TextCorpus
-from zoo.run.config_checks import ConfigError, check_config
+from zoo.errors import ConfigError
+from zoo.run.checks.config import check_config
 from zoo.run.train import run
 
 pytestmark = needs_shared

@@ -257,7 +257,7 @@ def test_attention_defaults_to_a_sentence_of_the_runs_own_test_set(sweep, tmp_pa
     import gzip
 
     import zoo.report.attention as report_attention
-    from zoo.report.runs import group_runs
+    from zoo.report.grouping import group_runs
 
     res = next(r for r in find_runs(sweep) if r["task"] == "translation")
     ex = json.loads((Path(res["run_dir"]) / "examples.json").read_text())

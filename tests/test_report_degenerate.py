@@ -19,9 +19,11 @@ from test_translation_metrics import run_test_epoch
 import zoo.report.attention as report_attention
 from zoo.report.attention import DEFAULT_SENTENCE, attention_maps, default_sentence
 from zoo.report.build import report
+from zoo.report.grouping import group_runs
 from zoo.report.literature import t5_setup
-from zoo.report.runs import find_runs, group_runs
-from zoo.report.significance import DEGENERATE, counts_text, fmt_p
+from zoo.report.p_values import counts_text
+from zoo.report.runs import find_runs
+from zoo.report.significance_rule import DEGENERATE, fmt_p
 from zoo.report.stats import (
     ALPHA,
     mcnemar_exact,

@@ -138,7 +138,7 @@ def test_a_sizes_seeds_are_one_row_of_the_report(good):
     """scaling.cell names the seed (s3_seed2), but a size's seeds are one group of the report's table, averaged
     like any seeds, also when a later command added a seed with scaling.seeds; the cosine check cells and the
     tuning cells are rows of their own."""
-    from zoo.report.runs import group_runs
+    from zoo.report.grouping import group_runs
 
     root, _, _ = good
     groups = group_runs(find_runs(root))

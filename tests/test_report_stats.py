@@ -14,13 +14,15 @@ import numpy as np
 import pytest
 
 from zoo.report.build import main, report
+from zoo.report.formats import fmt_ci, fmt_mean_std
+from zoo.report.grouping import group_runs, parse_overrides, swept_keys
 from zoo.report.literature import T5_STD, T5_TABLE2, t5_claim, t5_threshold
 from zoo.report.pairing import NotPaired, paired_data
 from zoo.report.plots import band
-from zoo.report.runs import find_runs, group_runs, parse_overrides, swept_keys
-from zoo.report.significance import fmt_p, ordering, overlap
+from zoo.report.runs import find_runs
+from zoo.report.significance_rule import fmt_p, ordering, overlap
 from zoo.report.stats import mcnemar_exact, paired_bootstrap, randomization_floor, sacrebleu_paired, t_interval
-from zoo.report.table import fmt_ci, fmt_mean_std, rows
+from zoo.report.table import rows
 
 T_975 = {1: 12.706204736174707, 2: 4.302652729749464, 3: 3.182446305284263}  # Student t quantiles, printed tables
 

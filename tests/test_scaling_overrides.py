@@ -10,7 +10,8 @@ from zoo_run import make_cfg
 from zoo.errors import ConfigError
 from zoo.run.budget import unwrapped
 from zoo.run.cli_overrides import typos
-from zoo.run.train import CONF_DIR, checked_config
+from zoo.run.conf import CONF_DIR
+from zoo.run.job import checked_config
 from zoo.scaling.grid import cells, check_design
 
 SCALING = ["experiment=scaling", "+benchmark=scaling"]

@@ -12,8 +12,8 @@ from zoo_run import make_cfg, needs_shared, run_cli
 from zoo.errors import ConfigError
 from zoo.model import ModelConfig, build_model
 from zoo.model.cost import non_embedding_param_count
+from zoo.run.conf import CONF_DIR
 from zoo.run.scaling_plan import PlanRow, check_budget, check_run_dirs, plan_table
-from zoo.run.train import CONF_DIR
 from zoo.scaling.grid import (
     branches,
     cell_is_check,
@@ -488,8 +488,8 @@ def test_the_plan_refuses_a_folder_holding_a_cell_of_another_design(tmp_path, mo
     """A cell folder written with weight decay 0.1 (the default): a rerun with 0.05, or with model.norm_first=true,
     exits 2 in the plan naming the key, before anything is timed; the same settings are accepted."""
     import zoo.run.scaling_plan as scaling_plan
+    from zoo.run.job import checked_config
     from zoo.run.scaling_identity import check_same_design, design
-    from zoo.run.train import checked_config
 
     folder = tmp_path / "sweep" / "decoder_only-s1_seed1"
     folder.mkdir(parents=True)

@@ -93,7 +93,7 @@ def test_a_cell_trains_a_trunk_and_one_cool_down_per_budget(uninterrupted):
 def test_a_branch_equals_one_run_trained_to_its_budget_without_checkpoints(uninterrupted, tmp_path):
     """The reference without any resume: one Lightning fit from step 0 to 30 with the cool-down from step 24 (the
     trunk's 5 segments and the branch, resumed from checkpoints, must give the same loss to the last bit)."""
-    from zoo.run.train import build_data, checked_config
+    from zoo.run.job import build_data, checked_config
 
     cfg, _, _, plan = checked_config(make_cfg(tmp_path, CELL))
     dm, info, data = build_data(cfg, {})
@@ -239,7 +239,7 @@ def test_the_plan_counts_the_trunk_from_its_last_checkpoint_on_disk(uninterrupte
     start (step 8: 26 steps). At 1 s a step (repeats 0.5 to 1.5 s), 10 s a validation and 100 s a Trainer:
     19 + 2 x 10 + 7 x 100 = 739 s, ± 19 x 0.5 s."""
     from zoo.run import scaling_plan
-    from zoo.run.train import build_data, checked_config
+    from zoo.run.job import build_data, checked_config
 
     folder = tmp_path / "sweep" / "decoder_only-s2_seed1"
     (folder / "trunk").mkdir(parents=True)

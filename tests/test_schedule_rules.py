@@ -14,7 +14,8 @@ from test_resume import fit
 from zoo_run import make_cfg
 
 from zoo.errors import ConfigError
-from zoo.training.optim_config import check_schedule, configure_optimizers
+from zoo.training.optim_config import configure_optimizers
+from zoo.training.schedule_fit import check_schedule
 
 LR, MIN_LR = 2.0e-3, 1.0e-4  # conf/task/lm.yaml
 LEGS = ["task.scheduler.warmup_steps=5", "task.scheduler.decay_steps=12"]
@@ -40,7 +41,7 @@ def test_a_warmup_is_judged_against_decay_steps(tmp_path):
         check_schedule(cfg, [LEGS[0], "trainer.max_steps=2"])
     cfg = make_cfg(tmp_path, [LEGS[0], "task.scheduler.decay_steps=4", "trainer.max_steps=2"])
     with pytest.raises(ConfigError, match=r"decay_steps=4 ends the cosine before its warm-up"):
-        from zoo.run.config_checks import check_config
+        from zoo.run.checks.config import check_config
 
         check_config(cfg)
 

@@ -14,8 +14,11 @@ from zoo_run import TINY, make_cfg, run_cli
 
 from zoo.errors import ConfigError
 from zoo.run.cli_overrides import typos
-from zoo.run.train import CONF_DIR, checked_config, run
-from zoo.training.optim_config import SCHEDULER_KEYS, configure_optimizers
+from zoo.run.conf import CONF_DIR
+from zoo.run.job import checked_config
+from zoo.run.train import run
+from zoo.training.optim_checks import SCHEDULER_KEYS
+from zoo.training.optim_config import configure_optimizers
 
 LR, MIN_LR = 2.0e-3, 1.0e-4  # conf/task/lm.yaml
 STEP_TOKENS = 8 * 32  # TINY: data.batch_size=8 windows of data.block_size=32

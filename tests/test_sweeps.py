@@ -12,7 +12,8 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 from zoo_run import REPO, TINY_MODEL, run_cli
 
-from zoo.run.config_checks import CONF_DIR, check_config
+from zoo.run.checks.config import check_config
+from zoo.run.conf import CONF_DIR
 
 SWEEPS = sorted((REPO / "experiments" / "sweeps").glob("*.yaml"))
 TINY_LM = [

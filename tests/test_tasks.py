@@ -8,9 +8,9 @@ import torch.nn.functional as F
 from zoo_run import SHORT_RUN, make_cfg
 
 from zoo.data.bpe import SubwordTokenizer, train_bpe
+from zoo.errors import ConfigError
 from zoo.model import ModelConfig, build_model
 from zoo.model.cost import classify_flops_per_token
-from zoo.run.config_checks import ConfigError
 from zoo.run.train import run
 from zoo.tasks.classification import Classification
 from zoo.tasks.objectives.joined import join_source_target
@@ -412,7 +412,7 @@ def test_z_loss_adds_palms_term_to_the_training_loss_only():
 
 def test_z_loss_must_be_a_non_negative_number(tmp_path):
     """A bad task.z_loss is refused before any data is read (ConfigError), and by the task itself."""
-    from zoo.run.config_checks import check_config
+    from zoo.run.checks.config import check_config
     from zoo.tasks.lm import LanguageModeling
 
     for bad in ("-0.1", "abc", "true"):

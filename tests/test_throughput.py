@@ -90,7 +90,7 @@ def test_the_preset_total_weighs_each_size_by_its_steps_and_seeds(monkeypatch):
     from omegaconf import OmegaConf
 
     from zoo.bench.options import Options
-    from zoo.run.train import CONF_DIR
+    from zoo.run.conf import CONF_DIR
     from zoo.scaling.grid import size_non_embedding
 
     scaling = OmegaConf.load(f"{CONF_DIR}/experiment/scaling.yaml").scaling

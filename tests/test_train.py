@@ -17,9 +17,9 @@ from torch.utils.data import DataLoader, TensorDataset
 from zoo_run import TINY, TINY_MODEL, make_cfg, run_cli
 
 from zoo.data.resolver import DataError
+from zoo.errors import ConfigError
 from zoo.model import ModelConfig, build_model
 from zoo.model.cost import flops_per_token, param_count
-from zoo.run.config_checks import ConfigError
 from zoo.run.train import run
 
 
@@ -491,7 +491,7 @@ def test_monitor_with_its_direction_is_accepted(tmp_path, overrides, monitor, mo
     best-checkpoint callback built from the config keeps the best by it, in that direction."""
     from hydra.utils import instantiate
 
-    from zoo.run.config_checks import check_config
+    from zoo.run.checks.config import check_config
 
     cfg = make_cfg(tmp_path, overrides, arch="encoder_only")
     check_config(cfg)
@@ -797,7 +797,7 @@ def test_warmup_longer_than_max_steps_refused_if_given_scaled_if_configured(tmp_
     """The issue's case, translation (noam, 300 warm-up steps by default) with trainer.max_steps=150: the
     config's warm-up is scaled to a tenth of the run, 15 steps, with a warning naming both; the same warm-up
     given on the command line is refused (ConfigError: both keys and the fix). One that fits is kept."""
-    from zoo.training.optim_config import check_schedule, warmup_overridden
+    from zoo.training.schedule_fit import check_schedule, warmup_overridden
 
     cfg = make_cfg(tmp_path, ["trainer.max_steps=150"], arch="encoder_decoder")
     assert cfg.task.scheduler.warmup_steps == 300
@@ -843,7 +843,7 @@ def test_warmup_longer_than_max_steps_exits_2_before_work(tmp_path):
 
 @pytest.mark.parametrize("bad", [0, 1.5, -0.1, "abc"])
 def test_warmup_fraction_must_be_a_share_of_the_budget(tmp_path, bad):
-    from zoo.training.optim_config import check_schedule
+    from zoo.training.schedule_fit import check_schedule
 
     cfg = make_cfg(tmp_path, [f"task.scheduler.warmup_fraction={bad}"])
     with pytest.raises(ConfigError, match=r"task\.scheduler\.warmup_fraction=.* must be a share of the budget in"):
@@ -862,7 +862,7 @@ def test_warmup_fraction_must_be_a_share_of_the_budget(tmp_path, bad):
 def test_warmup_steps_must_be_a_whole_number_of_steps(tmp_path, over):
     """A negative warm-up starts mid-cosine and a fractional one overshoots the peak lr: both are refused (noam's
     warm-up of 0: test_contradictory_settings_are_refused)."""
-    from zoo.run.config_checks import check_config
+    from zoo.run.checks.config import check_config
 
     cfg = make_cfg(tmp_path, over)
     with pytest.raises(ConfigError, match=r"task\.scheduler\.warmup_steps=.* must be a whole number of optimizer"):
@@ -870,7 +870,7 @@ def test_warmup_steps_must_be_a_whole_number_of_steps(tmp_path, over):
 
 
 def test_a_fitting_warmup_of_zero_cosine_steps_is_kept(tmp_path):
-    from zoo.training.optim_config import check_schedule
+    from zoo.training.schedule_fit import check_schedule
 
     cfg = make_cfg(tmp_path, ["task.scheduler.warmup_steps=0", "trainer.max_steps=10"])
     check_schedule(cfg, [])

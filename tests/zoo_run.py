@@ -18,7 +18,7 @@ from torch.utils.flop_counter import FlopCounterMode, sdpa_flop_count
 from zoo.data.bpe import SubwordTokenizer, train_bpe
 from zoo.data.shakespeare import TinyShakespeare
 from zoo.model import ModelConfig
-from zoo.run.train import compose_job
+from zoo.run.job import compose_job
 
 REPO = Path(__file__).resolve().parents[1]
 # a small, fast decoder-only run on the real Tiny Shakespeare

@@ -4,7 +4,8 @@ the config does not have is refused first, with the keys it may have meant (zoo.
 import sys
 
 from zoo.run.cli_overrides import check_overrides
-from zoo.run.train import CONF_DIR, main
+from zoo.run.conf import CONF_DIR
+from zoo.run.train import main
 
 if __name__ == "__main__":
     check_overrides(sys.argv[1:], CONF_DIR)

@@ -16,7 +16,7 @@ import time
 
 import torch
 
-from zoo.bench.contenders import zoo_lm_config
+from zoo.bench.lm_contenders import zoo_lm_config
 from zoo.bench.report import wins
 from zoo.bench.shapes import LM_SHAPES
 from zoo.bench.steps import random_tokens

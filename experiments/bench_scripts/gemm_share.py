@@ -15,7 +15,8 @@ import time
 
 from torch.profiler import ProfilerActivity, profile
 
-from zoo.bench.contenders import comparison, training_steps
+from zoo.bench.comparison import comparison
+from zoo.bench.contenders import training_steps
 
 GEMM = (
     "aten::mm",

@@ -16,7 +16,8 @@ import statistics
 
 import torch
 
-from zoo.bench.contenders import comparison, training_steps
+from zoo.bench.comparison import comparison
+from zoo.bench.contenders import training_steps
 from zoo.bench.report import wins
 from zoo.bench.timing import interleaved
 

@@ -25,7 +25,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # scipy's L-BFGS-B is 10-30x
 import numpy as np  # noqa: E402
 from omegaconf import OmegaConf  # noqa: E402
 
-from zoo.run.train import CONF_DIR  # noqa: E402
+from zoo.run.conf import CONF_DIR  # noqa: E402
 from zoo.scaling import fit as F  # noqa: E402
 from zoo.scaling.fit import fit_scaling_law  # noqa: E402
 from zoo.scaling.grid import size_budgets, size_non_embedding, size_seeds  # noqa: E402

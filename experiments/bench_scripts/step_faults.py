@@ -15,7 +15,8 @@ import resource
 import statistics
 import time
 
-from zoo.bench.contenders import comparison, training_steps
+from zoo.bench.comparison import comparison
+from zoo.bench.contenders import training_steps
 
 
 def main():

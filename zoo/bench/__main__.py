@@ -1,4 +1,4 @@
-"""python -m zoo.bench: see zoo/bench/__init__.py."""
+"""python -m zoo.bench: see zoo/bench/cli.py."""
 
 import sys
 

@@ -6,7 +6,8 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from zoo.bench.contenders import count_params, hf_gpt2, import_error, zoo_lm_config
+from zoo.bench.contenders import count_params, import_error
+from zoo.bench.lm_contenders import hf_gpt2, zoo_lm_config
 from zoo.bench.options import Options
 from zoo.bench.report import fmt, fmt_params, markdown_table, progress, ratio, throughput_rows
 from zoo.bench.shapes import LMShape

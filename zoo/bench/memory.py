@@ -12,7 +12,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from zoo.bench.contenders import zoo_lm_config
+from zoo.bench.lm_contenders import zoo_lm_config
 from zoo.bench.options import Options
 from zoo.bench.report import fmt, markdown_table, progress
 from zoo.bench.shapes import LMShape

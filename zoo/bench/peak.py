@@ -14,16 +14,11 @@ import time
 
 import torch
 
-from zoo.bench.contenders import (
-    lm_batch,
-    seq2seq_batch,
-    seq2seq_contenders,
-    training_steps,
-    zoo_lm_config,
-    zoo_seq2seq_config,
-)
+from zoo.bench.contenders import training_steps
+from zoo.bench.lm_contenders import lm_batch, zoo_lm_config
 from zoo.bench.options import Options
 from zoo.bench.report import fmt, markdown_table, progress
+from zoo.bench.seq2seq_contenders import seq2seq_batch, seq2seq_contenders, zoo_seq2seq_config
 from zoo.bench.shapes import SEQ2SEQ_SHAPES, default_lm_shapes
 from zoo.bench.steps import autocast
 from zoo.bench.timing import interleaved

@@ -5,7 +5,7 @@ import statistics
 
 import torch
 
-from zoo.bench.contenders import zoo_lm_config
+from zoo.bench.lm_contenders import zoo_lm_config
 from zoo.bench.options import Options
 from zoo.bench.recipe import BATCH, BLOCK, plain_run, shakespeare, val_loss
 from zoo.bench.report import fmt, markdown_table, progress, ratio

@@ -1,8 +1,9 @@
 """Benchmark 2: the encoder-decoder training step at the paper's base shape, zoo vs its peers."""
 
-from zoo.bench.contenders import COMPILED_NOTE, label, notes_lines, seq2seq_batch, seq2seq_contenders, training_steps
+from zoo.bench.contenders import COMPILED_NOTE, label, notes_lines, training_steps
 from zoo.bench.options import Options
 from zoo.bench.report import PEAK_HEADERS, THROUGHPUT_HEADERS, markdown_table, progress, throughput_rows
+from zoo.bench.seq2seq_contenders import seq2seq_batch, seq2seq_contenders
 from zoo.bench.shapes import SEQ2SEQ_SHAPES, Seq2SeqShape
 from zoo.bench.step_memory import STEP_MEMORY_NOTE, step_peaks
 from zoo.bench.timing import interleaved
@@ -14,7 +15,7 @@ def bench_seq2seq_step(opts: Options, shape: Seq2SeqShape = None) -> str:
     Paper base shape (Vaswani et al. 2017): 6 + 6 layers, d_model 512, d_ff 2048, 8 heads, vocab 8000
     (source and target), batch 64 x (32 source + 32 target) tokens = 4096 tokens a step.
     QUICK: 2 + 2 layers, batch 8 (SEQ2SEQ_SHAPES['base-quick']). `shape` overrides both (tests).
-    Contenders (zoo.bench.contenders.seq2seq_contenders): zoo EncoderDecoder, nn.Transformer with
+    Contenders (zoo.bench.seq2seq_contenders.seq2seq_contenders): zoo EncoderDecoder, nn.Transformer with
     embeddings and a tied head (TorchSeq2Seq), HF MarianMTModel when installed. All post-LN, ReLU,
     sinusoidal positions, embeddings x sqrt(d_model), biases, dropout 0 (the paper uses 0.1; 0 keeps the
     timing free of RNG work, the same for all). Precision: always fp32.

@@ -1,7 +1,7 @@
 """Peak memory of each contender's training step (train_step and seq2seq_step), one fresh process each.
 
 A contender's peak is measured in its own `python -c` process (zoo.bench.memory.run_child): build it at the
-shape (zoo.bench.contenders.comparison), take one training step so that the model, its AdamW state and the
+shape (zoo.bench.comparison.comparison), take one training step so that the model, its AdamW state and the
 allocator are in their steady state, then measure one more step with zoo.bench.memory.peak_growth. Two
 numbers: the step's peak growth over that state (activations, gradients, logits and the loss's own buffers:
 what differs between implementations with the same parameters) and the process's high-water mark (VmHWM on
@@ -12,7 +12,8 @@ import json
 
 import torch
 
-from zoo.bench.contenders import comparison, training_steps
+from zoo.bench.comparison import comparison
+from zoo.bench.contenders import training_steps
 from zoo.bench.memory import _hwm_bytes, peak_growth, run_child
 from zoo.bench.report import progress
 

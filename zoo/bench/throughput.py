@@ -15,10 +15,13 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from zoo.bench.options import Options
 from zoo.bench.overhead import quiet_lightning
-from zoo.bench.report import fmt, markdown_table, progress
+from zoo.bench.report import fmt, progress
+from zoo.bench.throughput_report import throughput_text
 from zoo.bench.timing import Timed, interleaved, median
+from zoo.run.conf import CONF_DIR
+from zoo.run.job import build_data, compose_job, job_task
 from zoo.run.scaling_plan import job_steps
-from zoo.run.train import CONF_DIR, build_data, build_trainer, compose_job, job_task, log_config
+from zoo.run.train import build_trainer, log_config
 from zoo.scaling.grid import size_non_embedding, size_seeds
 from zoo.training.optim import clip_grad_norm
 from zoo.training.optim_config import configure_optimizers
@@ -31,8 +34,6 @@ WARM_STEPS = 10
 # Steps timed per run, start of step WARM_STEPS to start of step WARM_STEPS + TIMED_STEPS: a multiple of
 # log_every_n_steps, so the logged steps weigh in at the share they have in a whole run.
 TIMED_STEPS = 20
-COMPILE_HEADERS = ["size", "arch", "scope", "compile s", "eager ms", "compiled ms", "speed-up", "pays after"]
-COMPILE_HEADERS += ["job steps", ""]
 
 
 def check_window(every: int) -> None:
@@ -263,40 +264,4 @@ def bench_throughput(opts: Options) -> str:
                 jobs += seeds
                 for i, step_s in enumerate(per_step[arch]):
                     study[i] += seeds * job_steps(cfg, set())[0] * step_s
-    return "\n".join(
-        [
-            "## throughput: experiment=scaling's training loop vs a plain PyTorch loop",
-            "",
-            "Every size of conf/experiment/scaling.yaml, every architecture of the study; each size's batch of "
-            f"128-token windows of the Shakespeare plays (char); fp32, {torch.get_num_threads()} threads. ms per "
-            "training step and tokens/s: "
-            f"median of {opts.reps} interleaved repetitions of {TIMED_STEPS} steps after {WARM_STEPS} untimed "
-            "(set-up excluded). plain: the loop a PyTorch user writes (PyTorch's own AdamW and clip_grad_norm_); "
-            "plain+k: the same loop with zoo's kernels (torch's fused AdamW, which also applies zoo's gradient "
-            "clip), so plain+k / zoo is the cost of zoo's loop alone "
-            "(Lightning's hooks, logging, callbacks). plain / zoo = the plain loop's time over zoo's (>= 1: zoo "
-            "not slower), with the repetitions zoo won.",
-            "",
-            markdown_table(
-                ["size", "arch", "N non-emb", "zoo ms", "plain ms", "plain+k ms", "zoo tokens/s", "plain tokens/s"]
-                + ["plain / zoo", "plain+k / zoo"],
-                rows,
-                label_columns=2,
-            ),
-            "",
-            f"Over the preset's {jobs} jobs{' at these sizes' if opts.quick else ''} (each cell's trunk and "
-            "cool-down steps, times its seeds), at these medians: training steps take zoo "
-            f"{fmt(study[0])} s, plain {fmt(study[1])} s (plain / zoo {study[1] / study[0]:.3f}), plain+k "
-            f"{fmt(study[2])} s (plain+k / zoo {study[2] / study[0]:.3f}).",
-            "",
-            "torch.compile (model.compile=true), decoder_only, one run per scope: the compile cost is the time "
-            f"from fit start to step {WARM_STEPS} beyond the eager run's (median); it pays when it is repaid "
-            "within the job's own steps (experiment=scaling's trainer.max_steps).",
-            "",
-            markdown_table(
-                COMPILE_HEADERS,
-                crows,
-                label_columns=3,
-            ),
-        ]
-    )
+    return throughput_text(rows, crows, study, jobs, opts, WARM_STEPS, TIMED_STEPS)

@@ -2,7 +2,8 @@
 
 import gc
 
-from zoo.bench.contenders import COMPILED_NOTE, label, lm_batch, lm_contenders, notes_lines, training_steps
+from zoo.bench.contenders import COMPILED_NOTE, label, notes_lines, training_steps
+from zoo.bench.lm_contenders import lm_batch, lm_contenders
 from zoo.bench.options import Options
 from zoo.bench.report import PEAK_HEADERS, THROUGHPUT_HEADERS, markdown_table, progress, throughput_rows
 from zoo.bench.shapes import default_lm_shapes
@@ -13,7 +14,7 @@ from zoo.bench.timing import interleaved
 def bench_train_step(opts: Options) -> str:
     """Decoder-only LM training step: tokens/s = batch * block / step seconds (median).
 
-    Contenders (zoo.bench.contenders.lm_contenders; same d_model / heads / layers / vocab / batch / block,
+    Contenders (zoo.bench.lm_contenders.lm_contenders; same d_model / heads / layers / vocab / batch / block,
     dropout 0): zoo DecoderOnly; torch TransformerEncoder (TorchGPT); HF GPT2LMHeadModel and
     x-transformers TransformerWrapper(Decoder) when installed, with the differences listed under the table.
     Step = forward and each contender's own standard loss (zoo: the chunked LM head + cross-entropy,

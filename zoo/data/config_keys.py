@@ -3,7 +3,7 @@
 Hydra would pass it to the constructor and fail with a TypeError (exit 1, a traceback). data_key_problems
 finds such keys before any work and says where each was written (the YAML file of the data option, a
 `+data.key=` override, or the composed config), the key it may have meant and the fix; the callers
-(zoo.run.config_checks.check_config, zoo.run.cli_overrides) print it and exit 2, as for the same typo on the command
+(zoo.run.checks.config.check_config, zoo.run.cli_overrides) print it and exit 2, as for the same typo on the command
 line.
 """
 

@@ -17,6 +17,9 @@ class TransformerBase(nn.Module):
     builds each forward's positions, mask and biases once for all layers. Runs ModelConfig.validate, the one
     place model settings are checked, again: a config changed after construction is refused here."""
 
+    # True: classify makes each row's whole text the prefix under mask=prefix, so it never reads cfg.prefix_len
+    CLASSIFY_TEXT_IS_PREFIX = False
+
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         cfg.validate()

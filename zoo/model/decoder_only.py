@@ -22,6 +22,8 @@ class DecoderOnly(TransformerBase):
     (self weights (B, h, T, T_k), None)) with return_attention=True.
     """
 
+    CLASSIFY_TEXT_IS_PREFIX = True  # classify: with mask=prefix, bidirectional over each row's whole text
+
     def __init__(self, cfg: ModelConfig):
         super().__init__(cfg)
         self.mask_kind = cfg.mask or "causal"

@@ -1,2 +1,1 @@
-"""zoo.report: `python -m zoo.report` (build: the runs read back, the table, statistics, paired tests,
-plots, attention maps, the literature's numbers) and `python -m zoo.dashboard` (dashboard: the W&B workspace)."""
+"""zoo.report: python -m zoo.report (runs read back, tables, statistics, paired tests, plots), the dashboard's code."""

@@ -6,7 +6,7 @@ included), each run's Lightning CSV log (`<run dir>/csv/metrics.csv`) and per-ex
 
 - report.md:
   - a table with one row per (group, metric). Runs are grouped by the keys the multirun swept (their Hydra
-    overrides that differ between runs), averaging over `seed` (zoo.report.runs.group_runs); a row gives the
+    overrides that differ between runs), averaging over `seed` (zoo.report.grouping.group_runs); a row gives the
     mean +- std over seeds and its 95% Student-t interval ("n/a (1 seed)" for one seed), the seeds behind it
     (failed ones counted), and the group's cost: parameters, training FLOPs, tokens, training seconds, FLOPs
     per generated token, ms per example (zoo.report.table). Failed runs are listed with their error.
@@ -46,19 +46,10 @@ from zoo.report.attention import (
     plot_attention,
 )
 from zoo.report.compare_tune import rate_lines, split_tuning, tuning_section
+from zoo.report.grouping import group_runs, parse_overrides, swept_keys
 from zoo.report.literature import versus_t5
 from zoo.report.plots import CURVES, band, plot_curves
-from zoo.report.runs import (
-    ARCH_ORDER,
-    TASK_ORDER,
-    ReportError,
-    find_runs,
-    group_runs,
-    parse_overrides,
-    read_curves,
-    read_examples,
-    swept_keys,
-)
+from zoo.report.runs import ARCH_ORDER, TASK_ORDER, ReportError, find_runs, read_curves, read_examples
 from zoo.report.scaling import scaling_points, scaling_section
 from zoo.report.significance import compare_task
 from zoo.report.table import DIFFERENT, METRICS, NOTES, STANDARD_OBJECTIVE, failed_runs, markdown_table, rows

@@ -10,7 +10,7 @@ and with a verdict only where each architecture has several seeds.
 
 import math
 
-from zoo.report.table import fmt_ci, fmt_value
+from zoo.report.formats import fmt_ci, fmt_value
 
 T5_CITATION = (
     'Raffel et al. 2020, "Exploring the Limits of Transfer Learning with a Unified Text-to-Text '

@@ -21,12 +21,12 @@ table the report prints the counts the tests rest on (counts_text): McNemar's b 
 or windows differ.
 """
 
-import math
-import numbers
-
+from zoo.report.formats import fmt_ci, fmt_value
+from zoo.report.p_values import p_value_lines
 from zoo.report.pairing import NotPaired, paired_tests
+from zoo.report.significance_rule import DEGENERATE, both_degenerate, ordering
 from zoo.report.stats import ALPHA, BOOTSTRAP_SAMPLES, SACREBLEU_SAMPLES, SEED
-from zoo.report.table import MIN_BLEU, PRIMARY, fmt_ci, fmt_value, lower_is_better, objective_note
+from zoo.report.table import PRIMARY, lower_is_better, objective_note
 
 TESTS = {  # task -> how its metrics are tested (printed)
     "translation": f"sacreBLEU paired bootstrap resampling ({SACREBLEU_SAMPLES} resamples, seed {SEED}; "
@@ -42,10 +42,6 @@ ZERO_AND_FLOOR = (
     "2^(1 - k), k = the segments / windows that differ (the smallest p an exact paired randomization test "
     "reaches on k units), so one differing unit is never significant"
 )
-DEGENERATE = (
-    f"both flagged (all hypotheses empty or test/bleu < {MIN_BLEU:g} in every run): not ranked against each other"
-)
-OVERLAP = f"p < {ALPHA}, but the 95% seed intervals overlap: not significantly different (the rule above)"
 CELLS = (
     "experiment=scaling's cells are not tested or ranked here: they differ in size on purpose, so a ranking would "
     "mostly rank sizes; the Scaling section compares the architectures across sizes"
@@ -55,59 +51,6 @@ POOLING = (
     "pooled (outputs concatenated seed after seed, references / labels repeated once per seed), so a resample "
     "draws (seed, example) units"
 )
-
-
-def _p_value(func: str, p):
-    """p unchanged when it is None or a number in [0, 1]; else ValueError naming func and p."""
-    if p is not None and (isinstance(p, bool) or not isinstance(p, numbers.Real) or not 0.0 <= p <= 1.0):
-        raise ValueError(f"{func}: p = {p!r} is not a p-value (a number in [0, 1], or None for no test)")
-    return p
-
-
-def _interval(func: str, name: str, row: dict) -> None:
-    """Raise ValueError naming func, the row and the bad bound unless row's lo, hi are both None or finite with
-    lo <= hi."""
-    lo, hi = row.get("lo"), row.get("hi")
-    if lo is None and hi is None:
-        return
-    if lo is None or hi is None or not (math.isfinite(lo) and math.isfinite(hi)) or lo > hi:
-        raise ValueError(f"{func}: {name}'s interval (lo {lo!r}, hi {hi!r}) is not finite with lo <= hi")
-
-
-def overlap(ra: dict, rb: dict) -> bool | None:
-    """Whether two rows' 95% seed intervals overlap; None when one of them has a single seed. Raises ValueError
-    for an interval that is not finite with lo <= hi."""
-    _interval("overlap", "ra", ra)
-    _interval("overlap", "rb", rb)
-    if ra["lo"] is None or rb["lo"] is None:
-        return None
-    return not (ra["lo"] > rb["hi"] or rb["lo"] > ra["hi"])
-
-
-def significant(ra: dict, rb: dict, p: float | None) -> bool:
-    """The one rule for "significantly different" (the ranking and the p-value tables): a paired test's p < ALPHA
-    and, where both rows have several seeds, disjoint 95% seed intervals (overlap). Raises ValueError for a p
-    that is not None or in [0, 1], or an interval that is not finite with lo <= hi."""
-    return _p_value("significant", p) is not None and p < ALPHA and overlap(ra, rb) is not True
-
-
-def ordering(ra: dict, rb: dict, p: float | None) -> tuple[int, str]:
-    """(+1 A ahead, -1 B ahead, 0 neither, why) for two rows of one metric (module docstring's rule). Raises
-    ValueError for a p that is not None or in [0, 1] (a NaN p would rank A ahead)."""
-    _p_value("ordering", p)
-    sign = 1 if (ra["mean"] < rb["mean"]) == lower_is_better(ra["metric"]) else -1
-    if ra["mean"] == rb["mean"]:
-        return 0, "equal means"
-    ov = overlap(ra, rb)
-    if p is None:
-        if ov is None:
-            return 0, "untested (no paired examples, one seed)"
-        return (0, "95% seed intervals overlap, no paired test") if ov else (sign, "95% seed intervals disjoint")
-    if p >= ALPHA:
-        return 0, f"p = {p:.3g} >= {ALPHA}"
-    if ov:
-        return 0, f"p = {p:.3g}, but the 95% seed intervals overlap"
-    return sign, f"p = {p:.3g}" + ("" if ov is None else ", 95% seed intervals disjoint")
 
 
 def partitions(table: list[dict], task: str) -> dict[tuple[str, str], list[dict]]:
@@ -120,37 +63,6 @@ def partitions(table: list[dict], task: str) -> dict[tuple[str, str], list[dict]
             if r["group"] not in lst:
                 lst.append(r["group"])
     return parts
-
-
-def fmt_p(p: float | None, star: bool = True) -> str:
-    """A p-value with 4 decimals (scientific below 1e-4, "<1e-300" where it underflowed), `*` when p < ALPHA and
-    star is True; "-" for None. Raises ValueError for a p that is not in [0, 1]."""
-    _p_value("fmt_p", p)
-    if p is None:
-        return "-"
-    text = f"{p:.4f}" if p >= 1e-4 else f"{p:.1e}" if p >= 1e-300 else "<1e-300"
-    return text + ("*" if star and p < ALPHA else "")
-
-
-def counts_text(res: dict, metric: str) -> str:
-    """What a paired test rests on: McNemar's b and c, or how many segments / windows differ, of how many pooled
-    units."""
-    seeds = res.get("seeds", 1)
-    pooled = f", {seeds} seeds pooled" if seeds and seeds > 1 else ""
-    if res.get("test") == "McNemar exact":
-        return (
-            f"b = {res['b']} (A right, B wrong), c = {res['c']} (A wrong, B right): {res['b'] + res['c']} "
-            f"discordant of {res['n']} examples{pooled}"
-        )
-    unit = res.get("unit", "units")
-    what = f"in their {metric} statistics" if unit == "segments" else "in loss" if unit == "windows" else ""
-    text = f"{res.get('n_diff', '?')} of {res.get('n', '?')} {unit} differ {what}".rstrip() + pooled
-    return text + (" (identical outputs)" if res.get("identical") else "")
-
-
-def both_degenerate(groups: list[dict], gi: int, gj: int) -> bool:
-    """Whether both groups are flagged as unusable (zoo.report.table.flag_group): no ordering between them."""
-    return bool(groups[gi].get("degenerate") and groups[gj].get("degenerate"))
 
 
 def pairwise_tests(order: list[int], groups: list[dict], task: str) -> tuple[dict, list[str], dict]:
@@ -192,60 +104,6 @@ def ranking_lines(order: list[int], rows: dict, pairs: dict, groups: list[dict])
         f"{', '.join(ahead) or 'none'}. Not significantly different from it: {', '.join(tied) or 'none'}.",
         "",
     ]
-
-
-def p_value_lines(by_metric: dict, order: list[int], tests: dict, groups: list[dict]) -> list[str]:
-    """One Markdown table of p-values per metric that was tested, each followed by the counts each p-value rests
-    on (counts_text); then the pairs with identical outputs. A p-value is starred when the pair is significantly
-    different (significant, the ranking's rule), marked ° when p < ALPHA but the seed intervals overlap; a pair of
-    flagged groups (both_degenerate) gets its p-value unstarred and marked †."""
-    lines = []
-    marks = set()
-    for m in [m for m in by_metric if any(m in res for res in tests.values())]:
-        m_order = [g for g in order if g in by_metric[m]] or order
-        lines += [
-            f"p-values, {m} ({next(res[m]['test'] for res in tests.values() if m in res)}):",
-            "",
-            "| " + " | ".join([m] + [groups[g]["label"] for g in m_order]) + " |",
-            "|" + "---|" * (len(m_order) + 1),
-        ]
-        for gi in m_order:
-            cells = ["-" if gi == gj else _p_cell(by_metric[m], tests, groups, gi, gj, m, marks) for gj in m_order]
-            lines.append("| " + " | ".join([groups[gi]["label"]] + cells) + " |")
-        lines += ["", f"Counts behind the p-values, {m}:", ""]
-        for (gi, gj), res in tests.items():
-            if m in res and gi in m_order and gj in m_order:
-                lines.append(f"- {groups[gi]['label']} (A) vs {groups[gj]['label']} (B): {counts_text(res[m], m)}")
-        lines.append("")
-    lines += [f"{mark}: {why}." for mark, why in (("°", OVERLAP), ("†", DEGENERATE)) if mark in marks]
-    lines += [""] if marks else []
-    identical = sorted(
-        {
-            f"{groups[gi]['label']} and {groups[gj]['label']}"
-            for (gi, gj), res in tests.items()
-            if any(v.get("identical") for v in res.values())
-        }
-    )
-    if identical:
-        lines += ["Identical outputs (p = 1, no test): " + "; ".join(identical), ""]
-    return lines
-
-
-def _p_cell(rows: dict, tests: dict, groups: list[dict], gi: int, gj: int, metric: str, marks: set) -> str:
-    """The p-value table's cell of groups gi, gj on `metric` (rows: {group: table row}): the p starred when
-    significant, "p °" when p < ALPHA with overlapping seed intervals, "p †" for two flagged groups; adds the
-    mark used to `marks`."""
-    res = tests.get((gi, gj)) or tests.get((gj, gi)) or {}
-    p = res.get(metric, {}).get("p")
-    if p is None:
-        return fmt_p(p)
-    if both_degenerate(groups, gi, gj):
-        marks.add("†")
-        return fmt_p(p, star=False) + " †"
-    if gi in rows and gj in rows and p < ALPHA and not significant(rows[gi], rows[gj], p):
-        marks.add("°")
-        return fmt_p(p, star=False) + " °"
-    return fmt_p(p)
 
 
 def compare_task(task: str, table: list[dict], groups: list[dict]) -> tuple[list[str], list[dict]]:

@@ -3,7 +3,9 @@ interval, and each group's cost (parameters, training FLOPs, tokens, training se
 
 import math
 
-from zoo.report.runs import first_line, fmt_budget, read_examples, seeds_text
+from zoo.report.formats import fmt_ci, fmt_mean_std, fmt_num, fmt_seconds
+from zoo.report.grouping import fmt_budget, seeds_text
+from zoo.report.runs import first_line, read_examples
 from zoo.report.stats import t_interval
 
 # (metric, where in results.json): "final" = the last value / the test split on the best checkpoint,
@@ -214,39 +216,6 @@ def _empty_row(g: dict, base: dict) -> dict:
         "hi": None,
         "value": float("nan"),
     }
-
-
-def fmt_value(v: float | None) -> str:
-    if v is None:
-        return "-"
-    return "nan" if math.isnan(v) else f"{v:.4f}"
-
-
-def fmt_mean_std(r: dict) -> str:
-    """ "0.8123 +- 0.0100" over seeds, "0.8123" for one seed (its spread is "n/a (1 seed)" in the CI column)."""
-    if r["n"] == 0:
-        return f"failed: {r['error']}" if r["status"] == "failed" else "no metric recorded"
-    return fmt_value(r["mean"]) + (f" ± {fmt_value(r['std'])}" if r["std"] is not None else "")
-
-
-def fmt_ci(r: dict) -> str:
-    """ "[lo, hi]" (95% Student t over seeds), "n/a (1 seed)" for one seed (never +-0), "" for none."""
-    if r["n"] == 0:
-        return ""
-    if r["lo"] is None:
-        return "n/a (1 seed)"
-    return f"[{fmt_value(r['lo'])}, {fmt_value(r['hi'])}]"
-
-
-def fmt_num(v: float | None, unit: str = "", scale: float = 1.0, digits: str = ".3g") -> str:
-    return "-" if v is None else f"{v / scale:{digits}}{unit}"
-
-
-def fmt_seconds(v: float | None) -> str:
-    """Seconds with 2 decimals below 10, 1 below 100, none above; "-" for None."""
-    if v is None:
-        return "-"
-    return f"{v:.2f}" if v < 10 else f"{v:.1f}" if v < 100 else f"{v:.0f}"
 
 
 def _cell(text: str) -> str:

@@ -27,7 +27,7 @@ from hydra.utils import get_class
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from zoo.errors import ConfigError, is_whole
-from zoo.run.config_checks import TASK_OF_BATCH, seed_list
+from zoo.run.conf import TASK_OF_BATCH, seed_list
 from zoo.run.loggers import wandb_group
 from zoo.run.results import arch_config
 from zoo.scaling.grid import rate_name
@@ -51,7 +51,7 @@ def check_grid(grid, tune_seeds) -> list[float]:
 
 def sweep_seeds(seeds, grid, tune_seeds) -> str:
     """${zoo_compare_seeds:...}: the sweep's `seed` values of each (arch, benchmark): without a grid "1,2,3"
-    (zoo.run.config_checks.seed_list); with one, its tuning runs first (tune_value for each tune seed and rate),
+    (zoo.run.conf.seed_list); with one, its tuning runs first (tune_value for each tune seed and rate),
     then the seeds. Prints the message and exits with 2 for a bad grid (check_grid) or seed count."""
     plain = seed_list(seeds)
     try:

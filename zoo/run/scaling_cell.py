@@ -23,11 +23,11 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from zoo.model.cost import non_embedding_param_count
 from zoo.run.cell_lock import release_lock, take_lock
 from zoo.run.cell_wandb import CellRun, segment_name
-from zoo.run.config_checks import TASK_OF_BATCH
+from zoo.run.conf import TASK_OF_BATCH
+from zoo.run.job import build_data, checked_config
 from zoo.run.loggers import data_tag
 from zoo.run.results import arch_config, job_overrides, write_json, write_text
 from zoo.run.scaling_identity import check_same_design, design, legacy_design
-from zoo.run.train import build_data, checked_config
 from zoo.scaling.grid import (
     Branch,
     cell_branches,

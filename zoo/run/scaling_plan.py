@@ -19,6 +19,8 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from zoo.errors import ConfigError, is_whole
 from zoo.model.cost import non_embedding_param_count
+from zoo.run.conf import CONF_DIR
+from zoo.run.job import checked_config, job_task
 from zoo.run.scaling_cell import (
     _done,
     point_kind,
@@ -28,7 +30,6 @@ from zoo.run.scaling_cell import (
     trunk_segments,
 )
 from zoo.run.scaling_identity import check_same_design, design, legacy_design
-from zoo.run.train import CONF_DIR, checked_config, job_task
 from zoo.scaling.grid import cell_branches, cell_is_check, cell_size, check_design
 from zoo.training.optim import adamw
 
@@ -268,7 +269,7 @@ def check_run_dirs(jobs: list[tuple[str, DictConfig]], subdir: str) -> None:
 
 def check_cell_dirs(jobs: list[tuple[str, DictConfig]], sweep_dir, subdir: str) -> None:
     """Raise ConfigError (zoo.run.scaling_identity.check_same_design) for the first job whose folder in sweep_dir
-    holds a cell of another design; `jobs`: (arch option, job config as zoo.run.train.checked_config returns it)."""
+    holds a cell of another design; `jobs`: (arch option, job config as zoo.run.job.checked_config returns it)."""
     for arch, cfg in jobs:
         folder = cell_dir(sweep_dir, arch, cfg, subdir)
         if folder is not None and planned_rate(cfg, sweep_dir, folder):

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import hydra
 import lightning.pytorch as pl
-from hydra import compose, initialize_config_dir
 from hydra.core.hydra_config import HydraConfig
 from hydra.errors import InstantiationException
 from hydra.types import RunMode
@@ -17,78 +16,25 @@ from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.callbacks.progress import ProgressBar as ProgressBarBase
 from lightning.pytorch.loggers import WandbLogger
 from lightning.pytorch.utilities.model_helpers import is_overridden
-from lightning.pytorch.utilities.rank_zero import rank_zero_only
-from omegaconf import DictConfig, open_dict
+from omegaconf import DictConfig
 from omegaconf.errors import InterpolationResolutionError
 
 from zoo.data.resolver import DataError
-from zoo.interop.init_from import InitFromError, init_source, load_weights
+from zoo.errors import ConfigError
+from zoo.interop.init_from import InitFromError, load_weights
 from zoo.model.cost import non_embedding_param_count
-from zoo.run.budget import BudgetError, apply_budget, ignored_bounds, schedule_bound, unwrapped
+from zoo.run.budget import BudgetError, unwrapped
 from zoo.run.compare_tune import begin as begin_compare
 from zoo.run.compare_tune import data_kwargs
-from zoo.run.config_checks import (
-    CONF_DIR,
-    TASK_OF_BATCH,
-    ConfigError,
-    check_checkpoint,
-    check_config,
-    exit_on_bad_arch_or_seed,
-    task_for_data,
-)
-from zoo.run.loggers import data_tag, make_loggers, route_lightning_logs, run_config
-from zoo.run.plan import RunPlan
-from zoo.run.results import arch_config, failed_record, job_overrides, save_tokenizers, write_examples, write_json
-from zoo.run.threads import set_threads
-from zoo.scaling import grid as _scaling_grid  # noqa: F401 -- registers experiment=scaling's resolvers
+from zoo.run.conf import CONF_DIR, TASK_OF_BATCH
+from zoo.run.job import build_data, checked_config
+from zoo.run.loggers import data_tag, make_loggers, run_config
+from zoo.run.results import arch_config, failed_record, job_overrides, write_examples, write_json
 from zoo.training.callbacks.progress import ProgressBar
 from zoo.training.checkpoint_io import AtomicCheckpointIO
 from zoo.training.distributed import is_fsdp
-from zoo.training.optim_config import check_schedule
 
 log = logging.getLogger("zoo")
-
-
-def checked_config(cfg: DictConfig):
-    """The config to run (task_for_data), checked, with its budget applied and threads set; the
-    model.init_from source (its shape, read before any data work); and the run's plan (zoo.run.plan.RunPlan,
-    its objective chosen once). Exits or raises ConfigError on bad input."""
-    exit_on_bad_arch_or_seed(cfg)
-    route_lightning_logs()
-    cfg = task_for_data(cfg)
-    plan = check_config(cfg)
-    budget = apply_budget(cfg)
-    overrides = job_overrides()
-    for override in ignored_bounds(budget["kind"], overrides):
-        log.warning(
-            "%s is ignored: budget.kind=%s ends the run (at budget.value=%g); use budget.kind=steps "
-            "budget.value=N to bound it by steps",
-            override,
-            budget["kind"],
-            budget["value"],
-        )
-    # the warm-up fits in trainer.max_steps, or in the steps of a tokens budget a wsd schedule needs
-    check_schedule(cfg, overrides, schedule_bound(cfg, budget))
-    try:
-        set_threads(cfg)
-    except ValueError as e:
-        raise ConfigError(str(e)) from None
-    check_checkpoint(cfg)
-    return cfg, budget, init_source(cfg), plan
-
-
-def build_data(cfg: DictConfig, choices, extra: dict | None = None):
-    """The datamodule (cfg.data with the arguments `extra`, e.g. read_test=False), set up; its model_info
-    (vocabulary sizes, classes, tokenizer state, typical lengths); and its data_info (the data actually read: a
-    user's data.file=... is not the config group's name)."""
-    datamodule = instantiate(cfg.data, _convert_="all", **(extra or {}))  # plain lists and dicts, no omegaconf
-    datamodule.prepare_data()
-    datamodule.setup()
-    info = datamodule.model_info()
-    if rank_zero_only.rank == 0:
-        save_tokenizers(cfg.paths.output_dir, info["tokenizer"])  # also in every checkpoint's hyperparameters
-    data = datamodule.data_info() if hasattr(datamodule, "data_info") else {"dataset": choices.get("data", "?")}
-    return datamodule, info, data
 
 
 def trainer_callbacks(callbacks: list, trainer_cfg: DictConfig) -> dict:
@@ -105,25 +51,6 @@ def trainer_callbacks(callbacks: list, trainer_cfg: DictConfig) -> dict:
     elif not any(isinstance(c, ProgressBarBase) for c in callbacks):
         kwargs["callbacks"].append(ProgressBar())
     return kwargs
-
-
-def job_task(cfg: DictConfig, info: dict, data_name: str):
-    """A task with fresh weights for the job cfg on the data of `info` (no init_from source), built from the
-    job's plan (zoo.run.plan.RunPlan; data_name names the data in its errors)."""
-    return RunPlan.from_config(cfg).with_data(cfg, info, None, data_name).build_task(cfg, info)
-
-
-def compose_job(overrides: list[str], output_dir: str) -> DictConfig:
-    """The composed config of `python -m zoo <overrides>` outside a Hydra run, writing into output_dir; as in a
-    real run the job's config has no hydra node, and its ${hydra:...} values resolve against this job until
-    another is composed."""
-    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-        cfg = compose("config", overrides=overrides, return_hydra_config=True)
-    HydraConfig.instance().set_config(cfg)
-    with open_dict(cfg):
-        cfg.paths.output_dir = str(output_dir)
-        del cfg["hydra"]
-    return cfg
 
 
 def build_trainer(cfg: DictConfig, tags):
@@ -246,6 +173,25 @@ def run_results(
     }
 
 
+def run_ident(cfg: DictConfig, task, task_name: str, data: dict, info: dict) -> dict:
+    """What a run is, as results.json and the loggers record it: arch, arch_config, task, dataset, objective,
+    params, params_non_embedding (Kaplan et al. 2020's N, zoo.scaling) and forward FLOPs per token at the data's
+    typical lengths; logged."""
+    n_params = task.model.num_params()
+    flops_per_token = task.forward_flops_per_token(info["seq_len"], info.get("src_len"))
+    log.info("model: %d parameters, %.4g forward FLOPs per token", n_params, flops_per_token)
+    return {
+        "arch": cfg.arch,
+        "arch_config": arch_config(cfg),
+        "task": task_name,
+        "dataset": data["dataset"],
+        "objective": getattr(task, "objective", task_name),
+        "params": n_params,
+        "params_non_embedding": non_embedding_param_count(task.model),
+        "flops_per_token": flops_per_token,
+    }
+
+
 def run(cfg: DictConfig) -> float:
     """Train one run described by cfg; test on the best checkpoint when the task has a test split.
     Returns the best value of the task's monitored validation metric (for Hydra sweepers).
@@ -275,19 +221,7 @@ def run(cfg: DictConfig) -> float:
         task.budget = (budget["kind"], budget["value"])
     tags = [cfg.arch, task_name, data_tag(data), *cfg.get("tags", []), *(["tune"] if tuning else [])]
     trainer, loggers = build_trainer(cfg, tags)
-    n_params = task.model.num_params()
-    flops_per_token = task.forward_flops_per_token(info["seq_len"], info.get("src_len"))
-    log.info("model: %d parameters, %.4g forward FLOPs per token", n_params, flops_per_token)
-    ident = {
-        "arch": cfg.arch,
-        "arch_config": arch_config(cfg),
-        "task": task_name,
-        "dataset": data["dataset"],
-        "objective": getattr(task, "objective", task_name),
-        "params": n_params,
-        "params_non_embedding": non_embedding_param_count(task.model),  # Kaplan et al. 2020's N (zoo.scaling)
-        "flops_per_token": flops_per_token,
-    }
+    ident = run_ident(cfg, task, task_name, data, info)
     log_config(cfg, task, datamodule, trainer, loggers, {**ident, "data_info": data})
     final, tested, checkpoint = fit_and_test(cfg, trainer, task, datamodule, new_task, test=not tuning)
     if trainer.is_global_zero:

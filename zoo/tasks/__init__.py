@@ -1,2 +1,1 @@
-"""zoo.tasks: one LightningModule per task (training code; the models stay in zoo.model).
-Each task class lists the architectures it trains in ARCHS."""
+"""zoo.tasks: one LightningModule per task (lm, translation, classification); objectives/: how each trains an arch."""

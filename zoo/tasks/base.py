@@ -15,12 +15,14 @@ from torch import nn
 from zoo.data.info import CHECKPOINT_KEY
 from zoo.model.decoder_layer import DecoderLayer
 from zoo.model.encoder_layer import EncoderLayer
+from zoo.tasks.batch_contract import check_batch
 from zoo.tasks.objectives import check_monitor, objective_class
 from zoo.training.callbacks.checkpoint import validation_due
 from zoo.training.checkpoint_io import settle_epoch_end
 from zoo.training.distributed import full_params, is_fsdp
 from zoo.training.optim import clip_grad_norm, is_fused
-from zoo.training.optim_config import configure_optimizers, fit_schedule
+from zoo.training.optim_config import configure_optimizers
+from zoo.training.schedule_fit import fit_schedule
 
 LOWER_IS_BETTER = ("loss", "ppl", "bpc")
 BUDGET_COST = {
@@ -189,44 +191,13 @@ class TaskBase(pl.LightningModule):
             # resume continues the cost; the test of the best checkpoint keeps the whole run's, not its own
             self.cost.update(checkpoint.get("zoo_cost", {}))
 
-    def check_batch(self, batch) -> None:
-        """Raise ValueError naming the datamodule, the key and what was expected when `batch` breaks
-        BATCH_CONTRACT (a missing key, another dtype or number of dimensions)."""
-        source = type(getattr(self.trainer, "datamodule", None)).__name__ if self._trainer is not None else "the data"
-        contract = self.BATCH_CONTRACT
-        if isinstance(contract, dict):
-            if not isinstance(batch, dict):
-                raise ValueError(
-                    f"{type(self).__name__} reads dict batches with keys {', '.join(contract)}, but "
-                    f"{source} gives {type(batch).__name__} batches"
-                )
-            items = [(f"batch[{k!r}]", batch.get(k), want) for k, want in contract.items()]
-        else:
-            if not isinstance(batch, (tuple, list)) or len(batch) != len(contract):
-                raise ValueError(
-                    f"{type(self).__name__} reads batches of {len(contract)} tensors (x, y), but "
-                    f"{source} gives {type(batch).__name__} batches"
-                )
-            items = [(f"batch[{i}]", t, want) for i, (t, want) in enumerate(zip(batch, contract))]
-        for name, t, (dtype, ndim) in items:
-            if not isinstance(t, torch.Tensor) or t.dtype != dtype or t.dim() != ndim:
-                got = (
-                    "missing"
-                    if t is None
-                    else (f"{t.dtype} with {t.dim()} dims" if isinstance(t, torch.Tensor) else type(t).__name__)
-                )
-                raise ValueError(
-                    f"{type(self).__name__} needs {name} as {dtype} with {ndim} dims, but {source} "
-                    f"gives {got}; see {type(self).__name__}'s docstring for the batch it reads"
-                )
-
     def on_train_batch_start(self, batch, batch_idx) -> None:
         """Check the first batch against BATCH_CONTRACT, before any training step. Keep the step that loggers
         record equal to the optimizer step. Lightning counts it separately
         (_batches_that_stepped) and adds one when it resumes from a checkpoint it assumes was written inside
         a batch; zoo's last.ckpt is written at the epoch end, so resumed runs would log every step one late."""
         if not getattr(self, "_batch_checked", False):
-            self.check_batch(batch)
+            check_batch(self, batch)
             self._batch_checked = True
         self.trainer.fit_loop.epoch_loop._batches_that_stepped = self.trainer.global_step
         self._t_batch = time.perf_counter()

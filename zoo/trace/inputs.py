@@ -59,10 +59,10 @@ def split_overrides(items: list[str]) -> tuple[str | None, list[str]]:
 # -- the toy model ---------------------------------------------------------------------------------------------
 def toy_model(overrides: list[str]):
     """(arch, model in eval mode, ModelConfig) of the walk-through, with the user's overrides composed into zoo's
-    config as `python -m zoo` composes them (zoo.run.train.compose_job); seeded with the config's seed.
+    config as `python -m zoo` composes them (zoo.run.job.compose_job); seeded with the config's seed.
     Raises ConfigError for a key the toy vocabulary sets, a bad override or a bad model option."""
+    from zoo.run.job import compose_job
     from zoo.run.model_config import model_dict
-    from zoo.run.train import compose_job
 
     for item in overrides:
         key = item.split("=", 1)[0].lstrip("+~")
@@ -78,7 +78,7 @@ def toy_model(overrides: list[str]):
             cfg = compose_job([*TOY_MODEL, *overrides], tmp)
         except Exception as e:  # noqa: BLE001 -- Hydra's own errors; cli_overrides names a typo's nearest key
             from zoo.run.cli_overrides import check_overrides
-            from zoo.run.config_checks import CONF_DIR
+            from zoo.run.conf import CONF_DIR
 
             check_overrides([*TOY_MODEL, *overrides], CONF_DIR)
             raise ConfigError(f"the overrides do not compose: {str(e).splitlines()[0]}") from None

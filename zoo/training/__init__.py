@@ -1,2 +1,1 @@
-"""zoo.training: the Lightning pieces every task shares: callbacks, atomic checkpoint writes, distributed
-strategies, the optimizer and its learning-rate schedules."""
+"""zoo.training: the Lightning pieces tasks share: callbacks, checkpoint writes, strategies, optimizer, schedules."""

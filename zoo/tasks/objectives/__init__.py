@@ -73,7 +73,7 @@ def check_monitor(objective: type[Objective], monitor: str) -> None:
 
 
 def arch_rules(task: str, arch: str) -> dict:
-    """What zoo.run.config_checks checks before a model is built, over every objective of (task, arch):
+    """What zoo.run.checks checks before a model is built, over every objective of (task, arch):
     "metrics" (what task.monitor may name), "masks" (allowed model.mask values; None: any), "joins" (a source
     and target read as one sequence), "one_vocabulary" (that sequence needs data.joint_vocab=true),
     "fixed_ids" (zoo.data.bpe's fixed special ids written into the inputs)."""

@@ -14,7 +14,7 @@ IGNORE = -100  # target positions the loss skips, chosen by position (padding, s
 class Objective:
     """Base of every objective. An instance serves one task (`task`: its model, hparams and head_z_loss).
 
-    Class attributes, read by zoo.run.config_checks before any model is built:
+    Class attributes, read by zoo.run.checks before any model is built:
     NAME: task.objective's value, recorded in results.json. TASK: the task kind (lm, translation,
     classification). ARCH: the architecture it trains. MASKS: the model.mask values it trains with (None: any;
     a mask that lets the model see the tokens it predicts is left out). METRICS: the validation metrics it logs

@@ -5,6 +5,7 @@ the decoder's state after BOS)."""
 import torch
 import torch.nn.functional as F
 
+from zoo.model import ARCHITECTURES
 from zoo.model.cost import classify_flops_per_token
 from zoo.tasks.objectives.base import Objective
 
@@ -19,12 +20,14 @@ class Classify(Objective):
 
     @classmethod
     def check_model(cls, model: dict, window: int | None = None, arch: str | None = None) -> None:
-        """The base rule; and decoder_only with model.mask=prefix reads the whole text as the prefix
-        (DecoderOnly.classify), so a model.prefix_len is refused there."""
+        """The base rule; and an architecture whose classify reads the whole text as the prefix under
+        model.mask=prefix (its model class's CLASSIFY_TEXT_IS_PREFIX: DecoderOnly.classify) never reads
+        model.prefix_len, so a model.prefix_len is refused there."""
         super().check_model(model, window, arch)
-        if arch == "decoder_only" and model.get("prefix_len"):
+        model_class = ARCHITECTURES.get(arch)
+        if model_class is not None and model_class.CLASSIFY_TEXT_IS_PREFIX and model.get("prefix_len"):
             raise ValueError(
-                f"model.prefix_len={model['prefix_len']} is not read by decoder_only classification: with "
+                f"model.prefix_len={model['prefix_len']} is not read by {arch} classification: with "
                 f"model.mask=prefix the whole text (each row's length) is the prefix; drop model.prefix_len (0)"
             )
 
