@@ -19,7 +19,7 @@ from zoo_run import SHARED_DATA, make_cfg, multi30k_pairs, needs_shared, run_cli
 
 from zoo.data import text_corpus
 from zoo.data.bpe import SubwordTokenizer
-from zoo.data.files import text_chunks, text_lines
+from zoo.data.files.lines import text_chunks, text_lines
 from zoo.data.multi30k import read_gz_lines
 from zoo.data.parallel_text import ParallelText
 from zoo.data.resolver import DataError

@@ -16,19 +16,11 @@ from torch.utils.data import Dataset
 
 from zoo.data.batching import BatchedDataModule, epoch_generator, pack_by_tokens, pad, shuffled
 from zoo.data.bpe import BOS_ID, EOS_ID, MODEL_IDS, PAD_ID, SubwordTokenizer
-from zoo.data.files import (
-    TABLES,
-    FileSplits,
-    check_quoting,
-    column,
-    file_format,
-    find,
-    find_tokenizer,
-    read_hub,
-    read_table,
-    text_digest,
-    text_lines,
-)
+from zoo.data.files.delimited import check_quoting
+from zoo.data.files.lines import text_lines
+from zoo.data.files.records import column, read_hub
+from zoo.data.files.splits import TABLES, FileSplits, file_format, find, find_tokenizer, text_digest
+from zoo.data.files.tables import read_table
 from zoo.data.resolver import DataError
 
 log = logging.getLogger("zoo")
@@ -84,7 +76,7 @@ def collate_translation(items, pad_id: int = PAD_ID) -> dict[str, torch.Tensor]:
 
 def aligned_lines(path: Path, encoding: str = "utf-8") -> list[str]:
     """Every line of a text file (gzip when it ends in .gz), blank ones kept so that two files stay aligned;
-    line breaks are "\\r\\n", "\\r" and "\\n" (zoo.data.files.text_lines: U+2028, U+0085 ... stay inside a
+    line breaks are "\\r\\n", "\\r" and "\\n" (zoo.data.files.lines.text_lines: U+2028, U+0085 ... stay inside a
     line, never str.splitlines). Raises DataError for a bad gzip file or encoding (with the line)."""
     return text_lines(path, encoding)
 

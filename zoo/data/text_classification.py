@@ -22,21 +22,11 @@ from torch.utils.data import Dataset
 
 from zoo.data.batching import BatchedDataModule, epoch_generator, pad, shuffled
 from zoo.data.bpe import MODEL_IDS, PAD_ID, SubwordTokenizer
-from zoo.data.files import (
-    TABLES,
-    FileSplits,
-    check_quoting,
-    column,
-    compile_pattern,
-    file_format,
-    find,
-    find_tokenizer,
-    read_hub,
-    read_lines,
-    read_table,
-    split_line,
-    text_digest,
-)
+from zoo.data.files.delimited import check_quoting
+from zoo.data.files.lines import compile_pattern, read_lines, split_line
+from zoo.data.files.records import column, read_hub
+from zoo.data.files.splits import TABLES, FileSplits, file_format, find, find_tokenizer, text_digest
+from zoo.data.files.tables import read_table
 from zoo.data.resolver import DataError
 
 log = logging.getLogger("zoo")
@@ -151,7 +141,7 @@ class TextClassification(BatchedDataModule, FileSplits):
         header: the first csv / tsv row names the columns; a first row whose label cell is a class of the data
             is refused (the file has no header; its first example would be lost). delimiter: overrides csv's
             "," / tsv's tab. quoting: csv (a quoted field may hold the delimiter and line breaks) | none (quotes
-            are text) | None: none with a tab delimiter, csv otherwise (zoo.data.files.quote_mode).
+            are text) | None: none with a tab delimiter, csv otherwise (zoo.data.files.delimited.quote_mode).
         encoding: of every text file (checked line by line). pattern: the regex of format=regex.
         labels: the classes, in order (None = the sorted labels of train); any other label is refused. Labels
             are classes by class_label: 1, 1.0 and "1" are one class; 1.7 is refused.

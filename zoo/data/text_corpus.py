@@ -3,7 +3,7 @@
 `file` is one text file, a folder (every file under it, recursively), or a glob, less `exclude` patterns;
 each file is a document. Several documents are split into train / val by document (val_fraction of them,
 seeded), never by a cut through the joined text; a single document is cut at 1 - val_fraction of its tokens
-(Tiny Shakespeare's usual split). Line breaks ("\\r\\n", "\\r", "\\n": zoo.data.files' rule) are read as "\\n",
+(Tiny Shakespeare's usual split). Line breaks ("\\r\\n", "\\r", "\\n": zoo.data.files.lines' rule) are read as "\\n",
 as in Python's text mode; U+2028, U+0085 ... are characters of their line. The corpus is tokenized once, in a
 streaming pass (memory: one chunk), into a memory-mapped token file keyed by the documents' contents and the
 settings (for a pretrained tokenizer.json, its contents too); windows are drawn from it as TinyShakespeare's.
@@ -24,8 +24,8 @@ from torch.utils.data import DataLoader
 
 from zoo.data.bpe import MODEL_IDS, SubwordTokenizer, configured_ids, train_bpe
 from zoo.data.char_tokenizer import CharTokenizer
-from zoo.data.files import find_tokenizer
-from zoo.data.files import text_chunks as file_chunks
+from zoo.data.files.lines import text_chunks as file_chunks
+from zoo.data.files.splits import find_tokenizer
 from zoo.data.resolver import CORPORA, FILES, DataError, corpus_files, dataset_name, file_entry, locate, sha256sum
 from zoo.data.token_file import open_token_file, write_token_file
 from zoo.data.windows import FixedWindows, RandomWindows, StreamSampler
@@ -73,7 +73,7 @@ def documents(spec: str, exclude=(), data_dir=None, mirror=None) -> list[Path]:
 
 def text_chunks(path: Path, encoding: str = "utf-8", chunk: int = CHUNK):
     """The decoded text of a file, chunk by chunk (memory: one chunk), each line break ("\\r\\n", "\\r", "\\n": the
-    one rule of zoo.data.files) as "\\n". Raises DataError naming the file and line of the first undecodable
+    one rule of zoo.data.files.lines) as "\\n". Raises DataError naming the file and line of the first undecodable
     byte."""
     return file_chunks(
         path,
@@ -250,7 +250,7 @@ class TextCorpus(pl.LightningDataModule):
             yield np.array(tokenizer.encode(rest), dtype=np.int64)
 
     def _tokenizer_file(self) -> Path:
-        """The pretrained tokenizer.json (zoo.data.files.find_tokenizer; DataError when it is not there)."""
+        """The pretrained tokenizer.json (zoo.data.files.splits.find_tokenizer; DataError when it is not there)."""
         if self.tokenizer_file is None:
             self.tokenizer_file = find_tokenizer(self.tokenizer_kind, self.data_dir, self.mirror)
         return self.tokenizer_file

@@ -26,7 +26,7 @@ import torch
 
 from zoo.data.batching import pack_by_tokens, pad
 from zoo.data.bpe import tokenizer_from_state
-from zoo.data.files import drop_bom, text_lines
+from zoo.data.files.lines import drop_bom, text_lines
 from zoo.data.info import from_checkpoint
 from zoo.data.resolver import DataError
 from zoo.model.beam_search import check_early_stopping
@@ -110,7 +110,7 @@ def source_limit(task, dm: dict) -> int:
 
 def read_sentences(args) -> tuple[list[str], str]:
     """The sentences to translate and where they came from (for messages): the command line's, --input's lines
-    (zoo.data.files.text_lines: gzip, encoding errors with their line), or stdin's lines, split at "\r\n", "\r"
+    (zoo.data.files.lines.text_lines: gzip, encoding errors with their line), or stdin's lines, split at "\r\n", "\r"
     and "\n", a byte-order mark that starts them dropped, as the data readers read theirs. Raises
     TranslateError for a missing file or an input without any non-blank line."""
     if args.sentences and args.input is not None:
