@@ -24,9 +24,10 @@ from torch.utils.data import DataLoader
 
 from zoo.data.bpe import MODEL_IDS, SubwordTokenizer, configured_ids, train_bpe
 from zoo.data.char_tokenizer import CharTokenizer
+from zoo.data.checksums import sha256sum
 from zoo.data.files.lines import text_chunks as file_chunks
 from zoo.data.files.splits import find_tokenizer
-from zoo.data.resolver import CORPORA, FILES, DataError, corpus_files, dataset_name, file_entry, locate, sha256sum
+from zoo.data.resolver import CORPORA, FILES, DataError, corpus_files, dataset_name, file_entry, locate
 from zoo.data.token_file import open_token_file, write_token_file
 from zoo.data.windows import FixedWindows, RandomWindows, StreamSampler
 
