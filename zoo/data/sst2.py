@@ -11,15 +11,10 @@ in `skipped[split]` (reported in the setup line); any other malformed line is an
 
 from pathlib import Path
 
+from zoo.data.classification_examples import Example
 from zoo.data.files.lines import text_lines
 from zoo.data.resolver import DataError, locate
-from zoo.data.text_classification import (
-    CHUNK_BATCHES,
-    ClassificationSet,
-    Example,
-    TextClassification,
-    collate_classification,
-)
+from zoo.data.text_classification import CHUNK_BATCHES, ClassificationSet, TextClassification, collate_classification
 
 SPLITS = {"train": "sst2/sentiment-train", "val": "sst2/sentiment-dev", "test": "sst2/sentiment-test"}
 

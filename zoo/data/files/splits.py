@@ -2,9 +2,12 @@
 FileSplits, the train / val / test settings (files, carved splits, a Hugging Face dataset) as a mixin."""
 
 import hashlib
+from collections.abc import Callable
 from pathlib import Path
 
-from zoo.data.bpe import MODEL_IDS, configured_ids
+from zoo.data.bpe import MODEL_IDS, SubwordTokenizer, configured_ids
+from zoo.data.files.delimited import check_quoting
+from zoo.data.files.records import read_hub
 from zoo.data.resolver import FILES, DataError, dataset_name, file_entry, locate
 
 FORMATS = ("csv", "tsv", "json", "parquet", "lines", "label_first", "regex")
@@ -111,6 +114,46 @@ class FileSplits:
         if train is None and hf_path is None:
             raise DataError(f"data.train is not set: give {train_forms}, or a Hugging Face dataset (data.hf_path)")
         check_fractions(val, test, *fractions)
+
+    def keep_files(self, train, val, test, format, header, delimiter, quoting, encoding, data_dir, mirror) -> None:
+        """Keep the splits' file settings (`sources`), how their files read (format, header, delimiter, quoting:
+        check_quoting, encoding) and where a built-in name is found (data_dir, mirror: the resolver's). Raises
+        DataError for an unknown quoting."""
+        check_quoting(quoting)
+        self.sources = {"train": train, "val": val, "test": test}
+        self.format, self.header, self.delimiter, self.encoding = format, header, delimiter, encoding
+        self.quoting, self.data_dir, self.mirror = quoting, data_dir, mirror
+
+    def read_sources(self, read_file: Callable, read_records: Callable) -> tuple[dict, set[str]]:
+        """({split: read_file(split, its file setting)}, then {split: read_records(split, its records)} for the
+        splits of the Hugging Face dataset hf_path that have no file (each named in `carved` as
+        "HF_PATH[/HF_NAME][SPLIT]"); no split of unread()), and the splits given, read or not: those with a file
+        or a hub split, the ones not to carve out of train. Raises the readers' and read_hub's DataError."""
+        unread = self.unread()
+        data = {s: read_file(s, v) for s, v in self.sources.items() if v is not None and s not in unread}
+        given = {s for s, v in self.sources.items() if v is not None}  # splits that are not carved
+        if self.hf_path is not None:  # the hub dataset's splits, where no file is given
+            for split, records in read_hub(self.hf_path, self.hf_name).items():
+                given.add(split)
+                if split not in data and split not in unread:
+                    self.carved[split] = f"{self.hf_path}{f'/{self.hf_name}' if self.hf_name else ''}[{split}]"
+                    data[split] = read_records(split, records)
+        return data, given
+
+    def tokenizer_of(self, texts: list[str], place: Callable[[str], Path] | None) -> SubwordTokenizer:
+        """The tokenizer of `tokenizer_kind`: a pretrained tokenizer.json, as it is, with special_tokens; else zoo's
+        bpe (vocab_size_wanted) or char trained on `texts`, saved at place(key), key a digest of the texts and the
+        vocabulary size (text_digest; "char.<digest>" for char), so a tokenizer of other data is never reused; kept
+        in memory only with place None."""
+        if self.tokenizer_kind not in ("bpe", "char"):
+            return SubwordTokenizer.load(
+                find_tokenizer(self.tokenizer_kind, self.data_dir, self.mirror), self.special_tokens
+            )
+        chars = self.tokenizer_kind == "char"
+        path = None
+        if place is not None:
+            path = place(f"{'char.' if chars else ''}{text_digest(texts, 0 if chars else self.vocab_size_wanted)}")
+        return SubwordTokenizer.build(lambda: texts, self.vocab_size_wanted, path, chars=chars)
 
     def where(self, split: str) -> str:
         """Where a split's examples come from, for messages."""
