@@ -150,7 +150,7 @@ def translate(task, tokenizer, sentences: list[str], beam_size: int, max_tokens:
     """Hypotheses (detokenized target text) of `sentences`, in their order, decoded by task.translate with
     `beam_size` (1 = greedy) and the task's hparams (length_penalty, max_len_b, early_stopping,
     nat_iterations). Each source is tokenizer.encode(sentence)[:limit] + [EOS] (the rows of
-    zoo.data.parallel_text.TranslationSet). A batch holds sources of one length, at most max_tokens tokens
+    zoo.data.translation_set.TranslationSet). A batch holds sources of one length, at most max_tokens tokens
     counting each row twice (source + a target as long), with the padding and key_padding_mask of
     collate_translation: the decoders' length limits (source length + max_len_b) are then each sentence's own,
     so a sentence translates as it does alone, whatever else the input holds. A blank sentence gives ""
