@@ -7,7 +7,6 @@ checkpoint, results.json and the W&B config. Batches are collate_translation dic
 zoo.data.multi30k.Multi30k is this module on the published Multi30k files.
 """
 
-import logging
 from pathlib import Path
 
 import torch
@@ -18,8 +17,6 @@ from zoo.data.bpe import MODEL_IDS, PAD_ID, SubwordTokenizer
 from zoo.data.parallel_pairs import ParallelPairs
 from zoo.data.resolver import DataError
 from zoo.data.translation_set import TranslationSet, collate_translation
-
-log = logging.getLogger("zoo")
 
 
 def _check_sizes(max_len: int, max_tokens: int) -> None:
