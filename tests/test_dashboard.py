@@ -410,8 +410,8 @@ def test_every_config_name_of_the_workspace_is_one_a_run_logs(tmp_path):
     names still hold the swept values, and the sweep's own names keep them."""
     from wandb.sdk.wandb_config import Config
 
-    from zoo.run.loggers import run_config
     from zoo.run.job import compose_job
+    from zoo.run.loggers import run_config
 
     sweep = yaml.safe_load(SWEEP.read_text())["parameters"]
     swept = {k: p["values"][-1] if "values" in p else p["min"] for k, p in sweep.items()}

@@ -19,12 +19,13 @@ from zoo_run import SHARED_DATA, make_cfg, multi30k_pairs, needs_shared, run_cli
 
 from zoo.data import text_corpus
 from zoo.data.bpe import SubwordTokenizer
-from zoo.data.files import text_chunks, text_lines
+from zoo.data.files.lines import text_chunks, text_lines
+from zoo.data.labels import class_label
 from zoo.data.multi30k import read_gz_lines
 from zoo.data.parallel_text import ParallelText
 from zoo.data.resolver import DataError
 from zoo.data.sst2 import SST2
-from zoo.data.text_classification import TextClassification, class_label
+from zoo.data.text_classification import TextClassification
 from zoo.data.text_corpus import TextCorpus
 from zoo.errors import ConfigError
 from zoo.run.checks.config import check_config

@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 from zoo_run import SHARED_DATA, multi30k_pairs, needs_shared, sst2_rows
 
-from zoo.data import text_corpus
+from zoo.data import documents
 from zoo.data.parallel_text import ParallelText
 from zoo.data.resolver import DataError
 from zoo.data.sst2 import SST2
@@ -112,7 +112,7 @@ def test_a_byte_order_mark_is_no_text_in_any_reader(tmp_path, monkeypatch):
 
     doc = tmp_path / "doc.txt"  # a corpus: the mark is no character of the text (nor of a char vocabulary)
     doc.write_text(BOM + "".join(p[0] + "\n" for p in pairs), encoding="utf-8")
-    assert "".join(text_corpus.text_chunks(doc)) == "".join(p[0] + "\n" for p in pairs)
+    assert "".join(documents.text_chunks(doc)) == "".join(p[0] + "\n" for p in pairs)
 
     src = [p[0] for p in pairs[:5]]  # zoo.translate: --input and stdin read as the command line's sentences
     (tmp_path / "in.de").write_text(BOM + "".join(s + "\n" for s in src), encoding="utf-8")

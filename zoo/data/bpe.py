@@ -9,14 +9,14 @@ separated by single spaces, no leading space, characters seen in training, and s
 Special tokens. zoo's own tokenizers (train_bpe, train_chars) put them first, always with these ids: `<pad>`=0,
 `<s>`=1 (BOS), `</s>`=2 (EOS, also the separator), `<unk>`=3, `<mask>`=4, `<cls>`=5. A pretrained tokenizer.json
 (SubwordTokenizer.load, e.g. BERT's or RoBERTa's) keeps its own ids: each role of ROLES is the first name of
-ROLE_NAMES[role] among the file's special tokens (unk: else its model's unk_token), or the token that an
-override {role: token} names (data.special_tokens in the configs). encode() adds none of them; the data
-modules add what their task needs, with the tokenizer's ids (SubwordTokenizer.special_ids).
+zoo.data.special_ids.ROLE_NAMES[role] among the file's special tokens (unk: else its model's unk_token), or the
+token that an override {role: token} names (data.special_tokens in the configs). encode() adds none of them; the
+data modules add what their task needs, with the tokenizer's ids (SubwordTokenizer.special_ids).
 
 A pretrained file brings its vocabulary, pipeline and roles only: its padding and truncation settings are
 switched off (zoo pads and cuts its batches itself), and an added token its normalizer writes (a Replace such
 as \\d+ -> <num>) is matched in the normalized text, so it is one id; a token the normalizer writes and then
-changes is refused (zoo_pipeline).
+changes is refused (zoo.data.tokenizer_pipeline.zoo_pipeline).
 """
 
 import json
@@ -28,6 +28,8 @@ from pathlib import Path
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
 from zoo.data.resolver import DataError
+from zoo.data.special_ids import ROLE_NAMES, SpecialIds, special_tokens_of
+from zoo.data.tokenizer_pipeline import zoo_pipeline
 
 PAD, BOS, EOS, UNK, MASK, CLS = "<pad>", "<s>", "</s>", "<unk>", "<mask>", "<cls>"
 SPECIAL_TOKENS = [PAD, BOS, EOS, UNK, MASK, CLS]  # id = position in this list
@@ -35,24 +37,6 @@ PAD_ID, BOS_ID, EOS_ID, UNK_ID, MASK_ID, CLS_ID = range(len(SPECIAL_TOKENS))
 MODEL_IDS = {"pad_id": PAD_ID, "bos_id": BOS_ID, "eos_id": EOS_ID}  # the model keys that must hold these ids
 ROLES = ("pad", "bos", "eos", "unk", "mask", "cls")  # the special tokens' roles, in SPECIAL_TOKENS order
 FIXED_IDS = dict(zip(ROLES, range(len(ROLES))))  # role -> id in zoo's own tokenizers
-MODEL_KEYS = {"pad_id": "pad", "bos_id": "bos", "eos_id": "eos"}  # ModelConfig key -> role
-# the names a role goes by in pretrained files (zoo's, BERT's, RoBERTa's, GPT-2's), first match wins
-ROLE_NAMES = {
-    "pad": ("<pad>", "[PAD]"),
-    "bos": ("<s>", "<bos>", "[CLS]", "<|endoftext|>"),
-    "eos": ("</s>", "<eos>", "[SEP]", "<|endoftext|>"),
-    "unk": ("<unk>", "[UNK]"),
-    "mask": ("<mask>", "[MASK]"),
-    "cls": ("<cls>", "[CLS]", "<s>"),
-}
-PURPOSE = {
-    "pad": "pad the batches",
-    "bos": "start every target",
-    "eos": "end every sequence",
-    "cls": "start every example (the classifier may pool its state)",
-    "unk": "stand for unknown text",
-    "mask": "mask tokens",
-}
 
 
 def train_bpe(texts: Iterable[str], vocab_size: int) -> Tokenizer:
@@ -102,11 +86,6 @@ def check_special_ids(tok: Tokenizer, where: str) -> None:
         raise DataError(f"{where}: special token ids {wrong} differ from the fixed ids {expected}")
 
 
-def special_tokens_of(tok: Tokenizer) -> dict[str, int]:
-    """{token: id} of the tokenizer's special added tokens."""
-    return {t.content: i for i, t in sorted(tok.get_added_tokens_decoder().items()) if t.special}
-
-
 def special_roles(tok: Tokenizer, overrides: Mapping | None = None, where: str = "the tokenizer") -> dict[str, int]:
     """{role: id} of the roles (ROLES) the tokenizer has: by ROLE_NAMES among its special tokens (unk: else its
     model's unk_token), then `overrides` ({role: token}, any token of the vocabulary). zoo's own tokenizers
@@ -131,51 +110,6 @@ def special_roles(tok: Tokenizer, overrides: Mapping | None = None, where: str =
             )
         roles[role] = i
     return roles
-
-
-def replace_contents(node) -> list[str]:
-    """The `content` of every Replace normalizer in a tokenizer.json's normalizer (a nested Sequence too)."""
-    if isinstance(node, dict):
-        own = [node["content"]] if node.get("type") == "Replace" and isinstance(node.get("content"), str) else []
-        return own + [c for v in node.values() for c in replace_contents(v)]
-    if isinstance(node, list):
-        return [c for v in node for c in replace_contents(v)]
-    return []
-
-
-def zoo_pipeline(tok: Tokenizer, where: str = "the tokenizer") -> Tokenizer:
-    """The tokenizer as zoo encodes with it: padding and truncation off (a pretrained file's settings would pad
-    every encode_batch to its longest text with the file's pad token, or cut texts zoo never counts), and every
-    added token that a Replace normalizer writes (e.g. \\d+ -> " <num> ") matched after normalization
-    (`normalized`: true), so the normalizer's <num> is one id, not "<", "num", ">". Returns `tok`, changed in
-    place, or a rebuilt copy when an added token changed.
-    Raises DataError naming `where` and the token when the normalizer writes it and then changes it (its changed
-    form could match other text)."""
-    tok.no_padding()
-    tok.no_truncation()
-    if tok.normalizer is None:
-        return tok
-    state = json.loads(tok.to_str())
-    written = replace_contents(state.get("normalizer"))
-    changed = [
-        t for t in state.get("added_tokens", []) if not t.get("normalized") and any(t["content"] in c for c in written)
-    ]
-    if not changed:
-        return tok
-    for t in changed:
-        t["normalized"] = True
-    new = Tokenizer.from_str(json.dumps(state))
-    for t in changed:  # recognised only as written: a changed form would also match other text
-        kept = new.normalizer.normalize_str(t["content"]) == t["content"]
-        if not kept or new.encode(t["content"], add_special_tokens=False).ids != [t["id"]]:
-            raise DataError(
-                f"{where}: its normalizer writes the token {t['content']!r} (a Replace), then changes it to "
-                f"{new.normalizer.normalize_str(t['content'])!r}; zoo reads such a token as one id only where the "
-                f"normalizer leaves it as written.\nFix: use "
-                f"a tokenizer.json whose normalizer leaves {t['content']!r} as it is (its Replace last), or "
-                f"data.tokenizer=bpe"
-            )
-    return new
 
 
 def read_tokenizer(path: Path, fix: str, fixed_ids: bool = True) -> Tokenizer:
@@ -242,9 +176,9 @@ def load_or_train(
     return tok
 
 
-class SubwordTokenizer:
+class SubwordTokenizer(SpecialIds):
     """A tokenizers.Tokenizer with zoo's interface (like CharTokenizer): encode/decode, vocab_size, state_dict,
-    and its special tokens' ids.
+    and its special tokens' ids (SpecialIds: id_of, pad_id, bos_id, eos_id, model_ids).
 
     Args:
         tokenizer: a tokenizer from train_bpe / load_or_train (zoo's fixed ids), or a pretrained one.
@@ -305,65 +239,6 @@ class SubwordTokenizer:
     @property
     def vocab_size(self) -> int:
         return self.tokenizer.get_vocab_size()
-
-    def id_of(self, role: str, needed_for: str = "") -> int:
-        """The id of `role`. Raises DataError naming the role, the file and the fix when the tokenizer has none."""
-        if role not in self.special_ids:
-            specials = ", ".join(special_tokens_of(self.tokenizer)) or "(it has none)"
-            raise DataError(
-                f"{self.where} has no {role} token (looked for {', '.join(ROLE_NAMES[role])} among its "
-                f"special tokens: {specials}){needed_for}.\nFix: set data.special_tokens.{role} to a "
-                f"token of the file (a special token above, or any token of its vocabulary), or use "
-                f"data.tokenizer=bpe"
-            )
-        return self.special_ids[role]
-
-    @property
-    def pad_id(self) -> int:
-        return self.id_of("pad")
-
-    @property
-    def bos_id(self) -> int:
-        return self.id_of("bos")
-
-    @property
-    def eos_id(self) -> int:
-        return self.id_of("eos")
-
-    def model_ids(
-        self, needed: Iterable[str] = (), distinct: Iterable[str] = (), user: str = "the data"
-    ) -> dict[str, int]:
-        """The model keys {pad_id, bos_id, eos_id}, which ModelConfig needs distinct. Each `needed` role (those
-        the data's batches hold) must be there, and the `distinct` ones (those the task reads from the model
-        config: translation's pad, bos, eos) must have distinct ids. Each key takes its role's id (needed roles
-        first, then eos, pad, bos) unless another key has it already or the role is missing: then the smallest
-        id no other key has (a placeholder: only the distinct roles' ids are read from the model config).
-        zoo's own tokenizers give MODEL_IDS.
-        Raises DataError naming the role, the file and the fix (data.special_tokens.<role>)."""
-        needed, distinct = tuple(needed), tuple(distinct)
-        for role in dict.fromkeys(needed + distinct):
-            self.id_of(role, f"; {user} needs one to {PURPOSE[role]}")
-        owner: dict[int, str] = {}  # id -> role
-        for role in distinct:
-            i = self.special_ids[role]
-            if i in owner:
-                raise DataError(
-                    f"{self.where} gives {owner[i]} and {role} the same token "
-                    f"{self.tokenizer.id_to_token(i)!r} (id {i}), but {user} needs distinct pad, bos and "
-                    f"eos ids.\nFix: set data.special_tokens.{role} to another token of the file"
-                )
-            owner[i] = role
-        out = {}
-        first = needed + distinct
-        order = sorted(("eos_id", "pad_id", "bos_id"), key=lambda k: MODEL_KEYS[k] not in first)  # stable
-        for key in order:  # the roles' own ids where free: needed roles first, then eos (generation stops there)
-            i = self.special_ids.get(MODEL_KEYS[key])
-            if i is not None and i not in out.values():
-                out[key] = i
-        for key in MODEL_KEYS:  # placeholders for the rest
-            if key not in out:
-                out[key] = next(j for j in range(len(MODEL_KEYS)) if j not in out.values())
-        return {k: out[k] for k in MODEL_KEYS}
 
     def encode(self, text: str) -> list[int]:
         """Token ids of text, without special tokens (unseen characters become the unk id)."""

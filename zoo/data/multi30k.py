@@ -11,8 +11,10 @@ once, at setup); the example index of a split counts the kept pairs only. The pu
 from pathlib import Path
 
 from zoo.data import resolver
-from zoo.data.parallel_text import ParallelText, TranslationSet, aligned_lines, collate_translation
+from zoo.data.parallel_pairs import aligned_lines
+from zoo.data.parallel_text import ParallelText
 from zoo.data.resolver import DataError
+from zoo.data.translation_set import TranslationSet, collate_translation
 
 
 def split_languages(split: str) -> list[str]:
@@ -47,7 +49,7 @@ def check_language_pair(splits: list[str], src_lang: str, tgt_lang: str) -> None
 
 
 def read_gz_lines(path: Path) -> list[str]:
-    """The lines of a gzip UTF-8 file, split at "\\r\\n", "\\r" and "\\n" only (zoo.data.parallel_text.aligned_lines).
+    """The lines of a gzip UTF-8 file, split at "\\r\\n", "\\r" and "\\n" only (zoo.data.parallel_pairs.aligned_lines).
     Raises DataError if the file is not gzip or not valid UTF-8."""
     return aligned_lines(path)
 

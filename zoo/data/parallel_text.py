@@ -7,86 +7,16 @@ checkpoint, results.json and the W&B config. Batches are collate_translation dic
 zoo.data.multi30k.Multi30k is this module on the published Multi30k files.
 """
 
-import logging
 from pathlib import Path
 
 import torch
 from lightning.pytorch.utilities import rank_zero_info
-from torch.utils.data import Dataset
 
-from zoo.data.batching import BatchedDataModule, epoch_generator, pack_by_tokens, pad, shuffled
-from zoo.data.bpe import BOS_ID, EOS_ID, MODEL_IDS, PAD_ID, SubwordTokenizer
-from zoo.data.files import (
-    TABLES,
-    FileSplits,
-    check_quoting,
-    column,
-    file_format,
-    find,
-    find_tokenizer,
-    read_hub,
-    read_table,
-    text_digest,
-    text_lines,
-)
+from zoo.data.batching import BatchedDataModule, epoch_generator, pack_by_tokens, shuffled
+from zoo.data.bpe import MODEL_IDS, PAD_ID, SubwordTokenizer
+from zoo.data.parallel_pairs import ParallelPairs
 from zoo.data.resolver import DataError
-
-log = logging.getLogger("zoo")
-
-
-class TranslationSet(Dataset):
-    """Token-id rows of a split; item i is (i, src, tgt_in, tgt_out).
-
-    src = encode(source) + [EOS]; tgt_in = [BOS] + encode(target); tgt_out = encode(target) + [EOS], with the
-    tokenizer's bos_id / eos_id (zoo's fixed ones by default).
-    `srcs` / `refs` hold the raw source / target lines (no newline), indexed like the examples.
-    """
-
-    def __init__(
-        self,
-        src: list[list[int]],
-        tgt: list[list[int]],
-        srcs: list[str],
-        refs: list[str],
-        bos_id: int = BOS_ID,
-        eos_id: int = EOS_ID,
-    ):
-        self.src = [s + [eos_id] for s in src]
-        self.tgt_in = [[bos_id] + t for t in tgt]
-        self.tgt_out = [t + [eos_id] for t in tgt]
-        self.srcs, self.refs = srcs, refs
-        self.src_lens = [len(s) for s in self.src]
-        self.tgt_lens = [len(t) for t in self.tgt_in]
-
-    def __len__(self) -> int:
-        return len(self.src)
-
-    def __getitem__(self, i: int):
-        return i, self.src[i], self.tgt_in[i], self.tgt_out[i]
-
-
-def collate_translation(items, pad_id: int = PAD_ID) -> dict[str, torch.Tensor]:
-    """Pad (index, src, tgt_in, tgt_out) items with pad_id: "src" (B, S), "src_key_padding_mask" (B, S),
-    "tgt_in" / "tgt_out" (B, T), "tgt_key_padding_mask" (B, T) (bool, True = padding), "index" (B,) long."""
-    index, src, tgt_in, tgt_out = zip(*items)
-    src, src_mask = pad(src, pad_id)
-    tgt_in, tgt_mask = pad(tgt_in, pad_id)
-    tgt_out, _ = pad(tgt_out, pad_id)
-    return {
-        "src": src,
-        "src_key_padding_mask": src_mask,
-        "tgt_in": tgt_in,
-        "tgt_out": tgt_out,
-        "tgt_key_padding_mask": tgt_mask,
-        "index": torch.tensor(index, dtype=torch.long),
-    }
-
-
-def aligned_lines(path: Path, encoding: str = "utf-8") -> list[str]:
-    """Every line of a text file (gzip when it ends in .gz), blank ones kept so that two files stay aligned;
-    line breaks are "\\r\\n", "\\r" and "\\n" (zoo.data.files.text_lines: U+2028, U+0085 ... stay inside a
-    line, never str.splitlines). Raises DataError for a bad gzip file or encoding (with the line)."""
-    return text_lines(path, encoding)
+from zoo.data.translation_set import TranslationSet, collate_translation
 
 
 def _check_sizes(max_len: int, max_tokens: int) -> None:
@@ -95,7 +25,7 @@ def _check_sizes(max_len: int, max_tokens: int) -> None:
         raise DataError(f"need data.max_len >= 2 and data.max_tokens >= 4, got {max_len} and {max_tokens}")
 
 
-class ParallelText(BatchedDataModule, FileSplits):
+class ParallelText(BatchedDataModule, ParallelPairs):
     """Translation batches from parallel files (collate_translation has the keys).
 
     Training batches: every epoch the training pairs are put in a random order (a function of (seed, epoch))
@@ -177,20 +107,15 @@ class ParallelText(BatchedDataModule, FileSplits):
         self._check_args(
             train, val, test, hf_path, tokenizer, special_tokens, (val_fraction, test_fraction), src_lang, tgt_lang
         )
-        self.read_test = read_test
         _check_sizes(max_len, max_tokens)
-        self.sources = {"train": train, "val": val, "test": test}
+        self.keep_files(train, val, test, format, header, delimiter, quoting, encoding, data_dir, mirror)
         self.src_lang, self.tgt_lang = src_lang, tgt_lang
-        self.format, self.header, self.delimiter, self.encoding = format, header, delimiter, encoding
-        check_quoting(quoting)
-        self.quoting = quoting
         self.columns = (src_lang if src_column is None else src_column, tgt_lang if tgt_column is None else tgt_column)
         self.fractions, self.split_seed = {"val": val_fraction, "test": test_fraction}, split_seed
         self.max_tokens, self.max_len, self.vocab_size_wanted = max_tokens, max_len, vocab_size
         self.joint_vocab, self.tokenizer_kind, self.tokenizer_dir = joint_vocab, tokenizer, tokenizer_dir
-        self.truncate, self.num_workers, self.seed = truncate, num_workers, seed
-        self.data_dir, self.mirror, self.limit, self.name = data_dir, mirror, limit, name
-        self.hf_path, self.hf_name, self.special_tokens = hf_path, hf_name, special_tokens
+        self.truncate, self.num_workers, self.seed, self.limit, self.name = truncate, num_workers, seed, limit, name
+        self.hf_path, self.hf_name, self.special_tokens, self.read_test = hf_path, hf_name, special_tokens, read_test
         self._init_state()
 
     def _check_args(self, train, val, test, hf_path, tokenizer, special_tokens, fractions, src_lang, tgt_lang) -> None:
@@ -221,119 +146,15 @@ class ParallelText(BatchedDataModule, FileSplits):
         self.origins: dict[str, tuple[str, int, str, list[int]]] = {}
         self._train_cut: list[int] | None = None
 
-    # ---- reading ---------------------------------------------------------------------------------------
-    def read_pairs(self, split: str, value) -> tuple[list[str], list[str]]:
-        """(sources, targets) of one split, blank pairs (and JSON Lines' blank lines) dropped, counted in
-        skipped[split]. With data.header=true and columns given by index, logs that line 1 is taken as the
-        column names (a file without a header loses its first pair there: data.header=false)."""
-        if hasattr(value, "items"):
-            if set(value) != {"src", "tgt"}:
-                raise DataError(f"data.{split} as two files needs exactly the keys src and tgt, got {sorted(value)}")
-            paths = [find(value[k], self.data_dir, self.mirror) for k in ("src", "tgt")]
-            src, tgt = (aligned_lines(p, self.encoding) for p in paths)
-            if len(src) != len(tgt):
-                raise DataError(
-                    f"parallel files differ in length: {paths[0]} has {len(src)} lines, {paths[1]} "
-                    f"has {len(tgt)} lines; they must be line-aligned"
-                )
-            origin, places, blank = (f"{paths[0]} and {paths[1]}", 1, "line"), None, 0
-        else:
-            path = find(value, self.data_dir, self.mirror)
-            fmt = file_format(path, self.format)
-            if fmt not in TABLES:
-                raise DataError(
-                    f"{path}: a parallel corpus in one file must be a table (csv, tsv, json, parquet), "
-                    f"not {fmt}; or give data.{split}={{src: FILE, tgt: FILE}}"
-                )
-            table = read_table(path, fmt, self.header, self.delimiter, self.encoding, self.quoting)
-            src = [str(x) for x in column(table.records, self.columns[0], path, "src_column")]
-            tgt = [str(x) for x in column(table.records, self.columns[1], path, "tgt_column")]
-            origin, places, blank = (str(path), 0, table.unit), table.places, table.blank
-            by_index = [c for c in self.columns if isinstance(c, int) and not isinstance(c, bool)]
-            if self.header and fmt in ("csv", "tsv") and by_index:
-                log.warning(
-                    "%s, line 1: data.header=true reads it as the column names (%s), not as a %s-%s pair; if "
-                    "the file has no header row, set data.header=false",
-                    path,
-                    ", ".join(map(repr, table.records.column_names)),
-                    self.src_lang,
-                    self.tgt_lang,
-                )
-        keep = [i for i in range(len(src)) if src[i].strip() and tgt[i].strip()]
-        self.skipped[split] = len(src) - len(keep) + blank
-        self.origins[split] = (*origin, keep if places is None else [places[i] for i in keep])
-        return [src[i] for i in keep], [tgt[i] for i in keep]
-
-    def read(self) -> dict[str, tuple[list[str], list[str]]]:
-        """Every split's pairs; a missing val / test carved out of train in a seeded random order. The splits of
-        unread() are not read (a carved one is cut from train, then dropped)."""
-        unread = self.unread()
-        data = {s: self.read_pairs(s, v) for s, v in self.sources.items() if v is not None and s not in unread}
-        given = {s for s, v in self.sources.items() if v is not None}  # splits that are not carved
-        if self.hf_path is not None:  # the hub dataset's splits, where no file is given
-            for split, records in read_hub(self.hf_path, self.hf_name).items():
-                given.add(split)
-                if split not in data and split not in unread:
-                    self.carved[split] = f"{self.hf_path}{f'/{self.hf_name}' if self.hf_name else ''}[{split}]"
-                    src, tgt = (
-                        column(records, c, Path(self.carved[split]), k)
-                        for c, k in zip(self.columns, ("src_column", "tgt_column"))
-                    )
-                    keep = [i for i in range(len(src)) if str(src[i]).strip() and str(tgt[i]).strip()]
-                    self.skipped[split] = len(src) - len(keep)
-                    self.origins[split] = (self.carved[split], 1, "row", keep)
-                    data[split] = ([str(src[i]) for i in keep], [str(tgt[i]) for i in keep])
-        if self.limit is not None:
-            data["train"] = tuple(x[: self.limit] for x in data["train"])
-            where, first, unit, rows = self.origins["train"]
-            self.origins["train"] = (where, first, unit, rows[: self.limit])
-        left = 1.0  # the part of the training file still in train: each fraction is of the whole file
-        for i, split in enumerate(("val", "test")):
-            if split in given:
-                continue
-            src, tgt = data["train"]
-            n = max(1, round(len(src) * self.fractions[split] / left))
-            left -= self.fractions[split]
-            order = torch.randperm(len(src), generator=torch.Generator().manual_seed(self.split_seed + i)).tolist()
-            carved, keep = sorted(order[:n]), sorted(order[n:])
-            data[split] = ([src[j] for j in carved], [tgt[j] for j in carved])
-            data["train"] = ([src[j] for j in keep], [tgt[j] for j in keep])
-            where, first, unit, rows = self.origins["train"]
-            self.origins[split] = (where, first, unit, [rows[j] for j in carved])
-            self.origins["train"] = (where, first, unit, [rows[j] for j in keep])
-            self.carved[split] = f"{self.fractions[split]:g} of train, seed {self.split_seed}"
-        data = {s: pairs for s, pairs in data.items() if s not in unread}
-        for split, (src, _) in data.items():
-            if not src:
-                raise DataError(f"the {split} split ({self.where(split)}) has no {self.src_lang}-{self.tgt_lang} pairs")
-        dup = len(set(zip(*data["train"])) & set(zip(*data.get("test", ((), ())))))
-        if dup:
-            log.warning(
-                "%d test pairs also appear in train (%s); their test scores measure memory", dup, self.where("test")
-            )
-        return data
-
-    def origin(self, split: str, i: int) -> str:
-        """Where pair i of a split (after blank pairs are dropped and splits carved) is in the user's file:
-        "FILE, line N" (1-based; two files: both, the same line), "FILE, row N" for Parquet and the hub."""
-        where, first, unit, rows = self.origins[split]
-        return f"{where}, {unit} {first + rows[i]}"
-
     # ---- setup -----------------------------------------------------------------------------------------
     def tokenizer_for(self, texts: list[str], side: str) -> SubwordTokenizer:
         """The BPE of `side` (joint, or a language), saved under a digest of its training texts and vocabulary
         size (text_digest), so a tokenizer of other data is never reused; or the given tokenizer.json, as it is,
-        with special_tokens."""
-        if self.tokenizer_kind not in ("bpe", "char"):
-            return SubwordTokenizer.load(
-                find_tokenizer(self.tokenizer_kind, self.data_dir, self.mirror), self.special_tokens
-            )
-        chars = self.tokenizer_kind == "char"
-        path = None
+        with special_tokens (tokenizer_of)."""
+        place = None
         if self.tokenizer_dir is not None:
-            digest = text_digest(texts, 0 if chars else self.vocab_size_wanted)
-            path = Path(self.tokenizer_dir).expanduser() / f"tokenizer.{side}.{'char.' if chars else ''}{digest}.json"
-        return SubwordTokenizer.build(lambda: texts, self.vocab_size_wanted, path, chars=chars)
+            place = lambda key: Path(self.tokenizer_dir).expanduser() / f"tokenizer.{side}.{key}.json"  # noqa: E731
+        return self.tokenizer_of(texts, place)
 
     def setup(self, stage: str | None = None) -> None:
         """Read, check and tokenize the three splits (idempotent); DataError as the class docstring says."""

@@ -11,15 +11,12 @@ Every file is checked against the SHA-256 in FILES before it is returned. A user
 `locate` takes either, and uses a path of the user's as it is, never checksummed.
 """
 
-import hashlib
 import http.client
 import os
-import tempfile
-import urllib.request
 from pathlib import Path
 
-from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
-
+from zoo.data.checksums import mismatch, sha256sum
+from zoo.data.download import download
 from zoo.errors import DataError
 
 # name -> sha256 (from shared/data/README.md)
@@ -112,55 +109,6 @@ UPSTREAM: dict[str, str] = {
 
 TIMEOUT = 30.0  # seconds, per network operation
 _URL_SCHEMES = ("http://", "https://", "file://")
-_hash_cache: dict[tuple[str, int, int], str] = {}  # (path, size, mtime_ns) -> sha256, per process
-
-
-def sha256sum(path: str | Path) -> str:
-    """Return the hex SHA-256 of a file, cached per process while its size and mtime are unchanged.
-
-    Args:
-        path: file to hash.
-    Returns:
-        the 64-character lowercase hex digest.
-    Raises:
-        OSError: if the file cannot be read.
-    """
-    st = os.stat(path)
-    key = (str(Path(path).resolve()), st.st_size, st.st_mtime_ns)
-    if key not in _hash_cache:
-        h = hashlib.sha256()
-        with open(path, "rb") as f:
-            while chunk := f.read(1 << 20):
-                h.update(chunk)
-        _hash_cache[key] = h.hexdigest()
-    return _hash_cache[key]
-
-
-def _mismatch(name: str, where, expected: str, actual: str) -> str:
-    return f"checksum mismatch for {name} at {where}: expected sha256 {expected}, got sha256 {actual}"
-
-
-def _download(url: str, dest: Path, name: str, expected: str, progress: bool) -> None:
-    """Stream url to a temp file next to dest, check its SHA-256, then move it into place atomically."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
-    bar = Progress(
-        TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(), disable=not progress
-    )
-    try:
-        h = hashlib.sha256()
-        with os.fdopen(fd, "wb") as f, urllib.request.urlopen(url, timeout=TIMEOUT) as r, bar:
-            task = bar.add_task(f"downloading {name}", total=int(r.headers.get("Content-Length") or 0) or None)
-            while chunk := r.read(1 << 16):
-                f.write(chunk)
-                h.update(chunk)
-                bar.update(task, advance=len(chunk))
-        if h.hexdigest() != expected:
-            raise DataError(_mismatch(name, url, expected, h.hexdigest()))
-        os.replace(tmp, dest)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 def resolve(name: str, data_dir: str | Path | None = None, mirror: str | None = None, progress: bool = True) -> Path:
@@ -203,7 +151,7 @@ def resolve(name: str, data_dir: str | Path | None = None, mirror: str | None = 
 
     for url in urls:
         try:
-            _download(url, local, name, expected, progress)
+            download(url, local, name, expected, progress, TIMEOUT)
             return local
         except (OSError, http.client.HTTPException, ValueError, DataError) as e:
             tried.append(f"{url}: {e}")
@@ -217,7 +165,7 @@ def _check_data_dir_copy(local: Path, name: str, expected: str) -> None:
     if actual == expected:
         return
     raise DataError(
-        _mismatch(name, local, expected, actual)
+        mismatch(name, local, expected, actual)
         + f": it is not the published {name}, and zoo leaves it as it is.\nFix: to train on that "
         f"file as your own, pass its path ({local}) instead of the name {name!r} (your own files are "
         f"not checksummed); for the published dataset, set data.data_dir (or ZOO_DATA_DIR) to "
@@ -237,7 +185,7 @@ def _from_mirror(mirror: str | None, name: str, expected: str, tried: list[str],
         if not path.is_file():
             tried.append(f"{path}: not found (local mirror)")
         elif (actual := sha256sum(path)) != expected:
-            tried.append(f"{path}: " + _mismatch(name, "local mirror", expected, actual))
+            tried.append(f"{path}: " + mismatch(name, "local mirror", expected, actual))
         else:
             return path
     return None

@@ -1,7 +1,7 @@
 """SST-2 binary sentiment classification: zoo.data.text_classification.TextClassification on SST-2's files.
 
 Files (via the resolver, or your own: train_file / val_file / test_file): sst2/sentiment-train,
-sentiment-dev, sentiment-test; UTF-8, one example a line (line breaks: zoo.data.files' rule),
+sentiment-dev, sentiment-test; UTF-8, one example a line (line breaks: zoo.data.files.lines' rule),
 `<sentence> \\t<label>` (lowercased, PTB-tokenized text, a space, a tab, then 0 = negative or 1 = positive).
 The published files have 67,349 / 872 / 1,821 lines and no empty ones.
 
@@ -11,22 +11,17 @@ in `skipped[split]` (reported in the setup line); any other malformed line is an
 
 from pathlib import Path
 
-from zoo.data.files import text_lines
+from zoo.data.classification_examples import Example
+from zoo.data.files.lines import text_lines
 from zoo.data.resolver import DataError, locate
-from zoo.data.text_classification import (
-    CHUNK_BATCHES,
-    ClassificationSet,
-    Example,
-    TextClassification,
-    collate_classification,
-)
+from zoo.data.text_classification import CHUNK_BATCHES, ClassificationSet, TextClassification, collate_classification
 
 SPLITS = {"train": "sst2/sentiment-train", "val": "sst2/sentiment-dev", "test": "sst2/sentiment-test"}
 
 
 def read_lines(path: Path) -> list[str]:
     """The lines of a UTF-8 text file, without their line breaks ("\\r\\n", "\\r" or "\\n": the one rule of
-    zoo.data.files; U+2028, U+0085 ... stay inside a line; no empty last line).
+    zoo.data.files.lines; U+2028, U+0085 ... stay inside a line; no empty last line).
 
     Raises:
         DataError: if the file is not valid UTF-8 (the message gives the line number).

@@ -10,10 +10,6 @@ sorted (numbers by value), unless `labels` lists them. Batches are collate_class
 zoo.data.sst2.SST2 is this module with SST-2's own line format.
 """
 
-import logging
-import numbers
-import re
-from decimal import Decimal
 from pathlib import Path
 
 import torch
@@ -22,25 +18,10 @@ from torch.utils.data import Dataset
 
 from zoo.data.batching import BatchedDataModule, epoch_generator, pad, shuffled
 from zoo.data.bpe import MODEL_IDS, PAD_ID, SubwordTokenizer
-from zoo.data.files import (
-    TABLES,
-    FileSplits,
-    check_quoting,
-    column,
-    compile_pattern,
-    file_format,
-    find,
-    find_tokenizer,
-    read_hub,
-    read_lines,
-    read_table,
-    split_line,
-    text_digest,
-)
+from zoo.data.classification_examples import ClassificationExamples
+from zoo.data.labels import class_label
 from zoo.data.resolver import DataError
 
-log = logging.getLogger("zoo")
-SPLITS = ("train", "val", "test")
 CHUNK_BATCHES = 100  # length bucketing sorts chunks of this many batches
 
 
@@ -71,75 +52,7 @@ def collate_classification(items, pad_id: int = PAD_ID) -> dict[str, torch.Tenso
     }
 
 
-class Example:
-    """One example as read: text, label (str), and where it came from (file, line; `unit` "row" for Parquet,
-    JSON arrays and Hugging Face datasets, whose `line` is then a 1-based row number) for messages."""
-
-    __slots__ = ("text", "label", "file", "line", "unit")
-
-    def __init__(self, text: str, label: str, file: Path, line: int, unit: str = "line"):
-        self.text, self.label, self.file, self.line, self.unit = text, label, file, line, unit
-
-    @property
-    def where(self) -> str:
-        """Where it is: "FILE, line N" (or "FILE, row N")."""
-        return f"{self.file}, {self.unit} {self.line}"
-
-
-NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")  # a decimal number, as text
-
-
-def class_label(value, where: str) -> str:
-    """The class of a label as read. A number (int, float, or text that reads as a decimal number: "1", "1.0",
-    "1e1") that is whole is its integer's digits, so 1, 1.0, "1" and "1.0" are one class "1"; other text is
-    itself, stripped; True / False stay "True" / "False".
-
-    Raises DataError naming `where` (a file and line, or a key) for a number that is not whole (1.7, NaN, inf):
-    a class is a whole number or a name."""
-    if isinstance(value, bool):
-        return str(value)
-    if isinstance(value, numbers.Integral):
-        return str(int(value))
-    if isinstance(value, numbers.Real):
-        number = Decimal(float(value)) if float(value) == float(value) else Decimal("NaN")
-    else:
-        text = str(value).strip()
-        if not NUMBER.fullmatch(text):
-            return text
-        number = Decimal(text)
-    if number.is_finite() and number == number.to_integral_value():
-        return str(int(number))
-    raise DataError(
-        f"{where}: label {value!r} is a number that is not whole; a class is a whole number or a name.\nFix: "
-        f"write the label as a whole number (1, not 1.7) or as a name that does not read as a number (e.g. "
-        f"'r1.7'), the same in train, val and test"
-    )
-
-
-def label_key(label: str):
-    """Sort key of a label: integers by value, before any other label, which sorts as a string. Labels are
-    class_label's, so every number among them is an integer's digits."""
-    try:
-        return (0, int(label), "")
-    except ValueError:
-        return (1, 0, label)
-
-
-def stratified_split(labels: list[str], fraction: float, seed: int) -> tuple[list[int], list[int]]:
-    """(kept, carved) indices: `fraction` of each label's examples (rounded, at least one of a label with
-    two or more) carved out in a seeded random order; both lists ascending."""
-    g = torch.Generator().manual_seed(seed)
-    carved = []
-    for lab in sorted(set(labels), key=label_key):
-        idx = [i for i, x in enumerate(labels) if x == lab]
-        n = round(len(idx) * fraction)
-        n = max(n, 1) if len(idx) > 1 else 0
-        carved += [idx[j] for j in torch.randperm(len(idx), generator=g)[:n].tolist()]
-    carved_set = set(carved)
-    return [i for i in range(len(labels)) if i not in carved_set], sorted(carved)
-
-
-class TextClassification(BatchedDataModule, FileSplits):
+class TextClassification(BatchedDataModule, ClassificationExamples):
     """Classification batches from files: "ids" (B, T) long (<cls> text </s>, right-padded with the pad id),
     "key_padding_mask" (B, T) bool (True = padding), "labels" (B,) long class indices, "index" (B,) long.
 
@@ -151,7 +64,7 @@ class TextClassification(BatchedDataModule, FileSplits):
         header: the first csv / tsv row names the columns; a first row whose label cell is a class of the data
             is refused (the file has no header; its first example would be lost). delimiter: overrides csv's
             "," / tsv's tab. quoting: csv (a quoted field may hold the delimiter and line breaks) | none (quotes
-            are text) | None: none with a tab delimiter, csv otherwise (zoo.data.files.quote_mode).
+            are text) | None: none with a tab delimiter, csv otherwise (zoo.data.files.delimited.quote_mode).
         encoding: of every text file (checked line by line). pattern: the regex of format=regex.
         labels: the classes, in order (None = the sorted labels of train); any other label is refused. Labels
             are classes by class_label: 1, 1.0 and "1" are one class; 1.7 is refused.
@@ -224,19 +137,15 @@ class TextClassification(BatchedDataModule, FileSplits):
         self._check_args(
             train, val, test, hf_path, tokenizer, special_tokens, (val_fraction, test_fraction), batch_size, max_len
         )
-        self.read_test = read_test
-        self.sources = {"train": train, "val": val, "test": test}
-        self.format, self.text_column, self.label_column = format, text_column, label_column
-        self.header, self.delimiter, self.encoding, self.pattern = header, delimiter, encoding, pattern
-        check_quoting(quoting)
-        self.quoting = quoting
+        self.keep_files(train, val, test, format, header, delimiter, quoting, encoding, data_dir, mirror)
+        self.text_column, self.label_column, self.pattern = text_column, label_column, pattern
         self.fixed_labels = [class_label(x, "data.labels") for x in labels] if labels is not None else None
         self.fractions = {"val": val_fraction, "test": test_fraction}
         self.split_seed, self.tokenizer_kind, self.vocab_size_wanted = split_seed, tokenizer, vocab_size
         self.tokenizer_path, self.max_len, self.truncate = tokenizer_path, max_len, truncate
         self.batch_size, self.bucket, self.num_workers, self.seed = batch_size, bucket, num_workers, seed
-        self.data_dir, self.mirror, self.limit, self.name = data_dir, mirror, limit, name
-        self.hf_path, self.hf_name, self.special_tokens = hf_path, hf_name, special_tokens
+        self.limit, self.name = limit, name
+        self.hf_path, self.hf_name, self.special_tokens, self.read_test = hf_path, hf_name, special_tokens, read_test
         self._init_state()
 
     def _check_args(self, train, val, test, hf_path, tokenizer, special_tokens, fractions, batch_size, max_len):
@@ -271,160 +180,16 @@ class TextClassification(BatchedDataModule, FileSplits):
         """Blank lines and table rows without text skipped, in all splits."""
         return sum(self.skipped.values())
 
-    # ---- reading ---------------------------------------------------------------------------------------
-    def _read_file(self, split: str, value, label=None) -> list[Example]:
-        path = find(value, self.data_dir, self.mirror)
-        fmt = file_format(path, self.format if label is None else (self.format or "lines"))
-        if label is not None:  # one file per label: every line is one text
-            if fmt != "lines":
-                raise DataError(f"{path}: a {{label: file}} mapping reads one text a line (format lines), not {fmt}")
-            label = class_label(label, f"data.{split}: the key {label!r} of {path}")
-            lines, blank = read_lines(path, self.encoding)
-            self.skipped[split] = self.skipped.get(split, 0) + blank
-            return [Example(t.strip(), label, path, n) for n, t in lines]
-        if fmt == "lines":
-            raise DataError(
-                f"{path}: format lines has no labels; give {{label: file}} files, or set data.format "
-                f"to label_first or regex (or csv / tsv / json / parquet)"
-            )
-        if fmt in TABLES:
-            table = read_table(path, fmt, self.header, self.delimiter, self.encoding, self.quoting)
-            names, key = table.records.column_names, self.label_column
-            if self.header and fmt in ("csv", "tsv"):  # check: a header whose label cell is a class of the data
-                if isinstance(key, int) and not isinstance(key, bool) and str(key) not in names:
-                    key = names[key] if 0 <= key < len(names) else key
-                self.header_cells.append((path, key))
-            self.skipped[split] = self.skipped.get(split, 0) + table.blank
-            return self._from_records(split, table.records, path, table.places, table.unit)
-        rx = compile_pattern(self.pattern) if fmt == "regex" else None
-        lines, blank = read_lines(path, self.encoding)
-        self.skipped[split] = self.skipped.get(split, 0) + blank
-        out = []
-        for n, t in lines:
-            text, label = split_line(t, fmt, rx, path, n)
-            out.append(Example(text, class_label(label, f"{path}, line {n}"), path, n))
-        return out
-
-    def _from_records(self, split: str, records, where, places: list[int], unit: str = "line") -> list[Example]:
-        """Examples of a table's rows (text_column, label_column); row i is at `unit` places[i] of `where`.
-        Rows without text are skipped and counted in skipped[split]."""
-        texts = column(records, self.text_column, where, "text_column")
-        labels = column(records, self.label_column, where, "label_column")
-        out, skipped = [], 0
-        for t, lab, n in zip(texts, labels, places):
-            if t is None or not str(t).strip():  # a blank line or a row without text: skipped, counted
-                skipped += 1
-                continue
-            if lab is None or not str(lab).strip():
-                quoted = str(t).lstrip().startswith('"') and self.quoting != "csv"
-                raise DataError(
-                    f"{where}, {unit} {n}: the label is empty.\nFix: write the example's label "
-                    f"in data.label_column={self.label_column!r}, or remove the row"
-                    + (
-                        "; if the file quotes its fields (a TSV with a tab or a line break in a field), set "
-                        "data.quoting=csv"
-                        if quoted
-                        else ""
-                    )
-                )
-            out.append(Example(str(t).strip(), class_label(lab, f"{where}, {unit} {n}"), where, n, unit))
-        self.skipped[split] = self.skipped.get(split, 0) + skipped
-        return out
-
-    def _read_split(self, split: str, value) -> list[Example]:
-        """The examples of one split's file setting (a file, or a {label: file} mapping)."""
-        if hasattr(value, "items"):
-            return [ex for lab, f in value.items() for ex in self._read_file(split, f, lab)]
-        return self._read_file(split, value)
-
-    def read(self) -> dict[str, list[Example]]:
-        """Every split's examples; missing val / test carved out of train (logged with their sizes). The splits
-        of unread() are not read (a carved one is cut from train, then dropped)."""
-        self.skipped, self.header_cells = {s: 0 for s in SPLITS}, []
-        unread = self.unread()
-        data = {s: self._read_split(s, v) for s, v in self.sources.items() if v is not None and s not in unread}
-        given = {s for s, v in self.sources.items() if v is not None}  # splits that are not carved
-        if self.hf_path is not None:  # the hub dataset's splits, where no file is given
-            for split, records in read_hub(self.hf_path, self.hf_name).items():
-                given.add(split)
-                if split not in data and split not in unread:
-                    self.carved[split] = f"{self.hf_path}{f'/{self.hf_name}' if self.hf_name else ''}[{split}]"
-                    where = Path(self.carved[split])
-                    data[split] = self._from_records(split, records, where, list(range(1, len(records) + 1)), "row")
-        if self.limit is not None:
-            data["train"] = data["train"][: self.limit]
-        left = 1.0  # the part of the training file still in train: each fraction is of the whole file
-        for split in ("val", "test"):
-            if split in given:
-                continue
-            keep, carved = stratified_split(
-                [e.label for e in data["train"]],
-                min(self.fractions[split] / left, 1.0),
-                self.split_seed + SPLITS.index(split),
-            )
-            left -= self.fractions[split]
-            data[split] = [data["train"][i] for i in carved]
-            data["train"] = [data["train"][i] for i in keep]
-            self.carved[split] = f"{self.fractions[split]:g} of train, stratified by label, seed {self.split_seed}"
-        return {s: exs for s, exs in data.items() if s not in unread}
-
-    def check(self, data: dict[str, list[Example]]) -> None:
-        """The classes, and the refusals of the class docstring; warns about train / test duplicates."""
-        seen = {e.label for exs in data.values() for e in exs} | set(self.fixed_labels or ())
-        for path, cell in self.header_cells:
-            try:
-                header_class = class_label(cell, "")
-            except DataError:  # a number that is not whole: no class
-                continue
-            if header_class in seen:
-                raise DataError(
-                    f"{path}, line 1: data.header=true reads this line as the column names, but its cell in "
-                    f"data.label_column={self.label_column!r} is {cell!r}, a class of the data: the file has no "
-                    f"header row, and its first example would be lost.\nFix: set data.header=false (and give "
-                    f"data.text_column and data.label_column as 0-based indices), or add a header row to the file"
-                )
-        train_labels = sorted({e.label for e in data["train"]}, key=label_key)
-        self.classes = self.fixed_labels or train_labels
-        known = set(self.classes)
-        for split in (s for s in SPLITS if s in data):
-            exs = data[split]
-            if not exs:
-                raise DataError(f"the {split} split ({self.where(split)}) has no examples")
-            for e in exs:
-                if e.label not in known:
-                    whose = "data.labels" if self.fixed_labels else "the training split"
-                    raise DataError(
-                        f"{e.where}: label {e.label!r} is not one of the classes of "
-                        f"{whose} ({', '.join(self.classes)}).\nFix: correct the label, or "
-                        f"{'add it to data.labels' if self.fixed_labels else 'add examples of it to train'}"
-                    )
-            if len({e.label for e in exs}) < 2 and split == "train":
-                raise DataError(
-                    f"the train split ({self.where('train')}) has a single class "
-                    f"({exs[0].label!r}); classification needs two or more"
-                )
-        dup = len({e.text for e in data["train"]} & {e.text for e in data.get("test", ())})
-        if dup:
-            log.warning(
-                "%d test texts also appear in train (%s); their test scores measure memory", dup, self.where("test")
-            )
-
     # ---- setup -----------------------------------------------------------------------------------------
     def build_tokenizer(self, texts: list[str]) -> SubwordTokenizer:
         """bpe (or char: one token per character, zoo.data.bpe.train_chars): trained on `texts`, saved at
         tokenizer_path with a digest of them and the vocabulary size in its name (<stem>.<digest>.json: reused
-        only for the same data); else the given tokenizer.json, as it is, with special_tokens."""
-        if self.tokenizer_kind not in ("bpe", "char"):
-            return SubwordTokenizer.load(
-                find_tokenizer(self.tokenizer_kind, self.data_dir, self.mirror), self.special_tokens
-            )
-        chars = self.tokenizer_kind == "char"
-        path = None
+        only for the same data); else the given tokenizer.json, as it is, with special_tokens (tokenizer_of)."""
+        place = None
         if self.tokenizer_path is not None:  # keyed by the training texts, not only by the vocabulary size
             p = Path(self.tokenizer_path).expanduser()
-            digest = text_digest(texts, 0 if chars else self.vocab_size_wanted)
-            path = p.with_name(f"{p.stem}.{'char.' if chars else ''}{digest}{p.suffix or '.json'}")
-        return SubwordTokenizer.build(lambda: texts, self.vocab_size_wanted, path, chars=chars)
+            place = lambda key: p.with_name(f"{p.stem}.{key}{p.suffix or '.json'}")  # noqa: E731
+        return self.tokenizer_of(texts, place)
 
     def setup(self, stage: str | None = None) -> None:
         """Read, check, tokenize (idempotent). Raises DataError as the class docstring says."""

@@ -3,103 +3,31 @@
 `file` is one text file, a folder (every file under it, recursively), or a glob, less `exclude` patterns;
 each file is a document. Several documents are split into train / val by document (val_fraction of them,
 seeded), never by a cut through the joined text; a single document is cut at 1 - val_fraction of its tokens
-(Tiny Shakespeare's usual split). Line breaks ("\\r\\n", "\\r", "\\n": zoo.data.files' rule) are read as "\\n",
+(Tiny Shakespeare's usual split). Line breaks ("\\r\\n", "\\r", "\\n": zoo.data.files.lines' rule) are read as "\\n",
 as in Python's text mode; U+2028, U+0085 ... are characters of their line. The corpus is tokenized once, in a
 streaming pass (memory: one chunk), into a memory-mapped token file keyed by the documents' contents and the
 settings (for a pretrained tokenizer.json, its contents too); windows are drawn from it as TinyShakespeare's.
 """
 
-import fnmatch
-import glob as globlib
 import hashlib
 import json
 import os
 from pathlib import Path
 
-import lightning.pytorch as pl
-import numpy as np
 import torch
 from lightning.pytorch.utilities import rank_zero_info
-from torch.utils.data import DataLoader
 
 from zoo.data.bpe import MODEL_IDS, SubwordTokenizer, configured_ids, train_bpe
 from zoo.data.char_tokenizer import CharTokenizer
-from zoo.data.files import find_tokenizer
-from zoo.data.files import text_chunks as file_chunks
-from zoo.data.resolver import CORPORA, FILES, DataError, corpus_files, dataset_name, file_entry, locate, sha256sum
+from zoo.data.checksums import sha256sum
+from zoo.data.documents import doc_text, documents, encode_docs, has_cr
+from zoo.data.files.splits import find_tokenizer
+from zoo.data.resolver import CORPORA, FILES, DataError, dataset_name, file_entry
 from zoo.data.token_file import open_token_file, write_token_file
-from zoo.data.windows import FixedWindows, RandomWindows, StreamSampler
-
-CHUNK = 1 << 22  # bytes read and tokenized at a time
+from zoo.data.windows import FixedWindows, RandomWindows, WindowedDataModule
 
 
-def _excluded_name(name: str, exclude) -> bool:
-    return any(fnmatch.fnmatch(name.split("/", 1)[1], pat) for pat in exclude)
-
-
-def documents(spec: str, exclude=(), data_dir=None, mirror=None) -> list[Path]:
-    """The documents of `spec`: a built-in corpus (zoo.data.resolver.CORPORA: its files by name, each
-    checksummed), a resolver name or a file (one document), a folder (its files, recursively),
-    or a glob; sorted, less those whose path relative to the folder / glob root, or name, matches a pattern
-    of `exclude`. Raises DataError for a missing path, an empty folder or glob, or everything excluded."""
-    spec = str(spec)
-    if spec in CORPORA:  # a built-in corpus: each of its files found and checksummed by the resolver
-        return [locate(name, data_dir, mirror) for name in corpus_files(spec) if not _excluded_name(name, exclude)]
-    if spec in FILES or Path(spec).expanduser().is_file():
-        return [locate(spec, data_dir, mirror)]
-    root = Path(spec).expanduser()
-    if root.is_dir():
-        found = sorted(p for p in root.rglob("*") if p.is_file() and not p.name.startswith("."))
-        base = root
-    elif any(c in spec for c in "*?["):
-        found = sorted(Path(p) for p in globlib.glob(str(root), recursive=True) if Path(p).is_file())
-        base = Path(globlib.escape(str(root)).split("*")[0]).parent if found else root.parent
-        if not found:
-            raise DataError(f"data.file={spec}: the glob matches no file.\nFix: check the pattern (** matches folders)")
-    else:
-        return [locate(spec, data_dir, mirror)]  # "not found: PATH"
-    if not found:
-        raise DataError(f"data.file={spec}: the folder {root.resolve()} has no files")
-
-    def excluded(p: Path) -> bool:
-        rel = str(p.relative_to(base)) if p.is_relative_to(base) else p.name
-        return any(fnmatch.fnmatch(rel, pat) or fnmatch.fnmatch(p.name, pat) for pat in exclude)
-
-    kept = [p.resolve() for p in found if not excluded(p)]
-    if not kept:
-        raise DataError(f"data.file={spec}: data.exclude={list(exclude)} leaves none of its {len(found)} files")
-    return kept
-
-
-def text_chunks(path: Path, encoding: str = "utf-8", chunk: int = CHUNK):
-    """The decoded text of a file, chunk by chunk (memory: one chunk), each line break ("\\r\\n", "\\r", "\\n": the
-    one rule of zoo.data.files) as "\\n". Raises DataError naming the file and line of the first undecodable
-    byte."""
-    return file_chunks(
-        path,
-        encoding,
-        chunk,
-        f"convert the file to {encoding.upper()} (with data=text_corpus, data.encoding names another encoding "
-        f"and data.exclude leaves a file out)",
-    )
-
-
-def has_cr(path: Path, chunk: int = CHUNK) -> bool:
-    """Whether the file holds a carriage return byte (a line break the token file writes as "\\n")."""
-    with open(path, "rb") as f:
-        while block := f.read(chunk):
-            if b"\r" in block:
-                return True
-    return False
-
-
-def char_ids(text: str, codepoints: np.ndarray) -> np.ndarray:
-    """Ids of the characters of `text` in the sorted code point table `codepoints` (CharTokenizer order)."""
-    cps = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
-    return np.searchsorted(codepoints, cps).astype(np.int64)
-
-
-class TextCorpus(pl.LightningDataModule):
+class TextCorpus(WindowedDataModule):
     """Batches of (x, y) token tensors (batch_size, block_size) long, y = x shifted left by one, from a plain-text
     corpus (module docstring). A training "epoch" is batches_per_epoch batches of windows at pseudo-random
     offsets (zoo.data.windows: resumable exactly); validation reads val_windows fixed, evenly spaced windows.
@@ -224,33 +152,8 @@ class TextCorpus(pl.LightningDataModule):
                 h.update(f"{split}:{sha256sum(d)}\n".encode())
         return h.hexdigest()
 
-    def _doc_text(self, docs):
-        single = len(docs) == 1
-        for d in docs:  # documents of a corpus end with a newline, so two never run into one word
-            last = ""
-            for text in text_chunks(d, self.encoding):
-                last = text
-                yield text
-            if not single and last and not last.endswith("\n"):
-                yield "\n"
-
-    def _encode(self, tokenizer, docs):
-        """Token id arrays of the documents' text, chunk by chunk."""
-        if isinstance(tokenizer, CharTokenizer):
-            table = np.array(sorted(ord(c) for c in tokenizer.chars), dtype=np.uint32)
-            for text in self._doc_text(docs):
-                yield char_ids(text, table)
-            return
-        rest = ""
-        for text in self._doc_text(docs):  # whole lines only: a chunk boundary never cuts a word
-            head, _, rest = (rest + text).rpartition("\n")
-            if head:
-                yield np.array(tokenizer.encode(head + "\n"), dtype=np.int64)
-        if rest:
-            yield np.array(tokenizer.encode(rest), dtype=np.int64)
-
     def _tokenizer_file(self) -> Path:
-        """The pretrained tokenizer.json (zoo.data.files.find_tokenizer; DataError when it is not there)."""
+        """The pretrained tokenizer.json (zoo.data.files.splits.find_tokenizer; DataError when it is not there)."""
         if self.tokenizer_file is None:
             self.tokenizer_file = find_tokenizer(self.tokenizer_kind, self.data_dir, self.mirror)
         return self.tokenizer_file
@@ -262,10 +165,10 @@ class TextCorpus(pl.LightningDataModule):
             return SubwordTokenizer.load(self._tokenizer_file(), self.special_tokens)
         if self.tokenizer_kind == "char":
             chars = set()
-            for text in self._doc_text(list(dict.fromkeys(self.docs["train"] + self.docs["val"]))):
+            for text in doc_text(list(dict.fromkeys(self.docs["train"] + self.docs["val"])), self.encoding):
                 chars.update(text)
             return CharTokenizer(sorted(chars))
-        return SubwordTokenizer(train_bpe(self._doc_text(self.docs["train"]), self.vocab_size_wanted))
+        return SubwordTokenizer(train_bpe(doc_text(self.docs["train"], self.encoding), self.vocab_size_wanted))
 
     def _tokens(self, path=None):
         """The token files of the corpus, {"train", "val"} (one "all" file for a single document, cut at setup):
@@ -289,7 +192,7 @@ class TextCorpus(pl.LightningDataModule):
             try:
                 out[p] = write_token_file(
                     self.token_paths[p],
-                    self._encode(tok, self.docs["train" if single else p]),
+                    encode_docs(tok, self.docs["train" if single else p], self.encoding),
                     tok.vocab_size,
                     source_sha256=key,
                     meta=meta,
@@ -379,39 +282,3 @@ class TextCorpus(pl.LightningDataModule):
             "seq_len": self.block_size,
             **ids,
         }
-
-    def _loader(self, dataset, sampler=None, batch_size=None) -> DataLoader:
-        # its own generator: creating an iterator must not draw from the global RNG (exact resume)
-        return DataLoader(
-            dataset,
-            batch_size=batch_size or self.batch_size,
-            sampler=sampler,
-            shuffle=False,
-            drop_last=sampler is not None,
-            num_workers=self.num_workers,
-            generator=torch.Generator().manual_seed(self.seed),
-            pin_memory=self.pin_memory,
-            persistent_workers=self.num_workers > 0,
-        )
-
-    def train_dataloader(self) -> DataLoader:
-        """batch_size is the global batch: each of the trainer's world_size processes loads
-        batch_size / world_size windows of every step (DataError if not divisible)."""
-        self.setup()
-        rank, world, done = 0, 1, lambda: 0
-        if self.trainer is not None:
-            rank, world = self.trainer.global_rank, self.trainer.world_size
-            progress = self.trainer.fit_loop.epoch_loop.batch_progress
-            done = lambda: progress.total.completed  # noqa: E731  training batches so far, resumed runs included
-        if self.batch_size % world:
-            raise DataError(
-                f"data.batch_size={self.batch_size} (the global batch) is not divisible by the "
-                f"{world} training processes; choose a multiple of {world}"
-            )
-        sampler = StreamSampler(len(self.train_set), self.batch_size, done, rank, world)
-        return self._loader(self.train_set, sampler, self.batch_size // world)
-
-    def val_dataloader(self) -> DataLoader:
-        """Every process evaluates the whole fixed validation set (the mean is the same on all)."""
-        self.setup()
-        return self._loader(self.val_set)

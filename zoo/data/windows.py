@@ -1,12 +1,15 @@
 """Language-model windows over a token sequence: a training stream of windows at pseudo-random offsets
 (window k depends only on (seed, k), so a run can be reproduced and resumed exactly) and fixed, evenly spaced
-validation windows. zoo.data.text_corpus.TextCorpus draws its batches with them.
+validation windows, and WindowedDataModule, their DataLoaders. zoo.data.text_corpus.TextCorpus draws its batches
+with them.
 """
 
+import lightning.pytorch as pl
 import torch
-from torch.utils.data import Dataset, Sampler
+from torch.utils.data import DataLoader, Dataset, Sampler
 
 from zoo.data.token_file import Tokens
+from zoo.errors import DataError
 
 _MASK = (1 << 64) - 1
 _GOLDEN = 0x9E3779B97F4A7C15
@@ -93,3 +96,44 @@ class StreamSampler(Sampler):
     def __iter__(self):
         start = self.batches_done() * self.batch_size
         yield from (start + i for i in range(self.rank, self.n, self.world_size))
+
+
+class WindowedDataModule(pl.LightningDataModule):
+    """The loaders of datamodules of language-model windows: subclasses set `train_set` (RandomWindows) and
+    `val_set` (FixedWindows) at setup(), and `batch_size` (the global batch), `num_workers`, `pin_memory`, `seed`."""
+
+    def _loader(self, dataset, sampler=None, batch_size=None) -> DataLoader:
+        # its own generator: creating an iterator must not draw from the global RNG (exact resume)
+        return DataLoader(
+            dataset,
+            batch_size=batch_size or self.batch_size,
+            sampler=sampler,
+            shuffle=False,
+            drop_last=sampler is not None,
+            num_workers=self.num_workers,
+            generator=torch.Generator().manual_seed(self.seed),
+            pin_memory=self.pin_memory,
+            persistent_workers=self.num_workers > 0,
+        )
+
+    def train_dataloader(self) -> DataLoader:
+        """batch_size is the global batch: each of the trainer's world_size processes loads
+        batch_size / world_size windows of every step (DataError if not divisible)."""
+        self.setup()
+        rank, world, done = 0, 1, lambda: 0
+        if self.trainer is not None:
+            rank, world = self.trainer.global_rank, self.trainer.world_size
+            progress = self.trainer.fit_loop.epoch_loop.batch_progress
+            done = lambda: progress.total.completed  # noqa: E731  training batches so far, resumed runs included
+        if self.batch_size % world:
+            raise DataError(
+                f"data.batch_size={self.batch_size} (the global batch) is not divisible by the "
+                f"{world} training processes; choose a multiple of {world}"
+            )
+        sampler = StreamSampler(len(self.train_set), self.batch_size, done, rank, world)
+        return self._loader(self.train_set, sampler, self.batch_size // world)
+
+    def val_dataloader(self) -> DataLoader:
+        """Every process evaluates the whole fixed validation set (the mean is the same on all)."""
+        self.setup()
+        return self._loader(self.val_set)

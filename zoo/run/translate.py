@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 
 from zoo.data.batching import pack_by_tokens, pad
-from zoo.data.files import drop_bom, text_lines
+from zoo.data.files.lines import drop_bom, text_lines
 from zoo.data.resolver import DataError
 from zoo.model.beam_search import check_early_stopping
 from zoo.model.checkpoint_file import read_checkpoint_file
@@ -33,7 +33,7 @@ from zoo.run.translate_checkpoint import TranslateError, check_checkpoint, check
 
 def read_sentences(args) -> tuple[list[str], str]:
     """The sentences to translate and where they came from (for messages): the command line's, --input's lines
-    (zoo.data.files.text_lines: gzip, encoding errors with their line), or stdin's lines, split at "\r\n", "\r"
+    (zoo.data.files.lines.text_lines: gzip, encoding errors with their line), or stdin's lines, split at "\r\n", "\r"
     and "\n", a byte-order mark that starts them dropped, as the data readers read theirs. Raises
     TranslateError for a missing file or an input without any non-blank line."""
     if args.sentences and args.input is not None:
@@ -73,7 +73,7 @@ def translate(task, tokenizer, sentences: list[str], beam_size: int, max_tokens:
     """Hypotheses (detokenized target text) of `sentences`, in their order, decoded by task.translate with
     `beam_size` (1 = greedy) and the task's hparams (length_penalty, max_len_b, early_stopping,
     nat_iterations). Each source is tokenizer.encode(sentence)[:limit] + [EOS] (the rows of
-    zoo.data.parallel_text.TranslationSet). A batch holds sources of one length, at most max_tokens tokens
+    zoo.data.translation_set.TranslationSet). A batch holds sources of one length, at most max_tokens tokens
     counting each row twice (source + a target as long), with the padding and key_padding_mask of
     collate_translation: the decoders' length limits (source length + max_len_b) are then each sentence's own,
     so a sentence translates as it does alone, whatever else the input holds. A blank sentence gives ""

@@ -27,7 +27,7 @@ class Translation(TaskBase):
     `bleu_every` validations. Test (the best checkpoint): test/bleu (greedy), test/chrf, and with
     beam_size > 1 test/bleu_beam, test/chrf_beam (beam search, GNMT length penalty, max length = source
     length + max_len_b, stopping rule early_stopping: never | true | false, zoo.model.beam_search).
-    Batches: zoo.data.parallel_text.collate_translation dicts. After test: `examples` {task, split, ids, hyp,
+    Batches: zoo.data.translation_set.collate_translation dicts. After test: `examples` {task, split, ids, hyp,
     ref, src, hyp_beam} (detokenized test hypotheses, references and sources, for paired tests and zoo.report's
     attention maps; one process only) and `ms_per_example` (test wall time per sentence, greedy and beam
     decoding included).

@@ -129,7 +129,7 @@ class LMObjective(Objective):
 
 
 class TranslationObjective(Objective):
-    """An objective of task=translation on zoo.data.parallel_text.collate_translation batches."""
+    """An objective of task=translation on zoo.data.translation_set.collate_translation batches."""
 
     TASK = "translation"
     METRICS = ("val/loss", "val/bleu", "val/chrf")
