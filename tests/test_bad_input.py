@@ -9,10 +9,10 @@ import torch
 from zoo_run import TINY, make_cfg, run_cli
 
 from zoo.model import DecoderOnly, EncoderDecoder, EncoderOnly, ModelConfig, build_model
-from zoo.model.feedforward import FeedForward
-from zoo.model.generate import sample_next
+from zoo.model.blocks.feedforward import FeedForward
+from zoo.model.blocks.norm import make_norm
+from zoo.model.decoding.generate import sample_next
 from zoo.model.init import init_weights
-from zoo.model.norm import make_norm
 from zoo.run.cli_overrides import typos
 from zoo.run.config_checks import CONF_DIR, ConfigError, check_config
 from zoo.run.train import run

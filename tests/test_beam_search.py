@@ -10,13 +10,13 @@ import torch
 from zoo_run import tiny_config
 
 from zoo.model import DecoderOnly, EncoderDecoder
-from zoo.model.beam_search import (
+from zoo.model.decoding.beam_search import (
     _top,
     beam_core,
     beam_search,
     beam_search_decoder_only,
 )
-from zoo.model.generate import left_pad
+from zoo.model.decoding.generate import left_pad
 
 V = 40
 PAD, BOS, EOS = 0, 1, 2

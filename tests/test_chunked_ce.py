@@ -10,8 +10,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from zoo.model import DecoderOnly, EncoderDecoder, EncoderOnly, ModelConfig, chunked_ce
-from zoo.model.chunked_ce import (
+from zoo.model import DecoderOnly, EncoderDecoder, EncoderOnly, ModelConfig
+from zoo.model.loss import chunked_ce
+from zoo.model.loss.chunked_ce import (
     auto_chunk_size,
     chunked_cross_entropy_rows,
     linear_cross_entropy,

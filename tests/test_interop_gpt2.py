@@ -10,7 +10,7 @@ from test_interop_util import assert_close, assert_same_state, hf_saved_keys, ri
 from zoo.interop import hf as zhf  # noqa: E402
 from zoo.interop.families import Unsupported  # noqa: E402
 from zoo.model import DecoderOnly, ModelConfig  # noqa: E402
-from zoo.model.generate import left_pad  # noqa: E402
+from zoo.model.decoding.generate import left_pad  # noqa: E402
 
 V, PAD, BOS, EOS = 97, 0, 1, 2
 

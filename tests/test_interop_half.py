@@ -17,7 +17,7 @@ from test_interop_util import right_padded, seq2seq_batch  # noqa: E402
 
 from zoo.interop import hf as zhf  # noqa: E402
 from zoo.interop.families import Unsupported  # noqa: E402
-from zoo.model.generate import left_pad  # noqa: E402
+from zoo.model.decoding.generate import left_pad  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

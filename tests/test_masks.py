@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from zoo.model import masks
+from zoo.model.blocks import masks
 
 
 def loop_mask(T_q, T_k, rule):

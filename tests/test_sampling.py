@@ -7,7 +7,7 @@ import pytest
 import torch
 from scipy.stats import chisquare
 
-from zoo.model.generate import filter_logits, sample_next
+from zoo.model.decoding.generate import filter_logits, sample_next
 
 tf = pytest.importorskip("transformers")
 

@@ -20,7 +20,7 @@ from zoo.bench.shapes import LM_SHAPES, SEQ2SEQ_SHAPES, LMShape, Seq2SeqShape
 from zoo.bench.steps import initial_loss, random_tokens, train_step
 from zoo.bench.torch_models import TorchGPT, TorchSeq2Seq
 from zoo.model import DecoderOnly, EncoderDecoder, ModelConfig
-from zoo.model.chunked_ce import lm_head_cross_entropy
+from zoo.model.loss.chunked_ce import lm_head_cross_entropy
 
 
 @dataclass

@@ -13,7 +13,7 @@ from zoo.bench.options import Options
 from zoo.bench.report import fmt, markdown_table, progress, ratio, wins
 from zoo.bench.steps import autocast, random_tokens
 from zoo.bench.timing import interleaved, median
-from zoo.model.chunked_ce import auto_chunk_size, linear_cross_entropy
+from zoo.model.loss.chunked_ce import auto_chunk_size, linear_cross_entropy
 
 MB = 2**20
 LOSS_KINDS = {"plain": "plain (full logits, F.cross_entropy)", "chunked": "fused chunked (linear_cross_entropy)"}

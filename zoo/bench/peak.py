@@ -28,8 +28,8 @@ from zoo.bench.shapes import SEQ2SEQ_SHAPES, default_lm_shapes
 from zoo.bench.steps import autocast
 from zoo.bench.timing import interleaved
 from zoo.model import DecoderOnly, EncoderDecoder
-from zoo.model.chunked_ce import lm_head_cross_entropy
 from zoo.model.cost import forward_flops
+from zoo.model.loss.chunked_ce import lm_head_cross_entropy
 from zoo.training.optim import adamw
 
 PRECISIONS = ("fp32", "bf16")

@@ -20,8 +20,8 @@ import torch
 
 from zoo.interop.blockers import Blockers, Unsupported, hydra_value
 from zoo.interop.stored_keys import is_recomputed
+from zoo.model.blocks.positions import sinusoidal_table
 from zoo.model.config import ModelConfig
-from zoo.model.positions import sinusoidal_table
 
 SUPPORTED = ("gpt2", "bert", "marian", "bart", "t5")
 HF_CLASSES = {

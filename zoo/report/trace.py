@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from zoo.model.attention import MultiHeadAttention, record_trace
+from zoo.model.blocks.attention import MultiHeadAttention, record_trace
 from zoo.model.cost import forward_flops_by_stack, layer_activation_bytes, layer_flops
 from zoo.model.decoder_only import DecoderOnly
 from zoo.model.encoder_decoder import EncoderDecoder

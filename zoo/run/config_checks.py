@@ -14,8 +14,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from zoo.errors import ConfigError, check_z_loss, is_number, is_whole
 from zoo.model import ModelConfig
-from zoo.model.beam_search import check_early_stopping
 from zoo.model.checkpoint_file import read_checkpoint_file
+from zoo.model.decoding.beam_search import check_early_stopping
 from zoo.run.model_config import FROM_DATA, RUNTIME, model_dict
 from zoo.run.plan import RunPlan
 from zoo.run.results import job_overrides

@@ -29,8 +29,8 @@ from zoo.data.bpe import tokenizer_from_state
 from zoo.data.files import drop_bom, text_lines
 from zoo.data.info import from_checkpoint
 from zoo.data.resolver import DataError
-from zoo.model.beam_search import check_early_stopping
 from zoo.model.checkpoint_file import read_checkpoint_file, run_checkpoint
+from zoo.model.decoding.beam_search import check_early_stopping
 
 TASK = "Translation"  # zoo_task of translation checkpoints (zoo.tasks.base.TaskBase.on_save_checkpoint)
 OTHER_TASKS = {

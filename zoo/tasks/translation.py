@@ -12,7 +12,7 @@ from torchmetrics import MeanMetric
 from zoo.data.bpe import SubwordTokenizer
 from zoo.errors import DataError, check_fraction, check_z_loss
 from zoo.model import ModelConfig, build_model
-from zoo.model.beam_search import check_early_stopping
+from zoo.model.decoding.beam_search import check_early_stopping
 from zoo.tasks.base import TaskBase
 
 

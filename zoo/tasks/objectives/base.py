@@ -5,8 +5,8 @@ zoo.tasks.classification) holds the loop-facing code: logging, metrics, examples
 
 import torch
 
-from zoo.model.chunked_ce import lm_head_cross_entropy
 from zoo.model.cost import flops_per_token
+from zoo.model.loss.chunked_ce import lm_head_cross_entropy
 
 IGNORE = -100  # target positions the loss skips, chosen by position (padding, source), never by token id
 

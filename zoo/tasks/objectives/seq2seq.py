@@ -4,8 +4,8 @@ tgt_out; label-smoothed cross-entropy, padding ignored by position."""
 
 import torch
 
-from zoo.model.beam_search import beam_search
 from zoo.model.cost import batch_flops
+from zoo.model.decoding.beam_search import beam_search
 from zoo.tasks.objectives.base import IGNORE, TranslationObjective
 
 

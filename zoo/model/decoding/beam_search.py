@@ -20,7 +20,7 @@ at least that many: each beam proposes one EOS at most). At the row's maximum le
 hypothesis is finished with its current score (no EOS appended).
 
 Stopping rule of a row, `early_stopping`: True | False | "never" (default, exact), as Hugging Face's
-argument of that name (zoo.model.beam_hypotheses). A row is done at its maximum length too; the loop ends
+argument of that name (zoo.model.decoding.beam_hypotheses). A row is done at its maximum length too; the loop ends
 when every row is done.
 
 Cost: one decoder step over B * beam_size rows per token (rows already done stay in the batch, frozen,
@@ -36,7 +36,7 @@ from typing import NamedTuple
 import torch
 
 # check_early_stopping, length_penalty_factor and penalised are part of this module's API too
-from zoo.model.beam_hypotheses import (
+from zoo.model.decoding.beam_hypotheses import (
     NEG_INF,
     FinishedHypotheses,
     check_early_stopping,
@@ -191,7 +191,7 @@ def beam_core(
     key_padding_mask: (B, T0) True = padding, or None; new tokens are never padding.
     max_new: maximum new tokens, int or one per row (B,).
     eos_id: None = no EOS (every hypothesis runs to its maximum length).
-    early_stopping: True | False | "never" (zoo.model.beam_hypotheses).
+    early_stopping: True | False | "never" (zoo.model.decoding.beam_hypotheses).
     Returns (tokens (B, T0 + L) long: the prefix, then the best hypothesis of each row, pad_id after its end;
     L = the longest best hypothesis; scores (B,) float: their length-penalised log-probabilities).
     Raises ValueError for beam_size < 1, a bad max_new or an unknown early_stopping.

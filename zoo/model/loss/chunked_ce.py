@@ -38,7 +38,7 @@ import torch
 import torch.nn.functional as F
 
 from zoo.errors import check_z_loss
-from zoo.model.chunk_pass import chunk_pass
+from zoo.model.loss.chunk_pass import chunk_pass
 
 IGNORE_INDEX = -100
 LOGITS_CHUNK_BYTES = 64 * 2**20  # automatic chunk: about this many bytes of fp32 logits per chunk
@@ -382,7 +382,7 @@ def _chunked(h, weight, target, bias, ignore_index, label_smoothing, reduction, 
 def lm_head_cross_entropy(head: torch.nn.Module, hidden: torch.Tensor, target: torch.Tensor, **kwargs):
     """linear_cross_entropy through a model's output head, logits never built: the head is an nn.Linear
     (weight (V, d), bias or None; tied or not), or one with a `features(x)` method applied before its projection
-    (zoo.model.lm_head.LMHead: BERT's transform, T5's rescale), which runs first, on the whole hidden (..., d).
+    (zoo.model.blocks.heads.LMHead: BERT's transform, T5's rescale), which runs first, on the whole hidden (..., d).
     = F.cross_entropy(head(hidden).float() flattened, target flattened, ...); kwargs: linear_cross_entropy's."""
     features = getattr(head, "features", None)
     x = features(hidden) if callable(features) else hidden

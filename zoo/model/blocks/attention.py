@@ -17,8 +17,8 @@ import torch.nn.functional as F
 from einops import rearrange, repeat
 from torch import nn
 
-from zoo.model.kv_cache import KVCache
-from zoo.model.positions import apply_rotary
+from zoo.model.blocks.kv_cache import KVCache
+from zoo.model.blocks.positions import apply_rotary
 
 
 @dataclass(frozen=True)
