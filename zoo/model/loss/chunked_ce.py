@@ -29,22 +29,23 @@ accumulated over the chunks in fp32.
 On CUDA, with the automatic chunk size, `liger-kernel`'s fused Triton kernel is used when it is installed
 (reductions mean / sum, no per-row output, no z-loss, fp32 compute: it rounds bf16 logits before its
 softmax); the CPU always runs the pure-PyTorch path here.
+
+Its parts, in zoo.model.loss: precision (the compute dtype, fp32 logits), fused (the autograd Functions over
+chunk_pass's loop), plain (chunk_size=0) and liger (the CUDA kernel).
 """
 
-import contextlib
-from importlib import metadata
-
 import torch
-import torch.nn.functional as F
 
 from zoo.errors import check_z_loss
-from zoo.model.loss.chunk_pass import chunk_pass
+from zoo.model.loss.fused import FusedLinearCrossEntropy, LinearCrossEntropyRows, losses_only
+from zoo.model.loss.liger import external_kernel_ok, liger_loss
+from zoo.model.loss.plain import plain
+from zoo.model.loss.precision import compute_dtype
 
 IGNORE_INDEX = -100
 LOGITS_CHUNK_BYTES = 64 * 2**20  # automatic chunk: about this many bytes of fp32 logits per chunk
 MIN_CHUNK_ROWS = 512  # ... but at least this many rows: each chunk streams W (V x d) through 3 GEMMs
 REDUCTIONS = ("mean", "sum", "none")
-LOW_DTYPES = (torch.float16, torch.bfloat16)  # compute dtypes whose logits are kept in fp32 (_fp32_logits)
 
 
 def auto_chunk_size(
@@ -68,223 +69,6 @@ def resolve_chunk_size(chunk_size: int | None, n_rows: int, vocab_size: int) -> 
     return min(chunk_size, max(1, n_rows)) if chunk_size else 0
 
 
-def _compute_dtype(h: torch.Tensor, weight: torch.Tensor) -> torch.dtype:
-    """The dtype of the projections: the autocast dtype when autocast is on for h's device (as F.linear under
-    autocast), else the promoted dtype of h and weight."""
-    device = h.device.type
-    if torch.is_autocast_enabled(device):
-        return torch.get_autocast_dtype(device)
-    return torch.promote_types(h.dtype, weight.dtype)
-
-
-def _no_autocast(device: torch.device):
-    """Autocast off inside the Functions: they cast explicitly (mm would otherwise be re-cast)."""
-    try:
-        return torch.autocast(device_type=device.type, enabled=False)
-    except RuntimeError:  # a device type autocast does not know
-        return contextlib.nullcontext()
-
-
-def _chunk_pass(h, weight, bias, target, valid, label_smoothing, chunk, scale, needs, dtype, z_loss=0.0):
-    """chunk_pass on h, weight and bias cast to the compute dtype, autocast off, accumulating in fp32 (or
-    wider when dtype is)."""
-    acc = torch.promote_types(dtype, torch.float32)
-    with _no_autocast(h.device):
-        b = None if bias is None else bias.to(dtype)
-        return chunk_pass(
-            h.to(dtype), weight.to(dtype), b, target, valid, label_smoothing, chunk, scale, needs, acc, z_loss
-        )
-
-
-class FusedLinearCrossEntropy(torch.autograd.Function):
-    """Reductions mean / sum: the loss and, in forward, the gradients (chunk by chunk, stored for backward).
-    apply(h (N, d), weight (V, d), bias (V,) | None, target (N,), ignore_index, label_smoothing, reduction,
-    chunk rows, compute dtype, needs (grad h, grad weight, grad bias), z_loss) -> (loss (), row losses (N,),
-    not differentiable)."""
-
-    @staticmethod
-    def forward(ctx, h, weight, bias, target, ignore_index, label_smoothing, reduction, chunk, dtype, needs, z_loss):
-        acc = torch.promote_types(dtype, torch.float32)
-        valid = target != ignore_index
-        n = valid.sum()
-        scale = valid.to(acc)
-        if reduction == "mean":
-            scale = scale / n.clamp(min=1)
-        rows, gh, gw, gb = _chunk_pass(
-            h, weight, bias, target, valid, label_smoothing, chunk, scale, needs, dtype, z_loss
-        )
-        loss = rows.sum()
-        if reduction == "mean":
-            loss = loss / n
-        ctx.save_for_backward(
-            gh, None if gw is None else gw.to(weight.dtype), None if gb is None else gb.to(bias.dtype)
-        )
-        ctx.h_dtype = h.dtype
-        ctx.mark_non_differentiable(rows)
-        return loss, rows
-
-    @staticmethod
-    def backward(ctx, grad_loss, _grad_rows):
-        gh, gw, gb = ctx.saved_tensors
-        # the usual loss.backward(): the stored gradients as they are (no data-dependent branch when compiled)
-        one = not torch.compiler.is_compiling() and bool(grad_loss == 1)
-
-        def scaled(g):
-            return g if g is None or one else g * grad_loss.to(g.dtype)
-
-        gh = None if gh is None else scaled(gh).to(ctx.h_dtype)
-        return gh, scaled(gw), scaled(gb), None, None, None, None, None, None, None, None
-
-
-class LinearCrossEntropyRows(torch.autograd.Function):
-    """reduction="none" with gradients: forward keeps only its inputs; backward recomputes each chunk's logits
-    (Cut Cross-Entropy's way) with the per-row incoming gradient as the scale. Same apply arguments as
-    FusedLinearCrossEntropy without reduction; returns row losses (N,)."""
-
-    @staticmethod
-    def forward(ctx, h, weight, bias, target, ignore_index, label_smoothing, chunk, dtype, needs, z_loss):
-        acc = torch.promote_types(dtype, torch.float32)
-        valid = target != ignore_index
-        rows = _chunk_pass(h, weight, bias, target, valid, label_smoothing, chunk, None, needs, dtype, z_loss)[0]
-        ctx.save_for_backward(h, weight, bias, target)
-        ctx.args = (ignore_index, label_smoothing, chunk, dtype, needs, acc, z_loss)
-        return rows
-
-    @staticmethod
-    def backward(ctx, grad_rows):
-        h, weight, bias, target = ctx.saved_tensors
-        ignore_index, label_smoothing, chunk, dtype, needs, acc, z_loss = ctx.args
-        valid = target != ignore_index
-        scale = grad_rows.to(acc).masked_fill(~valid, 0.0)
-        _, gh, gw, gb = _chunk_pass(h, weight, bias, target, valid, label_smoothing, chunk, scale, needs, dtype, z_loss)
-        return (
-            None if gh is None else gh.to(h.dtype),
-            None if gw is None else gw.to(weight.dtype),
-            None if gb is None else gb.to(bias.dtype),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
-
-
-LIGER_MIN_VERSION = (0, 5)  # earlier releases drop label_smoothing / reduction silently
-
-
-def _liger_loss(h, weight, target, bias, ignore_index, label_smoothing, reduction):
-    """liger-kernel's fused Triton linear + cross-entropy (CUDA), or None when no recent enough release is
-    installed (then the pure path runs)."""
-    try:
-        version = tuple(int(x) for x in metadata.version("liger-kernel").split(".")[:2])
-        from liger_kernel.transformers.fused_linear_cross_entropy import LigerFusedLinearCrossEntropyLoss
-    except Exception:  # not installed, an unparsable version, or a build that does not import
-        return None
-    if version < LIGER_MIN_VERSION:
-        return None
-    loss_fn = LigerFusedLinearCrossEntropyLoss(
-        ignore_index=ignore_index, label_smoothing=label_smoothing, reduction=reduction
-    )
-    return loss_fn(weight, h, target, bias).float()  # liger's order: (weight, input, target, bias)
-
-
-def external_kernel_ok(
-    h: torch.Tensor,
-    chunk_size: int | None,
-    reduction: str,
-    return_rows: bool,
-    z_loss: float = 0.0,
-    dtype: torch.dtype = torch.float32,
-) -> bool:
-    """Whether linear_cross_entropy may hand the call to an installed GPU kernel: CUDA tensors, the automatic
-    chunk size (an explicit one asks for the pure path), reduction mean / sum, no per-row output, no z-loss
-    (the pure path computes that one) and an fp32 (or wider) compute dtype: liger-kernel rounds bf16 / fp16
-    logits to that dtype before its fp32 softmax, which the pure path does not (_fp32_logits)."""
-    return (
-        h.is_cuda
-        and chunk_size is None
-        and reduction in ("mean", "sum")
-        and not return_rows
-        and not z_loss
-        and dtype not in LOW_DTYPES
-    )
-
-
-def _plain(h, weight, target, bias, ignore_index, label_smoothing, reduction, return_rows, out_shape, z_loss=0.0):
-    """linear_cross_entropy's plain path (chunk_size=0): the full logits and F.cross_entropy (plus the z-loss
-    term when z_loss > 0, `_plain_z`). In a bf16 / fp16 compute dtype (autocast, or a half-precision model) the
-    logits are F.linear of the operands rounded to it, summed in fp32 and not rounded again (_fp32_logits)."""
-    dtype = _compute_dtype(h, weight)
-    if dtype in LOW_DTYPES:
-        logits = _fp32_logits(h, weight, bias, dtype)
-    else:
-        logits = F.linear(h, weight, bias)
-    if z_loss:
-        return _plain_z(logits, target, ignore_index, label_smoothing, reduction, return_rows, out_shape, z_loss)
-    loss = F.cross_entropy(
-        logits, target, ignore_index=ignore_index, label_smoothing=label_smoothing, reduction=reduction
-    )
-    if reduction == "none":
-        loss = loss.view(out_shape)
-    if not return_rows:
-        return loss
-    rows = (
-        loss.detach()
-        if reduction == "none"
-        else F.cross_entropy(
-            logits.detach(), target, ignore_index=ignore_index, label_smoothing=label_smoothing, reduction="none"
-        )
-    )
-    return loss, rows.view(out_shape)
-
-
-def _fp32_logits(h, weight, bias, dtype):
-    """F.linear(h, weight, bias) of the operands rounded to `dtype` (bf16 / fp16, what autocast feeds the GEMM),
-    in fp32: the products are exact in fp32, so these are the sums the low-precision GEMM accumulates, before it
-    rounds its output (which at logits near 100 is a step of 0.5 in bf16). Differentiable; autocast off."""
-    with _no_autocast(h.device):
-        b = None if bias is None else bias.to(dtype).float()
-        return F.linear(h.to(dtype).float(), weight.to(dtype).float(), b)
-
-
-def _plain_z(logits, target, ignore_index, label_smoothing, reduction, return_rows, out_shape, z_loss):
-    """The plain path with z-loss: rows = F.cross_entropy(reduction="none") + z_loss * logsumexp(logits)^2 on
-    the non-ignored rows (0 elsewhere), reduced as `reduction` (mean: over the non-ignored rows)."""
-    valid = target != ignore_index
-    ce = F.cross_entropy(logits, target, ignore_index=ignore_index, label_smoothing=label_smoothing, reduction="none")
-    rows = ce + torch.where(valid, z_loss * logits.logsumexp(-1).square(), 0.0)
-    loss = rows.view(out_shape) if reduction == "none" else rows.sum()
-    if reduction == "mean":
-        loss = loss / valid.sum()
-    return (loss, rows.detach().view(out_shape)) if return_rows else loss
-
-
-def _losses_only(h, weight, target, bias, ignore_index, label_smoothing, reduction, chunk, dtype, z_loss=0.0):
-    """One chunked pass without gradients: (loss (reduced as `reduction`), row losses (N,))."""
-    acc = torch.promote_types(dtype, torch.float32)
-    valid = target != ignore_index
-    with torch.no_grad(), _no_autocast(h.device):
-        rows = chunk_pass(
-            h.to(dtype),
-            weight.to(dtype),
-            None if bias is None else bias.to(dtype),
-            target,
-            valid,
-            label_smoothing,
-            chunk,
-            None,
-            (False, False, False),
-            acc,
-            z_loss,
-        )[0]
-    loss = rows if reduction == "none" else rows.sum()
-    if reduction == "mean":
-        loss = loss / valid.sum()
-    return loss, rows
-
-
 def linear_cross_entropy(
     h: torch.Tensor,
     weight: torch.Tensor,
@@ -300,7 +84,7 @@ def linear_cross_entropy(
 ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
     """F.cross_entropy(F.linear(h, weight, bias).float(), target, ignore_index=ignore_index,
     label_smoothing=label_smoothing, reduction=reduction), without the full logits tensor, and in bf16 / fp16
-    with the logits summed in fp32 and not rounded to that dtype (_fp32_logits); with z_loss > 0
+    with the logits summed in fp32 and not rounded to that dtype (zoo.model.loss.precision.fp32_logits); with z_loss > 0
     each non-ignored row's loss also gets z_loss * logsumexp(its logits)^2 (PaLM's z-loss, Chowdhery et al.
     2022, sec. 5), reduced with it (mean: over the same rows).
 
@@ -320,22 +104,17 @@ def linear_cross_entropy(
     """
     z_loss = check_z_loss(z_loss)
     _check_arguments(h, weight, target, bias, label_smoothing, reduction)
-    out_shape = target.shape
     h2, t = h.reshape(-1, h.shape[-1]), target.reshape(-1)
-    N, V = h2.shape[0], weight.shape[0]
-    chunk = resolve_chunk_size(chunk_size, N, V)
-
+    chunk = resolve_chunk_size(chunk_size, h2.shape[0], weight.shape[0])
     if chunk == 0:
-        return _plain(h2, weight, t, bias, ignore_index, label_smoothing, reduction, return_rows, out_shape, z_loss)
-
-    if external_kernel_ok(h2, chunk_size, reduction, return_rows, z_loss, _compute_dtype(h2, weight)):
-        loss = _liger_loss(h2, weight, t, bias, ignore_index, label_smoothing, reduction)
+        return plain(h2, weight, t, bias, ignore_index, label_smoothing, reduction, return_rows, target.shape, z_loss)
+    if external_kernel_ok(h2, chunk_size, reduction, return_rows, z_loss, compute_dtype(h2, weight)):
+        loss = liger_loss(h2, weight, t, bias, ignore_index, label_smoothing, reduction)
         if loss is not None:
             return loss
-
     loss, rows = _chunked(h2, weight, t, bias, ignore_index, label_smoothing, reduction, chunk, z_loss)
-    loss = loss.view(out_shape) if reduction == "none" else loss
-    return (loss, rows.view(out_shape)) if return_rows else loss
+    loss = loss.view(target.shape) if reduction == "none" else loss
+    return (loss, rows.view(target.shape)) if return_rows else loss
 
 
 def _check_arguments(
@@ -365,10 +144,10 @@ def _chunked(h, weight, target, bias, ignore_index, label_smoothing, reduction, 
     """linear_cross_entropy's chunked path over h (N, d), target (N,): one pass for the losses alone when no
     gradient is needed, else the autograd Function of the reduction (per-row losses for none, the reduced loss
     otherwise). Returns (loss, row losses (N,), detached for the rows' own metrics)."""
-    dtype = _compute_dtype(h, weight)
+    dtype = compute_dtype(h, weight)
     needs = (h.requires_grad, weight.requires_grad, bias is not None and bias.requires_grad)
     if not (torch.is_grad_enabled() and any(needs)):
-        return _losses_only(h, weight, target, bias, ignore_index, label_smoothing, reduction, chunk, dtype, z_loss)
+        return losses_only(h, weight, target, bias, ignore_index, label_smoothing, reduction, chunk, dtype, z_loss)
     if reduction == "none":
         rows = LinearCrossEntropyRows.apply(
             h, weight, bias, target, ignore_index, label_smoothing, chunk, dtype, needs, z_loss
