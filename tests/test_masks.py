@@ -1,4 +1,4 @@
-"""zoo.model.masks (True = may attend) against masks built by explicit Python loops over (i, j)."""
+"""zoo.model.blocks.masks (True = may attend) against masks built by explicit Python loops over (i, j)."""
 
 import pytest
 import torch

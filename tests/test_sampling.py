@@ -1,4 +1,4 @@
-"""Top-k / top-p sampling (zoo.model.generate) against Hugging Face's logits warpers (TemperatureLogitsWarper,
+"""Top-k / top-p sampling (zoo.model.decoding.generate) against Hugging Face's logits warpers (TemperatureLogitsWarper,
 TopKLogitsWarper, TopPLogitsWarper, applied in that order as its generate does), exact down to which tokens
 are kept, on random logits and on hand-made distributions (the token that crosses p, ties, temperature,
 k >= vocabulary); and the frequencies of many seeded draws against the renormalised distribution (chi-square)."""
