@@ -30,8 +30,8 @@ def test_module_files_are_named_from_the_package_in_a_folder_named_zoo(tmp_path)
     code = (
         "import zoo, torch\n"
         "from zoo.report.trace import where\n"
-        "from zoo.model.embedding import Embedding\n"
-        "from zoo.model.attention import MultiHeadAttention\n"
+        "from zoo.model.blocks.embedding import Embedding\n"
+        "from zoo.model.blocks.attention import MultiHeadAttention\n"
         "print(zoo.__file__)\n"
         "print(where(Embedding))\n"
         "print(where(MultiHeadAttention, 'out_proj'))\n"
@@ -42,8 +42,8 @@ def test_module_files_are_named_from_the_package_in_a_folder_named_zoo(tmp_path)
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.splitlines() == [
         str(clone / "zoo" / "__init__.py"),  # the copy, not the checkout
-        "Embedding (zoo/model/embedding.py)",
-        "MultiHeadAttention.out_proj (zoo/model/attention.py)",
+        "Embedding (zoo/model/blocks/embedding.py)",
+        "MultiHeadAttention.out_proj (zoo/model/blocks/attention.py)",
         "nn.LayerNorm (torch.nn)",
     ]
 

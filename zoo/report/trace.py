@@ -3,7 +3,7 @@ diagram (docs/architectures.md) with the module that computes it, its input and 
 its values, the masks and per-head attention weights, and its FLOPs and activation bytes (zoo.model.cost).
 
 Everything is read from the model's own forward: forward hooks on its modules and, for what happens inside
-attention (q, k, v per head, the scores, the mask, the weights), zoo.model.attention.record_trace. No stage is
+attention (q, k, v per head, the scores, the mask, the weights), zoo.model.blocks.attention.record_trace. No stage is
 computed here a second time, except the Softmax over the logits (the model returns logits; the probabilities
 are softmax(logits)). The hooks only read: the logits are the same, bit for bit, as without the trace.
 """
@@ -430,7 +430,7 @@ class _Builder:
             Stage(
                 f"{name}.scores",
                 f"{box}: scores Q K^T x {scale}" + (" (+ position bias)" if parts else ""),
-                "attend (zoo/model/attention.py)",
+                "attend (zoo/model/blocks/scaled_dot_product.py)",
                 q,
                 rec["scores"],
                 ("B", "heads", "T", "d_k"),
@@ -455,7 +455,7 @@ class _Builder:
             Stage(
                 f"{name}.weights",
                 f"{box}: mask, then softmax over the keys: each row sums to 1",
-                "attend (zoo/model/attention.py)",
+                "attend (zoo/model/blocks/scaled_dot_product.py)",
                 rec["scores"],
                 rec["weights"],
                 ("B", "heads", "T_q", "T_k"),
@@ -471,7 +471,7 @@ class _Builder:
             Stage(
                 f"{name}.values",
                 f"{box}: weights x V, per head",
-                "attend (zoo/model/attention.py)",
+                "attend (zoo/model/blocks/scaled_dot_product.py)",
                 rec["weights"],
                 rec["heads"],
                 ("B", "heads", "T_q", "T_k"),
