@@ -106,32 +106,6 @@ def _explicit_attention(
     return F.dropout(weights, dropout_p) @ v, weights
 
 
-def _fused_attention(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    attn_mask: torch.Tensor | None,
-    row_ok: torch.Tensor | None,
-    dropout_p: float,
-    is_causal: bool,
-    scale: float | None,
-) -> torch.Tensor:
-    """softmax(q k^T scale + attn_mask) v on torch's fused scaled_dot_product_attention (no weights kept): its
-    own is_causal (top-left aligned), and grouped-query attention when k, v have fewer heads than q. Arguments
-    as _explicit_attention's. Returns out (B, h, T_q, d_head), zero on the rows whose row_ok is False."""
-    out = F.scaled_dot_product_attention(
-        q,
-        k,
-        v,
-        attn_mask=attn_mask,
-        dropout_p=dropout_p,
-        is_causal=is_causal,
-        enable_gqa=k.shape[1] != q.shape[1],
-        scale=scale,
-    )
-    return out if row_ok is None else out.masked_fill(~row_ok, 0.0)
-
-
 def attend(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -172,4 +146,6 @@ def attend(
         if keep is not None:
             keep["mask"] = mask
         return _explicit_attention(q, k, v, attn_mask, row_ok, dropout_p, scale, keep)
-    return _fused_attention(q, k, v, attn_mask, row_ok, dropout_p, sdpa_causal, scale), None
+    gqa = k.shape[1] != h  # fewer K/V heads than query heads
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, sdpa_causal, scale=scale, enable_gqa=gqa)
+    return (out if row_ok is None else out.masked_fill(~row_ok, 0.0)), None

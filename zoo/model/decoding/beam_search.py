@@ -124,6 +124,24 @@ def _max_new_per_row(
     return [max_len] * B
 
 
+def _search(model, step, reorder, prefix, key_padding_mask, beam_size, max_new, length_penalty, eos_id, early_stopping):
+    """beam_core with the model's special ids (eos_id None = model.cfg.eos_id; pad_id: model.cfg.pad_id).
+    Returns (tokens, scores) as beam_core."""
+    eos = model.cfg.eos_id if eos_id is None else eos_id
+    return beam_core(
+        step,
+        reorder,
+        prefix,
+        key_padding_mask,
+        beam_size,
+        max_new,
+        length_penalty,
+        eos,
+        model.cfg.pad_id,
+        early_stopping,
+    )
+
+
 @torch.no_grad()
 def beam_search(
     model,
@@ -166,9 +184,7 @@ def beam_search(
             c.reorder(index)
 
     bos = torch.full((B, 1), model.start_id, dtype=torch.long, device=src.device)  # BART / Marian / T5: their own
-    out, scores = beam_core(
-        step, reorder, bos, None, K, max_new, length_penalty, cfg.eos_id, cfg.pad_id, early_stopping
-    )
+    out, scores = _search(model, step, reorder, bos, None, K, max_new, length_penalty, None, early_stopping)
     return (out, scores) if return_scores else out
 
 
@@ -207,17 +223,8 @@ def beam_search_decoder_only(
     def step(tokens, key_padding_mask, n_new):
         return model(tokens[:, -n_new:], key_padding_mask=key_padding_mask, cache=cache, prefix_len=prefix_len)
 
-    out, scores = beam_core(
-        step,
-        cache.reorder,
-        idx,
-        key_padding_mask,
-        K,
-        max_new_tokens,
-        length_penalty,
-        cfg.eos_id if eos_id is None else eos_id,
-        cfg.pad_id,
-        early_stopping,
+    out, scores = _search(
+        model, step, cache.reorder, idx, key_padding_mask, K, max_new_tokens, length_penalty, eos_id, early_stopping
     )
     return (out, scores) if return_scores else out
 
@@ -254,16 +261,7 @@ def beam_search_encoder_only(
     def step(tokens, key_padding_mask, _n_new):
         return model.next_token_logits(tokens, key_padding_mask).unsqueeze(1)  # (B*K, 1, V)
 
-    out, scores = beam_core(
-        step,
-        None,
-        idx,
-        key_padding_mask,
-        beam_size,
-        max_new_tokens,
-        length_penalty,
-        cfg.eos_id if eos_id is None else eos_id,
-        cfg.pad_id,
-        early_stopping,
+    out, scores = _search(
+        model, step, None, idx, key_padding_mask, beam_size, max_new_tokens, length_penalty, eos_id, early_stopping
     )
     return (out, scores) if return_scores else out
