@@ -5,9 +5,11 @@ import math
 import pytest
 import torch
 
-from zoo.model import DecoderOnly, ModelConfig, masks
-from zoo.model.attention import AttentionInputs, MultiHeadAttention, attend
-from zoo.model.generate import left_pad
+from zoo.model import DecoderOnly, ModelConfig
+from zoo.model.blocks import masks
+from zoo.model.blocks.attention import AttentionInputs, MultiHeadAttention
+from zoo.model.blocks.scaled_dot_product import attend
+from zoo.model.decoding.generate import left_pad
 
 B, H, T_Q, T_K, D = 2, 4, 5, 7, 8
 

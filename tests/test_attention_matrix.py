@@ -13,10 +13,11 @@ import math
 import pytest
 import torch
 
-from zoo.model import masks
-from zoo.model.attention import AttentionInputs, MultiHeadAttention, attend, record_weights
-from zoo.model.kv_cache import KVCache
-from zoo.model.positions import ALiBi
+from zoo.model.blocks import masks
+from zoo.model.blocks.attention import AttentionInputs, MultiHeadAttention, record_weights
+from zoo.model.blocks.kv_cache import KVCache
+from zoo.model.blocks.positions import ALiBi
+from zoo.model.blocks.scaled_dot_product import attend
 
 B, T, D_MODEL, H, H_KV = 2, 7, 16, 4, 2
 HD = D_MODEL // H

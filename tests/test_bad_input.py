@@ -10,10 +10,10 @@ from zoo_run import TINY, make_cfg, run_cli
 
 from zoo.errors import ConfigError
 from zoo.model import DecoderOnly, EncoderDecoder, EncoderOnly, ModelConfig, build_model
-from zoo.model.feedforward import FeedForward
-from zoo.model.generate import sample_next
+from zoo.model.blocks.feedforward import FeedForward
+from zoo.model.blocks.norm import make_norm
+from zoo.model.decoding.generate import sample_next
 from zoo.model.init import init_weights
-from zoo.model.norm import make_norm
 from zoo.run.checks.config import check_config
 from zoo.run.cli_overrides import typos
 from zoo.run.conf import CONF_DIR

@@ -1,4 +1,4 @@
-"""Beam search (zoo.model.beam_search): beam 1 is greedy, the cached search equals an uncached reference,
+"""Beam search (zoo.model.decoding.beam_search): beam 1 is greedy, the cached search equals an uncached reference,
 it finds the optimum when the beam holds every hypothesis, the memory's K/V are computed once, finished
 hypotheses are never extended."""
 
@@ -10,13 +10,13 @@ import torch
 from zoo_run import tiny_config
 
 from zoo.model import DecoderOnly, EncoderDecoder
-from zoo.model.beam_search import (
-    _top,
+from zoo.model.decoding.beam_search import (
     beam_core,
     beam_search,
     beam_search_decoder_only,
 )
-from zoo.model.generate import left_pad
+from zoo.model.decoding.beam_step import stable_top
+from zoo.model.decoding.generate import left_pad
 
 V = 40
 PAD, BOS, EOS = 0, 1, 2
@@ -150,7 +150,7 @@ def score(case, b, hyp, alpha):
 
 def reference_beam(case, b, K, max_new, alpha, early_stopping="never"):
     """Plain beam search over python lists, the full decoder recomputed at every step (no cache).
-    Same rules as zoo.model.beam_search: 2K candidates ranked by (score desc, beam slot * V + token);
+    Same rules as zoo.model.decoding.beam_search: 2K candidates ranked by (score desc, beam slot * V + token);
     EOS among the first K ranks finishes; the first K non-EOS stay alive; at max_new all alive finish."""
     alive, finished = [([], 0.0)], []
     for t in range(1, max_new + 1):
@@ -453,13 +453,13 @@ def test_top_orders_ties_as_a_stable_sort():
         if trial % 2:
             scores[:, 5:] = float("-inf")
         for n in (1, 2, 6, 8, 20):
-            vals, idx = _top(scores, n)
+            vals, idx = stable_top(scores, n)
             want_vals, want_idx = scores.sort(dim=-1, descending=True, stable=True)
             assert torch.equal(vals, want_vals[:, :n])
             finite = torch.isfinite(vals)
             assert torch.equal(idx[finite], want_idx[:, :n][finite])
     scores = torch.tensor([[0.0, 3.0, 1.0, 2.0, 5.0, 4.0]])  # no ties: the topk path
-    assert _top(scores, 3)[1].tolist() == [[4, 5, 1]]
+    assert stable_top(scores, 3)[1].tolist() == [[4, 5, 1]]
 
 
 def test_max_length_errors():

@@ -6,8 +6,8 @@ import torch
 from zoo_run import TINY_CONFIG, tiny_config, tokens
 
 from zoo.model import DecoderOnly, EncoderDecoder
-from zoo.model.generate import left_pad
-from zoo.model.kv_cache import KVCache
+from zoo.model.blocks.kv_cache import KVCache
+from zoo.model.decoding.generate import left_pad
 
 POSITIONS = ["sinusoidal", "learned", "rope", "alibi", "none"]
 TOL = 1e-5

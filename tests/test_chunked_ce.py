@@ -1,4 +1,4 @@
-"""zoo.model.chunked_ce: the fused, chunked output projection + cross-entropy equals the plain path
+"""zoo.model.loss.chunked_ce: the fused, chunked output projection + cross-entropy equals the plain path
 (F.linear + F.cross_entropy) in loss and gradients, and its peak memory stays far below it."""
 
 import math
@@ -10,8 +10,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from zoo.model import DecoderOnly, EncoderDecoder, EncoderOnly, ModelConfig, chunked_ce
-from zoo.model.chunked_ce import (
+from zoo.model import DecoderOnly, EncoderDecoder, EncoderOnly, ModelConfig
+from zoo.model.loss import chunked_ce, liger
+from zoo.model.loss.chunked_ce import (
     auto_chunk_size,
     chunked_cross_entropy_rows,
     linear_cross_entropy,
@@ -369,7 +370,7 @@ def test_peak_memory_below_the_plain_path_at_a_small_shape():
 
 
 def test_gpu_kernel_dispatch_never_on_cpu_and_liger_call(monkeypatch):
-    """With a (fake) liger-kernel installed: CPU tensors still take the pure path; _liger_loss hands liger its
+    """With a (fake) liger-kernel installed: CPU tensors still take the pure path; liger_loss hands liger its
     argument order (weight, input, target, bias) and options, and declines releases older than 0.5."""
     calls = []
 
@@ -387,22 +388,22 @@ def test_gpu_kernel_dispatch_never_on_cpu_and_liger_call(monkeypatch):
         monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
     monkeypatch.setitem(sys.modules, module.__name__, module)
     version = {"liger-kernel": "0.6.1"}
-    monkeypatch.setattr(chunked_ce.metadata, "version", lambda dist: version[dist])
+    monkeypatch.setattr(liger.metadata, "version", lambda dist: version[dist])
     h, w, b, t = inputs(ignored=(2,))
     linear_cross_entropy(h, w, t, b, label_smoothing=0.1)
-    assert calls == [] and not chunked_ce.external_kernel_ok(h, None, "mean", False)
+    assert calls == [] and not liger.external_kernel_ok(h, None, "mean", False)
     on_gpu = types.SimpleNamespace(is_cuda=True)
-    assert chunked_ce.external_kernel_ok(on_gpu, None, "mean", False, 0.0, torch.float32)
-    assert not chunked_ce.external_kernel_ok(on_gpu, None, "mean", False, 0.0, torch.bfloat16)  # rounds logits
-    got = chunked_ce._liger_loss(h, w, t, b, IGNORE, 0.1, "sum")
+    assert liger.external_kernel_ok(on_gpu, None, "mean", False, 0.0, torch.float32)
+    assert not liger.external_kernel_ok(on_gpu, None, "mean", False, 0.0, torch.bfloat16)  # rounds logits
+    got = liger.liger_loss(h, w, t, b, IGNORE, 0.1, "sum")
     assert calls == [(IGNORE, 0.1, "sum")]
     torch.testing.assert_close(got, plain_loss(h, w, b, t, 0.1, "sum"), atol=0, rtol=0)
     version["liger-kernel"] = "0.4.2"
-    assert chunked_ce._liger_loss(h, w, t, b, IGNORE, 0.1, "sum") is None
+    assert liger.liger_loss(h, w, t, b, IGNORE, 0.1, "sum") is None
 
 
 class ScaledHead(torch.nn.Linear):
-    """A head with a features() step before its projection, as zoo.model.lm_head.LMHead has."""
+    """A head with a features() step before its projection, as zoo.model.blocks.heads.LMHead has."""
 
     def features(self, x):
         return torch.tanh(x) * 0.5
@@ -516,7 +517,7 @@ def test_encoder_only_objectives_equal_the_plain_path(case, z_loss):
 
 
 def chunked_before_z_loss(h, w, b, t, ls, chunk, scale):
-    """The fp32 chunk pass as it was before the z-loss option, operation for operation (zoo.model.chunk_pass):
+    """The fp32 chunk pass as it was before the z-loss option, operation for operation (zoo.model.loss.chunk_pass):
     the reference that z_loss = 0 must reproduce bit for bit. scale (N,): d loss / d row loss. Returns
     (row losses (N,), grad h, grad w, grad b or None)."""
     N, V = h.shape[0], w.shape[0]

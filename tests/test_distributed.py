@@ -18,8 +18,7 @@ from test_schedules import cosine_lr
 from zoo_run import REPO, TINY, run_cli
 
 from zoo.model import ModelConfig, build_model
-from zoo.model.decoder_layer import DecoderLayer
-from zoo.model.encoder_layer import EncoderLayer
+from zoo.model.blocks.layer import DecoderLayer, EncoderLayer
 from zoo.run.conf import CONF_DIR
 from zoo.tasks.base import compile_layers, compile_training_loss
 from zoo.training.distributed import quote

@@ -8,9 +8,9 @@ import torch
 from zoo_run import counted_flops, reversal_pairs, reversal_tokenizer
 
 from zoo.data.multi30k import collate_translation
-from zoo.model.beam_search import beam_search_encoder_only
 from zoo.model.cost import batch_flops
-from zoo.model.generate import left_pad
+from zoo.model.decoding.beam_search import beam_search_encoder_only
+from zoo.model.decoding.generate import left_pad
 from zoo.tasks.translation import Translation
 
 TOK = reversal_tokenizer()

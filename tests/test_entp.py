@@ -185,7 +185,7 @@ def test_generate_re_encodes_the_prefix():
     from scratch (a slow loop), for left-padded prompts too."""
     torch.manual_seed(0)
     task = lm_task().eval()
-    from zoo.model.generate import left_pad
+    from zoo.model.decoding.generate import left_pad
 
     prompts = [[5, 6, 7, 8], [9, 10]]
     idx, kpm = left_pad(prompts, 0)

@@ -83,3 +83,17 @@ def test_wheel_finds_its_configs_outside_the_repo(wheel, tmp_path):
 def test_the_repo_checkout_reads_the_repo_conf():
     """Under an editable install (these tests) CONF_DIR is the repo's conf/, which an edit there changes."""
     assert Path(CONF_DIR) == REPO / "conf"
+
+
+def test_pyproject_lists_every_package():
+    """pyproject.toml lists its packages by name (setuptools would miss a folder it does not list, and the
+    wheel would lack its modules): every folder under zoo/ with an __init__.py is listed, and every listed
+    package is such a folder or one mapped in package-dir (zoo.conf)."""
+    import tomllib
+
+    setuptools = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
+    listed = set(setuptools["packages"])
+    found = {".".join(p.parent.relative_to(REPO).parts) for p in (REPO / "zoo").rglob("__init__.py")}
+    assert "zoo.model" in found and "zoo.training.callbacks" in found  # the walk reaches nested packages
+    assert sorted(found - listed) == []
+    assert sorted(listed - found - set(setuptools.get("package-dir", {}))) == []

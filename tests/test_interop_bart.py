@@ -76,7 +76,7 @@ def test_greedy_generation_matches(over):
 def test_beam_search_starts_from_the_decoder_start_token():
     """zoo's beam search on a converted BART starts from its decoder_start_token_id (EOS), so beam size 1 gives
     HF's greedy tokens."""
-    from zoo.model.beam_search import beam_search
+    from zoo.model.decoding.beam_search import beam_search
 
     hf = tiny_bart(logits_bias=False)
     m, _ = zhf.from_hf(hf)

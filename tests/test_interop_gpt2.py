@@ -11,7 +11,7 @@ from zoo.interop import hf as zhf  # noqa: E402
 from zoo.interop.blockers import Unsupported  # noqa: E402
 from zoo.interop.load import load_into  # noqa: E402
 from zoo.model import DecoderOnly, ModelConfig  # noqa: E402
-from zoo.model.generate import left_pad  # noqa: E402
+from zoo.model.decoding.generate import left_pad  # noqa: E402
 
 V, PAD, BOS, EOS = 97, 0, 1, 2
 

@@ -19,7 +19,7 @@ from zoo.interop import hf as zhf  # noqa: E402
 from zoo.interop.blockers import Unsupported  # noqa: E402
 from zoo.interop.checkpoints import model_from_checkpoint, zoo_checkpoint  # noqa: E402
 from zoo.interop.precision import Float16Overflow, check_dtype  # noqa: E402
-from zoo.model.generate import left_pad  # noqa: E402
+from zoo.model.decoding.generate import left_pad  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -7,11 +7,11 @@ import torch
 import torch.nn.functional as F
 
 from zoo.model import DecoderOnly, EncoderDecoder, EncoderOnly, ModelConfig, build_model
-from zoo.model.attention import attend
-from zoo.model.embedding import Embedding
-from zoo.model.feedforward import FeedForward
-from zoo.model.lm_head import LMHead, make_lm_head
-from zoo.model.positions import LearnedPositions, RelativePositionBias, sinusoidal_table, t5_buckets
+from zoo.model.blocks.embedding import Embedding
+from zoo.model.blocks.feedforward import FeedForward
+from zoo.model.blocks.heads import LMHead, make_lm_head
+from zoo.model.blocks.positions import LearnedPositions, RelativePositionBias, sinusoidal_table, t5_buckets
+from zoo.model.blocks.scaled_dot_product import attend
 
 SMALL = dict(vocab_size=40, d_model=16, n_heads=2, d_ff=32, n_layers=2, dropout=0.0, max_len=32)
 

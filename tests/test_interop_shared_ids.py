@@ -14,7 +14,7 @@ from test_interop_util import perturb, seeded, seq2seq_batch  # noqa: E402
 
 from zoo.interop.checkpoints import model_from_checkpoint  # noqa: E402
 from zoo.interop.convert import main  # noqa: E402
-from zoo.model.generate import left_pad  # noqa: E402
+from zoo.model.decoding.generate import left_pad  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

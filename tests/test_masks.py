@@ -1,9 +1,9 @@
-"""zoo.model.masks (True = may attend) against masks built by explicit Python loops over (i, j)."""
+"""zoo.model.blocks.masks (True = may attend) against masks built by explicit Python loops over (i, j)."""
 
 import pytest
 import torch
 
-from zoo.model import masks
+from zoo.model.blocks import masks
 
 
 def loop_mask(T_q, T_k, rule):

@@ -9,16 +9,15 @@ import torch.nn.functional as F
 from zoo_run import TINY_CONFIG, tiny_config, tokens
 
 from zoo.model import DecoderOnly, EncoderDecoder, EncoderOnly, build_model
-from zoo.model.attention import record_weights
-from zoo.model.decoder_layer import DecoderLayer
-from zoo.model.embedding import Embedding
-from zoo.model.encoder_layer import EncoderLayer
+from zoo.model.blocks.attention import record_weights
+from zoo.model.blocks.embedding import Embedding
+from zoo.model.blocks.feedforward import FeedForward
+from zoo.model.blocks.layer import DecoderLayer, EncoderLayer
+from zoo.model.blocks.norm import RMSNorm, make_norm
+from zoo.model.blocks.positions import SinusoidalPositions, sinusoidal_table
+from zoo.model.blocks.residual import Residual
+from zoo.model.decoding.generate import left_pad
 from zoo.model.encoder_only import pool
-from zoo.model.feedforward import FeedForward
-from zoo.model.generate import left_pad
-from zoo.model.norm import RMSNorm, make_norm
-from zoo.model.positions import SinusoidalPositions, sinusoidal_table
-from zoo.model.residual import Residual
 
 V, D, H, FF, L = (TINY_CONFIG[k] for k in ("vocab_size", "d_model", "n_heads", "d_ff", "n_layers"))
 config = tiny_config  # ModelConfig(**TINY_CONFIG, **kw)

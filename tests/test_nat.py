@@ -10,8 +10,8 @@ from zoo.data.bpe import CLS_ID, MASK_ID, SubwordTokenizer, train_bpe
 from zoo.data.multi30k import collate_translation
 from zoo.data.resolver import DataError
 from zoo.model import EncoderOnly, ModelConfig
+from zoo.model.blocks.heads import LengthHead
 from zoo.model.encoder_only import source_blind_mask
-from zoo.model.length_head import LengthHead
 from zoo.tasks.objectives.cmlm import NAT_BANNED
 from zoo.tasks.objectives.nat import cmlm_mask, lowest, mask_predict, nat_inputs, num_to_mask
 from zoo.tasks.translation import Translation

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from zoo.model import DecoderOnly, ModelConfig
-from zoo.model.positions import (
+from zoo.model.blocks.positions import (
     ALiBi,
     LearnedPositions,
     RotaryPositions,

@@ -1,4 +1,4 @@
-"""Top-k / top-p sampling (zoo.model.generate) against Hugging Face's logits warpers (TemperatureLogitsWarper,
+"""Top-k / top-p sampling (zoo.model.decoding.generate) against Hugging Face's logits warpers (TemperatureLogitsWarper,
 TopKLogitsWarper, TopPLogitsWarper, applied in that order as its generate does), exact down to which tokens
 are kept, on random logits and on hand-made distributions (the token that crosses p, ties, temperature,
 k >= vocabulary); and the frequencies of many seeded draws against the renormalised distribution (chi-square)."""
@@ -7,7 +7,7 @@ import pytest
 import torch
 from scipy.stats import chisquare
 
-from zoo.model.generate import filter_logits, sample_next
+from zoo.model.decoding.generate import filter_logits, sample_next
 
 tf = pytest.importorskip("transformers")
 

@@ -6,13 +6,12 @@ import pytest
 import torch
 from torch import nn
 
-from zoo.model import EncoderDecoder, ModelConfig, masks
-from zoo.model.attention import AttentionInputs
+from zoo.model import EncoderDecoder, ModelConfig
+from zoo.model.blocks import masks
+from zoo.model.blocks.attention import AttentionInputs
+from zoo.model.blocks.layer import DecoderLayer, EncoderLayer
+from zoo.model.blocks.stack import Decoder, Encoder
 from zoo.model.convert import from_torch_transformer
-from zoo.model.decoder import Decoder
-from zoo.model.decoder_layer import DecoderLayer
-from zoo.model.encoder import Encoder
-from zoo.model.encoder_layer import EncoderLayer
 
 D, H, F, B, S, T = 32, 4, 64, 3, 7, 5
 TOL = 1e-5

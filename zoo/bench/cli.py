@@ -24,7 +24,7 @@ Benchmarks (names for --only; default: all, in this order; one module each in zo
                 validation loss after K steps in each.
   loss          the output projection + cross-entropy alone (forward + backward) at GPT-2 small's head
                 (N = 8 x 256, d 768, V 50,257): full logits + F.cross_entropy vs the fused, chunked
-                zoo.model.chunked_ce.linear_cross_entropy; time ratio and peak memory of each.
+                zoo.model.loss.chunked_ce.linear_cross_entropy; time ratio and peak memory of each.
   peak          achieved FLOP/s of zoo's training step against this machine's own measured matmul
                 FLOP/s, fp32 and bf16.
   throughput    experiment=scaling's training loop per size and architecture: the study's own Trainer

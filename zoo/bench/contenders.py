@@ -27,7 +27,7 @@ class Contender:
     *inputs) -> logits (B, T, V) for training: inputs are (idx,) for LMs, (src, tgt) for seq2seq.
     note: how it differs from zoo's model. missing: why it cannot run (package not importable).
     loss(model, *inputs, targets) -> scalar: the contender's own standard training loss (zoo: the chunked
-    LM head + cross-entropy of zoo.model.chunked_ce); None = cross-entropy of forward's logits."""
+    LM head + cross-entropy of zoo.model.loss.chunked_ce); None = cross-entropy of forward's logits."""
 
     name: str
     build: Callable[[], nn.Module] | None

@@ -9,7 +9,7 @@ from zoo.bench.shapes import LMShape
 from zoo.bench.steps import random_tokens
 from zoo.bench.torch_models import TorchGPT
 from zoo.model import DecoderOnly, ModelConfig
-from zoo.model.chunked_ce import lm_head_cross_entropy
+from zoo.model.loss.chunked_ce import lm_head_cross_entropy
 
 
 def zoo_lm_config(s: LMShape, max_len: int | None = None) -> ModelConfig:

@@ -1,5 +1,5 @@
 """Benchmark 7: the output projection + cross-entropy alone, plain (full logits) vs fused and chunked
-(zoo.model.chunked_ce.linear_cross_entropy): time of forward + backward, and peak memory."""
+(zoo.model.loss.chunked_ce.linear_cross_entropy): time of forward + backward, and peak memory."""
 
 import gc
 import json
@@ -13,7 +13,7 @@ from zoo.bench.options import Options
 from zoo.bench.report import fmt, markdown_table, progress, ratio, wins
 from zoo.bench.steps import autocast, random_tokens
 from zoo.bench.timing import interleaved, median
-from zoo.model.chunked_ce import auto_chunk_size, linear_cross_entropy
+from zoo.model.loss.chunked_ce import auto_chunk_size, linear_cross_entropy
 
 MB = 2**20
 LOSS_KINDS = {"plain": "plain (full logits, F.cross_entropy)", "chunked": "fused chunked (linear_cross_entropy)"}
@@ -133,7 +133,7 @@ def bench_loss(opts: Options) -> str:
     """Output projection + cross-entropy alone, forward + backward (gradients wrt h and W), plain vs fused
     chunked: N = 8 x 256 rows, d_model 768, vocab 50,257 (GPT-2 small's head; QUICK: N 512, d 256).
     plain = F.cross_entropy(F.linear(h, W).float(), y): the full (N, V) logits, their log-softmax and
-    gradient; chunked = zoo.model.chunked_ce.linear_cross_entropy with the automatic chunk size. Under
+    gradient; chunked = zoo.model.loss.chunked_ce.linear_cross_entropy with the automatic chunk size. Under
     --precision bf16 both run their projections under bf16 autocast (chunked keeps its logits in fp32 before the
     softmax: on CUDA the GEMM's fp32 output, on the CPU an fp32 GEMM of the bf16 operands). Times: interleaved
     in this process (zoo.bench.timing.interleaved), median of --reps; chunked/plain = plain time / chunked time
@@ -158,9 +158,10 @@ def bench_loss(opts: Options) -> str:
             f"N = {n} rows (tokens), d_model {d}, vocab {vocab}, precision {opts.precision}; gradients wrt h and W. "
             f"plain = F.cross_entropy(F.linear(h, W).float(), y) (one (N, V) fp32 logits tensor = "
             f"{fmt(n * vocab * 4 / MB)} MB, plus its log-softmax and gradient); chunked = "
-            f"zoo.model.chunked_ce.linear_cross_entropy, automatic chunk = {chunk} rows ({fmt(chunk * vocab * 4 / MB)} "
-            "MB of fp32 logits). speed = plain ms / chunked ms (> 1 = chunked faster; in parentheses the "
-            "repetitions chunked won); peak = growth of the memory peak over the steady state in one step "
+            f"zoo.model.loss.chunked_ce.linear_cross_entropy, automatic chunk = {chunk} rows "
+            f"({fmt(chunk * vocab * 4 / MB)} MB of fp32 logits). speed = plain ms / chunked ms (> 1 = chunked "
+            "faster; in parentheses the repetitions chunked won); peak = growth of the memory peak over the steady "
+            "state in one step "
             f"({method}, a fresh subprocess per contender), MB = 2^20 bytes; peak ratio = contender / plain.",
             "",
             markdown_table(

@@ -3,7 +3,7 @@
 The limit is measured in the same run: square (n x n) @ (n x n) matmuls, 2 n^3 FLOPs, at sizes large enough to
 keep every core busy, in fp32 and in bf16; the fastest size is the limit. The step is zoo's decoder-only LM
 training step at each shape as zoo trains it (forward to the final states, the chunked LM head + cross-entropy
-of zoo.model.chunked_ce, backward, AdamW), and its encoder-decoder step at seq2seq_step's shape, fp32 and
+of zoo.model.loss.chunked_ce, backward, AdamW), and its encoder-decoder step at seq2seq_step's shape, fp32 and
 under bf16 autocast (Lightning's precision=bf16-mixed). Its FLOPs are zoo.model.cost's: 3 x the forward FLOPs
 of the batch (backward = 2 x forward; Kaplan et al. 2020, sec. 2.1). The fraction = achieved FLOP/s / the
 matmul FLOP/s of the same precision: how close the step comes to what the machine's GEMMs reach.
@@ -23,8 +23,8 @@ from zoo.bench.shapes import SEQ2SEQ_SHAPES, default_lm_shapes
 from zoo.bench.steps import autocast
 from zoo.bench.timing import interleaved
 from zoo.model import DecoderOnly, EncoderDecoder
-from zoo.model.chunked_ce import lm_head_cross_entropy
 from zoo.model.cost import forward_flops
+from zoo.model.loss.chunked_ce import lm_head_cross_entropy
 from zoo.training.optim import adamw
 
 PRECISIONS = ("fp32", "bf16")

@@ -9,7 +9,7 @@ from zoo.bench.shapes import Seq2SeqShape
 from zoo.bench.steps import random_tokens
 from zoo.bench.torch_models import TorchSeq2Seq
 from zoo.model import EncoderDecoder, ModelConfig
-from zoo.model.chunked_ce import lm_head_cross_entropy
+from zoo.model.loss.chunked_ce import lm_head_cross_entropy
 
 
 def zoo_seq2seq_config(s: Seq2SeqShape) -> ModelConfig:

@@ -18,7 +18,7 @@ def bench_train_step(opts: Options) -> str:
     dropout 0): zoo DecoderOnly; torch TransformerEncoder (TorchGPT); HF GPT2LMHeadModel and
     x-transformers TransformerWrapper(Decoder) when installed, with the differences listed under the table.
     Step = forward and each contender's own standard loss (zoo: the chunked LM head + cross-entropy,
-    zoo.model.chunked_ce; HF: its labels= loss; the others: fp32 cross-entropy of the logits), backward, AdamW
+    zoo.model.loss.chunked_ce; HF: its labels= loss; the others: fp32 cross-entropy of the logits), backward, AdamW
     step, zero_grad(set_to_none=True) (zoo.bench.steps.train_step). --precision bf16 runs every contender's
     forward under bf16 autocast.
     Every model is built from torch.manual_seed(0); all live in memory at once (GPT-2 small: ~2 GB each

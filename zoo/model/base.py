@@ -3,13 +3,13 @@
 import torch
 from torch import nn
 
-import zoo.model.masks as masks
-from zoo.model.attention import AttentionInputs
+import zoo.model.blocks.masks as masks
+from zoo.model.blocks.attention import AttentionInputs
+from zoo.model.blocks.embedding import Embedding
+from zoo.model.blocks.kv_cache import DecodingCache, KVCache
+from zoo.model.blocks.norm import make_norm
+from zoo.model.blocks.positions import ALiBi, LearnedPositions, RotaryPositions, SinusoidalPositions
 from zoo.model.config import ModelConfig
-from zoo.model.embedding import Embedding
-from zoo.model.kv_cache import DecodingCache, KVCache
-from zoo.model.norm import make_norm
-from zoo.model.positions import ALiBi, LearnedPositions, RotaryPositions, SinusoidalPositions
 
 
 class TransformerBase(nn.Module):

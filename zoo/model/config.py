@@ -62,7 +62,7 @@ class ModelConfig:
     decoder_start_id: the encoder-decoder decoder's first input (None = bos_id; BART: eos, Marian / T5: pad).
     num_classes: classes of the classification head that every architecture builds when > 0 (0 = no
         head); pooling: how EncoderOnly pools its states for it (cls | mean | last).
-    length_classes: classes of EncoderOnly's target-length head (zoo.model.length_head.LengthHead), built
+    length_classes: classes of EncoderOnly's target-length head (zoo.model.blocks.heads.LengthHead), built
         when > 0: lengths 0 .. length_classes - 1 (non-autoregressive translation sets it; 0 = no head).
     pad_id, bos_id, eos_id: special token ids, distinct; zoo.run.train takes them from the data's tokenizer (zoo's
         own: 0, 1, 2, zoo.data.bpe; a pretrained tokenizer.json: its own) and refuses an override that differs.
@@ -75,7 +75,7 @@ class ModelConfig:
         the whole training loss, embeddings to cross-entropy, as one graph, as nanoGPT compiles its model
         (zoo.tasks.base.compile_training_loss: slower to compile, faster steps).
     loss_chunk_size: rows (tokens) per chunk of the fused output projection + cross-entropy
-        (zoo.model.chunked_ce.linear_cross_entropy: the (tokens, vocab) logits tensor never exists; same loss and
+        (zoo.model.loss.chunked_ce.linear_cross_entropy: the (tokens, vocab) logits tensor never exists; same loss and
         gradients): None = automatic (~64 MB of fp32 logits a chunk, at least 512 rows; on CUDA an installed
         liger-kernel may run it), 0 = off (full logits and F.cross_entropy), n > 0 = n rows.
     """

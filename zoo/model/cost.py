@@ -23,12 +23,12 @@ import operator
 
 from torch import nn
 
+from zoo.model.blocks.embedding import Embedding
+from zoo.model.blocks.heads import LMHead
 from zoo.model.config import GATED_ACTIVATIONS, ModelConfig
 from zoo.model.decoder_only import DecoderOnly
-from zoo.model.embedding import Embedding
 from zoo.model.encoder_decoder import EncoderDecoder
 from zoo.model.encoder_only import EncoderOnly
-from zoo.model.lm_head import LMHead
 
 LAYER_TERMS = (
     "attention_qkv",

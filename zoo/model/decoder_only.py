@@ -4,13 +4,12 @@ import torch
 from torch import nn
 
 from zoo.model.base import TransformerBase
+from zoo.model.blocks.heads import make_lm_head, pool
+from zoo.model.blocks.kv_cache import DecodingCache
+from zoo.model.blocks.stack import Decoder
 from zoo.model.config import ModelConfig
-from zoo.model.decoder import Decoder
-from zoo.model.encoder_only import pool
-from zoo.model.generate import decode_loop
+from zoo.model.decoding.generate import decode_loop
 from zoo.model.init import init_weights
-from zoo.model.kv_cache import DecodingCache
-from zoo.model.lm_head import make_lm_head
 
 
 class DecoderOnly(TransformerBase):

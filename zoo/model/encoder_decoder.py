@@ -3,15 +3,14 @@
 import torch
 from torch import nn
 
-import zoo.model.masks as masks
+import zoo.model.blocks.masks as masks
 from zoo.model.base import TransformerBase
+from zoo.model.blocks.heads import make_lm_head
+from zoo.model.blocks.kv_cache import DecodingCache
+from zoo.model.blocks.stack import Decoder, Encoder
 from zoo.model.config import ModelConfig
-from zoo.model.decoder import Decoder
-from zoo.model.encoder import Encoder
-from zoo.model.generate import decode_loop
+from zoo.model.decoding.generate import decode_loop
 from zoo.model.init import init_weights
-from zoo.model.kv_cache import DecodingCache
-from zoo.model.lm_head import make_lm_head
 
 
 class EncoderDecoder(TransformerBase):

@@ -8,14 +8,13 @@ from dataclasses import replace
 import torch
 from torch import nn
 
-import zoo.model.masks as masks
+import zoo.model.blocks.masks as masks
 from zoo.model.base import TransformerBase
+from zoo.model.blocks.heads import LengthHead, make_lm_head, pool
+from zoo.model.blocks.stack import Encoder
 from zoo.model.config import ModelConfig
-from zoo.model.encoder import Encoder
-from zoo.model.generate import decode_loop
+from zoo.model.decoding.generate import decode_loop
 from zoo.model.init import init_weights
-from zoo.model.length_head import LengthHead
-from zoo.model.lm_head import make_lm_head
 
 
 class EncoderOnly(TransformerBase):
@@ -111,7 +110,7 @@ class EncoderOnly(TransformerBase):
         at: torch.Tensor | None = None,
     ):
         """cmlm before the LM head: (final states (B, T, d_model), or (n, d_model) at `at`; length logits). The
-        training loss runs the head inside zoo.model.chunked_ce. Raises ValueError without a length head."""
+        training loss runs the head inside zoo.model.loss.chunked_ce. Raises ValueError without a length head."""
         if self.length_head is None:
             raise ValueError("this model has no length head: build it with model.length_classes > 0")
         h = self.encode(idx, key_padding_mask, source_len=source_len)  # (B, T, d_model)
@@ -201,21 +200,6 @@ def prefix_next_features(
         start = end
     out = torch.cat(parts)
     return torch.empty_like(out).index_copy_(0, order, out)
-
-
-def pool(h: torch.Tensor, key_padding_mask: torch.Tensor | None, pooling: str) -> torch.Tensor:
-    """h (B, T, d_model), key_padding_mask (B, T) True = padding -> (B, d_model).
-    cls: h[:, 0]; mean: mean over non-padding tokens; last: the last non-padding token."""
-    if pooling == "cls":
-        return h[:, 0]
-    keep = torch.ones(h.shape[:2], dtype=torch.bool, device=h.device) if key_padding_mask is None else ~key_padding_mask
-    if pooling == "mean":
-        w = keep.unsqueeze(-1).to(h.dtype)  # (B, T, 1)
-        return (h * w).sum(1) / w.sum(1).clamp(min=1)
-    if pooling == "last":
-        last = (keep.long() * torch.arange(h.shape[1], device=h.device)).argmax(1)  # (B,) index of last real token
-        return h[torch.arange(h.shape[0], device=h.device), last]
-    raise ValueError(f"pooling={pooling!r} is unknown; allowed: cls, mean, last")
 
 
 def source_blind_mask(T: int, source_len: torch.Tensor) -> torch.Tensor:

@@ -13,7 +13,7 @@ from zoo.data.info import from_checkpoint
 from zoo.errors import is_number, is_whole
 from zoo.model import ModelConfig, build_model
 from zoo.model.checkpoint_file import read_checkpoint_file, run_checkpoint
-from zoo.model.sampling import sample
+from zoo.model.decoding.sampling import sample
 
 DEFAULTS = {
     "ckpt_path": None,

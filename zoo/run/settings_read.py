@@ -12,7 +12,7 @@ from zoo.errors import ConfigError
 log = logging.getLogger("zoo")
 
 BOUNDS = ("steps", "epochs", "budget", "time")  # what ends a run (run_bound)
-MASK_KEYS = ("prefix_len", "window")  # the model fields only a mask reads (zoo.model.masks.build)
+MASK_KEYS = ("prefix_len", "window")  # the model fields only a mask reads (zoo.model.blocks.masks.build)
 # every task.scheduler key (zoo.training.optim_checks.SCHEDULER_KEYS, but the kind, which chooses) and every
 # mask-related model key: {its key: {a choice that reads it: the bounds under which it does}}. A scheduler key's
 # choice is task.scheduler.kind, a model key's model.mask (null: the arch's own, causal or bidirectional).

@@ -26,8 +26,8 @@ import torch
 from zoo.data.batching import pack_by_tokens, pad
 from zoo.data.files.lines import drop_bom, text_lines
 from zoo.data.resolver import DataError
-from zoo.model.beam_search import check_early_stopping
 from zoo.model.checkpoint_file import read_checkpoint_file
+from zoo.model.decoding.beam_search import check_early_stopping
 from zoo.run.translate_checkpoint import TranslateError, check_checkpoint, checkpoint_path, load, source_limit
 
 

@@ -13,8 +13,7 @@ from lightning.pytorch.trainer.states import TrainerFn
 from torch import nn
 
 from zoo.data.info import CHECKPOINT_KEY
-from zoo.model.decoder_layer import DecoderLayer
-from zoo.model.encoder_layer import EncoderLayer
+from zoo.model.blocks.layer import DecoderLayer, EncoderLayer
 from zoo.tasks.batch_contract import check_batch
 from zoo.tasks.objectives import check_monitor, objective_class
 from zoo.training.callbacks.checkpoint import validation_due

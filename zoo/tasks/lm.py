@@ -13,7 +13,7 @@ from torchmetrics import MeanMetric
 from zoo.data.bpe import tokenizer_from_state
 from zoo.errors import check_z_loss
 from zoo.model import ModelConfig, build_model
-from zoo.model.sampling import sample
+from zoo.model.decoding.sampling import sample
 from zoo.tasks.base import TaskBase
 from zoo.tasks.objectives import MaskedLM
 from zoo.training.distributed import is_fsdp, root_params

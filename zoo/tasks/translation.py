@@ -12,7 +12,7 @@ from torchmetrics import MeanMetric
 from zoo.data.bpe import SubwordTokenizer
 from zoo.errors import DataError, check_fraction, check_z_loss
 from zoo.model import ModelConfig, build_model
-from zoo.model.beam_search import check_early_stopping
+from zoo.model.decoding.beam_search import check_early_stopping
 from zoo.tasks.base import TaskBase
 
 
@@ -26,7 +26,7 @@ class Translation(TaskBase):
     Validation: val/loss each epoch, and val/bleu, val/chrf from greedy decoding (KV cache) every
     `bleu_every` validations. Test (the best checkpoint): test/bleu (greedy), test/chrf, and with
     beam_size > 1 test/bleu_beam, test/chrf_beam (beam search, GNMT length penalty, max length = source
-    length + max_len_b, stopping rule early_stopping: never | true | false, zoo.model.beam_search).
+    length + max_len_b, stopping rule early_stopping: never | true | false, zoo.model.decoding.beam_search).
     Batches: zoo.data.translation_set.collate_translation dicts. After test: `examples` {task, split, ids, hyp,
     ref, src, hyp_beam} (detokenized test hypotheses, references and sources, for paired tests and zoo.report's
     attention maps; one process only) and `ms_per_example` (test wall time per sentence, greedy and beam

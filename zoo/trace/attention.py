@@ -1,4 +1,4 @@
-"""The stages of one attention sublayer, from zoo.model.attention.record_trace's record of its forward: Q, K, V
+"""The stages of one attention sublayer, from zoo.model.blocks.attention.record_trace's record of its forward: Q, K, V
 split into heads, the scores, the mask and weights, the per-head values, the heads combined by W_O. A mixin of
 zoo.trace.builder.Builder, whose hooks, records, labels and `add` it uses."""
 
@@ -7,7 +7,8 @@ from typing import NamedTuple
 
 import torch
 
-from zoo.model.attention import MultiHeadAttention, attend
+from zoo.model.blocks.attention import MultiHeadAttention
+from zoo.model.blocks.scaled_dot_product import attend
 from zoo.trace.source import where
 from zoo.trace.stages import Stage
 

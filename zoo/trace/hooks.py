@@ -1,5 +1,5 @@
 """The trace's one forward: forward hooks on the model's own modules and, for what happens inside attention (q, k,
-v per head, the scores, the mask, the weights), zoo.model.attention.record_trace.
+v per head, the scores, the mask, the weights), zoo.model.blocks.attention.record_trace.
 
 No stage is computed here a second time, except the Softmax over the logits (the model returns logits; the
 probabilities are softmax(logits)). The hooks only read: the logits are the same, bit for bit, as without the
@@ -9,7 +9,7 @@ trace.
 import torch
 from torch import nn
 
-from zoo.model.attention import record_trace
+from zoo.model.blocks.attention import record_trace
 from zoo.model.decoder_only import DecoderOnly
 from zoo.model.encoder_decoder import EncoderDecoder
 from zoo.model.encoder_only import EncoderOnly

@@ -8,7 +8,7 @@ from torch import nn
 
 
 def where(obj: nn.Module | type | object, attr: str = "") -> str:
-    """'Class.attr (zoo/model/file.py)' for a zoo module, class or function ('attend (zoo/model/attention.py)'),
+    """'Class.attr (zoo/model/file.py)' for a zoo module, class or function ('attend (zoo/model/blocks/attention.py)'),
     'nn.Class (torch.nn)' for one of torch's."""
     code = obj if inspect.isfunction(obj) or isinstance(obj, type) else type(obj)
     name = f"{code.__name__}.{attr}" if attr else code.__name__

@@ -254,8 +254,7 @@ def root_params(module):
 def layer_classes(enabled: bool = True):
     """{EncoderLayer, DecoderLayer}: the Transformer layer classes, as FSDP's auto-wrap (one unit per layer)
     and activation-checkpointing policies; None when not enabled (the policy is off)."""
-    from zoo.model.decoder_layer import DecoderLayer
-    from zoo.model.encoder_layer import EncoderLayer
+    from zoo.model.blocks.layer import DecoderLayer, EncoderLayer
 
     return {EncoderLayer, DecoderLayer} if enabled else None
 

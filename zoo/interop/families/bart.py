@@ -6,8 +6,8 @@ import torch
 from zoo.interop.blockers import Blockers, Unsupported, hydra_value
 from zoo.interop.families.config import ACT_TO_HF, Family, activation_from_hf, get, ids_from_hf
 from zoo.interop.families.weights import Entry, attention, weight_bias
+from zoo.model.blocks.positions import sinusoidal_table
 from zoo.model.config import ModelConfig
-from zoo.model.positions import sinusoidal_table
 
 
 class Seq2Seq(Family):

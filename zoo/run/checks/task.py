@@ -9,7 +9,7 @@ from hydra.utils import get_class
 from omegaconf import DictConfig, OmegaConf
 
 from zoo.errors import ConfigError, check_z_loss, is_number, is_whole
-from zoo.model.beam_search import check_early_stopping
+from zoo.model.decoding.beam_search import check_early_stopping
 from zoo.run.checks.monitors import check_monitors
 from zoo.run.conf import CONF_DIR
 from zoo.run.plan import RunPlan
@@ -84,8 +84,8 @@ def check_vocabularies(cfg: DictConfig, rules: dict) -> None:
 
 
 def check_task_options(cfg: DictConfig) -> None:
-    """task.early_stopping (zoo.model.beam_search.check_early_stopping) and task.z_loss (zoo.errors.check_z_loss)
-    are valid where set (ConfigError)."""
+    """task.early_stopping (zoo.model.decoding.beam_search.check_early_stopping) and task.z_loss
+    (zoo.errors.check_z_loss) are valid where set (ConfigError)."""
     if "early_stopping" in cfg.task:
         try:
             check_early_stopping(cfg.task.early_stopping)
@@ -101,7 +101,7 @@ def check_task_options(cfg: DictConfig) -> None:
 def check_decoding(cfg: DictConfig) -> None:
     """The task's decoding settings are in range (ConfigError): task.beam_size a whole number >= 1,
     task.length_penalty a finite number, and the validation sample's temperature >= 0, top_k >= 1 (or null)
-    and max_new_tokens >= 0 (zoo.model.generate.sample_next's ranges)."""
+    and max_new_tokens >= 0 (zoo.model.decoding.generate.sample_next's ranges)."""
     task = cfg.task
     beam = task.get("beam_size")
     if beam is not None and (not is_whole(beam) or beam < 1):

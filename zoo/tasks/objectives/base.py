@@ -5,8 +5,8 @@ zoo.tasks.classification) holds the loop-facing code: logging, metrics, examples
 
 import torch
 
-from zoo.model.chunked_ce import lm_head_cross_entropy
 from zoo.model.cost import flops_per_token
+from zoo.model.loss.chunked_ce import lm_head_cross_entropy
 
 IGNORE = -100  # target positions the loss skips, chosen by position (padding, source), never by token id
 
@@ -94,7 +94,7 @@ class Objective:
         raise NotImplementedError
 
     def head_loss(self, hidden: torch.Tensor, target: torch.Tensor, **kwargs):
-        """zoo.model.chunked_ce.lm_head_cross_entropy of the LM head on hidden (..., d_model) against target,
+        """zoo.model.loss.chunked_ce.lm_head_cross_entropy of the LM head on hidden (..., d_model) against target,
         chunked by model.loss_chunk_size, with the task's z-loss in training (TaskBase.head_z_loss): the
         (rows, V) logits are never built."""
         return lm_head_cross_entropy(

@@ -57,7 +57,7 @@ class CMLM(TranslationObjective):
         chosen = cmlm_mask(slots, generator)  # (B, N)
         feats, length_logits = self.model.cmlm_features(
             seq.masked_fill(chosen, MASK_ID), key_padding_mask, source_len, at=chosen
-        )  # (n, d_model): the LM head runs inside zoo.model.chunked_ce
+        )  # (n, d_model): the LM head runs inside zoo.model.loss.chunked_ce
         token = self.head_loss(feats, seq[chosen], label_smoothing=self.hparams.label_smoothing)
         length = F.cross_entropy(length_logits.float(), lengths)
         acc = (length_logits.argmax(-1) == lengths).float().mean()

@@ -4,10 +4,10 @@ bidirectionally; decoding re-encodes prompt + hypothesis at every step (no KV ca
 
 import torch
 
-from zoo.model.beam_search import beam_search_encoder_only
 from zoo.model.cost import batch_flops
+from zoo.model.decoding.beam_search import beam_search_encoder_only
+from zoo.model.decoding.generate import left_pad
 from zoo.model.encoder_only import prefix_next_features
-from zoo.model.generate import left_pad
 from zoo.tasks.objectives.base import TranslationObjective
 from zoo.tasks.objectives.joined import joined
 from zoo.tasks.objectives.nat import rank_in_row, uniform

@@ -4,9 +4,9 @@ comparison of T5 (Raffel et al. 2020, sec. 3.2.1). Also the joined sequence enco
 
 import torch
 
-from zoo.model.beam_search import beam_search_decoder_only
 from zoo.model.cost import batch_flops
-from zoo.model.generate import left_pad
+from zoo.model.decoding.beam_search import beam_search_decoder_only
+from zoo.model.decoding.generate import left_pad
 from zoo.tasks.objectives.base import IGNORE, TranslationObjective
 
 

@@ -4,8 +4,8 @@ tgt_out; label-smoothed cross-entropy, padding ignored by position."""
 
 import torch
 
-from zoo.model.beam_search import beam_search
 from zoo.model.cost import batch_flops
+from zoo.model.decoding.beam_search import beam_search
 from zoo.tasks.objectives.base import IGNORE, TranslationObjective
 
 
@@ -33,7 +33,7 @@ class Seq2Seq(TranslationObjective):
     @torch.no_grad()
     def translate(self, batch, beam_size: int = 1) -> list:
         """Greedy (beam_size 1) within source tokens + task.max_len_b new tokens and model.max_len, or beam
-        search (GNMT length penalty, task.early_stopping; zoo.model.beam_search)."""
+        search (GNMT length penalty, task.early_stopping; zoo.model.decoding.beam_search)."""
         src, src_key_padding_mask = batch["src"], batch["src_key_padding_mask"]
         max_new = min(int((~src_key_padding_mask).sum(1).max()) + self.hparams.max_len_b, self.model.cfg.max_len - 1)
         if beam_size > 1:

@@ -20,139 +20,29 @@ at least that many: each beam proposes one EOS at most). At the row's maximum le
 hypothesis is finished with its current score (no EOS appended).
 
 Stopping rule of a row, `early_stopping`: True | False | "never" (default, exact), as Hugging Face's
-argument of that name (zoo.model.beam_hypotheses). A row is done at its maximum length too; the loop ends
+argument of that name (zoo.model.decoding.beam_hypotheses). A row is done at its maximum length too; the loop ends
 when every row is done.
 
 Cost: one decoder step over B * beam_size rows per token (rows already done stay in the batch, frozen,
 until every row is done); ranking takes the top 2 * beam_size of beam_size * V scores per row (topk, ties
-ordered as a stable sort, see _top). Ties are broken on the float32 log-softmax scores: two logits that
+ordered as a stable sort, see beam_step.stable_top). Ties are broken on the float32 log-softmax scores: two logits that
 differ by less than its rounding could rank differently from greedy's argmax on the raw logits (never seen
 in the tests).
 """
 
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
 
 import torch
 
 # check_early_stopping, length_penalty_factor and penalised are part of this module's API too
-from zoo.model.beam_hypotheses import (
+from zoo.model.decoding.beam_hypotheses import (
     NEG_INF,
     FinishedHypotheses,
     check_early_stopping,
     length_penalty_factor,  # noqa: F401  (re-exported)
     penalised,  # noqa: F401  (re-exported)
 )
-
-
-def _top(scores: torch.Tensor, n: int):
-    """The n best of scores (B, N): (values, indices) (B, n), best first, equal scores by lower index (as
-    argmax picks the first maximum): a stable descending sort. topk (much faster than sorting N = beam * V)
-    gives no tie order, so its n are re-ranked stably, and the full sort is used only when a finite score
-    ties across the n-th place (which of the tied entries make the cut would be arbitrary)."""
-    if n < scores.shape[-1]:
-        top = scores.topk(n + 1, dim=-1)
-        edge = top.values[:, n - 1]
-        if not bool(((top.values[:, n] == edge) & torch.isfinite(edge)).any()):
-            idx = top.indices[:, :n].sort(dim=-1).values  # ascending index, then a stable sort by score
-            vals, order = scores.gather(1, idx).sort(dim=-1, descending=True, stable=True)
-            return vals, idx.gather(1, order)
-    vals, idx = scores.sort(dim=-1, descending=True, stable=True)
-    return vals[:, :n], idx[:, :n]
-
-
-class Candidates(NamedTuple):
-    """One step's ranked continuations of a batch of B rows with beam_size beams each (best first)."""
-
-    scores: torch.Tensor  # (B, n) summed log-probabilities of the best n = min(2 beam_size, beam_size V)
-    beam: torch.Tensor  # (B, n) long: the beam each extends
-    token: torch.Tensor  # (B, n) long: its new token
-    finished: torch.Tensor  # (B, beam_size) bool: an EOS candidate ranked within the first beam_size
-    running: torch.Tensor  # (B, beam_size): scores of the first beam_size non-EOS candidates, the new beams
-    running_beam: torch.Tensor  # (B, beam_size) long: the beam each new beam extends
-    running_token: torch.Tensor  # (B, beam_size) long: its new token
-
-
-def _rank(running: torch.Tensor, logits: torch.Tensor, eos: int) -> Candidates:
-    """Rank the continuations of every beam: running (B, K) summed log-probabilities of the alive beams,
-    logits (B*K, V) of the next token. Raises ValueError for V < 2."""
-    B, K = running.shape
-    V = logits.shape[-1]
-    if V < 2:
-        raise ValueError(f"beam search needs a vocabulary of at least 2 tokens, got {V}")
-    cand = (running[:, :, None] + logits.log_softmax(dim=-1).view(B, K, V)).view(B, K * V)
-    scores, flat = _top(cand, min(2 * K, K * V))  # (B, n) best first
-    beam, tok = flat // V, flat % V  # (B, n)
-    is_eos = tok == eos
-    # the first K non-EOS candidates: there are K of them at least, as each beam proposes one EOS at most
-    alive = ~is_eos & ((~is_eos).long().cumsum(dim=-1) <= K)
-    sel = alive.nonzero()[:, 1].view(B, K)  # row-major: K positions per row, best first
-    finished = is_eos[:, :K] & torch.isfinite(scores[:, :K])
-    return Candidates(scores, beam, tok, finished, scores.gather(1, sel), beam.gather(1, sel), tok.gather(1, sel))
-
-
-def _finish(hyps: FinishedHypotheses, cand: Candidates, generated: torch.Tensor, t: int, eos: int) -> None:
-    """Move to `hyps` the EOS candidates ranked within the first K and, in rows at their maximum length t,
-    every alive new beam as it is (no EOS appended). generated: (B*K, t - 1) tokens of the current beams."""
-    K = cand.finished.shape[1]
-    at_max = [not done and t == m for done, m in zip(hyps.done, hyps.max_new)]
-    if not (bool(cand.finished.any()) or any(at_max)):
-        return
-    beams = generated.tolist()
-    scores, beam = cand.scores.tolist(), cand.beam.tolist()
-    for b, j in cand.finished.nonzero().tolist():
-        if not hyps.done[b]:
-            hyps.add(b, scores[b][j], t, beams[b * K + beam[b][j]] + [eos])
-    running, running_beam, running_token = (
-        cand.running.tolist(),
-        cand.running_beam.tolist(),
-        cand.running_token.tolist(),
-    )
-    for b in range(len(at_max)):
-        if at_max[b]:
-            for k in range(K):
-                if running[b][k] != NEG_INF:
-                    hyps.add(b, running[b][k], t, beams[b * K + running_beam[b][k]] + [running_token[b][k]])
-            hyps.done[b] = True
-
-
-def _advance(
-    tokens: torch.Tensor,
-    key_padding_mask: torch.Tensor | None,
-    reorder: Callable | None,
-    cand: Candidates,
-    done: list[bool],
-    pad_id: int,
-):
-    """Re-select the beams and append their new tokens: tokens (B*K, t) -> (B*K, t + 1), key_padding_mask
-    likewise (new tokens are not padding); rows already done stay frozen, extended by pad_id. Calls
-    reorder(index (B*K,)) when the beams change order. Returns (tokens, key_padding_mask)."""
-    B, K = cand.running_beam.shape
-    device = tokens.device
-    done_t = torch.tensor(done, device=device)[:, None]
-    new_beam = torch.where(done_t, torch.arange(K, device=device), cand.running_beam)
-    new_tok = cand.running_token.masked_fill(done_t, pad_id)
-    index = (torch.arange(B, device=device)[:, None] * K + new_beam).view(-1)  # (B*K,)
-    if not torch.equal(index, torch.arange(B * K, device=device)):
-        tokens = tokens.index_select(0, index)
-        if key_padding_mask is not None:
-            key_padding_mask = key_padding_mask.index_select(0, index)
-        if reorder is not None:
-            reorder(index)
-    tokens = torch.cat([tokens, new_tok.view(-1, 1)], dim=1)
-    if key_padding_mask is not None:
-        key_padding_mask = torch.cat([key_padding_mask, key_padding_mask.new_zeros(B * K, 1)], dim=1)
-    return tokens, key_padding_mask
-
-
-def _expand(prefix: torch.Tensor, key_padding_mask: torch.Tensor | None, K: int):
-    """Each row repeated for its K beams: (tokens (B*K, T0), key_padding_mask (B*K, T0) or None, None also
-    when nothing is padding, so that the mask-free fast paths run, as in decode_loop)."""
-    if key_padding_mask is not None and not key_padding_mask.any():
-        key_padding_mask = None
-    if key_padding_mask is not None:
-        key_padding_mask = key_padding_mask.repeat_interleave(K, dim=0)
-    return prefix.repeat_interleave(K, dim=0), key_padding_mask
+from zoo.model.decoding.beam_step import advance, expand, finish, rank
 
 
 @torch.no_grad()
@@ -191,7 +81,7 @@ def beam_core(
     key_padding_mask: (B, T0) True = padding, or None; new tokens are never padding.
     max_new: maximum new tokens, int or one per row (B,).
     eos_id: None = no EOS (every hypothesis runs to its maximum length).
-    early_stopping: True | False | "never" (zoo.model.beam_hypotheses).
+    early_stopping: True | False | "never" (zoo.model.decoding.beam_hypotheses).
     Returns (tokens (B, T0 + L) long: the prefix, then the best hypothesis of each row, pad_id after its end;
     L = the longest best hypothesis; scores (B,) float: their length-penalised log-probabilities).
     Raises ValueError for beam_size < 1, a bad max_new or an unknown early_stopping.
@@ -201,19 +91,19 @@ def beam_core(
     max_new = _check_beam_args(B, K, max_new, early_stopping)
     eos = -1 if eos_id is None else eos_id
     hyps = FinishedHypotheses(max_new, K, length_penalty, early_stopping)
-    tokens, key_padding_mask = _expand(prefix, key_padding_mask, K)
+    tokens, key_padding_mask = expand(prefix, key_padding_mask, K)
     running = torch.full((B, K), NEG_INF, device=prefix.device)  # summed log-probs of the alive hypotheses
     running[:, 0] = 0.0  # all beams start equal: only beam 0 proposes at the first step
     n_new = T0
     for t in range(1, max(max_new) + 1):
         if hyps.all_done():
             break
-        cand = _rank(running, step(tokens, key_padding_mask, n_new)[:, -1].float(), eos)
-        _finish(hyps, cand, tokens[:, T0:], t, eos)
+        cand = rank(running, step(tokens, key_padding_mask, n_new)[:, -1].float(), eos)
+        finish(hyps, cand, tokens[:, T0:], t, eos)
         hyps.update_done(cand.running, t)
         if hyps.all_done():
             break
-        tokens, key_padding_mask = _advance(tokens, key_padding_mask, reorder, cand, hyps.done, pad_id)
+        tokens, key_padding_mask = advance(tokens, key_padding_mask, reorder, cand, hyps.done, pad_id)
         running = cand.running
         n_new = 1
     return hyps.best(prefix, pad_id)
@@ -232,6 +122,24 @@ def _max_new_per_row(
     if 1 + max_len > model_max_len:
         raise ValueError(f"1 + max_len {max_len} > model.max_len={model_max_len}")
     return [max_len] * B
+
+
+def _search(model, step, reorder, prefix, key_padding_mask, beam_size, max_new, length_penalty, eos_id, early_stopping):
+    """beam_core with the model's special ids (eos_id None = model.cfg.eos_id; pad_id: model.cfg.pad_id).
+    Returns (tokens, scores) as beam_core."""
+    eos = model.cfg.eos_id if eos_id is None else eos_id
+    return beam_core(
+        step,
+        reorder,
+        prefix,
+        key_padding_mask,
+        beam_size,
+        max_new,
+        length_penalty,
+        eos,
+        model.cfg.pad_id,
+        early_stopping,
+    )
 
 
 @torch.no_grad()
@@ -276,9 +184,7 @@ def beam_search(
             c.reorder(index)
 
     bos = torch.full((B, 1), model.start_id, dtype=torch.long, device=src.device)  # BART / Marian / T5: their own
-    out, scores = beam_core(
-        step, reorder, bos, None, K, max_new, length_penalty, cfg.eos_id, cfg.pad_id, early_stopping
-    )
+    out, scores = _search(model, step, reorder, bos, None, K, max_new, length_penalty, None, early_stopping)
     return (out, scores) if return_scores else out
 
 
@@ -317,17 +223,8 @@ def beam_search_decoder_only(
     def step(tokens, key_padding_mask, n_new):
         return model(tokens[:, -n_new:], key_padding_mask=key_padding_mask, cache=cache, prefix_len=prefix_len)
 
-    out, scores = beam_core(
-        step,
-        cache.reorder,
-        idx,
-        key_padding_mask,
-        K,
-        max_new_tokens,
-        length_penalty,
-        cfg.eos_id if eos_id is None else eos_id,
-        cfg.pad_id,
-        early_stopping,
+    out, scores = _search(
+        model, step, cache.reorder, idx, key_padding_mask, K, max_new_tokens, length_penalty, eos_id, early_stopping
     )
     return (out, scores) if return_scores else out
 
@@ -364,16 +261,7 @@ def beam_search_encoder_only(
     def step(tokens, key_padding_mask, _n_new):
         return model.next_token_logits(tokens, key_padding_mask).unsqueeze(1)  # (B*K, 1, V)
 
-    out, scores = beam_core(
-        step,
-        None,
-        idx,
-        key_padding_mask,
-        beam_size,
-        max_new_tokens,
-        length_penalty,
-        cfg.eos_id if eos_id is None else eos_id,
-        cfg.pad_id,
-        early_stopping,
+    out, scores = _search(
+        model, step, None, idx, key_padding_mask, beam_size, max_new_tokens, length_penalty, eos_id, early_stopping
     )
     return (out, scores) if return_scores else out

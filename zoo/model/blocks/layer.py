@@ -1,16 +1,16 @@
 """The Transformer layer every stack is built of: self-attention, cross-attention over an encoder memory (when
 built with it), feed-forward, each in a residual sublayer connection (Vaswani et al. 2017, sec. 3.1).
-EncoderLayer (encoder_layer.py) and DecoderLayer (decoder_layer.py) are its two configurations."""
+EncoderLayer and DecoderLayer, at the foot, are its two configurations."""
 
 import torch
 from torch import nn
 
-from zoo.model.attention import AttentionInputs, MultiHeadAttention
+from zoo.model.blocks.attention import AttentionInputs, MultiHeadAttention
+from zoo.model.blocks.feedforward import FeedForward
+from zoo.model.blocks.kv_cache import KVCache
+from zoo.model.blocks.norm import make_norm
+from zoo.model.blocks.residual import Residual
 from zoo.model.config import ModelConfig
-from zoo.model.feedforward import FeedForward
-from zoo.model.kv_cache import KVCache
-from zoo.model.norm import make_norm
-from zoo.model.residual import Residual
 
 
 class TransformerLayer(nn.Module):
@@ -60,7 +60,7 @@ class TransformerLayer(nn.Module):
         """x: (B, T, d_model); attn: the self-attention's mask / is_causal / rope / bias (None = none of them);
         memory: (B, S, d_model), the encoder output (not needed once cross_cache holds its K/V; unused without
         cross-attention); memory_mask: (B, 1, 1, S) bool, True = may attend; cache / cross_cache: this layer's
-        KV caches or None. Returns x (B, T, d_model); attention weights: zoo.model.attention.record_weights.
+        KV caches or None. Returns x (B, T, d_model); attention weights: zoo.model.blocks.attention.record_weights.
         Raises ValueError when a cross-attention layer gets no memory.
         """
         # each sublayer f below sits in its Residual `sub`, by cfg.norm_first:
@@ -81,3 +81,24 @@ class TransformerLayer(nn.Module):
         """The weights of the last forward inside record_weights: (self-attention (B, h, T, T_k),
         cross-attention (B, h, T, S) or None without cross-attention); None where nothing was recorded."""
         return self.self_attn.attn_weights, (self.cross_attn.attn_weights if self.cross_attn is not None else None)
+
+
+class EncoderLayer(TransformerLayer):
+    """nn.TransformerEncoderLayer: the TransformerLayer without cross-attention (self-attention, then the
+    feed-forward network, each inside a Residual; post-LN or pre-LN by cfg.norm_first; Vaswani et al. 2017,
+    sec. 3.1). Its parameters come in its own order: self-attention, feed-forward, then the two norms."""
+
+    PARTS = ("self_attn", "ffn", "self_attn_sub", "ffn_sub")
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__(cfg, cross_attention=False)
+
+
+class DecoderLayer(TransformerLayer):
+    """nn.TransformerDecoderLayer (Vaswani et al. 2017, sec. 3.1): the TransformerLayer with cross-attention
+    over the encoder output `memory` when `cross_attention`. Without it (decoder-only) it is an encoder layer
+    under the stack's mask (causal by default); only its parameter order (norms beside their sublayers) differs
+    from EncoderLayer's."""
+
+    def __init__(self, cfg: ModelConfig, cross_attention: bool = True):
+        super().__init__(cfg, cross_attention)

@@ -1,4 +1,5 @@
-"""The stack every architecture runs: N TransformerLayers and an optional final norm, in one loop over layers."""
+"""The stack every architecture runs: N TransformerLayers and an optional final norm, in one loop over layers.
+Encoder and Decoder, at the foot, are its two configurations."""
 
 from collections.abc import Callable
 
@@ -6,12 +7,12 @@ import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from zoo.model.attention import NO_INPUTS, AttentionInputs, record_weights
+from zoo.model.blocks.attention import NO_INPUTS, AttentionInputs, record_weights
+from zoo.model.blocks.kv_cache import KVCache
+from zoo.model.blocks.layer import DecoderLayer, EncoderLayer, TransformerLayer
+from zoo.model.blocks.norm import make_norm
+from zoo.model.blocks.positions import RelativePositionBias
 from zoo.model.config import ModelConfig
-from zoo.model.kv_cache import KVCache
-from zoo.model.layer import TransformerLayer
-from zoo.model.norm import make_norm
-from zoo.model.positions import RelativePositionBias
 
 
 class LayerStack(nn.Module):
@@ -79,8 +80,33 @@ class LayerStack(nn.Module):
 
     def run(self, x: torch.Tensor, return_attention: bool = False, **kwargs) -> tuple[torch.Tensor, list | None]:
         """forward(x, **kwargs), and with return_attention the per-layer attention weights (attention_weights,
-        recorded by zoo.model.attention.record_weights: explicit attention, N x N scores per head kept).
+        recorded by zoo.model.blocks.attention.record_weights: explicit attention, N x N scores per head kept).
         Returns (x (B, T, d_model), the weights or None)."""
         with record_weights(self, return_attention):
             x = self(x, **kwargs)
             return x, (self.attention_weights() if return_attention else None)
+
+
+class Encoder(LayerStack):
+    """nn.TransformerEncoder: the LayerStack of n_layers EncoderLayers (bidirectional T5 buckets with
+    cfg.position=t5_relative). forward(x, attn, caches) -> x (B, T, d_model)."""
+
+    def __init__(self, cfg: ModelConfig, n_layers: int):
+        super().__init__(cfg, n_layers, lambda: EncoderLayer(cfg), bidirectional=True)
+
+    def attention_weights(self) -> list:
+        """Per layer, the self-attention weights (B, h, T, T_k) of the last forward inside record_weights."""
+        return [self_w for self_w, _ in super().attention_weights()]
+
+
+class Decoder(LayerStack):
+    """nn.TransformerDecoder: the LayerStack of n_layers DecoderLayers.
+
+    cross_attention: build each layer with cross-attention over an encoder memory.
+    cfg.position=t5_relative: causal T5 buckets unless cfg.mask is bidirectional or prefix.
+    forward(x, attn, memory, memory_mask, caches, cross_caches) -> x (B, T, d_model).
+    """
+
+    def __init__(self, cfg: ModelConfig, n_layers: int, cross_attention: bool = True):
+        bidirectional = cfg.mask in ("bidirectional", "prefix")
+        super().__init__(cfg, n_layers, lambda: DecoderLayer(cfg, cross_attention), bidirectional)

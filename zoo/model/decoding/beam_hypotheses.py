@@ -1,4 +1,4 @@
-"""The finished hypotheses of a beam search and its stopping rule (zoo.model.beam_search.beam_core).
+"""The finished hypotheses of a beam search and its stopping rule (zoo.model.decoding.beam_search.beam_core).
 
 A hypothesis of |Y| generated tokens (the final EOS included) with summed log-probability s scores
 s / lp(|Y|), lp(L) = ((5 + L) / 6) ** alpha (GNMT, Wu et al. 2016, eq. 14; alpha = length_penalty).

@@ -1,4 +1,4 @@
-"""The chunk loop of zoo.model.chunked_ce: one pass over the rows of h, C rows at a time, computing each
+"""The chunk loop of zoo.model.loss.chunked_ce: one pass over the rows of h, C rows at a time, computing each
 chunk's logits in one reused (C, V) buffer, its rows' cross-entropy and, when asked, the gradients. With h and w
 in bf16 / fp16 the logits are the GEMM's fp32 sums, never rounded to the low precision before the softmax."""
 

@@ -1,0 +1,1 @@
+"""zoo.model.decoding: generation from a trained model (the token-by-token loop, sampling, beam search)."""
