@@ -38,7 +38,10 @@ def test_a_windows_flops_and_scored_tokens_are_the_closed_forms(arch, scored):
     assert (T, K, sizes["s1"]["d_model"], sizes["s1"]["n_layers"]) == (128, 4, 20, 2)
     got = window_cost(arch, **sizes["s1"], T=T, vocab_size=V, entp_targets=K)
     assert (got["scored"], got["flops"]) == (scored, closed_form(arch, 20, 2, 128, 4))
-    assert closed_form("decoder_only", 20, 2, 128, 4) == 16_527_360 and closed_form("encoder_only", 20, 2, 128, 4) == 33_217_920
+    assert (
+        closed_form("decoder_only", 20, 2, 128, 4) == 16_527_360
+        and closed_form("encoder_only", 20, 2, 128, 4) == 33_217_920
+    )
     assert target_tokens_per_window(arch, T) == scored
 
 

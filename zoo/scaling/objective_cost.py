@@ -57,8 +57,11 @@ def objective_costs(archs, sizes: dict | None = None, T: int | None = None, voca
     if sizes is None or T is None:
         sizes, T = study_shapes()
     K = study_entp_targets()
-    return {a: {s: window_cost(a, **shape, T=T, vocab_size=vocab_size, entp_targets=K) for s, shape in sizes.items()}
-            for a in archs if a in FAMILIES}
+    return {
+        a: {s: window_cost(a, **shape, T=T, vocab_size=vocab_size, entp_targets=K) for s, shape in sizes.items()}
+        for a in archs
+        if a in FAMILIES
+    }
 
 
 def _span(values: list[float]) -> str:
@@ -85,7 +88,9 @@ def objective_table(archs, sizes: dict | None = None, T: int | None = None, voca
         "|---|---|---|" + "---|" * len(names),
     ]
     for arch, by in costs.items():
-        cells = [f"{c['flops'] / c['scored']:.3g} (x{c['flops'] / c['scored'] / _per(ref[s]):.2f})" for s, c in by.items()]
+        cells = [
+            f"{c['flops'] / c['scored']:.3g} (x{c['flops'] / c['scored'] / _per(ref[s]):.2f})" for s, c in by.items()
+        ]
         first = next(iter(by.values()))
         lines.append(f"| {arch} | {first['objective']} | {first['scored']} | " + " | ".join(cells) + " |")
     lines.append("")
