@@ -100,3 +100,21 @@ def test_the_plays_vocabulary_is_the_recorded_one(tmp_path):
     dm.prepare_data()
     dm.setup()
     assert dm.vocab_size == SHAKESPEARE_PLAYS_VOCAB
+
+
+def test_the_studys_tables_print_it_beside_the_attention_share():
+    """zoo.scaling.study.study_lines (the report's Scaling section, `python -m zoo.scaling gates`) puts the
+    objectives' table after the attention share when the points were recounted at the study's shapes."""
+    from zoo.scaling.study import Study, study_lines
+
+    point = {"size": "s1", "attention": 0.5, "C": 1e12, "N": 10_120.0, "run": "r", "loss": 2.0}
+    by_arch = {a: [{**point, "arch": a}] for a in ("decoder_only", "encoder_only")}
+    study = Study(by_arch, {}, {}, {}, {"C": {}}, block=128)
+    lines = study_lines(study)
+    at = lines.index(next(x for x in lines if x.startswith("Attention products")))
+    table = lines.index(next(x for x in lines if x.startswith("What each objective trains on a window of T = 128")))
+    assert at < table and "| encoder_only | entp | 4 | 8.3e+06 (x64.32) |" in lines[table + 5]
+    assert not any(
+        x.startswith("What each objective")
+        for x in study_lines(Study(by_arch, {}, {}, {}, {"C": {}}, recount_why="no"))
+    )
