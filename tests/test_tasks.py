@@ -102,7 +102,7 @@ def test_task_and_data_that_do_not_fit_are_refused_before_work(tmp_path):
     with pytest.raises(
         ConfigError,
         match="Translation reads translation batches, .*TinyShakespeare gives lm "
-        "batches; use data=multi30k or data=parallel_text",
+        "batches; use data=bible_en_es or data=multi30k or data=parallel_text",
     ):
         run(make_cfg(tmp_path, ["task=translation", "data=tiny_shakespeare"], arch="decoder_only"))
     with pytest.raises(ConfigError, match="Classification reads .* use data=sst2 or data=text_classification"):

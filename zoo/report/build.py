@@ -51,6 +51,7 @@ from zoo.report.literature import versus_t5
 from zoo.report.plots import CURVES, band, plot_curves
 from zoo.report.runs import ARCH_ORDER, TASK_ORDER, ReportError, find_runs, read_curves, read_examples
 from zoo.report.scaling import scaling_points, scaling_section
+from zoo.report.scaling_translation import translation_section
 from zoo.report.significance import compare_task
 from zoo.report.table import DIFFERENT, METRICS, NOTES, STANDARD_OBJECTIVE, failed_runs, markdown_table, rows
 
@@ -134,7 +135,9 @@ def report(root: Path, out_dir: Path | None = None, sentence: str | None = None,
     scaling, scaling_figures = [], []
     if scaling_sweep or sizes_swept(runs):  # a comparison at one size per architecture: no empty section
         scaling, scaling_figures = scaling_section(runs, out_dir, scaling_sweep)
-    text += scaling
+    translation, translation_figures = translation_section(runs, out_dir, scaling_sweep)
+    scaling_figures += translation_figures
+    text += scaling + translation
     text += tuning_section(tuning, runs)
     text += _figures(curves, attention, skipped)
     path = out_dir / "report.md"

@@ -32,13 +32,14 @@ MAX_EPOCHS = 4.0  # training tokens seen at most this often by the largest run (
 POINTS_CSV = ("arch", "size", "seed", "n_params", "tokens", "flops", "loss", "lr")
 
 
-def scaling_points(runs: list[dict]) -> list[dict]:
-    """Every point of every finished LM run that records params_non_embedding, as {arch, size, seed, run (the
+def scaling_points(runs: list[dict], task: str = "lm") -> list[dict]:
+    """Every point of every finished run of `task` (lm; translation, D its target tokens) that records
+    params_non_embedding, as {arch, size, seed, run (the
     group a bootstrap draws whole: a trunk and its branches, or a run's evaluations), N, D (tokens), C, tokens,
     seconds, loss, kind (cooldown, cosine or curve), tokens_per_param, steps}."""
     points = []
     for run in runs:
-        if run.get("status", "ok") != "ok" or run.get("task") != "lm" or not run.get("params_non_embedding"):
+        if run.get("status", "ok") != "ok" or run.get("task") != task or not run.get("params_non_embedding"):
             continue
         N = float(run["params_non_embedding"])
         cell = run.get("scaling")
@@ -335,30 +336,36 @@ def _warnings(by_arch: dict, fits: dict) -> list[str]:
     return out
 
 
-def _no_fit(points: list[dict], scaling_sweep: bool) -> list[str]:
+def _no_fit(points: list[dict], scaling_sweep: bool, title: str = "Scaling") -> list[str]:
     """Runs of one size: a line saying why nothing is fitted in an experiment=scaling directory, else nothing."""
     if not (points and scaling_sweep):
         return []
     sizes = sorted({p["N"] for p in points})
     return [
-        "## Scaling",
+        f"## {title}",
         "",
         f"No fit: every run has N = {', '.join(f'{n:,.0f}' for n in sizes)} "
         "non-embedding parameters, and a law needs runs of several sizes (experiment=scaling).",
     ]
 
 
-def scaling_section(runs: list[dict], out_dir: Path, scaling_sweep: bool = False) -> tuple[list[str], list[Path]]:
+LM_STUDY = {"title": "Scaling", "task": "lm", "D": "the training tokens", "loss": "val/cont_loss"}
+
+
+def scaling_section(
+    runs: list[dict], out_dir: Path, scaling_sweep: bool = False, about: dict = LM_STUDY
+) -> tuple[list[str], list[Path]]:
     """report.md's Scaling section and its files: the study's tables (zoo.scaling.study.study_lines: the gates
     first, the fit per architecture with intervals, the long reach, leave one size out, the law forms, the
     attention share, the compute frontiers and multipliers under each FLOP convention, the per-target-token view),
     then the hold-out errors, the cool-down check, the law under each schedule (zoo.scaling.schedules), seed
     noise against fit error, the steps-bound check, the rankings at the smallest and largest size, warnings, four
     plots and points.csv (every fitted point). Runs of one size give only a line saying why nothing is fitted (when
-    `scaling_sweep`, an experiment=scaling directory); no points, nothing."""
-    points = scaling_points(runs)
+    `scaling_sweep`, an experiment=scaling directory); no points, nothing. about: the runs' task, the section's
+    title and what D and the loss are (LM_STUDY; zoo.report.scaling_translation's)."""
+    points = scaling_points(runs, about["task"])
     if len({p["N"] for p in points}) < 2:
-        return _no_fit(points, scaling_sweep), []
+        return _no_fit(points, scaling_sweep, about["title"]), []
     fitted = [p for p in points if p["kind"] in FITTED_KINDS]
     study = analyse(fitted)
     by_arch, fits = study.by_arch, study.fits
@@ -367,11 +374,11 @@ def scaling_section(runs: list[dict], out_dir: Path, scaling_sweep: bool = False
     tables = study_lines(study)
     split = tables.index("", 2) + 1  # after the gate table: how the law is fitted, then the rest
     text = [
-        "## Scaling",
+        f"## {about['title']}",
         "",
         *tables[:split],
         "L(N, D) = E + A / N^alpha + B / D^beta per architecture (Hoffmann et al. 2022's Huber fit, zoo.scaling.fit):"
-        " N the non-embedding parameters, D the training tokens, the loss val/cont_loss at each budget; 95% "
+        f" N the non-embedding parameters, D {about['D']}, the loss {about['loss']} at each budget; 95% "
         'intervals from a bootstrap over runs (seeds) within sizes, rescaled (docs/scaling-laws.md, "The gates"; '
         "over runs across sizes where a size has one seed), widened by the Birge ratio where chi2/dof > 1. Every "
         f"point is in [{csv_path.name}]({csv_path.name}) (`python -m zoo.scaling gates {csv_path.name}` prints these "

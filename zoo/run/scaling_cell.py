@@ -21,12 +21,14 @@ from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from zoo.model.cost import non_embedding_param_count
+from zoo.run import scaling_translation as translation
 from zoo.run.cell_lock import release_lock, take_lock
 from zoo.run.cell_wandb import CellRun, segment_name
 from zoo.run.conf import TASK_OF_BATCH
 from zoo.run.job import build_data, checked_config
 from zoo.run.loggers import data_tag
 from zoo.run.results import arch_config, job_overrides, write_json, write_text
+from zoo.run.scaling_data import is_translation, set_step_tokens, train_tokens
 from zoo.run.scaling_identity import check_same_design, design, legacy_design
 from zoo.scaling.grid import (
     Branch,
@@ -38,6 +40,7 @@ from zoo.scaling.grid import (
     check_lr_grid,
 )
 from zoo.scaling.tune import COSINE_TUNE_KIND, TUNE_KIND, tune_rows, tuned_rate
+from zoo.training.callbacks.cut_epoch import CutEpoch
 from zoo.training.callbacks.progress import ProgressBar
 from zoo.training.callbacks.rng_state import RNGState
 from zoo.training.checkpoint_io import AtomicCheckpointIO
@@ -129,7 +132,7 @@ class Cell:
             enable_model_summary=False,
             num_sanity_val_steps=0,
             limit_val_batches=1.0 if validate else 0,
-            callbacks=[RNGState(), ProgressBar()],
+            callbacks=[RNGState(), CutEpoch(), ProgressBar()],  # CutEpoch: a trunk resumes inside its epoch
             plugins=[AtomicCheckpointIO()],
         )
 
@@ -217,6 +220,7 @@ def run_cell(cfg: DictConfig) -> float:
     largest budget's loss. Raises ConfigError for a bad design (zoo.scaling.grid.check_design) or a folder of
     another design, before any data is read."""
     start = time.time()
+    set_step_tokens(cfg)  # a translation study's steps: the data's target tokens a batch
     set_tuned_rate(cfg)
     cfg, _, _, run_plan = checked_config(cfg)
     s = cfg.scaling
@@ -272,7 +276,7 @@ def run_cell(cfg: DictConfig) -> float:
             "size": size_name,
             "seed": int(cfg.seed),
             "n_params": n_params,
-            "tokens": int(task.cost["tokens"]),
+            "tokens": int(task.cost.get("target_tokens", task.cost["tokens"])),  # D: translation's target tokens
             "flops": float(task.cost["flops"]),
             "loss": loss,
             "lr": float(cfg.task.optimizer.lr),
@@ -282,6 +286,10 @@ def run_cell(cfg: DictConfig) -> float:
             "cooldown": cooldown if not check else "",
             "seconds": round(float(task.cost["seconds"]), 3),
         }
+        if is_translation(cfg) and kind == "cooldown" and br is budgets[-1]:  # what the loss means: BLEU, chrF
+            translation.write_translations(
+                out, row, translation.score_translations(task, datamodule, s.get("bleu_sentences", 200))
+            )
         rows = [r for r in rows if not _done(r, br, kind, cooldown)] + [row]
         write_points(out / "points.csv", rows)
         if cell.wandb:
@@ -301,7 +309,7 @@ def run_cell(cfg: DictConfig) -> float:
         "seed": cfg.seed,
         "overrides": job_overrides(),
         "budget": {"kind": "steps", "value": budgets[-1].end},
-        "final": {"val/cont_loss": float(mine[-1]["loss"])} if mine else {},
+        "final": {"val/loss" if is_translation(cfg) else "val/cont_loss": float(mine[-1]["loss"])} if mine else {},
         "best": {},
         "params": params,
         "params_non_embedding": n_params,
@@ -316,8 +324,9 @@ def run_cell(cfg: DictConfig) -> float:
             "size": size_name,
             "kind": kind,
             "points": mine,
-            "train_tokens": len(datamodule.train_data),  # the largest run reads them tokens / train_tokens times
+            "train_tokens": train_tokens(datamodule),  # the largest run reads them tokens / train_tokens times
         },
+        "translation": translation.read_translations(out),  # None: not a translation cell, or not yet scored
         "steps": budgets[-1].end,
         "wall_seconds": time.time() - start,
         "output_dir": str(out.resolve()),

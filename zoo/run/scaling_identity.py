@@ -49,6 +49,9 @@ NOT_IDENTITY = (
     "data.data_dir",  # where the data is read from; data.file names what is read
     "data.mirror",
     "data.token_dir",
+    "data.tokenizer_dir",  # where a trained tokenizer is saved (named by a digest of its training text)
+    "data.num_workers",
+    "scaling.bleu_sentences",  # what a translation cell decodes after its largest budget, not a point
     "data.pin_memory",
     "task.monitor",  # which checkpoint is kept: a cell keeps none
     "task.monitor_mode",
@@ -101,7 +104,7 @@ def legacy_design(cfg: DictConfig, arch_label: str) -> dict:
         "lr": float(cfg.task.optimizer.lr),
         "seed": cell_seed(s.cell),
         "block_size": int(s.block_size),
-        "val_windows": int(s.val_windows),
+        "val_windows": None if s.get("val_windows") is None else int(s.val_windows),  # translation: none
         "warmup_tokens_per_param": float(s.get("warmup_tokens_per_param", 1.0)),
         "data": str(cfg.data.get("file")),
     }

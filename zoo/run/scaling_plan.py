@@ -19,6 +19,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from zoo.errors import ConfigError, is_whole
 from zoo.model.cost import non_embedding_param_count
+from zoo.run import scaling_translation as translation
 from zoo.run.conf import CONF_DIR
 from zoo.run.job import checked_config, job_task
 from zoo.run.scaling_cell import (
@@ -29,6 +30,7 @@ from zoo.run.scaling_cell import (
     trunk_checkpoint_steps,
     trunk_segments,
 )
+from zoo.run.scaling_data import check_passes, is_translation, set_step_tokens, train_tokens
 from zoo.run.scaling_identity import check_same_design, design, legacy_design
 from zoo.scaling.grid import cell_branches, cell_is_check, cell_size, check_design
 from zoo.training.optim import adamw
@@ -102,6 +104,24 @@ def measure(task, batch_size: int, block_size: int, val_batches: int) -> Timing:
     return Timing(statistics.fmean(repeats), min(repeats), max(repeats), (time.perf_counter() - t0) * val_batches)
 
 
+def timing(cfg: DictConfig, task, data) -> tuple[Timing, float, int, float]:
+    """(Timing, training FLOPs a step, tokens a step, seconds of the BLEU / chrF scoring at the largest budget) of a
+    job: an LM job's on random windows (measure); a translation job's on real batches of `data`, its set-up
+    datamodule (zoo.run.scaling_translation), its tokens a step the target tokens (scaling.block_size)."""
+    if not is_translation(cfg):
+        B, T = cfg.data.batch_size, cfg.data.block_size
+        x = torch.zeros(B, T, dtype=torch.long)
+        return measure(task, B, T, -(-int(cfg.data.val_windows) // B)), 3.0 * task.batch_flops((x, x)), B * T, 0.0
+    size = cfg.scaling.sizes[cell_size(cfg.scaling.cell, cfg.scaling.sizes)]
+    per_step = int(size.batch_size)  # batches a step (trainer.accumulate_grad_batches; zoo.run.scaling_data)
+    flops = translation.mean_step_flops(task, data)
+    steps = [per_step * x for x in translation.time_steps(task, data, WARM_STEPS, REPEATS, STEPS_PER_REPEAT, flops)]
+    t = Timing(statistics.fmean(steps), min(steps), max(steps), translation.time_evaluation(task, data))
+    scoring = translation.time_scoring(task, data, int(cfg.scaling.get("bleu_sentences", 200)))
+    tokens = per_step * int(cfg.scaling.block_size)
+    return t, per_step * flops, tokens, scoring
+
+
 def job_steps(cfg: DictConfig, done: set, trunk=()) -> tuple[int, int]:
     """(optimizer steps, Trainers) a job still runs: a cool-down cell's trunk fits from its checkpoints on disk
     (`trunk`: their steps; zoo.run.scaling_cell.trunk_segments, as the cell trains them) to each cool-down start
@@ -147,16 +167,16 @@ def job_left(cfg: DictConfig, folder) -> tuple[set, set]:
     return done, trunk_checkpoint_steps(Path(folder) / "trunk")
 
 
-def plan(jobs: list[tuple[str, DictConfig]], info: dict, job_overhead_s: float, sweep_dir=None, subdir=None):
+def plan(jobs: list[tuple[str, DictConfig]], info: dict, job_overhead_s: float, sweep_dir=None, subdir=None, data=None):
     """The plan of `jobs` ((arch option, composed job config), in sweep order) on the data's `info`
     (model_info): one PlanRow each, with what is left when `sweep_dir` holds an earlier command's points and trunk
     checkpoints (each job's folder: `subdir`, the raw hydra.sweep.subdir, default ARCH-CELL); a Timing measured
-    once per architecture and size, a line on stderr each; job_overhead_s per Trainer (its set-up)."""
+    once per architecture and size (timing; data: the set-up datamodule, which a translation job's times), a line
+    on stderr each; job_overhead_s per Trainer (its set-up)."""
     timed, rows = {}, []
     keys = list(dict.fromkeys((arch, cell_size(cfg.scaling.cell)) for arch, cfg in jobs))
     for arch, cfg in jobs:
         task = job_task(cfg, info, "plan")
-        B, T = cfg.data.batch_size, cfg.data.block_size
         folder = None if sweep_dir is None else cell_dir(sweep_dir, arch, cfg, *([subdir] if subdir else []))
         done, trunk = job_left(cfg, folder)
         n_steps, segments = job_steps(cfg, done, trunk)
@@ -164,16 +184,17 @@ def plan(jobs: list[tuple[str, DictConfig]], info: dict, job_overhead_s: float, 
         budgets = cell_branches(cfg.scaling.cell, size, cfg.scaling)
         key = (arch, cell_size(cfg.scaling.cell))
         if key not in timed:
-            timed[key] = t = measure(task, B, T, -(-int(cfg.data.val_windows) // B))
+            timed[key] = timing(cfg, task, data)
+            t = timed[key][0]
             print(
                 f"zoo: scaling plan: timed {arch} {key[1]} ({len(timed)}/{len(keys)}): {1e3 * t.step:.3g} ms a step "
                 f"(± {100 * t.spread:.0f}% over {REPEATS} repeats), {t.evaluation:.3g} s a validation",
                 file=sys.stderr,
                 flush=True,
             )
-        t = timed[key]
-        x = torch.zeros(B, T, dtype=torch.long)
+        t, step_flops, step_tokens, scoring = timed[key]
         left = sum(b.end not in done for b in budgets)
+        scored = scoring if budgets[-1].end not in done and point_kind(cfg.scaling.cell) == "cooldown" else 0.0
         rows.append(
             PlanRow(
                 arch=arch,
@@ -183,9 +204,9 @@ def plan(jobs: list[tuple[str, DictConfig]], info: dict, job_overhead_s: float, 
                 steps=n_steps,
                 evaluations=len(budgets),
                 done=len(budgets) - left,
-                tokens=budgets[-1].end * B * T,
-                flops=3.0 * task.batch_flops((x, x)) * budgets[-1].end,
-                seconds=n_steps * t.step + left * t.evaluation + segments * job_overhead_s,
+                tokens=budgets[-1].end * step_tokens,
+                flops=step_flops * budgets[-1].end,
+                seconds=n_steps * t.step + left * t.evaluation + scored + segments * job_overhead_s,
                 spread=n_steps * (t.slowest - t.fastest) / 2,
             )
         )
@@ -302,6 +323,15 @@ def check_window(job: DictConfig) -> None:
         )
 
 
+def _data(jobs):
+    """The sweep's datamodule (its first job's data), set up, writing no tokenizer file."""
+    data = jobs[0][1].data
+    dm = instantiate(data, _convert_="all", **({"tokenizer_dir": None} if "tokenizer_dir" in data else {}))
+    dm.prepare_data()
+    dm.setup()
+    return dm
+
+
 def run_plan(config: DictConfig, jobs: list[tuple[str, DictConfig]]) -> list[PlanRow]:
     """experiment=scaling's plan of the sweep `jobs` (zoo.run.sweep_callback.sweep_jobs) under its multirun
     `config`: checks every job (run directories, design, the job's own config checks, its folder's cell.json),
@@ -309,18 +339,22 @@ def run_plan(config: DictConfig, jobs: list[tuple[str, DictConfig]]) -> list[Pla
     Raises ConfigError (or the job checks' errors) before anything is timed."""
     subdir = OmegaConf.to_container(config.hydra.sweep, resolve=False)["subdir"]
     check_run_dirs(jobs, subdir)
+    translating = is_translation(jobs[0][1])
+    dm = _data(jobs) if translating else None  # a translation design's steps need the data's target tokens a batch
     checked = []
     for arch, job in jobs:  # a bad design or job config exits 2 before any data is read or timed
-        check_window(job)
+        if translating:
+            set_step_tokens(job, dm)
+        else:
+            check_window(job)
         check_design(job.scaling, [cell_size(job.scaling.cell, job.scaling.sizes)])
         checked.append((arch, checked_config(copy.deepcopy(job))[0]))  # the job's own checks, run now
     check_cell_dirs(checked, config.hydra.sweep.dir, subdir)
-    dm = instantiate(jobs[0][1].data, _convert_="all")
-    dm.prepare_data()
-    dm.setup()
+    dm = dm or _data(jobs)
+    check_passes(jobs, train_tokens(dm), "target tokens" if translating else "tokens")
     overhead = float(config.scaling.get("job_overhead_s", 10))
     print(f"zoo: scaling plan: {len(jobs)} jobs checked; timing each architecture and size", file=sys.stderr)
-    rows = plan(jobs, dm.model_info(), overhead, config.hydra.sweep.dir, subdir)
+    rows = plan(jobs, dm.model_info(), overhead, config.hydra.sweep.dir, subdir, data=dm)
     line = left_out(arch for arch, _ in jobs)
     print(f"zoo: scaling plan\n{plan_table(rows)}" + (f"\n{line}" if line else ""), flush=True)
     out = Path(config.hydra.sweep.dir)

@@ -1,10 +1,12 @@
 """python -m zoo.scaling fit FILE.csv --params COL (--tokens COL | --flops COL) --loss COL [--drop-highest K]
 [--bootstrap B] [--seed S] [--group COLS] [--strata COLS] [--json OUT] [--compute C ...]
 python -m zoo.scaling gates POINTS.csv [--bootstrap B] [--unique-tokens U]
+python -m zoo.scaling cross LM.csv TRANSLATION.csv [--bootstrap B] [--unique-tokens U_LM U_TRANSLATION]
 
 Fits the Chinchilla law L(N, D) = E + A / N^alpha + B / D^beta to a CSV of points (any runs, not only zoo's) with
 bootstrap intervals, and prints the compute-optimal allocation and the frontier L*(C) (docs/scaling-laws.md).
-`gates` prints the gate table of a study's points.csv and the tables beside it (zoo.scaling.study).
+`gates` prints the gate table of a study's points.csv and the tables beside it (zoo.scaling.study); `cross` the
+cross-task table of two studies (zoo.scaling.cross_task).
 Bad input (a missing column, a non-numeric or non-positive value, too few points, fewer than 3 distinct N or D) exits
 with 2 before any fitting.
 """
@@ -200,6 +202,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--json", type=Path, metavar="OUT", help="also write the fit as JSON")
     _gates_parser(sub)
+    _cross_parser(sub)
     p.add_argument(
         "--compute",
         type=float,
@@ -223,6 +226,32 @@ def _gates_parser(sub) -> None:
     )
 
 
+def _cross_parser(sub) -> None:
+    c = sub.add_parser("cross", help="the cross-task table of two studies' points.csv: LM and translation")
+    c.add_argument("lm", type=Path, metavar="LM.csv", help="the language-model study's points.csv")
+    c.add_argument("translation", type=Path, metavar="TRANSLATION.csv", help="the translation study's points.csv")
+    c.add_argument("--bootstrap", type=int, default=200, metavar="B", help="resamples of each fit (default 200)")
+    c.add_argument(
+        "--unique-tokens",
+        type=float,
+        nargs=2,
+        metavar=("U_LM", "U_TRANSLATION"),
+        help="each study's unique training tokens (the law forms' comparison; default: the shakespeare_plays "
+        "training split's 4,470,805, and a train_tokens column or none for the translation study)",
+    )
+
+
+def _study_command(args) -> int:
+    """`gates` (zoo.scaling.study) or `cross` (zoo.scaling.cross_task), imported only when asked for."""
+    if args.command == "cross":
+        from zoo.scaling.cross_task import cross_main
+
+        return cross_main(args)
+    from zoo.scaling.study import gates_main
+
+    return gates_main(args)
+
+
 def main(argv=None) -> int:
     """Run the CLI: print the fit's table (and write --json); returns 0, 2 after printing a ScalingError, or 1 when
     the fit did not converge (nothing printed to stdout or written)."""
@@ -230,10 +259,8 @@ def main(argv=None) -> int:
     # scipy >= 1.15's L-BFGS-B runs 10-30x slower with OpenBLAS threads (scipy issue #22438): one thread, unless
     # the user chose; takes effect because numpy loads only below
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    if args.command == "gates":
-        from zoo.scaling.study import gates_main
-
-        return gates_main(args)
+    if args.command != "fit":
+        return _study_command(args)
     from zoo.scaling.fit import ScalingError, check_points, fit_scaling_law, underdetermined
 
     try:

@@ -7,12 +7,13 @@ the same points:
 - "causal attention at half": each attention product counted at its mask's share of the full matrix, a causal
   mask at 1/2 (the triangle; the count of FlashAttention's causal kernels, Dao 2023), the prefix mask of
   prefix_lm at (P T + (T - P)^2 / 2) / T^2 = 5/8 for a prefix P = T/2, the encoder's and the cross-attention's in
-  full;
+  full (encoder_only's ENTP forwards are bidirectional: in full);
 - "6·N·D": Kaplan et al. 2020's C = 6 N D, N the non-embedding parameters, D the tokens read.
 
 The attention FLOPs come from zoo.model.cost at the study's shapes (conf/experiment/scaling.yaml's sizes and
-block_size, each family's objective's sequence lengths); a point whose N is not its size's at those shapes is not
-recounted. Target tokens: the tokens a window trains on (the positions its loss scores)."""
+block_size, each family's objective's sequence lengths; encoder_only's ENTP: one forward per stratum of its K =
+task.entp_targets, conf/task/lm.yaml); a point whose N is not its size's at those shapes is not recounted. Target
+tokens: the tokens a window trains on (the positions its loss scores)."""
 
 import functools
 from pathlib import Path
@@ -22,6 +23,7 @@ from omegaconf import OmegaConf
 from zoo.model import ModelConfig, build_model
 from zoo.model.cost import forward_flops_by_stack, non_embedding_param_count
 from zoo.scaling.grid import d_ff, layers
+from zoo.tasks.objectives.entp import strata
 
 CONVENTIONS = {"C": "zoo: attention in full", "C_half": "causal attention at half", "C_6ND": "6·N·D"}
 _PKG = Path(__file__).resolve().parent.parent
@@ -35,6 +37,11 @@ def study_shapes(experiment: str = "scaling") -> tuple[dict, int]:
     return sizes, int(scaling["block_size"])
 
 
+def study_entp_targets() -> int:
+    """K of encoder_only's ENTP in the LM study: conf/task/lm.yaml's task.entp_targets (experiment=scaling keeps it)."""
+    return int(OmegaConf.load(CONF_DIR / "task" / "lm.yaml")["task"]["entp_targets"])
+
+
 def mask_share(mask: str, T: int) -> float:
     """The share of an attention product's matrix counted under "causal attention at half": full 1, causal 1/2,
     prefix (P = T/2 bidirectional, causal after) (P T + (T - P)^2 / 2) / T^2 = 5/8."""
@@ -42,10 +49,13 @@ def mask_share(mask: str, T: int) -> float:
     return {"full": 1.0, "causal": 0.5, "prefix": (P * T + (T - P) ** 2 / 2) / T**2}[mask]
 
 
-def target_tokens_per_window(arch: str, T: int) -> int | None:
+def target_tokens_per_window(arch: str, T: int, entp_targets: int | None = None) -> int | None:
     """The positions a window of T tokens trains on: decoder_only (causal_lm) all T; prefix_lm and
     encoder_decoder (prefix_continuation) the continuation after the half-window prefix, T - T/2 + 1
-    (zoo.tasks.objectives.prefix_lm, .prefix_continuation). None for another family."""
+    (zoo.tasks.objectives.prefix_lm, .prefix_continuation); encoder_only (entp) min(K, T), K = entp_targets
+    (None: study_entp_targets()). None for another family."""
+    if arch == "encoder_only":
+        return min(study_entp_targets() if entp_targets is None else entp_targets, T)
     return {"decoder_only": T, "prefix_lm": T - T // 2 + 1, "encoder_decoder": T - T // 2 + 1}.get(arch)
 
 
@@ -54,14 +64,18 @@ def attention_per_window(arch: str, d_model: int, n_heads: int, n_layers: int, T
     """(N, {mask: forward FLOPs}) of one window of T tokens: the non-embedding parameters of the family at that
     size (zoo.scaling.grid's layers and d_ff), and its attention products (scores + values) by the mask they run
     under ("full", "causal", "prefix"); None for a family of another objective."""
-    model_arch = {"decoder_only": "decoder_only", "prefix_lm": "decoder_only", "encoder_decoder": "encoder_decoder"}
-    if arch not in model_arch:
+    model_arch = {"prefix_lm": "decoder_only"}
+    if arch not in ("decoder_only", "prefix_lm", "encoder_decoder", "encoder_only"):
         return None
     cfg = ModelConfig(
         vocab_size=2, d_model=d_model, n_heads=n_heads, n_layers=layers(arch, n_layers), d_ff=d_ff(arch, d_model)
     )
-    model = build_model(model_arch[arch], cfg)
+    model = build_model(model_arch.get(arch, arch), cfg)
     N = non_embedding_param_count(model)
+    if arch == "encoder_only":  # entp: one bidirectional forward a stratum, as wide as its last prefix
+        widths = strata(T, min(study_entp_targets(), T))[1:]
+        encs = [forward_flops_by_stack(model, 1, w)["encoder"] for w in widths]
+        return N, {"full": sum(e["attention_scores"] + e["attention_values"] for e in encs)}
     if arch == "encoder_decoder":  # prefix_continuation: encoder over T/2, decoder over T - T/2 + 1
         st = forward_flops_by_stack(model, 1, T - T // 2 + 1, T // 2)
         enc, dec = st["encoder"], st["decoder"]

@@ -14,6 +14,7 @@ from zoo.scaling.fit import ScalingError
 from zoo.scaling.forms import SHAKESPEARE_PLAYS_TRAIN_TOKENS, compare_forms, effective_tokens, fit_data_constrained
 from zoo.scaling.frontier import Frontier
 from zoo.scaling.gates import family_checks, gates
+from zoo.scaling.objective_cost import objective_table
 from zoo.scaling.points import by_family, fit_families, read_points_csv
 from zoo.scaling.residuals import residual_table
 
@@ -85,6 +86,8 @@ def study_lines(study: Study) -> list[str]:
         out += [f"FLOPs not recounted under other conventions: {s.recount_why}.", ""]
     else:
         out += [*tables.attention_table([p for pts in s.by_arch.values() for p in pts]), ""]
+        unequal = objective_table(list(s.by_arch))  # scored tokens and FLOPs per scored token, per objective
+        out += [*unequal, ""] if unequal else []
     out += [*tables.frontier_table({k: v for k, v in s.frontiers.items() if k != "target"}), ""]
     for key in (k for k in CONVENTIONS if k in s.frontiers):
         out += [*tables.multiplier_table(s.by_arch, s.fits, s.frontiers[key], s.verdicts, s.birge, key), ""]

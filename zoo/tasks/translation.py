@@ -89,6 +89,7 @@ class Translation(TaskBase):
             else None
         )
         self.hyps = {"val": {}, "test": {}, "test_beam": {}}
+        self.cost["target_tokens"] = 0  # target tokens trained (each with its EOS): a scaling study's D
         self._validations = 0
 
     @classmethod
@@ -124,8 +125,10 @@ class Translation(TaskBase):
 
     def training_step(self, batch, batch_idx):
         loss = self.training_loss(batch)
-        tokens = (~batch["src_key_padding_mask"]).sum() + (~batch["tgt_key_padding_mask"]).sum()
-        self.log_train_step(loss, tokens, self.batch_flops(batch))
+        target = (~batch["tgt_key_padding_mask"]).sum()  # the positions the loss predicts: target tokens + EOS
+        world = self.trainer.world_size if self._trainer is not None else 1
+        self.cost["target_tokens"] = self.cost.get("target_tokens", 0) + int(target) * world
+        self.log_train_step(loss, (~batch["src_key_padding_mask"]).sum() + target, self.batch_flops(batch))
         return loss
 
     # ---- decoding ------------------------------------------------------------------------------------
@@ -147,7 +150,9 @@ class Translation(TaskBase):
 
     # ---- validation and test --------------------------------------------------------------------------
     def _bleu_now(self) -> bool:
-        return not self.trainer.sanity_checking and self._validations % self.hparams.bleu_every == 0
+        """Whether this validation decodes (greedy BLEU / chrF): every bleu_every-th one; bleu_every 0, never."""
+        every = self.hparams.bleu_every
+        return bool(every) and not self.trainer.sanity_checking and self._validations % every == 0
 
     def _update_loss(self, split: str, batch, batch_idx: int) -> None:
         """Accumulate the split's loss (the objective's eval_loss: encoder_ar exact over every target token;
