@@ -28,7 +28,7 @@ from omegaconf import OmegaConf  # noqa: E402
 from zoo.run.conf import CONF_DIR  # noqa: E402
 from zoo.scaling import bootstrap as B  # noqa: E402
 from zoo.scaling.fit import fit_scaling_law  # noqa: E402
-from zoo.scaling.grid import size_budgets, size_non_embedding, size_seeds  # noqa: E402
+from zoo.scaling.sizes import size_budgets, size_non_embedding, size_seeds  # noqa: E402
 
 # a law of this study's scale (the second design's decoder_only fit with E fixed near its envelope's asymptote)
 TRUE = {"E": 1.1, "A": 2.3, "alpha": 0.143, "B": 655.0, "beta": 0.534}
