@@ -20,11 +20,7 @@ def resample_units(groups, strata, n: int, kept: np.ndarray, bootstrap: int):
 def group_members(groups, n: int, kept: np.ndarray, bootstrap: int) -> np.ndarray:
     """Each kept point's group index 0 .. G-1 from `groups` (one label per input point). Raises ScalingError for
     another length, or (with bootstrap) fewer than 2 groups among the kept points: resamples would all be equal."""
-    labels = np.asarray(groups, dtype=object)
-    if labels.shape != (n,):
-        raise ScalingError(f"groups must give one group per point: {n} points, got shape {labels.shape}")
-    if any(g is None or (isinstance(g, float) and not math.isfinite(g)) for g in labels):
-        raise ScalingError("groups holds a missing group (None or NaN): give every point its group (its run)")
+    labels = _one_per_point(groups, n, "groups", "group", "its run")
     members = np.unique(np.asarray(groups)[kept], return_inverse=True)[1].ravel()
     if bootstrap and members.max() < 1:
         raise ScalingError(
@@ -42,11 +38,7 @@ def strata_units(strata, n: int, kept: np.ndarray, members, bootstrap: int) -> t
     if strata is None:
         return None, 0
     n_units = len(kept) if members is None else int(members.max()) + 1
-    labels = np.asarray(strata, dtype=object)
-    if labels.shape != (n,):
-        raise ScalingError(f"strata must give one stratum per point: {n} points, got shape {labels.shape}")
-    if any(s is None or (isinstance(s, float) and not math.isfinite(s)) for s in labels):
-        raise ScalingError("strata holds a missing stratum (None or NaN): give every point its stratum (its size)")
+    labels = _one_per_point(strata, n, "strata", "stratum", "its size")
     of_point = np.unique(labels[kept].astype(str), return_inverse=True)[1].ravel()
     unit = np.arange(len(kept)) if members is None else members
     of_unit = np.full(n_units, -1)
@@ -65,6 +57,17 @@ def strata_units(strata, n: int, kept: np.ndarray, members, bootstrap: int) -> t
             "(seeds) per stratum, or no strata"
         )
     return units, lone
+
+
+def _one_per_point(values, n: int, name: str, one: str, which: str) -> np.ndarray:
+    """`values` (the argument `name`) as an object array of n labels, one `one` per point. Raises ScalingError for
+    another shape or a missing label (None or NaN), asking for each point's (`which`)."""
+    labels = np.asarray(values, dtype=object)
+    if labels.shape != (n,):
+        raise ScalingError(f"{name} must give one {one} per point: {n} points, got shape {labels.shape}")
+    if any(v is None or (isinstance(v, float) and not math.isfinite(v)) for v in labels):
+        raise ScalingError(f"{name} holds a missing {one} (None or NaN): give every point its {one} ({which})")
+    return labels
 
 
 def resample_weights(rng: np.random.Generator, units: list[np.ndarray], n_units: int, rescaled: bool = False):
