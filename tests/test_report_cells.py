@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from zoo.scaling.fit import DERIVED, PARAMS
+from zoo.scaling.law import DERIVED, PARAMS
 
 SIZES = {"s1": 2.5e4, "s2": 5.7e4, "s3": 1.56e5}
 BUDGETS = (5, 10, 20)

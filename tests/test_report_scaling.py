@@ -14,8 +14,8 @@ import pytest
 
 from zoo.report.runs import find_runs
 from zoo.report.scaling import scaling_points
-from zoo.scaling.fit import compute_optimal
 from zoo.scaling.frontier import matching_compute
+from zoo.scaling.law import compute_optimal
 
 TRUE = {"E": 1.5, "A": 40.0, "B": 60.0, "alpha": 0.35, "beta": 0.3}
 SIZES = [2.0e4, 5.0e4, 1.5e5, 4.0e5]
@@ -176,7 +176,7 @@ def test_a_bootstrap_over_groups_of_one_point_is_the_bootstrap_over_points():
 
 
 def test_one_size_of_an_architecture_is_not_fitted_and_has_no_holdout():
-    """An architecture run at one size (N) cannot be fitted (zoo.scaling.fit.check_points refuses it): the
+    """An architecture run at one size (N) cannot be fitted (zoo.scaling.law.check_points refuses it): the
     report warns and skips it instead of failing; two sizes leave one after the hold-out's refit, so there is
     no hold-out check, instead of a degenerate law predicting the other."""
     from zoo.scaling.checks import holdout

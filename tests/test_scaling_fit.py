@@ -20,7 +20,10 @@ import pytest
 from scipy.optimize import approx_fprime, minimize_scalar
 from scipy.special import huber
 
+from zoo.scaling import bootstrap as B
 from zoo.scaling import fit as F
+from zoo.scaling import huber as H
+from zoo.scaling import law
 from zoo.scaling.__main__ import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -39,7 +42,7 @@ def design(tokens_per_param=(5, 10, 20, 40)):
 
 
 def true_loss(N, D):
-    return F.scaling_law(N, D, *(TRUE[k] for k in F.PARAMS))
+    return law.scaling_law(N, D, *(TRUE[k] for k in law.PARAMS))
 
 
 def _coverage(reps: int, bootstrap: int, sigma: float = 0.01, seed: int = 0, **fit_kw) -> dict:
@@ -87,7 +90,7 @@ def _reference_objective(theta, N, D, L, w):
     """Sum_i w_i huber_delta(LSE(a - alpha log N, b - beta log D, e) - log L), from scipy.special.huber."""
     a, b, e, alpha, beta = theta
     pred = np.logaddexp.reduce([a - alpha * np.log(N), b - beta * np.log(D), np.full(len(N), e)], axis=0)
-    return float(w @ huber(F.DELTA, pred - np.log(L)))
+    return float(w @ huber(H.DELTA, pred - np.log(L)))
 
 
 def test_objective_is_the_summed_huber_of_log_residuals_and_its_gradient_is_exact():
@@ -95,13 +98,13 @@ def test_objective_is_the_summed_huber_of_log_residuals_and_its_gradient_is_exac
     # at the truth, half the log residuals lie inside delta = 1e-3 (quadratic) and half outside (linear)
     noise = np.where(np.arange(len(N)) % 2, 5e-4, 2e-2) * np.where(np.arange(len(N)) % 4 < 2, 1, -1)
     L = true_loss(N, D) * np.exp(noise)
-    problem = F._Problem(N, D, L)
+    problem = H.HuberProblem(N, D, L)
     w = np.random.default_rng(1).integers(0, 3, len(N)).astype(float)
     truth = [np.log(TRUE["A"]), np.log(TRUE["B"]), np.log(TRUE["E"]), TRUE["alpha"], TRUE["beta"]]
     for theta in (truth, [6.0, 7.5, 0.6, 0.3, 0.4], [1, 2, 0, 0.1, 0.9]):
         u = problem.to_u(np.array(theta, dtype=float))
         f, g = problem.value_and_grad(u, w)
-        assert f * F.DELTA == pytest.approx(_reference_objective(theta, N, D, L, w), rel=1e-12)
+        assert f * H.DELTA == pytest.approx(_reference_objective(theta, N, D, L, w), rel=1e-12)
         assert problem.values(u[None, :], w)[0] == pytest.approx(f, rel=1e-12)
         numeric = approx_fprime(u, lambda v: problem.value_and_grad(v, w)[0], 1e-8)
         np.testing.assert_allclose(g, numeric, rtol=1e-4, atol=1e-4 * np.abs(g).max())
@@ -128,20 +131,20 @@ def test_fit_recovers_the_parameters_of_noise_free_data():
 
 @pytest.mark.parametrize("params", [TRUE, {"E": 1.69, "A": 406.4, "B": 410.7, "alpha": 0.34, "beta": 0.28}])
 def test_compute_optimal_allocation_minimises_the_law_at_fixed_compute(params):
-    p = [params[k] for k in F.PARAMS]
+    p = [params[k] for k in law.PARAMS]
     C = np.array([1e15, 1e18, 1e21, 1e24])
-    n_opt, d_opt, l_star = F.compute_optimal(C, *p)
+    n_opt, d_opt, l_star = law.compute_optimal(C, *p)
     np.testing.assert_allclose(6 * n_opt * d_opt, C, rtol=1e-12)
-    np.testing.assert_allclose(l_star, F.scaling_law(n_opt, d_opt, *p), rtol=1e-12)
+    np.testing.assert_allclose(l_star, law.scaling_law(n_opt, d_opt, *p), rtol=1e-12)
     for c, n in zip(C, n_opt):
         # numerical minimum of L(N, C / 6N) over log N
-        res = minimize_scalar(lambda x: F.scaling_law(np.exp(x), c / (6 * np.exp(x)), *p), bracket=(0, 60), tol=1e-12)
+        res = minimize_scalar(lambda x: law.scaling_law(np.exp(x), c / (6 * np.exp(x)), *p), bracket=(0, 60), tol=1e-12)
         assert np.exp(res.x) == pytest.approx(n, rel=1e-4)
-    a, b = F.allocation_exponents(params["alpha"], params["beta"])
+    a, b = law.allocation_exponents(params["alpha"], params["beta"])
     assert a + b == pytest.approx(1.0)
     assert n_opt[1] / n_opt[0] == pytest.approx(1e3**a, rel=1e-10)  # N_opt ∝ C^a
     assert d_opt[1] / d_opt[0] == pytest.approx(1e3**b, rel=1e-10)
-    assert all(np.isnan(v) for v in F.compute_optimal(1e20, 1.8, 400.0, 400.0, -0.1, 0.3))  # alpha < 0: no optimum
+    assert all(np.isnan(v) for v in law.compute_optimal(1e20, 1.8, 400.0, 400.0, -0.1, 0.3))  # alpha < 0: no optimum
 
 
 # --- the bootstrap ------------------------------------------------------------------------------------------------
@@ -168,14 +171,14 @@ def test_bootstrap_is_deterministic_given_the_seed_and_resamples_whole_points():
 def test_an_optimiser_that_stops_where_it_starts_is_refused(monkeypatch):
     N, D = design()
     L = true_loss(N, D) * np.exp(0.01 * np.random.default_rng(3).standard_normal(len(N)))
-    real = F._Problem.minimize
+    real = H.HuberProblem.minimize
 
     def stuck(self, u0, w):
         if np.all(w == 1):  # the full-data fit runs; each resample's optimiser "stops at its start"
             return real(self, u0, w)
         return u0, self.value_and_grad(u0, w)[0], False, None
 
-    monkeypatch.setattr(F._Problem, "minimize", stuck)
+    monkeypatch.setattr(H.HuberProblem, "minimize", stuck)
     with pytest.raises(RuntimeError, match="stopped where it started on 4 of 4 resamples"):
         F.fit_scaling_law(N, D, L, bootstrap=4, seed=0, n_starts=1)
 
@@ -243,7 +246,7 @@ def no_fitting(monkeypatch):
     def refuse(*a, **k):
         raise AssertionError("fitting started")
 
-    monkeypatch.setattr(F._Problem, "minimize", refuse)
+    monkeypatch.setattr(H.HuberProblem, "minimize", refuse)
 
 
 def _refused(capsys, argv) -> str:
@@ -263,7 +266,7 @@ def test_cli_tokens_and_flops_give_the_same_fit(tmp_path):
         assert run.returncode == 0, run.stderr
         assert "E " in run.stdout and "L*(C)" in run.stdout
         outs.append(json.loads(out.read_text()))
-    for k in F.PARAMS:
+    for k in law.PARAMS:
         assert outs[0][k]["value"] == pytest.approx(outs[1][k]["value"], rel=1e-4)
         assert outs[0][k]["value"] == pytest.approx(TRUE[k], rel=1e-3)
         assert outs[0][k]["ci"] is None
@@ -297,13 +300,13 @@ def test_one_size_or_one_token_count_is_refused_before_fitting(no_fitting):
     degenerate law (E = A = B = 1, alpha = beta = 0 with a note, before)."""
     N, D = [1e6] * 6, [1e7, 2e7, 4e7, 8e7, 1.6e8, 3.2e8]
     L = [3.0, 2.9, 2.8, 2.7, 2.6, 2.5]
-    with pytest.raises(F.ScalingError, match=r"every point fitted has the same N \(parameters\) \(1e\+06\)"):
-        F.check_points(N, D, L)
-    with pytest.raises(F.ScalingError, match=r"same D \(tokens\) \(1e\+06\).*two sizes and two token counts"):
-        F.check_points(D, N, L)
+    with pytest.raises(law.ScalingError, match=r"every point fitted has the same N \(parameters\) \(1e\+06\)"):
+        law.check_points(N, D, L)
+    with pytest.raises(law.ScalingError, match=r"same D \(tokens\) \(1e\+06\).*two sizes and two token counts"):
+        law.check_points(D, N, L)
     # the highest loss dropped leaves one size: also refused
-    with pytest.raises(F.ScalingError, match="same N"):
-        F.check_points([2e6, *N[1:]], D, L, drop_highest=1)
+    with pytest.raises(law.ScalingError, match="same N"):
+        law.check_points([2e6, *N[1:]], D, L, drop_highest=1)
 
 
 def test_two_sizes_are_refused_by_the_cli_and_noted_by_the_fit(tmp_path, capsys, monkeypatch):
@@ -319,7 +322,7 @@ def test_two_sizes_are_refused_by_the_cli_and_noted_by_the_fit(tmp_path, capsys,
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         with monkeypatch.context() as m:
-            m.setattr(F._Problem, "minimize", lambda *a, **k: pytest.fail("fitting started"))
+            m.setattr(H.HuberProblem, "minimize", lambda *a, **k: pytest.fail("fitting started"))
             err = _refused(capsys, ["fit", str(path), "--params", "params", "--tokens", "tokens", "--loss", "loss"])
     assert err.count("\n") == 1 and err.startswith(
         "zoo.scaling: error: only 2 distinct N among the points: the law's 5 parameters need at least 3 distinct N "
@@ -329,8 +332,8 @@ def test_two_sizes_are_refused_by_the_cli_and_noted_by_the_fit(tmp_path, capsys,
     fit = F.fit_scaling_law(N[two], D[two], true_loss(N, D)[two], bootstrap=0, n_starts=2)
     assert fit.notes[0].startswith("only 2 distinct N among the points")
     three = np.isin(N, np.unique(N)[:3])
-    assert F.underdetermined(N[three], D[three]) is None
-    assert F.underdetermined(N, np.repeat(D[:2], 8)).startswith("only 2 distinct D among the points")
+    assert law.underdetermined(N[three], D[three]) is None
+    assert law.underdetermined(N, np.repeat(D[:2], 8)).startswith("only 2 distinct D among the points")
 
 
 def test_cli_refuses_too_few_points_after_dropping(tmp_path, capsys, no_fitting):
@@ -381,10 +384,10 @@ def test_cli_refuses_a_binary_file_and_one_column_for_two_flags(tmp_path, capsys
 
 def test_drop_highest_drops_the_k_highest_losses():
     L = np.array([3.0, 5.0, 2.0, 4.0, 5.0, 1.0, 2.5])
-    kept = F.check_points(np.arange(1.0, 8.0), np.arange(2.0, 9.0), L, drop_highest=2)
+    kept = law.check_points(np.arange(1.0, 8.0), np.arange(2.0, 9.0), L, drop_highest=2)
     np.testing.assert_array_equal(kept, [0, 2, 3, 5, 6])
-    with pytest.raises(F.ScalingError, match="point 1: loss = -2.0"):
-        F.check_points([1, 1, 1, 1, 1, 1], [1] * 6, [1, -2, 1, 1, 1, 1])
+    with pytest.raises(law.ScalingError, match="point 1: loss = -2.0"):
+        law.check_points([1, 1, 1, 1, 1, 1], [1] * 6, [1, -2, 1, 1, 1, 1])
 
 
 # --- convergence: an optimiser's early stop is never reported as the fit --------------------------------------
@@ -398,7 +401,7 @@ def _noisy():
 def test_a_fit_stopped_at_maxiter_is_flagged_with_no_intervals(monkeypatch):
     N, D, L = _noisy()
     assert F.fit_scaling_law(N, D, L, bootstrap=0, n_starts=2).converged  # the defaults converge
-    monkeypatch.setitem(F._LBFGSB, "maxiter", 1)
+    monkeypatch.setitem(H.LBFGSB, "maxiter", 1)
     fit = F.fit_scaling_law(N, D, L, bootstrap=4, seed=0, n_starts=2)
     assert fit.converged is False and fit.samples.shape == (0, 5)
     assert all(v is None for v in fit.ci.values())
@@ -413,11 +416,11 @@ def test_a_success_flag_on_a_flat_stretch_is_caught_by_the_gradient(monkeypatch)
     from scipy.optimize import minimize
 
     N, D, L = _noisy()
-    monkeypatch.setitem(F._LBFGSB, "ftol", 0.5)
-    problem = F._Problem(N, D, L)
-    u0 = problem.to_u(F._grid())[0]
-    res = minimize(problem.value_and_grad, u0, args=(np.ones(16),), jac=True, method="L-BFGS-B", options=F._LBFGSB)
-    assert res.success and np.max(np.abs(res.jac)) / 16 > 100 * F.GRAD_TOL  # scipy's flag says converged
+    monkeypatch.setitem(H.LBFGSB, "ftol", 0.5)
+    problem = H.HuberProblem(N, D, L)
+    u0 = problem.to_u(H.grid_starts())[0]
+    res = minimize(problem.value_and_grad, u0, args=(np.ones(16),), jac=True, method="L-BFGS-B", options=H.LBFGSB)
+    assert res.success and np.max(np.abs(res.jac)) / 16 > 100 * H.GRAD_TOL  # scipy's flag says converged
     fit = F.fit_scaling_law(N, D, L, bootstrap=0, n_starts=2)
     assert fit.converged is False and "|gradient|" in fit.notes[0]
 
@@ -437,11 +440,11 @@ def test_resamples_that_stop_early_are_left_out_of_the_intervals(monkeypatch):
                 kw = {**kw, "options": {**kw["options"], "maxiter": 1}}
         return scipy_minimize(fun, x0, args=args, **kw)
 
-    monkeypatch.setattr(F, "minimize", every_other_resample_stops_early)
+    monkeypatch.setattr(H, "minimize", every_other_resample_stops_early)
     fit = F.fit_scaling_law(N, D, L, bootstrap=8, seed=0, n_starts=2, bootstrap_starts=0)
     assert len(calls) == 8  # one start (the full-data fit) per resample
     assert fit.converged and fit.n_unconverged == 4 and fit.samples.shape == (4, 5)
-    monkeypatch.setattr(F, "minimize", scipy_minimize)
+    monkeypatch.setattr(H, "minimize", scipy_minimize)
     full = F.fit_scaling_law(N, D, L, bootstrap=8, seed=0, n_starts=2, bootstrap_starts=0)
     np.testing.assert_allclose(fit.samples, full.samples[1::2], rtol=1e-12)  # the converged ones, unchanged
     lo, hi = np.percentile(full.samples[1::2, 3], [2.5, 97.5])
@@ -453,7 +456,7 @@ def test_resamples_that_stop_early_are_left_out_of_the_intervals(monkeypatch):
 def test_cli_refuses_a_fit_that_did_not_converge(tmp_path, capsys, monkeypatch):
     path = _write_csv(tmp_path / "runs.csv", HEADER, _points(16))
     out = tmp_path / "fit.json"
-    monkeypatch.setitem(F._LBFGSB, "maxiter", 1)
+    monkeypatch.setitem(H.LBFGSB, "maxiter", 1)
     argv = ["fit", str(path), "--params", "params", "--tokens", "tokens", "--loss", "loss", "--json", str(out)]
     assert main([*argv, "--bootstrap", "0"]) == 1
     captured = capsys.readouterr()
@@ -485,7 +488,7 @@ def test_cli_group_resamples_whole_runs_as_the_api_does(tmp_path, capsys):
     assert "40 bootstrap resamples of whole groups of 'run' (8), seed 3" in stdout
     api = F.fit_scaling_law(N, D, L, bootstrap=40, seed=3, groups=runs)
     points = F.fit_scaling_law(N, D, L, bootstrap=40, seed=3)
-    for k in F.PARAMS:
+    for k in law.PARAMS:
         assert cis["group"][k]["ci"] == pytest.approx(list(api.ci[k]), rel=1e-9), k
         assert cis["points"][k]["ci"] == pytest.approx(list(points.ci[k]), rel=1e-9), k
     assert cis["group"]["alpha"]["ci"] != pytest.approx(cis["points"]["alpha"]["ci"], rel=1e-3)  # not ignored
@@ -526,12 +529,12 @@ def test_a_stratified_draw_keeps_every_strata_weight_and_the_rescaled_one_its_va
     rng = np.random.default_rng(0)
     units = [np.array([0, 3]), np.array([1, 2, 5]), np.array([4])]
     for rescaled, var in ((False, [1 / 2, 2 / 3, 2 / 3, 1 / 2, 0, 2 / 3]), (True, [1, 1, 1, 1, 0, 1])):
-        draws = np.array([F.resample_weights(rng, units, 6, rescaled) for _ in range(8000)])
+        draws = np.array([B.resample_weights(rng, units, 6, rescaled) for _ in range(8000)])
         for u in units:
             np.testing.assert_allclose(draws[:, u].sum(axis=1), len(u))
         np.testing.assert_allclose(draws.mean(axis=0), 1.0, atol=0.04)
         np.testing.assert_allclose(draws.var(axis=0), var, atol=0.05)
-    assert set(np.unique(F.resample_weights(rng, [np.array([0, 1])], 2, True))) <= {0.0, 2.0}  # one seed of two
+    assert set(np.unique(B.resample_weights(rng, [np.array([0, 1])], 2, True))) <= {0.0, 2.0}  # one seed of two
 
 
 def test_strata_keep_every_size_in_every_resample_and_no_strata_do_not(monkeypatch):
@@ -539,13 +542,14 @@ def test_strata_keep_every_size_in_every_resample_and_no_strata_do_not(monkeypat
     (rescaled: one of the two runs, weight 2); without, some resample drops a size (the bootstrap that leaves out
     the largest size: intervals too wide)."""
     N, D, L, runs = _sized()
-    seen, real = [], F._best
+    seen, real = [], H.best_start
 
     def spy(problem, starts, w):
         seen.append(np.array(w))
         return real(problem, starts, w)
 
-    monkeypatch.setattr(F, "_best", spy)
+    for module in (F, B):  # the full-data fit, then each resample's
+        monkeypatch.setattr(module, "best_start", spy)
     for strata in (N, None):
         seen.clear()
         F.fit_scaling_law(N, D, L, bootstrap=12, seed=1, n_starts=2, groups=runs, strata=strata)
@@ -571,7 +575,7 @@ def test_cli_strata_and_a_group_of_two_columns_resample_as_the_api_does(tmp_path
     got = json.loads(out.read_text())
     api = F.fit_scaling_law(N, D, L, bootstrap=40, seed=0, groups=runs, strata=N)
     assert _refused(capsys, [*argv[:-1], "39"]).count("--bootstrap 39: give 0 (no intervals) or at least 40") == 1
-    for k in F.PARAMS:
+    for k in law.PARAMS:
         assert got[k]["ci"] == pytest.approx(list(api.ci[k]), rel=1e-9), k
     assert got["data"]["strata"] == "size"
     err = _refused(capsys, [*argv, "--strata", "family"])
@@ -612,16 +616,25 @@ def test_cli_where_fits_only_the_rows_of_one_value(tmp_path, capsys):
 @pytest.mark.parametrize(
     "call, message",
     [
-        (lambda: F.scaling_law([1e6, 0.0], 1e8, 1.8, 400, 400, 0.3, 0.3), r"scaling_law: N\[1\] = 0.0; it must be pos"),
-        (lambda: F.scaling_law(1e6, -1e8, 1.8, 400, 400, 0.3, 0.3), r"scaling_law: D = -100000000.0; it must be pos"),
-        (lambda: F.scaling_law(1e6, 1e8, 1.8, 400, 400, math.nan, 0.3), r"scaling_law: alpha = nan; it must be a num"),
-        (lambda: F.compute_optimal([1e20, -1.0], 1.8, 400, 400, 0.3, 0.3), r"compute_optimal: C\[1\] = -1.0"),
-        (lambda: F.compute_optimal(1e20, 1.8, -5.0, 400, 0.3, 0.3), r"compute_optimal: A = -5.0; it must be positive"),
-        (lambda: F.compute_optimal(1e20, math.nan, 400, 400, 0.3, 0.3), r"compute_optimal: E = nan"),
-        (lambda: F.compute_optimal([], 1.8, 400, 400, 0.3, 0.3), r"compute_optimal: C is empty"),
-        (lambda: F.allocation_exponents(0.0, 0.3), r"allocation_exponents: alpha = 0.0; it must be positive and fin"),
-        (lambda: F.allocation_exponents(0.3, [0.3, -0.1]), r"allocation_exponents: beta\[1\] = -0.1"),
-        (lambda: F.check_points(*design(), true_loss(*design()), labels=["a"]), r"16 points, 1 labels"),
+        (
+            lambda: law.scaling_law([1e6, 0.0], 1e8, 1.8, 400, 400, 0.3, 0.3),
+            r"scaling_law: N\[1\] = 0.0; it must be pos",
+        ),
+        (lambda: law.scaling_law(1e6, -1e8, 1.8, 400, 400, 0.3, 0.3), r"scaling_law: D = -100000000.0; it must be pos"),
+        (
+            lambda: law.scaling_law(1e6, 1e8, 1.8, 400, 400, math.nan, 0.3),
+            r"scaling_law: alpha = nan; it must be a num",
+        ),
+        (lambda: law.compute_optimal([1e20, -1.0], 1.8, 400, 400, 0.3, 0.3), r"compute_optimal: C\[1\] = -1.0"),
+        (
+            lambda: law.compute_optimal(1e20, 1.8, -5.0, 400, 0.3, 0.3),
+            r"compute_optimal: A = -5.0; it must be positive",
+        ),
+        (lambda: law.compute_optimal(1e20, math.nan, 400, 400, 0.3, 0.3), r"compute_optimal: E = nan"),
+        (lambda: law.compute_optimal([], 1.8, 400, 400, 0.3, 0.3), r"compute_optimal: C is empty"),
+        (lambda: law.allocation_exponents(0.0, 0.3), r"allocation_exponents: alpha = 0.0; it must be positive and fin"),
+        (lambda: law.allocation_exponents(0.3, [0.3, -0.1]), r"allocation_exponents: beta\[1\] = -0.1"),
+        (lambda: law.check_points(*design(), true_loss(*design()), labels=["a"]), r"16 points, 1 labels"),
         (lambda: F.fit_scaling_law(*_noisy(), n_starts=0), r"n_starts must be an integer >= 1 or None, got 0"),
         (lambda: F.fit_scaling_law(*_noisy(), n_starts=2.5), r"n_starts must be an integer >= 1 or None, got 2.5"),
         (lambda: F.fit_scaling_law(*_noisy(), bootstrap_starts=-1), r"bootstrap_starts must be an integer >= 0, got"),
@@ -634,5 +647,5 @@ def test_cli_where_fits_only_the_rows_of_one_value(tmp_path, capsys):
     ],
 )
 def test_the_fitters_public_functions_name_a_bad_argument(no_fitting, call, message):
-    with pytest.raises(F.ScalingError, match=message):
+    with pytest.raises(law.ScalingError, match=message):
         call()

@@ -12,7 +12,8 @@ from zoo.run.budget import unwrapped
 from zoo.run.cli_overrides import typos
 from zoo.run.conf import CONF_DIR
 from zoo.run.job import checked_config
-from zoo.scaling.grid import cells, check_design
+from zoo.scaling.design import check_design
+from zoo.scaling.grid import cells
 
 SCALING = ["experiment=scaling", "+benchmark=scaling"]
 

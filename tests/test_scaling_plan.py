@@ -14,18 +14,9 @@ from zoo.model import ModelConfig, build_model
 from zoo.model.cost import non_embedding_param_count
 from zoo.run.conf import CONF_DIR
 from zoo.run.scaling_plan import PlanRow, check_budget, check_run_dirs, plan_table
-from zoo.scaling.grid import (
-    branches,
-    cell_is_check,
-    cell_seed,
-    cell_size,
-    cells,
-    check_design,
-    d_ff,
-    layers,
-    size_non_embedding,
-    warmup_steps,
-)
+from zoo.scaling.design import check_design
+from zoo.scaling.grid import cell_is_check, cell_seed, cell_size, cells
+from zoo.scaling.sizes import branches, d_ff, layers, size_non_embedding, warmup_steps
 
 SCALING = OmegaConf.load(f"{CONF_DIR}/experiment/scaling.yaml").scaling
 SIZES = SCALING.sizes
@@ -82,7 +73,7 @@ def test_default_design_meets_the_studys_targets():
     size, and at every size the first budget's cool-down starting after the warm-up (check_design accepts the
     preset); every size has one shape (2 layers; encoder_decoder 1 a side), so N varies by width alone;
     experiment=scaling_long runs 8 seeds at s1-s3 and 5 at s4 and s5 (the gates on the intervals need two or more)."""
-    from zoo.scaling.grid import size_budgets, size_seeds
+    from zoo.scaling.sizes import size_budgets, size_seeds
 
     n = [size_non_embedding(s) for s in SIZES.values()]
     assert len(n) >= 5 and n == sorted(n) and n[-1] / n[0] >= 30

@@ -22,7 +22,8 @@ from zoo.model import ModelConfig, build_model
 from zoo.model.cost import non_embedding_param_count
 from zoo.run.conf import CONF_DIR
 from zoo.run.scaling_data import check_passes, target_tokens_per_batch, train_tokens
-from zoo.scaling.grid import branches, check_design, d_ff, layers, size_budgets, size_non_embedding
+from zoo.scaling.design import check_design
+from zoo.scaling.sizes import branches, d_ff, layers, size_budgets, size_non_embedding
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 BIBLE = SHARED_DATA / "bible_en_es" / "kjv_rv1909.clean.tsv"

@@ -5,7 +5,9 @@ import pytest
 from omegaconf import OmegaConf
 
 from zoo.run.conf import CONF_DIR
-from zoo.scaling.grid import cells, check_design, middle_budget, size_non_embedding, tune_cell_names
+from zoo.scaling.design import check_design
+from zoo.scaling.grid import cells, tune_cell_names
+from zoo.scaling.sizes import middle_budget, size_non_embedding
 
 STUDY = OmegaConf.load(f"{CONF_DIR}/experiment/scaling_translation.yaml").scaling
 TOKENS_PER_BATCH = 407  # the data's target tokens a batch (tests/test_scaling_translation.py)

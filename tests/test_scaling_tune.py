@@ -10,17 +10,9 @@ from zoo_run import make_cfg, needs_shared
 from zoo.errors import ConfigError
 from zoo.report.scaling_tune import tune_section
 from zoo.run.scaling_cell import point_kind, run_cell
-from zoo.scaling.grid import (
-    cell_is_tune,
-    cell_lr,
-    cell_seed,
-    cell_size,
-    cell_size_spec,
-    cells,
-    check_lr_grid,
-    middle_budget,
-    size_budgets,
-)
+from zoo.scaling.design import check_lr_grid
+from zoo.scaling.grid import cell_is_tune, cell_lr, cell_seed, cell_size, cell_size_spec, cells
+from zoo.scaling.sizes import middle_budget, size_budgets
 from zoo.scaling.tune import best_rate, tuned_rate
 
 SIZES = {

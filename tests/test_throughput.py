@@ -91,7 +91,7 @@ def test_the_preset_total_weighs_each_size_by_its_steps_and_seeds(monkeypatch):
 
     from zoo.bench.options import Options
     from zoo.run.conf import CONF_DIR
-    from zoo.scaling.grid import size_non_embedding
+    from zoo.scaling.sizes import size_non_embedding
 
     scaling = OmegaConf.load(f"{CONF_DIR}/experiment/scaling.yaml").scaling
     steps = 0

@@ -26,9 +26,9 @@ import numpy as np  # noqa: E402
 from omegaconf import OmegaConf  # noqa: E402
 
 from zoo.run.conf import CONF_DIR  # noqa: E402
-from zoo.scaling import fit as F  # noqa: E402
+from zoo.scaling import bootstrap as B  # noqa: E402
 from zoo.scaling.fit import fit_scaling_law  # noqa: E402
-from zoo.scaling.grid import size_budgets, size_non_embedding, size_seeds  # noqa: E402
+from zoo.scaling.sizes import size_budgets, size_non_embedding, size_seeds  # noqa: E402
 
 # a law of this study's scale (the second design's decoder_only fit with E fixed near its envelope's asymptote)
 TRUE = {"E": 1.1, "A": 2.3, "alpha": 0.143, "B": 655.0, "beta": 0.534}
@@ -58,7 +58,7 @@ def main(argv=None) -> None:
     p.add_argument("--run-noise", type=float, default=0.005, help="sd of a run's multiplicative offset")
     p.add_argument("--point-noise", type=float, default=0.003, help="sd of a point's multiplicative noise")
     args = p.parse_args(argv)
-    draw = F.resample_weights
+    draw = B.resample_weights
     print(
         f"truth {TRUE}; noise: run {args.run_noise:.1%}, point {args.point_noise:.1%}; {args.reps} data sets, "
         f"{args.bootstrap} resamples each"
@@ -75,11 +75,11 @@ def main(argv=None) -> None:
             offset = {r: rng.normal(0.0, args.run_noise) for r in sorted(set(runs))}
             L = law(N, D) * np.exp([offset[r] for r in runs] + rng.normal(0.0, args.point_noise, len(N)))
             for name in stats:
-                F.resample_weights = lambda rng, u, n, rescaled: draw(rng, u, n, rescaled and "rescaled" in name)
+                B.resample_weights = lambda rng, u, n, rescaled: draw(rng, u, n, rescaled and "rescaled" in name)
                 strata = None if name == "runs" else N
                 fit = fit_scaling_law(N, D, L, bootstrap=args.bootstrap, seed=1, groups=runs, strata=strata)
                 stats[name].append([*fit.ci["alpha"], *fit.ci["beta"], *fit.ci["E"]])
-            F.resample_weights = draw
+            B.resample_weights = draw
         for name, rows in stats.items():
             a = np.array(rows)
             half = lambda lo, hi: np.median((a[:, hi] - a[:, lo]) / 2)  # noqa: E731

@@ -19,7 +19,7 @@ import torch
 from zoo.data.text_corpus import TextCorpus
 from zoo.model.cost import non_embedding_param_count
 from zoo.run.job import compose_job, job_task
-from zoo.scaling.grid import d_ff, layers
+from zoo.scaling.sizes import d_ff, layers
 from zoo.training.optim import adamw, clip_grad_norm, warmup_stable_decay
 
 

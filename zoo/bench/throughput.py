@@ -22,7 +22,7 @@ from zoo.run.conf import CONF_DIR
 from zoo.run.job import build_data, compose_job, job_task
 from zoo.run.scaling_plan import job_steps
 from zoo.run.train import build_trainer, log_config
-from zoo.scaling.grid import size_non_embedding, size_seeds
+from zoo.scaling.sizes import size_non_embedding, size_seeds
 from zoo.training.optim import clip_grad_norm
 from zoo.training.optim_config import configure_optimizers
 

@@ -30,15 +30,9 @@ from zoo.run.loggers import data_tag
 from zoo.run.results import arch_config, job_overrides, write_json, write_text
 from zoo.run.scaling_data import is_translation, set_step_tokens, train_tokens
 from zoo.run.scaling_identity import check_same_design, design, legacy_design
-from zoo.scaling.grid import (
-    Branch,
-    cell_branches,
-    cell_is_check,
-    cell_is_tune,
-    cell_size,
-    check_design,
-    check_lr_grid,
-)
+from zoo.scaling.design import check_design, check_lr_grid
+from zoo.scaling.grid import cell_branches, cell_is_check, cell_is_tune, cell_size
+from zoo.scaling.sizes import Branch
 from zoo.scaling.tune import COSINE_TUNE_KIND, TUNE_KIND, tune_rows, tuned_rate
 from zoo.training.callbacks.cut_epoch import CutEpoch
 from zoo.training.callbacks.progress import ProgressBar
@@ -217,7 +211,7 @@ def trunk_segments(have, step: int, every: int) -> list[tuple[int, int]]:
 
 def run_cell(cfg: DictConfig) -> float:
     """Train one experiment=scaling cell (zoo.run.train.main runs this when cfg has a scaling node); returns its
-    largest budget's loss. Raises ConfigError for a bad design (zoo.scaling.grid.check_design) or a folder of
+    largest budget's loss. Raises ConfigError for a bad design (zoo.scaling.design.check_design) or a folder of
     another design, before any data is read."""
     start = time.time()
     set_step_tokens(cfg)  # a translation study's steps: the data's target tokens a batch

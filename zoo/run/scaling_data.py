@@ -16,7 +16,8 @@ from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from zoo.errors import ConfigError
-from zoo.scaling.grid import branches, cell_size, size_non_embedding, step_tokens
+from zoo.scaling.grid import cell_size
+from zoo.scaling.sizes import branches, size_non_embedding, step_tokens
 
 log = logging.getLogger("zoo")
 

@@ -32,7 +32,8 @@ from zoo.run.scaling_cell import (
 )
 from zoo.run.scaling_data import check_passes, is_translation, set_step_tokens, train_tokens
 from zoo.run.scaling_identity import check_same_design, design, legacy_design
-from zoo.scaling.grid import cell_branches, cell_is_check, cell_size, check_design
+from zoo.scaling.design import check_design
+from zoo.scaling.grid import cell_branches, cell_is_check, cell_size
 from zoo.training.optim import adamw
 
 REPEATS, STEPS_PER_REPEAT = 3, 2  # training steps timed per architecture and size, after WARM_STEPS untimed

@@ -21,7 +21,7 @@ class ScalingPlan(Callback):
     steps it trains, D, C, tokens per parameter, the budgets already done (an earlier command's, kept), the
     estimated seconds of what is left and their spread, and the architectures it leaves out; writes plan.json in
     the sweep directory. Exits with 0 after the plan when scaling.dry_run is true, and with 2 (nothing trains) when
-    the total is over scaling.time_budget_s, the design is bad (zoo.scaling.grid.check_design; a window longer than
+    the total is over scaling.time_budget_s, the design is bad (zoo.scaling.design.check_design; a window longer than
     the models take, check_window), a job cannot be built, a job's config fails the checks its run would make
     (zoo.run.job.checked_config), a job's folder holds a cell of another design (its cell.json) or two jobs would
     write the same run directory."""

@@ -40,7 +40,7 @@ def read_points(
     for two flags, or named twice in the header; a file that is not UTF-8 text, or a row that is not CSV; a `where`
     ({column: value}: only the rows whose column holds that text) that names no column or keeps no row. A field
     has no size limit."""
-    from zoo.scaling.fit import ScalingError
+    from zoo.scaling.law import ScalingError
 
     wanted = {
         "--params": params,
@@ -261,7 +261,8 @@ def main(argv=None) -> int:
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     if args.command != "fit":
         return _study_command(args)
-    from zoo.scaling.fit import ScalingError, check_points, fit_scaling_law, underdetermined
+    from zoo.scaling.fit import fit_scaling_law
+    from zoo.scaling.law import ScalingError, check_points, underdetermined
 
     try:
         if args.json is not None and not args.json.parent.is_dir():

@@ -14,7 +14,7 @@ import numpy as np
 from scipy.optimize import least_squares
 from scipy.stats import f as f_dist
 
-from zoo.scaling.fit import PARAMS, ScalingError
+from zoo.scaling.law import PARAMS, ScalingError
 from zoo.scaling.points import cell_means, fit_points
 
 LOG_SCALE = ("E", "A", "B", "G")  # positive scale parameters: widened in log space (never below 0)

@@ -22,7 +22,7 @@ from omegaconf import OmegaConf
 
 from zoo.model import ModelConfig, build_model
 from zoo.model.cost import forward_flops_by_stack, non_embedding_param_count
-from zoo.scaling.grid import d_ff, layers
+from zoo.scaling.sizes import d_ff, layers
 from zoo.tasks.objectives.entp import strata
 
 CONVENTIONS = {"C": "zoo: attention in full", "C_half": "causal attention at half", "C_6ND": "6·N·D"}
@@ -62,7 +62,7 @@ def target_tokens_per_window(arch: str, T: int, entp_targets: int | None = None)
 @functools.cache
 def attention_per_window(arch: str, d_model: int, n_heads: int, n_layers: int, T: int) -> tuple[int, dict] | None:
     """(N, {mask: forward FLOPs}) of one window of T tokens: the non-embedding parameters of the family at that
-    size (zoo.scaling.grid's layers and d_ff), and its attention products (scores + values) by the mask they run
+    size (zoo.scaling.sizes's layers and d_ff), and its attention products (scores + values) by the mask they run
     under ("full", "causal", "prefix"); None for a family of another objective."""
     model_arch = {"prefix_lm": "decoder_only"}
     if arch not in ("decoder_only", "prefix_lm", "encoder_decoder", "encoder_only"):

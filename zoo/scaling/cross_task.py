@@ -15,10 +15,10 @@ import sys
 import numpy as np
 
 from zoo.scaling.checks import widened_ci
-from zoo.scaling.fit import ScalingError
 from zoo.scaling.forms import SHAKESPEARE_PLAYS_TRAIN_TOKENS
 from zoo.scaling.frontier import Frontier, fitted, measured_compute
 from zoo.scaling.gates import fmt
+from zoo.scaling.law import ScalingError
 from zoo.scaling.points import REFERENCE, read_points_csv
 from zoo.scaling.study import Study, analyse
 

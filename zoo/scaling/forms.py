@@ -20,7 +20,8 @@ import math
 import numpy as np
 from scipy.optimize import minimize, minimize_scalar
 
-from zoo.scaling.fit import DELTA, fit_scaling_law
+from zoo.scaling.fit import fit_scaling_law
+from zoo.scaling.huber import DELTA
 
 MUENNIGHOFF_R_STAR_D = 15.4  # Muennighoff et al. 2023, sec. 4 (their fit: R*_D = 15.4, R*_N = 5.3)
 SHAKESPEARE_PLAYS_TRAIN_TOKENS = 4_470_805  # data=shakespeare_plays' training split, characters (tests check it)
@@ -65,7 +66,7 @@ def kaplan_law(N, D, params) -> np.ndarray:
 
 
 def fit_kaplan(N, D, L) -> np.ndarray:
-    """(log N_c, log D_c, alpha_N, alpha_D) minimising the summed Huber loss (delta 1e-3, as zoo.scaling.fit) of
+    """(log N_c, log D_c, alpha_N, alpha_D) minimising the summed Huber loss (delta 1e-3, as zoo.scaling.huber) of
     log L_hat - log L. The optimiser works in centred coordinates, log L = alpha_D LSE(a - r x, b - y) with
     x = log N - mean, y = log D - mean, r = alpha_N / alpha_D (a, b the terms' logs at the mean point): L-BFGS-B
     (r, alpha_D in [0.001, 5]) from the 10 best of a grid of 500 starts."""

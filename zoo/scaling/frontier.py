@@ -11,7 +11,8 @@ import numpy as np
 from scipy.optimize import least_squares
 
 from zoo.scaling import points as _points
-from zoo.scaling.fit import PARAMS, compute_optimal, resample_weights
+from zoo.scaling.bootstrap import resample_weights
+from zoo.scaling.law import PARAMS, compute_optimal
 
 
 def frontier(C, params, r: float = 1.0) -> np.ndarray:
@@ -99,7 +100,7 @@ def fit_envelope(C: np.ndarray, L: np.ndarray) -> np.ndarray | None:
 class Frontier:
     """The compute frontier of one family: (E, A, gamma) on its envelope of (p[key], loss) and `samples`, the
     refits of bootstrap resamples of whole runs, within each size when every size has 2 or more (each resample's
-    own envelope; zoo.scaling.fit.resample_weights). key: the points' compute (C, or another count: a FLOP
+    own envelope; zoo.scaling.bootstrap.resample_weights). key: the points' compute (C, or another count: a FLOP
     convention's, the target tokens)."""
 
     def __init__(self, points: list[dict], bootstrap: int | None = None, seed: int = 0, key: str = "C"):

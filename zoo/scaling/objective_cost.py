@@ -15,8 +15,8 @@ import torch
 from zoo.model import ModelConfig, build_model
 from zoo.model.cost import non_embedding_param_count
 from zoo.scaling.conventions import study_entp_targets, study_shapes
-from zoo.scaling.grid import d_ff, layers
 from zoo.scaling.points import REFERENCE
+from zoo.scaling.sizes import d_ff, layers
 from zoo.tasks.objectives import ENTP, CausalLM, PrefixContinuation, PrefixLM
 
 SHAKESPEARE_PLAYS_VOCAB = 84  # data=shakespeare_plays' characters (tests check it): the LM head's V
@@ -32,7 +32,7 @@ FAMILIES = {
 def window_cost(arch: str, d_model: int, n_heads: int, n_layers: int, T: int, vocab_size: int, entp_targets: int):
     """{"objective", "N" (non-embedding parameters), "scored" (positions the training loss scores a window),
     "flops" (training FLOPs of a window: 3 x the objective's forward FLOPs of a (1, T) batch)} of a family at a
-    size (zoo.scaling.grid's layers and d_ff). Raises KeyError for a family not in FAMILIES."""
+    size (zoo.scaling.sizes's layers and d_ff). Raises KeyError for a family not in FAMILIES."""
     rule, model_arch, mask = FAMILIES[arch]
     cfg = ModelConfig(
         vocab_size=vocab_size,

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
-from zoo.scaling.fit import ScalingError, fit_scaling_law
+from zoo.scaling.fit import fit_scaling_law
+from zoo.scaling.law import ScalingError
 from zoo.scaling.refit import fit_options
 
 BOOTSTRAP = 200  # resamples of each fit (its intervals and the compute multiplier's)

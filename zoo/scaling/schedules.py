@@ -4,8 +4,8 @@ only by the schedule. Hägele et al. 2024 find the two schedules' points alike; 
 check's gate), this says how much the exponents depend on which points the law rests on."""
 
 from zoo.scaling.checks import lack_of_fit, widened_ci
-from zoo.scaling.fit import ScalingError
 from zoo.scaling.gates import fmt
+from zoo.scaling.law import ScalingError
 from zoo.scaling.points import fit_points
 
 MIN_SIZES = 3  # a family's cosine law needs this many sizes ...

@@ -10,10 +10,10 @@ import numpy as np
 
 from zoo.scaling import tables
 from zoo.scaling.conventions import CONVENTIONS, recount, study_shapes, target_tokens_per_window
-from zoo.scaling.fit import ScalingError
 from zoo.scaling.forms import SHAKESPEARE_PLAYS_TRAIN_TOKENS, compare_forms, effective_tokens, fit_data_constrained
 from zoo.scaling.frontier import Frontier
 from zoo.scaling.gates import family_checks, gates
+from zoo.scaling.law import ScalingError
 from zoo.scaling.objective_cost import objective_table
 from zoo.scaling.points import by_family, fit_families, read_points_csv
 from zoo.scaling.residuals import residual_table
