@@ -366,7 +366,8 @@ def test_bad_compare_seeds_exits_2_before_any_job(tmp_path, n):
         (
             ["+arch=decoder_only", "data=tiny_shakspeare"],
             "data=tiny_shakspeare is not an option of data; did you mean data=tiny_shakespeare? its options are: "
-            "multi30k, parallel_text, shakespeare_plays, sst2, text_classification, text_corpus, tiny_shakespeare",
+            "bible_en_es, multi30k, parallel_text, shakespeare_plays, sst2, text_classification, text_corpus, "
+            "tiny_shakespeare",
         ),
         (
             ["+arch=decoder_onyl"],
@@ -376,7 +377,8 @@ def test_bad_compare_seeds_exits_2_before_any_job(tmp_path, n):
         (
             ["+arch=decoder_only", "data=no_such_data"],  # nothing near: the options alone
             "data=no_such_data is not an option of data; its options are: "
-            "multi30k, parallel_text, shakespeare_plays, sst2, text_classification, text_corpus, tiny_shakespeare",
+            "bible_en_es, multi30k, parallel_text, shakespeare_plays, sst2, text_classification, text_corpus, "
+            "tiny_shakespeare",
         ),
     ],
 )
