@@ -179,6 +179,14 @@ def test_import_layers_section_matches_importlinter():
     assert "lint-imports" in (ROOT / ".ci" / "run").read_text()
 
 
+def test_the_scaling_row_names_every_module_of_zoo_scaling():
+    section = _section((DOCS / "architectures.md").read_text(encoding="utf-8"), "## Import layers")
+    row = next(line for line in section.splitlines() if line.startswith("| scaling laws |"))
+    named = set(re.findall(r"`(\w+)`", row.split(" | ")[2]))
+    modules = {p.stem for p in (ROOT / "zoo" / "scaling").glob("*.py")} - {"__init__", "__main__"}
+    assert modules <= named, sorted(modules - named)
+
+
 def test_adding_an_objective_shows_the_real_module_and_real_names():
     import ast
 
