@@ -4,6 +4,7 @@ over its time budget."""
 
 import dataclasses
 import json
+from pathlib import Path
 
 import pytest
 from omegaconf import OmegaConf
@@ -449,6 +450,10 @@ def test_the_plan_names_the_architectures_it_leaves_out(tmp_path, monkeypatch, c
     from zoo.run.scaling_plan import left_out
 
     assert left_out(["decoder_only", "prefix_lm", "encoder_decoder", "encoder_only"]) is None
+    how = "python -m zoo -m experiment=scaling_long +arch=encoder_only"  # the docs say how to add it
+    root = Path(__file__).resolve().parents[1]
+    assert how in (root / "conf" / "experiment" / "scaling_long.yaml").read_text(encoding="utf-8")
+    assert how in (root / "docs" / "scaling-laws.md").read_text(encoding="utf-8")
 
 
 def test_the_plan_refuses_a_tuned_cell_whose_best_rate_is_an_edge(tmp_path, monkeypatch, capsys):
