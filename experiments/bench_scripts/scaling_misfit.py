@@ -1,0 +1,434 @@
+"""Why decoder_only's law fails its gates: diagnostics of the tuned study's fits (experiments/RESULTS.md, "Scaling:
+experiment=scaling_long, each family tuned at each size (issue 45)"). Every law is zoo.scaling's fit (fit_points, no
+bootstrap) and every gate statistic zoo.scaling.gates.family_checks', per family of a points.csv (N: non-embedding
+parameters, as the study counts them). Four subcommands:
+
+- decompose: the form's lack-of-fit chi^2 (the weighted fit to the cell means of zoo.scaling.checks.lack_of_fit,
+  se = the size's pooled relative sd / sqrt(n)) split by nested models: M0 the law E + A/N^alpha + B/D^beta (5
+  parameters); M1 c_s + B/D^beta (an offset per size: N's effect unconstrained); M2 c_s + B_s/D^beta (a D
+  amplitude per size); M3 c_s + B_s/D^beta_s (a D exponent per size). Then M1's offsets against an E + A/N^alpha
+  curve fitted to them, M2's amplitudes, M3's exponents, and M0's and M1's chi^2 by size.
+- variants: the gate statistics of all sizes and without s1, with N non-embedding and total parameters (the
+  embeddings counted: each size built by zoo.model at the plays' 84-character vocabulary, embeddings tied and
+  shared, as the study trains them).
+- cells: the gate statistics without each single cell (a size and a budget; decoder_only's by default), without
+  the 4 cells removed greedily (each time the one whose removal lowers the form's chi^2/dof most), and without
+  the longest budgets of s2 and s3 (160 and 70 tokens per parameter: 4 and 3.5 times their tuning budgets).
+- noise: each family's cell residuals against the cells' standard errors; then for one family (decoder_only) the
+  long-reach, hold-out and leave-one-size-out statistics of (b) a null simulation, the fitted law plus the
+  family's own seed deviations (each run's vector of deviations from its cell means, drawn whole within its
+  size), and (c) a bootstrap of runs within sizes of the real points.
+
+    export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
+    python experiments/bench_scripts/scaling_misfit.py decompose
+    python experiments/bench_scripts/scaling_misfit.py decompose experiments/scaling/untuned/points.csv
+    python experiments/bench_scripts/scaling_misfit.py variants
+    python experiments/bench_scripts/scaling_misfit.py cells
+    python experiments/bench_scripts/scaling_misfit.py noise --reps 40 --seed 1
+"""
+
+import argparse
+import copy
+import math
+import os
+from pathlib import Path
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # scipy's fits are many times slower with OpenBLAS threads
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+from omegaconf import OmegaConf  # noqa: E402
+from scipy.optimize import least_squares  # noqa: E402
+from scipy.stats import f as f_dist  # noqa: E402
+
+from zoo.model import ModelConfig, build_model  # noqa: E402
+from zoo.model.cost import non_embedding_param_count  # noqa: E402
+from zoo.run.conf import CONF_DIR  # noqa: E402
+
+# _pooled_sd is private: lack_of_fit's per-size se, which no public function returns
+from zoo.scaling.checks import _pooled_sd, holdout, lack_of_fit, leave_one_size_out, long_reach, seed_noise  # noqa: E402
+from zoo.scaling.gates import family_checks  # noqa: E402
+from zoo.scaling.law import ScalingError  # noqa: E402
+from zoo.scaling.points import by_family, cell_means, fit_points, read_points_csv  # noqa: E402
+from zoo.scaling.residuals import cell_residuals  # noqa: E402
+from zoo.scaling.sizes import d_ff, layers  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+POINTS = REPO / "experiments" / "scaling" / "points.csv"
+VOCAB = 84  # the characters of the 42 plays (data=shakespeare_plays)
+LONGEST = ("s2", "s3")  # the sizes whose longest budget `cells` leaves out
+
+
+def fit(points: list[dict]):
+    return fit_points(points, bootstrap=0)
+
+
+# ---------------------------------------------------------------- decompose
+
+
+def cell_data(points: list[dict]) -> dict:
+    """The cells of 2 or more seeds: N, D, mean, se (the size's pooled relative sd / sqrt(n)), size index."""
+    pooled = _pooled_sd(points)
+    cs = [c for c in cell_means(points) if c["n"] > 1]
+    size = np.array([c["size"] for c in cs])
+    sizes = sorted(set(size))
+    out = {k: np.array([c[k] for c in cs]) for k in ("N", "D", "mean")}
+    out.update(size=size, sizes=sizes, idx=np.array([sizes.index(s) for s in size]), k=len(sizes))
+    out["se"] = np.array([pooled[c["N"]][0] / math.sqrt(c["n"]) for c in cs])
+    out["nu"] = min(pooled[n][1] for n in set(out["N"]))
+    return out
+
+
+def nested_models(c: dict, v: dict) -> list[tuple]:
+    """(name, prediction of parameters u, number of parameters, starts from the model before's fit r) of M0 .. M3
+    on the cells `c`; M0 starts from the law's values `v`."""
+    idx, k, lN, lD = c["idx"], c["k"], np.log(c["N"] / 1e5), np.log(c["D"] / 1e6)
+    u0 = [math.log(v["E"]), math.log(v["A"]) - v["alpha"] * math.log(1e5)]
+    u0 += [math.log(v["B"]) - v["beta"] * math.log(1e6), v["alpha"], v["beta"]]
+    c0 = [np.mean(c["mean"][idx == j]) - 0.2 for j in range(k)]
+    return [
+        ("M0 law", lambda u: np.exp(u[0]) + np.exp(u[1] - u[3] * lN) + np.exp(u[2] - u[4] * lD), 5, lambda r: [u0]),
+        (
+            "M1 c_s + B/D^b",
+            lambda u: u[idx] + np.exp(u[k] - u[k + 1] * lD),
+            k + 2,
+            lambda r: [c0 + [math.log(0.2), b] for b in (0.3, 0.6, 1.0)],
+        ),
+        (
+            "M2 c_s + B_s/D^b",
+            lambda u: u[idx] + np.exp(u[k + idx] - u[2 * k] * lD),
+            2 * k + 1,
+            lambda r: [list(r.x[:k]) + [r.x[k]] * k + [r.x[k + 1]]],
+        ),
+        (
+            "M3 c_s + B_s/D^b_s",
+            lambda u: u[idx] + np.exp(u[k + idx] - u[2 * k + idx] * lD),
+            3 * k,
+            lambda r: [list(r.x[: 2 * k]) + [r.x[2 * k]] * k],
+        ),
+    ]
+
+
+def wls(pred, c: dict, starts: list):
+    """The least relative chi^2 sum(((mean - pred) / pred / se)^2) over the starts (scipy's least_squares)."""
+    best = None
+    for u0 in starts:
+        try:
+            r = least_squares(lambda u: (c["mean"] - pred(u)) / pred(u) / c["se"], u0, max_nfev=20000)
+        except ValueError:  # a start whose residuals are not finite
+            continue
+        if best is None or r.cost < best.cost:
+            best = r
+    return best
+
+
+def nested_fits(points: list[dict]) -> tuple[dict, dict]:
+    """The cells and {name: (least_squares result, parameters)} of M0 .. M3, each started from the one before."""
+    c = cell_data(points)
+    out, prev = {}, None
+    for name, pred, n_params, starts in nested_models(c, fit(points).values):
+        prev = wls(pred, c, starts(prev))
+        out[name] = (prev, n_params)
+    return c, out
+
+
+def print_chi2(c: dict, fits: dict) -> None:
+    n, prev = len(c["mean"]), None
+    for name, (r, p) in fits.items():
+        chi, dof = 2 * r.cost, n - p
+        s = f"  {name:<22} chi2={chi:7.1f} dof={dof:2d} chi2/dof={chi / max(dof, 1):6.2f}"
+        if dof > 0:
+            s += f" (F-bound {f_dist.ppf(0.95, dof, c['nu']):.2f})"
+        if prev is not None:
+            dchi, ddof = prev[0] - chi, prev[1] - dof
+            s += f"   drop vs previous: {dchi:6.1f} on {ddof} dof (per dof {dchi / ddof:5.1f})"
+        prev = (chi, dof)
+        print(s)
+
+
+def print_sizes(c: dict, fits: dict) -> None:
+    """M1's offsets c_s and their departures from E + A/N^alpha fitted to them (unweighted); M3's exponents,
+    M2's amplitudes; M0's and M1's chi^2 by size."""
+    S, k = c["sizes"], c["k"]
+    r0, r1, r2, r3 = (fits[name][0] for name in fits)
+    off, lN = r1.x[:k], np.log(np.array([c["N"][c["size"] == s][0] for s in S]) / 1e5)
+    rr = least_squares(lambda u: off - (np.exp(u[0]) + np.exp(u[1] - u[2] * lN)), [math.log(1.2), math.log(0.3), 0.5])
+    print("  M1 per-size offsets c_s; fit of E+A/N^a to them (unweighted) and each size's departure:")
+    print(
+        "   ",
+        "  ".join(f"{s}: c={off[j]:.4f} dev={-rr.fun[j]:+.4f}" for j, s in enumerate(S)),
+        f"| N-curve from c_s: E={math.exp(rr.x[0]):.3f} alpha={rr.x[2]:.3f}; M1 beta={r1.x[k + 1]:.3f}",
+    )
+    print(
+        "   M3 per-size beta:",
+        "  ".join(f"{s}:{r3.x[2 * k + j]:.2f}" for j, s in enumerate(S)),
+        "| M2 per-size B (rel):",
+        "  ".join(f"{s}:{math.exp(r2.x[k + j]):.3f}" for j, s in enumerate(S)),
+        f"beta={r2.x[2 * k]:.3f}",
+    )
+    by_size = lambda r: "  ".join(f"{s}:{np.sum(r.fun[c['size'] == s] ** 2):.0f}" for s in S)  # noqa: E731
+    print("   chi2 by size, M0:", by_size(r0), "| M1:", by_size(r1))
+
+
+def cmd_decompose(args) -> None:
+    path = args.points.resolve()
+    print(f"points: {path.relative_to(REPO) if path.is_relative_to(REPO) else path}")
+    for arch, pts in args.families.items():
+        c, fits = nested_fits(pts)
+        print(f"\n== {arch}: {len(c['mean'])} cells, nu_min={c['nu']}")
+        print_chi2(c, fits)
+        print_sizes(c, fits)
+
+
+# ---------------------------------------------------------------- gate statistics of modified point sets
+
+
+def gate_stats(points: list[dict]) -> dict:
+    """The law's fit and its gate statistics (zoo.scaling.gates.family_checks)."""
+    law = fit(points)
+    return {"fit": law, **family_checks(law, points)}
+
+
+def row(label: str, g: dict) -> str:
+    """One line: exponents, E, residual rms, the form's and the law's chi^2/dof, hold-out, long reach, LOSO."""
+    v, lack, ho, lr, lo = g["fit"].values, g["lack"], g["holdout"], g["reach"], g["loso"]
+    s = (
+        f"{label:<34} a={v['alpha']:.3f} b={v['beta']:.3f} E={v['E']:.3f} rms={g['rms'] * 100:.2f}% "
+        f"LoF form={lack['ratio']:.2f}/{lack['limit']:.2f} cell={lack['ratio_cell']:.2f} "
+    )
+    if ho is not None:
+        s += f"HO={max(ho['errors']) * 100:.2f}%({np.mean(ho['signed']) * 100:+.2f}) "
+    if lr is not None:
+        s += f"LR[{','.join(lr['sizes'])}]={lr['worst'] * 100:.2f}%({lr['mean'] * 100:+.2f}) "
+    if lo is not None:
+        w = max(lo["rows"], key=lambda r: max(abs(r["d_alpha"]), abs(r["d_beta"])))
+        s += f"LOSO={lo['worst']:.3f}(w/o {w['size']}: {w['d_alpha']:+.3f}/{w['d_beta']:+.3f})"
+    return s
+
+
+def budgets(points: list[dict]) -> dict[str, list[float]]:
+    """{size: its budgets D, smallest first}."""
+    return {s: sorted({p["D"] for p in points if p["size"] == s}) for s in dict.fromkeys(p["size"] for p in points)}
+
+
+def drop(points: list[dict], sizes=(), cells=()) -> list[dict]:
+    """The points without the `sizes` and the `cells` ((size, budget index from 0) pairs)."""
+    bud = budgets(points)
+    return [p for p in points if p["size"] not in sizes and (p["size"], bud[p["size"]].index(p["D"])) not in cells]
+
+
+# ---------------------------------------------------------------- variants
+
+
+def total_params(arch: str, n_non_embedding: dict[str, float]) -> dict[str, int]:
+    """{size: total parameters} of `arch` at experiment=scaling's sizes; raises ValueError where zoo.model's
+    non-embedding count is not the points' N (a shape or vocabulary unlike the study's)."""
+    sizes = OmegaConf.load(f"{CONF_DIR}/experiment/scaling.yaml").scaling.sizes
+    out = {}
+    for name in n_non_embedding:
+        d, h, n = (int(sizes[name][k]) for k in ("d_model", "n_heads", "n_layers"))
+        shape = dict(d_model=d, n_heads=h, n_layers=layers(arch, n), d_ff=d_ff(arch, d))
+        cfg = ModelConfig(vocab_size=VOCAB, **shape, share_embeddings=True, tie_embeddings=True, dropout=0.0)
+        model = build_model("encoder_decoder" if arch == "encoder_decoder" else "decoder_only", cfg)
+        if non_embedding_param_count(model) != n_non_embedding[name]:
+            raise ValueError(f"{arch} {name}: zoo.model counts {non_embedding_param_count(model)} non-embedding")
+        out[name] = sum(p.numel() for p in model.parameters())
+    return out
+
+
+def with_total(points: list[dict], arch: str) -> list[dict]:
+    """The points with N = the total parameters (embeddings included)."""
+    total = total_params(arch, {p["size"]: p["N"] for p in points})
+    out = copy.deepcopy(points)
+    for p in out:
+        p["N"] = float(total[p["size"]])
+        p["tokens_per_param"] = p["D"] / p["N"]
+    return out
+
+
+def cmd_variants(args) -> None:
+    for arch, pts in args.families.items():
+        total = with_total(pts, arch)
+        print(f"\n=== {arch}")
+        for label, pp in (
+            ("all sizes, N non-emb", pts),
+            ("no s1, N non-emb", drop(pts, sizes=("s1",))),
+            ("all sizes, N total", total),
+            ("no s1, N total", drop(total, sizes=("s1",))),
+        ):
+            g = gate_stats(pp)
+            print(row(label, g))
+            loso = "  ".join(f"{r['size']}:{r['d_alpha']:+.3f}/{r['d_beta']:+.3f}" for r in g["loso"]["rows"])
+            print(f"    LOSO rows: {loso} | objective {g['fit'].objective:.3f}")
+
+
+# ---------------------------------------------------------------- cells
+
+
+def cell_label(cells) -> str:
+    return ",".join(f"{s}b{i + 1}" for s, i in cells)
+
+
+def greedy(points: list[dict], steps: int = 4):
+    """Yields the cells removed so far, adding each time the one whose removal lowers the form's chi^2/dof most."""
+    cells = [(s, i) for s, ds in budgets(points).items() for i in range(len(ds))]
+    ratio = lambda pts: lack_of_fit(fit(pts), pts)["ratio"]  # noqa: E731
+    dropped = []
+    for _ in range(steps):
+        dropped.append(
+            min((c for c in cells if c not in dropped), key=lambda c: ratio(drop(points, cells=[*dropped, c])))
+        )
+        yield list(dropped)
+
+
+def cmd_cells(args) -> None:
+    for arch, pts in args.families.items():
+        print(f"\n=== {arch}")
+        print(row("all cells", gate_stats(pts)))
+        if arch in args.singles:
+            cells = [(s, i) for s, ds in budgets(pts).items() for i in range(len(ds))]
+            stats = {c: gate_stats(drop(pts, cells=[c])) for c in cells}
+            for c, g in sorted(stats.items(), key=lambda kv: kv[1]["lack"]["ratio"]):
+                print(row(f"drop {c[0]} b{c[1] + 1}", g))
+        for dropped in greedy(pts):
+            print(row("greedy drop " + cell_label(dropped), gate_stats(drop(pts, cells=dropped))))
+        longest = [(s, len(ds) - 1) for s, ds in budgets(pts).items() if s in LONGEST]
+        print(row("drop longest " + cell_label(longest), gate_stats(drop(pts, cells=longest))))
+
+
+# ---------------------------------------------------------------- noise
+
+
+def misfit_size(fams: dict) -> None:
+    print(
+        "(a) cell residuals: rms over the cells (%), median cell se (%), rms of t; seed noise (rms of per-cell rel sd)"
+    )
+    for arch, pts in fams.items():
+        rs = cell_residuals(fit(pts), pts)
+        r, t = np.array([x["resid"] for x in rs]) * 100, np.array([x["t"] for x in rs])
+        print(
+            f"  {arch:<16} cell-resid rms {np.sqrt(np.mean(r**2)):.2f}%  median se {np.median(np.abs(r / t)):.3f}%  "
+            f"rms t {np.sqrt(np.mean(t**2)):.1f}  seed noise {seed_noise(pts) * 100:.2f}%"
+        )
+
+
+def run_devs(points: list[dict]) -> dict:
+    """{(size, seed): {D: the run's loss / its cell's mean - 1}}."""
+    cm = {(c["N"], c["D"]): c["mean"] for c in cell_means(points)}
+    runs = {}
+    for p in points:
+        runs.setdefault((p["size"], p["seed"]), {})[p["D"]] = p["loss"] / cm[(p["N"], p["D"])] - 1
+    return runs
+
+
+def reach_stats(points: list[dict]) -> tuple:
+    """long reach worst and mean, hold-out worst and mean (relative), leave-one-size-out worst."""
+    lr, ho, lo = long_reach(points), holdout(points), leave_one_size_out(fit(points), points)
+    return lr["worst"], lr["mean"], max(ho["errors"]), float(np.mean(ho["signed"])), lo["worst"]
+
+
+def simulate(points: list[dict], law, devs: dict, rng) -> list[dict]:
+    """The law's losses at the points, each run given a deviation vector drawn from its size's runs."""
+    by_size, pick = {}, {}
+    for (s, _), v in devs.items():
+        by_size.setdefault(s, []).append(v)
+    for s, vs in by_size.items():
+        seeds = sorted({p["seed"] for p in points if p["size"] == s})
+        pick.update({(s, sd): vs[k] for sd, k in zip(seeds, rng.integers(0, len(vs), len(seeds)))})
+    out = copy.deepcopy(points)
+    for p in out:
+        pred = float(law.predict(np.array([p["N"]]), np.array([p["D"]]))[0])
+        p["loss"] = pred * (1 + pick[(p["size"], p["seed"])][p["D"]])
+    return out
+
+
+def boot(points: list[dict], rng) -> list[dict]:
+    """The points of runs drawn with replacement within each size (as many as it has)."""
+    out = []
+    for s in dict.fromkeys(p["size"] for p in points):
+        seeds = sorted({p["seed"] for p in points if p["size"] == s})
+        for new, sd in enumerate(rng.choice(seeds, len(seeds), replace=True)):
+            out += [
+                {**p, "seed": 100 + new, "run": f"{s}|{100 + new}"} for p in points if (p["size"], p["seed"]) == (s, sd)
+            ]
+    return out
+
+
+def summarize(name: str, rows: list, obs: tuple, null: bool) -> None:
+    rows = np.array(rows)
+    labels = ("long reach worst", "long reach mean", "hold-out worst", "hold-out mean", "LOSO worst")
+    print(f"  {name} (B={len(rows)}):")
+    for j, label in enumerate(labels):
+        v, o, x, pct = rows[:, j], obs[j], (100 if j < 4 else 1), ("%" if j < 4 else "")
+        s = (
+            f"    {label:<18} observed {o * x:+.3f}{pct}  replicates: median {np.median(v) * x:+.3f}, "
+            f"2.5-97.5% [{np.percentile(v, 2.5) * x:+.3f}, {np.percentile(v, 97.5) * x:+.3f}]"
+        )
+        print(s + (f", P(|stat| >= observed) = {np.mean(np.abs(v) >= abs(o)):.2f}" if null else ""))
+
+
+def cmd_noise(args) -> None:
+    misfit_size(args.families)
+    pts = args.families[args.arch]
+    law, devs, obs = fit(pts), run_devs(pts), reach_stats(pts)
+    print(
+        f"\n(b,c) {args.arch}: observed long reach {obs[0] * 100:.2f}% ({obs[1] * 100:+.2f}), hold-out "
+        f"{obs[2] * 100:.2f}% ({obs[3] * 100:+.2f}), LOSO {obs[4]:.3f}"
+    )
+    rng = np.random.default_rng(args.seed)
+    null = [reach_stats(simulate(pts, law, devs, rng)) for _ in range(args.reps)]
+    summarize("null: the fitted law + resampled seed deviations", null, obs, True)
+    summarize(
+        "bootstrap of runs within sizes (real points)",
+        [reach_stats(boot(pts, rng)) for _ in range(args.reps)],
+        obs,
+        False,
+    )
+
+
+# ---------------------------------------------------------------- command line
+
+
+def positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a whole number of at least 1")
+    return int(text)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    cmds = {"decompose": cmd_decompose, "variants": cmd_variants, "cells": cmd_cells, "noise": cmd_noise}
+    helps = {
+        "decompose": "the form's lack-of-fit chi2 split by nested models M0 .. M3",
+        "variants": "gate statistics without s1, and with N the total parameters",
+        "cells": "gate statistics without single cells, the greedy 4, the longest budgets of s2 and s3",
+        "noise": "cell residuals vs se; a seed-noise null simulation and a bootstrap of runs",
+    }
+    for name, func in cmds.items():
+        s = sub.add_parser(name, help=helps[name])
+        s.add_argument("points", nargs="?", type=Path, default=POINTS, help="a points.csv (default: %(default)s)")
+        s.set_defaults(func=func)
+    sub.choices["cells"].add_argument(
+        "--singles", nargs="*", default=["decoder_only"], help="families to drop each cell of"
+    )
+    sub.choices["noise"].add_argument("--arch", default="decoder_only", help="the family simulated and resampled")
+    sub.choices["noise"].add_argument("--reps", type=positive, default=40, help="replicates of each (default 40)")
+    sub.choices["noise"].add_argument("--seed", type=int, default=1, help="numpy's generator seed (default 1)")
+    return p
+
+
+def main(argv=None) -> None:
+    p = parser()
+    args = p.parse_args(argv)
+    try:
+        args.families = by_family(read_points_csv(args.points))
+    except ScalingError as e:
+        p.error(str(e))
+    if args.command == "noise" and args.arch not in args.families:
+        p.error(f"--arch {args.arch!r} is not in {args.points}; it has {', '.join(args.families)}")
+    args.func(args)
+
+
+if __name__ == "__main__":
+    main()
