@@ -41,11 +41,16 @@ def study(c=0.0, tilts=None, sigma=0.0, seeds=8, sizes=SIZES, seed=0) -> list[di
     return out
 
 
-def closed_form_se(sigma: float, seeds: int) -> float:
-    """se of c (%) of the weighted regression with a cell sd of 100 sigma / sqrt(seeds): 1 / sqrt(sum over sizes of
-    the squared residual of d^2 on [1, d]): d = -1, 0, 1, 2 leaves (1, -1, -1, 1), 4; d = -1, 0, 1 leaves
-    (1/3, -2/3, 1/3), 2/3."""
-    return 100 * sigma / math.sqrt(seeds) / math.sqrt(3 * 4 + 2 * 2 / 3)
+def closed_form_se(cell_sd: float) -> float:
+    """se of c (%) of the regression with every cell's sd `cell_sd` (%): by Frisch-Waugh-Lovell, cell_sd / sqrt of
+    the sum over sizes of |d^2 - its projection on [1, d]|^2 (d = -1, 0, 1, 2 leaves (1, -1, -1, 1), 4; s3's
+    -1, 0, 1, log2 3.5 leaves 2.95; d = -1, 0, 1 leaves (1/3, -2/3, 1/3), 2/3)."""
+    info = 0.0
+    for _, budgets in SIZES.values():
+        d = np.log2(np.array(budgets) / budgets[(len(budgets) - 1) // 2])
+        basis = np.stack([np.ones_like(d), d], axis=1)
+        info += float(np.sum((d**2 - basis @ np.linalg.lstsq(basis, d**2, rcond=None)[0]) ** 2))
+    return cell_sd / math.sqrt(info)
 
 
 def test_d_counts_doublings_from_the_middle_budget_the_rate_was_tuned_at():
@@ -57,12 +62,12 @@ def test_d_counts_doublings_from_the_middle_budget_the_rate_was_tuned_at():
 
 
 def test_c_and_the_tilts_come_back_against_the_true_law():
-    """Against the law that drew them, the residuals are c d^2 + t_s d + noise: c within 4 closed-form se (0.02 %
+    """Against the law that drew them, the residuals are c d^2 + t_s d + noise: c within 4 closed-form se (0.02
     at 0.2 % noise, 8 seeds), each tilt within 5 sd of a slope (cell sd / sqrt(Sxx), Sxx = 5 or 2), and the se
     reported within a factor 2 of the closed form."""
     sigma, seeds = 0.002, 8
     est = budget_rate(TRUE, study(c=0.3, tilts=TILTS, sigma=sigma, seeds=seeds))
-    se = closed_form_se(sigma, seeds)
+    se = closed_form_se(100 * sigma / math.sqrt(seeds))
     assert abs(est["c"] - 0.3) < 4 * se and se / 2 < est["se"] < 2 * se
     for size, tilt in TILTS.items():
         sxx = 5.0 if len(SIZES[size][1]) == 4 else 2.0
@@ -70,9 +75,22 @@ def test_c_and_the_tilts_come_back_against_the_true_law():
     assert est["left_out"] == [] and est["cells"] == 18 and est["dof"] == 18 - 11
 
 
+def test_scatter_beyond_the_seeds_widens_c_by_the_birge_ratio():
+    """Cells 0.1 % apart at random (shared by their seeds, 1e-5 apart): chi2/dof >> 1, and c's se is the scatter's,
+    closed_form_se(0.1) (within a factor 2: 7 dof), not the seeds'."""
+    rng = np.random.default_rng(3)
+    offset = {}
+    pts = [
+        {**p, "loss": p["loss"] * (1 + offset.setdefault((p["N"], p["D"]), 1e-3 * rng.standard_normal()))}
+        for p in study(c=0.3, seeds=3)
+    ]
+    est, se = budget_rate(TRUE, pts), closed_form_se(0.1)
+    assert est["chi2_dof"] > 100 and se / 2 < est["se"] < 2 * se and abs(est["c"] - 0.3) < 4 * se
+
+
 def test_no_curvature_gives_c_within_its_se_against_the_fitted_law():
     est = budget_rate(fit_points(pts := study(sigma=0.003, seeds=4, seed=1), bootstrap=0), pts)
-    assert abs(est["c"]) < 3 * est["se"] and est["se"] < 3 * closed_form_se(0.003, 4)
+    assert abs(est["c"]) < 3 * est["se"] and est["se"] < 3 * closed_form_se(0.3 / math.sqrt(4))
 
 
 def test_the_fitted_law_absorbs_about_a_third_of_the_curvature():
