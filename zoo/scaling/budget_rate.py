@@ -46,13 +46,12 @@ def doublings(points: list[dict]) -> list[float]:
 
 
 def _cells(fit, points: list[dict]) -> list[tuple]:
-    """(N, size label, d, residual %, se %) of each cell of 2 or more seeds with unequal losses, N then D order."""
+    """(N, d, residual %, se %) of each cell of 2 or more seeds with unequal losses, N then D order."""
     d_of = {(p["N"], p["D"]): d for p, d in zip(points, doublings(points))}
     out = []
     for r, c in zip(cell_residuals(fit, points), cell_means(points)):
         if c["n"] > 1 and c["se"] > 0:
-            size = r["size"] or f"N{r['N']:.0f}"
-            out.append((r["N"], size, d_of[(r["N"], r["D"])], 100 * r["resid"], 100 * c["se"] / c["mean"]))
+            out.append((r["N"], d_of[(r["N"], r["D"])], 100 * r["resid"], 100 * c["se"] / c["mean"]))
     return out
 
 
@@ -68,17 +67,17 @@ def budget_rate(fit, points: list[dict]) -> dict | None:
     for n, *_ in cells:
         count[n] = count.get(n, 0) + 1
     kept = sorted(n for n, k in count.items() if k >= MIN_BUDGETS)
-    label = {n: s for n, s, *_ in cells} | {p["N"]: p.get("size") or f"N{p['N']:.0f}" for p in points}
+    label = {p["N"]: p.get("size") or f"N{p['N']:.0f}" for p in points}
     rows = [c for c in cells if c[0] in kept]
     S = len(kept)
     dof = len(rows) - (2 * S + 1)
     if S == 0 or dof < 1:
         return None
     X = np.zeros((len(rows), 2 * S + 1))
-    for i, (n, _, d, _, _) in enumerate(rows):
+    for i, (n, d, _, _) in enumerate(rows):
         j = kept.index(n)
         X[i, j], X[i, S + j], X[i, -1] = 1.0, d, d * d
-    y, w = np.array([r[3] for r in rows]), np.array([r[4] for r in rows]) ** -2.0
+    y, w = np.array([r[2] for r in rows]), np.array([r[3] for r in rows]) ** -2.0
     Xw, yw = X * np.sqrt(w)[:, None], y * np.sqrt(w)
     b = np.linalg.lstsq(Xw, yw, rcond=None)[0]
     chi2_dof = float(np.sum((yw - Xw @ b) ** 2)) / dof
