@@ -134,6 +134,18 @@ def test_a_study_on_its_law_passes_every_gate(good):
         assert all(row[g].startswith("pass") for g in GATES.values()), row
 
 
+def test_the_one_rate_per_size_table_follows_the_residuals_and_finds_no_curvature_on_the_law(good):
+    """The points carry no c d^2 (zoo.scaling.budget_rate): each family's c lies within 3 of its se of 0, and its
+    row says the gates' after state."""
+    _, _, text = good
+    at = text.index(next(x for x in text if x.startswith("The one-rate-per-size design")))
+    assert at > text.index(next(x for x in text if x.startswith("Each cell's mean against its family's law")))
+    for arch in FAMILIES:
+        row = next(x for x in text[at:] if x.startswith(f"| {arch} | "))
+        c, se = (float(x) for x in row.split(" | ")[1].split(" ± "))
+        assert abs(c) < 3 * se and "→" in row, row
+
+
 def test_a_sizes_seeds_are_one_row_of_the_report(good):
     """scaling.cell names the seed (s3_seed2), but a size's seeds are one group of the report's table, averaged
     like any seeds, also when a later command added a seed with scaling.seeds; the cosine check cells and the

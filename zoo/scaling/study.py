@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from zoo.scaling import tables
+from zoo.scaling.budget_rate import budget_rate_table
 from zoo.scaling.conventions import CONVENTIONS, recount, study_shapes, target_tokens_per_window
 from zoo.scaling.forms import SHAKESPEARE_PLAYS_TRAIN_TOKENS, compare_forms, effective_tokens, fit_data_constrained
 from zoo.scaling.frontier import Frontier
@@ -74,12 +75,14 @@ def _effective(points: list[dict], unique: float) -> list[dict]:
 
 
 def study_lines(study: Study) -> list[str]:
-    """Every table of the study (zoo.scaling.tables; the cell residuals, zoo.scaling.residuals), gates first, as
+    """Every table of the study (zoo.scaling.tables; the cell residuals, zoo.scaling.residuals; the one-rate-per-size
+    diagnosis, zoo.scaling.budget_rate), gates first, as
     Markdown lines (each table followed by an empty line)."""
     s = study
     out = [*tables.gate_table(s.verdicts), "", *tables.fit_table(s.by_arch, s.fits, s.verdicts, s.birge), ""]
     out += [*tables.reach_table(s.checks), "", *tables.loso_table(s.checks), ""]
     out += [*residual_table(s.by_arch, s.fits), ""]
+    out += [*budget_rate_table(s.by_arch, s.fits, s.checks), ""]
     if s.forms is not None:
         out += [*tables.forms_table(s.forms, s.unique), ""]
     if s.recount_why is not None:
