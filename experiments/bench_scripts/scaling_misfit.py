@@ -18,6 +18,10 @@ parameters, as the study counts them). Four subcommands:
   long-reach, hold-out and leave-one-size-out statistics of (b) a null simulation, the fitted law plus the
   family's own seed deviations (each run's vector of deviations from its cell means, drawn whole within its
   size), and (c) a bootstrap of runs within sizes of the real points.
+- rates: cells rerun at another rate (experiments/scaling/rate_test.csv: decoder_only one sqrt(2) step down at s2
+  and s3, one up at s4, seeds 1-3, every budget; and s2 seed 1 at the study's own rate, which must equal its
+  points): each cell's loss against the study's, paired by seed, at d doublings from the budget the rate was
+  tuned at; then the gates with each cell at the better of its two rates.
 
     export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
     python experiments/bench_scripts/scaling_misfit.py decompose
@@ -25,6 +29,7 @@ parameters, as the study counts them). Four subcommands:
     python experiments/bench_scripts/scaling_misfit.py variants
     python experiments/bench_scripts/scaling_misfit.py cells
     python experiments/bench_scripts/scaling_misfit.py noise --reps 40 --seed 1
+    python experiments/bench_scripts/scaling_misfit.py rates
 """
 
 import argparse
@@ -44,6 +49,7 @@ from scipy.stats import f as f_dist  # noqa: E402
 from zoo.model import ModelConfig, build_model  # noqa: E402
 from zoo.model.cost import non_embedding_param_count  # noqa: E402
 from zoo.run.conf import CONF_DIR  # noqa: E402
+from zoo.scaling.budget_rate import tuning_budgets  # noqa: E402
 
 # _pooled_sd is private: lack_of_fit's per-size se, which no public function returns
 from zoo.scaling.checks import _pooled_sd, holdout, lack_of_fit, leave_one_size_out, long_reach, seed_noise  # noqa: E402
@@ -56,6 +62,7 @@ from zoo.scaling.sizes import d_ff, layers  # noqa: E402
 REPO = Path(__file__).resolve().parents[2]
 POINTS = REPO / "experiments" / "scaling" / "points.csv"
 VOCAB = 84  # the characters of the 42 plays (data=shakespeare_plays)
+RATE_TEST = REPO / "experiments" / "scaling" / "rate_test.csv"
 LONGEST = ("s2", "s3")  # the sizes whose longest budget `cells` leaves out
 
 
@@ -389,6 +396,60 @@ def cmd_noise(args) -> None:
 # ---------------------------------------------------------------- command line
 
 
+# ---------------------------------------------------------------- rates
+
+
+def rate_of(p: dict) -> float:
+    """The peak rate of a point's run (zoo.scaling.points names a run arch|size|seed|lr)."""
+    return float(p["run"].rsplit("|", 1)[1])
+
+
+def paired_shifts(points: list[dict], other: list[dict]) -> dict:
+    """{(size, D, rate): (mean, se, n)}: each cell's loss at `other`'s rate relative to the study's, paired by seed
+    ((other - study) / study; se over seeds, nan for one)."""
+    study = {(p["size"], p["D"], p["seed"]): p["loss"] for p in points}
+    diffs = {}
+    for q in other:
+        diffs.setdefault((q["size"], q["D"], rate_of(q)), []).append(
+            q["loss"] / study[q["size"], q["D"], q["seed"]] - 1
+        )
+    return {
+        k: (np.mean(d), np.std(d, ddof=1) / math.sqrt(len(d)) if len(d) > 1 else math.nan, len(d))
+        for k, d in diffs.items()
+    }
+
+
+def envelope(points: list[dict], shifts: dict) -> list[dict]:
+    """The study's points with each cell at the better of its two rates: where the other rate's paired mean is
+    lower, every seed of the cell is scaled by (1 + that mean)."""
+    better = {(s, d): m for (s, d, _), (m, _, _) in shifts.items() if m < 0}
+    out = copy.deepcopy(points)
+    for p in out:
+        p["loss"] *= 1 + better.get((p["size"], p["D"]), 0.0)
+    return out
+
+
+def cmd_rates(args) -> None:
+    other = by_family(read_points_csv(args.other))
+    for arch, alt in other.items():
+        pts = args.families[arch]
+        study_rate = {p["size"]: rate_of(p) for p in pts}
+        tune = tuning_budgets(pts)
+        shifts = paired_shifts(pts, alt)
+        print(f"\n=== {arch}: each cell at another rate, against the study's (paired by seed)")
+        for (size, d, rate), (m, se, n) in sorted(shifts.items()):
+            if rate != study_rate[size]:
+                what = f"{rate:g} vs {study_rate[size]:g}"
+            else:
+                what = "the study's own rate, " + (
+                    "equal to the study's points" if m == 0 else "NOT the study's points"
+                )
+            d_tune = math.log2(d / tune[next(p["N"] for p in pts if p["size"] == size)])
+            print(f"  {size} D={d:>9,.0f} d={d_tune:+.2f} {what}: {m * 100:+.2f}% +- {se * 100:.2f} (n={n})")
+        print(row("the study", gate_stats(pts)))
+        print(row("each cell at the better rate", gate_stats(envelope(pts, shifts))))
+
+
 def positive(text: str) -> int:
     if not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"{text!r}: give a whole number of at least 1")
@@ -398,12 +459,19 @@ def positive(text: str) -> int:
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
-    cmds = {"decompose": cmd_decompose, "variants": cmd_variants, "cells": cmd_cells, "noise": cmd_noise}
+    cmds = {
+        "decompose": cmd_decompose,
+        "variants": cmd_variants,
+        "cells": cmd_cells,
+        "noise": cmd_noise,
+        "rates": cmd_rates,
+    }
     helps = {
         "decompose": "the form's lack-of-fit chi2 split by nested models M0 .. M3",
         "variants": "gate statistics without s1, and with N the total parameters",
         "cells": "gate statistics without single cells, the greedy 4, the longest budgets of s2 and s3",
         "noise": "cell residuals vs se; a seed-noise null simulation and a bootstrap of runs",
+        "rates": "cells rerun at another rate: paired shifts, and the gates with each cell at its better rate",
     }
     for name, func in cmds.items():
         s = sub.add_parser(name, help=helps[name])
@@ -414,6 +482,9 @@ def parser() -> argparse.ArgumentParser:
     )
     sub.choices["noise"].add_argument("--arch", default="decoder_only", help="the family simulated and resampled")
     sub.choices["noise"].add_argument("--reps", type=positive, default=40, help="replicates of each (default 40)")
+    sub.choices["rates"].add_argument(
+        "--other", type=Path, default=RATE_TEST, help="the cells at other rates (default: %(default)s)"
+    )
     sub.choices["noise"].add_argument("--seed", type=int, default=1, help="numpy's generator seed (default 1)")
     return p
 
