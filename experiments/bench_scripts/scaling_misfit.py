@@ -21,7 +21,8 @@ parameters, as the study counts them). Four subcommands:
 - rates: cells rerun at another rate (experiments/scaling/rate_test.csv: decoder_only one sqrt(2) step down at s2
   and s3, one up at s4, seeds 1-3, every budget; and s2 seed 1 at the study's own rate, which must equal its
   points): each cell's loss against the study's, paired by seed, at d doublings from the budget the rate was
-  tuned at; then the gates with each cell at the better of its two rates.
+  tuned at; then the gates with each cell at the better of its two rates. With --other heads_test.csv and
+  --variant: decoder_only's s4 cells with 2 heads (d_head 40) instead of 4 (d_head 20), at the study's rate.
 
     export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
     python experiments/bench_scripts/scaling_misfit.py decompose
@@ -30,6 +31,8 @@ parameters, as the study counts them). Four subcommands:
     python experiments/bench_scripts/scaling_misfit.py cells
     python experiments/bench_scripts/scaling_misfit.py noise --reps 40 --seed 1
     python experiments/bench_scripts/scaling_misfit.py rates
+    python experiments/bench_scripts/scaling_misfit.py rates --other experiments/scaling/heads_test.csv \
+        --variant "2 heads instead of 4"
 """
 
 import argparse
@@ -419,10 +422,10 @@ def paired_shifts(points: list[dict], other: list[dict]) -> dict:
     }
 
 
-def envelope(points: list[dict], shifts: dict) -> list[dict]:
+def envelope(points: list[dict], shifts: dict, every: bool = False) -> list[dict]:
     """The study's points with each cell at the better of its two rates: where the other rate's paired mean is
-    lower, every seed of the cell is scaled by (1 + that mean)."""
-    better = {(s, d): m for (s, d, _), (m, _, _) in shifts.items() if m < 0}
+    lower, every seed of the cell is scaled by (1 + that mean); every=True: each cell of `shifts` is scaled."""
+    better = {(s, d): m for (s, d, _), (m, _, _) in shifts.items() if m < 0 or every}
     out = copy.deepcopy(points)
     for p in out:
         p["loss"] *= 1 + better.get((p["size"], p["D"]), 0.0)
@@ -436,9 +439,12 @@ def cmd_rates(args) -> None:
         study_rate = {p["size"]: rate_of(p) for p in pts}
         tune = tuning_budgets(pts)
         shifts = paired_shifts(pts, alt)
-        print(f"\n=== {arch}: each cell at another rate, against the study's (paired by seed)")
+        change = args.variant or "another rate"
+        print(f"\n=== {arch}: each cell at {change}, against the study's (paired by seed)")
         for (size, d, rate), (m, se, n) in sorted(shifts.items()):
-            if rate != study_rate[size]:
+            if args.variant:
+                what = f"{args.variant} at {rate:g}"
+            elif rate != study_rate[size]:
                 what = f"{rate:g} vs {study_rate[size]:g}"
             else:
                 what = "the study's own rate, " + (
@@ -447,7 +453,10 @@ def cmd_rates(args) -> None:
             d_tune = math.log2(d / tune[next(p["N"] for p in pts if p["size"] == size)])
             print(f"  {size} D={d:>9,.0f} d={d_tune:+.2f} {what}: {m * 100:+.2f}% +- {se * 100:.2f} (n={n})")
         print(row("the study", gate_stats(pts)))
-        print(row("each cell at the better rate", gate_stats(envelope(pts, shifts))))
+        if args.variant:
+            print(row(f"its cells at {change}", gate_stats(envelope(pts, shifts, every=True))))
+        else:
+            print(row("each cell at the better rate", gate_stats(envelope(pts, shifts))))
 
 
 def positive(text: str) -> int:
@@ -484,6 +493,9 @@ def parser() -> argparse.ArgumentParser:
     sub.choices["noise"].add_argument("--reps", type=positive, default=40, help="replicates of each (default 40)")
     sub.choices["rates"].add_argument(
         "--other", type=Path, default=RATE_TEST, help="the cells at other rates (default: %(default)s)"
+    )
+    sub.choices["rates"].add_argument(
+        "--variant", help="what --other's cells changed, where it is not the rate (e.g. '2 heads at s4')"
     )
     sub.choices["noise"].add_argument("--seed", type=int, default=1, help="numpy's generator seed (default 1)")
     return p
