@@ -24,12 +24,14 @@ parameters, as the study counts them). Four subcommands:
   tuned at; then the gates with each cell at the better of its two rates. With --other heads_test.csv and
   --variant: decoder_only's s4 cells with 2 heads (d_head 40) instead of 4 (d_head 20), at the study's rate.
 
+Their output, as RESULTS.md quotes it: experiments/scaling/misfit.txt (each command's lines after its `$` line).
+
     export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
     python experiments/bench_scripts/scaling_misfit.py decompose
     python experiments/bench_scripts/scaling_misfit.py decompose experiments/scaling/untuned/points.csv
     python experiments/bench_scripts/scaling_misfit.py variants
     python experiments/bench_scripts/scaling_misfit.py cells
-    python experiments/bench_scripts/scaling_misfit.py noise --reps 40 --seed 1
+    python experiments/bench_scripts/scaling_misfit.py noise --reps 200 --seed 1
     python experiments/bench_scripts/scaling_misfit.py rates
     python experiments/bench_scripts/scaling_misfit.py rates --other experiments/scaling/heads_test.csv \
         --variant "2 heads instead of 4"
