@@ -595,3 +595,15 @@ def test_translation_decoding_out_of_range_is_refused_before_the_data(tmp_path, 
     with pytest.raises(ConfigError, match=message):
         check_config(make_cfg(tmp_path, [override], arch="encoder_decoder"))
     check_config(make_cfg(tmp_path, ["task.beam_size=1"], arch="encoder_decoder"))
+
+
+@pytest.mark.parametrize("preset", ["experiment=compare", "experiment=scaling"])
+def test_a_sweep_preset_without_m_says_to_add_m(preset, tmp_path):
+    """A sweep preset run without -m (its +arch and +benchmark unset): one line naming the keys and -m, exit 2,
+    no traceback."""
+    r = run_cli([preset], cwd=tmp_path, timeout=300)
+    assert r.returncode == 2, r.stderr[-2000:]
+    name = preset.split("=")[1]
+    assert f"zoo: error: experiment={name} sweeps +arch, +benchmark (hydra.sweeper.params)" in r.stderr
+    assert f"python -m zoo -m experiment={name}" in r.stderr
+    assert "Traceback" not in r.stderr

@@ -24,6 +24,7 @@ from zoo.errors import ConfigError
 from zoo.interop.init_from import InitFromError, load_weights
 from zoo.model.cost import non_embedding_param_count
 from zoo.run.budget import BudgetError, unwrapped
+from zoo.run.checks.sweep_preset import check_not_a_lone_sweep
 from zoo.run.compare_tune import begin as begin_compare
 from zoo.run.compare_tune import data_kwargs
 from zoo.run.conf import CONF_DIR, TASK_OF_BATCH
@@ -196,6 +197,7 @@ def run(cfg: DictConfig) -> float:
     """Train one run described by cfg; test on the best checkpoint when the task has a test split.
     Returns the best value of the task's monitored validation metric (for Hydra sweepers).
     Raises ConfigError / DataError / ValueError for bad input before training starts."""
+    check_not_a_lone_sweep(cfg)
     if cfg.get("scaling") is not None:  # experiment=scaling: a cell of trunk and cool-down branches
         from zoo.run.scaling_cell import run_cell
 
