@@ -23,6 +23,7 @@ parameters, as the study counts them). Four subcommands:
   points): each cell's loss against the study's, paired by seed, at d doublings from the budget the rate was
   tuned at; then the gates with each cell at the better of its two rates. With --other heads_test.csv and
   --variant: decoder_only's s4 cells with 2 heads (d_head 40) instead of 4 (d_head 20), at the study's rate.
+  With --other beta2_0.95.csv or beta2_0.999.csv: decoder_only's s2 and s4 cells with AdamW's beta2 changed.
 
 Their output, as RESULTS.md quotes it: experiments/scaling/misfit.txt (each command's lines after its `$` line).
 
