@@ -11,13 +11,12 @@ from omegaconf import OmegaConf
 from zoo_run import make_cfg, needs_shared, run_cli
 
 from zoo.errors import ConfigError
-from zoo.model import ModelConfig, build_model
 from zoo.model.cost import non_embedding_param_count
 from zoo.run.conf import CONF_DIR
 from zoo.run.scaling_plan import PlanRow, check_budget, check_run_dirs, plan_table
 from zoo.scaling.design import check_design
 from zoo.scaling.grid import cell_is_check, cell_seed, cell_size, cells
-from zoo.scaling.sizes import branches, d_ff, layers, size_non_embedding, warmup_steps
+from zoo.scaling.sizes import branches, family_model, layers, size_non_embedding, warmup_steps
 
 SCALING = OmegaConf.load(f"{CONF_DIR}/experiment/scaling.yaml").scaling
 SIZES = SCALING.sizes
@@ -51,17 +50,12 @@ def test_the_three_archs_have_matched_non_embedding_parameters(name):
     """At every default size the encoder_decoder split (half the layers a side, d_ff 3 d) has the
     decoder_only / encoder_only non-embedding count within 1% (12 d^2 per layer: 10 d^2 + 14 d^2 a pair)."""
     size = SIZES[name]
-    counts = {}
-    for arch in ("decoder_only", "encoder_only", "encoder_decoder"):
-        cfg = ModelConfig(
-            vocab_size=65,
-            d_model=size.d_model,
-            n_heads=size.n_heads,
-            n_layers=layers(arch, size.n_layers),
-            d_ff=d_ff(arch, size.d_model),
-            share_embeddings=True,
+    counts = {
+        arch: non_embedding_param_count(
+            family_model(arch, size.d_model, size.n_heads, size.n_layers, 65, share_embeddings=True)
         )
-        counts[arch] = non_embedding_param_count(build_model(arch, cfg))
+        for arch in ("decoder_only", "encoder_only", "encoder_decoder")
+    }
     assert max(counts.values()) / min(counts.values()) < 1.01
     assert counts["decoder_only"] == size_non_embedding(size)
     # per post-LN layer: Q, K, V, O (4 d^2 + 4 d), the FFN (8 d^2 + 5 d), two LayerNorms (4 d); no final norm

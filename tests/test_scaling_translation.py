@@ -18,12 +18,11 @@ from zoo_run import make_cfg, needs_shared
 from zoo.data.bible import BibleEnEs, group_of
 from zoo.data.resolver import DataError
 from zoo.errors import ConfigError
-from zoo.model import ModelConfig, build_model
 from zoo.model.cost import non_embedding_param_count
 from zoo.run.conf import CONF_DIR
 from zoo.run.scaling_data import check_passes, target_tokens_per_batch, train_tokens
 from zoo.scaling.design import check_design
-from zoo.scaling.sizes import branches, d_ff, layers, size_budgets, size_non_embedding
+from zoo.scaling.sizes import branches, family_model, size_budgets, size_non_embedding
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 BIBLE = SHARED_DATA / "bible_en_es" / "kjv_rv1909.clean.tsv"
@@ -126,23 +125,12 @@ def test_the_design_spans_20x_reaches_20_tokens_a_parameter_and_matches_the_fami
     assert all(max(size_budgets(s, STUDY.budgets)) >= 20 for s in STUDY.sizes.values())
     check_design(OmegaConf.merge(STUDY, {"block_size": TOKENS_PER_BATCH}))
     for size in STUDY.sizes.values():
-        counts = {}
-        for label, arch, mask in (
-            ("decoder_only", "decoder_only", None),
-            ("prefix_lm", "decoder_only", "prefix"),
-            ("encoder_decoder", "encoder_decoder", None),
-        ):
-            cfg = ModelConfig(
-                vocab_size=95,
-                d_model=size.d_model,
-                n_heads=size.n_heads,
-                n_layers=layers(arch, size.n_layers),
-                d_ff=d_ff(arch, size.d_model),
-                share_embeddings=True,
-                mask=mask,
-                max_len=1024,
+        counts = {
+            arch: non_embedding_param_count(
+                family_model(arch, size.d_model, size.n_heads, size.n_layers, 95, share_embeddings=True, max_len=1024)
             )
-            counts[label] = non_embedding_param_count(build_model(arch, cfg))
+            for arch in ("decoder_only", "prefix_lm", "encoder_decoder")
+        }
         d = size.d_model
         assert counts["encoder_decoder"] == size.n_layers // 2 * (24 * d**2 + 30 * d)
         assert counts["prefix_lm"] == counts["decoder_only"] == size_non_embedding(size)

@@ -48,22 +48,20 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # scipy's fits are many time
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
-from omegaconf import OmegaConf  # noqa: E402
 from scipy.optimize import least_squares  # noqa: E402
 from scipy.stats import f as f_dist  # noqa: E402
 
-from zoo.model import ModelConfig, build_model  # noqa: E402
 from zoo.model.cost import non_embedding_param_count  # noqa: E402
-from zoo.run.conf import CONF_DIR  # noqa: E402
 from zoo.scaling.budget_rate import tuning_budgets  # noqa: E402
 
 # _pooled_sd is private: lack_of_fit's per-size se, which no public function returns
 from zoo.scaling.checks import _pooled_sd, holdout, lack_of_fit, leave_one_size_out, long_reach, seed_noise  # noqa: E402
+from zoo.scaling.conventions import study_shapes  # noqa: E402
 from zoo.scaling.gates import family_checks  # noqa: E402
 from zoo.scaling.law import ScalingError  # noqa: E402
 from zoo.scaling.points import by_family, cell_means, fit_points, read_points_csv  # noqa: E402
 from zoo.scaling.residuals import cell_residuals  # noqa: E402
-from zoo.scaling.sizes import d_ff, layers  # noqa: E402
+from zoo.scaling.sizes import family_model  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 POINTS = REPO / "experiments" / "scaling" / "points.csv"
@@ -236,13 +234,11 @@ def drop(points: list[dict], sizes=(), cells=()) -> list[dict]:
 def total_params(arch: str, n_non_embedding: dict[str, float]) -> dict[str, int]:
     """{size: total parameters} of `arch` at experiment=scaling's sizes; raises ValueError where zoo.model's
     non-embedding count is not the points' N (a shape or vocabulary unlike the study's)."""
-    sizes = OmegaConf.load(f"{CONF_DIR}/experiment/scaling.yaml").scaling.sizes
+    sizes = study_shapes()[0]
     out = {}
     for name in n_non_embedding:
-        d, h, n = (int(sizes[name][k]) for k in ("d_model", "n_heads", "n_layers"))
-        shape = dict(d_model=d, n_heads=h, n_layers=layers(arch, n), d_ff=d_ff(arch, d))
-        cfg = ModelConfig(vocab_size=VOCAB, **shape, share_embeddings=True, tie_embeddings=True, dropout=0.0)
-        model = build_model("encoder_decoder" if arch == "encoder_decoder" else "decoder_only", cfg)
+        shape = sizes[name]
+        model = family_model(arch, **shape, vocab_size=VOCAB, share_embeddings=True, tie_embeddings=True, dropout=0.0)
         if non_embedding_param_count(model) != n_non_embedding[name]:
             raise ValueError(f"{arch} {name}: zoo.model counts {non_embedding_param_count(model)} non-embedding")
         out[name] = sum(p.numel() for p in model.parameters())

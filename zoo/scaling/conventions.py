@@ -20,9 +20,8 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from zoo.model import ModelConfig, build_model
 from zoo.model.cost import forward_flops_by_stack, non_embedding_param_count
-from zoo.scaling.sizes import d_ff, layers
+from zoo.scaling.sizes import family_model
 from zoo.tasks.objectives.entp import strata
 
 CONVENTIONS = {"C": "zoo: attention in full", "C_half": "causal attention at half", "C_6ND": "6·N·D"}
@@ -64,13 +63,9 @@ def attention_per_window(arch: str, d_model: int, n_heads: int, n_layers: int, T
     """(N, {mask: forward FLOPs}) of one window of T tokens: the non-embedding parameters of the family at that
     size (zoo.scaling.sizes's layers and d_ff), and its attention products (scores + values) by the mask they run
     under ("full", "causal", "prefix"); None for a family of another objective."""
-    model_arch = {"prefix_lm": "decoder_only"}
     if arch not in ("decoder_only", "prefix_lm", "encoder_decoder", "encoder_only"):
         return None
-    cfg = ModelConfig(
-        vocab_size=2, d_model=d_model, n_heads=n_heads, n_layers=layers(arch, n_layers), d_ff=d_ff(arch, d_model)
-    )
-    model = build_model(model_arch.get(arch, arch), cfg)
+    model = family_model(arch, d_model, n_heads, n_layers)  # a mask does not change the FLOPs counted
     N = non_embedding_param_count(model)
     if arch == "encoder_only":  # entp: one bidirectional forward a stratum, as wide as its last prefix
         widths = strata(T, min(study_entp_targets(), T))[1:]

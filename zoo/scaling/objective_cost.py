@@ -12,20 +12,19 @@ from types import SimpleNamespace
 
 import torch
 
-from zoo.model import ModelConfig, build_model
 from zoo.model.cost import non_embedding_param_count
 from zoo.scaling.conventions import study_entp_targets, study_shapes
 from zoo.scaling.points import REFERENCE
-from zoo.scaling.sizes import d_ff, layers
+from zoo.scaling.sizes import family_model
 from zoo.tasks.objectives import ENTP, CausalLM, PrefixContinuation, PrefixLM
 
 SHAKESPEARE_PLAYS_VOCAB = 84  # data=shakespeare_plays' characters (tests check it): the LM head's V
-# family -> (objective, model class, model.mask) of the LM study's cells (conf/task/lm.yaml's defaults)
+# family -> objective of the LM study's cells (conf/task/lm.yaml's defaults); its model: sizes.family_model
 FAMILIES = {
-    "decoder_only": (CausalLM, "decoder_only", None),
-    "prefix_lm": (PrefixLM, "decoder_only", "prefix"),
-    "encoder_decoder": (PrefixContinuation, "encoder_decoder", None),
-    "encoder_only": (ENTP, "encoder_only", None),
+    "decoder_only": CausalLM,
+    "prefix_lm": PrefixLM,
+    "encoder_decoder": PrefixContinuation,
+    "encoder_only": ENTP,
 }
 
 
@@ -33,16 +32,8 @@ def window_cost(arch: str, d_model: int, n_heads: int, n_layers: int, T: int, vo
     """{"objective", "N" (non-embedding parameters), "scored" (positions the training loss scores a window),
     "flops" (training FLOPs of a window: 3 x the objective's forward FLOPs of a (1, T) batch)} of a family at a
     size (zoo.scaling.sizes's layers and d_ff). Raises KeyError for a family not in FAMILIES."""
-    rule, model_arch, mask = FAMILIES[arch]
-    cfg = ModelConfig(
-        vocab_size=vocab_size,
-        d_model=d_model,
-        n_heads=n_heads,
-        n_layers=layers(arch, n_layers),
-        d_ff=d_ff(arch, d_model),
-        mask=mask,
-    )
-    model = build_model(model_arch, cfg)
+    rule = FAMILIES[arch]
+    model = family_model(arch, d_model, n_heads, n_layers, vocab_size)
     objective = rule(SimpleNamespace(model=model, hparams=SimpleNamespace(entp_targets=entp_targets)))
     x = torch.zeros(1, T, dtype=torch.long)
     scored = {"entp": min(entp_targets, T), "causal_lm": T}.get(rule.NAME, T - T // 2 + 1)

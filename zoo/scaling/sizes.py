@@ -39,6 +39,25 @@ def d_ff(arch: str, d_model: int) -> int:
     return 3 * d_model if arch == "encoder_decoder" else 4 * d_model
 
 
+FAMILY_MODELS = {"prefix_lm": ("decoder_only", "prefix")}  # a family built as another arch with its mask
+
+
+def family_model(arch: str, d_model: int, n_heads: int, n_layers: int, vocab_size: int = 2, **config):
+    """The nn.Module of a family at a size's shape: layers(arch, n_layers) and d_ff(arch, d_model), as the study
+    matches them; prefix_lm is decoder_only with model.mask=prefix. `config`: further ModelConfig fields."""
+    model_arch, mask = FAMILY_MODELS.get(arch, (arch, None))
+    cfg = ModelConfig(
+        vocab_size=vocab_size,
+        d_model=d_model,
+        n_heads=n_heads,
+        n_layers=layers(arch, n_layers),
+        d_ff=d_ff(arch, d_model),
+        mask=mask,
+        **config,
+    )
+    return build_model(model_arch, cfg)
+
+
 def size_non_embedding(size) -> int:
     """Non-embedding parameters of decoder_only at a size ({d_model, n_heads, n_layers}): the N of its tokens
     per parameter, the same for every architecture at that size. Counted once per shape (_non_embedding)."""
