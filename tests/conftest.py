@@ -24,6 +24,7 @@ def _data_mirror():
     """Tests read datasets from ../shared/data as the resolver's mirror (as .ci/run does)."""
     os.environ.setdefault("ZOO_DATA_MIRROR", str(SHARED_DATA))
     os.environ.setdefault("WANDB_MODE", "offline")
+    os.environ.setdefault("ZOO_SCALING_NULL_REPS", "5")  # the report's null table, drawn cheaply (default 100)
     yield
 
 

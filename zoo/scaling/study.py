@@ -15,6 +15,7 @@ from zoo.scaling.forms import SHAKESPEARE_PLAYS_TRAIN_TOKENS, compare_forms, eff
 from zoo.scaling.frontier import Frontier
 from zoo.scaling.gates import family_checks, gates
 from zoo.scaling.law import ScalingError
+from zoo.scaling.null import null_table
 from zoo.scaling.objective_cost import objective_table
 from zoo.scaling.points import by_family, fit_families, read_points_csv
 from zoo.scaling.residuals import residual_table
@@ -80,7 +81,10 @@ def study_lines(study: Study) -> list[str]:
     Markdown lines (each table followed by an empty line)."""
     s = study
     out = [*tables.gate_table(s.verdicts), "", *tables.fit_table(s.by_arch, s.fits, s.verdicts, s.birge), ""]
-    out += [*tables.reach_table(s.checks), "", *tables.loso_table(s.checks), ""]
+    out += [*tables.reach_table(s.checks), ""]
+    calibrated = null_table(s.by_arch, s.fits)  # the long reach of a law that holds: [] where it has none
+    out += [*calibrated, ""] if calibrated else []
+    out += [*tables.loso_table(s.checks), ""]
     out += [*residual_table(s.by_arch, s.fits), ""]
     out += [*budget_rate_table(s.by_arch, s.fits, s.checks), ""]
     if s.forms is not None:
