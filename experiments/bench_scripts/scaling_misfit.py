@@ -59,6 +59,7 @@ from zoo.scaling.checks import _pooled_sd, holdout, lack_of_fit, leave_one_size_
 from zoo.scaling.conventions import study_shapes  # noqa: E402
 from zoo.scaling.gates import family_checks  # noqa: E402
 from zoo.scaling.law import ScalingError  # noqa: E402
+from zoo.scaling.null import seed_deviations, simulate  # noqa: E402
 from zoo.scaling.points import by_family, cell_means, fit_points, read_points_csv  # noqa: E402
 from zoo.scaling.residuals import cell_residuals  # noqa: E402
 from zoo.scaling.sizes import family_model  # noqa: E402
@@ -321,34 +322,10 @@ def misfit_size(fams: dict) -> None:
         )
 
 
-def run_devs(points: list[dict]) -> dict:
-    """{(size, seed): {D: the run's loss / its cell's mean - 1}}."""
-    cm = {(c["N"], c["D"]): c["mean"] for c in cell_means(points)}
-    runs = {}
-    for p in points:
-        runs.setdefault((p["size"], p["seed"]), {})[p["D"]] = p["loss"] / cm[(p["N"], p["D"])] - 1
-    return runs
-
-
 def reach_stats(points: list[dict]) -> tuple:
     """long reach worst and mean, hold-out worst and mean (relative), leave-one-size-out worst."""
     lr, ho, lo = long_reach(points), holdout(points), leave_one_size_out(fit(points), points)
     return lr["worst"], lr["mean"], max(ho["errors"]), float(np.mean(ho["signed"])), lo["worst"]
-
-
-def simulate(points: list[dict], law, devs: dict, rng) -> list[dict]:
-    """The law's losses at the points, each run given a deviation vector drawn from its size's runs."""
-    by_size, pick = {}, {}
-    for (s, _), v in devs.items():
-        by_size.setdefault(s, []).append(v)
-    for s, vs in by_size.items():
-        seeds = sorted({p["seed"] for p in points if p["size"] == s})
-        pick.update({(s, sd): vs[k] for sd, k in zip(seeds, rng.integers(0, len(vs), len(seeds)))})
-    out = copy.deepcopy(points)
-    for p in out:
-        pred = float(law.predict(np.array([p["N"]]), np.array([p["D"]]))[0])
-        p["loss"] = pred * (1 + pick[(p["size"], p["seed"])][p["D"]])
-    return out
 
 
 def boot(points: list[dict], rng) -> list[dict]:
@@ -379,7 +356,7 @@ def summarize(name: str, rows: list, obs: tuple, null: bool) -> None:
 def cmd_noise(args) -> None:
     misfit_size(args.families)
     pts = args.families[args.arch]
-    law, devs, obs = fit(pts), run_devs(pts), reach_stats(pts)
+    law, devs, obs = fit(pts), seed_deviations(pts), reach_stats(pts)
     print(
         f"\n(b,c) {args.arch}: observed long reach {obs[0] * 100:.2f}% ({obs[1] * 100:+.2f}), hold-out "
         f"{obs[2] * 100:.2f}% ({obs[3] * 100:+.2f}), LOSO {obs[4]:.3f}"
@@ -422,9 +399,12 @@ def paired_shifts(points: list[dict], other: list[dict]) -> dict:
 
 
 def envelope(points: list[dict], shifts: dict, every: bool = False) -> list[dict]:
-    """The study's points with each cell at the better of its two rates: where the other rate's paired mean is
-    lower, every seed of the cell is scaled by (1 + that mean); every=True: each cell of `shifts` is scaled."""
-    better = {(s, d): m for (s, d, _), (m, _, _) in shifts.items() if m < 0 or every}
+    """The study's points with each cell at its best rate: where another rate's paired mean is lower, every seed
+    of the cell is scaled by (1 + the lowest such mean); every=True: each cell of `shifts` is scaled."""
+    better: dict = {}
+    for (s, d, _), (m, _, _) in shifts.items():
+        if every or m < min(0.0, better.get((s, d), 0.0)):
+            better[s, d] = m
     out = copy.deepcopy(points)
     for p in out:
         p["loss"] *= 1 + better.get((p["size"], p["D"]), 0.0)
@@ -432,7 +412,7 @@ def envelope(points: list[dict], shifts: dict, every: bool = False) -> list[dict
 
 
 def cmd_rates(args) -> None:
-    other = by_family(read_points_csv(args.other))
+    other = by_family([p for path in args.other for p in read_points_csv(path)])
     for arch, alt in other.items():
         pts = args.families[arch]
         study_rate = {p["size"]: rate_of(p) for p in pts}
@@ -455,7 +435,12 @@ def cmd_rates(args) -> None:
         if args.variant:
             print(row(f"its cells at {change}", gate_stats(envelope(pts, shifts, every=True))))
         else:
-            print(row("each cell at the better rate", gate_stats(envelope(pts, shifts))))
+            best = envelope(pts, shifts)
+            print(row("each cell at its best rate", gate_stats(best)))
+            if args.decompose:
+                c, fits = nested_fits(best)
+                print_chi2(c, fits)
+                print_sizes(c, fits)
 
 
 def positive(text: str) -> int:
@@ -491,7 +476,10 @@ def parser() -> argparse.ArgumentParser:
     sub.choices["noise"].add_argument("--arch", default="decoder_only", help="the family simulated and resampled")
     sub.choices["noise"].add_argument("--reps", type=positive, default=40, help="replicates of each (default 40)")
     sub.choices["rates"].add_argument(
-        "--other", type=Path, default=RATE_TEST, help="the cells at other rates (default: %(default)s)"
+        "--other", type=Path, nargs="+", default=[RATE_TEST], help="the cells at other rates (default: %(default)s)"
+    )
+    sub.choices["rates"].add_argument(
+        "--decompose", action="store_true", help="also decompose the chi^2 of the cells at their best rates"
     )
     sub.choices["rates"].add_argument(
         "--variant", help="what --other's cells changed, where it is not the rate (e.g. '2 heads at s4')"
