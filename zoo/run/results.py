@@ -107,7 +107,8 @@ def keep_csv_history(logger, ckpt_path: str) -> int:
 
 def failed_record(cfg: DictConfig, error: BaseException, task_name: str | None = None) -> dict:
     """The results.json of a run that raised: status "failed", its error, and what identifies the run (arch,
-    task, seed, overrides), so that zoo.report lists it instead of dropping it."""
+    task, seed, overrides), so that zoo.report lists it instead of dropping it; steps: the step a diverged run
+    stopped at (zoo.errors.TrainingDiverged), else 0."""
     from hydra.core.hydra_config import HydraConfig
 
     if task_name is None:
@@ -127,6 +128,6 @@ def failed_record(cfg: DictConfig, error: BaseException, task_name: str | None =
         "best": {},
         "params": 0,
         "flops_per_token": 0.0,
-        "steps": 0,
+        "steps": getattr(error, "step", 0),
         "wall_seconds": 0.0,
     }
