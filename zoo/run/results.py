@@ -2,12 +2,12 @@
 examples.json (per-example outputs for paired significance tests between runs)."""
 
 import json
-import os
-import tempfile
 import traceback
 from pathlib import Path
 
 from omegaconf import DictConfig
+
+from zoo.data.atomic import atomic_file
 
 EXAMPLES = "examples.json"
 
@@ -29,18 +29,11 @@ def arch_config(cfg: DictConfig) -> str | None:
 
 
 def write_text(path: Path, text: str) -> Path:
-    """Write text (UTF-8) to path atomically (a temp file in the same folder, then os.replace): an interrupted
-    write leaves the previous file."""
+    """Write text (UTF-8) to path atomically (zoo.data.atomic: a temp file in the same folder, then os.replace):
+    an interrupted write leaves the previous file; the file gets the mode open() gives."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    with atomic_file(path, "w") as f:
+        f.write(text)
     return path
 
 
