@@ -71,3 +71,24 @@ def test_a_yaml_syntax_error_exits_2_without_a_traceback(tmp_path):
     out = run_cli(["+arch=decoder_only", "data=my_corpus", f"hydra.searchpath=[file://{tmp_path / 'conf'}]"], tmp_path)
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert out.stderr.strip().splitlines() == [next(x for x in out.stderr.splitlines() if x.startswith("zoo: error:"))]
+
+
+@pytest.mark.parametrize("multirun", [False, True])
+def test_two_archs_are_one_line_with_the_sweep_that_compares_them(capsys, multirun):
+    """+arch=a +arch=b: Hydra advises `override arch: b`, a defaults-list line that a command line cannot take;
+    zoo names the two choices, one arch per run, and the multirun that compares them, which composes."""
+    argv = [*(["-m"] if multirun else []), "+arch=decoder_only", "+arch=encoder_only"]
+    (line,) = errors(argv, capsys)
+    assert line == (
+        "zoo: error: +arch is given twice (+arch=decoder_only +arch=encoder_only), and a run trains one "
+        "architecture: keep one, or compare them in one multirun: python -m zoo -m +arch=decoder_only,encoder_only"
+    )
+    assert typos(["-m", "+arch=decoder_only,encoder_only"], CONF_DIR) == []  # the advice works
+
+
+def test_another_group_given_twice_names_its_sweep(capsys):
+    (line,) = errors(["+arch=decoder_only", "+debug=limit", "+debug=overfit"], capsys)
+    assert line == (
+        "zoo: error: +debug is given twice (+debug=limit +debug=overfit), and a run takes one debug option: "
+        "keep one, or sweep them in one multirun: python -m zoo -m +debug=limit,overfit"
+    )

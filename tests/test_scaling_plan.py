@@ -276,7 +276,7 @@ def test_an_unexpected_error_in_the_plan_exits_2_so_nothing_launches(monkeypatch
         raise TypeError("float() argument must be a string or a real number, not 'NoneType'")
 
     monkeypatch.setattr(cb, "sweep_jobs", broken)
-    config = OmegaConf.create({"scaling": {"time_budget_s": 7200, "job_overhead_s": 10}})
+    config = OmegaConf.create({"scaling": {**OmegaConf.to_container(SCALING), "time_budget_s": 7200}})
     with pytest.raises(SystemExit) as e:
         cb.ScalingPlan().on_multirun_start(config)
     assert e.value.code == 2
@@ -285,6 +285,11 @@ def test_an_unexpected_error_in_the_plan_exits_2_so_nothing_launches(monkeypatch
     with pytest.raises(SystemExit) as e:
         cb.ScalingPlan().on_multirun_start(config)
     assert e.value.code == 2 and "scaling.time_budget_s=None must be a number of seconds" in capsys.readouterr().err
+
+
+def study_of(job) -> dict:
+    """A job's scaling design, as the multirun's own config holds it (ScalingPlan checks it before the jobs)."""
+    return OmegaConf.to_container(job.scaling, resolve=True)
 
 
 def plan_one_job(tmp_path, monkeypatch, capsys, arch: str, override: str) -> tuple[int, str]:
@@ -298,7 +303,7 @@ def plan_one_job(tmp_path, monkeypatch, capsys, arch: str, override: str) -> tup
     monkeypatch.setattr(scaling_plan, "plan", lambda *a, **k: pytest.fail("the plan timed a job it should refuse"))
     config = OmegaConf.create(
         {
-            "scaling": {"time_budget_s": 7200, "job_overhead_s": 10},
+            "scaling": {**study_of(job), "time_budget_s": 7200, "job_overhead_s": 10},
             "hydra": {"sweep": {"dir": str(tmp_path / "sweep"), "subdir": "${scaling.cell}"}},
         }
     )
@@ -395,7 +400,7 @@ def plan_jobs(tmp_path, monkeypatch, capsys, jobs, **scaling) -> tuple[int, str,
     monkeypatch.setattr(scaling_plan, "plan", lambda *a, **k: rows)
     config = OmegaConf.create(
         {
-            "scaling": {"time_budget_s": 1, "job_overhead_s": 10, **scaling},
+            "scaling": {**study_of(jobs[0][1]), "time_budget_s": 1, "job_overhead_s": 10, **scaling},
             "hydra": {
                 "sweep": {"dir": str(tmp_path / "sweep"), "subdir": "${hydra:runtime.choices.arch}-${scaling.cell}"}
             },
@@ -498,3 +503,49 @@ def test_the_plan_refuses_a_folder_holding_a_cell_of_another_design(tmp_path, mo
         assert code == 2 and f"holds a scaling cell of another design ({key})" in err, err
     code, out, _ = plan_jobs(tmp_path, monkeypatch, capsys, [("decoder_only", scaling_job(tmp_path))], dry_run=True)
     assert code == 0
+
+
+def multirun_config(overrides: list[str]):
+    """The config Hydra hands a multirun's callbacks for `python -m zoo -m <overrides>` (its sweeps not applied)."""
+    from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.types import RunMode
+
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        hydra = GlobalHydra.instance().hydra
+        return hydra.compose_config("config", overrides, run_mode=RunMode.MULTIRUN, with_log_configuration=False)
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("scaling.cooldown=1.5", "scaling.cooldown=1.5 must be in (0, 1): the share of each budget's steps"),
+        ("scaling.warmup_tokens_per_param=-1", "scaling.warmup_tokens_per_param=-1 must be a number >= 0"),
+        ("scaling.budgets=[5,0]", "scaling.budgets=[5, 0] must be a list of positive tokens-per-parameter budgets"),
+        ("scaling.trunk_tokens_per_param=10", "scaling.trunk_tokens_per_param=10 ends the trunk before the cool-down"),
+        ("scaling.checkpoint_every=-1", "scaling.checkpoint_every=-1 must be a whole number of steps >= 0"),
+        ("scaling.cooldown_shape=square", "scaling.cooldown_shape='square' is not a cool-down shape"),
+    ],
+)
+def test_study_settings_are_refused_before_the_jobs_are_composed(monkeypatch, capsys, override, message):
+    """A bad study-wide setting exits 2 with its one line from the multirun's own config, without composing the
+    sweep's ~300 jobs (a minute or more) first."""
+    import zoo.run.sweep_callback as cb
+
+    monkeypatch.setattr(cb, "sweep_jobs", lambda config: pytest.fail("the jobs were composed before the refusal"))
+    with pytest.raises(SystemExit) as e:
+        cb.ScalingPlan().on_multirun_start(multirun_config(["experiment=scaling", override]))
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.startswith(f"zoo: error: {message}") and len(err.splitlines()) == 1, err
+
+
+def test_a_measured_window_passes_the_early_check_and_not_a_jobs():
+    """experiment=scaling_translation's scaling.block_size is null until each job measures it from the data: the
+    study-wide check lets it pass, the job's own design check (check_design) still needs it."""
+    from zoo.scaling.design import check_settings
+
+    scaling = multirun_config(["experiment=scaling_translation"]).scaling
+    assert scaling.block_size is None
+    assert check_settings(scaling, measured_block=True)[1] is None
+    with pytest.raises(ConfigError, match=r"scaling.block_size=None must be a positive whole number"):
+        check_design(scaling)

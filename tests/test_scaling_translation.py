@@ -369,7 +369,8 @@ def _plan(tmp_path, monkeypatch, capsys, jobs) -> tuple[int, str, str]:
 
     monkeypatch.setattr(cb, "sweep_jobs", lambda config: jobs)
     sweep = {"dir": str(tmp_path / "sweep"), "subdir": "${hydra:runtime.choices.arch}-${scaling.cell}"}
-    config = OmegaConf.create({"scaling": {"time_budget_s": 1, "job_overhead_s": 10, "dry_run": True}})
+    design = OmegaConf.to_container(jobs[0][1].scaling, resolve=True)  # ScalingPlan checks it before the jobs
+    config = OmegaConf.create({"scaling": {**design, "time_budget_s": 1, "job_overhead_s": 10, "dry_run": True}})
     config.hydra = {"sweep": sweep}
     with pytest.raises(SystemExit) as e:
         cb.ScalingPlan().on_multirun_start(config)

@@ -48,3 +48,30 @@ def test_set_threads_sets_torch(monkeypatch, caplog):
         assert "torch threads per process: 1 (threads=1" in caplog.text
     finally:
         torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize("bad", ["0", "-2", "1.5"])
+def test_generate_refuses_a_bad_thread_count_before_reading_the_checkpoint(tmp_path, capsys, bad):
+    """zoo.generate threads=N takes what training's threads= takes; a bad one is its one error line, before the
+    (here missing) checkpoint is read."""
+    from zoo.run.generate import main
+
+    assert main([f"ckpt_path={tmp_path / 'missing.ckpt'}", f"threads={bad}"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"zoo.generate: error: threads={bad} must be a positive integer"), err
+
+
+def test_generate_threads_sets_torchs_threads(tmp_path, monkeypatch, capsys):
+    """threads=3 gives torch 3 intra-op threads before the checkpoint is read (here it is missing: exit 2)."""
+    from zoo.run.generate import HELP, main
+
+    before = torch.get_num_threads()
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    try:
+        torch.set_num_threads(1)
+        assert main([f"ckpt_path={tmp_path / 'missing.ckpt'}", "threads=3"]) == 2
+        assert torch.get_num_threads() == 3
+        assert "does not exist" in capsys.readouterr().err
+    finally:
+        torch.set_num_threads(before)
+    assert "threads=N" in HELP and "  threads " in HELP

@@ -197,3 +197,64 @@ def test_only_a_layer_number_does_not_pick_the_layers_that_start_with_it():
     assert [s.name for s in select(tr, ["decoder.1.ffn"])] == ["decoder.1.ffn", "decoder.1.ffn.add_norm"]
     with pytest.raises(ValueError, match="--only decoder.1.f: no such stage"):
         select(tr, ["decoder.1.f"])
+
+
+@pytest.mark.e2e
+def test_a_source_longer_than_the_lms_trained_window_is_refused(tmp_path, capsys, shared_data):
+    """A Tiny Shakespeare run trains 32-token windows (data.block_size=32) in a model of 64 positions: a source of
+    40 characters fits model.max_len but not what the model was trained on, and is refused before tracing in one
+    line naming the length, the window and the fix; 32 characters trace."""
+    from zoo_run import TINY, make_cfg
+
+    from zoo.run.train import run
+
+    run(make_cfg(tmp_path, [*TINY, "trainer.max_steps=1", "logger=csv", "task.sample=null"]))
+    assert main([f"ckpt_path={tmp_path}", "--src", "ROMEO: " * 5 + "ROMEO"]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        "zoo.trace: error: --src is 40 tokens, longer than the 32-token window the checkpoint was trained on "
+        "(data.block_size=32): shorten it to at most 32 tokens\n"
+    )
+    tr, arch, cfg, inputs, model = traced(f"ckpt_path={tmp_path}", "--src", "ROMEO: " * 4 + "ROME")
+    assert inputs["seq"].shape == (1, 32) and cfg.max_len == 64
+
+
+@pytest.mark.parametrize("cell", ["encoder_decoder", "decoder_only"])
+def test_a_source_longer_than_the_translation_runs_sentences_is_refused(tmp_path, capsys, cell):
+    """A translation run cut its sentences to data.max_len tokens, EOS included (here 8, in a model of 128
+    positions): a longer source is refused before tracing, naming its length with EOS, the limit and the fix."""
+    from test_translate import write_checkpoint
+
+    from zoo.data.bpe import SubwordTokenizer
+    from zoo.trace.inputs import checkpoint_model
+
+    path = write_checkpoint(tmp_path / "toy.ckpt", cell, dm={"max_len": 8})
+    src = "Zwei Männer spielen Fußball auf einer Wiese."
+    tok = checkpoint_model(str(path))[3]
+    n = len(tok.encode(src)) + 1
+    assert isinstance(tok, SubwordTokenizer) and n > 8
+    assert main([f"ckpt_path={path}", "--src", src]) == 2
+    assert capsys.readouterr().err == (
+        f"zoo.trace: error: --src is {n} tokens with its EOS, longer than the sentences the checkpoint was trained "
+        f"on (data.max_len=8, EOS included): shorten it to at most 7 tokens\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "src, tgt, trained, message",
+    [
+        (5, 4, {"window": 8}, "--src + --tgt is 9 tokens, longer than the 8-token window"),
+        (3, 8, {"sentence": 8}, "--tgt is 9 tokens with its start token, longer than the sentences the checkpoint"),
+        (7, 0, {"sentence": 8}, None),  # 7 + EOS = 8: what the run trained on
+        (8, 7, {"window": 16}, None),
+        (40, 0, {}, None),  # nothing recorded: model.max_len alone bounds it (make_inputs)
+    ],
+)
+def test_lengths_the_run_trained_on_bound_the_inputs(src, tgt, trained, message):
+    from zoo.trace.window import WindowError, check_lengths
+
+    if message is None:
+        check_lengths([5] * src, [6] * tgt or None, trained)
+    else:
+        with pytest.raises(WindowError, match=re.escape(message)):
+            check_lengths([5] * src, [6] * tgt or None, trained)

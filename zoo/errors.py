@@ -17,6 +17,15 @@ class BudgetError(ValueError):
     """A bad budget.* config (zoo.run.budget)."""
 
 
+class TrainingDiverged(RuntimeError):
+    """The training loss became NaN or infinite (zoo.training.callbacks.finite_loss): `step` is the optimizer
+    step whose loss it was, as the logs count them. zoo.run.train.handle_error prints it and exits with 1."""
+
+    def __init__(self, message: str, step: int):
+        super().__init__(message)
+        self.step = step
+
+
 class InitFromError(ValueError):
     """A bad model.init_from: a checkpoint zoo cannot read, or one whose shape the run cannot take
     (zoo.interop.init_from)."""

@@ -13,6 +13,7 @@ import re
 from zoo.data.files.records import column
 from zoo.data.files.splits import find
 from zoo.data.files.tables import read_table
+from zoo.data.limit import first_examples
 from zoo.data.parallel_text import ParallelText
 from zoo.data.resolver import DataError
 
@@ -89,7 +90,7 @@ class BibleEnEs(ParallelText):
 
     def read(self) -> dict[str, tuple[list[str], list[str]]]:
         """The three splits' (sources, targets), whole chapters (or books) each (split_of); blank pairs dropped
-        and counted in skipped["train"]; data.limit keeps the first `limit` training pairs."""
+        and counted in skipped["train"]; data.limit keeps the first `limit` pairs of each split."""
         path = find(self.sources["train"], self.data_dir, self.mirror)
         table = read_table(path, "tsv", True, None, self.encoding, "none")
         refs = [str(r) for r in column(table.records, self.ref_column, path, "ref_column")]
@@ -113,9 +114,7 @@ class BibleEnEs(ParallelText):
             places[split].append(table.places[i])
             groups[split].add(group)
         self.skipped["train"] = len(refs) - sum(len(p) for p in places.values())
-        if self.limit is not None:
-            data["train"] = tuple(x[: self.limit] for x in data["train"])
-            places["train"] = places["train"][: self.limit]
+        data, places = first_examples(data, self.limit), first_examples(places, self.limit)
         for split in data:
             if not data[split][0]:
                 raise DataError(

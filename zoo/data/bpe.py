@@ -20,13 +20,12 @@ changes is refused (zoo.data.tokenizer_pipeline.zoo_pipeline).
 """
 
 import json
-import os
-import tempfile
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
+from zoo.data.atomic import atomic_path
 from zoo.data.resolver import DataError
 from zoo.data.special_ids import ROLE_NAMES, SpecialIds, special_tokens_of
 from zoo.data.tokenizer_pipeline import zoo_pipeline
@@ -131,7 +130,7 @@ def load_or_train(
 
     The file is a cache keyed by its path only (the datamodules put a digest of the training text and the
     vocabulary size in the name, so other data gets another file). Saving is
-    atomic (a temp file in the same folder, then os.replace), so concurrent processes (DDP ranks) and
+    atomic (zoo.data.atomic: a temp file in the same folder, then os.replace), so concurrent processes (DDP ranks) and
     interrupted runs never leave a partial file.
 
     Args:
@@ -164,15 +163,8 @@ def load_or_train(
             )
         return tok
     tok = train_chars(texts_fn()) if chars else train_bpe(texts_fn(), vocab_size)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        tok.save(tmp)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    with atomic_path(path) as tmp:
+        tok.save(str(tmp))
     return tok
 
 

@@ -10,6 +10,7 @@ from zoo.data.files.records import column
 from zoo.data.files.splits import TABLES, FileSplits, file_format, find
 from zoo.data.files.tables import read_table
 from zoo.data.labels import class_label, label_key, stratified_split
+from zoo.data.limit import first_examples
 from zoo.data.resolver import DataError
 
 log = logging.getLogger("zoo")
@@ -103,7 +104,8 @@ class ClassificationExamples(FileSplits):
 
     def read(self) -> dict[str, list[Example]]:
         """Every split's examples; missing val / test carved out of train (logged with their sizes). The splits
-        of unread() are not read (a carved one is cut from train, then dropped)."""
+        of unread() are not read (a carved one is cut from train, then dropped). data.limit keeps the first
+        `limit` examples of the training file (before val / test are carved from it) and of a val or test file."""
         self.skipped, self.header_cells = {s: 0 for s in SPLITS}, []
         data, given = self.read_sources(self._read_split, self._hub_examples)
         if self.limit is not None:
@@ -121,6 +123,7 @@ class ClassificationExamples(FileSplits):
             data[split] = [data["train"][i] for i in carved]
             data["train"] = [data["train"][i] for i in keep]
             self.carved[split] = f"{self.fractions[split]:g} of train, stratified by label, seed {self.split_seed}"
+        data = first_examples(data, self.limit, ("val", "test"))  # a given val / test file: its first `limit` too
         return {s: exs for s, exs in data.items() if s not in self.unread()}
 
     def _hub_examples(self, split: str, records) -> list[Example]:

@@ -2,13 +2,12 @@
 into place atomically."""
 
 import hashlib
-import os
-import tempfile
 import urllib.request
 from pathlib import Path
 
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
 
+from zoo.data.atomic import atomic_file
 from zoo.data.checksums import mismatch
 from zoo.errors import DataError
 
@@ -22,14 +21,12 @@ def download(url: str, dest: Path, name: str, expected: str, progress: bool, tim
         DataError: for a checksum mismatch (nothing is left at dest); urllib's errors (OSError,
             http.client.HTTPException, ValueError) for a URL that cannot be read.
     """
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
     bar = Progress(
         TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(), disable=not progress
     )
-    try:
-        h = hashlib.sha256()
-        with os.fdopen(fd, "wb") as f, urllib.request.urlopen(url, timeout=timeout) as r, bar:
+    h = hashlib.sha256()
+    with atomic_file(dest, suffix=".part") as f:  # a mismatch raises inside: nothing is left at dest
+        with urllib.request.urlopen(url, timeout=timeout) as r, bar:
             task = bar.add_task(f"downloading {name}", total=int(r.headers.get("Content-Length") or 0) or None)
             while chunk := r.read(1 << 16):
                 f.write(chunk)
@@ -37,7 +34,3 @@ def download(url: str, dest: Path, name: str, expected: str, progress: bool, tim
                 bar.update(task, advance=len(chunk))
         if h.hexdigest() != expected:
             raise DataError(mismatch(name, url, expected, h.hexdigest()))
-        os.replace(tmp, dest)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)

@@ -11,6 +11,7 @@ from zoo.data.files.lines import text_lines
 from zoo.data.files.records import column
 from zoo.data.files.splits import TABLES, FileSplits, file_format, find
 from zoo.data.files.tables import read_table
+from zoo.data.limit import first_examples
 from zoo.data.resolver import DataError
 
 log = logging.getLogger("zoo")
@@ -92,14 +93,20 @@ class ParallelPairs(FileSplits):
 
     def read(self) -> dict[str, tuple[list[str], list[str]]]:
         """Every split's pairs; a missing val / test carved out of train in a seeded random order. The splits of
-        unread() are not read (a carved one is cut from train, then dropped). Raises DataError for a split
-        without pairs; warns about test pairs that are in train too."""
+        unread() are not read (a carved one is cut from train, then dropped). data.limit keeps the first `limit`
+        pairs of the training file (before val / test are carved from it) and of a val or test file. Raises
+        DataError for a split without pairs; warns about test pairs that are in train too."""
         data, given = self.read_sources(self.read_pairs, self._hub_pairs)
         if self.limit is not None:
             data["train"] = tuple(x[: self.limit] for x in data["train"])
             where, first, unit, rows = self.origins["train"]
             self.origins["train"] = (where, first, unit, rows[: self.limit])
         self._carve(data, given)
+        if self.limit is not None:  # a given val / test file: its first `limit` pairs too
+            data = first_examples(data, self.limit, ("val", "test"))
+            for split in [x for x in ("val", "test") if x in self.origins]:
+                where, first, unit, rows = self.origins[split]
+                self.origins[split] = (where, first, unit, rows[: self.limit])
         data = {s: pairs for s, pairs in data.items() if s not in self.unread()}
         for split, (src, _) in data.items():
             if not src:

@@ -16,7 +16,7 @@ class TinyShakespeare(TextCorpus):
     """Tiny Shakespeare, character level: TextCorpus on one file (the first 90% of its characters train).
 
     Args: TextCorpus's block_size, batch_size, num_workers, pin_memory, val_windows, batches_per_epoch, seed,
-    data_dir, mirror, token_dir, and file: the resolver name of the text, or the path of your own UTF-8 text
+    data_dir, mirror, token_dir, limit, and file: the resolver name of the text, or the path of your own UTF-8 text
     file (used as it is, never checksummed; see zoo.data.resolver.locate).
     """
 
@@ -35,6 +35,7 @@ class TinyShakespeare(TextCorpus):
         token_dir=None,
         tokenizer: str = "char",
         special_tokens: dict | None = None,
+        limit: int | None = None,
     ):
         super().__init__(
             file=file,
@@ -50,4 +51,5 @@ class TinyShakespeare(TextCorpus):
             data_dir=data_dir,
             mirror=mirror,
             token_dir=token_dir,
+            limit=limit,
         )

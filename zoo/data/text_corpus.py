@@ -47,6 +47,8 @@ class TextCorpus(WindowedDataModule):
         num_workers, pin_memory: the DataLoaders'. seed: of the training windows.
         data_dir, mirror: the resolver's (built-in names). token_dir: where token files go (default
             <data_dir>/tokens, data_dir as for the resolver: data_dir, else $ZOO_DATA_DIR, else ./data).
+        limit: the first `limit` windows only (zoo.data.limit): training windows are drawn from the first
+            limit x block_size + 1 tokens of the training text, and validation scores min(limit, val_windows).
     After setup(): `tokenizer`, `vocab_size`, `train_data` / `val_data` (read-only Tokens views), `docs`
     ({split: documents}), `token_path`.
     Raises DataError at setup for a missing path (the corpus or the tokenizer.json), empty folder or glob, bad
@@ -92,6 +94,7 @@ class TextCorpus(WindowedDataModule):
         mirror=None,
         token_dir=None,
         special_tokens: dict | None = None,
+        limit: int | None = None,
     ):
         super().__init__()
         self.save_hyperparameters()
@@ -110,7 +113,7 @@ class TextCorpus(WindowedDataModule):
         )
         self.block_size, self.batch_size = block_size, batch_size
         self.num_workers, self.pin_memory = num_workers, pin_memory
-        self.val_windows, self.seed = val_windows, seed
+        self.val_windows, self.seed, self.limit = val_windows, seed, limit
         self.train_windows_per_epoch = batches_per_epoch * batch_size
         self.data_dir, self.mirror = data_dir, mirror
         self.token_dir = Path(token_dir or Path(data_dir or os.environ.get("ZOO_DATA_DIR") or "data") / "tokens")
@@ -235,8 +238,10 @@ class TextCorpus(WindowedDataModule):
                     f"data.block_size + 1 = {self.block_size + 1}; use a smaller block_size or more text"
                 )
         self.tokenizer, self.vocab_size = tok, tok.vocab_size
+        if self.limit is not None:  # the first `limit` windows of the training text
+            train_data = train_data.view(0, min(len(train_data), self.limit * self.block_size + 1))
         self.train_set = RandomWindows(train_data, self.block_size, self.train_windows_per_epoch, self.seed)
-        self.val_set = FixedWindows(val_data, self.block_size, self.val_windows)
+        self.val_set = FixedWindows(val_data, self.block_size, min(self.val_windows, self.limit or self.val_windows))
         self.train_data, self.val_data = train_data, val_data
         cut = (
             f" (one document: the first {1 - self.val_fraction:g} of its tokens train, the rest val)"

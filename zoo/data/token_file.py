@@ -15,13 +15,13 @@ while one long-lived np.memmap read at the same windows grows it by 286 MB (near
 """
 
 import json
-import os
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
 import torch
+
+from zoo.data.atomic import atomic_file
 
 FORMAT = "zoo-tokens-1"
 
@@ -43,17 +43,10 @@ def sidecar(path: str | Path) -> Path:
 
 
 def _atomic_write(dest: Path, write) -> None:
-    """Call write(binary file) on a temporary file beside dest, fsync it, then rename it over dest."""
-    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, dest)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    """Call write(binary file) on a temporary file beside dest, fsync it, then rename it over dest
+    (zoo.data.atomic)."""
+    with atomic_file(dest, suffix=".part") as f:
+        write(f)
 
 
 def _write_chunks(f, chunks: Iterable, vocab_size: int, dtype: np.dtype) -> int:

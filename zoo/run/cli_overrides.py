@@ -7,8 +7,9 @@ prints the keys of that node it may have meant (for a group option without a con
 `data=tiny_shakspeare`, the group's options and the nearest), and exits with 2; so does an override that sets a
 mapping to {} (scaling.sizes={}: Hydra merges it, a no-op), a budget.value that
 does not resolve (budget_problem: a bad compare.budget), and a data key its datamodule does not take, written
-in a YAML file or as +data.key= (zoo.data.config_keys). Every other outcome (a config that
-composes, any other error, a command line it does not read) leaves everything to Hydra, as before.
+in a YAML file or as +data.key= (zoo.data.config_keys), and a group chosen twice (+arch=a +arch=b:
+zoo.run.cli_repeats). Every other outcome (a config that composes, any other error, a command line it does not
+read) leaves everything to Hydra, as before.
 """
 
 import difflib
@@ -26,6 +27,7 @@ from omegaconf.errors import ConfigAttributeError, ConfigKeyError
 
 from zoo.data.config_keys import composed_key_problems
 from zoo.run.budget import BudgetError, unwrapped
+from zoo.run.cli_repeats import repeated_groups
 
 CONFIG_NAME = "config"
 # flags after which Hydra composes nothing, or composes another config than CONF_DIR/config.yaml
@@ -252,8 +254,8 @@ def empty_merges(overrides: list[str], cfg: DictConfig | None) -> list[str]:
 
 
 def typos(argv: list[str], conf_dir: str) -> list[str]:
-    """The messages of the overrides in argv (Hydra's command line) that name missing keys, or else of a bad
-    budget (budget_problem)."""
+    """The messages of the overrides in argv (Hydra's command line) that choose a group twice (repeated_groups),
+    name missing keys, or else of a bad budget (budget_problem)."""
     from hydra._internal.utils import get_args_parser
 
     if "--version" in argv:
@@ -263,6 +265,9 @@ def typos(argv: list[str], conf_dir: str) -> list[str]:
     args = parser.parse_args(argv)
     if any(getattr(args, flag, None) for flag in SKIP):
         return []
+    repeated = repeated_groups(list(args.overrides), conf_dir)  # +arch=a +arch=b
+    if repeated:
+        return repeated
     with initialize_config_dir(config_dir=conf_dir, version_base="1.3"):
         if not args.multirun:
             cfg, found = compose_checked(list(args.overrides), RunMode.RUN)

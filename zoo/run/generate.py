@@ -14,6 +14,7 @@ from zoo.errors import is_number, is_whole
 from zoo.model import ModelConfig, build_model
 from zoo.model.checkpoint_file import read_checkpoint_file, run_checkpoint
 from zoo.model.decoding.sampling import sample
+from zoo.run.threads import set_threads
 
 DEFAULTS = {
     "ckpt_path": None,
@@ -24,6 +25,7 @@ DEFAULTS = {
     "top_p": None,
     "seed": None,
     "device": "cpu",
+    "threads": None,
 }
 
 
@@ -63,7 +65,7 @@ def load(ckpt_path: str, device: str = "cpu", ckpt: dict | None = None):
 
 USAGE = (
     "usage: python -m zoo.generate ckpt_path=PATH [prompt=TEXT] [max_new_tokens=N] [temperature=T] "
-    "[top_k=K] [top_p=P] [seed=S] [device=cpu|cuda]"
+    "[top_k=K] [top_p=P] [seed=S] [device=cpu|cuda] [threads=N]"
 )
 HELP = f"""{USAGE}
 
@@ -74,7 +76,8 @@ Sample text from a checkpoint of a language-modeling run (task=lm) with its KV c
   temperature     0 = greedy (default {DEFAULTS["temperature"]})
   top_k, top_p    sample from the k most likely tokens / the smallest set holding probability p
   seed            a fixed seed gives the same text again
-  device          cpu (default) or cuda[:N]"""
+  device          cpu (default) or cuda[:N]
+  threads         torch's CPU threads, threads=N as in training (default: the cores, or OMP_NUM_THREADS if set)"""
 
 
 def main(argv=None) -> int:
@@ -96,6 +99,7 @@ def main(argv=None) -> int:
         return 2
     try:
         check_args(args)
+        set_threads({"threads": args.threads})  # training's threads= (zoo.run.threads): one process here
         ckpt = read_checkpoint(str(args.ckpt_path))
         model, tokenizer, context_len = load(str(args.ckpt_path), args.device, ckpt)
         check_prompt(tokenizer, str(args.prompt), from_checkpoint(ckpt))

@@ -2,12 +2,12 @@
 examples.json (per-example outputs for paired significance tests between runs)."""
 
 import json
-import os
-import tempfile
 import traceback
 from pathlib import Path
 
 from omegaconf import DictConfig
+
+from zoo.data.atomic import atomic_file
 
 EXAMPLES = "examples.json"
 
@@ -29,18 +29,11 @@ def arch_config(cfg: DictConfig) -> str | None:
 
 
 def write_text(path: Path, text: str) -> Path:
-    """Write text (UTF-8) to path atomically (a temp file in the same folder, then os.replace): an interrupted
-    write leaves the previous file."""
+    """Write text (UTF-8) to path atomically (zoo.data.atomic: a temp file in the same folder, then os.replace):
+    an interrupted write leaves the previous file; the file gets the mode open() gives."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    with atomic_file(path, "w") as f:
+        f.write(text)
     return path
 
 
@@ -107,7 +100,8 @@ def keep_csv_history(logger, ckpt_path: str) -> int:
 
 def failed_record(cfg: DictConfig, error: BaseException, task_name: str | None = None) -> dict:
     """The results.json of a run that raised: status "failed", its error, and what identifies the run (arch,
-    task, seed, overrides), so that zoo.report lists it instead of dropping it."""
+    task, seed, overrides), so that zoo.report lists it instead of dropping it; steps: the step a diverged run
+    stopped at (zoo.errors.TrainingDiverged), else 0."""
     from hydra.core.hydra_config import HydraConfig
 
     if task_name is None:
@@ -127,6 +121,6 @@ def failed_record(cfg: DictConfig, error: BaseException, task_name: str | None =
         "best": {},
         "params": 0,
         "flops_per_token": 0.0,
-        "steps": 0,
+        "steps": getattr(error, "step", 0),
         "wall_seconds": 0.0,
     }

@@ -35,6 +35,7 @@ from zoo.scaling.grid import cell_branches, cell_is_check, cell_is_tune, cell_si
 from zoo.scaling.sizes import Branch
 from zoo.scaling.tune import COSINE_TUNE_KIND, TUNE_KIND, tune_rows, tuned_rate
 from zoo.training.callbacks.cut_epoch import CutEpoch
+from zoo.training.callbacks.finite_loss import FiniteLoss
 from zoo.training.callbacks.progress import ProgressBar
 from zoo.training.callbacks.rng_state import RNGState
 from zoo.training.checkpoint_io import AtomicCheckpointIO
@@ -126,7 +127,7 @@ class Cell:
             enable_model_summary=False,
             num_sanity_val_steps=0,
             limit_val_batches=1.0 if validate else 0,
-            callbacks=[RNGState(), CutEpoch(), ProgressBar()],  # CutEpoch: a trunk resumes inside its epoch
+            callbacks=[RNGState(), CutEpoch(), ProgressBar(), FiniteLoss()],  # CutEpoch: a trunk resumes in its epoch
             plugins=[AtomicCheckpointIO()],
         )
 

@@ -34,6 +34,7 @@ class ScalingPlan(Callback):
         from zoo.errors import ConfigError, DataError, is_number
         from zoo.run.budget import unwrapped
         from zoo.run.scaling_plan import check_budget, run_plan
+        from zoo.scaling.design import check_settings
 
         try:
             for key, default in (("time_budget_s", None), ("job_overhead_s", 10)):
@@ -43,6 +44,7 @@ class ScalingPlan(Callback):
             dry_run = config.scaling.get("dry_run", False)
             if not isinstance(dry_run, bool):
                 raise ConfigError(f"scaling.dry_run={dry_run!r} must be true (print the plan only) or false")
+            check_settings(config.scaling, measured_block=True)  # the study-wide settings, before composing jobs
             print("zoo: scaling plan: composing and checking the sweep's jobs", file=sys.stderr, flush=True)
             rows = run_plan(config, sweep_jobs(config))
             if dry_run:

@@ -20,7 +20,7 @@ from omegaconf import DictConfig
 from omegaconf.errors import InterpolationResolutionError
 
 from zoo.data.resolver import DataError
-from zoo.errors import ConfigError
+from zoo.errors import ConfigError, TrainingDiverged
 from zoo.interop.init_from import InitFromError, load_weights
 from zoo.model.cost import non_embedding_param_count
 from zoo.run.budget import BudgetError, unwrapped
@@ -31,6 +31,7 @@ from zoo.run.conf import CONF_DIR, TASK_OF_BATCH
 from zoo.run.job import build_data, checked_config
 from zoo.run.loggers import data_tag, make_loggers, run_config
 from zoo.run.results import arch_config, failed_record, job_overrides, write_examples, write_json
+from zoo.training.callbacks.finite_loss import FiniteLoss
 from zoo.training.callbacks.progress import ProgressBar
 from zoo.training.checkpoint_io import AtomicCheckpointIO
 from zoo.training.distributed import is_fsdp
@@ -54,10 +55,15 @@ def trainer_callbacks(callbacks: list, trainer_cfg: DictConfig) -> dict:
     return kwargs
 
 
+def always_callbacks() -> list:
+    """The callbacks of every training run, whatever callbacks= says: FiniteLoss stops a diverging run."""
+    return [FiniteLoss()]
+
+
 def build_trainer(cfg: DictConfig, tags):
-    """The loggers of conf/logger/ and a Trainer with the configured callbacks."""
+    """The loggers of conf/logger/ and a Trainer with the configured callbacks (and always_callbacks)."""
     loggers = make_loggers(cfg, tags)
-    callbacks = [instantiate(c) for c in (cfg.get("callbacks") or {}).values()]
+    callbacks = [instantiate(c) for c in (cfg.get("callbacks") or {}).values()] + always_callbacks()
     trainer = instantiate(
         cfg.trainer,
         logger=loggers or False,
@@ -261,7 +267,13 @@ def handle_error(e: BaseException) -> float:
     """Bad input (ConfigError, DataError, BudgetError, a constructor's ValueError, the Trainer's
     MisconfigurationException: trainer=gpu on a machine without one, trainer.devices=0): print its message
     and exit with 2; in a grid multirun (basic_multirun), raise it instead, so Hydra runs the other jobs and
-    fails at the end. Re-raise anything else."""
+    fails at the end. A diverged run (TrainingDiverged) prints its line and exits with 1 the same way.
+    Re-raise anything else."""
+    if isinstance(e, TrainingDiverged):
+        print(f"zoo: error: {e}", file=sys.stderr)
+        if not basic_multirun():
+            sys.exit(1)
+        raise e
     # a datamodule's, task's or Trainer's constructor, or a resolver (${zoo_budget:...}) that OmegaConf wraps
     wrapped = isinstance(e, (InstantiationException, InterpolationResolutionError))
     cause = unwrapped(e) if wrapped else e

@@ -58,14 +58,25 @@ def check_design(scaling, sizes_used=None) -> None:
     lr is not a positive number, whose batch is not a positive whole number of windows, or whose budget is under 2
     batches, and a budget whose cool-down starts inside the warm-up or spans no step. sizes_used: the size names to
     check (default every size)."""
-    check_listing(scaling.sizes, scaling.get("check_sizes"))
-    budgets, own = _check_budgets(scaling)
-    _check_size_keys(scaling.sizes)
-    block, warmup_tpp, cooldown = _check_schedule(scaling)
-    _check_trunk(scaling.get("trunk_tokens_per_param"), budgets, own, cooldown)
+    budgets, block, warmup_tpp, cooldown = check_settings(scaling)
     for name in sizes_used or list(scaling.sizes):
         size = _check_size(scaling, name)
         _check_branches(name, size, budgets, cooldown, block, warmup_steps(size, warmup_tpp, block))
+
+
+def check_settings(scaling, measured_block: bool = False) -> tuple:
+    """The study-wide part of check_design, no size's shape or steps: the listing of scaling.sizes and their keys,
+    the budgets (the study's and each size's own), the window, warm-up, cool-down (share and shape), checkpoint
+    interval and trunk. Cheap: zoo.run.sweep_callback.ScalingPlan runs it once on the multirun's config, before
+    composing the jobs. measured_block: a null scaling.block_size is left to each job (a translation study
+    measures it from the data, zoo.run.scaling_data). Returns (budgets, block_size, warmup_tokens_per_param,
+    cooldown); raises ConfigError naming the key."""
+    check_listing(scaling.sizes, scaling.get("check_sizes"))
+    budgets, own = _check_budgets(scaling)
+    _check_size_keys(scaling.sizes)
+    block, warmup_tpp, cooldown = _check_schedule(scaling, measured_block)
+    _check_trunk(scaling.get("trunk_tokens_per_param"), budgets, own, cooldown)
+    return budgets, block, warmup_tpp, cooldown
 
 
 def _check_budgets(scaling) -> tuple:
@@ -94,11 +105,11 @@ def _check_size_keys(sizes) -> None:
             )
 
 
-def _check_schedule(scaling) -> tuple:
+def _check_schedule(scaling, measured_block: bool = False) -> tuple:
     """(block_size, warmup_tokens_per_param, cooldown): ConfigError for a window, warm-up, cool-down, checkpoint
-    interval or cool-down shape the trunk and its branches cannot use."""
+    interval or cool-down shape the trunk and its branches cannot use (a null window passes when measured_block)."""
     block = scaling.get("block_size")
-    if not is_whole(block) or block < 1:
+    if not (measured_block and block is None) and (not is_whole(block) or block < 1):
         raise ConfigError(f"scaling.block_size={block!r} must be a positive whole number of tokens per window")
     warmup_tpp = scaling.get("warmup_tokens_per_param", 1.0)
     if not is_number(warmup_tpp) or not math.isfinite(warmup_tpp) or warmup_tpp < 0:

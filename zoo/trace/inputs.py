@@ -18,6 +18,7 @@ from zoo.data.bpe import tokenizer_from_state
 from zoo.errors import ConfigError, is_whole
 from zoo.model import ModelConfig, build_model
 from zoo.model.checkpoint_file import read_checkpoint_file, run_checkpoint
+from zoo.trace.window import check_lengths, trained_lengths
 
 # the walk-through's vocabulary: one table for both sides, so decoder_only and encoder_only read the same ids
 TOY_VOCAB = ["<pad>", "<s>", "I", "you", "爱", "love", "he", "我", "你", "</s>"]
@@ -118,7 +119,8 @@ def token_label(tok, i: int) -> str:
 
 
 def checkpoint_model(path: str):
-    """(arch, model in eval mode, ModelConfig, src tokenizer, tgt tokenizer) of a zoo checkpoint or run directory
+    """(arch, model in eval mode, ModelConfig, src tokenizer, tgt tokenizer, the lengths it was trained on
+    (zoo.trace.window.trained_lengths)) of a zoo checkpoint or run directory
     (zoo.model.checkpoint_file.run_checkpoint). Raises TraceError saying what the path is not."""
     fix = "pass a run's directory or one of its checkpoints/*.ckpt"
     ckpt_file, _ = run_checkpoint(path, TraceError)
@@ -137,7 +139,8 @@ def checkpoint_model(path: str):
     except (TypeError, ValueError) as e:
         raise TraceError(f"{ckpt_file}: its model or tokenizer cannot be rebuilt ({e}); {fix}") from None
     model.load_state_dict({k[len("model.") :]: v for k, v in ckpt["state_dict"].items() if k.startswith("model.")})
-    return hp["arch"], model.eval(), model_cfg, src_tok, tgt_tok
+    trained = trained_lengths(hp, ckpt.get("datamodule_hyper_parameters") or {})
+    return hp["arch"], model.eval(), model_cfg, src_tok, tgt_tok, trained
 
 
 def encode(tok, text: str, flag: str) -> list[int]:
@@ -186,10 +189,11 @@ def make_inputs(arch: str, cfg: ModelConfig, src: list[int], tgt: list[int] | No
 
 def checkpoint_inputs(args, ckpt: str) -> tuple:
     """(arch, model, ModelConfig, inputs, labels, vocab) of a checkpoint and --src / --tgt read with its own
-    tokenizers. Raises TraceError."""
-    arch, model, cfg, src_tok, tgt_tok = checkpoint_model(ckpt)
+    tokenizers. Raises TraceError, or WindowError for an input longer than the run trained on."""
+    arch, model, cfg, src_tok, tgt_tok, trained = checkpoint_model(ckpt)
     src = encode(src_tok, TOY_SRC if args.src is None else args.src, "--src")
     tgt = encode(tgt_tok, args.tgt, "--tgt") if args.tgt else None
+    check_lengths(src, tgt, trained)  # not longer than what the run trained on
     if arch == "encoder_decoder":
         src = [*src, cfg.eos_id]  # the source ends with EOS, as the translation task's
     # the decoder starts from its start token; a translation decoder_only joins source + EOS + target (zoo's

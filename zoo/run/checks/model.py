@@ -68,7 +68,16 @@ def check_special_ids(cfg: DictConfig, task_cls) -> None:
 
 def check_lengths(cfg: DictConfig, task_cls) -> None:
     """The data's sizes are positive integers, and its sequences fit in model.max_len."""
-    for key in ("block_size", "batch_size", "max_len", "max_tokens", "vocab_size", "batches_per_epoch", "val_windows"):
+    for key in (
+        "block_size",
+        "batch_size",
+        "max_len",
+        "max_tokens",
+        "vocab_size",
+        "batches_per_epoch",
+        "val_windows",
+        "limit",
+    ):
         n = cfg.data.get(key)
         if n is not None and (not is_whole(n) or n < 1):
             raise ConfigError(f"data.{key}={n!r} must be a positive integer")
