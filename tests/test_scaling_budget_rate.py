@@ -3,26 +3,17 @@ raised by a known c d^2 % and a per-size tilt t_s d % (d = log2(D / D_tune), D_t
 the committed design's budgets (conf/experiment/scaling.yaml: s1-s3 four budgets, s4-s5 three)."""
 
 import math
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from known_law import LAW, SIZES, TRUE
 
 from zoo.scaling.budget_rate import budget_rate, budget_rate_table, corrected, doublings
 from zoo.scaling.gates import family_checks
 from zoo.scaling.law import scaling_law
 from zoo.scaling.points import fit_points
 
-LAW = {"E": 1.6, "A": 900.0, "B": 2000.0, "alpha": 0.69, "beta": 0.475}
-SIZES = {
-    "s1": (1.0e4, (50, 100, 200, 400)),
-    "s2": (2.5e4, (20, 40, 80, 160)),
-    "s3": (5.7e4, (10, 20, 40, 70)),
-    "s4": (1.56e5, (6.5, 13, 26)),
-    "s5": (3.49e5, (5, 10, 20)),
-}
 TILTS = {"s1": -0.7, "s2": -0.3, "s3": 0.2, "s4": -0.3, "s5": 0.4}  # % per doubling, the committed study's order
-TRUE = SimpleNamespace(predict=lambda N, D: scaling_law(N, D, *LAW.values()), values=LAW, converged=True)
 
 
 def study(c=0.0, tilts=None, sigma=0.0, seeds=8, sizes=SIZES, seed=0) -> list[dict]:

@@ -1,23 +1,12 @@
 """zoo.scaling.null: the long reach against a true law, on studies drawn from a known law at the committed design's
 sizes and budgets (conf/experiment/scaling.yaml), with seed noise of a known size."""
 
-from types import SimpleNamespace
-
 import numpy as np
 import pytest
+from known_law import LAW, SIZES, TRUE
 
 from zoo.scaling.law import scaling_law
 from zoo.scaling.null import null_reps, null_table, reach_null, seed_deviations, simulate
-
-LAW = {"E": 1.6, "A": 900.0, "B": 2000.0, "alpha": 0.69, "beta": 0.475}
-SIZES = {
-    "s1": (1.0e4, (50, 100, 200, 400)),
-    "s2": (2.5e4, (20, 40, 80, 160)),
-    "s3": (5.7e4, (10, 20, 40, 70)),
-    "s4": (1.56e5, (6.5, 13, 26)),
-    "s5": (3.49e5, (5, 10, 20)),
-}
-TRUE = SimpleNamespace(predict=lambda N, D: scaling_law(N, D, *LAW.values()), values=LAW, converged=True)
 
 
 def study(top_shift=0.0, sigma=0.005, seeds=3, seed=0) -> list[dict]:
