@@ -18,6 +18,7 @@ from zoo.scaling.law import PARAMS, ScalingError
 from zoo.scaling.points import cell_means, fit_points
 
 LOG_SCALE = ("E", "A", "B", "G")  # positive scale parameters: widened in log space (never below 0)
+FLOOR = 1e-12  # the least E, A or B the lack-of-fit refit starts from (a fit that collapsed to 0 has no log)
 
 
 def residual_rms(fit, points: list[dict]) -> float:
@@ -63,7 +64,8 @@ def lack_of_fit(fit, points: list[dict], level: float = 0.95) -> dict | None:
     pred = fit.predict(N, D)
     ratio_cell = float(np.sum(((mean - pred) / pred / [c["se"] / c["mean"] for c in cells]) ** 2)) / dof
     se = np.array([pooled[c["N"]][0] / math.sqrt(c["n"]) for c in cells])
-    u0 = [math.log(fit.values[k]) for k in ("E", "A", "B")] + [fit.values["alpha"], fit.values["beta"]]
+    # the fit's E, A or B may be 0 (collapsed to the bound): its log is started just above it
+    u0 = [math.log(max(fit.values[k], FLOOR)) for k in ("E", "A", "B")] + [fit.values["alpha"], fit.values["beta"]]
     best = least_squares(lambda u: _relative(u, N, D, mean) / se, u0)
     ratio = float(np.sum(best.fun**2)) / dof
     nu = min(pooled[c["N"]][1] for c in cells)
