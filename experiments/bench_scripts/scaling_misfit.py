@@ -21,11 +21,16 @@ parameters, as the study counts them). Four subcommands:
 - rates: cells rerun at another rate (experiments/scaling/rate_test.csv: decoder_only one sqrt(2) step down at s2
   and s3, one up at s4, seeds 1-3, every budget; and s2 seed 1 at the study's own rate, which must equal its
   points): each cell's loss against the study's, paired by seed, at d doublings from the budget the rate was
-  tuned at; then the gates with each cell at the better of its two rates. With --other heads_test.csv and
-  --variant: decoder_only's s4 cells with 2 heads (d_head 40) instead of 4 (d_head 20), at the study's rate.
-  With --other beta2_0.95.csv or beta2_0.999.csv: decoder_only's s2 and s4 cells with AdamW's beta2 changed.
+  tuned at; then the gates with each cell at its best rate (the lowest paired mean of the files given). With
+  --other rate_test.csv per_budget_rates.csv: decoder_only one sqrt(2) step either side of its tuned rate at
+  every size (two up at s4), seeds 1-2. With --other heads_test.csv and --variant: decoder_only's s4 and s5
+  cells with 2 heads instead of 4 (so 2 heads, d_head = d_model / 2, at every size), at the study's rate. With
+  --other beta2_0.95.csv or beta2_0.999.csv: decoder_only's s2 and s4 cells with AdamW's beta2 changed.
+  --decompose: the chi^2 decomposition of the changed cells, as `decompose` prints it.
 
-Their output, as RESULTS.md quotes it: experiments/scaling/misfit.txt (each command's lines after its `$` line).
+Their output, as RESULTS.md quotes it: experiments/scaling/misfit.txt (each command's lines after its `$` line;
+the decompose, variants, cells and noise blocks were printed before points.csv gained encoder_only's rows: a rerun
+adds its family and leaves the other three's lines unchanged).
 
     export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
     python experiments/bench_scripts/scaling_misfit.py decompose
@@ -432,15 +437,13 @@ def cmd_rates(args) -> None:
             d_tune = math.log2(d / tune[next(p["N"] for p in pts if p["size"] == size)])
             print(f"  {size} D={d:>9,.0f} d={d_tune:+.2f} {what}: {m * 100:+.2f}% +- {se * 100:.2f} (n={n})")
         print(row("the study", gate_stats(pts)))
-        if args.variant:
-            print(row(f"its cells at {change}", gate_stats(envelope(pts, shifts, every=True))))
-        else:
-            best = envelope(pts, shifts)
-            print(row("each cell at its best rate", gate_stats(best)))
-            if args.decompose:
-                c, fits = nested_fits(best)
-                print_chi2(c, fits)
-                print_sizes(c, fits)
+        label = f"its cells at {change}" if args.variant else "each cell at its best rate"
+        changed = envelope(pts, shifts, every=bool(args.variant))
+        print(row(label, gate_stats(changed)))
+        if args.decompose:
+            c, fits = nested_fits(changed)
+            print_chi2(c, fits)
+            print_sizes(c, fits)
 
 
 def positive(text: str) -> int:
