@@ -16,7 +16,6 @@ bootstrap, Efron and Tibshirani 1993, ch. 6).
 
 ZOO_SCALING_NULL_REPS sets the replicates of the report's table (default 100; 0 leaves the table out)."""
 
-import copy
 import os
 
 import numpy as np
@@ -49,18 +48,16 @@ def simulate(points: list[dict], law, deviations: dict, rng: np.random.Generator
     for size, devs in by_size.items():
         seeds = sorted({p["seed"] for p in points if p["size"] == size})
         pick.update({(size, s): devs[k] for s, k in zip(seeds, rng.integers(0, len(devs), len(seeds)))})
-    out = copy.deepcopy(points)
-    for p in out:
-        pred = float(law.predict(np.array([p["N"]]), np.array([p["D"]]))[0])
-        p["loss"] = pred * (1 + pick[p["size"], p["seed"]][p["D"]])
-    return out
+    pred = law.predict(np.array([p["N"] for p in points]), np.array([p["D"] for p in points]))
+    return [{**p, "loss": float(y) * (1 + pick[p["size"], p["seed"]][p["D"]])} for p, y in zip(points, pred)]
 
 
-def reach_null(points: list[dict], law, reps: int = NULL_REPS, seed: int = NULL_SEED) -> dict | None:
+def reach_null(points: list[dict], law, reps: int = NULL_REPS, seed: int = NULL_SEED, observed=None) -> dict | None:
     """The long reach of `reps` replicates of simulate: {"reps", "worst": (2.5%, 97.5%) of the largest error,
     "mean": (2.5%, 97.5%) of the mean signed error, "p_worst": P(worst >= observed), "p_mean": P(|mean| >=
-    |observed|), "observed": long_reach(points)}; None where the design has no long reach or reps < 1."""
-    observed = long_reach(points, REACH)
+    |observed|), "observed": long_reach(points), or `observed` where the caller has it}; None where the design has
+    no long reach or reps < 1."""
+    observed = observed or long_reach(points, REACH)
     if observed is None or reps < 1:
         return None
     rng, deviations = np.random.default_rng(seed), seed_deviations(points)
@@ -84,10 +81,12 @@ def null_reps() -> int:
     return int(text)
 
 
-def null_table(by_arch: dict, fits: dict, reps: int | None = None) -> list[str]:
-    """Markdown lines: per family the observed long reach, a true law's 95% ranges and the tail probabilities."""
+def null_table(by_arch: dict, fits: dict, reps: int | None = None, checks: dict | None = None) -> list[str]:
+    """Markdown lines: per family the observed long reach, a true law's 95% ranges and the tail probabilities.
+    checks: {arch: zoo.scaling.gates.family_checks}, whose "reach" is then not refitted."""
     reps = null_reps() if reps is None else reps
-    rows = {arch: reach_null(by_arch[arch], fit, reps) for arch, fit in fits.items()} if reps else {}
+    reach = {arch: (checks or {}).get(arch, {}).get("reach") for arch in fits}
+    rows = {a: reach_null(by_arch[a], fit, reps, observed=reach[a]) for a, fit in fits.items()} if reps else {}
     rows = {arch: r for arch, r in rows.items() if r is not None}
     if not rows:
         return []
