@@ -108,8 +108,7 @@ class ClassificationExamples(FileSplits):
         `limit` examples of the training file (before val / test are carved from it) and of a val or test file."""
         self.skipped, self.header_cells = {s: 0 for s in SPLITS}, []
         data, given = self.read_sources(self._read_split, self._hub_examples)
-        if self.limit is not None:
-            data["train"] = data["train"][: self.limit]
+        data = first_examples(data, self.limit, ("train",))
         left = 1.0  # the part of the training file still in train: each fraction is of the whole file
         for split in ("val", "test"):
             if split in given:

@@ -97,16 +97,9 @@ class ParallelPairs(FileSplits):
         pairs of the training file (before val / test are carved from it) and of a val or test file. Raises
         DataError for a split without pairs; warns about test pairs that are in train too."""
         data, given = self.read_sources(self.read_pairs, self._hub_pairs)
-        if self.limit is not None:
-            data["train"] = tuple(x[: self.limit] for x in data["train"])
-            where, first, unit, rows = self.origins["train"]
-            self.origins["train"] = (where, first, unit, rows[: self.limit])
+        data = self._first(data, ("train",))
         self._carve(data, given)
-        if self.limit is not None:  # a given val / test file: its first `limit` pairs too
-            data = first_examples(data, self.limit, ("val", "test"))
-            for split in [x for x in ("val", "test") if x in self.origins]:
-                where, first, unit, rows = self.origins[split]
-                self.origins[split] = (where, first, unit, rows[: self.limit])
+        data = self._first(data, ("val", "test"))  # a given val / test file: its first `limit` pairs too
         data = {s: pairs for s, pairs in data.items() if s not in self.unread()}
         for split, (src, _) in data.items():
             if not src:
@@ -117,6 +110,15 @@ class ParallelPairs(FileSplits):
                 "%d test pairs also appear in train (%s); their test scores measure memory", dup, self.where("test")
             )
         return data
+
+    def _first(self, data: dict, splits: tuple) -> dict:
+        """data.limit: `data` and self.origins with each of `splits` cut to its first `limit` pairs."""
+        if self.limit is None:
+            return data
+        for split in (s for s in splits if s in self.origins):
+            where, first, unit, rows = self.origins[split]
+            self.origins[split] = (where, first, unit, rows[: self.limit])
+        return first_examples(data, self.limit, splits)
 
     def _carve(self, data: dict, given: set[str]) -> None:
         """Cut val and test, where not `given`, out of data["train"]: fractions[split] of the whole training file
