@@ -30,12 +30,12 @@ from zoo.run.loggers import data_tag
 from zoo.run.results import arch_config, job_overrides, write_json, write_text
 from zoo.run.scaling_data import is_translation, set_step_tokens, train_tokens
 from zoo.run.scaling_identity import check_same_design, design, legacy_design
+from zoo.run.train import always_callbacks
 from zoo.scaling.design import check_design, check_lr_grid
 from zoo.scaling.grid import cell_branches, cell_is_check, cell_is_tune, cell_size
 from zoo.scaling.sizes import Branch
 from zoo.scaling.tune import COSINE_TUNE_KIND, TUNE_KIND, tune_rows, tuned_rate
 from zoo.training.callbacks.cut_epoch import CutEpoch
-from zoo.training.callbacks.finite_loss import FiniteLoss
 from zoo.training.callbacks.progress import ProgressBar
 from zoo.training.callbacks.rng_state import RNGState
 from zoo.training.checkpoint_io import AtomicCheckpointIO
@@ -127,7 +127,7 @@ class Cell:
             enable_model_summary=False,
             num_sanity_val_steps=0,
             limit_val_batches=1.0 if validate else 0,
-            callbacks=[RNGState(), CutEpoch(), ProgressBar(), FiniteLoss()],  # CutEpoch: a trunk resumes in its epoch
+            callbacks=[RNGState(), CutEpoch(), ProgressBar(), *always_callbacks()],  # CutEpoch: resumes in its epoch
             plugins=[AtomicCheckpointIO()],
         )
 
