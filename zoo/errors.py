@@ -2,7 +2,7 @@
 other module may import it (the import-linter contract in .importlinter keeps it at the bottom).
 
 A run that raises ConfigError, DataError, BudgetError or InitFromError before training prints the message and
-exits with 2 (zoo.run.train.handle_error); each message names the key or file at fault and the fix."""
+exits with 2 (zoo.run.exits.handle_error); each message names the key or file at fault and the fix."""
 
 
 class ConfigError(ValueError):
@@ -19,7 +19,7 @@ class BudgetError(ValueError):
 
 class TrainingDiverged(RuntimeError):
     """The training loss became NaN or infinite (zoo.training.callbacks.finite_loss): `step` is the optimizer
-    step whose loss it was, as the logs count them. zoo.run.train.handle_error prints it and exits with 1."""
+    step whose loss it was, as the logs count them. zoo.run.exits.handle_error prints it and exits with 1."""
 
     def __init__(self, message: str, step: int):
         super().__init__(message)

@@ -1,33 +1,26 @@
 """The main job: compose the config with Hydra, build data, model and trainer, train, write results.json."""
 
 import logging
-import sys
 import time
 from pathlib import Path
 
 import hydra
 import lightning.pytorch as pl
 from hydra.core.hydra_config import HydraConfig
-from hydra.errors import InstantiationException
-from hydra.types import RunMode
 from hydra.utils import get_class, instantiate
-from lightning.fabric.utilities.exceptions import MisconfigurationException
 from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.callbacks.progress import ProgressBar as ProgressBarBase
 from lightning.pytorch.loggers import WandbLogger
 from lightning.pytorch.utilities.model_helpers import is_overridden
 from omegaconf import DictConfig
-from omegaconf.errors import InterpolationResolutionError
 
-from zoo.data.resolver import DataError
-from zoo.errors import ConfigError, TrainingDiverged
-from zoo.interop.init_from import InitFromError, load_weights
+from zoo.interop.init_from import load_weights
 from zoo.model.cost import non_embedding_param_count
-from zoo.run.budget import BudgetError, unwrapped
 from zoo.run.checks.sweep_preset import check_not_a_lone_sweep
 from zoo.run.compare_tune import begin as begin_compare
 from zoo.run.compare_tune import data_kwargs
 from zoo.run.conf import CONF_DIR, TASK_OF_BATCH
+from zoo.run.exits import handle_error
 from zoo.run.job import build_data, checked_config
 from zoo.run.loggers import data_tag, make_loggers, run_config
 from zoo.run.results import arch_config, failed_record, job_overrides, write_examples, write_json
@@ -253,62 +246,3 @@ def main(cfg: DictConfig) -> float:
             except Exception:  # noqa: BLE001 -- never hide the run's own error behind this one
                 pass
         return handle_error(e)
-
-
-def basic_multirun() -> bool:
-    """True in a multirun of Hydra's basic sweeper, whose jobs are independent (a grid): one job's bad input
-    need not stop the others. A search sweeper (Optuna) proposes its next job from the last one's value."""
-    if not (HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN):
-        return False
-    return str(HydraConfig.get().sweeper.get("_target_", "")).endswith("BasicSweeper")
-
-
-def handle_error(e: BaseException) -> float:
-    """Bad input (ConfigError, DataError, BudgetError, a constructor's ValueError, the Trainer's
-    MisconfigurationException: trainer=gpu on a machine without one, trainer.devices=0): print its message
-    and exit with 2; a diverged run (TrainingDiverged) the same way with 1. In a grid multirun (basic_multirun),
-    raise it instead, so Hydra runs the other jobs and fails at the end. Re-raise anything else."""
-    line, code = one_line(e)
-    if line is not None:
-        print(f"zoo: error: {line}", file=sys.stderr)  # the message says what and how to fix, no traceback
-        if not basic_multirun():
-            sys.exit(code)
-    raise e
-
-
-def one_line(e: BaseException) -> tuple:
-    """(the message handle_error prints, its exit code), or (None, None) for an error it re-raises as it is."""
-    if isinstance(e, TrainingDiverged):
-        return str(e), 1
-    # a datamodule's, task's or Trainer's constructor, or a resolver (${zoo_budget:...}) that OmegaConf wraps
-    wrapped = isinstance(e, (InstantiationException, InterpolationResolutionError))
-    cause = unwrapped(e) if wrapped else e
-    if cause is not e and isinstance(cause, MisconfigurationException):
-        # Lightning's message names its own argument, not the config key or a way out
-        return (
-            f"the trainer config (trainer=..., trainer.*): {cause}; trainer=cpu runs on any machine, "
-            "trainer=ddp_cpu in several CPU processes, trainer=gpu / ddp / fsdp need GPUs"
-        ), 2
-    if isinstance(cause, (ConfigError, DataError, BudgetError, InitFromError)) or (
-        cause is not e and isinstance(cause, ValueError)
-    ):
-        return str(cause), 2
-    return None, None
-    # a datamodule's, task's or Trainer's constructor, or a resolver (${zoo_budget:...}) that OmegaConf wraps
-    wrapped = isinstance(e, (InstantiationException, InterpolationResolutionError))
-    cause = unwrapped(e) if wrapped else e
-    trainer = cause is not e and isinstance(cause, MisconfigurationException)
-    if (
-        trainer
-        or isinstance(cause, (ConfigError, DataError, BudgetError, InitFromError))
-        or (cause is not e and isinstance(cause, ValueError))
-    ):
-        if trainer:  # Lightning's message names its own argument, not the config key or a way out
-            cause = (
-                f"the trainer config (trainer=..., trainer.*): {cause}; trainer=cpu runs on any machine, "
-                "trainer=ddp_cpu in several CPU processes, trainer=gpu / ddp / fsdp need GPUs"
-            )
-        print(f"zoo: error: {cause}", file=sys.stderr)  # the message says what and how to fix, no traceback
-        if not basic_multirun():
-            sys.exit(2)
-    raise e

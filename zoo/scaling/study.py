@@ -82,7 +82,7 @@ def study_lines(study: Study) -> list[str]:
     s = study
     out = [*tables.gate_table(s.verdicts), "", *tables.fit_table(s.by_arch, s.fits, s.verdicts, s.birge), ""]
     out += [*tables.reach_table(s.checks), ""]
-    calibrated = null_table(s.by_arch, s.fits, checks=s.checks)  # the long reach of a law that holds: [] where it has none
+    calibrated = null_table(s.by_arch, s.fits, checks=s.checks)  # [] where no long reach
     out += [*calibrated, ""] if calibrated else []
     out += [*tables.loso_table(s.checks), ""]
     out += [*residual_table(s.by_arch, s.fits), ""]
