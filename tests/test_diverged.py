@@ -34,7 +34,7 @@ class Scaled(pl.LightningModule):
 
 def fit(values):
     """Fit Scaled on one batch per value with zoo's trainer callbacks; returns the module and the error raised."""
-    from zoo.run.train import always_callbacks
+    from zoo.training.callbacks import always_callbacks
 
     data = DataLoader(TensorDataset(torch.tensor(values)), batch_size=1)
     trainer = pl.Trainer(

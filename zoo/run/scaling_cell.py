@@ -30,11 +30,11 @@ from zoo.run.loggers import data_tag
 from zoo.run.results import arch_config, job_overrides, write_json, write_text
 from zoo.run.scaling_data import is_translation, set_step_tokens, train_tokens
 from zoo.run.scaling_identity import check_same_design, design, legacy_design
-from zoo.run.train import always_callbacks
 from zoo.scaling.design import check_design, check_lr_grid
 from zoo.scaling.grid import cell_branches, cell_is_check, cell_is_tune, cell_size
 from zoo.scaling.sizes import Branch
 from zoo.scaling.tune import COSINE_TUNE_KIND, TUNE_KIND, tune_rows, tuned_rate
+from zoo.training.callbacks import always_callbacks
 from zoo.training.callbacks.cut_epoch import CutEpoch
 from zoo.training.callbacks.progress import ProgressBar
 from zoo.training.callbacks.rng_state import RNGState

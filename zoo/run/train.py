@@ -24,7 +24,7 @@ from zoo.run.exits import handle_error
 from zoo.run.job import build_data, checked_config
 from zoo.run.loggers import data_tag, make_loggers, run_config
 from zoo.run.results import arch_config, failed_record, job_overrides, write_examples, write_json
-from zoo.training.callbacks.finite_loss import FiniteLoss
+from zoo.training.callbacks import always_callbacks
 from zoo.training.callbacks.progress import ProgressBar
 from zoo.training.checkpoint_io import AtomicCheckpointIO
 from zoo.training.distributed import is_fsdp
@@ -46,11 +46,6 @@ def trainer_callbacks(callbacks: list, trainer_cfg: DictConfig) -> dict:
     elif not any(isinstance(c, ProgressBarBase) for c in callbacks):
         kwargs["callbacks"].append(ProgressBar())
     return kwargs
-
-
-def always_callbacks() -> list:
-    """The callbacks of every training run, whatever callbacks= says: FiniteLoss stops a diverging run."""
-    return [FiniteLoss()]
 
 
 def build_trainer(cfg: DictConfig, tags):
