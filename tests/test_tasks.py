@@ -314,6 +314,23 @@ def test_lm_objectives_by_hand():
     assert abs(out["loss"].item() - F.cross_entropy(logits.transpose(1, 2), y[:, 4:]).item()) < 1e-6
 
 
+def test_causal_continuation_trains_on_the_second_half_only():
+    """causal_continuation: causal_lm's forward, the loss on y[:, T/2-1:] alone; the first half's targets
+    change nothing."""
+    torch.manual_seed(0)
+    x, y = torch.randint(0, 65, (3, 10)), torch.randint(0, 65, (3, 10))
+    task = lm_task("decoder_only", objective="causal_continuation").eval()
+    assert task.objective == "causal_continuation"
+    nll = F.cross_entropy(task.model(x).transpose(1, 2), y, reduction="none")  # (B, T)
+    out = task.losses((x, y))
+    assert out["loss"].item() == pytest.approx(nll[:, 4:].mean().item(), abs=1e-6)
+    assert out["cont"].item() == pytest.approx(nll[:, 4:].mean().item(), abs=1e-6)
+    assert torch.allclose(out["cont_windows"], nll[:, 4:].mean(1), atol=1e-6)
+    y2 = y.clone()
+    y2[:, :4] = (y2[:, :4] + 1) % 65  # other targets in the first half
+    assert task.training_loss((x, y2)).item() == pytest.approx(task.training_loss((x, y)).item(), abs=1e-7)
+
+
 @pytest.mark.parametrize(
     "arch,objective,metric",
     [
@@ -321,6 +338,7 @@ def test_lm_objectives_by_hand():
         ("encoder_only", "masked_lm", "val/mlm_acc"),
         ("encoder_decoder", "prefix_continuation", "val/cont_loss"),
         ("decoder_only", "causal_lm", "val/cont_loss"),
+        ("decoder_only", "causal_continuation", "val/cont_loss"),
     ],
 )
 @pytest.mark.e2e
@@ -332,7 +350,7 @@ def test_lm_run_each_arch(tmp_path, arch, objective, metric):
     from zoo_run import TINY
 
     over = ([] if arch == "decoder_only" else ["task=lm", "data=tiny_shakespeare"]) + TINY + ["logger=csv"]
-    over += ["task.objective=masked_lm"] if objective == "masked_lm" else []
+    over += [f"task.objective={objective}"] if objective in ("masked_lm", "causal_continuation") else []
     run(make_cfg(tmp_path, over, arch=arch))
     results = json.loads((tmp_path / "results.json").read_text())
     assert results["objective"] == objective

@@ -23,8 +23,9 @@ class LanguageModeling(TaskBase):
     """Language modeling on (x, y) windows of T tokens, y = x shifted left by one. The objective is
     task.objective (null: the architecture's default, zoo.tasks.objectives.objective_class), recorded as
     `objective` (results.json, W&B config); an objective the arch cannot train is refused (ValueError).
-    The objectives (zoo.tasks.objectives): decoder_only causal_lm and prefix_lm (model.mask=prefix);
-    encoder_only entp (default) and masked_lm; encoder_decoder prefix_continuation. Every one but masked_lm
+    The objectives (zoo.tasks.objectives): decoder_only causal_lm, prefix_lm (model.mask=prefix) and
+    causal_continuation (the continuation alone); encoder_only entp (default) and masked_lm; encoder_decoder
+    prefix_continuation. Every one but masked_lm
     also logs val/cont_loss, the loss on the T - T/2 + 1 continuation tokens y[:, T/2-1:], so the numbers of
     the three architectures compare; causal_lm and entp print a sample of text at each validation.
 

@@ -4,6 +4,7 @@ decodes; the task holds the loop (logging, metrics, examples). Adding one: a mod
 subclass, listed in OBJECTIVES below (docs/architectures.md walks through it)."""
 
 from zoo.tasks.objectives.base import Objective
+from zoo.tasks.objectives.causal_continuation import CausalContinuation
 from zoo.tasks.objectives.causal_lm import CausalLM
 from zoo.tasks.objectives.classify import Classify
 from zoo.tasks.objectives.cmlm import CMLM
@@ -17,7 +18,7 @@ from zoo.tasks.objectives.seq2seq import Seq2Seq
 
 # per task kind (a datamodule's BATCH), the objectives in the order an architecture's default is chosen
 OBJECTIVES = {
-    "lm": (CausalLM, PrefixLM, ENTP, MaskedLM, PrefixContinuation),
+    "lm": (CausalLM, PrefixLM, ENTP, MaskedLM, PrefixContinuation, CausalContinuation),
     "translation": (Seq2Seq, JoinedTranslation, EncoderAR, CMLM),
     "classification": (Classify,),
 }
