@@ -403,42 +403,60 @@ def paired_shifts(points: list[dict], other: list[dict]) -> dict:
     }
 
 
-def envelope(points: list[dict], shifts: dict, every: bool = False) -> list[dict]:
+def envelope(points: list[dict], shifts: dict, every: bool = False, forced: dict | None = None) -> list[dict]:
     """The study's points with each cell at its best rate: where another rate's paired mean is lower, every seed
-    of the cell is scaled by (1 + the lowest such mean); every=True: each cell of `shifts` is scaled."""
+    of the cell is scaled by (1 + the lowest such mean); every=True: each cell of `shifts` is scaled. `forced`
+    (shifts of another design's cells, e.g. 2 heads): each of its cells takes the lowest of its means, lower
+    than the study's or not, and `shifts` leaves it alone."""
     better: dict = {}
     for (s, d, _), (m, _, _) in shifts.items():
         if every or m < min(0.0, better.get((s, d), 0.0)):
             better[s, d] = m
+    chosen: dict = {}
+    for (s, d, _), (m, _, _) in (forced or {}).items():
+        chosen[s, d] = min(m, chosen.get((s, d), math.inf))
+    better.update(chosen)
     out = copy.deepcopy(points)
     for p in out:
         p["loss"] *= 1 + better.get((p["size"], p["D"]), 0.0)
     return out
 
 
+def print_shifts(shifts: dict, tune: dict, pts: list[dict], study_rate: dict, variant: str | None) -> None:
+    """One line per (size, budget, rate) of `shifts`: its paired mean +- se, at d doublings from the tuning
+    budget."""
+    for (size, d, rate), (m, se, n) in sorted(shifts.items()):
+        if variant:
+            what = f"{variant} at {rate:g}"
+        elif rate != study_rate[size]:
+            what = f"{rate:g} vs {study_rate[size]:g}"
+        else:
+            what = "the study's own rate, " + ("equal to the study's points" if m == 0 else "NOT the study's points")
+        d_tune = math.log2(d / tune[next(p["N"] for p in pts if p["size"] == size)])
+        print(f"  {size} D={d:>9,.0f} d={d_tune:+.2f} {what}: {m * 100:+.2f}% +- {se * 100:.2f} (n={n})")
+
+
 def cmd_rates(args) -> None:
     other = by_family([p for path in args.other for p in read_points_csv(path)])
+    forced = by_family([p for path in args.forced for p in read_points_csv(path)]) if args.forced else {}
     for arch, alt in other.items():
         pts = args.families[arch]
         study_rate = {p["size"]: rate_of(p) for p in pts}
         tune = tuning_budgets(pts)
         shifts = paired_shifts(pts, alt)
-        change = args.variant or "another rate"
+        as_variant = args.variant if not args.forced else None
+        change = as_variant or "another rate"
         print(f"\n=== {arch}: each cell at {change}, against the study's (paired by seed)")
-        for (size, d, rate), (m, se, n) in sorted(shifts.items()):
-            if args.variant:
-                what = f"{args.variant} at {rate:g}"
-            elif rate != study_rate[size]:
-                what = f"{rate:g} vs {study_rate[size]:g}"
-            else:
-                what = "the study's own rate, " + (
-                    "equal to the study's points" if m == 0 else "NOT the study's points"
-                )
-            d_tune = math.log2(d / tune[next(p["N"] for p in pts if p["size"] == size)])
-            print(f"  {size} D={d:>9,.0f} d={d_tune:+.2f} {what}: {m * 100:+.2f}% +- {se * 100:.2f} (n={n})")
+        print_shifts(shifts, tune, pts, study_rate, as_variant)
+        forced_shifts = paired_shifts(pts, forced[arch]) if arch in forced else None
+        if forced_shifts:
+            print(f"=== {arch}: {args.variant} (--forced), against the study's (paired by seed)")
+            print_shifts(forced_shifts, tune, pts, study_rate, args.variant)
         print(row("the study", gate_stats(pts)))
-        label = f"its cells at {change}" if args.variant else "each cell at its best rate"
-        changed = envelope(pts, shifts, every=bool(args.variant))
+        label = f"its cells at {change}" if as_variant else "each cell at its best rate"
+        if forced_shifts:
+            label += f"; {args.variant} at its best rate where measured"
+        changed = envelope(pts, shifts, every=bool(as_variant), forced=forced_shifts)
         print(row(label, gate_stats(changed)))
         if args.decompose:
             c, fits = nested_fits(changed)
@@ -486,6 +504,13 @@ def parser() -> argparse.ArgumentParser:
     )
     sub.choices["rates"].add_argument(
         "--variant", help="what --other's cells changed, where it is not the rate (e.g. '2 heads at s4')"
+    )
+    sub.choices["rates"].add_argument(
+        "--forced",
+        type=Path,
+        nargs="+",
+        help="cells of another design (named by --variant) at one or more rates: each of their cells takes its "
+        "best of them, better than the study's or not; --other's rates apply to the other cells",
     )
     sub.choices["noise"].add_argument("--seed", type=int, default=1, help="numpy's generator seed (default 1)")
     return p
