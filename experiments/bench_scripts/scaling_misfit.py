@@ -25,7 +25,10 @@ parameters, as the study counts them). Four subcommands:
   --other rate_test.csv per_budget_rates.csv: decoder_only one sqrt(2) step either side of its tuned rate at
   every size (two up at s4), seeds 1-2. With --other heads_test.csv and --variant: decoder_only's s4 and s5
   cells with 2 heads instead of 4 (so 2 heads, d_head = d_model / 2, at every size), at the study's rate. With
-  --other beta2_0.95.csv or beta2_0.999.csv: decoder_only's s2 and s4 cells with AdamW's beta2 changed.
+  --other beta2_0.95.csv or beta2_0.999.csv: decoder_only's s2 and s4 cells with AdamW's beta2 changed. With
+  --forced heads_test.csv heads_rates.csv and --variant: s4 and s5 at 2 heads, each cell at its best of three rates,
+  beside --other's rates for s1-s3. With --other objective_test.csv and --variant: decoder_only trained on the
+  continuation alone (task.objective=causal_continuation), seeds 1-5 at every size.
   --decompose: the chi^2 decomposition of the changed cells, as `decompose` prints it.
 
 Their output, as RESULTS.md quotes it: experiments/scaling/misfit.txt (each command's lines after its `$` line;
