@@ -338,3 +338,16 @@ def test_the_gates_command_refuses_bad_input(tmp_path, capsys):
     assert "no column 'flops'" in capsys.readouterr().err
     assert main(["gates", str(write_points(tmp_path / "p.csv")), "--bootstrap", "10"]) == 2
     assert "--bootstrap 10: give at least 40" in capsys.readouterr().err
+
+
+def test_one_family_at_the_study_shapes_says_no_multiplier_once(capsys):
+    """A points file of decoder_only alone at the study's shapes (the committed objective test): every FLOP
+    convention is recounted, and the one line that no multiplier can be computed is printed once, not per
+    convention."""
+    from zoo.scaling.__main__ import main
+
+    path = Path(__file__).resolve().parents[1] / "experiments" / "scaling" / "objective_test.csv"
+    assert main(["gates", str(path), "--bootstrap", "40"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert sum(line.startswith("| decoder_only | 6·N·D |") for line in out) == 1  # all three conventions
+    assert sum(line.startswith("No compute multiplier") for line in out) == 1

@@ -96,7 +96,10 @@ def study_lines(study: Study) -> list[str]:
         unequal = objective_table(list(s.by_arch))  # scored tokens and FLOPs per scored token, per objective
         out += [*unequal, ""] if unequal else []
     out += [*tables.frontier_table({k: v for k, v in s.frontiers.items() if k != "target"}), ""]
-    for key in (k for k in CONVENTIONS if k in s.frontiers):
+    keys = [k for k in CONVENTIONS if k in s.frontiers]
+    if tables.REFERENCE not in s.by_arch or len(s.by_arch) < 2:
+        keys = keys[:1]  # no multiplier under any convention: its one line, once
+    for key in keys:
         out += [*tables.multiplier_table(s.by_arch, s.fits, s.frontiers[key], s.verdicts, s.birge, key), ""]
     if "target" in s.frontiers:
         per_window = {a: target_tokens_per_window(a, s.block) for a in s.by_arch}
