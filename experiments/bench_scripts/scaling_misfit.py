@@ -28,7 +28,8 @@ parameters, as the study counts them). Four subcommands:
   --other beta2_0.95.csv or beta2_0.999.csv: decoder_only's s2 and s4 cells with AdamW's beta2 changed. With
   --forced heads_test.csv heads_rates.csv and --variant: s4 and s5 at 2 heads, each cell at its best of three rates,
   beside --other's rates for s1-s3. With --other objective_test.csv and --variant: decoder_only trained on the
-  continuation alone (task.objective=causal_continuation), seeds 1-5 at every size.
+  continuation alone (task.objective=causal_continuation), seeds 1-5 at every size; with objective_test.csv as
+  the points and --other objective_rates.csv: that objective one sqrt(2) step up and down at every size.
   --decompose: the chi^2 decomposition of the changed cells, as `decompose` prints it.
 
 Their output, as RESULTS.md quotes it: experiments/scaling/misfit.txt (each command's lines after its `$` line;
