@@ -97,7 +97,7 @@ def study_lines(study: Study) -> list[str]:
         out += [*unequal, ""] if unequal else []
     out += [*tables.frontier_table({k: v for k, v in s.frontiers.items() if k != "target"}), ""]
     keys = [k for k in CONVENTIONS if k in s.frontiers]
-    if tables.REFERENCE not in s.by_arch or len(s.by_arch) < 2:
+    if not tables.has_multiplier(s.by_arch):
         keys = keys[:1]  # no multiplier under any convention: its one line, once
     for key in keys:
         out += [*tables.multiplier_table(s.by_arch, s.fits, s.frontiers[key], s.verdicts, s.birge, key), ""]

@@ -154,11 +154,16 @@ def frontier_table(frontiers: dict) -> list[str]:
     return lines
 
 
+def has_multiplier(by_arch: dict) -> bool:
+    """Whether a compute multiplier can be computed: REFERENCE and at least one other family are in by_arch."""
+    return REFERENCE in by_arch and len(by_arch) >= 2
+
+
 def multiplier_table(by_arch, fits, frontiers, verdicts, birge, key="C") -> list[str]:
     """k(C) of each family against REFERENCE, C counted as `key` (CONVENTIONS), at REFERENCE's smallest and
     largest C, at C* (the largest C both measured), the frontiers' crossover (k = 1) and, for a law that passed
     its gates, 10x beyond; the law's intervals widened by the larger Birge ratio of the two families."""
-    if REFERENCE not in by_arch or len(by_arch) < 2:
+    if not has_multiplier(by_arch):
         return [f"No compute multiplier: no other family than {REFERENCE}, or no {REFERENCE}."]
     cs = [min(p[key] for p in by_arch[REFERENCE]), max(p[key] for p in by_arch[REFERENCE])]
     return [
