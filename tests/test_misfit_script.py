@@ -41,3 +41,10 @@ def test_forced_cells_take_their_best_rate_even_when_worse_and_the_rest_only_whe
     assert [p["loss"] for p in STUDY] == [2.0, 2.0, 3.0, 3.0]  # the study's points are left as they were
     out = misfit.envelope(STUDY, {("s1", 1e6, 0.008): (0.04, 0.0, 2)})
     assert [p["loss"] for p in out] == [2.0, 2.0, 3.0, 3.0]  # a worse rate is not taken
+
+
+def test_forced_cells_without_a_variant_name_are_refused_before_reading_points(misfit, capsys):
+    """--forced labels its cells by --variant; without one the table would read 'None at 0.004'."""
+    with pytest.raises(SystemExit):
+        misfit.main(["rates", "/nonexistent/points.csv", "--forced", "/nonexistent/other.csv"])
+    assert "--forced needs --variant" in capsys.readouterr().err

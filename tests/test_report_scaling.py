@@ -194,3 +194,23 @@ def test_one_size_of_an_architecture_is_not_fitted_and_has_no_holdout():
         "cannot be told from E; give runs of at least two sizes and two token counts"
     ]
     assert holdout(pts(1e5) + pts(1e6)) is None
+
+
+def test_points_csv_names_an_objective_other_than_the_studys_and_reads_it_back(tmp_path):
+    """decoder_only trained by causal_continuation (issue 45's objective study): its points.csv gains a last
+    column objective, which the reader keeps, so its gates count 65 scored tokens a window, not causal_lm's 128;
+    a study of the default objectives keeps the issue's header."""
+    from zoo.report.scaling import POINTS_CSV, other_objective, write_points_csv
+    from zoo.scaling.points import read_points_csv
+
+    run = {"arch": "decoder_only", "arch_config": "decoder_only", "objective": "causal_continuation"}
+    assert other_objective(run, "lm") == "causal_continuation"
+    assert other_objective({**run, "objective": "causal_lm"}, "lm") is None
+    assert other_objective({**run, "objective": "translation"}, "translation") is None
+    point = {"arch": "decoder_only", "size": "s1", "seed": 1, "N": 10120.0, "tokens": 5e5, "C": 6.5e10, "loss": 2.5}
+    path = write_points_csv([{**point, "objective": "causal_continuation"}], tmp_path / "points.csv")
+    assert path.read_text().splitlines()[0] == ",".join(POINTS_CSV) + ",objective"
+    assert read_points_csv(path)[0]["objective"] == "causal_continuation"
+    plain = write_points_csv([point], tmp_path / "plain.csv")
+    assert plain.read_text().splitlines()[0] == "arch,size,seed,n_params,tokens,flops,loss,lr"
+    assert read_points_csv(plain)[0]["objective"] is None

@@ -351,3 +351,5 @@ def test_one_family_at_the_study_shapes_says_no_multiplier_once(capsys):
     out = capsys.readouterr().out.splitlines()
     assert sum(line.startswith("| decoder_only | 6·N·D |") for line in out) == 1  # all three conventions
     assert sum(line.startswith("No compute multiplier") for line in out) == 1
+    per_target = next(line for line in out if line.startswith("Per target token"))
+    assert "(the positions a window's loss scores: decoder_only 65 a window)" in per_target  # causal_continuation

@@ -14,11 +14,12 @@ from zoo.scaling.objective_cost import SHAKESPEARE_PLAYS_VOCAB, objective_table,
 V = SHAKESPEARE_PLAYS_VOCAB
 
 
-def closed_form(arch: str, d: int, L: int, T: int, K: int) -> float:
-    """Training FLOPs (3 x forward) of one window of T tokens, by hand."""
+def closed_form(arch: str, d: int, L: int, T: int, K: int, scored: int | None = None) -> float:
+    """Training FLOPs (3 x forward) of one window of T tokens, by hand; `scored`: the positions the LM head
+    projects where not all T (prefix_lm, causal_continuation: the continuation's T - T/2 + 1)."""
     layer = lambda n: 24 * n * d**2 + 4 * n**2 * d  # noqa: E731  (d_ff 4 d, no cross-attention)
-    if arch in ("decoder_only", "prefix_lm"):  # one causal (prefix) forward, the head on all T positions
-        return 3.0 * (L * layer(T) + 2 * T * d * V)
+    if arch in ("decoder_only", "prefix_lm"):  # one causal (prefix) forward, the head on the scored positions
+        return 3.0 * (L * layer(T) + 2 * (scored or T) * d * V)
     if arch == "encoder_only":  # one forward a stratum, as wide as its last prefix, the head on one position
         return 3.0 * sum(L * layer(w) + 2 * d * V for w in (T * (i + 1) // K for i in range(K)))
     S, n = T // 2, T - T // 2 + 1  # encoder_decoder: L/2 layers a side, d_ff 3 d, cross-attention over S
@@ -28,21 +29,42 @@ def closed_form(arch: str, d: int, L: int, T: int, K: int) -> float:
 
 
 @pytest.mark.parametrize(
-    "arch, scored", [("decoder_only", 128), ("prefix_lm", 65), ("encoder_decoder", 65), ("encoder_only", 4)]
+    "arch, objective, scored",
+    [
+        ("decoder_only", None, 128),
+        ("decoder_only", "causal_continuation", 65),
+        ("prefix_lm", None, 65),
+        ("encoder_decoder", None, 65),
+        ("encoder_only", None, 4),
+    ],
 )
-def test_a_windows_flops_and_scored_tokens_are_the_closed_forms(arch, scored):
+def test_a_windows_flops_and_scored_tokens_are_the_closed_forms(arch, objective, scored):
     """At s1 (d 20, 2 layers) and T 128, ENTP K 4 (conf/task/lm.yaml): decoder_only 16,527,360 FLOPs a window,
-    encoder_only 33,217,920."""
+    encoder_only 33,217,920; the head projects only the scored positions (prefix_lm, causal_continuation: 65)."""
     sizes, T = study_shapes()
     K = study_entp_targets()
     assert (T, K, sizes["s1"]["d_model"], sizes["s1"]["n_layers"]) == (128, 4, 20, 2)
-    got = window_cost(arch, **sizes["s1"], T=T, vocab_size=V, entp_targets=K)
-    assert (got["scored"], got["flops"]) == (scored, closed_form(arch, 20, 2, 128, 4))
+    got = window_cost(arch, **sizes["s1"], T=T, vocab_size=V, entp_targets=K, objective=objective)
+    head = scored if arch in ("prefix_lm", "decoder_only") else None
+    assert (got["scored"], got["flops"]) == (scored, closed_form(arch, 20, 2, 128, 4, head))
     assert (
         closed_form("decoder_only", 20, 2, 128, 4) == 16_527_360
         and closed_form("encoder_only", 20, 2, 128, 4) == 33_217_920
     )
-    assert target_tokens_per_window(arch, T) == scored
+    assert target_tokens_per_window(arch, T, objective=objective) == scored
+
+
+def test_points_of_one_family_under_two_objectives_are_refused():
+    """One law is one objective: decoder_only's causal_lm points (objective empty) beside causal_continuation's."""
+    from zoo.scaling.conventions import family_objective
+    from zoo.scaling.law import ScalingError
+
+    mixed = [{"objective": None}, {"objective": "causal_continuation"}]
+    with pytest.raises(ScalingError, match="decoder_only's points mix objectives causal_continuation, causal_lm"):
+        family_objective("decoder_only", mixed)
+    assert family_objective("decoder_only", mixed[1:]) == "causal_continuation"
+    assert family_objective("decoder_only", mixed[:1]) == "causal_lm"
+    assert family_objective("decoder_only", [{"objective": "causal_lm"}, {}]) == "causal_lm"
 
 
 def test_entp_training_scores_k_positions_a_window():

@@ -523,6 +523,8 @@ def parser() -> argparse.ArgumentParser:
 def main(argv=None) -> None:
     p = parser()
     args = p.parse_args(argv)
+    if getattr(args, "forced", None) and not args.variant:
+        p.error("--forced needs --variant: name what its cells changed (e.g. --variant '2 heads instead of 4')")
     try:
         args.families = by_family(read_points_csv(args.points))
     except ScalingError as e:

@@ -20,6 +20,7 @@ from zoo.report.runs import arch_label, read_curves
 from zoo.report.scaling_plots import scaling_plots
 from zoo.report.scaling_tune import tune_section
 from zoo.scaling.checks import residual_rms, seed_noise
+from zoo.scaling.conventions import STUDY_OBJECTIVES
 from zoo.scaling.gates import HOLDOUT, HOLDOUT_AIM
 from zoo.scaling.points import FITTED_KINDS
 from zoo.scaling.refit import number, refit_sentence
@@ -62,6 +63,7 @@ def scaling_points(runs: list[dict], task: str = "lm") -> list[dict]:
                         "tokens_per_param": float(p["tokens_per_param"]),
                         "steps": int(p["steps"]),
                         "train_tokens": cell.get("train_tokens"),
+                        "objective": other_objective(run, task),
                     }
                 )
             continue
@@ -90,18 +92,28 @@ def scaling_points(runs: list[dict], task: str = "lm") -> list[dict]:
                         "tokens_per_param": tokens / N,
                         "steps": int(step) + 1,
                         "train_tokens": None,
+                        "objective": other_objective(run, task),
                     }
                 )
     return points
 
 
+def other_objective(run: dict, task: str) -> str | None:
+    """A language-model run's task.objective where it is not its family's in the LM study (STUDY_OBJECTIVES; e.g.
+    decoder_only's causal_continuation), else None."""
+    objective = run.get("objective")
+    return objective if task == "lm" and objective and objective != STUDY_OBJECTIVES.get(arch_label(run)) else None
+
+
 def write_points_csv(points: list[dict], path: Path) -> Path:
     """points.csv: one row per fitted point (FITTED_KINDS), header POINTS_CSV (lr: the peak rate the point's run
-    ran, empty where a run does not record it), numbers as fitted (zoo.scaling.refit.number); refit one
-    architecture with zoo.scaling.refit.refit_command."""
+    ran, empty where a run does not record it), and a last column objective where a point's is not its family's
+    study objective (other_objective), numbers as fitted (zoo.scaling.refit.number); refit one architecture with
+    zoo.scaling.refit.refit_command."""
+    other = any(p.get("objective") for p in points)
     with open(path, "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f, lineterminator="\n")
-        w.writerow(POINTS_CSV)
+        w.writerow(POINTS_CSV + (("objective",) if other else ()))
         for p in points:
             w.writerow(
                 [
@@ -113,6 +125,7 @@ def write_points_csv(points: list[dict], path: Path) -> Path:
                     f"{p['C']:.6g}",
                     number(p["loss"]),
                     f"{float(p['lr']):g}" if p.get("lr") not in (None, "") else "",
+                    *([p.get("objective") or STUDY_OBJECTIVES.get(p["arch"], "")] if other else []),
                 ]
             )
     return path

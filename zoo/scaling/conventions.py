@@ -21,6 +21,7 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from zoo.model.cost import forward_flops_by_stack, non_embedding_param_count
+from zoo.scaling.law import ScalingError
 from zoo.scaling.sizes import family_model
 from zoo.tasks.objectives.entp import strata
 
@@ -48,14 +49,48 @@ def mask_share(mask: str, T: int) -> float:
     return {"full": 1.0, "causal": 0.5, "prefix": (P * T + (T - P) ** 2 / 2) / T**2}[mask]
 
 
-def target_tokens_per_window(arch: str, T: int, entp_targets: int | None = None) -> int | None:
-    """The positions a window of T tokens trains on: decoder_only (causal_lm) all T; prefix_lm and
-    encoder_decoder (prefix_continuation) the continuation after the half-window prefix, T - T/2 + 1
-    (zoo.tasks.objectives.prefix_lm, .prefix_continuation); encoder_only (entp) min(K, T), K = entp_targets
-    (None: study_entp_targets()). None for another family."""
-    if arch == "encoder_only":
+# task.objective of each family's cells in the LM study (conf/task/lm.yaml's defaults); a points.csv's objective
+# column names another (e.g. decoder_only's causal_continuation)
+STUDY_OBJECTIVES = {
+    "decoder_only": "causal_lm",
+    "prefix_lm": "prefix_lm",
+    "encoder_decoder": "prefix_continuation",
+    "encoder_only": "entp",
+}
+CONTINUATION = ("prefix_lm", "prefix_continuation", "causal_continuation")  # scored after a half-window prefix
+
+
+def scored_per_window(objective: str, T: int, entp_targets: int | None = None) -> int:
+    """The positions a window of T tokens trains on under LM objective `objective`: causal_lm all T; entp
+    min(K, T), K = entp_targets (None: study_entp_targets()); those of CONTINUATION the continuation after the
+    half-window prefix, T - T/2 + 1 (zoo.tasks.objectives). Raises ValueError for another objective."""
+    if objective == "causal_lm":
+        return T
+    if objective == "entp":
         return min(study_entp_targets() if entp_targets is None else entp_targets, T)
-    return {"decoder_only": T, "prefix_lm": T - T // 2 + 1, "encoder_decoder": T - T // 2 + 1}.get(arch)
+    if objective in CONTINUATION:
+        return T - T // 2 + 1
+    raise ValueError(f"objective {objective!r}: no scored-token count (LM objectives: causal_lm, entp, {CONTINUATION})")
+
+
+def target_tokens_per_window(arch: str, T: int, entp_targets: int | None = None, objective: str | None = None):
+    """scored_per_window of `objective`, or of the family's STUDY_OBJECTIVES entry where None: decoder_only all
+    T, prefix_lm and encoder_decoder T - T/2 + 1, encoder_only min(K, T). None for another family."""
+    objective = objective or STUDY_OBJECTIVES.get(arch)
+    return None if objective is None else scored_per_window(objective, T, entp_targets)
+
+
+def family_objective(arch: str, points: list[dict]) -> str | None:
+    """The objective a family's points trained: each point's `objective` (a points.csv column; empty or absent:
+    STUDY_OBJECTIVES[arch], None for another family). Raises ScalingError where they differ."""
+    named = sorted({p.get("objective") or STUDY_OBJECTIVES.get(arch) or "?" for p in points})
+    if len(named) > 1:
+        raise ScalingError(
+            f"{arch}'s points mix objectives {', '.join(named)} (an empty objective is {arch}'s study objective, "
+            f"{STUDY_OBJECTIVES.get(arch)}): one law is one objective; fit them apart, a points.csv or a sweep "
+            "folder each"
+        )
+    return None if named == ["?"] else named[0]
 
 
 @functools.cache
@@ -96,7 +131,7 @@ def recount(points: list[dict], sizes: dict, T: int) -> tuple[list[dict] | None,
         windows = p["tokens"] / T
         attn = {m: 3 * f * windows for m, f in got[1].items()}  # training FLOPs of the attention products
         saved = sum(f * (1 - mask_share(m, T)) for m, f in attn.items())
-        target = p["tokens"] * target_tokens_per_window(p["arch"], T) / T
+        target = p["tokens"] * target_tokens_per_window(p["arch"], T, objective=p.get("objective")) / T
         share = sum(attn.values()) / p["C"]
         out.append(
             {**p, "C_half": p["C"] - saved, "C_6ND": 6 * p["N"] * p["tokens"], "attention": share, "target": target}

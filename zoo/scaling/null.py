@@ -57,7 +57,8 @@ def reach_null(points: list[dict], law, reps: int = NULL_REPS, seed: int = NULL_
     "mean": (2.5%, 97.5%) of the mean signed error, "p_worst": P(worst >= observed), "p_mean": P(|mean| >=
     |observed|), "observed": long_reach(points), or `observed` where the caller has it}; None where the design has
     no long reach or reps < 1."""
-    observed = observed or long_reach(points, REACH)
+    if observed is None:
+        observed = long_reach(points, REACH)
     if observed is None or reps < 1:
         return None
     rng, deviations = np.random.default_rng(seed), seed_deviations(points)

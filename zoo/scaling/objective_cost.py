@@ -13,45 +13,59 @@ from types import SimpleNamespace
 import torch
 
 from zoo.model.cost import non_embedding_param_count
-from zoo.scaling.conventions import study_entp_targets, study_shapes
+from zoo.scaling.conventions import STUDY_OBJECTIVES, scored_per_window, study_entp_targets, study_shapes
 from zoo.scaling.points import REFERENCE
-from zoo.scaling.sizes import family_model
-from zoo.tasks.objectives import ENTP, CausalLM, PrefixContinuation, PrefixLM
+from zoo.scaling.sizes import FAMILY_MODELS, family_model
+from zoo.tasks.objectives import objective_class
 
 SHAKESPEARE_PLAYS_VOCAB = 84  # data=shakespeare_plays' characters (tests check it): the LM head's V
-# family -> objective of the LM study's cells (conf/task/lm.yaml's defaults); its model: sizes.family_model
-FAMILIES = {
-    "decoder_only": CausalLM,
-    "prefix_lm": PrefixLM,
-    "encoder_decoder": PrefixContinuation,
-    "encoder_only": ENTP,
-}
 
 
-def window_cost(arch: str, d_model: int, n_heads: int, n_layers: int, T: int, vocab_size: int, entp_targets: int):
+def window_cost(
+    arch: str,
+    d_model: int,
+    n_heads: int,
+    n_layers: int,
+    T: int,
+    vocab_size: int,
+    entp_targets: int,
+    objective: str | None = None,
+):
     """{"objective", "N" (non-embedding parameters), "scored" (positions the training loss scores a window),
     "flops" (training FLOPs of a window: 3 x the objective's forward FLOPs of a (1, T) batch)} of a family at a
-    size (zoo.scaling.sizes's layers and d_ff). Raises KeyError for a family not in FAMILIES."""
-    rule = FAMILIES[arch]
+    size (zoo.scaling.sizes's layers and d_ff), trained by `objective` (None: its STUDY_OBJECTIVES entry).
+    Raises KeyError for a family not in STUDY_OBJECTIVES, ValueError for an objective it does not train."""
+    name = objective or STUDY_OBJECTIVES[arch]
     model = family_model(arch, d_model, n_heads, n_layers, vocab_size)
+    model_arch, mask = FAMILY_MODELS.get(arch, (arch, None))
+    rule = objective_class("lm", model_arch, name, mask)
     objective = rule(SimpleNamespace(model=model, hparams=SimpleNamespace(entp_targets=entp_targets)))
     x = torch.zeros(1, T, dtype=torch.long)
-    scored = {"entp": min(entp_targets, T), "causal_lm": T}.get(rule.NAME, T - T // 2 + 1)
+    scored = scored_per_window(rule.NAME, T, entp_targets)
     N = non_embedding_param_count(model)
     return {"objective": rule.NAME, "N": N, "scored": scored, "flops": 3.0 * objective.batch_flops((x, x))}
 
 
-def objective_costs(archs, sizes: dict | None = None, T: int | None = None, vocab_size: int = SHAKESPEARE_PLAYS_VOCAB):
-    """{arch: {size: window_cost}} of the families of `archs` in FAMILIES (in that order) at `sizes` ({size:
-    {d_model, n_heads, n_layers}}) and window T (None: conf/experiment/scaling.yaml's, study_shapes), ENTP's K
-    conf/task/lm.yaml's."""
+def objective_costs(
+    archs,
+    sizes: dict | None = None,
+    T: int | None = None,
+    vocab_size: int = SHAKESPEARE_PLAYS_VOCAB,
+    objectives: dict | None = None,
+):
+    """{arch: {size: window_cost}} of the families of `archs` in STUDY_OBJECTIVES (in that order) at `sizes`
+    ({size: {d_model, n_heads, n_layers}}) and window T (None: conf/experiment/scaling.yaml's, study_shapes),
+    ENTP's K conf/task/lm.yaml's, each trained by its `objectives` entry (None or absent: its study's)."""
     if sizes is None or T is None:
         sizes, T = study_shapes()
-    K = study_entp_targets()
+    K, objectives = study_entp_targets(), objectives or {}
     return {
-        a: {s: window_cost(a, **shape, T=T, vocab_size=vocab_size, entp_targets=K) for s, shape in sizes.items()}
+        a: {
+            s: window_cost(a, **shape, T=T, vocab_size=vocab_size, entp_targets=K, objective=objectives.get(a))
+            for s, shape in sizes.items()
+        }
         for a in archs
-        if a in FAMILIES
+        if a in STUDY_OBJECTIVES
     }
 
 
@@ -60,11 +74,18 @@ def _span(values: list[float]) -> str:
     return f"{lo:.3g}" if f"{lo:.3g}" == f"{hi:.3g}" else f"{lo:.3g}–{hi:.3g}"
 
 
-def objective_table(archs, sizes: dict | None = None, T: int | None = None, vocab_size: int = SHAKESPEARE_PLAYS_VOCAB):
-    """Markdown lines: per family its objective, scored tokens a window and training FLOPs per scored token at
-    each size, x REFERENCE's at that size; then a line per other family saying how unequal its objective makes
-    the comparison. [] without REFERENCE among `archs` or with no other family."""
-    costs = objective_costs(archs, sizes, T, vocab_size)
+def objective_table(
+    archs,
+    sizes: dict | None = None,
+    T: int | None = None,
+    vocab_size: int = SHAKESPEARE_PLAYS_VOCAB,
+    objectives: dict | None = None,
+):
+    """Markdown lines: per family its objective (`objectives`: {arch: task.objective} where not its study's), scored
+    tokens a window and training FLOPs per scored token at each size, x REFERENCE's at that size; then a line per
+    other family saying how unequal its objective makes the comparison. [] without REFERENCE among `archs` or with
+    no other family."""
+    costs = objective_costs(archs, sizes, T, vocab_size, objectives)
     if REFERENCE not in costs or len(costs) < 2:
         return []
     ref, T = costs[REFERENCE], T or study_shapes()[1]

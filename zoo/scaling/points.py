@@ -21,10 +21,11 @@ COLUMNS = ("arch", "size", "seed", "n_params", "tokens", "flops", "loss")
 
 
 def read_points_csv(path) -> list[dict]:
-    """The fitted points of a study's points.csv (header: COLUMNS, and optionally kind, lr, train_tokens; other
-    columns are ignored). Rows whose kind is not a cool-down point (tune, cosine) are left out; without a kind
-    column every row is one. A run is arch|size|seed (|lr with an lr column). Raises ScalingError naming the
-    file, line and column of a missing column or a value that is not a positive finite number."""
+    """The fitted points of a study's points.csv (header: COLUMNS, and optionally kind, lr, train_tokens and
+    objective: task.objective, where not the family's study objective; other columns are ignored). Rows whose kind
+    is not a cool-down point (tune, cosine) are left out; without a kind column every row is one. A run is
+    arch|size|seed (|lr with an lr column). Raises ScalingError naming the file, line and column of a missing column
+    or a value that is not a positive finite number."""
     path = Path(path)
     try:
         with open(path, newline="", encoding="utf-8-sig") as f:
@@ -73,6 +74,7 @@ def _point(row: dict, path: Path, line: int) -> dict | None:
         "kind": "cooldown",
         "tokens_per_param": values["tokens"] / values["n_params"],
         "train_tokens": values.get("train_tokens"),
+        "objective": (row.get("objective") or "").strip() or None,
     }
 
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from zoo.scaling import tables
 from zoo.scaling.budget_rate import budget_rate_table
-from zoo.scaling.conventions import CONVENTIONS, recount, study_shapes, target_tokens_per_window
+from zoo.scaling.conventions import CONVENTIONS, family_objective, recount, study_shapes, target_tokens_per_window
 from zoo.scaling.forms import SHAKESPEARE_PLAYS_TRAIN_TOKENS, compare_forms, effective_tokens, fit_data_constrained
 from zoo.scaling.frontier import Frontier
 from zoo.scaling.gates import family_checks, gates
@@ -52,6 +52,8 @@ def analyse(points: list[dict], unique: float | None = None, bootstrap: int | No
     if unique is None and all(p.get("train_tokens") for p in points):
         unique = float(np.median([p["train_tokens"] for p in points]))
     by_arch = by_family(points)
+    for arch, pts in by_arch.items():
+        family_objective(arch, pts)  # one objective a family, before any fit
     forms = compare_forms(by_arch, unique) if unique else None
     if forms and forms["kept"] == "data-constrained":
         by_arch = {a: _effective(pts, unique) for a, pts in by_arch.items()}
@@ -93,7 +95,8 @@ def study_lines(study: Study) -> list[str]:
         out += [f"FLOPs not recounted under other conventions: {s.recount_why}.", ""]
     else:
         out += [*tables.attention_table([p for pts in s.by_arch.values() for p in pts]), ""]
-        unequal = objective_table(list(s.by_arch))  # scored tokens and FLOPs per scored token, per objective
+        trained = {a: family_objective(a, pts) for a, pts in s.by_arch.items()}
+        unequal = objective_table(list(s.by_arch), objectives=trained)  # scored tokens, FLOPs per scored token
         out += [*unequal, ""] if unequal else []
     out += [*tables.frontier_table({k: v for k, v in s.frontiers.items() if k != "target"}), ""]
     keys = [k for k in CONVENTIONS if k in s.frontiers]
@@ -102,7 +105,9 @@ def study_lines(study: Study) -> list[str]:
     for key in keys:
         out += [*tables.multiplier_table(s.by_arch, s.fits, s.frontiers[key], s.verdicts, s.birge, key), ""]
     if "target" in s.frontiers:
-        per_window = {a: target_tokens_per_window(a, s.block) for a in s.by_arch}
+        per_window = {
+            a: target_tokens_per_window(a, s.block, objective=family_objective(a, pts)) for a, pts in s.by_arch.items()
+        }
         out += [*tables.target_table(s.by_arch, s.frontiers["target"], per_window), ""]
     return out
 

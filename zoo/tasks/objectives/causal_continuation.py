@@ -4,6 +4,7 @@ prefix bidirectionally (issue 45's objective test, experiments/RESULTS.md)."""
 
 import torch
 
+from zoo.model.cost import batch_flops
 from zoo.tasks.objectives.causal_lm import CausalLM
 
 
@@ -20,3 +21,9 @@ class CausalContinuation(CausalLM):
         hidden, _ = self.model.features(x)  # (B, T, d_model)
         loss, nll = self.head_loss(hidden[:, h - 1 :], y[:, h - 1 :], return_rows=True)  # nll (B, T - h + 1)
         return {"loss": loss, "cont": loss, "cont_windows": nll.mean(1)}
+
+    def batch_flops(self, batch) -> float:
+        """Forward FLOPs of the (B, T) batch (zoo.model.cost.batch_flops), the LM head over the T - T/2 + 1
+        positions losses projects."""
+        B, T = batch[0].shape
+        return batch_flops(self.model, B, T, scored=B * (T - T // 2 + 1))

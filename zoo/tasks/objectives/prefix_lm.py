@@ -45,6 +45,7 @@ class PrefixLM(LMObjective):
         return {"loss": loss, "cont": cont.mean(), "cont_windows": cont.mean(1)}
 
     def batch_flops(self, batch) -> float:
-        """Forward FLOPs of the (B, T) batch (zoo.model.cost.batch_flops)."""
+        """Forward FLOPs of the (B, T) batch (zoo.model.cost.batch_flops), the LM head over the T - P + 1
+        positions losses projects."""
         B, T = batch[0].shape
-        return batch_flops(self.model, B, T)
+        return batch_flops(self.model, B, T, scored=B * (T - self.prefix(T) + 1))
