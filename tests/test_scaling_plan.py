@@ -201,6 +201,22 @@ def test_a_plan_over_its_budget_is_refused_with_its_numbers():
         check_budget([dataclasses.replace(r, cell="s5_seed1") for r in rows], 100.0, SIZES)
 
 
+def test_a_plan_timed_on_a_busy_machine_says_its_estimate_is_high(monkeypatch):
+    """Steps timed beside other work (load average 7.5 on 2 CPUs) inflate the estimate: the refusal says so
+    rather than only advising a smaller design; on an idle machine it does not."""
+    import zoo.run.scaling_plan as plan
+
+    rows = [PlanRow("decoder_only", "s1_seed1", 100, 90, 10, 2, 1, 9000, 1e9, 40.0, 5.0)] * 3
+    monkeypatch.setattr(plan.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(plan.os, "getloadavg", lambda: (7.5, 6.0, 5.0))
+    with pytest.raises(ConfigError, match=r"timed at a load average of 7.5 on 2 CPUs: other processes slowed"):
+        check_budget(rows, 100.0)
+    monkeypatch.setattr(plan.os, "getloadavg", lambda: (1.5, 1.0, 1.0))
+    with pytest.raises(ConfigError) as refused:
+        check_budget(rows, 100.0)
+    assert "load average" not in str(refused.value)
+
+
 def test_two_jobs_that_would_share_a_run_directory_are_refused(tmp_path):
     """experiment=scaling names a job's directory by arch and cell: a sweep over the cell is distinct, one over
     another key (the lr) is refused until hydra.sweep.subdir names that key too."""

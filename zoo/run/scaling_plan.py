@@ -7,6 +7,7 @@ scaling.time_budget_s is refused with its numbers before any job starts; scaling
 
 import copy
 import json
+import os
 import statistics
 import sys
 import time
@@ -265,8 +266,20 @@ def check_budget(rows: list[PlanRow], budget_s: float, sizes=None) -> None:
             f"the scaling plan needs an estimated {total:.0f} s, over scaling.time_budget_s={budget_s:g}; its "
             f"longest job is {worst.arch} {worst.cell} ({worst.seconds:.0f} s). Lower "
             f"{f'scaling.sizes.{size}.budgets' if own else 'scaling.budgets'}, drop a size from scaling.sizes (e.g. "
-            f"'~scaling.sizes.{size}'), or raise scaling.time_budget_s"
+            f"'~scaling.sizes.{size}'), or raise scaling.time_budget_s{busy_note()}"
         )
+
+
+def busy_note() -> str:
+    """The empty string on an idle machine; else a sentence that the steps were timed beside other work (the 1-minute load
+    average over the CPU count), so the estimate is high."""
+    load, cpus = (os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0), os.cpu_count() or 1
+    if load <= cpus:
+        return ""
+    return (
+        f". The steps were timed at a load average of {load:.1f} on {cpus} CPUs: other processes slowed them, so "
+        "the estimate is high; time the plan on an idle machine (scaling.dry_run=true) before changing the design"
+    )
 
 
 def check_run_dirs(jobs: list[tuple[str, DictConfig]], subdir: str) -> None:
