@@ -11,8 +11,10 @@ import numpy as np
 import pytest
 
 from zoo.report.runs import find_runs
-from zoo.report.scaling import cooldown_check, scaling_points, scaling_section, steps_bound
+from zoo.report.scaling import cooldown_check, scaling_section, steps_bound
+from zoo.report.scaling_points import scaling_points
 from zoo.scaling.checks import seed_noise
+from zoo.scaling.conventions import STUDY_OBJECTIVES
 from zoo.scaling.fit import fit_scaling_law
 from zoo.scaling.frontier import Frontier, envelope
 from zoo.scaling.gates import GATES
@@ -63,7 +65,7 @@ def write_cell(root: Path, arch: str, size: str, seed: int, rng, noise: float, k
         "arch_config": arch,
         "task": "lm",
         "dataset": "synthetic",
-        "objective": "causal_lm",
+        "objective": STUDY_OBJECTIVES[arch],  # each family's, as a real study's runs record it
         "seed": seed,
         # seed 3 as a later command added it (scaling.seeds chooses the cells, not what one trains)
         "overrides": [f"scaling.cell={d.name.split('-', 1)[1]}", f"+arch={arch}", *(["scaling.seeds=3"] * (seed == 3))],

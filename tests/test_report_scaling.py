@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from zoo.report.runs import find_runs
-from zoo.report.scaling import scaling_points
+from zoo.report.scaling_points import scaling_points
+from zoo.scaling.conventions import STUDY_OBJECTIVES
 from zoo.scaling.frontier import matching_compute
 from zoo.scaling.law import compute_optimal
 
@@ -56,7 +57,7 @@ def write_run(root: Path, arch: str, N: float, seed: int, rng, noise: float = 0.
                 "arch_config": arch,
                 "task": "lm",
                 "dataset": "synthetic",
-                "objective": "causal_lm",
+                "objective": STUDY_OBJECTIVES[arch],  # each family's, as a real study's runs record it
                 "seed": seed,
                 "overrides": [f"+arch={arch}", f"scaling.cell=N{int(N)}_seed{seed}"],
                 "final": {"val/cont_loss": rows[-1]["val/cont_loss"]},
@@ -200,7 +201,7 @@ def test_points_csv_names_an_objective_other_than_the_studys_and_reads_it_back(t
     """decoder_only trained by causal_continuation (issue 45's objective study): its points.csv gains a last
     column objective, which the reader keeps, so its gates count 65 scored tokens a window, not causal_lm's 128;
     a study of the default objectives keeps the issue's header."""
-    from zoo.report.scaling import POINTS_CSV, other_objective, write_points_csv
+    from zoo.report.scaling_points import POINTS_CSV, other_objective, write_points_csv
     from zoo.scaling.points import read_points_csv
 
     run = {"arch": "decoder_only", "arch_config": "decoder_only", "objective": "causal_continuation"}

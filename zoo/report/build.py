@@ -50,7 +50,8 @@ from zoo.report.grouping import group_runs, parse_overrides, swept_keys
 from zoo.report.literature import versus_t5
 from zoo.report.plots import CURVES, band, plot_curves
 from zoo.report.runs import ARCH_ORDER, TASK_ORDER, ReportError, find_runs, read_curves, read_examples
-from zoo.report.scaling import scaling_points, scaling_section
+from zoo.report.scaling import scaling_section
+from zoo.report.scaling_points import scaling_points
 from zoo.report.scaling_translation import translation_section
 from zoo.report.significance import compare_task
 from zoo.report.table import DIFFERENT, METRICS, NOTES, STANDARD_OBJECTIVE, failed_runs, markdown_table, rows

@@ -4,131 +4,24 @@ comparisons it supports. The statistics and their tables are zoo.scaling's (zoo.
 `python -m zoo.scaling gates points.csv`); this module reads the points from the runs and adds the checks that
 need them (the cool-down check, steps, time) and the figures.
 
-A point is one budget of a run: N = its non-embedding parameters (Kaplan et al. 2020), D = the training tokens,
-C = the measured training FLOPs (zoo.model.cost through the objective, so ENTP's re-reading and the encoder's
-source tokens count) and the continuation loss (val/cont_loss, the tokens every architecture predicts alike).
-experiment=scaling's cells carry their points in results.json (zoo.run.scaling_cell: each a cool-down branch,
-or a budget trained alone in a SIZE_seedN_cosine check cell); other LM runs give one point per validation of
-their CSV log."""
+The points and points.csv: zoo.report.scaling_points."""
 
-import csv
 from pathlib import Path
 
 import numpy as np
 
-from zoo.report.runs import arch_label, read_curves
 from zoo.report.scaling_plots import scaling_plots
+from zoo.report.scaling_points import scaling_points, write_points_csv
 from zoo.report.scaling_tune import tune_section
 from zoo.scaling.checks import residual_rms, seed_noise
-from zoo.scaling.conventions import STUDY_OBJECTIVES
 from zoo.scaling.gates import HOLDOUT, HOLDOUT_AIM
 from zoo.scaling.points import FITTED_KINDS
-from zoo.scaling.refit import number, refit_sentence
+from zoo.scaling.refit import refit_sentence
 from zoo.scaling.schedules import schedule_laws, schedule_table
 from zoo.scaling.study import analyse, study_lines
 
-LOSS = ("val/cont_loss", "val/loss")  # the metric fitted: the first a run logs
 COOLDOWN_CHECK = 0.01  # a cool-down point within this of the budget trained alone
 MAX_EPOCHS = 4.0  # training tokens seen at most this often by the largest run (Muennighoff et al. 2023)
-POINTS_CSV = ("arch", "size", "seed", "n_params", "tokens", "flops", "loss", "lr")
-
-
-def scaling_points(runs: list[dict], task: str = "lm") -> list[dict]:
-    """Every point of every finished run of `task` (lm; translation, D its target tokens) that records
-    params_non_embedding, as {arch, size, seed, run (the
-    group a bootstrap draws whole: a trunk and its branches, or a run's evaluations), N, D (tokens), C, tokens,
-    seconds, loss, kind (cooldown, cosine or curve), tokens_per_param, steps}."""
-    points = []
-    for run in runs:
-        if run.get("status", "ok") != "ok" or run.get("task") != task or not run.get("params_non_embedding"):
-            continue
-        N = float(run["params_non_embedding"])
-        cell = run.get("scaling")
-        if cell and cell.get("points") is not None:
-            for p in cell["points"]:
-                points.append(
-                    {
-                        "arch": arch_label(run),
-                        "size": str(p["size"]),
-                        "seed": int(p["seed"]),
-                        "run": f"{arch_label(run)}|{p['size']}|{p['seed']}|{p['kind']}",
-                        "N": float(p["n_params"]),
-                        "C": float(p["flops"]),
-                        "D": float(p["tokens"]),
-                        "tokens": float(p["tokens"]),
-                        "seconds": float(p["seconds"]),
-                        "loss": float(p["loss"]),
-                        "lr": p.get("lr", ""),
-                        "kind": p["kind"],
-                        "tokens_per_param": float(p["tokens_per_param"]),
-                        "steps": int(p["steps"]),
-                        "train_tokens": cell.get("train_tokens"),
-                        "objective": other_objective(run, task),
-                    }
-                )
-            continue
-        curves = read_curves(Path(run["run_dir"]))
-        metric = next((m for m in LOSS if m in curves), None)
-        if metric is None or "cost/flops" not in curves or "cost/tokens" not in curves:
-            continue
-        cost = {k: dict(curves.get(f"cost/{k}", [])) for k in ("flops", "tokens", "seconds")}
-        for step, loss in curves[metric]:
-            C, tokens = cost["flops"].get(step), cost["tokens"].get(step)
-            if C and tokens:
-                points.append(
-                    {
-                        "arch": arch_label(run),
-                        "size": f"N{int(N)}",
-                        "seed": run.get("seed"),
-                        "run": run["run_dir"],
-                        "N": N,
-                        "C": C,
-                        "D": tokens,
-                        "tokens": tokens,
-                        "seconds": cost["seconds"].get(step),
-                        "loss": loss,
-                        "lr": "",
-                        "kind": "curve",
-                        "tokens_per_param": tokens / N,
-                        "steps": int(step) + 1,
-                        "train_tokens": None,
-                        "objective": other_objective(run, task),
-                    }
-                )
-    return points
-
-
-def other_objective(run: dict, task: str) -> str | None:
-    """A language-model run's task.objective where it is not its family's in the LM study (STUDY_OBJECTIVES; e.g.
-    decoder_only's causal_continuation), else None."""
-    objective = run.get("objective")
-    return objective if task == "lm" and objective and objective != STUDY_OBJECTIVES.get(arch_label(run)) else None
-
-
-def write_points_csv(points: list[dict], path: Path) -> Path:
-    """points.csv: one row per fitted point (FITTED_KINDS), header POINTS_CSV (lr: the peak rate the point's run
-    ran, empty where a run does not record it), and a last column objective where a point's is not its family's
-    study objective (other_objective), numbers as fitted (zoo.scaling.refit.number); refit one architecture with
-    zoo.scaling.refit.refit_command."""
-    other = any(p.get("objective") for p in points)
-    with open(path, "w", newline="", encoding="utf-8") as f:
-        w = csv.writer(f, lineterminator="\n")
-        w.writerow(POINTS_CSV + (("objective",) if other else ()))
-        for p in points:
-            w.writerow(
-                [
-                    p["arch"],
-                    p["size"],
-                    p["seed"],
-                    number(p["N"]),
-                    number(p["tokens"]),
-                    f"{p['C']:.6g}",
-                    number(p["loss"]),
-                    f"{float(p['lr']):g}" if p.get("lr") not in (None, "") else "",
-                    *([p.get("objective") or STUDY_OBJECTIVES.get(p["arch"], "")] if other else []),
-                ]
-            )
-    return path
 
 
 def steps_bound(points: list[dict]) -> dict:

@@ -11,7 +11,8 @@ import re
 from pathlib import Path
 
 from zoo.report.runs import arch_label
-from zoo.report.scaling import scaling_points, scaling_section
+from zoo.report.scaling import scaling_section
+from zoo.report.scaling_points import scaling_points
 
 SUBFOLDER = "translation"  # the translation study's files beside an LM study's
 

@@ -271,8 +271,8 @@ def check_budget(rows: list[PlanRow], budget_s: float, sizes=None) -> None:
 
 
 def busy_note() -> str:
-    """The empty string on an idle machine; else a sentence that the steps were timed beside other work (the 1-minute load
-    average over the CPU count), so the estimate is high."""
+    """The empty string on an idle machine; else a sentence that the steps were timed beside other work (the
+    1-minute load average over the CPU count), so the estimate is high."""
     load, cpus = (os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0), os.cpu_count() or 1
     if load <= cpus:
         return ""
