@@ -20,67 +20,70 @@ POINTS_CSV = ("arch", "size", "seed", "n_params", "tokens", "flops", "loss", "lr
 
 def scaling_points(runs: list[dict], task: str = "lm") -> list[dict]:
     """Every point of every finished run of `task` (lm; translation, D its target tokens) that records
-    params_non_embedding, as {arch, size, seed, run (the
-    group a bootstrap draws whole: a trunk and its branches, or a run's evaluations), N, D (tokens), C, tokens,
-    seconds, loss, kind (cooldown, cosine or curve), tokens_per_param, steps}."""
+    params_non_embedding, as {arch, size, seed, run (the group a bootstrap draws whole: a trunk and its branches,
+    or a run's evaluations), N, D (tokens), C, tokens, seconds, loss, lr, kind (cooldown, cosine or curve),
+    tokens_per_param, steps, train_tokens, objective (other_objective)}."""
     points = []
     for run in runs:
         if run.get("status", "ok") != "ok" or run.get("task") != task or not run.get("params_non_embedding"):
             continue
-        N = float(run["params_non_embedding"])
         cell = run.get("scaling")
-        if cell and cell.get("points") is not None:
-            for p in cell["points"]:
-                points.append(
-                    {
-                        "arch": arch_label(run),
-                        "size": str(p["size"]),
-                        "seed": int(p["seed"]),
-                        "run": f"{arch_label(run)}|{p['size']}|{p['seed']}|{p['kind']}",
-                        "N": float(p["n_params"]),
-                        "C": float(p["flops"]),
-                        "D": float(p["tokens"]),
-                        "tokens": float(p["tokens"]),
-                        "seconds": float(p["seconds"]),
-                        "loss": float(p["loss"]),
-                        "lr": p.get("lr", ""),
-                        "kind": p["kind"],
-                        "tokens_per_param": float(p["tokens_per_param"]),
-                        "steps": int(p["steps"]),
-                        "train_tokens": cell.get("train_tokens"),
-                        "objective": other_objective(run, task),
-                    }
-                )
-            continue
-        curves = read_curves(Path(run["run_dir"]))
-        metric = next((m for m in LOSS if m in curves), None)
-        if metric is None or "cost/flops" not in curves or "cost/tokens" not in curves:
-            continue
-        cost = {k: dict(curves.get(f"cost/{k}", [])) for k in ("flops", "tokens", "seconds")}
-        for step, loss in curves[metric]:
-            C, tokens = cost["flops"].get(step), cost["tokens"].get(step)
-            if C and tokens:
-                points.append(
-                    {
-                        "arch": arch_label(run),
-                        "size": f"N{int(N)}",
-                        "seed": run.get("seed"),
-                        "run": run["run_dir"],
-                        "N": N,
-                        "C": C,
-                        "D": tokens,
-                        "tokens": tokens,
-                        "seconds": cost["seconds"].get(step),
-                        "loss": loss,
-                        "lr": "",
-                        "kind": "curve",
-                        "tokens_per_param": tokens / N,
-                        "steps": int(step) + 1,
-                        "train_tokens": None,
-                        "objective": other_objective(run, task),
-                    }
-                )
+        found = _cell_points(run, cell) if cell and cell.get("points") is not None else _curve_points(run)
+        points += [{**p, "arch": arch_label(run), "objective": other_objective(run, task)} for p in found]
     return points
+
+
+def _cell_points(run: dict, cell: dict) -> list[dict]:
+    """A scaling cell's points, from its results.json (zoo.run.scaling_cell)."""
+    return [
+        {
+            "size": str(p["size"]),
+            "seed": int(p["seed"]),
+            "run": f"{arch_label(run)}|{p['size']}|{p['seed']}|{p['kind']}",
+            "N": float(p["n_params"]),
+            "C": float(p["flops"]),
+            "D": float(p["tokens"]),
+            "tokens": float(p["tokens"]),
+            "seconds": float(p["seconds"]),
+            "loss": float(p["loss"]),
+            "lr": p.get("lr", ""),
+            "kind": p["kind"],
+            "tokens_per_param": float(p["tokens_per_param"]),
+            "steps": int(p["steps"]),
+            "train_tokens": cell.get("train_tokens"),
+        }
+        for p in cell["points"]
+    ]
+
+
+def _curve_points(run: dict) -> list[dict]:
+    """Another LM run's points: one per validation of its CSV log that has the FLOPs and tokens trained."""
+    N, curves = float(run["params_non_embedding"]), read_curves(Path(run["run_dir"]))
+    metric = next((m for m in LOSS if m in curves), None)
+    if metric is None or "cost/flops" not in curves or "cost/tokens" not in curves:
+        return []
+    cost = {k: dict(curves.get(f"cost/{k}", [])) for k in ("flops", "tokens", "seconds")}
+    rows = [(step, loss, cost["flops"].get(step), cost["tokens"].get(step)) for step, loss in curves[metric]]
+    return [
+        {
+            "size": f"N{int(N)}",
+            "seed": run.get("seed"),
+            "run": run["run_dir"],
+            "N": N,
+            "C": C,
+            "D": tokens,
+            "tokens": tokens,
+            "seconds": cost["seconds"].get(step),
+            "loss": loss,
+            "lr": "",
+            "kind": "curve",
+            "tokens_per_param": tokens / N,
+            "steps": int(step) + 1,
+            "train_tokens": None,
+        }
+        for step, loss, C, tokens in rows
+        if C and tokens
+    ]
 
 
 def other_objective(run: dict, task: str) -> str | None:
