@@ -26,7 +26,8 @@ class Study:
     """by_arch: {arch: points} (with C_half, C_6ND, attention, target where recounted); fits, checks, verdicts:
     per family (zoo.scaling.gates); frontiers: {key: {arch: Frontier}} for zoo's C and, where recounted, every
     convention of CONVENTIONS and "target"; forms: compare_forms's result (None without unique tokens);
-    recount_why: why the points were not recounted (None when they were); warnings: families not fitted."""
+    recount_why: why the points were not recounted (None when they were); warnings: families not fitted;
+    objectives: {arch: the objective its points trained} (conventions.family_objective)."""
 
     by_arch: dict
     fits: dict
@@ -38,6 +39,7 @@ class Study:
     block: int | None = None
     recount_why: str | None = None
     warnings: list = field(default_factory=list)
+    objectives: dict = field(default_factory=dict)
 
     @property
     def birge(self) -> dict:
@@ -52,8 +54,7 @@ def analyse(points: list[dict], unique: float | None = None, bootstrap: int | No
     if unique is None and all(p.get("train_tokens") for p in points):
         unique = float(np.median([p["train_tokens"] for p in points]))
     by_arch = by_family(points)
-    for arch, pts in by_arch.items():
-        family_objective(arch, pts)  # one objective a family, before any fit
+    objectives = {arch: family_objective(arch, pts) for arch, pts in by_arch.items()}  # one a family, before any fit
     forms = compare_forms(by_arch, unique) if unique else None
     if forms and forms["kept"] == "data-constrained":
         by_arch = {a: _effective(pts, unique) for a, pts in by_arch.items()}
@@ -66,7 +67,7 @@ def analyse(points: list[dict], unique: float | None = None, bootstrap: int | No
     keys = [*CONVENTIONS, "target"] if recounted is not None else ["C"]
     frontiers = {k: {arch: Frontier(pts, bootstrap, key=k) for arch, pts in by_arch.items()} for k in keys}
     verdicts = gates(by_arch, fits, frontiers["C"], checks)
-    return Study(by_arch, fits, checks, verdicts, frontiers, forms, unique, block, why, warnings)
+    return Study(by_arch, fits, checks, verdicts, frontiers, forms, unique, block, why, warnings, objectives)
 
 
 def _effective(points: list[dict], unique: float) -> list[dict]:
@@ -95,8 +96,7 @@ def study_lines(study: Study) -> list[str]:
         out += [f"FLOPs not recounted under other conventions: {s.recount_why}.", ""]
     else:
         out += [*tables.attention_table([p for pts in s.by_arch.values() for p in pts]), ""]
-        trained = {a: family_objective(a, pts) for a, pts in s.by_arch.items()}
-        unequal = objective_table(list(s.by_arch), objectives=trained)  # scored tokens, FLOPs per scored token
+        unequal = objective_table(list(s.by_arch), objectives=s.objectives)  # scored tokens, FLOPs per scored token
         out += [*unequal, ""] if unequal else []
     out += [*tables.frontier_table({k: v for k, v in s.frontiers.items() if k != "target"}), ""]
     keys = [k for k in CONVENTIONS if k in s.frontiers]
@@ -105,9 +105,7 @@ def study_lines(study: Study) -> list[str]:
     for key in keys:
         out += [*tables.multiplier_table(s.by_arch, s.fits, s.frontiers[key], s.verdicts, s.birge, key), ""]
     if "target" in s.frontiers:
-        per_window = {
-            a: target_tokens_per_window(a, s.block, objective=family_objective(a, pts)) for a, pts in s.by_arch.items()
-        }
+        per_window = {a: target_tokens_per_window(a, s.block, objective=s.objectives.get(a)) for a in s.by_arch}
         out += [*tables.target_table(s.by_arch, s.frontiers["target"], per_window), ""]
     return out
 
