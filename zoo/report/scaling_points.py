@@ -29,7 +29,8 @@ def scaling_points(runs: list[dict], task: str = "lm") -> list[dict]:
             continue
         cell = run.get("scaling")
         found = _cell_points(run, cell) if cell and cell.get("points") is not None else _curve_points(run)
-        points += [{**p, "arch": arch_label(run), "objective": other_objective(run, task)} for p in found]
+        about = {"arch": arch_label(run), "objective": other_objective(run, task)}  # one run's, once
+        points += [{**p, **about} for p in found]
     return points
 
 
