@@ -541,6 +541,7 @@ def multirun_config(overrides: list[str]):
         ("scaling.trunk_tokens_per_param=10", "scaling.trunk_tokens_per_param=10 ends the trunk before the cool-down"),
         ("scaling.checkpoint_every=-1", "scaling.checkpoint_every=-1 must be a whole number of steps >= 0"),
         ("scaling.cooldown_shape=square", "scaling.cooldown_shape='square' is not a cool-down shape"),
+        ("scaling.tuning_table=no/lr_sweep.csv", "scaling.tuning_table='no/lr_sweep.csv' is not a file"),
     ],
 )
 def test_study_settings_are_refused_before_the_jobs_are_composed(monkeypatch, capsys, override, message):

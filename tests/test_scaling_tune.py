@@ -10,6 +10,7 @@ from zoo_run import make_cfg, needs_shared
 from zoo.errors import ConfigError
 from zoo.report.scaling_tune import tune_section
 from zoo.run.scaling_cell import point_kind, run_cell
+from zoo.run.scaling_plan import job_left
 from zoo.scaling.design import check_lr_grid
 from zoo.scaling.grid import cell_is_tune, cell_lr, cell_seed, cell_size, cell_size_spec, cells
 from zoo.scaling.sizes import middle_budget, size_budgets
@@ -178,3 +179,78 @@ def test_a_tuned_cell_before_its_tuning_stage_is_refused(tmp_path):
     with pytest.raises(ConfigError, match=r"3 of its 3 tuning runs are not done"):
         run(tmp_path, "s2_seed1", "[1.0e-4,1.0e-2,3.0]")
     assert not (tmp_path / "decoder_only-s2_seed1" / "points.csv").exists()
+
+
+def write_sweep(path, rows, header="arch,size,seed,lr,tokens,loss"):
+    path.write_text(header + "\n" + "".join(",".join(map(str, r)) + "\n" for r in rows))
+    return path
+
+
+@needs_shared
+@pytest.mark.usefixtures("one_thread")
+def test_a_tuning_table_gives_the_tuning_points_without_training_them(tmp_path):
+    """scaling.tuning_table: a second study reads the first one's lr_sweep.csv (as zoo.report writes it): its
+    tuning cells take each run's loss from the table and train nothing, and its study cell runs the same best
+    rate (0.01) and reaches the first study's points to the last bit."""
+    grid = "[1.0e-4,1.0e-2,3.0]"
+    first, second = tmp_path / "first", tmp_path / "second"
+    tune = {r: run(first, f"s2_seed1_lr{r}", grid) for r in ("0.0001", "0.01", "3.0")}
+    points = [
+        {**v[0], "tokens": int(v[0]["tokens"]), "lr": float(v[0]["lr"]), "loss": float(v[0]["loss"]), "seed": 1}
+        for v in tune.values()
+    ]
+    tune_section(points, [], tmp_path)  # writes tmp_path/lr_sweep.csv
+    table = tmp_path / "lr_sweep.csv"
+    with open(table, newline="") as f:
+        expected = {r["lr"]: float(r["loss"]) for r in csv.DictReader(f)}
+
+    def run2(cell):
+        out = second / f"decoder_only-{cell}"
+        cfg = [*TINY, f"scaling.cell={cell}", f"scaling.sizes.s2.lr_grid={grid}", f"scaling.tuning_table={table}"]
+        run_cell(make_cfg(out, cfg))
+        with open(out / "points.csv", newline="") as f:
+            return out, list(csv.DictReader(f))
+
+    for r in ("0.0001", "0.01", "3.0"):
+        out, rows = run2(f"s2_seed1_lr{r}")
+        assert len(rows) == 1 and rows[0]["kind"] == "tune" and rows[0]["steps"] == tune[r][0]["steps"]
+        assert float(rows[0]["loss"]) == expected[f"{float(r):g}"] and rows[0]["tokens"] == tune[r][0]["tokens"]
+        assert rows[0]["flops"] == rows[0]["seconds"] == "nan" and not (out / "trunk").exists()
+    study = run2("s2_seed1")[1]
+    assert {r["lr"] for r in study} == {"0.01"}
+    assert [r["loss"] for r in study] == [r["loss"] for r in run(first, "s2_seed1", grid)]
+
+
+@needs_shared
+@pytest.mark.usefixtures("one_thread")
+def test_a_tuning_table_of_another_design_or_shape_is_refused(tmp_path):
+    """A row whose tokens are not this design's tuning budget (20 steps of 512 tokens at s2) is refused, and
+    so are a file that is not there and a header that is not lr_sweep.csv's, before anything trains."""
+    grid = "[1.0e-4,1.0e-2,3.0]"
+    cases = {
+        "trained 20,480 tokens, but this design's tuning budget at s2 trains 10,240": write_sweep(
+            tmp_path / "a.csv", [("decoder_only", "s2", 1, 0.01, 20480, 2.5)]
+        ),
+        "is not a file": tmp_path / "missing.csv",
+        "not arch,size,seed,lr,tokens,loss": write_sweep(tmp_path / "b.csv", [], header="arch,size,lr,loss"),
+        "line 2: .* not a number": write_sweep(tmp_path / "c.csv", [("decoder_only", "s2", 1, 0.01, 10240, "x")]),
+    }
+    for match, table in cases.items():
+        out = tmp_path / "sweep" / "decoder_only-s2_seed1_lr0.01"
+        cfg = [*TINY, "scaling.cell=s2_seed1_lr0.01", f"scaling.sizes.s2.lr_grid={grid}"]
+        cfg.append(f"scaling.tuning_table={table}")
+        with pytest.raises(ConfigError, match=match):
+            run_cell(make_cfg(out, cfg))
+        assert not (out / "points.csv").exists() and not (out / "trunk").exists()
+
+
+def test_the_plan_counts_a_tuning_run_of_the_table_as_done(tmp_path):
+    """The plan (zoo.run.scaling_plan.job_left) leaves out what the table gives: the tuning run at 0.01 is done
+    (its budget, 0.4, ends at step 20), the one at 3.0 has no row and is left; a study cell's budgets are left."""
+    table = write_sweep(tmp_path / "t.csv", [("decoder_only", "s2", 1, 0.01, 10240, 2.5)])
+
+    def left(cell):
+        cfg = make_cfg(tmp_path / cell, [*TINY, f"scaling.cell={cell}", f"scaling.tuning_table={table}"])
+        return job_left(cfg, tmp_path / cell)[0]
+
+    assert left("s2_seed1_lr0.01") == {20} and left("s2_seed1_lr3.0") == set() and left("s2_seed1") == set()

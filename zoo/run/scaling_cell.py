@@ -20,6 +20,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from zoo.errors import ConfigError
 from zoo.model.cost import non_embedding_param_count
 from zoo.run import scaling_translation as translation
 from zoo.run.cell_lock import release_lock, take_lock
@@ -31,9 +32,9 @@ from zoo.run.results import arch_config, job_overrides, write_json, write_text
 from zoo.run.scaling_data import is_translation, set_step_tokens, train_tokens
 from zoo.run.scaling_identity import check_same_design, design, legacy_design
 from zoo.scaling.design import check_design, check_lr_grid
-from zoo.scaling.grid import cell_branches, cell_is_check, cell_is_tune, cell_size
-from zoo.scaling.sizes import Branch
-from zoo.scaling.tune import COSINE_TUNE_KIND, TUNE_KIND, tune_rows, tuned_rate
+from zoo.scaling.grid import cell_branches, cell_is_check, cell_is_tune, cell_lr, cell_size
+from zoo.scaling.sizes import Branch, step_tokens
+from zoo.scaling.tune import COSINE_TUNE_KIND, TUNE_KIND, read_sweep_table, table_row, tune_rows, tuned_rate
 from zoo.training.callbacks import always_callbacks
 from zoo.training.callbacks.cut_epoch import CutEpoch
 from zoo.training.callbacks.progress import ProgressBar
@@ -46,6 +47,7 @@ log = logging.getLogger("zoo")
 POINT_FIELDS = ("arch", "size", "seed", "n_params", "tokens", "flops", "loss", "lr")
 EXTRA_FIELDS = ("tokens_per_param", "steps", "kind", "cooldown", "seconds")
 CHECK_MIN_LR = 0.0  # the cosine check decays to this share of the peak rate: 0, where a cool-down ends too
+TABLE_TOKENS_TOLERANCE = 0.05  # a tuning_table row's tokens within this of the design's (translation batches vary)
 
 
 # points.csv's number columns and their types (read_points)
@@ -89,6 +91,33 @@ def point_kind(cell: str) -> str:
     if cell_is_tune(cell):
         return COSINE_TUNE_KIND if cell_is_check(cell) else TUNE_KIND
     return "cosine" if cell_is_check(cell) else "cooldown"
+
+
+def family_label(cfg: DictConfig) -> str:
+    """The family a job's points are labelled with: prefix_lm for decoder_only with model.mask=prefix, else arch."""
+    return "prefix_lm" if cfg.model.get("mask") == "prefix" else str(cfg.arch)
+
+
+def table_point(cfg: DictConfig, br: Branch) -> dict | None:
+    """A tuning cell's point from scaling.tuning_table (an earlier study's lr_sweep.csv), taken instead of trained:
+    the row of this family, size, seed and rate, or None (no table, not a tuning cell, or no such row). ConfigError
+    when the row's tokens are not the tokens this design's tuning budget `br` trains (within
+    TABLE_TOKENS_TOLERANCE): the table came from another design."""
+    s = cfg.scaling
+    if not s.get("tuning_table") or point_kind(s.cell) != TUNE_KIND:
+        return None
+    name = cell_size(s.cell, s.sizes)
+    row = table_row(read_sweep_table(s.tuning_table), family_label(cfg), name, int(cfg.seed), cell_lr(s.cell))
+    if row is None:
+        return None
+    expected = br.end * step_tokens(s.sizes[name], s.block_size)
+    if abs(row["tokens"] - expected) > TABLE_TOKENS_TOLERANCE * expected:
+        raise ConfigError(
+            f"scaling.tuning_table={s.tuning_table!r}: {row['arch']} {name} seed {row['seed']} at rate {row['lr']:g} "
+            f"trained {row['tokens']:,} tokens, but this design's tuning budget at {name} trains {expected:,}: the "
+            "table comes from another design; set scaling.tuning_table=null to tune here"
+        )
+    return row
 
 
 def _done(row: dict, br: Branch, kind: str, cooldown: float) -> bool:
@@ -173,6 +202,16 @@ class Cell:
         return have[step]
 
 
+def imported_row(table: dict, n_params: int, br: Branch, kind: str, cooldown: float) -> dict:
+    """A points.csv row of a tuning run taken from scaling.tuning_table: its tokens, loss and rate; its FLOPs and
+    seconds, which lr_sweep.csv does not keep, are NaN."""
+    nan = float("nan")
+    row = {"arch": table["arch"], "size": table["size"], "seed": table["seed"], "n_params": n_params}
+    row.update(tokens=table["tokens"], flops=nan, loss=table["loss"], lr=table["lr"])
+    row.update(tokens_per_param=br.tokens_per_param, steps=br.end, kind=kind, cooldown=cooldown, seconds=nan)
+    return row
+
+
 def set_tuned_rate(cfg: DictConfig, sweep_dir: Path | None = None) -> None:
     """For a cell of a size with lr: tuned (not a tuning cell), set task.optimizer.lr to its family's tuned rate for
     its schedule (a cosine check cell: the cosine tuning runs'), read from the tuning cells' points in `sweep_dir`
@@ -184,7 +223,7 @@ def set_tuned_rate(cfg: DictConfig, sweep_dir: Path | None = None) -> None:
     if size.get("lr") != "tuned" or cell_is_tune(s.cell):
         return
     grid = check_lr_grid(name, size, s.get("tune_seeds", 0))
-    label = "prefix_lm" if cfg.model.get("mask") == "prefix" else cfg.arch
+    label = family_label(cfg)
     sweep_dir = Path(cfg.paths.output_dir).parent if sweep_dir is None else Path(sweep_dir)
     kind = COSINE_TUNE_KIND if cell_is_check(s.cell) else TUNE_KIND
     rate = tuned_rate(tune_rows(sweep_dir, kind), label, name, grid, int(s.tune_seeds))
@@ -222,7 +261,7 @@ def run_cell(cfg: DictConfig) -> float:
     size_name = cell_size(s.cell, s.sizes)
     check_design(s, [size_name])
     choices = HydraConfig.get().runtime.choices if HydraConfig.initialized() else {}
-    label = "prefix_lm" if cfg.model.get("mask") == "prefix" else cfg.arch
+    label = family_label(cfg)
     out = Path(cfg.paths.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     holder = take_lock(out)
@@ -236,6 +275,7 @@ def run_cell(cfg: DictConfig) -> float:
     budgets = cell_branches(s.cell, size, s)
     rows = read_points(out / "points.csv")
     todo = [br for br in budgets if not any(_done(r, br, kind, cooldown) for r in rows)]
+    imported = {br.end: r for br in todo if (r := table_point(cfg, br)) is not None}  # scaling.tuning_table's
     if todo:
         log.info("scaling cell %s %s: budgets %s to train", label, s.cell, [br.tokens_per_param for br in todo])
     else:
@@ -251,13 +291,19 @@ def run_cell(cfg: DictConfig) -> float:
         task.forward_flops_per_token(info["seq_len"], info.get("src_len")),
     )
     objective = getattr(task, "objective", task_name)
-    if todo:
+    if len(imported) < len(todo):
         top = {"arch": cfg.arch, "arch_config": arch_config(cfg), "task": task_name, "dataset": data["dataset"]}
         top.update(objective=objective, params=params, params_non_embedding=n_params, flops_per_token=flops_per_token)
         top.update(data_info=data, scaling_size=size_name, scaling_kind=kind)
         tags = [cfg.arch, task_name, data_tag(data), *cfg.get("tags", [])]
         cell.wandb = CellRun.start(cfg, f"{label}-{s.cell}", tags, top)
     for br in todo:
+        if br.end in imported:
+            row = imported_row(imported[br.end], n_params, br, kind, cooldown)
+            rows = [r for r in rows if not _done(r, br, kind, cooldown)] + [row]
+            write_points(out / "points.csv", rows)
+            log.info("scaling cell %s %s: loss %.4f from %s", label, s.cell, row["loss"], s.tuning_table)
+            continue
         segment = segment_name(kind, br.tokens_per_param)
         if check:
             sched = {"kind": "cosine", "decay_steps": br.end, "min_lr": CHECK_MIN_LR * float(cfg.task.optimizer.lr)}

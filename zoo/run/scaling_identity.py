@@ -31,6 +31,7 @@ NOT_IDENTITY = (
     "scaling.dry_run",
     "scaling.tune_seeds",  # which tuning cells: a tuned cell's rate is task.optimizer.lr
     "scaling.stage",
+    "scaling.tuning_table",  # where a tuning cell's point may come from: its rate is in task.optimizer.lr
     "scaling.check_seeds",
     "trainer.max_steps",  # the largest budget: each segment sets its own
     "trainer.default_root_dir",

@@ -25,9 +25,11 @@ from zoo.run.conf import CONF_DIR
 from zoo.run.job import checked_config, job_task
 from zoo.run.scaling_cell import (
     _done,
+    family_label,
     point_kind,
     read_points,
     set_tuned_rate,
+    table_point,
     trunk_checkpoint_steps,
     trunk_segments,
 )
@@ -165,7 +167,7 @@ def job_left(cfg: DictConfig, folder) -> tuple[set, set]:
     budgets = cell_branches(s.cell, OmegaConf.to_container(s.sizes[cell_size(s.cell, s.sizes)], resolve=True), s)
     kind, cooldown = point_kind(s.cell), float(s.cooldown)
     rows = read_points(Path(folder) / "points.csv")
-    done = {b.end for b in budgets if any(_done(r, b, kind, cooldown) for r in rows)}
+    done = {b.end for b in budgets if any(_done(r, b, kind, cooldown) for r in rows) or table_point(cfg, b)}
     return done, trunk_checkpoint_steps(Path(folder) / "trunk")
 
 
@@ -308,7 +310,7 @@ def check_cell_dirs(jobs: list[tuple[str, DictConfig]], sweep_dir, subdir: str) 
     for arch, cfg in jobs:
         folder = cell_dir(sweep_dir, arch, cfg, subdir)
         if folder is not None and planned_rate(cfg, sweep_dir, folder):
-            label = "prefix_lm" if cfg.model.get("mask") == "prefix" else cfg.arch
+            label = family_label(cfg)
             check_same_design(folder, design(cfg, label), legacy_design(cfg, label), write=False)
 
 

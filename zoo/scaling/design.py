@@ -14,7 +14,7 @@ from zoo.scaling.sizes import (
     step_tokens,
     warmup_steps,
 )
-from zoo.scaling.tune import check_rates
+from zoo.scaling.tune import check_rates, read_sweep_table
 from zoo.training.optim import COOLDOWN_SHAPES
 
 
@@ -67,15 +67,18 @@ def check_design(scaling, sizes_used=None) -> None:
 def check_settings(scaling, measured_block: bool = False) -> tuple:
     """The study-wide part of check_design, no size's shape or steps: the listing of scaling.sizes and their keys,
     the budgets (the study's and each size's own), the window, warm-up, cool-down (share and shape), checkpoint
-    interval and trunk. Cheap: zoo.run.sweep_callback.ScalingPlan runs it once on the multirun's config, before
-    composing the jobs. measured_block: a null scaling.block_size is left to each job (a translation study
-    measures it from the data, zoo.run.scaling_data). Returns (budgets, block_size, warmup_tokens_per_param,
-    cooldown); raises ConfigError naming the key."""
+    interval, trunk and tuning table (its file and header; its rows are each cell's). Cheap:
+    zoo.run.sweep_callback.ScalingPlan runs it once on the multirun's config, before composing the jobs.
+    measured_block: a null scaling.block_size is left to each job (a translation study measures it from the data,
+    zoo.run.scaling_data). Returns (budgets, block_size, warmup_tokens_per_param, cooldown); raises ConfigError
+    naming the key."""
     check_listing(scaling.sizes, scaling.get("check_sizes"))
     budgets, own = _check_budgets(scaling)
     _check_size_keys(scaling.sizes)
     block, warmup_tpp, cooldown = _check_schedule(scaling, measured_block)
     _check_trunk(scaling.get("trunk_tokens_per_param"), budgets, own, cooldown)
+    if scaling.get("tuning_table"):
+        read_sweep_table(scaling.tuning_table)  # a missing or malformed table, before any job is composed
     return budgets, block, warmup_tpp, cooldown
 
 

@@ -45,6 +45,46 @@ def tune_rows(sweep_dir: Path, kind: str = TUNE_KIND) -> list[dict]:
     return rows
 
 
+def read_sweep_table(path) -> list[dict]:
+    """The rows of an earlier study's lr_sweep.csv (scaling.tuning_table), numbers typed. ConfigError when the file
+    is missing, its header is not SWEEP_FIELDS, or a row's seed, rate, tokens or loss is not a number."""
+    path = Path(str(path)).expanduser()
+    key = f"scaling.tuning_table={str(path)!r}"
+    if not path.is_file():
+        raise ConfigError(f"{key} is not a file: give the path of a study's lr_sweep.csv, or null to tune here")
+    with open(path, newline="", encoding="utf-8") as f:
+        reader = csv.DictReader(f)
+        if tuple(reader.fieldnames or ()) != SWEEP_FIELDS:
+            raise ConfigError(
+                f"{key} has the header {reader.fieldnames}, not {','.join(SWEEP_FIELDS)}: give an lr_sweep.csv "
+                "as zoo.report writes it"
+            )
+        rows = list(reader)
+    typed = []
+    for i, r in enumerate(rows, start=2):
+        try:
+            typed.append(
+                {
+                    **r,
+                    "seed": int(r["seed"]),
+                    "lr": float(r["lr"]),
+                    "tokens": int(r["tokens"]),
+                    "loss": float(r["loss"]),
+                }
+            )
+        except (TypeError, ValueError):
+            raise ConfigError(f"{key}, line {i}: {r} has a seed, lr, tokens or loss that is not a number") from None
+    return typed
+
+
+def table_row(rows: list[dict], arch: str, size: str, seed: int, lr: float) -> dict | None:
+    """The lr_sweep.csv row of one tuning run (family label, size, seed, rate), or None."""
+    for r in rows:
+        if (r["arch"], r["size"], r["seed"]) == (arch, size, seed) and math.isclose(r["lr"], lr, rel_tol=1e-9):
+            return r
+    return None
+
+
 def seed_means(rows: list[dict], arch: str, size: str) -> dict[float, list[float]]:
     """{rate: [loss of each seed]} of one family (arch label) and size."""
     out = defaultdict(list)
