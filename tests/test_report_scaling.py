@@ -160,6 +160,38 @@ def test_one_size_says_why_there_is_no_fit(tmp_path):
     assert scaling_section(find_runs(tmp_path), tmp_path, scaling_sweep=False) == ([], [])
 
 
+def write_tune_run(root: Path, size: str, n: int, lr: float, loss: float) -> None:
+    """results.json of one tuning cell of decoder_only (zoo.run.scaling_cell's record, the fields the report reads)."""
+    point = {"arch": "decoder_only", "size": size, "seed": 1, "n_params": n, "tokens": 50 * n, "flops": 1e12}
+    point.update(loss=loss, lr=lr, tokens_per_param=50.0, steps=100, kind="tune", cooldown=0.2, seconds=1.0)
+    d = root / f"decoder_only-{size}_seed1_lr{lr}"
+    d.mkdir(parents=True)
+    record = {"status": "ok", "arch": "decoder_only", "arch_config": "decoder_only", "task": "lm", "seed": 1}
+    record.update(dataset="synthetic", objective=STUDY_OBJECTIVES["decoder_only"], params=n, params_non_embedding=n)
+    record.update(overrides=["+arch=decoder_only", f"scaling.cell={size}_seed1_lr{lr}"], final={}, best={})
+    record.update(scaling={"cell": f"{size}_seed1_lr{lr}", "size": size, "kind": "tune", "points": [point]})
+    record.update(flops_per_token=6.0 * n, steps=100, cost={}, wall_seconds=2.0, examples=None)
+    (d / "results.json").write_text(json.dumps(record))
+
+
+def test_a_study_with_only_its_tuning_stage_reports_its_tuning(tmp_path):
+    """A study whose cells have not run (tuning points at two sizes, no cool-down point) is not fitted, and its
+    section still gives the tuning table and lr_sweep.csv: every run, and each size's lowest-loss rate."""
+    from zoo.report.scaling import scaling_section
+
+    losses = {("s1", 13_000): (2.40, 2.30, 2.35), ("s2", 29_000): (2.20, 2.10, 2.05)}
+    for (size, n), values in losses.items():
+        for lr, loss in zip((0.004, 0.008, 0.016), values):
+            write_tune_run(tmp_path, size, n, lr, loss)
+    text, figures = scaling_section(find_runs(tmp_path), tmp_path, scaling_sweep=True)
+    assert text[0] == "## Scaling" and text[2].startswith("No fit yet: none of the study's cells")
+    assert "| decoder_only | s1 | 0.004, 0.008, 0.016 | 1 | 0.008 | 2.3000 | yes | none yet | NO |" in text
+    assert "| decoder_only | s2 | 0.004, 0.008, 0.016 | 1 | 0.016 | 2.0500 | NO: an edge | none yet | NO |" in text
+    with open(tmp_path / "lr_sweep.csv", newline="") as f:
+        assert len(list(csv.DictReader(f))) == 6
+    assert [p.name for p in figures] == ["lr_sweep.png"] and not (tmp_path / "points.csv").exists()
+
+
 def test_a_bootstrap_over_groups_of_one_point_is_the_bootstrap_over_points():
     """groups=[0 .. n-1] draws the same resamples as the plain bootstrap (same seed); groups of whole runs
     give other resamples, every point of a run weighted alike."""

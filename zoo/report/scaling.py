@@ -19,6 +19,7 @@ from zoo.scaling.points import FITTED_KINDS
 from zoo.scaling.refit import refit_sentence
 from zoo.scaling.schedules import schedule_laws, schedule_table
 from zoo.scaling.study import analyse, study_lines
+from zoo.scaling.tune import TUNE_KIND
 
 COOLDOWN_CHECK = 0.01  # a cool-down point within this of the budget trained alone
 MAX_EPOCHS = 4.0  # training tokens seen at most this often by the largest run (Muennighoff et al. 2023)
@@ -242,17 +243,20 @@ def _warnings(by_arch: dict, fits: dict) -> list[str]:
     return out
 
 
-def _no_fit(points: list[dict], scaling_sweep: bool, title: str = "Scaling") -> list[str]:
-    """Runs of one size: a line saying why nothing is fitted in an experiment=scaling directory, else nothing."""
+def _no_fit(points: list[dict], fitted: list[dict], scaling_sweep: bool, title: str, out_dir: Path):
+    """A study without fitted points of two sizes, in an experiment=scaling directory (else nothing): a line saying
+    why nothing is fitted, then its tuning stage where it has one (tune_section: lr_sweep.csv, its table and
+    figure), so that a study whose cells have not run yet reports what it has. Returns (lines, figures)."""
     if not (points and scaling_sweep):
-        return []
-    sizes = sorted({p["N"] for p in points})
-    return [
-        f"## {title}",
-        "",
-        f"No fit: every run has N = {', '.join(f'{n:,.0f}' for n in sizes)} "
-        "non-embedding parameters, and a law needs runs of several sizes (experiment=scaling).",
-    ]
+        return [], []
+    if fitted:
+        sizes = ", ".join(f"{n:,.0f}" for n in sorted({p["N"] for p in fitted}))
+        why = f"No fit: every run has N = {sizes} non-embedding parameters, and a law needs runs of several sizes"
+        why += " (experiment=scaling)."
+    else:
+        why = "No fit yet: none of the study's cells has a cool-down point; only its tuning stage has run."
+    tuning, figures = tune_section(points, fitted, out_dir) if any(p["kind"] == TUNE_KIND for p in points) else ([], [])
+    return [f"## {title}", "", why, *([""] + tuning if tuning else [])], figures
 
 
 LM_STUDY = {"title": "Scaling", "task": "lm", "D": "the training tokens", "loss": "val/cont_loss"}
@@ -270,9 +274,9 @@ def scaling_section(
     `scaling_sweep`, an experiment=scaling directory); no points, nothing. about: the runs' task, the section's
     title and what D and the loss are (LM_STUDY; zoo.report.scaling_translation's)."""
     points = scaling_points(runs, about["task"])
-    if len({p["N"] for p in points}) < 2:
-        return _no_fit(points, scaling_sweep, about["title"]), []
     fitted = [p for p in points if p["kind"] in FITTED_KINDS]
+    if len({p["N"] for p in fitted}) < 2:
+        return _no_fit(points, fitted, scaling_sweep, about["title"], out_dir)
     study = analyse(fitted)
     by_arch, fits = study.by_arch, study.fits
     csv_path = write_points_csv(fitted, Path(out_dir) / "points.csv")
