@@ -164,9 +164,10 @@ def test_the_measured_batch_is_the_datas():
 
 def test_a_tuned_size_composes_to_its_grids_geometric_middle(tmp_path):
     """Before the tuning stage is done a tuned cell's rate is the geometric mean of its lr_grid (the plan times
-    it with that): exp(mean(log r)) of s1's [5.7e-3, 8e-3, 1.1e-2, 1.6e-2, 2.3e-2]."""
+    it with that): exp(mean(log r)) of s1's [4e-3, 5.7e-3, 8e-3, 1.1e-2, 1.6e-2, 2.3e-2]."""
     cfg = make_cfg(tmp_path, ["experiment=scaling_translation", "+benchmark=scaling_translation"], "encoder_decoder")
-    assert cfg.task.optimizer.lr == pytest.approx((5.7e-3 * 8e-3 * 1.1e-2 * 1.6e-2 * 2.3e-2) ** (1 / 5), rel=1e-12)
+    product = 4e-3 * 5.7e-3 * 8e-3 * 1.1e-2 * 1.6e-2 * 2.3e-2
+    assert cfg.task.optimizer.lr == pytest.approx(product ** (1 / 6), rel=1e-12)
     lm = make_cfg(tmp_path, ["experiment=scaling", "+benchmark=scaling"], "decoder_only")
     grid = lm.scaling.sizes.s1.lr_grid
     assert lm.task.optimizer.lr == pytest.approx(math.exp(sum(map(math.log, grid)) / len(grid)), rel=1e-12)
