@@ -15,6 +15,7 @@ from zoo.scaling.law import ScalingError
 from zoo.scaling.refit import fit_options
 
 BOOTSTRAP = 200  # resamples of each fit (its intervals and the compute multiplier's)
+N_STARTS = 20  # L-BFGS-B starts of each fit to all points: the best of Hoffmann's grid (zoo.scaling.fit)
 REFERENCE = "decoder_only"  # the compute multiplier k(C) is relative to its frontier
 FITTED_KINDS = ("cooldown", "curve")  # the points a law is fitted to: cool-down branches, other runs' evaluations
 COLUMNS = ("arch", "size", "seed", "n_params", "tokens", "flops", "loss")
@@ -97,7 +98,7 @@ def fit_points(points: list[dict], bootstrap: int | None = None, seed: int = 0):
     N, D, L = (np.array([p[k] for p in points], dtype=float) for k in ("N", "D", "loss"))
     bootstrap = BOOTSTRAP if bootstrap is None else bootstrap
     options = fit_options(points, bootstrap, strata=bool(bootstrap) and not single_seed_sizes(points, "N"))
-    fit = fit_scaling_law(N, D, L, **{**options, "seed": seed})
+    fit = fit_scaling_law(N, D, L, **{**options, "seed": seed}, n_starts=N_STARTS)
     fit.options = {**options, "seed": seed}
     return fit
 
@@ -121,7 +122,7 @@ def fit_families(by_arch: dict, bootstrap: int | None = None) -> tuple[dict, lis
             )
             N, D, L = (np.array([p[k] for p in pts], dtype=float) for k in ("N", "D", "loss"))
             options = fit_options(pts, bootstrap or BOOTSTRAP, strata=False, by_run=False)
-            fits[arch] = fit_scaling_law(N, D, L, **options, n_starts=20)
+            fits[arch] = fit_scaling_law(N, D, L, **options, n_starts=N_STARTS)
             fits[arch].options = options
     return fits, warnings
 
