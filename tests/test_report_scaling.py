@@ -184,7 +184,7 @@ def test_a_study_with_only_its_tuning_stage_reports_its_tuning(tmp_path):
         for lr, loss in zip((0.004, 0.008, 0.016), values):
             write_tune_run(tmp_path, size, n, lr, loss)
     text, figures = scaling_section(find_runs(tmp_path), tmp_path, scaling_sweep=True)
-    assert text[0] == "## Scaling" and text[2].startswith("No fit yet: none of the study's cells")
+    assert text[0] == "## Scaling" and text[2] == "No fit yet: none of the study's cells has a cool-down point."
     assert "| decoder_only | s1 | 0.004, 0.008, 0.016 | 1 | 0.008 | 2.3000 | yes | none yet | NO |" in text
     assert "| decoder_only | s2 | 0.004, 0.008, 0.016 | 1 | 0.016 | 2.0500 | NO: an edge | none yet | NO |" in text
     with open(tmp_path / "lr_sweep.csv", newline="") as f:

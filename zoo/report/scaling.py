@@ -19,7 +19,6 @@ from zoo.scaling.points import FITTED_KINDS
 from zoo.scaling.refit import refit_sentence
 from zoo.scaling.schedules import schedule_laws, schedule_table
 from zoo.scaling.study import analyse, study_lines
-from zoo.scaling.tune import TUNE_KIND
 
 COOLDOWN_CHECK = 0.01  # a cool-down point within this of the budget trained alone
 MAX_EPOCHS = 4.0  # training tokens seen at most this often by the largest run (Muennighoff et al. 2023)
@@ -254,8 +253,8 @@ def _no_fit(points: list[dict], fitted: list[dict], scaling_sweep: bool, title: 
         why = f"No fit: every run has N = {sizes} non-embedding parameters, and a law needs runs of several sizes"
         why += " (experiment=scaling)."
     else:
-        why = "No fit yet: none of the study's cells has a cool-down point; only its tuning stage has run."
-    tuning, figures = tune_section(points, fitted, out_dir) if any(p["kind"] == TUNE_KIND for p in points) else ([], [])
+        why = "No fit yet: none of the study's cells has a cool-down point."
+    tuning, figures = tune_section(points, fitted, out_dir)  # its tuning stage, where it has one
     return [f"## {title}", "", why, *([""] + tuning if tuning else [])], figures
 
 

@@ -22,7 +22,7 @@ import numpy as np
 
 from zoo.scaling.gates import family_checks, holdout_gate, lack_gate, loso_gate, reach_gate
 from zoo.scaling.law import ScalingError
-from zoo.scaling.points import cell_means, fit_points
+from zoo.scaling.points import budget_keys, cell_means, fit_points
 from zoo.scaling.residuals import cell_residuals
 from zoo.scaling.sizes import middle_budget
 
@@ -47,11 +47,11 @@ def doublings(points: list[dict]) -> list[float]:
 
 def _cells(fit, points: list[dict]) -> list[tuple]:
     """(N, d, residual %, se %) of each cell of 2 or more seeds with unequal losses, N then D order."""
-    d_of = {(p["N"], p["D"]): d for p, d in zip(points, doublings(points))}
+    d_of = {(p["N"], k): d for p, k, d in zip(points, budget_keys(points), doublings(points))}
     out = []
     for r, c in zip(cell_residuals(fit, points), cell_means(points)):
         if c["n"] > 1 and c["se"] > 0:
-            out.append((r["N"], d_of[(r["N"], r["D"])], 100 * r["resid"], 100 * c["se"] / c["mean"]))
+            out.append((r["N"], d_of[(r["N"], r["key"])], 100 * r["resid"], 100 * c["se"] / c["mean"]))
     return out
 
 

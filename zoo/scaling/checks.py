@@ -15,7 +15,7 @@ from scipy.optimize import least_squares
 from scipy.stats import f as f_dist
 
 from zoo.scaling.law import PARAMS, ScalingError
-from zoo.scaling.points import cell_means, fit_points
+from zoo.scaling.points import budget_keys, cell_means, fit_points
 
 LOG_SCALE = ("E", "A", "B", "G")  # positive scale parameters: widened in log space (never below 0)
 FLOOR = 1e-12  # the least E, A or B the lack-of-fit refit starts from (a fit that collapsed to 0 has no log)
@@ -90,9 +90,9 @@ def _relative(u, N, D, mean):
 def _pooled_sd(points: list[dict]) -> dict:
     """{N: (the relative sd of the size's losses about their cell means, pooled over its cells, its degrees of
     freedom: the sum of n - 1)}."""
-    sums = {}
+    sums, keys = {}, budget_keys(points)
     for c in cell_means(points):
-        losses = [p["loss"] for p in points if (p["N"], p["D"]) == (c["N"], c["D"])]
+        losses = [p["loss"] for p, k in zip(points, keys) if (p["N"], k) == (c["N"], c["key"])]
         sq, dof = sums.get(c["N"], (0.0, 0))
         sums[c["N"]] = (sq + sum(((x - c["mean"]) / c["mean"]) ** 2 for x in losses), dof + len(losses) - 1)
     return {n: (math.sqrt(sq / dof) if dof else math.nan, dof) for n, (sq, dof) in sums.items()}

@@ -26,7 +26,8 @@ import numpy as np
 
 from zoo.scaling.checks import holdout, leave_one_size_out, long_reach
 from zoo.scaling.gates import HOLDOUT, LOSO, REACH, REACH_BIAS, REACH_ERROR
-from zoo.scaling.points import cell_means, fit_points
+from zoo.scaling.law import ScalingError
+from zoo.scaling.points import budget_keys, cell_means, fit_points
 
 NULL_REPS = 100  # replicates of the report's table (ZOO_SCALING_NULL_REPS overrides)
 NULL_SEED = 0  # numpy generator seed: the table is the same on every run
@@ -42,31 +43,53 @@ STATISTICS = (
 
 
 def seed_deviations(points: list[dict]) -> dict:
-    """{(size, seed): {D: loss / its cell's mean - 1}}: each run's relative deviation at each of its budgets."""
-    means = {(c["N"], c["D"]): c["mean"] for c in cell_means(points)}
+    """{(size, seed): {budget key: loss / its cell's mean - 1}}: each run's relative deviation at each of its
+    budgets (keys: zoo.scaling.points.budget_keys)."""
+    means = {(c["N"], c["key"]): c["mean"] for c in cell_means(points)}
+    runs: dict = {}
+    for p, k in zip(points, budget_keys(points)):
+        runs.setdefault((p["size"], p["seed"]), {})[k] = p["loss"] / means[p["N"], k] - 1
+    return runs
+
+
+def check_calibrated(points: list[dict]) -> None:
+    """ScalingError unless every size has 2 or more runs (one run has no deviation to draw: its size would add no
+    noise, and the ranges would be too narrow)."""
     runs: dict = {}
     for p in points:
-        runs.setdefault((p["size"], p["seed"]), {})[p["D"]] = p["loss"] / means[p["N"], p["D"]] - 1
-    return runs
+        runs.setdefault(p["size"], set()).add(p["seed"])
+    single = [str(size) for size, seeds in runs.items() if len(seeds) < 2]
+    if single:
+        raise ScalingError(f"one run at {', '.join(single)}: no seed deviations to draw there")
 
 
 def simulate(points: list[dict], law, deviations: dict, rng: np.random.Generator) -> list[dict]:
     """A copy of `points` with each loss the law's prediction at (N, D) times (1 + a deviation): every run (size,
-    seed) takes the whole deviation vector of one run of its size, drawn with replacement, times sqrt(n / (n - 1))
-    for the n runs of its size (a deviation from a mean of n has (n - 1) / n of a run's variance; the rescaled
-    residual bootstrap of Davison and Hinkley 1997, sec. 6.2.3). Raises KeyError where a drawn run lacks a budget of
-    the run it replaces (sizes whose runs differ in budgets)."""
+    seed) takes the whole deviation vector of one run of its size that has each of its budgets, drawn with
+    replacement; each cell's deviations times sqrt(n / (n - 1)) for its n runs (a deviation from a mean of n has
+    (n - 1) / n of a run's variance: the rescaled residual bootstrap of Davison and Hinkley 1997, sec. 6.2.3).
+    Raises ScalingError where no run of a size has every budget of a run it replaces."""
+    keys = budget_keys(points)
+    n_of = {(c["N"], c["key"]): c["n"] for c in cell_means(points)}
+    budgets: dict = {}
+    for p, k in zip(points, keys):
+        budgets.setdefault((p["size"], p["seed"]), set()).add(k)
     by_size: dict = {}
     for (size, _), dev in deviations.items():
         by_size.setdefault(size, []).append(dev)
     pick = {}
-    for size, devs in by_size.items():
-        seeds = sorted({p["seed"] for p in points if p["size"] == size})
-        scale = math.sqrt(len(devs) / (len(devs) - 1)) if len(devs) > 1 else 1.0
-        drawn = rng.integers(0, len(devs), len(seeds))
-        pick.update({(size, s): {d: scale * e for d, e in devs[k].items()} for s, k in zip(seeds, drawn)})
+    for (size, seed), own in budgets.items():
+        donors = [dev for dev in by_size.get(size, []) if own <= set(dev)]
+        if not donors:
+            raise ScalingError(f"no run of size {size} has every budget of seed {seed}'s: runs differ in budgets")
+        pick[size, seed] = donors[rng.integers(0, len(donors))]
     pred = law.predict(np.array([p["N"] for p in points]), np.array([p["D"] for p in points]))
-    return [{**p, "loss": float(y) * (1 + pick[p["size"], p["seed"]][p["D"]])} for p, y in zip(points, pred)]
+    out = []
+    for p, k, y in zip(points, keys, pred):
+        n = n_of[p["N"], k]
+        scale = math.sqrt(n / (n - 1)) if n > 1 else 1.0
+        out.append({**p, "loss": float(y) * (1 + scale * pick[p["size"], p["seed"]][k])})
+    return out
 
 
 def gate_statistics(points: list[dict], checks: dict | None = None) -> dict:
@@ -93,10 +116,11 @@ def gate_null(points: list[dict], law, reps: int = NULL_REPS, seed: int = NULL_S
     """The gate statistics of `reps` replicates of simulate: {"reps", "stats": {key: {"observed", "range": (2.5%,
     97.5%) of the replicates, "p": the share at least as far off}}} for each key of STATISTICS the design gives;
     observed from `checks` (zoo.scaling.gates.family_checks) where the caller has them. None where the design
-    gives none of them or reps < 1."""
+    gives none of them or reps < 1. Raises ScalingError where it cannot be calibrated (check_calibrated, simulate)."""
     observed = {k: v for k, v in gate_statistics(points, checks).items() if v is not None}
     if not observed or reps < 1:
         return None
+    check_calibrated(points)
     rng, deviations = np.random.default_rng(seed), seed_deviations(points)
     rows = [gate_statistics(simulate(points, law, deviations, rng)) for _ in range(reps)]
     stats = {}
@@ -105,7 +129,8 @@ def gate_null(points: list[dict], law, reps: int = NULL_REPS, seed: int = NULL_S
             continue
         v, o = np.array([r[key] for r in rows], dtype=float), observed[key]
         p = np.mean(np.abs(v) >= abs(o)) if signed else np.mean(v >= o)
-        stats[key] = {"observed": o, "range": tuple(np.percentile(v, [2.5, 97.5])), "p": float(p)}
+        ends = np.percentile(v, [2.5, 97.5], method="inverted_cdf")  # replicates' values: a failed refit is inf
+        stats[key] = {"observed": o, "range": (float(ends[0]), float(ends[1])), "p": float(p)}
     return {"reps": reps, "stats": stats}
 
 
@@ -122,11 +147,14 @@ def null_table(by_arch: dict, fits: dict, reps: int | None = None, checks: dict 
     probability and the gate's fixed bound. checks: {arch: zoo.scaling.gates.family_checks}, whose statistics are
     then not refitted."""
     reps = null_reps() if reps is None else reps
-    rows = (
-        {a: gate_null(by_arch[a], fit, reps, checks=(checks or {}).get(a)) for a, fit in fits.items()} if reps else {}
-    )
+    checks, rows, why = checks or {}, {}, {}
+    for arch, fit in fits.items() if reps else ():
+        try:
+            rows[arch] = gate_null(by_arch[arch], fit, reps, checks=checks.get(arch))
+        except ScalingError as e:
+            why[arch] = str(e)
     rows = {arch: r for arch, r in rows.items() if r is not None}
-    if not rows:
+    if not rows and not why:
         return []
     lines = [
         f"The gates against a true law (zoo.scaling.null; {reps} replicates of each family's design with the losses "
@@ -143,10 +171,15 @@ def null_table(by_arch: dict, fits: dict, reps: int | None = None, checks: dict 
                 continue
             st, fmt = r["stats"][key], (_loso if key == "loso_worst" else _share(signed))
             low, high = st["range"]
-            lines.append(
-                f"| {arch} | {what} | {fmt(st['observed'])} | {fmt(low)} – {fmt(high)} | {st['p']:.2f} | {bound} |"
-            )
+            p = _p(st["p"], reps)
+            lines.append(f"| {arch} | {what} | {fmt(st['observed'])} | {fmt(low)} – {fmt(high)} | {p} | {bound} |")
+    lines += [f"| {arch} | not calibrated: {reason} | | | | |" for arch, reason in why.items()]
     return lines
+
+
+def _p(p: float, reps: int) -> str:
+    """A tail share of `reps` replicates; none of them as far off reads "< 1 / reps"."""
+    return f"< {1 / reps:.2g}" if p == 0 else f"{p:.2f}"
 
 
 def _share(signed: bool):

@@ -140,16 +140,37 @@ def flops_ratio(points: list[dict], key: str = "C") -> float:
     return float(np.mean([p[key] / (6.0 * p["N"] * p["D"]) for p in points]))
 
 
-def cell_means(points: list[dict]) -> list[dict]:
-    """The cells of a family (a size and a budget: equal N and D): {"N", "D", "size", "n" (seeds), "mean" (of the
-    losses), "se" (their standard error, std with ddof 1 / sqrt(n); nan for one seed)}, in N then D order."""
-    cells = {}
+BUDGET_SPREAD = 0.05  # D of one budget across seeds: a translation run's target tokens vary with its seed's batches
+
+
+def budget_keys(points: list[dict]) -> list[float]:
+    """Each point's budget key: at its N, the smallest D of the run of sorted D values within BUDGET_SPREAD
+    (relative) of it. An LM study's seeds train the same D at a budget (the key is D); a translation study's
+    target tokens differ by seed by well under 1%, its budgets by 1.4x or more."""
+    by_n: dict = {}
     for p in points:
-        cells.setdefault((p["N"], p["D"]), []).append(p)
+        by_n.setdefault(p["N"], set()).add(p["D"])
+    key = {}
+    for n, ds in by_n.items():
+        start = None
+        for d in sorted(ds):
+            if start is None or d > start * (1 + BUDGET_SPREAD):
+                start = d
+            key[n, d] = start
+    return [key[p["N"], p["D"]] for p in points]
+
+
+def cell_means(points: list[dict]) -> list[dict]:
+    """The cells of a family (a size and a budget: equal N and budget key, budget_keys): {"N", "D" (the mean of its
+    points' D), "key" (the budget key), "size", "n" (seeds), "mean" (of the losses), "se" (their standard error,
+    std with ddof 1 / sqrt(n); nan for one seed)}, in N then D order."""
+    cells = {}
+    for p, k in zip(points, budget_keys(points)):
+        cells.setdefault((p["N"], k), []).append(p)
     out = []
-    for (N, D), pts in sorted(cells.items()):
+    for (N, k), pts in sorted(cells.items()):
         losses = np.array([p["loss"] for p in pts])
         se = float(np.std(losses, ddof=1) / math.sqrt(len(losses))) if len(losses) > 1 else math.nan
-        mean = float(losses.mean())
-        out.append({"N": N, "D": D, "size": pts[0].get("size"), "n": len(losses), "mean": mean, "se": se})
+        mean, D = float(losses.mean()), float(np.mean([p["D"] for p in pts]))
+        out.append({"N": N, "D": D, "key": k, "size": pts[0].get("size"), "n": len(losses), "mean": mean, "se": se})
     return out

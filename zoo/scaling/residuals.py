@@ -9,13 +9,14 @@ from zoo.scaling.points import cell_means
 
 def cell_residuals(fit, points: list[dict]) -> list[dict]:
     """Each cell's (a size and a budget) relative residual (mean - L_hat) / L_hat and its t = residual over the
-    cell's relative standard error (nan with one seed): [{"size", "N", "D", "n", "resid", "t"}], N then D order."""
+    cell's relative standard error (nan with one seed): [{"size", "N", "D", "key", "n", "resid", "t"}] (D, key:
+    zoo.scaling.points.cell_means), N then D order."""
     out = []
     for c in cell_means(points):
         pred = float(fit.predict(np.array([c["N"]]), np.array([c["D"]]))[0])
         resid = (c["mean"] - pred) / pred
         t = resid / (c["se"] / c["mean"]) if c["se"] > 0 else float("nan")
-        out.append({"size": c["size"], "N": c["N"], "D": c["D"], "n": c["n"], "resid": resid, "t": t})
+        out.append({"size": c["size"], "N": c["N"], "D": c["D"], "key": c["key"], "n": c["n"], "resid": resid, "t": t})
     return out
 
 
