@@ -3,18 +3,22 @@ tuned size's cells run (the seed-mean best, never an edge of the grid), and a tu
 the cool-down point of its budget at its rate."""
 
 import csv
+import json
 
 import pytest
 from zoo_run import make_cfg, needs_shared
 
 from zoo.errors import ConfigError
+from zoo.report.runs import find_runs
+from zoo.report.scaling_points import scaling_points
 from zoo.report.scaling_tune import tune_section
+from zoo.run.job import checked_config
 from zoo.run.scaling_cell import point_kind, run_cell
 from zoo.run.scaling_plan import job_left
 from zoo.scaling.design import check_lr_grid
 from zoo.scaling.grid import cell_is_tune, cell_lr, cell_seed, cell_size, cell_size_spec, cells
 from zoo.scaling.sizes import middle_budget, size_budgets
-from zoo.scaling.tune import best_rate, tuned_rate
+from zoo.scaling.tune import best_rate, tuned_rate, tuning_design, write_designs
 
 SIZES = {
     "a": {"d_model": 8, "n_heads": 2, "n_layers": 2, "batch_size": 4, "lr": "tuned", "lr_grid": [4e-3, 2e-3, 8e-3]},
@@ -195,11 +199,7 @@ def test_a_tuning_table_gives_the_tuning_points_without_training_them(tmp_path):
     grid = "[1.0e-4,1.0e-2,3.0]"
     first, second = tmp_path / "first", tmp_path / "second"
     tune = {r: run(first, f"s2_seed1_lr{r}", grid) for r in ("0.0001", "0.01", "3.0")}
-    points = [
-        {**v[0], "tokens": int(v[0]["tokens"]), "lr": float(v[0]["lr"]), "loss": float(v[0]["loss"]), "seed": 1}
-        for v in tune.values()
-    ]
-    tune_section(points, [], tmp_path)  # writes tmp_path/lr_sweep.csv
+    tune_section(scaling_points(find_runs(first)), [], tmp_path)  # lr_sweep.csv and lr_sweep.design.json
     table = tmp_path / "lr_sweep.csv"
     with open(table, newline="") as f:
         expected = {r["lr"]: float(r["loss"]) for r in csv.DictReader(f)}
@@ -223,17 +223,39 @@ def test_a_tuning_table_gives_the_tuning_points_without_training_them(tmp_path):
 
 @needs_shared
 @pytest.mark.usefixtures("one_thread")
+def recorded_table(tmp_path, rows, change=None):
+    """An lr_sweep.csv of `rows` with its design record, taken from the cell.json of decoder_only's s2 tuning cell at
+    0.01 as a first study wrote it; change: {key: value} set in that record (a table of another design)."""
+    out = tmp_path / "first" / "decoder_only-s2_seed1_lr0.01"
+    if not (out / "cell.json").is_file():
+        run_cell(make_cfg(out, [*TINY, "scaling.cell=s2_seed1_lr0.01", "scaling.sizes.s2.lr_grid=[1.0e-4,1.0e-2,3.0]"]))
+    record = tuning_design(json.loads((out / "cell.json").read_text()))
+    record["config"].update(change or {})
+    table = write_sweep(tmp_path / f"t{len(list(tmp_path.glob('t*.csv')))}.csv", rows)
+    write_designs({("decoder_only", "s2"): record}, table)
+    return table
+
+
+@needs_shared
+@pytest.mark.usefixtures("one_thread")
 def test_a_tuning_table_of_another_design_or_shape_is_refused(tmp_path):
-    """A row whose tokens are not this design's tuning budget (20 steps of 512 tokens at s2) is refused, and
-    so are a file that is not there and a header that is not lr_sweep.csv's, before anything trains."""
+    """A table tuned under another design (its record differs: here the weight decay), a row whose tokens are not
+    this design's tuning budget (20 steps of 512 tokens at s2), a table without its design record, a file that is
+    not there, a header that is not lr_sweep.csv's and a value that is not a number are refused, before anything
+    trains."""
     grid = "[1.0e-4,1.0e-2,3.0]"
+    row = ("decoder_only", "s2", 1, 0.01, 10240, 2.5)
     cases = {
-        "trained 20,480 tokens, but this design's tuning budget at s2 trains 10,240": write_sweep(
-            tmp_path / "a.csv", [("decoder_only", "s2", 1, 0.01, 20480, 2.5)]
+        "tuned under another design for decoder_only at s2: task.optimizer.weight_decay=0.5 there, 0.1 here": (
+            recorded_table(tmp_path, [row], {"task.optimizer.weight_decay": 0.5})
         ),
+        "trained 20,480 tokens, but this design's tuning budget at s2 trains 10,240": recorded_table(
+            tmp_path, [(*row[:4], 20480, 2.5)]
+        ),
+        "a.design.json is missing": write_sweep(tmp_path / "a.csv", [row]),
         "is not a file": tmp_path / "missing.csv",
         "not arch,size,seed,lr,tokens,loss": write_sweep(tmp_path / "b.csv", [], header="arch,size,lr,loss"),
-        "line 2: .* not a number": write_sweep(tmp_path / "c.csv", [("decoder_only", "s2", 1, 0.01, 10240, "x")]),
+        "line 2: .* not a number": write_sweep(tmp_path / "c.csv", [(*row[:5], "x")]),
     }
     for match, table in cases.items():
         out = tmp_path / "sweep" / "decoder_only-s2_seed1_lr0.01"
@@ -244,13 +266,17 @@ def test_a_tuning_table_of_another_design_or_shape_is_refused(tmp_path):
         assert not (out / "points.csv").exists() and not (out / "trunk").exists()
 
 
+@needs_shared
+@pytest.mark.usefixtures("one_thread")
 def test_the_plan_counts_a_tuning_run_of_the_table_as_done(tmp_path):
-    """The plan (zoo.run.scaling_plan.job_left) leaves out what the table gives: the tuning run at 0.01 is done
-    (its budget, 0.4, ends at step 20), the one at 3.0 has no row and is left; a study cell's budgets are left."""
-    table = write_sweep(tmp_path / "t.csv", [("decoder_only", "s2", 1, 0.01, 10240, 2.5)])
+    """The plan (zoo.run.scaling_plan.job_left, on the job config the plan checks) leaves out what the table gives:
+    the tuning run at 0.01 is done (its budget, 0.4, ends at step 20), the one at 3.0 has no row and is left; a study
+    cell's budgets are left."""
+    table = recorded_table(tmp_path, [("decoder_only", "s2", 1, 0.01, 10240, 2.5)])
 
     def left(cell):
-        cfg = make_cfg(tmp_path / cell, [*TINY, f"scaling.cell={cell}", f"scaling.tuning_table={table}"])
-        return job_left(cfg, tmp_path / cell)[0]
+        grid = "scaling.sizes.s2.lr_grid=[1.0e-4,1.0e-2,3.0]"
+        cfg = make_cfg(tmp_path / cell, [*TINY, f"scaling.cell={cell}", grid, f"scaling.tuning_table={table}"])
+        return job_left(checked_config(cfg)[0], tmp_path / cell)[0]
 
     assert left("s2_seed1_lr0.01") == {20} and left("s2_seed1_lr3.0") == set() and left("s2_seed1") == set()

@@ -8,11 +8,13 @@ or a budget trained alone in a SIZE_seedN_cosine check cell); other LM runs give
 their CSV log."""
 
 import csv
+import json
 from pathlib import Path
 
 from zoo.report.runs import arch_label, read_curves
 from zoo.scaling.conventions import STUDY_OBJECTIVES
 from zoo.scaling.refit import number
+from zoo.scaling.tune import TUNE_KIND, tuning_design
 
 LOSS = ("val/cont_loss", "val/loss")  # the metric fitted: the first a run logs
 POINTS_CSV = ("arch", "size", "seed", "n_params", "tokens", "flops", "loss", "lr")
@@ -49,12 +51,20 @@ def _cell_points(run: dict, cell: dict) -> list[dict]:
             "loss": float(p["loss"]),
             "lr": p.get("lr", ""),
             "kind": p["kind"],
+            "design": _tuning_design(run) if p["kind"] == TUNE_KIND else None,
             "tokens_per_param": float(p["tokens_per_param"]),
             "steps": int(p["steps"]),
             "train_tokens": cell.get("train_tokens"),
         }
         for p in cell["points"]
     ]
+
+
+def _tuning_design(run: dict) -> dict | None:
+    """The tuning design (zoo.scaling.tune.tuning_design) of a tuning cell's run, from its cell.json; None without."""
+    path = Path(run.get("run_dir", "")) / "cell.json"
+    cell = json.loads(path.read_text()) if path.is_file() else None
+    return tuning_design(cell) if cell and "config" in cell else None
 
 
 def _curve_points(run: dict) -> list[dict]:

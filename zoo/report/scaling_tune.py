@@ -6,7 +6,7 @@ import csv
 from collections import defaultdict
 from pathlib import Path
 
-from zoo.scaling.tune import SWEEP_FIELDS, TUNE_KIND, best_rate, seed_means, sweep_table, within
+from zoo.scaling.tune import SWEEP_FIELDS, TUNE_KIND, best_rate, seed_means, sweep_table, within, write_designs
 
 TOLERANCE = 0.005  # a cell's rate must reach within this of its sweep's best seed-mean loss
 
@@ -19,6 +19,16 @@ def tune_rows(points: list[dict]) -> list[dict]:
         if p["kind"] == TUNE_KIND and p.get("lr") not in (None, "")
     ]
     return sweep_table(rows)
+
+
+def tune_designs(points: list[dict]) -> dict:
+    """{(arch, size): the tuning design its runs recorded} (zoo.scaling.tune.tuning_design); a family and size whose
+    runs recorded none, or two different ones, has no entry."""
+    seen: dict = {}
+    for p in points:
+        if p["kind"] == TUNE_KIND:
+            seen.setdefault((p["arch"], p["size"]), []).append(p.get("design"))
+    return {k: v[0] for k, v in seen.items() if v[0] is not None and all(d == v[0] for d in v)}
 
 
 def write_lr_sweep(rows: list[dict], path: Path) -> Path:
@@ -120,10 +130,12 @@ def plot_lr_sweep(rows: list[dict], path: Path) -> Path:
 
 
 def tune_section(points: list[dict], fitted: list[dict], out_dir: Path) -> tuple[list[str], list[Path]]:
-    """The tuning lines, lr_sweep.csv and lr_sweep.png; nothing when no point is a tuning run."""
+    """The tuning lines, lr_sweep.csv (and lr_sweep.design.json: each family and size's tuning design, which
+    scaling.tuning_table checks) and lr_sweep.png; nothing when no point is a tuning run."""
     rows = tune_rows(points)
     if not rows:
         return [], []
     path = write_lr_sweep(rows, Path(out_dir) / "lr_sweep.csv")
+    write_designs(tune_designs(points), path)  # lr_sweep.design.json: what scaling.tuning_table checks
     figure = plot_lr_sweep(rows, Path(out_dir) / "lr_sweep.png")
     return tune_table(tune_verdicts(rows, fitted), path.name, figure.name) + [""], [figure]

@@ -30,11 +30,20 @@ from zoo.run.job import build_data, checked_config
 from zoo.run.loggers import data_tag
 from zoo.run.results import arch_config, job_overrides, write_json, write_text
 from zoo.run.scaling_data import is_translation, set_step_tokens, train_tokens
-from zoo.run.scaling_identity import check_same_design, design, legacy_design
+from zoo.run.scaling_identity import ABSENT, check_same_design, design, differences, legacy_design
 from zoo.scaling.design import check_design, check_lr_grid
 from zoo.scaling.grid import cell_branches, cell_is_check, cell_is_tune, cell_lr, cell_size
 from zoo.scaling.sizes import Branch, step_tokens
-from zoo.scaling.tune import COSINE_TUNE_KIND, TUNE_KIND, read_sweep_table, table_row, tune_rows, tuned_rate
+from zoo.scaling.tune import (
+    COSINE_TUNE_KIND,
+    TUNE_KIND,
+    read_sweep_table,
+    table_design,
+    table_row,
+    tune_rows,
+    tuned_rate,
+    tuning_design,
+)
 from zoo.training.callbacks import always_callbacks
 from zoo.training.callbacks.cut_epoch import CutEpoch
 from zoo.training.callbacks.progress import ProgressBar
@@ -101,15 +110,17 @@ def family_label(cfg: DictConfig) -> str:
 def table_point(cfg: DictConfig, br: Branch) -> dict | None:
     """A tuning cell's point from scaling.tuning_table (an earlier study's lr_sweep.csv), taken instead of trained:
     the row of this family, size, seed and rate, or None (no table, not a tuning cell, or no such row). ConfigError
-    when the row's tokens are not the tokens this design's tuning budget `br` trains (within
-    TABLE_TOKENS_TOLERANCE): the table came from another design."""
+    when the design recorded beside the table is not this cell's (check_table_design), or the row's tokens are not
+    the tokens this design's tuning budget `br` trains (within TABLE_TOKENS_TOLERANCE)."""
     s = cfg.scaling
     if not s.get("tuning_table") or point_kind(s.cell) != TUNE_KIND:
         return None
     name = cell_size(s.cell, s.sizes)
-    row = table_row(read_sweep_table(s.tuning_table), family_label(cfg), name, int(cfg.seed), cell_lr(s.cell))
+    label = family_label(cfg)
+    row = table_row(read_sweep_table(s.tuning_table), label, name, int(cfg.seed), cell_lr(s.cell))
     if row is None:
         return None
+    check_table_design(s.tuning_table, tuning_design(design(cfg, label)), label, name)
     expected = br.end * step_tokens(s.sizes[name], s.block_size)
     if abs(row["tokens"] - expected) > TABLE_TOKENS_TOLERANCE * expected:
         raise ConfigError(
@@ -200,6 +211,22 @@ class Cell:
             trainer.save_checkpoint(path)
             have[nxt] = path
         return have[step]
+
+
+def check_table_design(table, want: dict, label: str, size: str) -> None:
+    """ConfigError naming the settings in which the tuning design recorded beside `table` (zoo.scaling.tune
+    .table_design) differs from this cell's (`want`: tuning_design of its cell.json)."""
+    have = table_design(table, label, size)
+    changed, added = differences(have, want)
+    if changed or added:
+        shown = ", ".join(
+            f"{k}={have['config'].get(k, ABSENT)!r} there, {want['config'].get(k, ABSENT)!r} here"
+            for k in [*changed, *added][:3]
+        )
+        raise ConfigError(
+            f"scaling.tuning_table={str(table)!r} was tuned under another design for {label} at {size}: {shown}; "
+            "set scaling.tuning_table=null to tune here"
+        )
 
 
 def imported_row(table: dict, n_params: int, br: Branch, kind: str, cooldown: float) -> dict:

@@ -6,6 +6,7 @@ rate at an edge may not be the best, so the study refuses it and names the rate 
 The tuning points are rows of kind "tune" in the cells' points.csv (zoo.run.scaling_cell), with their `lr`."""
 
 import csv
+import json
 import math
 from collections import defaultdict
 from pathlib import Path
@@ -17,6 +18,8 @@ from zoo.errors import ConfigError, is_number
 TUNE_KIND = "tune"  # points.csv's kind of a tuning run
 COSINE_TUNE_KIND = "tune_cosine"  # ... of a tuning run of the cool-down check's cosine schedule
 SWEEP_FIELDS = ("arch", "size", "seed", "lr", "tokens", "loss")  # lr_sweep.csv's header
+DESIGN_SUFFIX = ".design.json"  # beside lr_sweep.csv: each family and size's tuning design (tuning_design)
+TUNING_VARIES = ("seed", "data.seed", "scaling.cell", "task.optimizer.lr")  # what differs among a size's runs
 
 
 def check_rates(grid, key: str, what: str) -> list[float]:
@@ -75,6 +78,42 @@ def read_sweep_table(path) -> list[dict]:
         except (TypeError, ValueError):
             raise ConfigError(f"{key}, line {i}: {r} has a seed, lr, tokens or loss that is not a number") from None
     return typed
+
+
+def tuning_design(cell: dict) -> dict:
+    """A tuning cell's design (its cell.json: {"arch", "config"}, zoo.run.scaling_identity.design) without what
+    differs among the runs of one family and size (TUNING_VARIES): the same for every rate and seed."""
+    return {"arch": cell["arch"], "config": {k: v for k, v in cell["config"].items() if k not in TUNING_VARIES}}
+
+
+def design_path(table) -> Path:
+    """The design record beside an lr_sweep.csv: lr_sweep.design.json."""
+    path = Path(str(table)).expanduser()
+    return path.with_name(path.stem + DESIGN_SUFFIX)
+
+
+def write_designs(designs: dict, table: Path) -> Path | None:
+    """lr_sweep.design.json beside `table`: {"ARCH|SIZE": tuning_design}; nothing without designs."""
+    if not designs:
+        return None
+    path = design_path(table)
+    path.write_text(json.dumps({f"{a}|{s}": d for (a, s), d in sorted(designs.items())}, indent=1, sort_keys=True))
+    return path
+
+
+def table_design(table, arch: str, size: str) -> dict:
+    """The tuning design of `arch` at `size` recorded beside lr_sweep.csv `table`. ConfigError when the record or
+    its entry is missing: without it a table of another design (objective, data, schedule) could pass."""
+    path = design_path(table)
+    designs = json.loads(path.read_text()) if path.is_file() else None
+    if designs is None or f"{arch}|{size}" not in designs:
+        what = f"{path.name} has no entry {arch}|{size}" if designs is not None else f"{path} is missing"
+        raise ConfigError(
+            f"scaling.tuning_table={str(table)!r}: {what}, the record of the design the table was tuned under "
+            "(zoo.report writes it beside lr_sweep.csv); without it the table cannot be checked against this "
+            "study: set scaling.tuning_table=null to tune here"
+        )
+    return designs[f"{arch}|{size}"]
 
 
 def table_row(rows: list[dict], arch: str, size: str, seed: int, lr: float) -> dict | None:
