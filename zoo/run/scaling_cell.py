@@ -119,6 +119,7 @@ def table_point(cfg: DictConfig, br: Branch) -> dict | None:
     label = family_label(cfg)
     row = table_row(read_sweep_table(s.tuning_table), label, name, int(cfg.seed), cell_lr(s.cell))
     if row is None:
+        log.info("scaling cell %s %s: no row in scaling.tuning_table; trained here", label, s.cell)
         return None
     check_table_design(s.tuning_table, tuning_design(design(cfg, label)), label, name)
     expected = br.end * step_tokens(s.sizes[name], s.block_size)

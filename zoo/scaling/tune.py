@@ -117,9 +117,10 @@ def table_design(table, arch: str, size: str) -> dict:
 
 
 def table_row(rows: list[dict], arch: str, size: str, seed: int, lr: float) -> dict | None:
-    """The lr_sweep.csv row of one tuning run (family label, size, seed, rate), or None."""
+    """The lr_sweep.csv row of one tuning run (family label, size, seed, rate: within 1e-5, as the file writes rates
+    to 6 significant digits), or None."""
     for r in rows:
-        if (r["arch"], r["size"], r["seed"]) == (arch, size, seed) and math.isclose(r["lr"], lr, rel_tol=1e-9):
+        if (r["arch"], r["size"], r["seed"]) == (arch, size, seed) and math.isclose(r["lr"], lr, rel_tol=1e-5):
             return r
     return None
 
