@@ -304,9 +304,10 @@ def run_cell(cfg: DictConfig) -> float:
     rows = read_points(out / "points.csv")
     todo = [br for br in budgets if not any(_done(r, br, kind, cooldown) for r in rows)]
     imported = {br.end: r for br in todo if (r := table_point(cfg, br)) is not None}  # scaling.tuning_table's
-    if todo:
-        log.info("scaling cell %s %s: budgets %s to train", label, s.cell, [br.tokens_per_param for br in todo])
-    else:
+    trained = [br.tokens_per_param for br in todo if br.end not in imported]
+    if trained:
+        log.info("scaling cell %s %s: budgets %s to train", label, s.cell, trained)
+    elif not todo:
         log.info("scaling cell %s %s: every budget is in its points.csv; skipped", label, s.cell)
     task_name = TASK_OF_BATCH.get(get_class(cfg.task._target_).BATCH, choices.get("task", "lm"))
     datamodule, info, data = build_data(cfg, choices)
