@@ -20,7 +20,6 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from zoo.errors import ConfigError
 from zoo.model.cost import non_embedding_param_count
 from zoo.run import scaling_translation as translation
 from zoo.run.cell_lock import release_lock, take_lock
@@ -30,19 +29,16 @@ from zoo.run.job import build_data, checked_config
 from zoo.run.loggers import data_tag
 from zoo.run.results import arch_config, job_overrides, write_json, write_text
 from zoo.run.scaling_data import is_translation, set_step_tokens, train_tokens
-from zoo.run.scaling_identity import ABSENT, check_same_design, design, differences, legacy_design
+from zoo.run.scaling_identity import check_same_design, design, family_label, legacy_design
+from zoo.run.scaling_table import imported_row, table_point
 from zoo.scaling.design import check_design, check_lr_grid
-from zoo.scaling.grid import cell_branches, cell_is_check, cell_is_tune, cell_lr, cell_size
-from zoo.scaling.sizes import Branch, step_tokens
+from zoo.scaling.grid import cell_branches, cell_is_check, cell_is_tune, cell_size
+from zoo.scaling.sizes import Branch
 from zoo.scaling.tune import (
     COSINE_TUNE_KIND,
     TUNE_KIND,
-    read_sweep_table,
-    table_design,
-    table_row,
     tune_rows,
     tuned_rate,
-    tuning_design,
 )
 from zoo.training.callbacks import always_callbacks
 from zoo.training.callbacks.cut_epoch import CutEpoch
@@ -56,7 +52,6 @@ log = logging.getLogger("zoo")
 POINT_FIELDS = ("arch", "size", "seed", "n_params", "tokens", "flops", "loss", "lr")
 EXTRA_FIELDS = ("tokens_per_param", "steps", "kind", "cooldown", "seconds")
 CHECK_MIN_LR = 0.0  # the cosine check decays to this share of the peak rate: 0, where a cool-down ends too
-TABLE_TOKENS_TOLERANCE = 0.05  # a tuning_table row's tokens within this of the design's (translation batches vary)
 
 
 # points.csv's number columns and their types (read_points)
@@ -100,36 +95,6 @@ def point_kind(cell: str) -> str:
     if cell_is_tune(cell):
         return COSINE_TUNE_KIND if cell_is_check(cell) else TUNE_KIND
     return "cosine" if cell_is_check(cell) else "cooldown"
-
-
-def family_label(cfg: DictConfig) -> str:
-    """The family a job's points are labelled with: prefix_lm for decoder_only with model.mask=prefix, else arch."""
-    return "prefix_lm" if cfg.model.get("mask") == "prefix" else str(cfg.arch)
-
-
-def table_point(cfg: DictConfig, br: Branch) -> dict | None:
-    """A tuning cell's point from scaling.tuning_table (an earlier study's lr_sweep.csv), taken instead of trained:
-    the row of this family, size, seed and rate, or None (no table, not a tuning cell, or no such row). ConfigError
-    when the design recorded beside the table is not this cell's (check_table_design), or the row's tokens are not
-    the tokens this design's tuning budget `br` trains (within TABLE_TOKENS_TOLERANCE)."""
-    s = cfg.scaling
-    if not s.get("tuning_table") or point_kind(s.cell) != TUNE_KIND:
-        return None
-    name = cell_size(s.cell, s.sizes)
-    label = family_label(cfg)
-    row = table_row(read_sweep_table(s.tuning_table), label, name, int(cfg.seed), cell_lr(s.cell))
-    if row is None:
-        log.info("scaling cell %s %s: no row in scaling.tuning_table; trained here", label, s.cell)
-        return None
-    check_table_design(s.tuning_table, tuning_design(design(cfg, label)), label, name)
-    expected = br.end * step_tokens(s.sizes[name], s.block_size)
-    if abs(row["tokens"] - expected) > TABLE_TOKENS_TOLERANCE * expected:
-        raise ConfigError(
-            f"scaling.tuning_table={s.tuning_table!r}: {row['arch']} {name} seed {row['seed']} at rate {row['lr']:g} "
-            f"trained {row['tokens']:,} tokens, but this design's tuning budget at {name} trains {expected:,}: the "
-            "table comes from another design; set scaling.tuning_table=null to tune here"
-        )
-    return row
 
 
 def _done(row: dict, br: Branch, kind: str, cooldown: float) -> bool:
@@ -212,32 +177,6 @@ class Cell:
             trainer.save_checkpoint(path)
             have[nxt] = path
         return have[step]
-
-
-def check_table_design(table, want: dict, label: str, size: str) -> None:
-    """ConfigError naming the settings in which the tuning design recorded beside `table` (zoo.scaling.tune
-    .table_design) differs from this cell's (`want`: tuning_design of its cell.json)."""
-    have = table_design(table, label, size)
-    changed, added = differences(have, want)
-    if changed or added:
-        shown = ", ".join(
-            f"{k}={have['config'].get(k, ABSENT)!r} there, {want['config'].get(k, ABSENT)!r} here"
-            for k in [*changed, *added][:3]
-        )
-        raise ConfigError(
-            f"scaling.tuning_table={str(table)!r} was tuned under another design for {label} at {size}: {shown}; "
-            "set scaling.tuning_table=null to tune here"
-        )
-
-
-def imported_row(table: dict, n_params: int, br: Branch, kind: str, cooldown: float) -> dict:
-    """A points.csv row of a tuning run taken from scaling.tuning_table: its tokens, loss and rate; its FLOPs and
-    seconds, which lr_sweep.csv does not keep, are NaN."""
-    nan = float("nan")
-    row = {"arch": table["arch"], "size": table["size"], "seed": table["seed"], "n_params": n_params}
-    row.update(tokens=table["tokens"], flops=nan, loss=table["loss"], lr=table["lr"])
-    row.update(tokens_per_param=br.tokens_per_param, steps=br.end, kind=kind, cooldown=cooldown, seconds=nan)
-    return row
 
 
 def set_tuned_rate(cfg: DictConfig, sweep_dir: Path | None = None) -> None:

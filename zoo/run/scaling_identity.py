@@ -89,6 +89,11 @@ def identity(cfg: DictConfig) -> dict:
     return dict(sorted(out.items()))
 
 
+def family_label(cfg: DictConfig) -> str:
+    """The family a job's points are labelled with: prefix_lm for decoder_only with model.mask=prefix, else arch."""
+    return "prefix_lm" if cfg.model.get("mask") == "prefix" else str(cfg.arch)
+
+
 def design(cfg: DictConfig, arch_label: str) -> dict:
     """cell.json of a job: its architecture label (prefix_lm for decoder_only with a prefix mask) and identity."""
     return {"arch": arch_label, "config": identity(cfg)}

@@ -25,16 +25,15 @@ from zoo.run.conf import CONF_DIR
 from zoo.run.job import checked_config, job_task
 from zoo.run.scaling_cell import (
     _done,
-    family_label,
     point_kind,
     read_points,
     set_tuned_rate,
-    table_point,
     trunk_checkpoint_steps,
     trunk_segments,
 )
 from zoo.run.scaling_data import check_passes, is_translation, set_step_tokens, train_tokens
-from zoo.run.scaling_identity import check_same_design, design, legacy_design
+from zoo.run.scaling_identity import check_same_design, design, family_label, legacy_design
+from zoo.run.scaling_table import table_point
 from zoo.scaling.design import check_design
 from zoo.scaling.grid import cell_branches, cell_is_check, cell_size
 from zoo.training.optim import adamw
