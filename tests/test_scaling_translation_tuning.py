@@ -14,17 +14,16 @@ TOKENS_PER_BATCH = 407  # the data's target tokens a batch (tests/test_scaling_t
 
 
 def test_every_size_is_tuned_with_enough_rates_and_seeds():
-    """6 rates at s1 and s2, 5 at s3, 4 at s4 and s5, 2 seeds: 25 x 2 = 50 tuning runs a family, before the 7
-    cells."""
+    """6 rates at s1-s3, 4 at s4 and s5, 2 seeds: 26 x 2 = 52 tuning runs a family, before the 7 cells."""
     grids = {name: list(size.lr_grid) for name, size in STUDY.sizes.items()}
     assert all(size.lr == "tuned" for size in STUDY.sizes.values())
     assert all(len(set(g)) >= 3 for g in grids.values()) and sum(len(set(g)) >= 5 for g in grids.values()) >= 2
     assert STUDY.tune_seeds >= 2
     tune = tune_cell_names(STUDY.sizes, STUDY.tune_seeds)
-    assert len(tune) == 2 * (6 + 6 + 5 + 4 + 4) == 50
+    assert len(tune) == 2 * (6 + 6 + 6 + 4 + 4) == 52
     assert tune[:2] == ["s1_seed1_lr0.004", "s1_seed1_lr0.0057"] and tune[-1] == "s5_seed2_lr0.004"
     swept = cells(STUDY.sizes, STUDY.seed_size, STUDY.seeds, STUDY.check_sizes, STUDY.tune_seeds).split(",")
-    assert len(swept) == 50 + 7 and swept[50:] == [
+    assert len(swept) == 52 + 7 and swept[52:] == [
         "s1_seed1", "s2_seed1", "s3_seed1", "s3_seed2", "s3_seed3", "s4_seed1", "s5_seed1"
     ]  # fmt: skip
     check_design(OmegaConf.merge(STUDY, {"block_size": TOKENS_PER_BATCH}))
