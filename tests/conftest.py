@@ -4,6 +4,11 @@ from pathlib import Path
 
 import pytest
 
+# one BLAS thread in each test process, set before numpy loads: the law fits make many tiny BLAS calls, and two
+# pytest-xdist workers each spinning a thread per core oversubscribe the cores (the scaling tests ran 3-6x slower)
+for _var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
 # the datasets: $ZOO_DATA_MIRROR when set (as .ci/run sets it), else ../shared/data beside the repository
 SHARED_DATA = Path(os.environ.get("ZOO_DATA_MIRROR") or Path(__file__).resolve().parents[1].parent / "shared" / "data")
 
