@@ -12,6 +12,13 @@ for _var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 # the datasets: $ZOO_DATA_MIRROR when set (as .ci/run sets it), else ../shared/data beside the repository
 SHARED_DATA = Path(os.environ.get("ZOO_DATA_MIRROR") or Path(__file__).resolve().parents[1].parent / "shared" / "data")
 
+# set when conftest loads, before any test module: an environment a module copies at import (a subprocess's env)
+# has them too. Datasets from ../shared/data as the resolver's mirror (as .ci/run does); the report's null table
+# drawn cheaply (default 100 replicates)
+os.environ.setdefault("ZOO_DATA_MIRROR", str(SHARED_DATA))
+os.environ.setdefault("WANDB_MODE", "offline")
+os.environ.setdefault("ZOO_SCALING_NULL_REPS", "5")
+
 
 def pytest_collection_modifyitems(config, items):
     """A -m on the command line replaces addopts' -m 'not slow'; slow tests stay deselected unless it names
@@ -22,15 +29,6 @@ def pytest_collection_modifyitems(config, items):
     if slow:
         config.hook.pytest_deselected(items=slow)
         items[:] = [item for item in items if not item.get_closest_marker("slow")]
-
-
-@pytest.fixture(autouse=True, scope="session")
-def _data_mirror():
-    """Tests read datasets from ../shared/data as the resolver's mirror (as .ci/run does)."""
-    os.environ.setdefault("ZOO_DATA_MIRROR", str(SHARED_DATA))
-    os.environ.setdefault("WANDB_MODE", "offline")
-    os.environ.setdefault("ZOO_SCALING_NULL_REPS", "5")  # the report's null table, drawn cheaply (default 100)
-    yield
 
 
 @pytest.fixture(scope="session")

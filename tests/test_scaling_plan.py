@@ -288,7 +288,7 @@ def test_an_unexpected_error_in_the_plan_exits_2_so_nothing_launches(monkeypatch
     (here a TypeError from composing the jobs) into exit 2; a time budget that is not a number is refused first."""
     import zoo.run.sweep_callback as cb
 
-    def broken(config):
+    def broken(config, check_first=None):
         raise TypeError("float() argument must be a string or a real number, not 'NoneType'")
 
     monkeypatch.setattr(cb, "sweep_jobs", broken)
@@ -315,7 +315,7 @@ def plan_one_job(tmp_path, monkeypatch, capsys, arch: str, override: str) -> tup
     import zoo.run.sweep_callback as cb
 
     job = make_cfg(tmp_path, ["experiment=scaling", "+benchmark=scaling", "scaling.cell=s1_seed1", override], arch=arch)
-    monkeypatch.setattr(cb, "sweep_jobs", lambda config: [(arch, job)])
+    monkeypatch.setattr(cb, "sweep_jobs", lambda config, check_first=None: [(arch, job)])
     monkeypatch.setattr(scaling_plan, "plan", lambda *a, **k: pytest.fail("the plan timed a job it should refuse"))
     config = OmegaConf.create(
         {
@@ -410,7 +410,7 @@ def plan_jobs(tmp_path, monkeypatch, capsys, jobs, **scaling) -> tuple[int, str,
     import zoo.run.scaling_plan as scaling_plan
     import zoo.run.sweep_callback as cb
 
-    monkeypatch.setattr(cb, "sweep_jobs", lambda config: jobs)
+    monkeypatch.setattr(cb, "sweep_jobs", lambda config, check_first=None: jobs)
     monkeypatch.setattr(scaling_plan, "instantiate", lambda *a, **k: _Data())
     rows = [PlanRow(arch, str(job.scaling.cell), 100, 90, 10, 2, 0, 9000, 1e9, 40.0, 4.0) for arch, job in jobs]
     monkeypatch.setattr(scaling_plan, "plan", lambda *a, **k: rows)
@@ -549,7 +549,8 @@ def test_study_settings_are_refused_before_the_jobs_are_composed(monkeypatch, ca
     sweep's ~300 jobs (a minute or more) first."""
     import zoo.run.sweep_callback as cb
 
-    monkeypatch.setattr(cb, "sweep_jobs", lambda config: pytest.fail("the jobs were composed before the refusal"))
+    composed = lambda config, check_first=None: pytest.fail("the jobs were composed before the refusal")  # noqa: E731
+    monkeypatch.setattr(cb, "sweep_jobs", composed)
     with pytest.raises(SystemExit) as e:
         cb.ScalingPlan().on_multirun_start(multirun_config(["experiment=scaling", override]))
     err = capsys.readouterr().err
@@ -566,3 +567,28 @@ def test_a_measured_window_passes_the_early_check_and_not_a_jobs():
     assert check_settings(scaling, measured_block=True)[1] is None
     with pytest.raises(ConfigError, match=r"scaling.block_size=None must be a positive whole number"):
         check_design(scaling)
+
+
+def test_the_corpus_check_runs_when_the_first_job_has_composed_and_before_the_rest(monkeypatch):
+    """ScalingPlan's corpus check (check_first) gets the first job and every size the sweep's cells name, before
+    any other job composes: a corpus too small for the plan is refused in seconds, not after composing ~300 jobs."""
+    import zoo.run.sweep_callback as cb
+
+    config = multirun_config(["experiment=scaling"])
+    composed = []
+
+    def compose(config, overrides):
+        composed.append(overrides)
+        cell = next(o.split("=", 1)[1] for o in overrides if o.startswith("scaling.cell="))
+        return OmegaConf.create({"scaling": {"cell": cell, "sizes": OmegaConf.to_container(config.scaling.sizes)}})
+
+    def too_small(first, sizes):
+        seen.append((first.scaling.cell, sizes))
+        raise ConfigError("the training split has too few tokens")
+
+    seen = []
+    monkeypatch.setattr(cb, "compose_job", compose)
+    with pytest.raises(ConfigError, match="too few tokens"):
+        cb.sweep_jobs(config, too_small)
+    assert len(cb.sweep_overrides(config)) > 100 and len(composed) == 1
+    assert seen == [(seen[0][0], ["s1", "s2", "s3", "s4", "s5"])] and seen[0][0].startswith("s1_seed1")

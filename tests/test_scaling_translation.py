@@ -368,7 +368,7 @@ def _plan(tmp_path, monkeypatch, capsys, jobs) -> tuple[int, str, str]:
     """ScalingPlan (a dry run) on the composed `jobs` [(arch, job config)]: (exit code, stdout, stderr)."""
     import zoo.run.sweep_callback as cb
 
-    monkeypatch.setattr(cb, "sweep_jobs", lambda config: jobs)
+    monkeypatch.setattr(cb, "sweep_jobs", lambda config, check_first=None: jobs)
     sweep = {"dir": str(tmp_path / "sweep"), "subdir": "${hydra:runtime.choices.arch}-${scaling.cell}"}
     design = OmegaConf.to_container(jobs[0][1].scaling, resolve=True)  # ScalingPlan checks it before the jobs
     config = OmegaConf.create({"scaling": {**design, "time_budget_s": 1, "job_overhead_s": 10, "dry_run": True}})
@@ -517,7 +517,6 @@ def test_data_my_pairs_from_a_config_of_yours_is_refused_when_too_small(tmp_path
     assert "it can feed none of the sweep's sizes" in r.stderr and not list((tmp_path / "sweep").glob("*/points.csv"))
 
 
-@pytest.mark.slow  # about 60 s: the plan composes and checks the preset's 190 jobs first
 @pytest.mark.e2e
 @needs_shared
 def test_data_my_corpus_from_a_config_of_yours_is_refused_when_too_small(tmp_path):

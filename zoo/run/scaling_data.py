@@ -90,8 +90,12 @@ def check_passes(jobs, tokens: int, what: str = "tokens") -> None:
     """Raise ConfigError when a job's size would read the training split (`tokens` of it) more than MAX_PASSES
     times at its largest budget, naming the largest size of the sweep that it can feed. jobs: [(arch, job
     config)]; what: the kind of tokens, for the message (e.g. "target tokens")."""
-    s = jobs[0][1].scaling
     names = list(dict.fromkeys(cell_size(job.scaling.cell, job.scaling.sizes) for _, job in jobs))
+    check_size_passes(jobs[0][1].scaling, names, tokens, what)
+
+
+def check_size_passes(s, names: list[str], tokens: int, what: str = "tokens") -> None:
+    """check_passes for the sizes `names` of the design `s` (a job's scaling config, its block_size set)."""
     need = {name: largest_budget(s, name) for name in names}
     over = [n for n in names if need[n][1] > MAX_PASSES * tokens]
     if not over:

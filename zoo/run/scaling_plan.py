@@ -31,7 +31,7 @@ from zoo.run.scaling_cell import (
     trunk_checkpoint_steps,
     trunk_segments,
 )
-from zoo.run.scaling_data import check_passes, is_translation, set_step_tokens, train_tokens
+from zoo.run.scaling_data import check_passes, check_size_passes, is_translation, set_step_tokens, train_tokens
 from zoo.run.scaling_identity import check_same_design, design, family_label, legacy_design
 from zoo.run.scaling_table import table_point
 from zoo.scaling.design import check_design
@@ -347,17 +347,35 @@ def _data(jobs):
     return dm
 
 
-def run_plan(config: DictConfig, jobs: list[tuple[str, DictConfig]]) -> list[PlanRow]:
+def check_corpus(first: DictConfig, names: list[str]):
+    """The corpus check of a sweep, before its other jobs are composed: the design of its first job `first` at
+    the sizes `names` its cells name, then the training split against MAX_PASSES at each size's largest budget
+    (check_size_passes). Returns the sweep's datamodule, set up. Raises ConfigError."""
+    translating = is_translation(first)
+    if not translating:  # an LM design is checked before any data is read
+        check_window(first)
+        check_design(first.scaling, names)
+    dm = _data([("", first)])
+    if translating:
+        set_step_tokens(first, dm)  # a translation design's steps need the data's target tokens a batch
+        check_design(first.scaling, names)
+    check_size_passes(first.scaling, names, train_tokens(dm), "target tokens" if translating else "tokens")
+    return dm
+
+
+def run_plan(config: DictConfig, jobs: list[tuple[str, DictConfig]], dm=None) -> list[PlanRow]:
     """experiment=scaling's plan of the sweep `jobs` (zoo.run.sweep_callback.sweep_jobs) under its multirun
     `config`: checks every job (run directories, design, the job's own config checks, its folder's cell.json),
     then times them (plan), prints the table and what it leaves out, and writes plan.json; returns the rows.
-    Raises ConfigError (or the job checks' errors) before anything is timed."""
+    dm: the sweep's datamodule when already set up (check_corpus). Raises ConfigError (or the job checks'
+    errors) before anything is timed."""
     subdir = OmegaConf.to_container(config.hydra.sweep, resolve=False)["subdir"]
     check_run_dirs(jobs, subdir)
     translating = is_translation(jobs[0][1])
-    dm = _data(jobs) if translating else None  # a translation design's steps need the data's target tokens a batch
+    if translating and dm is None:  # a translation design's steps need the data's target tokens a batch
+        dm = _data(jobs)
     checked = []
-    for arch, job in jobs:  # a bad design or job config exits 2 before any data is read or timed
+    for arch, job in jobs:  # a bad design or job config exits 2 before anything is timed
         if translating:
             set_step_tokens(job, dm)
         else:

@@ -33,7 +33,7 @@ class ScalingPlan(Callback):
 
         from zoo.errors import ConfigError, DataError, is_number
         from zoo.run.budget import unwrapped
-        from zoo.run.scaling_plan import check_budget, run_plan
+        from zoo.run.scaling_plan import check_budget, check_corpus, run_plan
         from zoo.scaling.design import check_settings
 
         try:
@@ -46,7 +46,9 @@ class ScalingPlan(Callback):
                 raise ConfigError(f"scaling.dry_run={dry_run!r} must be true (print the plan only) or false")
             check_settings(config.scaling, measured_block=True)  # the study-wide settings, before composing jobs
             print("zoo: scaling plan: composing and checking the sweep's jobs", file=sys.stderr, flush=True)
-            rows = run_plan(config, sweep_jobs(config))
+            data = {}  # a corpus too small for the sweep exits before the rest of its jobs compose
+            jobs = sweep_jobs(config, lambda first, sizes: data.setdefault("dm", check_corpus(first, sizes)))
+            rows = run_plan(config, jobs, data.get("dm"))
             if dry_run:
                 total = sum(r.seconds for r in rows)
                 print(
@@ -70,10 +72,10 @@ class ScalingPlan(Callback):
             sys.exit(2)
 
 
-def sweep_jobs(config: DictConfig) -> list:
-    """Every job of a basic-sweeper multirun, composed: [(its +arch choice, its config)], in the order the
-    sweeper runs them (hydra.sweeper.params, then the command line's overrides, as BasicSweeper combines them)."""
-    from hydra import compose
+def sweep_overrides(config: DictConfig) -> list[tuple[str, list[str]]]:
+    """Every job of a basic-sweeper multirun as [(its +arch choice, its overrides)], in the order the sweeper runs
+    them (hydra.sweeper.params, then the command line's overrides, as BasicSweeper combines them), each led by the
+    command's hydra.searchpath."""
     from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from omegaconf import OmegaConf
@@ -84,9 +86,37 @@ def sweep_jobs(config: DictConfig) -> list:
     hydra_overrides = OmegaConf.to_container(config.hydra.overrides.hydra, resolve=False)
     parsed = OverridesParser.create().parse_overrides(params + list(task_overrides))
     searchpath = [o for o in hydra_overrides if o.startswith("hydra.searchpath")]
-    jobs = []
+    specs = []
     for batch in BasicSweeper.split_arguments(parsed, None):
         for overrides in batch:
             arch = next((o.split("=", 1)[1] for o in overrides if o.split("=", 1)[0].lstrip("+~") == "arch"), "?")
-            jobs.append((arch, compose(config.hydra.job.config_name, overrides=searchpath + list(overrides))))
-    return jobs
+            specs.append((arch, searchpath + list(overrides)))
+    return specs
+
+
+def compose_job(config: DictConfig, overrides: list[str]) -> DictConfig:
+    """One job's config: the multirun's config name composed with `overrides`."""
+    from hydra import compose
+
+    return compose(config.hydra.job.config_name, overrides=overrides)
+
+
+def sweep_sizes(first: DictConfig, specs: list[tuple[str, list[str]]]) -> list[str]:
+    """The sizes the sweep's cells name (each job's scaling.cell override, else the first job's scaling.cell), in
+    order, without composing the jobs. Raises ConfigError for a cell naming no size of scaling.sizes."""
+    from zoo.scaling.grid import cell_size
+
+    default = first.scaling.cell
+    cells = [next((o.split("=", 1)[1] for o in ov if o.startswith("scaling.cell=")), default) for _, ov in specs]
+    return list(dict.fromkeys(cell_size(cell, first.scaling.sizes) for cell in cells))
+
+
+def sweep_jobs(config: DictConfig, check_first=None) -> list:
+    """Every job of a basic-sweeper multirun, composed: [(its +arch choice, its config)], in the order the
+    sweeper runs them (sweep_overrides). check_first(the first job, the sizes the cells name (sweep_sizes)) runs
+    after the first job composes and before the others do."""
+    specs = sweep_overrides(config)
+    first = compose_job(config, specs[0][1])
+    if check_first is not None:
+        check_first(first, sweep_sizes(first, specs))
+    return [(specs[0][0], first)] + [(arch, compose_job(config, overrides)) for arch, overrides in specs[1:]]
