@@ -84,12 +84,12 @@ def test_a_law_that_misses_its_largest_size_is_beyond_the_null_and_one_that_hold
     """The largest size 4% above the law: a true law with 0.5% seed noise never misses it by that much in the long
     reach or the hold-out (their 95% ranges of the largest error are far below 4%); the same study without the shift
     sits inside every range, leave one size out's included."""
-    r = gate_null(study(top_shift=0.04), TRUE, reps=30)["stats"]
+    r = gate_null(study(top_shift=0.04), TRUE, reps=20)["stats"]
     assert r["reach_worst"]["observed"] > 0.03 and r["holdout_worst"]["observed"] > 0.03
     for key in ("reach_worst", "reach_mean", "holdout_worst", "holdout_mean"):
         assert r[key]["p"] == 0.0, (key, r[key])
     assert r["reach_worst"]["range"][1] < 0.02 and r["holdout_worst"]["range"][1] < 0.02
-    held = gate_null(study(), TRUE, reps=30)["stats"]
+    held = gate_null(study(), TRUE, reps=20)["stats"]
     assert set(held) == {"reach_worst", "reach_mean", "holdout_worst", "holdout_mean", "loso_worst"}
     for key, st in held.items():
         assert st["range"][0] <= st["observed"] <= st["range"][1] and st["p"] > 0.05, (key, st)
@@ -98,7 +98,7 @@ def test_a_law_that_misses_its_largest_size_is_beyond_the_null_and_one_that_hold
 def test_a_smallest_size_off_the_law_moves_the_exponents_beyond_a_true_laws_range():
     """s1 3% above the law: leaving it out moves alpha or beta far more than any replicate of the true law does (P
     = 0), though the largest size's predictions stay inside their range."""
-    r = gate_null(study_at({"s1": 0.03}), TRUE, reps=30)["stats"]
+    r = gate_null(study_at({"s1": 0.03}), TRUE, reps=20)["stats"]
     assert r["loso_worst"]["observed"] > r["loso_worst"]["range"][1] and r["loso_worst"]["p"] == 0.0, r["loso_worst"]
 
 

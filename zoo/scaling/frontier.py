@@ -75,10 +75,16 @@ def fit_envelope(C: np.ndarray, L: np.ndarray) -> np.ndarray | None:
     if len(C) < 4:
         return None
     x = np.log(C / np.exp(np.mean(np.log(C))))  # centred log C: A is the excess loss at the mean C
+    log_loss = np.log(L)
 
     def resid(u):
         E, logA, g = u
-        return np.log(E + np.exp(logA - g * x)) - np.log(L)
+        return np.log(E + np.exp(logA - g * x)) - log_loss
+
+    def jac(u):  # d resid / d (E, log A, gamma), exact
+        E, logA, g = u
+        t = np.exp(logA - g * x)  # A C^-gamma
+        return np.stack([np.ones_like(t), t, -x * t], axis=1) / (E + t)[:, None]
 
     best = None
     for frac in (0.0, 0.5, 0.9):
@@ -86,7 +92,7 @@ def fit_envelope(C: np.ndarray, L: np.ndarray) -> np.ndarray | None:
             E0 = frac * L.min()
             u0 = (E0, np.log(max(np.exp(np.mean(np.log(L))) - E0, 1e-6)), g)
             try:
-                r = least_squares(resid, u0, bounds=([0.0, -50.0, 1e-4], [L.min() * (1 - 1e-9), 50.0, 5.0]))
+                r = least_squares(resid, u0, jac=jac, bounds=([0.0, -50.0, 1e-4], [L.min() * (1 - 1e-9), 50.0, 5.0]))
             except ValueError:
                 continue
             if best is None or r.cost < best.cost:
