@@ -250,6 +250,68 @@ def test_bleu_and_chrf_are_sacrebleus_of_the_evenly_spaced_subset():
     assert got["chrf"] == sacrebleu.corpus_chrf(hyps, [chosen]).score
 
 
+class _FirstCharacter(torch.nn.Module):
+    """A stand-in task whose validation loss reads the source: per target token, 1 where the source's first
+    character differs from the target's, else 0 (eval_loss's contract: the batch's mean and its target tokens)."""
+
+    def __init__(self):
+        super().__init__()
+        self.device = torch.device("cpu")
+
+    @property
+    def objective_impl(self):
+        return self
+
+    def eval_loss(self, batch, batch_idx):
+        tokens = (~batch["tgt_key_padding_mask"]).sum(1)
+        miss = (batch["src"][:, 0] != batch["tgt_out"][:, 0]).float()
+        return {"loss": (miss * tokens).sum() / tokens.sum(), "weight": tokens.sum()}
+
+
+def test_the_source_control_gives_each_target_the_next_pairs_source(monkeypatch):
+    """source_control on copy pairs (source = target): with its own source no pair misses; with the next pair's
+    source of the evenly spaced subset (the last pair the first's), the misses counted from the strings, each
+    weighted by its target tokens (the sentence, then EOS), batches of 2 (CHUNK) pooled by their tokens."""
+    import zoo.run.scaling_translation as translation
+
+    monkeypatch.setattr(translation, "CHUNK", 2)
+    refs = ["amen", "and god", "behold", "and it was so", "the end", "a b"]
+    ids = translation.validation_subset(len(refs), 5)  # 0, 1, 2, 3, 4
+    task = _FirstCharacter().train()
+    got = translation.source_control(task, _data(refs), 5)
+    chosen = [refs[i] for i in ids]
+    other = chosen[1:] + chosen[:1]
+    misses = sum((len(t) + 1) * (o[0] != t[0]) for t, o in zip(chosen, other))
+    assert got["loss_own_source"] == 0.0 and task.training
+    assert got["loss_other_source"] == pytest.approx(misses / sum(len(t) + 1 for t in chosen), rel=1e-6)  # float32
+    assert misses > 0
+
+
+@pytest.mark.e2e
+@needs_shared
+def test_the_source_controls_own_source_loss_is_the_cells_validation_loss(tmp_path):
+    """On the whole validation set (n above its size), source_control's loss with each pair's own source equals
+    the cell's validation loss (Cell.score: Lightning's validation loop), for decoder_only's joined sequence; the
+    model is left in training mode."""
+    from zoo.run import scaling_cell
+    from zoo.run.job import build_data, checked_config
+    from zoo.run.scaling_data import set_step_tokens
+    from zoo.run.scaling_translation import source_control
+
+    path = small_bible(tmp_path, 600)
+    data = [f"data.file={path}", "data.val_fraction=0.1", "data.test_fraction=0.05"]
+    for arch in ("decoder_only",):
+        cfg = make_cfg(tmp_path / arch, [*TINY, *data, "scaling.cell=s1_seed1"], arch)
+        set_step_tokens(cfg)
+        cfg, _, _, plan = checked_config(cfg)
+        dm, info, name = build_data(cfg, {})
+        plan = plan.with_data(cfg, info, None, name["dataset"])
+        cell = scaling_cell.Cell(cfg, info, plan, dm, tmp_path / arch)
+        task = plan.build_task(cfg, info).train()
+        got = source_control(task, dm, 10**6)
+        assert task.training and got["loss_own_source"] == pytest.approx(cell.score(task), rel=1e-5), arch
+
+
 def test_a_validation_decodes_nothing_with_bleu_every_0():
     """The cells score BLEU themselves: task.bleu_every=0 turns the validation's decoding off."""
     import types
@@ -334,11 +396,17 @@ def test_the_report_gives_translation_its_own_scaling_section_with_bleu_and_chrf
         for size, N, bleu in (("s1", 10_000, 1.0), ("s2", 40_000, 2.0), ("s3", 160_000, 4.0))
         for seed in (1, 2)
     ]
+    for r in runs:  # the source control where a cell has it: encoder_decoder's s3
+        if r["arch"] == "encoder_decoder" and r["scaling"]["size"] == "s3":
+            r["translation"].update(loss_own_source=1.0 + 0.1 * r["seed"], loss_other_source=2.0 + 0.2 * r["seed"])
     text, figures = translation_section(runs, tmp_path, True)
     assert text[0] == "## Scaling: translation en → es (bible_en_es)"
     body = "\n".join(text)
     assert "D the target tokens trained" in body and "cross-entropy per target token" in body
-    assert "| encoder_decoder | s3 | 160,000 | 20 | 2 |" in body and "| 4.00 | 40.00 |" in body
+    assert (
+        "| encoder_decoder | s3 | 160,000 | 20 | 2 |" in body and "| 4.00 | 40.00 | 1.1500 | 2.3000 | +1.1500 |" in body
+    )
+    assert "| decoder_only | s3 | 160,000 | 20 | 2 |" in body and "| 4.00 | 40.00 | – | – | – |" in body
     with open(tmp_path / "points.csv", newline="") as f:
         rows = list(csv.DictReader(f))
     assert list(rows[0])[:8] == ["arch", "size", "seed", "n_params", "tokens", "flops", "loss", "lr"]

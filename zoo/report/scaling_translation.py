@@ -2,7 +2,7 @@
 section on the translation cells' points (D: target tokens; the loss: cross-entropy per target token on the
 validation set), titled by the task and its languages, and what a loss means: each family's BLEU and chrF
 (sacreBLEU, greedy decoding of a fixed subset of the validation set, zoo.run.scaling_translation) at each size's
-largest budget, with an example.
+largest budget, with an example, and the loss with another pair's source (does the model read it?).
 
 A folder that also holds an LM study's points keeps the translation study's files (points.csv, figures) in its
 translation/ subfolder."""
@@ -38,7 +38,9 @@ def study(runs: list[dict]) -> dict:
 
 def quality_rows(runs: list[dict]) -> list[dict]:
     """Per family and size, the BLEU / chrF records of its cells (translations.json), seeds together:
-    {arch, size, N, tokens_per_param, loss, bleu, chrf (lists over seeds), sentences, example}, smallest N first."""
+    {arch, size, N, tokens_per_param, loss, bleu, chrf (lists over seeds), sentences, example}, smallest N first;
+    with loss_own_source and loss_other_source (lists over the seeds that have them) where a cell has
+    zoo.run.scaling_translation.source_control's record."""
     rows = {}
     for run in runs:
         t = run.get("translation")
@@ -51,6 +53,9 @@ def quality_rows(runs: list[dict]) -> list[dict]:
         )
         for k in ("loss", "bleu", "chrf"):
             row[k].append(float(t[k]))
+        if "loss_other_source" in t:  # source_control: cells scored before it have none
+            for k in ("loss_own_source", "loss_other_source"):
+                row.setdefault(k, []).append(float(t[k]))
         row.update(tokens_per_param=t["tokens_per_param"], sentences=t["sentences"])
         row.setdefault("example", (t.get("examples") or [None])[0])
     return sorted(rows.values(), key=lambda r: (r["N"], r["arch"]))
@@ -68,15 +73,20 @@ def quality_table(rows: list[dict]) -> list[str]:
     lines = [
         f"What a loss means: BLEU and chrF (sacreBLEU's defaults, 0-100) of greedy translations of {n} validation "
         "sentences (the same for every family, evenly spaced over the validation set) at each size's largest "
-        "budget, means over seeds; the loss of that point beside them.",
+        "budget, means over seeds; the loss of that point beside them. Does the model read the source? The loss "
+        "of those sentences with their own source, and with another's (each gets the next sentence's source; "
+        "zoo.run.scaling_translation.source_control): a model that ignores the source scores both alike, so the "
+        "gap is what the source is worth to it, in nats per target token.",
         "",
-        "| arch | size | N | tokens / param | seeds | loss | BLEU | chrF |",
-        "|---|---|---|---|---|---|---|---|",
+        "| arch | size | N | tokens / param | seeds | loss | BLEU | chrF | own source | another's source | gap |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
+        own, other = r.get("loss_own_source"), r.get("loss_other_source")
+        control = f"{_mean(own):.4f} | {_mean(other):.4f} | {_mean(other) - _mean(own):+.4f}" if own else "– | – | –"
         lines.append(
             f"| {r['arch']} | {r['size']} | {r['N']:,} | {r['tokens_per_param']:g} | {len(r['loss'])} | "
-            f"{_mean(r['loss']):.4f} | {_mean(r['bleu']):.2f} | {_mean(r['chrf']):.2f} |"
+            f"{_mean(r['loss']):.4f} | {_mean(r['bleu']):.2f} | {_mean(r['chrf']):.2f} | {control} |"
         )
     top = max(r["N"] for r in rows)
     for r in rows:

@@ -296,9 +296,12 @@ def run_cell(cfg: DictConfig) -> float:
             "seconds": round(float(task.cost["seconds"]), 3),
         }
         if is_translation(cfg) and kind == "cooldown" and br is budgets[-1]:  # what the loss means: BLEU, chrF
-            translation.write_translations(
-                out, row, translation.score_translations(task, datamodule, s.get("bleu_sentences", 200))
-            )
+            n = s.get("bleu_sentences", 200)
+            scores = {
+                **translation.score_translations(task, datamodule, n),
+                **translation.source_control(task, datamodule, n),
+            }
+            translation.write_translations(out, row, scores)
         rows = [r for r in rows if not _done(r, br, kind, cooldown)] + [row]
         write_points(out / "points.csv", rows)
         if cell.wandb:

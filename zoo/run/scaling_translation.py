@@ -1,5 +1,6 @@
 """What experiment=scaling_translation adds to a cell and to the plan (zoo.run.scaling_cell, zoo.run.scaling_plan):
-BLEU and chrF at a size's largest budget, so a reader sees what a loss means, and the plan's timing of real
+BLEU and chrF at a size's largest budget, so a reader sees what a loss means, with the loss when each target gets
+another pair's source (source_control: does the model read the source?), and the plan's timing of real
 translation batches.
 
 BLEU and chrF: sacreBLEU (corpus_bleu, corpus_chrf, default settings) of greedy hypotheses of a fixed subset of
@@ -63,6 +64,29 @@ def score_translations(task, dm, n: int) -> dict:
         "signature": str(bleu.get_signature()),
         "examples": [{"src": dm.val_set.srcs[i], "ref": r, "hyp": h} for i, r, h in zip(ids[:EXAMPLES], refs, hyps)],
     }
+
+
+@torch.no_grad()
+def source_control(task, dm, n: int) -> dict:
+    """Does the model read the source? The validation loss (nats per target token, task.objective_impl.eval_loss)
+    of validation_subset(len(dm.val_set), n) with each pair's own source, and with the next pair's (pair k of the
+    subset gets pair k + 1's source, the last the first's: no pair keeps its own when the sources differ):
+    {"loss_own_source", "loss_other_source"}. A model that ignores the source scores both alike."""
+    ids = validation_subset(len(dm.val_set), n)
+    ds = dm.val_set
+    shifted = [(i, ds[ids[(k + 1) % len(ids)]][1], *ds[i][2:]) for k, i in enumerate(ids)]
+    was_training = task.training
+    task.eval()
+    out = {}
+    for name, items in (("loss_own_source", [ds[i] for i in ids]), ("loss_other_source", shifted)):
+        total = weight = 0.0
+        for k, start in enumerate(range(0, len(items), CHUNK)):
+            batch = collate_translation(items[start : start + CHUNK], dm.pad_id)
+            r = task.objective_impl.eval_loss({key: v.to(task.device) for key, v in batch.items()}, k)
+            total, weight = total + float(r["loss"]) * float(r["weight"]), weight + float(r["weight"])
+        out[name] = total / weight
+    task.train(was_training)
+    return out
 
 
 def write_translations(out: Path, point: dict, scores: dict) -> Path:
