@@ -407,11 +407,12 @@ class _Data:
 def plan_jobs(tmp_path, monkeypatch, capsys, jobs, **scaling) -> tuple[int, str, str]:
     """ScalingPlan on the composed `jobs` ([(arch, job config)]) with scaling.time_budget_s=1 and `scaling` on top,
     each job's plan row 40 s ± 4 s (no timing): (exit code, stdout, stderr)."""
+    import zoo.run.scaling_data as scaling_data
     import zoo.run.scaling_plan as scaling_plan
     import zoo.run.sweep_callback as cb
 
     monkeypatch.setattr(cb, "sweep_jobs", lambda config, check_first=None: jobs)
-    monkeypatch.setattr(scaling_plan, "instantiate", lambda *a, **k: _Data())
+    monkeypatch.setattr(scaling_data, "instantiate", lambda *a, **k: _Data())
     rows = [PlanRow(arch, str(job.scaling.cell), 100, 90, 10, 2, 0, 9000, 1e9, 40.0, 4.0) for arch, job in jobs]
     monkeypatch.setattr(scaling_plan, "plan", lambda *a, **k: rows)
     config = OmegaConf.create(

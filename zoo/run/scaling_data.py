@@ -15,7 +15,8 @@ import logging
 from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from zoo.errors import ConfigError
+from zoo.errors import ConfigError, is_whole
+from zoo.scaling.design import check_design
 from zoo.scaling.grid import cell_size
 from zoo.scaling.sizes import branches, size_non_embedding, step_tokens
 
@@ -116,3 +117,30 @@ def check_size_passes(s, names: list[str], tokens: int, what: str = "tokens") ->
         f"more than the {MAX_PASSES} passes a study allows (repeated data is not fresh data); {feed}, or give a "
         "larger corpus"
     )
+
+
+def check_window(job: DictConfig) -> None:
+    """ConfigError when scaling.block_size (data.block_size, each window's tokens) is longer than model.max_len,
+    the longest sequence the models take (a whole-number block_size is check_design's)."""
+    block, max_len = job.scaling.get("block_size"), job.model.get("max_len")
+    if is_whole(block) and is_whole(max_len) and block > max_len:
+        raise ConfigError(
+            f"scaling.block_size={block} is longer than model.max_len={max_len}, the longest window the models "
+            f"take: lower scaling.block_size to at most {max_len}, or raise model.max_len"
+        )
+
+
+def check_corpus(first: DictConfig, names: list[str]):
+    """The corpus check of a sweep, before its other jobs are composed: the design of its first job `first` at
+    the sizes `names` its cells name, then the training split against MAX_PASSES at each size's largest budget
+    (check_size_passes). Returns the sweep's datamodule, set up. Raises ConfigError."""
+    translating = is_translation(first)
+    if not translating:  # an LM design is checked before any data is read
+        check_window(first)
+        check_design(first.scaling, names)
+    dm = study_data(first.data)
+    if translating:
+        set_step_tokens(first, dm)  # a translation design's steps need the data's target tokens a batch
+        check_design(first.scaling, names)
+    check_size_passes(first.scaling, names, train_tokens(dm), "target tokens" if translating else "tokens")
+    return dm

@@ -15,10 +15,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
-from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from zoo.errors import ConfigError, is_whole
+from zoo.errors import ConfigError
 from zoo.model.cost import non_embedding_param_count
 from zoo.run import scaling_translation as translation
 from zoo.run.conf import CONF_DIR
@@ -31,7 +30,7 @@ from zoo.run.scaling_cell import (
     trunk_checkpoint_steps,
     trunk_segments,
 )
-from zoo.run.scaling_data import check_passes, check_size_passes, is_translation, set_step_tokens, train_tokens
+from zoo.run.scaling_data import check_passes, check_window, is_translation, set_step_tokens, study_data, train_tokens
 from zoo.run.scaling_identity import check_same_design, design, family_label, legacy_design
 from zoo.run.scaling_table import table_point
 from zoo.scaling.design import check_design
@@ -327,42 +326,6 @@ def planned_rate(cfg: DictConfig, sweep_dir, folder: Path) -> bool:
     return True
 
 
-def check_window(job: DictConfig) -> None:
-    """ConfigError when scaling.block_size (data.block_size, each window's tokens) is longer than model.max_len,
-    the longest sequence the models take (a whole-number block_size is check_design's)."""
-    block, max_len = job.scaling.get("block_size"), job.model.get("max_len")
-    if is_whole(block) and is_whole(max_len) and block > max_len:
-        raise ConfigError(
-            f"scaling.block_size={block} is longer than model.max_len={max_len}, the longest window the models "
-            f"take: lower scaling.block_size to at most {max_len}, or raise model.max_len"
-        )
-
-
-def _data(jobs):
-    """The sweep's datamodule (its first job's data), set up, writing no tokenizer file."""
-    data = jobs[0][1].data
-    dm = instantiate(data, _convert_="all", **({"tokenizer_dir": None} if "tokenizer_dir" in data else {}))
-    dm.prepare_data()
-    dm.setup()
-    return dm
-
-
-def check_corpus(first: DictConfig, names: list[str]):
-    """The corpus check of a sweep, before its other jobs are composed: the design of its first job `first` at
-    the sizes `names` its cells name, then the training split against MAX_PASSES at each size's largest budget
-    (check_size_passes). Returns the sweep's datamodule, set up. Raises ConfigError."""
-    translating = is_translation(first)
-    if not translating:  # an LM design is checked before any data is read
-        check_window(first)
-        check_design(first.scaling, names)
-    dm = _data([("", first)])
-    if translating:
-        set_step_tokens(first, dm)  # a translation design's steps need the data's target tokens a batch
-        check_design(first.scaling, names)
-    check_size_passes(first.scaling, names, train_tokens(dm), "target tokens" if translating else "tokens")
-    return dm
-
-
 def run_plan(config: DictConfig, jobs: list[tuple[str, DictConfig]], dm=None) -> list[PlanRow]:
     """experiment=scaling's plan of the sweep `jobs` (zoo.run.sweep_callback.sweep_jobs) under its multirun
     `config`: checks every job (run directories, design, the job's own config checks, its folder's cell.json),
@@ -373,7 +336,7 @@ def run_plan(config: DictConfig, jobs: list[tuple[str, DictConfig]], dm=None) ->
     check_run_dirs(jobs, subdir)
     translating = is_translation(jobs[0][1])
     if translating and dm is None:  # a translation design's steps need the data's target tokens a batch
-        dm = _data(jobs)
+        dm = study_data(jobs[0][1].data)
     checked = []
     for arch, job in jobs:  # a bad design or job config exits 2 before anything is timed
         if translating:
@@ -383,7 +346,7 @@ def run_plan(config: DictConfig, jobs: list[tuple[str, DictConfig]], dm=None) ->
         check_design(job.scaling, [cell_size(job.scaling.cell, job.scaling.sizes)])
         checked.append((arch, checked_config(copy.deepcopy(job))[0]))  # the job's own checks, run now
     check_cell_dirs(checked, config.hydra.sweep.dir, subdir)
-    dm = dm or _data(jobs)
+    dm = dm or study_data(jobs[0][1].data)
     check_passes(jobs, train_tokens(dm), "target tokens" if translating else "tokens")
     overhead = float(config.scaling.get("job_overhead_s", 10))
     print(f"zoo: scaling plan: {len(jobs)} jobs checked; timing each architecture and size", file=sys.stderr)

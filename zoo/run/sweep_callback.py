@@ -33,7 +33,8 @@ class ScalingPlan(Callback):
 
         from zoo.errors import ConfigError, DataError, is_number
         from zoo.run.budget import unwrapped
-        from zoo.run.scaling_plan import check_budget, check_corpus, run_plan
+        from zoo.run.scaling_data import check_corpus
+        from zoo.run.scaling_plan import check_budget, run_plan
         from zoo.scaling.design import check_settings
 
         try:
