@@ -2,9 +2,13 @@
 alternative design or rate puts in place of the study's (by hand)."""
 
 import importlib.util
+import math
+import types
 from pathlib import Path
 
+import numpy as np
 import pytest
+from scipy.stats import chi2 as chi2_dist
 
 SCRIPT = Path(__file__).resolve().parents[1] / "experiments" / "bench_scripts" / "scaling_misfit.py"
 
@@ -48,3 +52,44 @@ def test_forced_cells_without_a_variant_name_are_refused_before_reading_points(m
     with pytest.raises(SystemExit):
         misfit.main(["rates", "/nonexistent/points.csv", "--forced", "/nonexistent/other.csv"])
     assert "--forced needs --variant" in capsys.readouterr().err
+
+
+def cells_of(law) -> dict:
+    """The study's 18 cells (its sizes' N and tokens per parameter) on `law`(N, D) with 0.2% noise, each with a
+    0.2% standard error: the `c` of scaling_misfit.cell_data."""
+    sizes = {"s1": (10120, (50, 100, 200, 400)), "s2": (25408, (20, 40, 80, 160)), "s3": (56544, (10, 20, 40, 70))}
+    sizes |= {"s4": (155680, (6.5, 13, 26)), "s5": (348720, (5, 10, 20))}
+    rows = [(s, N, b * N) for s, (N, bs) in sizes.items() for b in bs]
+    N, D = np.array([r[1] for r in rows], float), np.array([r[2] for r in rows], float)
+    names = list(sizes)
+    idx = np.array([names.index(r[0]) for r in rows])
+    size = np.array([r[0] for r in rows])
+    noise = 1 + 0.002 * np.random.default_rng(0).standard_normal(len(N))
+    c = {"N": N, "D": D, "mean": law(N, D) * noise, "se": np.full(len(N), 0.002), "size": size, "sizes": names}
+    return c | {"idx": idx, "k": len(names), "nu": 12}
+
+
+LAW = {"E": 1.2, "A": 60.0, "B": 400.0, "alpha": 0.4, "beta": 0.5}  # M1's start (nested_models)
+
+
+def test_the_interaction_fit_tells_a_data_term_in_d_from_one_in_d_over_n(misfit):
+    """On cells of E + A/N^a + B/D^b, M1 fits (chi2 within its dof's 99.9% quantile), M1dn does not (chi2 > 100)
+    and M1g's g is 0 within 2 se; on E + A/N^a + B' (N/D)^b, M1dn fits and M1g's g is b (0.5) within 2 se (these
+    two started from M1's form at the law's own level and exponent)."""
+    c = cells_of(lambda N, D: 1.2 + 60 / N**0.4 + 400 / D**0.5)
+    fits = {name.split()[0]: r for name, (r, _) in misfit.interaction_fits(c, LAW).items()}
+    assert 2 * fits["M1"].cost < chi2_dist.ppf(0.999, 18 - 7) < 100 < 2 * fits["M1dn"].cost
+    assert_g(misfit, fits["M1g"], c, 0.0)
+    c = cells_of(lambda N, D: 1.2 + 60 / N**0.4 + 0.4 * (N / D) ** 0.5)
+    levels = [1.2 + 60 / N**0.4 for N in (10120, 25408, 56544, 155680, 348720)]
+    start = types.SimpleNamespace(x=[*levels, math.log(0.4 * 0.1**0.5), 0.5])
+    models = {name.split()[0]: (pred, starts) for name, pred, _, starts in misfit.interaction_models(c, start)}
+    (dn, dn_starts), (g, g_starts) = models["M1dn"], models["M1g"]
+    assert 2 * misfit.wls(dn, c, dn_starts).cost < chi2_dist.ppf(0.999, 18 - 7)
+    assert_g(misfit, misfit.wls(g, c, g_starts), c, 0.5)
+
+
+def assert_g(misfit, r, c, g):
+    """M1g's fit `r` has g within 2 of its se of `g`, and twice that se below 0.2."""
+    se = misfit.standard_errors(r, 18 - 8)[c["k"] + 2]
+    assert abs(r.x[c["k"] + 2] - g) < 2 * se < 0.2, (r.x[c["k"] + 2], se)

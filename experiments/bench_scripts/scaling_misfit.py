@@ -1,7 +1,7 @@
 """Why decoder_only's law fails its gates: diagnostics of the tuned study's fits (experiments/RESULTS.md, "Scaling:
 experiment=scaling_long, each family tuned at each size (issue 45)"). Every law is zoo.scaling's fit (fit_points, no
 bootstrap) and every gate statistic zoo.scaling.gates.family_checks', per family of a points.csv (N: non-embedding
-parameters, as the study counts them). Four subcommands:
+parameters, as the study counts them). Six subcommands:
 
 - decompose: the form's lack-of-fit chi^2 (the weighted fit to the cell means of zoo.scaling.checks.lack_of_fit,
   se = the size's pooled relative sd / sqrt(n)) split by nested models: M0 the law E + A/N^alpha + B/D^beta (5
@@ -31,6 +31,10 @@ parameters, as the study counts them). Four subcommands:
   continuation alone (task.objective=causal_continuation), seeds 1-5 at every size; with objective_test.csv as
   the points and --other objective_rates.csv: that objective one sqrt(2) step up and down at every size.
   --decompose: the chi^2 decomposition of the changed cells, as `decompose` prints it.
+- interaction: is the size-by-data interaction a data term whose shape depends on D/N (the design's confound:
+  each size spans its own tokens per parameter)? On the cell means, each with an offset per size: M1 a data term
+  B/D^b (the law's), M1dn B (N/D)^b, M1g B N^g / D^b (g free: 0 the law's, b a term in D/N), M2 B_s/D^b. The
+  sizes' tokens per parameter overlap pairwise, so the two terms predict different cells.
 
 Their output, as RESULTS.md quotes it: experiments/scaling/misfit.txt (each command's lines after its `$` line;
 the decompose, variants, cells and noise blocks were printed before points.csv gained encoder_only's rows: a rerun
@@ -43,6 +47,7 @@ adds its family and leaves the other three's lines unchanged).
     python experiments/bench_scripts/scaling_misfit.py cells
     python experiments/bench_scripts/scaling_misfit.py noise --reps 200 --seed 1
     python experiments/bench_scripts/scaling_misfit.py rates
+    python experiments/bench_scripts/scaling_misfit.py interaction
     python experiments/bench_scripts/scaling_misfit.py rates --other experiments/scaling/heads_test.csv \
         --variant "2 heads instead of 4"
 """
@@ -199,6 +204,67 @@ def cmd_decompose(args) -> None:
         print(f"\n== {arch}: {len(c['mean'])} cells, nu_min={c['nu']}")
         print_chi2(c, fits)
         print_sizes(c, fits)
+
+
+# ---------------------------------------------------------------- interaction
+
+
+def interaction_models(c: dict, m1) -> list[tuple]:
+    """(name, prediction of u, number of parameters, starts) on the cells `c`, each with an offset c_s per size:
+    M1 a data term B / D^b (in D, as the law's); M1dn B (N/D)^b (its shape a function of D/N alone); M1g
+    B N^g / D^b (g free: 0 is M1, b is M1dn); M2 B_s / D^b (an amplitude per size). m1: M1's fit, the start."""
+    idx, k, lN, lD = c["idx"], c["k"], np.log(c["N"] / 1e5), np.log(c["D"] / 1e6)
+    x1 = list(m1.x)
+    return [
+        ("M1 c_s + B/D^b", lambda u: u[idx] + np.exp(u[k] - u[k + 1] * lD), k + 2, [x1]),
+        ("M1dn c_s + B(N/D)^b", lambda u: u[idx] + np.exp(u[k] - u[k + 1] * (lD - lN)), k + 2, [x1]),
+        (
+            "M1g c_s + B N^g/D^b",
+            lambda u: u[idx] + np.exp(u[k] + u[k + 2] * lN - u[k + 1] * lD),
+            k + 3,
+            [x1 + [g] for g in (0.0, x1[k + 1])],
+        ),
+        (
+            "M2 c_s + B_s/D^b",
+            lambda u: u[idx] + np.exp(u[k + idx] - u[2 * k] * lD),
+            2 * k + 1,
+            [x1[:k] + [x1[k]] * k + [x1[k + 1]]],
+        ),
+    ]
+
+
+def interaction_fits(c: dict, v: dict) -> dict:
+    """{name: (least_squares result, number of parameters)} of interaction_models on the cells `c`, from M1's fit
+    (itself started from the law's values `v`, as nested_models starts it)."""
+    _, pred, _, starts = nested_models(c, v)[1]
+    m1 = wls(pred, c, starts(None))
+    return {name: (wls(pred, c, starts), n_params) for name, pred, n_params, starts in interaction_models(c, m1)}
+
+
+def standard_errors(r, dof: int) -> np.ndarray:
+    """1 se of each parameter of a weighted least_squares result: sqrt(diag((J^T J)^-1)), widened by the Birge
+    ratio sqrt(chi^2/dof) where it is above 1."""
+    cov = np.linalg.pinv(r.jac.T @ r.jac)
+    return np.sqrt(np.diag(cov) * max(1.0, 2 * r.cost / max(dof, 1)))
+
+
+def cmd_interaction(args) -> None:
+    """Is the size-by-data interaction a data term whose shape depends on D/N? The sizes' tokens per parameter
+    overlap pairwise (s1 50-400, s2 20-160, s3 10-70, s4 6.5-26, s5 5-20), so a term in D/N and a term in D
+    predict different cells."""
+    for arch, pts in args.families.items():
+        c = cell_data(pts)
+        k, n = c["k"], len(c["mean"])
+        print(f"\n== {arch}: {n} cells, nu_min={c['nu']}")
+        for name, (r, n_params) in interaction_fits(c, fit(pts).values).items():
+            chi, dof = 2 * r.cost, n - n_params
+            line = f"  {name:<22} chi2={chi:7.1f} dof={dof:2d} chi2/dof={chi / max(dof, 1):6.2f}"
+            line += f" (F-bound {f_dist.ppf(0.95, dof, c['nu']):.2f})" if dof > 0 else ""
+            if name.startswith("M1g"):
+                se = standard_errors(r, dof)
+                g, b = r.x[k + 2], r.x[k + 1]
+                line += f"   g={g:+.3f} ± {se[k + 2]:.3f}, b={b:.3f} ± {se[k + 1]:.3f} (1 se, Birge-widened)"
+            print(line)
 
 
 # ---------------------------------------------------------------- gate statistics of modified point sets
@@ -483,6 +549,7 @@ def parser() -> argparse.ArgumentParser:
         "cells": cmd_cells,
         "noise": cmd_noise,
         "rates": cmd_rates,
+        "interaction": cmd_interaction,
     }
     helps = {
         "decompose": "the form's lack-of-fit chi2 split by nested models M0 .. M3",
@@ -490,6 +557,7 @@ def parser() -> argparse.ArgumentParser:
         "cells": "gate statistics without single cells, the greedy 4, the longest budgets of s2 and s3",
         "noise": "cell residuals vs se; a seed-noise null simulation and a bootstrap of runs",
         "rates": "cells rerun at another rate: paired shifts, and the gates with each cell at its better rate",
+        "interaction": "is the size-by-data interaction a data term in D/N? M1, M1dn, M1g, M2 on the cell means",
     }
     for name, func in cmds.items():
         s = sub.add_parser(name, help=helps[name])
