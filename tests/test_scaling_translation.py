@@ -268,10 +268,24 @@ class _FirstCharacter(torch.nn.Module):
         return {"loss": (miss * tokens).sum() / tokens.sum(), "weight": tokens.sum()}
 
 
-def test_the_source_control_gives_each_target_the_next_pairs_source(monkeypatch):
-    """source_control on copy pairs (source = target): with its own source no pair misses; with the next pair's
-    source of the evenly spaced subset (the last pair the first's), the misses counted from the strings, each
-    weighted by its target tokens (the sentence, then EOS), batches of 2 (CHUNK) pooled by their tokens."""
+def test_the_other_source_is_far_away_and_of_the_nearest_length():
+    """Of the pairs at least a quarter of the subset away (circularly), the nearest in source length; ties go to
+    the nearer pair, then the earlier; fewer than 4 pairs are refused."""
+    from zoo.run.scaling_translation import other_sources
+
+    # 8 pairs, a quarter is 2 positions: pair 0 (10) may take 2-6 and takes 6 (10); pair 1 (11) ties 3 (12, 2
+    # away) with 6 (10, 3 away) and takes 3; pair 3 (12) ties 1 and 5 (both 2 away) and takes 1; pair 7 (40) ties
+    # 2 (30) with 4 (50), both 3 away, and takes 2
+    lengths = [10, 11, 30, 12, 50, 13, 10, 40]
+    assert other_sources(lengths) == [6, 3, 7, 1, 7, 3, 0, 2]
+    with pytest.raises(ValueError, match="at least 4 pairs, got 3: raise scaling.bleu_sentences"):
+        other_sources([1, 2, 3])
+
+
+def test_the_source_control_gives_each_target_another_pairs_source(monkeypatch):
+    """source_control on copy pairs (source = target): with its own source no pair misses; with the source
+    other_sources picks, the misses counted from the strings, each weighted by its target tokens (the sentence,
+    then EOS), batches of 2 (CHUNK) pooled by their tokens."""
     import zoo.run.scaling_translation as translation
 
     monkeypatch.setattr(translation, "CHUNK", 2)
@@ -280,7 +294,7 @@ def test_the_source_control_gives_each_target_the_next_pairs_source(monkeypatch)
     task = _FirstCharacter().train()
     got = translation.source_control(task, _data(refs), 5)
     chosen = [refs[i] for i in ids]
-    other = chosen[1:] + chosen[:1]
+    other = [chosen[j] for j in translation.other_sources([len(t) + 1 for t in chosen])]  # the source: text, EOS
     misses = sum((len(t) + 1) * (o[0] != t[0]) for t, o in zip(chosen, other))
     assert got["loss_own_source"] == 0.0 and task.training
     assert got["loss_other_source"] == pytest.approx(misses / sum(len(t) + 1 for t in chosen), rel=1e-6)  # float32

@@ -66,19 +66,36 @@ def score_translations(task, dm, n: int) -> dict:
     }
 
 
+def other_sources(lengths: list[int]) -> list[int]:
+    """For each pair k of a subset (its sources' lengths, in subset order), the pair whose source replaces its own
+    in source_control: of the pairs at least a quarter of the subset away (circularly: another part of the
+    validation set, so another chapter or book), the one whose source length is nearest k's (ties: the nearer in
+    the subset, then the earlier). Raises ValueError for fewer than 4 pairs."""
+    n = len(lengths)
+    if n < 4:
+        raise ValueError(f"the source control needs at least 4 pairs, got {n}: raise scaling.bleu_sentences")
+    out = []
+    for k in range(n):
+        far = [j for j in range(n) if min(abs(j - k), n - abs(j - k)) >= n / 4]
+        out.append(min(far, key=lambda j: (abs(lengths[j] - lengths[k]), min(abs(j - k), n - abs(j - k)), j)))
+    return out
+
+
 @torch.no_grad()
 def source_control(task, dm, n: int) -> dict:
     """Does the model read the source? The validation loss (nats per target token, task.objective_impl.eval_loss)
-    of validation_subset(len(dm.val_set), n) with each pair's own source, and with the next pair's (pair k of the
-    subset gets pair k + 1's source, the last the first's: no pair keeps its own when the sources differ):
-    {"loss_own_source", "loss_other_source"}. A model that ignores the source scores both alike."""
+    of validation_subset(len(dm.val_set), n) with each pair's own source, and with another pair's
+    (other_sources: far from it in the validation set, of about its length, so that a joined sequence's target
+    keeps its positions): {"loss_own_source", "loss_other_source"}. A model that ignores the source scores both
+    alike."""
     ids = validation_subset(len(dm.val_set), n)
     ds = dm.val_set
-    shifted = [(i, ds[ids[(k + 1) % len(ids)]][1], *ds[i][2:]) for k, i in enumerate(ids)]
+    other = other_sources([len(ds[i][1]) for i in ids])
+    swapped = [(i, ds[ids[j]][1], *ds[i][2:]) for i, j in zip(ids, other)]
     was_training = task.training
     task.eval()
     out = {}
-    for name, items in (("loss_own_source", [ds[i] for i in ids]), ("loss_other_source", shifted)):
+    for name, items in (("loss_own_source", [ds[i] for i in ids]), ("loss_other_source", swapped)):
         total = weight = 0.0
         for k, start in enumerate(range(0, len(items), CHUNK)):
             batch = collate_translation(items[start : start + CHUNK], dm.pad_id)
