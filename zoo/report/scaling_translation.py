@@ -75,8 +75,8 @@ def quality_table(rows: list[dict]) -> list[str]:
         "sentences (the same for every family, evenly spaced over the validation set) at each size's largest "
         "budget, means over seeds; the loss of that point beside them. Does the model read the source? The loss "
         "of those sentences with their own source, and with another's (far away in the validation set, of about "
-        "its length; zoo.run.scaling_translation.source_control): a model that ignores the source scores both alike, so the "
-        "gap is what the source is worth to it, in nats per target token.",
+        "its length; zoo.run.scaling_translation.source_control): a model that ignores the source scores both "
+        "alike, so the gap is what the source is worth to it, in nats per target token.",
         "",
         "| arch | size | N | tokens / param | seeds | loss | BLEU | chrF | own source | another's source | gap |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
