@@ -29,9 +29,9 @@ def test_every_size_is_tuned_with_enough_rates_and_seeds():
     check_design(OmegaConf.merge(STUDY, {"block_size": TOKENS_PER_BATCH}))
 
 
-@pytest.mark.parametrize("name, budget, steps", [("s1", 50, 1_612), ("s3", 11, 1_732), ("s5", 10, 6_909)])
+@pytest.mark.parametrize("name, budget, steps", [("s1", 100, 3_224), ("s3", 11, 1_732), ("s5", 10, 6_909)])
 def test_a_tuning_run_trains_its_sizes_middle_budget(tmp_path, name, budget, steps):
-    """A tuning cell runs round(b N / 407) steps at the lower middle b of its size's budgets: s1 (N 13,120) 50,
+    """A tuning cell runs round(b N / 407) steps at the lower middle b of its size's budgets: s1 (N 13,120) 100,
     s3 (64,080) 11, s5 (281,200) 10."""
     from zoo_run import make_cfg
 
