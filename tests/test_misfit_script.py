@@ -1,24 +1,18 @@
 """experiments/bench_scripts/scaling_misfit.py's `rates` arithmetic: the paired shifts and the cells each
 alternative design or rate puts in place of the study's (by hand)."""
 
-import importlib.util
 import math
 import types
-from pathlib import Path
 
 import numpy as np
 import pytest
 from scipy.stats import chi2 as chi2_dist
-
-SCRIPT = Path(__file__).resolve().parents[1] / "experiments" / "bench_scripts" / "scaling_misfit.py"
+from zoo_run import bench_script
 
 
 @pytest.fixture(scope="module")
 def misfit():
-    spec = importlib.util.spec_from_file_location("scaling_misfit", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return bench_script("scaling_misfit")
 
 
 def point(size, D, seed, loss, lr=0.004):

@@ -1,21 +1,15 @@
 """experiments/bench_scripts/translation_ngram.py: its interpolated Witten-Bell model against the closed form on a
 tiny corpus, and a distribution at every context."""
 
-import importlib.util
 import math
-from pathlib import Path
 
 import pytest
-
-SCRIPT = Path(__file__).resolve().parents[1] / "experiments" / "bench_scripts" / "translation_ngram.py"
+from zoo_run import bench_script
 
 
 @pytest.fixture(scope="module")
 def ngram():
-    spec = importlib.util.spec_from_file_location("translation_ngram", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return bench_script("translation_ngram")
 
 
 def test_witten_bell_matches_its_closed_form(ngram):

@@ -4,6 +4,7 @@ Tiny Shakespeare's text and data module); toy reversal pairs and their tokenizer
 function. Fixtures are in conftest.py."""
 
 import gzip
+import importlib.util
 import os
 import subprocess
 import sys
@@ -143,3 +144,12 @@ def counted_flops(fn):
     with torch.no_grad(), FlopCounterMode(display=False, custom_mapping=mapping) as fc:
         fn()
     return fc.get_total_flops()
+
+
+def bench_script(name: str):
+    """experiments/bench_scripts/<name>.py, loaded as a module (the scripts are not a package)."""
+    path = Path(__file__).resolve().parents[1] / "experiments" / "bench_scripts" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
