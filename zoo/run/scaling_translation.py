@@ -32,9 +32,10 @@ def validation_subset(n_val: int, n: int) -> list[int]:
     return list(range(n_val)) if n >= n_val else [k * n_val // n for k in range(n)]
 
 
-def _batches(dataset, ids: list[int], pad_id: int, device):
-    for start in range(0, len(ids), CHUNK):
-        batch = collate_translation([dataset[i] for i in ids[start : start + CHUNK]], pad_id)
+def _batches(items: list, pad_id: int, device):
+    """TranslationSet items (index, src, tgt_in, tgt_out), collated CHUNK at a time, on `device`."""
+    for start in range(0, len(items), CHUNK):
+        batch = collate_translation(items[start : start + CHUNK], pad_id)
         yield {k: v.to(device) for k, v in batch.items()}
 
 
@@ -44,7 +45,7 @@ def translate_subset(task, dataset, ids: list[int], pad_id: int) -> list[str]:
     was_training = task.training
     task.eval()
     hyps = []
-    for batch in _batches(dataset, ids, pad_id, task.device):
+    for batch in _batches([dataset[i] for i in ids], pad_id, task.device):
         hyps += [task.tgt_tokenizer.decode(h) for h in task.translate(batch)]
     task.train(was_training)
     return hyps
@@ -74,10 +75,11 @@ def other_sources(lengths: list[int]) -> list[int]:
     n = len(lengths)
     if n < 4:
         raise ValueError(f"the source control needs at least 4 pairs, got {n}: raise scaling.bleu_sentences")
+    apart = lambda j, k: min(abs(j - k), n - abs(j - k))  # noqa: E731 - circular distance in the subset
     out = []
     for k in range(n):
-        far = [j for j in range(n) if min(abs(j - k), n - abs(j - k)) >= n / 4]
-        out.append(min(far, key=lambda j: (abs(lengths[j] - lengths[k]), min(abs(j - k), n - abs(j - k)), j)))
+        far = [j for j in range(n) if apart(j, k) >= n / 4]
+        out.append(min(far, key=lambda j: (abs(lengths[j] - lengths[k]), apart(j, k), j)))
     return out
 
 
@@ -97,9 +99,8 @@ def source_control(task, dm, n: int) -> dict:
     out = {}
     for name, items in (("loss_own_source", [ds[i] for i in ids]), ("loss_other_source", swapped)):
         total = weight = 0.0
-        for k, start in enumerate(range(0, len(items), CHUNK)):
-            batch = collate_translation(items[start : start + CHUNK], dm.pad_id)
-            r = task.objective_impl.eval_loss({key: v.to(task.device) for key, v in batch.items()}, k)
+        for k, batch in enumerate(_batches(items, dm.pad_id, task.device)):
+            r = task.objective_impl.eval_loss(batch, k)
             total, weight = total + float(r["loss"]) * float(r["weight"]), weight + float(r["weight"])
         out[name] = total / weight
     task.train(was_training)
