@@ -210,13 +210,13 @@ def cmd_decompose(args) -> None:
 
 
 def interaction_models(c: dict, m1) -> list[tuple]:
-    """(name, prediction of u, number of parameters, starts) on the cells `c`, each with an offset c_s per size:
-    M1 a data term B / D^b (in D, as the law's); M1dn B (N/D)^b (its shape a function of D/N alone); M1g
-    B N^g / D^b (g free: 0 is M1, b is M1dn); M2 B_s / D^b (an amplitude per size). m1: M1's fit, the start."""
+    """(name, prediction of u, number of parameters, starts) on the cells `c`, each with an offset c_s per size and
+    a data term beside nested_models' M1 (B / D^b, in D as the law's) and M2 (B_s / D^b, an amplitude per size):
+    M1dn B (N/D)^b (its shape a function of D/N alone); M1g B N^g / D^b (g free: 0 is M1, b is M1dn). m1: M1's
+    fit, the start."""
     idx, k, lN, lD = c["idx"], c["k"], np.log(c["N"] / 1e5), np.log(c["D"] / 1e6)
     x1 = list(m1.x)
     return [
-        ("M1 c_s + B/D^b", lambda u: u[idx] + np.exp(u[k] - u[k + 1] * lD), k + 2, [x1]),
         ("M1dn c_s + B(N/D)^b", lambda u: u[idx] + np.exp(u[k] - u[k + 1] * (lD - lN)), k + 2, [x1]),
         (
             "M1g c_s + B N^g/D^b",
@@ -224,21 +224,17 @@ def interaction_models(c: dict, m1) -> list[tuple]:
             k + 3,
             [x1 + [g] for g in (0.0, x1[k + 1])],
         ),
-        (
-            "M2 c_s + B_s/D^b",
-            lambda u: u[idx] + np.exp(u[k + idx] - u[2 * k] * lD),
-            2 * k + 1,
-            [x1[:k] + [x1[k]] * k + [x1[k + 1]]],
-        ),
     ]
 
 
 def interaction_fits(c: dict, v: dict) -> dict:
-    """{name: (least_squares result, number of parameters)} of interaction_models on the cells `c`, from M1's fit
-    (itself started from the law's values `v`, as nested_models starts it)."""
-    _, pred, _, starts = nested_models(c, v)[1]
-    m1 = wls(pred, c, starts(None))
-    return {name: (wls(pred, c, starts), n_params) for name, pred, n_params, starts in interaction_models(c, m1)}
+    """{name: (least_squares result, number of parameters)} on the cells `c`: nested_models' M1 (started from the
+    law's values `v`), interaction_models' M1dn and M1g from M1's fit, and nested_models' M2 from it too."""
+    _, (m1_name, m1_pred, m1_params, m1_starts), (m2_name, m2_pred, m2_params, m2_starts), _ = nested_models(c, v)
+    m1 = wls(m1_pred, c, m1_starts(None))
+    fits = {m1_name: (m1, m1_params)}
+    fits |= {name: (wls(pred, c, starts), n) for name, pred, n, starts in interaction_models(c, m1)}
+    return fits | {m2_name: (wls(m2_pred, c, m2_starts(m1)), m2_params)}
 
 
 def standard_errors(r, dof: int) -> np.ndarray:
