@@ -59,8 +59,17 @@ def cells_of(law) -> dict:
     idx = np.array([names.index(r[0]) for r in rows])
     size = np.array([r[0] for r in rows])
     noise = 1 + 0.002 * np.random.default_rng(0).standard_normal(len(N))
-    c = {"N": N, "D": D, "mean": law(N, D) * noise, "se": np.full(len(N), 0.002), "size": size, "sizes": names}
-    return c | {"idx": idx, "k": len(names), "nu": 12}
+    return {
+        "N": N,
+        "D": D,
+        "mean": law(N, D) * noise,
+        "se": np.full(len(N), 0.002),
+        "size": size,
+        "sizes": names,
+        "idx": idx,
+        "k": len(names),
+        "nu": 12,
+    }
 
 
 LAW = {"E": 1.2, "A": 60.0, "B": 400.0, "alpha": 0.4, "beta": 0.5}  # M1's start (nested_models)

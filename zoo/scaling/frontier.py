@@ -90,7 +90,7 @@ def fit_envelope(C: np.ndarray, L: np.ndarray) -> np.ndarray | None:
     for frac in (0.0, 0.5, 0.9):
         for g in (0.05, 0.2, 0.5):
             E0 = frac * L.min()
-            u0 = (E0, np.log(max(np.exp(np.mean(np.log(L))) - E0, 1e-6)), g)
+            u0 = (E0, np.log(max(np.exp(np.mean(log_loss)) - E0, 1e-6)), g)
             try:
                 r = least_squares(resid, u0, jac=jac, bounds=([0.0, -50.0, 1e-4], [L.min() * (1 - 1e-9), 50.0, 5.0]))
             except ValueError:
