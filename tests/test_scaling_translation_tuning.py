@@ -14,15 +14,18 @@ TOKENS_PER_BATCH = 407  # the data's target tokens a batch (tests/test_scaling_t
 
 
 def test_every_size_is_tuned_with_enough_rates_and_seeds():
-    """6 rates at s1-s3, 4 at s4 and s5, 2 seeds: 26 x 2 = 52 tuning runs a family, before the 7 cells."""
+    """6 rates at s1-s3, 4 at s4 and s5, 2 seeds (101, 102: no cell repeats the tuning run that won): 26 x 2 = 52
+    tuning runs a family, before the 7 cells (seeds 1 ..)."""
     grids = {name: list(size.lr_grid) for name, size in STUDY.sizes.items()}
     assert all(size.lr == "tuned" for size in STUDY.sizes.values())
     assert all(len(set(g)) >= 3 for g in grids.values()) and sum(len(set(g)) >= 5 for g in grids.values()) >= 2
     assert STUDY.tune_seeds >= 2
-    tune = tune_cell_names(STUDY.sizes, STUDY.tune_seeds)
+    tune = tune_cell_names(STUDY.sizes, STUDY.tune_seeds, seed_start=STUDY.tune_seed_start)
     assert len(tune) == 2 * (6 + 6 + 6 + 4 + 4) == 52
-    assert tune[:2] == ["s1_seed1_lr0.004", "s1_seed1_lr0.0057"] and tune[-1] == "s5_seed2_lr0.004"
-    swept = cells(STUDY.sizes, STUDY.seed_size, STUDY.seeds, STUDY.check_sizes, STUDY.tune_seeds).split(",")
+    assert tune[:2] == ["s1_seed101_lr0.004", "s1_seed101_lr0.0057"] and tune[-1] == "s5_seed102_lr0.004"
+    swept = cells(
+        STUDY.sizes, STUDY.seed_size, STUDY.seeds, STUDY.check_sizes, STUDY.tune_seeds, "all", 1, STUDY.tune_seed_start
+    ).split(",")
     assert len(swept) == 52 + 7 and swept[52:] == [
         "s1_seed1", "s2_seed1", "s3_seed1", "s3_seed2", "s3_seed3", "s4_seed1", "s5_seed1"
     ]  # fmt: skip
@@ -43,9 +46,9 @@ def test_a_tuning_run_trains_its_sizes_middle_budget(tmp_path, name, budget, ste
         [
             "experiment=scaling_translation",
             "+benchmark=scaling_translation",
-            f"scaling.cell={name}_seed2_lr{rate}",
+            f"scaling.cell={name}_seed102_lr{rate}",
             f"scaling.block_size={TOKENS_PER_BATCH}",
         ],
         "prefix_lm",
     )
-    assert (cfg.trainer.max_steps, cfg.task.optimizer.lr, cfg.seed) == (steps, float(rate), 2)
+    assert (cfg.trainer.max_steps, cfg.task.optimizer.lr, cfg.seed) == (steps, float(rate), 102)

@@ -181,8 +181,8 @@ class Cell:
 
 def set_tuned_rate(cfg: DictConfig, sweep_dir: Path | None = None) -> None:
     """For a cell of a size with lr: tuned (not a tuning cell), set task.optimizer.lr to its family's tuned rate for
-    its schedule (a cosine check cell: the cosine tuning runs'), read from the tuning cells' points in `sweep_dir`
-    (default: the folder of its run directory). ConfigError (zoo.scaling.tune.tuned_rate) when the tuning stage is
+    its schedule (a cosine check cell: the cosine tuning runs'), read from the points of the tuning cells of seeds
+    tune_seed_start .. + tune_seeds - 1 in `sweep_dir` (default: the folder of its run directory). ConfigError (zoo.scaling.tune.tuned_rate) when the tuning stage is
     not done or its best rate is an edge of the grid."""
     s = cfg.scaling
     name = cell_size(s.cell, s.sizes)
@@ -193,7 +193,10 @@ def set_tuned_rate(cfg: DictConfig, sweep_dir: Path | None = None) -> None:
     label = family_label(cfg)
     sweep_dir = Path(cfg.paths.output_dir).parent if sweep_dir is None else Path(sweep_dir)
     kind = COSINE_TUNE_KIND if cell_is_check(s.cell) else TUNE_KIND
-    rate = tuned_rate(tune_rows(sweep_dir, kind), label, name, grid, int(s.tune_seeds))
+    first = int(s.get("tune_seed_start", 1))
+    seeds = range(first, first + int(s.tune_seeds))
+    rows = [r for r in tune_rows(sweep_dir, kind) if r["seed"] in seeds]  # this design's tuning seeds only
+    rate = tuned_rate(rows, label, name, grid, int(s.tune_seeds))
     with open_dict(cfg):
         cfg.task.optimizer.lr = rate
     log.info("scaling cell %s %s: tuned peak rate %g", label, s.cell, rate)

@@ -30,6 +30,7 @@ NOT_IDENTITY = (
     "scaling.job_overhead_s",
     "scaling.dry_run",
     "scaling.tune_seeds",  # which tuning cells: a tuned cell's rate is task.optimizer.lr
+    "scaling.tune_seed_start",
     "scaling.stage",
     "scaling.tuning_table",  # where a tuning cell's point may come from: its rate is in task.optimizer.lr
     "scaling.check_seeds",

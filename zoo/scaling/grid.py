@@ -82,12 +82,19 @@ def _cell(cell) -> dict:
 
 
 def cells(
-    sizes, seed_size: str, seeds: int, check_sizes=(), tune_seeds: int = 0, stage: str = "all", check_seeds: int = 1
+    sizes,
+    seed_size: str,
+    seeds: int,
+    check_sizes=(),
+    tune_seeds: int = 0,
+    stage: str = "all",
+    check_seeds: int = 1,
+    tune_seed_start: int = 1,
 ) -> str:
     """The swept cells, smallest size first in each group: the tuning stage (tune_cell_names), then SIZE_seed1 ..
     SIZE_seedK for every size (K: size_seeds), then SIZE_seedN_cosine for each size of check_sizes and seed N <=
     check_seeds (the cool-down check). stage: "all"; "tune", the tuning stage alone; "check", the check's tuning
-    cells and the check cells alone."""
+    cells and the check cells alone. tune_seed_start: the tuning runs' first seed (tune_cell_names)."""
     names = list(sizes)
     check_listing(sizes, check_sizes)
     if seed_size not in names:
@@ -101,7 +108,7 @@ def cells(
     if stage not in STAGES:
         raise ConfigError(f"scaling.stage={stage!r} must be one of {', '.join(STAGES)}")
     checks = [f"{name}_seed{n}_cosine" for name in check_sizes or () for n in range(1, int(check_seeds) + 1)]
-    tune = tune_cell_names(sizes, tune_seeds, check_sizes, cosine_only=stage == "check")
+    tune = tune_cell_names(sizes, tune_seeds, check_sizes, cosine_only=stage == "check", seed_start=tune_seed_start)
     if stage == "tune" and not tune:
         raise ConfigError("scaling.stage=tune, but no size has lr: tuned with an lr_grid: there is nothing to tune")
     if stage != "all":
@@ -113,15 +120,20 @@ def cells(
 STAGES = ("all", "tune", "check")  # scaling.stage: the whole sweep, its tuning stage, or the cool-down check
 
 
-def tune_cell_names(sizes, tune_seeds, check_sizes=(), cosine_only: bool = False) -> list[str]:
-    """The tuning stage's cells, smallest size first: SIZE_seedS_lrR for every size whose lr is `tuned`, each seed
-    S <= tune_seeds and each rate R of its lr_grid; then SIZE_seedS_cosine_lrR for each tuned size of check_sizes
-    (the cosine schedule's own rate, for the cool-down check). ConfigError for a grid or seed count the stage cannot
-    use."""
+def tune_cell_names(sizes, tune_seeds, check_sizes=(), cosine_only: bool = False, seed_start: int = 1) -> list[str]:
+    """The tuning stage's cells, smallest size first: SIZE_seedS_lrR for every size whose lr is `tuned`, each of
+    tune_seeds seeds S from seed_start and each rate R of its lr_grid; then SIZE_seedS_cosine_lrR for each tuned size
+    of check_sizes (the cosine schedule's own rate, for the cool-down check). With seed_start 1 a study cell of seed 1
+    at its tuned rate repeats the winning tuning run, so its middle-budget point is the one that won the selection
+    (biased low); a seed_start above the study's seeds (e.g. 101) keeps the two apart. ConfigError for a grid, seed
+    count or seed_start the stage cannot use."""
+    if not is_whole(seed_start) or seed_start < 1:
+        raise ConfigError(f"scaling.tune_seed_start={seed_start!r} must be a positive whole number: the first seed")
     out, cosine = [], []
     for name, size in sizes.items():
         grid = check_lr_grid(name, size, tune_seeds)
-        runs = [(s, rate_name(r)) for s in range(1, int(tune_seeds or 0) + 1) for r in grid]
+        first = int(seed_start)
+        runs = [(s, rate_name(r)) for s in range(first, first + int(tune_seeds or 0)) for r in grid]
         out += [f"{name}_seed{s}_lr{r}" for s, r in runs]
         if name in (check_sizes or ()):
             cosine += [f"{name}_seed{s}_cosine_lr{r}" for s, r in runs]
