@@ -182,8 +182,8 @@ class Cell:
 def set_tuned_rate(cfg: DictConfig, sweep_dir: Path | None = None) -> None:
     """For a cell of a size with lr: tuned (not a tuning cell), set task.optimizer.lr to its family's tuned rate for
     its schedule (a cosine check cell: the cosine tuning runs'), read from the points of the tuning cells of seeds
-    tune_seed_start .. + tune_seeds - 1 in `sweep_dir` (default: the folder of its run directory). ConfigError (zoo.scaling.tune.tuned_rate) when the tuning stage is
-    not done or its best rate is an edge of the grid."""
+    tune_seed_start .. + tune_seeds - 1 in `sweep_dir` (default: the folder of its run directory). ConfigError
+    (zoo.scaling.tune.tuned_rate) when the tuning stage is not done or its best rate is an edge of the grid."""
     s = cfg.scaling
     name = cell_size(s.cell, s.sizes)
     size = s.sizes[name]
