@@ -301,6 +301,37 @@ def test_the_source_control_gives_each_target_another_pairs_source(monkeypatch):
     assert misses > 0
 
 
+class _Copier(_FirstCharacter):
+    """translate: each row's target (a perfect system, _Task's); eval_loss: _FirstCharacter's."""
+
+    def __init__(self):
+        super().__init__()
+        self.tgt_tokenizer, self.wrong = _Tok(), None
+
+    translate = _Task.translate
+
+
+def test_the_test_split_is_scored_whole_for_its_loss_and_on_a_subset_for_bleu(monkeypatch):
+    """held_out_scores reads dm.test_set, not the validation set: its loss over every test pair (misses counted
+    from the strings, each weighted by its target tokens, batches of 2 pooled), BLEU and chrF of a perfect system
+    on 3 of its sentences; nothing for data without a test split."""
+    import zoo.run.scaling_translation as translation
+    from zoo.data.translation_set import TranslationSet
+
+    monkeypatch.setattr(translation, "CHUNK", 2)
+    refs = ["amen", "and god", "behold", "and it was so", "the end"]
+    srcs = ["bmen", "and god", "xehold", "and it was so", "she end"]  # three of five first characters differ
+    dm = _data(["zz"] * 4)  # a validation set every score would miss
+    dm.test_set = TranslationSet([list(map(ord, t)) for t in srcs], [list(map(ord, t)) for t in refs], srcs, refs, 1, 2)
+    task = _Copier().train()
+    got = translation.held_out_scores(task, dm, 3)
+    misses = sum((len(t) + 1) * (s[0] != t[0]) for s, t in zip(srcs, refs))
+    assert got["test_loss"] == pytest.approx(misses / sum(len(t) + 1 for t in refs), rel=1e-6) and task.training
+    assert (got["test_bleu"], got["test_chrf"], got["test_sentences"]) == (pytest.approx(100.0), 100.0, 3)
+    dm.test_set = None
+    assert translation.held_out_scores(task, dm, 3) == {}
+
+
 @pytest.mark.e2e
 @needs_shared
 def test_the_source_controls_own_source_loss_is_the_cells_validation_loss(tmp_path):
@@ -413,8 +444,13 @@ def test_the_report_gives_translation_its_own_scaling_section_with_bleu_and_chrf
     for r in runs:  # the source control where a cell has it: encoder_decoder's s3
         if r["arch"] == "encoder_decoder" and r["scaling"]["size"] == "s3":
             r["translation"].update(loss_own_source=1.0 + 0.1 * r["seed"], loss_other_source=2.0 + 0.2 * r["seed"])
+        if r["arch"] == "encoder_decoder" and r["scaling"]["size"] == "s3" and r["seed"] == 1:  # the test split
+            r["translation"].update(test_loss=1.5, test_bleu=3.0, test_chrf=30.0)
     text, figures = translation_section(runs, tmp_path, True)
     assert text[0] == "## Scaling: translation en → es (bible_en_es)"
+    val = law(160_000, 20 * 160_000) * 1.001  # the validation loss of the one seed scored on the test split
+    assert f"| encoder_decoder | s3 | 1 | {val:.4f} | 1.5000 | 3.00 | 30.00 |" in text
+    assert not any(line.startswith("| decoder_only | s3 | 1 |") for line in text)
     body = "\n".join(text)
     assert "D the target tokens trained" in body and "cross-entropy per target token" in body
     assert (
@@ -536,7 +572,7 @@ def test_a_tiny_translation_cell_counts_target_tokens_and_scores_its_largest_bud
     tokens per parameter (10 and 20 steps, trunk checkpoints at 5, 8, 10, 15, 16): each point's D is the target
     tokens (with EOS) of the first batches of epoch 0, counted from the data (the trunk resumes inside its epoch);
     the last branch equals one fit to step 20 without checkpoints, to the last bit; the largest budget has BLEU
-    and chrF of 4 sentences in translations.json and results.json."""
+    and chrF of 4 sentences in translations.json and results.json, and the test split's loss, BLEU and chrF."""
     from zoo.run import scaling_cell
     from zoo.run.job import build_data, checked_config
     from zoo.run.scaling_cell import run_cell
@@ -557,6 +593,7 @@ def test_a_tiny_translation_cell_counts_target_tokens_and_scores_its_largest_bud
     ]
     scores = json.loads((out / "translations.json").read_text())
     assert scores["sentences"] == 4 and 0 <= scores["bleu"] <= 100 and 0 <= scores["chrf"] <= 100
+    assert scores["test_sentences"] == 4 and 0 <= scores["test_bleu"] <= 100 and 0 < scores["test_loss"] < 10
     assert scores["steps"] == int(rows[-1]["steps"])
     record = json.loads((out / "results.json").read_text())
     assert record["translation"]["chrf"] == scores["chrf"] and record["scaling"]["train_tokens"] == train_tokens(dm)

@@ -15,6 +15,8 @@ from zoo.report.scaling import scaling_section
 from zoo.report.scaling_points import scaling_points
 
 SUBFOLDER = "translation"  # the translation study's files beside an LM study's
+CONTROL = ("loss_own_source", "loss_other_source")  # zoo.run.scaling_translation.source_control's record
+TEST = ("test_loss", "test_bleu", "test_chrf")  # held_out_scores': the test split, read by nothing else
 
 
 def translation_cells(runs: list[dict]) -> list[dict]:
@@ -39,8 +41,8 @@ def study(runs: list[dict]) -> dict:
 def quality_rows(runs: list[dict]) -> list[dict]:
     """Per family and size, the BLEU / chrF records of its cells (translations.json), seeds together:
     {arch, size, N, tokens_per_param, loss, bleu, chrf (lists over seeds), sentences, example}, smallest N first;
-    with loss_own_source and loss_other_source (lists over the seeds that have them) where a cell has
-    zoo.run.scaling_translation.source_control's record."""
+    with CONTROL and TEST (lists over the seeds that have them) where a cell has zoo.run.scaling_translation's
+    source_control and held_out_scores records."""
     rows = {}
     for run in runs:
         t = run.get("translation")
@@ -53,9 +55,11 @@ def quality_rows(runs: list[dict]) -> list[dict]:
         )
         for k in ("loss", "bleu", "chrf"):
             row[k].append(float(t[k]))
-        if "loss_other_source" in t:  # source_control: cells scored before it have none
-            for k in ("loss_own_source", "loss_other_source"):
+        for k in (*CONTROL, *TEST):  # cells scored before source_control or held_out_scores have none
+            if k in t:
                 row.setdefault(k, []).append(float(t[k]))
+        if "test_loss" in t:
+            row.setdefault("test_seeds_loss", []).append(float(t["loss"]))  # their validation loss
         row.update(tokens_per_param=t["tokens_per_param"], sentences=t["sentences"])
         row.setdefault("example", (t.get("examples") or [None])[0])
     return sorted(rows.values(), key=lambda r: (r["N"], r["arch"]))
@@ -88,6 +92,7 @@ def quality_table(rows: list[dict]) -> list[str]:
             f"| {r['arch']} | {r['size']} | {r['N']:,} | {r['tokens_per_param']:g} | {len(r['loss'])} | "
             f"{_mean(r['loss']):.4f} | {_mean(r['bleu']):.2f} | {_mean(r['chrf']):.2f} | {control} |"
         )
+    lines += held_out_table(rows)
     top = max(r["N"] for r in rows)
     for r in rows:
         if r["N"] == top and r.get("example"):
@@ -98,6 +103,29 @@ def quality_table(rows: list[dict]) -> list[str]:
                 f"hypothesis `{ex['hyp'].strip() or '(empty)'}`",
             ]
     return [*lines, ""]
+
+
+def held_out_table(rows: list[dict]) -> list[str]:
+    """The test split at each size's largest budget (means over the seeds scored on it), beside the validation
+    loss of the same point; [] when no cell has a test score."""
+    rows = [r for r in rows if r.get("test_loss")]
+    if not rows:
+        return []
+    lines = [
+        "",
+        "The test split, which nothing else reads (the validation set picks the rates and gives the points): the "
+        "loss of the whole split, and BLEU and chrF of the same number of its sentences, evenly spaced, at each "
+        "size's largest budget, means over the seeds scored on it.",
+        "",
+        "| arch | size | seeds | validation loss | test loss | test BLEU | test chrF |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['arch']} | {r['size']} | {len(r['test_loss'])} | {_mean(r['test_seeds_loss']):.4f} | "
+            f"{_mean(r['test_loss']):.4f} | {_mean(r['test_bleu']):.2f} | {_mean(r['test_chrf']):.2f} |"
+        )
+    return lines
 
 
 def _relinked(lines: list[str], names: list[str]) -> list[str]:

@@ -303,6 +303,7 @@ def run_cell(cfg: DictConfig) -> float:
             scores = {
                 **translation.score_translations(task, datamodule, n),
                 **translation.source_control(task, datamodule, n),
+                **translation.held_out_scores(task, datamodule, n),
             }
             translation.write_translations(out, row, scores)
         rows = [r for r in rows if not _done(r, br, kind, cooldown)] + [row]

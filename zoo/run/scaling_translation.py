@@ -5,7 +5,8 @@ translation batches.
 
 BLEU and chrF: sacreBLEU (corpus_bleu, corpus_chrf, default settings) of greedy hypotheses of a fixed subset of
 the validation set (validation_subset: scaling.bleu_sentences pairs evenly spaced over it, the same for every
-family), detokenized by the target tokenizer, against the raw references."""
+family), detokenized by the target tokenizer, against the raw references. held_out_scores gives the same on the
+test split, which nothing else reads: the validation set picks the rates and gives the points."""
 
 import json
 import random
@@ -51,19 +52,51 @@ def translate_subset(task, dataset, ids: list[int], pad_id: int) -> list[str]:
     return hyps
 
 
-def score_translations(task, dm, n: int) -> dict:
+def score_translations(task, dm, n: int, dataset=None) -> dict:
     """{"bleu", "chrf" (sacreBLEU, 0-100), "sentences", "signature" (BLEU's), "examples": the first EXAMPLES
-    {src, ref, hyp}} of greedy hypotheses of validation_subset(len(dm.val_set), n)."""
-    ids = validation_subset(len(dm.val_set), n)
-    hyps = translate_subset(task, dm.val_set, ids, dm.pad_id)
-    refs = [dm.val_set.refs[i] for i in ids]
+    {src, ref, hyp}} of greedy hypotheses of validation_subset(len(dataset), n); dataset: a TranslationSet
+    (default dm.val_set)."""
+    ds = dm.val_set if dataset is None else dataset
+    ids = validation_subset(len(ds), n)
+    hyps = translate_subset(task, ds, ids, dm.pad_id)
+    refs = [ds.refs[i] for i in ids]
     bleu = sacrebleu.BLEU()
     return {
         "bleu": bleu.corpus_score(hyps, [refs]).score,
         "chrf": sacrebleu.corpus_chrf(hyps, [refs]).score,
         "sentences": len(ids),
         "signature": str(bleu.get_signature()),
-        "examples": [{"src": dm.val_set.srcs[i], "ref": r, "hyp": h} for i, r, h in zip(ids[:EXAMPLES], refs, hyps)],
+        "examples": [{"src": ds.srcs[i], "ref": r, "hyp": h} for i, r, h in zip(ids[:EXAMPLES], refs, hyps)],
+    }
+
+
+@torch.no_grad()
+def mean_loss(task, items: list, pad_id: int) -> float:
+    """Nats per target token of TranslationSet items (index, src, tgt_in, tgt_out): task.objective_impl.eval_loss
+    of each batch, weighted by its target tokens. The task is left in the mode it was in."""
+    was_training = task.training
+    task.eval()
+    total = weight = 0.0
+    for k, batch in enumerate(_batches(items, pad_id, task.device)):
+        r = task.objective_impl.eval_loss(batch, k)
+        total, weight = total + float(r["loss"]) * float(r["weight"]), weight + float(r["weight"])
+    task.train(was_training)
+    return total / weight
+
+
+def held_out_scores(task, dm, n: int) -> dict:
+    """The test split's scores, which nothing in the study reads otherwise: {"test_loss" (nats per target token of
+    the whole split, mean_loss), "test_bleu", "test_chrf", "test_sentences" (score_translations on
+    validation_subset(len(dm.test_set), n))}; {} for data without a test split."""
+    ds = getattr(dm, "test_set", None)
+    if ds is None or len(ds) == 0:
+        return {}
+    scores = score_translations(task, dm, n, ds)
+    return {
+        "test_loss": mean_loss(task, [ds[i] for i in range(len(ds))], dm.pad_id),
+        "test_bleu": scores["bleu"],
+        "test_chrf": scores["chrf"],
+        "test_sentences": scores["sentences"],
     }
 
 
@@ -83,7 +116,6 @@ def other_sources(lengths: list[int]) -> list[int]:
     return out
 
 
-@torch.no_grad()
 def source_control(task, dm, n: int) -> dict:
     """Does the model read the source? The validation loss (nats per target token, task.objective_impl.eval_loss)
     of validation_subset(len(dm.val_set), n) with each pair's own source, and with another pair's
@@ -94,17 +126,10 @@ def source_control(task, dm, n: int) -> dict:
     ds = dm.val_set
     other = other_sources([len(ds[i][1]) for i in ids])
     swapped = [(i, ds[ids[j]][1], *ds[i][2:]) for i, j in zip(ids, other)]
-    was_training = task.training
-    task.eval()
-    out = {}
-    for name, items in (("loss_own_source", [ds[i] for i in ids]), ("loss_other_source", swapped)):
-        total = weight = 0.0
-        for k, batch in enumerate(_batches(items, dm.pad_id, task.device)):
-            r = task.objective_impl.eval_loss(batch, k)
-            total, weight = total + float(r["loss"]) * float(r["weight"]), weight + float(r["weight"])
-        out[name] = total / weight
-    task.train(was_training)
-    return out
+    return {
+        "loss_own_source": mean_loss(task, [ds[i] for i in ids], dm.pad_id),
+        "loss_other_source": mean_loss(task, swapped, dm.pad_id),
+    }
 
 
 def write_translations(out: Path, point: dict, scores: dict) -> Path:
