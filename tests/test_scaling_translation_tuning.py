@@ -15,7 +15,7 @@ TOKENS_PER_BATCH = 407  # the data's target tokens a batch (tests/test_scaling_t
 
 def test_every_size_is_tuned_with_enough_rates_and_seeds():
     """6 rates at s1-s3, 4 at s4 and s5, 2 seeds (101, 102: no cell repeats the tuning run that won): 26 x 2 = 52
-    tuning runs a family, before the 7 cells (seeds 1 ..)."""
+    tuning runs a family, before the 15 cells (seeds 1-3 at every size)."""
     grids = {name: list(size.lr_grid) for name, size in STUDY.sizes.items()}
     assert all(size.lr == "tuned" for size in STUDY.sizes.values())
     assert all(len(set(g)) >= 3 for g in grids.values()) and sum(len(set(g)) >= 5 for g in grids.values()) >= 2
@@ -26,9 +26,7 @@ def test_every_size_is_tuned_with_enough_rates_and_seeds():
     swept = cells(
         STUDY.sizes, STUDY.seed_size, STUDY.seeds, STUDY.check_sizes, STUDY.tune_seeds, "all", 1, STUDY.tune_seed_start
     ).split(",")
-    assert len(swept) == 52 + 7 and swept[52:] == [
-        "s1_seed1", "s2_seed1", "s3_seed1", "s3_seed2", "s3_seed3", "s4_seed1", "s5_seed1"
-    ]  # fmt: skip
+    assert len(swept) == 52 + 15 and swept[52:] == [f"s{k}_seed{s}" for k in range(1, 6) for s in (1, 2, 3)]
     check_design(OmegaConf.merge(STUDY, {"block_size": TOKENS_PER_BATCH}))
 
 
