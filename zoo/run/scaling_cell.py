@@ -9,8 +9,6 @@ trunk resumes from its last checkpoint (trunk/step{K}.ckpt, written atomically a
 scaling.checkpoint_every steps apart), so an interrupted study gives the points of an uninterrupted one. A cell
 folder that holds a cell of another design is refused (cell.json: zoo.run.scaling_identity)."""
 
-import csv
-import io
 import logging
 import time
 from pathlib import Path
@@ -23,11 +21,12 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from zoo.model.cost import non_embedding_param_count
 from zoo.run import scaling_translation as translation
 from zoo.run.cell_lock import release_lock, take_lock
+from zoo.run.cell_points import point_kind, read_points, same_point, write_points
 from zoo.run.cell_wandb import CellRun, segment_name
 from zoo.run.conf import TASK_OF_BATCH
 from zoo.run.job import build_data, checked_config
 from zoo.run.loggers import data_tag
-from zoo.run.results import arch_config, job_overrides, write_json, write_text
+from zoo.run.results import arch_config, job_overrides, write_json
 from zoo.run.scaling_data import is_translation, set_step_tokens, train_tokens
 from zoo.run.scaling_identity import check_same_design, design, family_label, legacy_design
 from zoo.run.scaling_table import imported_row, table_point
@@ -48,61 +47,7 @@ from zoo.training.checkpoint_io import AtomicCheckpointIO
 
 log = logging.getLogger("zoo")
 
-# points.csv: experiments/scaling/points.csv's columns first (zoo.report writes that file from these)
-POINT_FIELDS = ("arch", "size", "seed", "n_params", "tokens", "flops", "loss", "lr")
-EXTRA_FIELDS = ("tokens_per_param", "steps", "kind", "cooldown", "seconds")
 CHECK_MIN_LR = 0.0  # the cosine check decays to this share of the peak rate: 0, where a cool-down ends too
-
-
-# points.csv's number columns and their types (read_points)
-NUMBERS = {
-    "seed": int,
-    "n_params": int,
-    "tokens": int,
-    "flops": float,
-    "loss": float,
-    "lr": float,
-    "tokens_per_param": float,
-    "steps": int,
-    "seconds": float,
-}
-
-
-def read_points(path: Path) -> list[dict]:
-    """The rows of a cell's points.csv, numbers typed (none when it does not exist)."""
-    if not path.is_file():
-        return []
-    with open(path, newline="", encoding="utf-8") as f:
-        rows = list(csv.DictReader(f))
-    for r in rows:
-        for k, typ in NUMBERS.items():
-            r[k] = typ(r[k]) if r.get(k) not in (None, "") else ""
-        r["cooldown"] = float(r["cooldown"]) if r.get("cooldown") not in (None, "") else ""
-    return rows
-
-
-def write_points(path: Path, rows: list[dict]) -> None:
-    """points.csv, atomically (zoo.run.results.write_text): an interrupted write leaves the previous file."""
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=(*POINT_FIELDS, *EXTRA_FIELDS), lineterminator="\n")
-    w.writeheader()
-    w.writerows(rows)
-    write_text(path, buf.getvalue())
-
-
-def point_kind(cell: str) -> str:
-    """The kind of a cell's points: cooldown, cosine (a check cell), tune or tune_cosine (tuning cells)."""
-    if cell_is_tune(cell):
-        return COSINE_TUNE_KIND if cell_is_check(cell) else TUNE_KIND
-    return "cosine" if cell_is_check(cell) else "cooldown"
-
-
-def _done(row: dict, br: Branch, kind: str, cooldown: float) -> bool:
-    """Whether a points.csv row is this budget's point under this design (kind, budget, end step, cool-down)."""
-    same_cooldown = kind in ("cosine", COSINE_TUNE_KIND) or (
-        row["cooldown"] != "" and abs(float(row["cooldown"]) - cooldown) < 1e-12
-    )
-    return row["kind"] == kind and int(row["steps"]) == br.end and same_cooldown
 
 
 class Cell:
@@ -219,6 +164,147 @@ def trunk_segments(have, step: int, every: int) -> list[tuple[int, int]]:
     return out
 
 
+def _budgets_left(cfg: DictConfig, label: str, rows: list[dict], budgets: list[Branch], kind: str):
+    """The budgets of the cell without a point in its points.csv (`rows`), and those of them whose point comes from
+    scaling.tuning_table ({end step: its row}), logged."""
+    s, cooldown = cfg.scaling, float(cfg.scaling.cooldown)
+    todo = [br for br in budgets if not any(same_point(r, br, kind, cooldown) for r in rows)]
+    imported = {br.end: r for br in todo if (r := table_point(cfg, br)) is not None}  # scaling.tuning_table's
+    trained = [br.tokens_per_param for br in todo if br.end not in imported]
+    if trained:
+        log.info("scaling cell %s %s: budgets %s to train", label, s.cell, trained)
+    elif not todo:
+        log.info("scaling cell %s %s: every budget is in its points.csv; skipped", label, s.cell)
+    return todo, imported
+
+
+def _train_budget(cell: Cell, br: Branch, kind: str, check: bool):
+    """The task trained to budget `br`: alone with the cosine schedule (a check cell), else a cool-down branch from
+    the trunk's checkpoint at its start."""
+    segment = segment_name(kind, br.tokens_per_param)
+    if check:
+        lr = float(cell.cfg.task.optimizer.lr)
+        sched = {"kind": "cosine", "decay_steps": br.end, "min_lr": CHECK_MIN_LR * lr}
+        return cell.fit(br.end, sched, None, segment)[1]
+    sched = {"decay_start": br.start, "decay_steps": br.end}
+    return cell.fit(br.end, sched, cell.trunk_to(br.start), segment)[1]
+
+
+def _point_row(cfg: DictConfig, key: dict, task, br: Branch, kind: str, loss: float) -> dict:
+    """points.csv's row of a budget trained here; key: its arch (family label), size, seed and n_params."""
+    return {
+        **key,
+        "tokens": int(task.cost.get("target_tokens", task.cost["tokens"])),  # D: translation's target tokens
+        "flops": float(task.cost["flops"]),
+        "loss": loss,
+        "lr": float(cfg.task.optimizer.lr),
+        "tokens_per_param": br.tokens_per_param,
+        "steps": br.end,
+        "kind": kind,
+        "cooldown": float(cfg.scaling.cooldown) if not cell_is_check(cfg.scaling.cell) else "",
+        "seconds": round(float(task.cost["seconds"]), 3),
+    }
+
+
+def _score_translations(cfg: DictConfig, task, datamodule, out: Path, row: dict) -> None:
+    """translations.json at a translation cell's largest budget: what the loss means (BLEU, chrF), the source
+    control and the test split (zoo.run.scaling_translation)."""
+    n = cfg.scaling.get("bleu_sentences", 200)
+    scores = {
+        **translation.score_translations(task, datamodule, n),
+        **translation.source_control(task, datamodule, n),
+        **translation.held_out_scores(task, datamodule, n),
+    }
+    translation.write_translations(out, row, scores)
+
+
+def _start_wandb(cfg: DictConfig, cell: Cell, label: str, facts: dict) -> None:
+    """The cell's W&B run (zoo.run.cell_wandb.CellRun), with the model's and data's facts."""
+    top = {
+        "arch": cfg.arch,
+        "arch_config": arch_config(cfg),
+        "task": facts["task"],
+        "dataset": facts["data"]["dataset"],
+    }
+    top.update({k: facts[k] for k in ("objective", "params", "params_non_embedding", "flops_per_token")})
+    top.update(data_info=facts["data"], scaling_size=facts["size"], scaling_kind=facts["kind"])
+    tags = [cfg.arch, facts["task"], data_tag(facts["data"]), *cfg.get("tags", [])]
+    cell.wandb = CellRun.start(cfg, f"{label}-{cfg.scaling.cell}", tags, top)
+
+
+def _record(cfg: DictConfig, facts: dict, mine: list[dict], last: Branch, cell: Cell, datamodule, out: Path) -> dict:
+    """results.json of the cell: its points (`mine`, by step), its largest budget `last`, the model's facts."""
+    data = facts["data"]
+    final_key = "val/loss" if is_translation(cfg) else "val/cont_loss"
+    return {
+        "status": "ok",
+        "arch": cfg.arch,
+        "arch_config": arch_config(cfg),
+        "task": facts["task"],
+        "dataset": data["dataset"],
+        "data": data,
+        "objective": facts["objective"],
+        "seed": cfg.seed,
+        "overrides": job_overrides(),
+        "budget": {"kind": "steps", "value": last.end},
+        "final": {final_key: float(mine[-1]["loss"])} if mine else {},
+        "best": {},
+        "params": facts["params"],
+        "params_non_embedding": facts["params_non_embedding"],
+        "flops_per_token": facts["flops_per_token"],
+        "cost": {
+            "train_flops": float(mine[-1]["flops"]) if mine else 0.0,
+            "tokens": int(mine[-1]["tokens"]) if mine else 0,
+            "train_seconds": cell.train_seconds,  # this command's training steps (a resumed cell: its own)
+        },
+        "scaling": {
+            "cell": str(cfg.scaling.cell),
+            "size": facts["size"],
+            "kind": facts["kind"],
+            "points": mine,
+            "train_tokens": train_tokens(datamodule),  # the largest run reads them tokens / train_tokens times
+        },
+        "translation": translation.read_translations(out),  # None: not a translation cell, or not yet scored
+        "steps": last.end,
+        "output_dir": str(out.resolve()),
+        "best_checkpoint": None,
+        "examples": None,
+    }
+
+
+def _model_facts(task, info: dict, task_name: str) -> dict:
+    """The model's objective, parameters (all; non-embedding: N) and forward FLOPs per token."""
+    return {
+        "objective": getattr(task, "objective", task_name),
+        "params": task.model.num_params(),
+        "params_non_embedding": non_embedding_param_count(task.model),
+        "flops_per_token": task.forward_flops_per_token(info["seq_len"], info.get("src_len")),
+    }
+
+
+def _run_budgets(cell: Cell, key: dict, rows, todo, imported, budgets, kind: str) -> list[dict]:
+    """Train (or take from scaling.tuning_table: `imported`) each budget of `todo`, writing points.csv after each;
+    returns its rows. key: the rows' arch (family label), size, seed and n_params."""
+    cfg, s, out = cell.cfg, cell.cfg.scaling, cell.out
+    label, cooldown = key["arch"], float(s.cooldown)
+    for br in todo:
+        trained = br.end not in imported
+        if trained:
+            task = _train_budget(cell, br, kind, cell_is_check(s.cell))
+            row = _point_row(cfg, key, task, br, kind, cell.score(task))
+            if is_translation(cfg) and kind == "cooldown" and br is budgets[-1]:
+                _score_translations(cfg, task, cell.dm, out, row)
+        else:
+            row = imported_row(imported[br.end], key["n_params"], br, kind, cooldown)
+        rows = [r for r in rows if not same_point(r, br, kind, cooldown)] + [row]
+        write_points(out / "points.csv", rows)
+        if trained and cell.wandb:
+            cell.wandb.point(row)
+        source = f"{br.tokens_per_param:g} tokens per parameter" if trained else f"from {s.tuning_table}"
+        log.info("scaling cell %s %s: loss %.4f, %s", label, s.cell, row["loss"], source)
+    return rows
+
+
 def run_cell(cfg: DictConfig) -> float:
     """Train one experiment=scaling cell (zoo.run.train.main runs this when cfg has a scaling node); returns its
     largest budget's loss. Raises ConfigError for a bad design (zoo.scaling.design.check_design) or a folder of
@@ -240,115 +326,24 @@ def run_cell(cfg: DictConfig) -> float:
         return float("nan")
     check_same_design(out, design(cfg, label), legacy_design(cfg, label))
     size = OmegaConf.to_container(s.sizes[size_name], resolve=True)
-    cooldown, check = float(s.cooldown), cell_is_check(s.cell)
-    kind = point_kind(s.cell)
+    cooldown, kind = float(s.cooldown), point_kind(s.cell)
     budgets = cell_branches(s.cell, size, s)
     rows = read_points(out / "points.csv")
-    todo = [br for br in budgets if not any(_done(r, br, kind, cooldown) for r in rows)]
-    imported = {br.end: r for br in todo if (r := table_point(cfg, br)) is not None}  # scaling.tuning_table's
-    trained = [br.tokens_per_param for br in todo if br.end not in imported]
-    if trained:
-        log.info("scaling cell %s %s: budgets %s to train", label, s.cell, trained)
-    elif not todo:
-        log.info("scaling cell %s %s: every budget is in its points.csv; skipped", label, s.cell)
+    todo, imported = _budgets_left(cfg, label, rows, budgets, kind)
     task_name = TASK_OF_BATCH.get(get_class(cfg.task._target_).BATCH, choices.get("task", "lm"))
     datamodule, info, data = build_data(cfg, choices)
     run_plan = run_plan.with_data(cfg, info, None, data["dataset"])
     cell = Cell(cfg, info, run_plan, datamodule, out)
     task = run_plan.build_task(cfg, info)  # the model every segment trains: its N and cost per token
-    n_params = non_embedding_param_count(task.model)
-    params, flops_per_token = (
-        task.model.num_params(),
-        task.forward_flops_per_token(info["seq_len"], info.get("src_len")),
-    )
-    objective = getattr(task, "objective", task_name)
+    facts = {"task": task_name, "data": data, "size": size_name, "kind": kind, **_model_facts(task, info, task_name)}
     if len(imported) < len(todo):
-        top = {"arch": cfg.arch, "arch_config": arch_config(cfg), "task": task_name, "dataset": data["dataset"]}
-        top.update(objective=objective, params=params, params_non_embedding=n_params, flops_per_token=flops_per_token)
-        top.update(data_info=data, scaling_size=size_name, scaling_kind=kind)
-        tags = [cfg.arch, task_name, data_tag(data), *cfg.get("tags", [])]
-        cell.wandb = CellRun.start(cfg, f"{label}-{s.cell}", tags, top)
-    for br in todo:
-        if br.end in imported:
-            row = imported_row(imported[br.end], n_params, br, kind, cooldown)
-            rows = [r for r in rows if not _done(r, br, kind, cooldown)] + [row]
-            write_points(out / "points.csv", rows)
-            log.info("scaling cell %s %s: loss %.4f from %s", label, s.cell, row["loss"], s.tuning_table)
-            continue
-        segment = segment_name(kind, br.tokens_per_param)
-        if check:
-            sched = {"kind": "cosine", "decay_steps": br.end, "min_lr": CHECK_MIN_LR * float(cfg.task.optimizer.lr)}
-            _, task = cell.fit(br.end, sched, None, segment)
-        else:
-            sched = {"decay_start": br.start, "decay_steps": br.end}
-            _, task = cell.fit(br.end, sched, cell.trunk_to(br.start), segment)
-        loss = cell.score(task)
-        row = {
-            "arch": label,
-            "size": size_name,
-            "seed": int(cfg.seed),
-            "n_params": n_params,
-            "tokens": int(task.cost.get("target_tokens", task.cost["tokens"])),  # D: translation's target tokens
-            "flops": float(task.cost["flops"]),
-            "loss": loss,
-            "lr": float(cfg.task.optimizer.lr),
-            "tokens_per_param": br.tokens_per_param,
-            "steps": br.end,
-            "kind": kind,
-            "cooldown": cooldown if not check else "",
-            "seconds": round(float(task.cost["seconds"]), 3),
-        }
-        if is_translation(cfg) and kind == "cooldown" and br is budgets[-1]:  # what the loss means: BLEU, chrF
-            n = s.get("bleu_sentences", 200)
-            scores = {
-                **translation.score_translations(task, datamodule, n),
-                **translation.source_control(task, datamodule, n),
-                **translation.held_out_scores(task, datamodule, n),
-            }
-            translation.write_translations(out, row, scores)
-        rows = [r for r in rows if not _done(r, br, kind, cooldown)] + [row]
-        write_points(out / "points.csv", rows)
-        if cell.wandb:
-            cell.wandb.point(row)
-        log.info("scaling cell %s %s: %g tokens per parameter, loss %.4f", label, s.cell, br.tokens_per_param, loss)
+        _start_wandb(cfg, cell, label, facts)
+    key = {"arch": label, "size": size_name, "seed": int(cfg.seed), "n_params": facts["params_non_embedding"]}
+    rows = _run_budgets(cell, key, rows, todo, imported, budgets, kind)
     mine = sorted(
-        (r for r in rows if any(_done(r, br, kind, cooldown) for br in budgets)), key=lambda r: int(r["steps"])
+        (r for r in rows if any(same_point(r, br, kind, cooldown) for br in budgets)), key=lambda r: int(r["steps"])
     )
-    record = {
-        "status": "ok",
-        "arch": cfg.arch,
-        "arch_config": arch_config(cfg),
-        "task": task_name,
-        "dataset": data["dataset"],
-        "data": data,
-        "objective": objective,
-        "seed": cfg.seed,
-        "overrides": job_overrides(),
-        "budget": {"kind": "steps", "value": budgets[-1].end},
-        "final": {"val/loss" if is_translation(cfg) else "val/cont_loss": float(mine[-1]["loss"])} if mine else {},
-        "best": {},
-        "params": params,
-        "params_non_embedding": n_params,
-        "flops_per_token": flops_per_token,
-        "cost": {
-            "train_flops": float(mine[-1]["flops"]) if mine else 0.0,
-            "tokens": int(mine[-1]["tokens"]) if mine else 0,
-            "train_seconds": cell.train_seconds,  # this command's training steps (a resumed cell: its own)
-        },
-        "scaling": {
-            "cell": str(s.cell),
-            "size": size_name,
-            "kind": kind,
-            "points": mine,
-            "train_tokens": train_tokens(datamodule),  # the largest run reads them tokens / train_tokens times
-        },
-        "translation": translation.read_translations(out),  # None: not a translation cell, or not yet scored
-        "steps": budgets[-1].end,
-        "wall_seconds": time.time() - start,
-        "output_dir": str(out.resolve()),
-        "best_checkpoint": None,
-        "examples": None,
-    }
+    record = {**_record(cfg, facts, mine, budgets[-1], cell, datamodule, out), "wall_seconds": time.time() - start}
     path = write_json(out / "results.json", record)
     if cell.wandb:
         cell.wandb.finish(mine, record["wall_seconds"])

@@ -20,16 +20,10 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from zoo.errors import ConfigError
 from zoo.model.cost import non_embedding_param_count
 from zoo.run import scaling_translation as translation
+from zoo.run.cell_points import point_kind, read_points, same_point
 from zoo.run.conf import CONF_DIR
 from zoo.run.job import checked_config, job_task
-from zoo.run.scaling_cell import (
-    _done,
-    point_kind,
-    read_points,
-    set_tuned_rate,
-    trunk_checkpoint_steps,
-    trunk_segments,
-)
+from zoo.run.scaling_cell import set_tuned_rate, trunk_checkpoint_steps, trunk_segments
 from zoo.run.scaling_data import check_passes, check_window, is_translation, set_step_tokens, study_data, train_tokens
 from zoo.run.scaling_identity import check_same_design, design, family_label, legacy_design
 from zoo.run.scaling_table import table_point
@@ -165,7 +159,7 @@ def job_left(cfg: DictConfig, folder) -> tuple[set, set]:
     budgets = cell_branches(s.cell, OmegaConf.to_container(s.sizes[cell_size(s.cell, s.sizes)], resolve=True), s)
     kind, cooldown = point_kind(s.cell), float(s.cooldown)
     rows = read_points(Path(folder) / "points.csv")
-    done = {b.end for b in budgets if any(_done(r, b, kind, cooldown) for r in rows) or table_point(cfg, b)}
+    done = {b.end for b in budgets if any(same_point(r, b, kind, cooldown) for r in rows) or table_point(cfg, b)}
     return done, trunk_checkpoint_steps(Path(folder) / "trunk")
 
 
