@@ -148,6 +148,55 @@ def _study_command(args) -> int:
     return gates_main(args)
 
 
+def _checked_args(args) -> dict:
+    """The fit command's --where as {column: value}, after checking --json and --compute. ScalingError for a
+    --json in a missing folder or naming a folder, a compute budget that is not positive, or a --where not COL=VALUE."""
+    from zoo.scaling.law import ScalingError
+
+    if args.json is not None and not args.json.parent.is_dir():
+        raise ScalingError(f"--json {args.json}: the folder {args.json.parent} does not exist; create it first")
+    if args.json is not None and args.json.is_dir():
+        raise ScalingError(f"--json {args.json} is a folder; give a file name in it, e.g. {args.json / 'fit.json'}")
+    if args.compute is not None and not all(math.isfinite(c) and c > 0 for c in args.compute):
+        raise ScalingError(f"--compute {args.compute}: compute budgets must be positive FLOPs")
+    where = {}
+    for item in args.where or []:
+        col, eq, value = item.partition("=")
+        if not eq or not col:
+            raise ScalingError(f"--where {item!r}: give COL=VALUE, e.g. --where arch=decoder_only")
+        where[col] = value
+    return where
+
+
+def _check_resampling(args) -> None:
+    """ScalingError for a negative --seed, or a --bootstrap that is neither 0 nor at least MIN_BOOTSTRAP."""
+    from zoo.scaling.law import ScalingError
+
+    if args.seed < 0:
+        raise ScalingError(f"--seed {args.seed}: a seed is a non-negative integer (default 0)")
+    if args.bootstrap < 0 or 0 < args.bootstrap < MIN_BOOTSTRAP:
+        raise ScalingError(
+            f"--bootstrap {args.bootstrap}: give 0 (no intervals) or at least {MIN_BOOTSTRAP} resamples (a 95% "
+            "percentile interval needs its 2.5% tails; default 1000)"
+        )
+
+
+def _print_fit(args, fit, allocation: dict, labels: list[str], kept, groups, strata) -> None:
+    """The fit's table on stdout, and its JSON in --json (with the frontier and which rows were dropped)."""
+    derived = f"D = C / (6 N) from {args.flops!r}" if args.flops else f"D from {args.tokens!r}"
+    dropped = sorted(set(range(len(labels))) - set(kept.tolist()))
+    source = f"{args.csv}: {fit.n_points} of {len(labels)} points ({len(dropped)} highest losses dropped); {derived}"
+    unit = "points" if groups is None else f"groups of {args.group!r} ({len({groups[i] for i in kept})})"
+    if strata is not None:
+        unit += f" within the strata of {args.strata!r} ({len({strata[i] for i in kept})})"
+    print(table(fit, allocation, source, unit))
+    if args.json is not None:
+        data = {"file": str(args.csv), "rows": len(labels), "dropped": [labels[i] for i in dropped]}
+        out = {**fit.to_dict(), "frontier": allocation, "data": {**data, "group": args.group, "strata": args.strata}}
+        args.json.write_text(json.dumps(out, indent=2) + "\n")
+        print(args.json)
+
+
 def main(argv=None) -> int:
     """Run the CLI: print the fit's table (and write --json); returns 0, 2 after printing a ScalingError, or 1 when
     the fit did not converge (nothing printed to stdout or written)."""
@@ -161,18 +210,7 @@ def main(argv=None) -> int:
     from zoo.scaling.law import ScalingError, check_points, underdetermined
 
     try:
-        if args.json is not None and not args.json.parent.is_dir():
-            raise ScalingError(f"--json {args.json}: the folder {args.json.parent} does not exist; create it first")
-        if args.json is not None and args.json.is_dir():
-            raise ScalingError(f"--json {args.json} is a folder; give a file name in it, e.g. {args.json / 'fit.json'}")
-        if args.compute is not None and not all(math.isfinite(c) and c > 0 for c in args.compute):
-            raise ScalingError(f"--compute {args.compute}: compute budgets must be positive FLOPs")
-        where = {}
-        for item in args.where or []:
-            col, eq, value = item.partition("=")
-            if not eq or not col:
-                raise ScalingError(f"--where {item!r}: give COL=VALUE, e.g. --where arch=decoder_only")
-            where[col] = value
+        where = _checked_args(args)
         N, D, L, labels, groups, strata = read_points(
             args.csv, args.params, args.loss, args.tokens, args.flops, args.group, where, args.strata
         )
@@ -180,13 +218,7 @@ def main(argv=None) -> int:
         why_not = underdetermined([N[i] for i in kept], [D[i] for i in kept])
         if why_not is not None:
             raise ScalingError(why_not)
-        if args.seed < 0:
-            raise ScalingError(f"--seed {args.seed}: a seed is a non-negative integer (default 0)")
-        if args.bootstrap < 0 or 0 < args.bootstrap < MIN_BOOTSTRAP:
-            raise ScalingError(
-                f"--bootstrap {args.bootstrap}: give 0 (no intervals) or at least {MIN_BOOTSTRAP} resamples (a 95% "
-                "percentile interval needs its 2.5% tails; default 1000)"
-            )
+        _check_resampling(args)
         fit = fit_scaling_law(
             N,
             D,
@@ -205,25 +237,7 @@ def main(argv=None) -> int:
     if not fit.converged:  # refused: an optimiser's early stop is not a fit
         print(f"zoo.scaling: error: {fit.notes[0]}; check the data (docs/scaling-laws.md#convergence)", file=sys.stderr)
         return 1
-    derived = f"D = C / (6 N) from {args.flops!r}" if args.flops else f"D from {args.tokens!r}"
-    dropped = sorted(set(range(len(L))) - set(kept.tolist()))
-    source = f"{args.csv}: {fit.n_points} of {len(L)} points ({len(dropped)} highest losses dropped); {derived}"
-    unit = "points" if groups is None else f"groups of {args.group!r} ({len({groups[i] for i in kept})})"
-    if strata is not None:
-        unit += f" within the strata of {args.strata!r} ({len({strata[i] for i in kept})})"
-    print(table(fit, allocation, source, unit))
-    if args.json is not None:
-        out = fit.to_dict()
-        out["frontier"] = allocation
-        out["data"] = {
-            "file": str(args.csv),
-            "rows": len(L),
-            "dropped": [labels[i] for i in dropped],
-            "group": args.group,
-            "strata": args.strata,
-        }
-        args.json.write_text(json.dumps(out, indent=2) + "\n")
-        print(args.json)
+    _print_fit(args, fit, allocation, labels, kept, groups, strata)
     return 0
 
 
