@@ -261,6 +261,19 @@ def _no_fit(points: list[dict], fitted: list[dict], scaling_sweep: bool, title: 
 LM_STUDY = {"title": "Scaling", "task": "lm", "D": "the training tokens", "loss": "val/cont_loss"}
 
 
+def _how_fitted(about: dict, csv_name: str, fits: dict) -> str:
+    """The sentence after the gate table: the law, what N, D and the loss are, the intervals, the points' file and
+    the commands that refit each family (refit_sentence)."""
+    return (
+        "L(N, D) = E + A / N^alpha + B / D^beta per architecture (Hoffmann et al. 2022's Huber fit, zoo.scaling.fit):"
+        f" N the non-embedding parameters, D {about['D']}, the loss {about['loss']} at each budget; 95% "
+        'intervals from a bootstrap over runs (seeds) within sizes, rescaled (docs/scaling-laws.md, "The gates"; '
+        "over runs across sizes where a size has one seed), widened by the Birge ratio where chi2/dof > 1. Every "
+        f"point is in [{csv_name}]({csv_name}) (`python -m zoo.scaling gates {csv_name}` prints these "
+        "tables from it)." + refit_sentence(csv_name, fits)
+    )
+
+
 def scaling_section(
     runs: list[dict], out_dir: Path, scaling_sweep: bool = False, about: dict = LM_STUDY
 ) -> tuple[list[str], list[Path]]:
@@ -286,12 +299,7 @@ def scaling_section(
         f"## {about['title']}",
         "",
         *tables[:split],
-        "L(N, D) = E + A / N^alpha + B / D^beta per architecture (Hoffmann et al. 2022's Huber fit, zoo.scaling.fit):"
-        f" N the non-embedding parameters, D {about['D']}, the loss {about['loss']} at each budget; 95% "
-        'intervals from a bootstrap over runs (seeds) within sizes, rescaled (docs/scaling-laws.md, "The gates"; '
-        "over runs across sizes where a size has one seed), widened by the Birge ratio where chi2/dof > 1. Every "
-        f"point is in [{csv_path.name}]({csv_path.name}) (`python -m zoo.scaling gates {csv_path.name}` prints these "
-        "tables from it)." + refit_sentence(csv_path.name, fits),
+        _how_fitted(about, csv_path.name, fits),
         "",
         *tuning,
         *tables[split:],
