@@ -21,9 +21,10 @@ from zoo.errors import ConfigError
 from zoo.model.cost import non_embedding_param_count
 from zoo.run import scaling_translation as translation
 from zoo.run.cell_points import point_kind, read_points, same_point
+from zoo.run.cell_segments import trunk_checkpoint_steps, trunk_segments
 from zoo.run.conf import CONF_DIR
 from zoo.run.job import checked_config, job_task
-from zoo.run.scaling_cell import set_tuned_rate, trunk_checkpoint_steps, trunk_segments
+from zoo.run.scaling_cell import set_tuned_rate
 from zoo.run.scaling_data import check_passes, check_window, is_translation, set_step_tokens, study_data, train_tokens
 from zoo.run.scaling_identity import check_same_design, design, family_label, legacy_design
 from zoo.run.scaling_table import table_point
@@ -120,7 +121,7 @@ def timing(cfg: DictConfig, task, data) -> tuple[Timing, float, int, float]:
 
 def job_steps(cfg: DictConfig, done: set, trunk=()) -> tuple[int, int]:
     """(optimizer steps, Trainers) a job still runs: a cool-down cell's trunk fits from its checkpoints on disk
-    (`trunk`: their steps; zoo.run.scaling_cell.trunk_segments, as the cell trains them) to each cool-down start
+    (`trunk`: their steps; zoo.run.cell_segments.trunk_segments, as the cell trains them) to each cool-down start
     left, and each cool-down left and its validation; a cosine check cell each budget left from step 0 and its
     validation. `done`: the budgets' end steps already in its points.csv."""
     s = cfg.scaling
