@@ -204,7 +204,7 @@ def test_a_plan_over_its_budget_is_refused_with_its_numbers():
 def test_a_plan_timed_on_a_busy_machine_says_its_estimate_is_high(monkeypatch):
     """Steps timed beside other work (load average 7.5 on 2 CPUs) inflate the estimate: the refusal says so
     rather than only advising a smaller design; on an idle machine it does not."""
-    import zoo.run.scaling_plan as plan
+    import zoo.run.plan_timing as plan
 
     rows = [PlanRow("decoder_only", "s1_seed1", 100, 90, 10, 2, 1, 9000, 1e9, 40.0, 5.0)] * 3
     monkeypatch.setattr(plan.os, "cpu_count", lambda: 2)
@@ -365,7 +365,7 @@ def test_measure_times_repeats_of_the_steps_and_their_spread(monkeypatch):
 
     import torch
 
-    import zoo.run.scaling_plan as sp
+    import zoo.run.plan_timing as sp
 
     clock = _Clock([9.0, 9.0, 1, 1, 2, 2, 3, 3], 0.5)
 
@@ -475,7 +475,7 @@ def test_the_plan_names_the_architectures_it_leaves_out(tmp_path, monkeypatch, c
 def test_the_plan_refuses_a_tuned_cell_whose_best_rate_is_an_edge(tmp_path, monkeypatch, capsys):
     """s1 tuned over [1e-3, 2e-3, 4e-3] with one seed, its tuning points in the sweep folder, 4e-3 the best: the
     plan exits 2 naming the rate to add (8e-3), before anything is timed; with 2e-3 the best it passes."""
-    import zoo.run.scaling_plan as scaling_plan
+    import zoo.run.plan_timing as plan_timing
 
     tuned = ["scaling.sizes.s1.lr=tuned", "scaling.sizes.s1.lr_grid=[1.0e-3,2.0e-3,4.0e-3]", "scaling.tune_seeds=1"]
     errs = []
@@ -489,7 +489,7 @@ def test_the_plan_refuses_a_tuned_cell_whose_best_rate_is_an_edge(tmp_path, monk
             )
         with monkeypatch.context() as m:
             if code_want == 2:
-                m.setattr(scaling_plan, "measure", lambda *a, **k: pytest.fail("the plan timed a job it refuses"))
+                m.setattr(plan_timing, "measure", lambda *a, **k: pytest.fail("the plan timed a job it refuses"))
             job = [("decoder_only", scaling_job(tmp_path, "decoder_only", *tuned))]
             code, _, err = plan_jobs(tmp_path, m, capsys, job, dry_run=True)
         assert code == code_want, err
@@ -501,7 +501,7 @@ def test_the_plan_refuses_a_tuned_cell_whose_best_rate_is_an_edge(tmp_path, monk
 def test_the_plan_refuses_a_folder_holding_a_cell_of_another_design(tmp_path, monkeypatch, capsys):
     """A cell folder written with weight decay 0.1 (the default): a rerun with 0.05, or with model.norm_first=true,
     exits 2 in the plan naming the key, before anything is timed; the same settings are accepted."""
-    import zoo.run.scaling_plan as scaling_plan
+    import zoo.run.plan_timing as plan_timing
     from zoo.run.job import checked_config
     from zoo.run.scaling_identity import check_same_design, design
 
@@ -513,7 +513,7 @@ def test_the_plan_refuses_a_folder_holding_a_cell_of_another_design(tmp_path, mo
         ("model.norm_first=true", "model.norm_first: False there, True now"),
     ):
         with monkeypatch.context() as m:
-            m.setattr(scaling_plan, "measure", lambda *a, **k: pytest.fail("the plan timed a job it should refuse"))
+            m.setattr(plan_timing, "measure", lambda *a, **k: pytest.fail("the plan timed a job it should refuse"))
             code, _, err = plan_jobs(
                 tmp_path, m, capsys, [("decoder_only", scaling_job(tmp_path, "decoder_only", override))]
             )

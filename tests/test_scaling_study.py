@@ -238,7 +238,7 @@ def test_the_plan_counts_the_trunk_from_its_last_checkpoint_on_disk(uninterrupte
     24 -> 30: 19 steps in 3 trunk fits, 2 cool-downs and 2 validations (7 Trainers), not from the last budget's
     start (step 8: 26 steps). At 1 s a step (repeats 0.5 to 1.5 s), 10 s a validation and 100 s a Trainer:
     19 + 2 x 10 + 7 x 100 = 739 s, ± 19 x 0.5 s."""
-    from zoo.run import scaling_plan
+    from zoo.run import plan_timing, scaling_plan
     from zoo.run.job import build_data, checked_config
 
     folder = tmp_path / "sweep" / "decoder_only-s2_seed1"
@@ -247,7 +247,7 @@ def test_the_plan_counts_the_trunk_from_its_last_checkpoint_on_disk(uninterrupte
     (folder / "points.csv").write_text("".join(lines[:2]))
     for k in (5, 8, 10, 15):
         (folder / "trunk" / f"step{k}.ckpt").write_bytes(b"")
-    monkeypatch.setattr(scaling_plan, "measure", lambda *a, **k: scaling_plan.Timing(1.0, 0.5, 1.5, 10.0))
+    monkeypatch.setattr(plan_timing, "measure", lambda *a, **k: plan_timing.Timing(1.0, 0.5, 1.5, 10.0))
     cfg = make_cfg(tmp_path, CELL)
     _, info, _ = build_data(checked_config(make_cfg(tmp_path, CELL))[0], {})
     (row,) = scaling_plan.plan([("decoder_only", cfg)], info, 100.0, tmp_path / "sweep")
