@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from zoo.report.runs import find_runs
-from zoo.report.scaling import cooldown_check, scaling_section, steps_bound
+from zoo.report.scaling import scaling_section
+from zoo.report.scaling_checks import cooldown_check, steps_bound
 from zoo.report.scaling_points import scaling_points
 from zoo.scaling.checks import seed_noise
 from zoo.scaling.conventions import STUDY_OBJECTIVES
