@@ -129,9 +129,9 @@ TINY = [
 ]
 
 
-def run(sweep, cell, grid):
+def run(sweep, cell, grid, extra=()):
     out = sweep / f"decoder_only-{cell}"
-    run_cell(make_cfg(out, [*TINY, f"scaling.cell={cell}", f"scaling.sizes.s2.lr_grid={grid}"]))
+    run_cell(make_cfg(out, [*TINY, f"scaling.cell={cell}", f"scaling.sizes.s2.lr_grid={grid}", *extra]))
     with open(out / "points.csv", newline="") as f:
         return list(csv.DictReader(f))
 
@@ -169,23 +169,16 @@ def test_tuning_seeds_from_tune_seed_start_are_apart_from_the_cells(tmp_path):
     """scaling.tune_seed_start=101: the tuning runs are seed 101, the study cell of seed 1 runs their best rate
     (0.01) and its 0.4 point is a new draw, not the winning tuning run. A seed-1 tuning point left in the folder (at
     0.01, loss 99) is not this design's and does not count: with it the best rate would be an edge."""
-    grid = "[1.0e-4,1.0e-2,3.0]"
-    start = ["scaling.tune_seed_start=101", f"scaling.sizes.s2.lr_grid={grid}"]
+    grid, start = "[1.0e-4,1.0e-2,3.0]", ["scaling.tune_seed_start=101"]
     assert cells(SIZES, "b", 1, [], tune_seeds=1, tune_seed_start=101).startswith("a_seed101_lr0.002,")
-    tune = {}
-    for r in ("0.0001", "0.01", "3.0"):
-        out = tmp_path / f"decoder_only-s2_seed101_lr{r}"
-        run_cell(make_cfg(out, [*TINY, *start, f"scaling.cell=s2_seed101_lr{r}"]))
-        tune[r] = next(csv.DictReader(open(out / "points.csv", newline="")))
+    tune = {r: run(tmp_path, f"s2_seed101_lr{r}", grid, start)[0] for r in ("0.0001", "0.01", "3.0")}
     assert {t["seed"] for t in tune.values()} == {"101"} and min(tune, key=lambda r: float(tune[r]["loss"])) == "0.01"
     stale = tmp_path / "decoder_only-s2_seed1_lr0.01"
     stale.mkdir()
     (stale / "points.csv").write_text(
         "arch,size,seed,n_params,tokens,flops,loss,lr,kind\ndecoder_only,s2,1,1,1,1,99.0,0.01,tune\n"
     )
-    out = tmp_path / "decoder_only-s2_seed1"
-    run_cell(make_cfg(out, [*TINY, *start, "scaling.cell=s2_seed1"]))
-    study = list(csv.DictReader(open(out / "points.csv", newline="")))
+    study = run(tmp_path, "s2_seed1", grid, start)
     assert [r["lr"] for r in study] == ["0.01"] * 3 and study[1]["steps"] == tune["0.01"]["steps"] == "20"
     assert abs(float(study[1]["loss"]) - float(tune["0.01"]["loss"])) > 1e-4
 

@@ -31,7 +31,7 @@ from zoo.run.scaling_data import is_translation, set_step_tokens, train_tokens
 from zoo.run.scaling_identity import check_same_design, design, family_label, legacy_design
 from zoo.run.scaling_table import imported_row, table_point
 from zoo.scaling.design import check_design, check_lr_grid
-from zoo.scaling.grid import cell_branches, cell_is_check, cell_is_tune, cell_size
+from zoo.scaling.grid import cell_branches, cell_is_check, cell_is_tune, cell_size, tune_seed_range
 from zoo.scaling.sizes import Branch
 from zoo.scaling.tune import (
     COSINE_TUNE_KIND,
@@ -59,8 +59,7 @@ def set_tuned_rate(cfg: DictConfig, sweep_dir: Path | None = None) -> None:
     label = family_label(cfg)
     sweep_dir = Path(cfg.paths.output_dir).parent if sweep_dir is None else Path(sweep_dir)
     kind = COSINE_TUNE_KIND if cell_is_check(s.cell) else TUNE_KIND
-    first = int(s.get("tune_seed_start", 1))
-    seeds = range(first, first + int(s.tune_seeds))
+    seeds = tune_seed_range(s.tune_seeds, s.get("tune_seed_start", 1))
     rows = [r for r in tune_rows(sweep_dir, kind) if r["seed"] in seeds]  # this design's tuning seeds only
     rate = tuned_rate(rows, label, name, grid, int(s.tune_seeds))
     with open_dict(cfg):

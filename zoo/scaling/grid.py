@@ -120,6 +120,14 @@ def cells(
 STAGES = ("all", "tune", "check")  # scaling.stage: the whole sweep, its tuning stage, or the cool-down check
 
 
+def tune_seed_range(tune_seeds, seed_start=1) -> range:
+    """The tuning runs' seeds: tune_seeds of them from seed_start (scaling.tune_seed_start). ConfigError for a
+    seed_start that is not a positive whole number."""
+    if not is_whole(seed_start) or seed_start < 1:
+        raise ConfigError(f"scaling.tune_seed_start={seed_start!r} must be a positive whole number: the first seed")
+    return range(int(seed_start), int(seed_start) + int(tune_seeds or 0))
+
+
 def tune_cell_names(sizes, tune_seeds, check_sizes=(), cosine_only: bool = False, seed_start: int = 1) -> list[str]:
     """The tuning stage's cells, smallest size first: SIZE_seedS_lrR for every size whose lr is `tuned`, each of
     tune_seeds seeds S from seed_start and each rate R of its lr_grid; then SIZE_seedS_cosine_lrR for each tuned size
@@ -127,13 +135,11 @@ def tune_cell_names(sizes, tune_seeds, check_sizes=(), cosine_only: bool = False
     at its tuned rate repeats the winning tuning run, so its middle-budget point is the one that won the selection
     (biased low); a seed_start above the study's seeds (e.g. 101) keeps the two apart. ConfigError for a grid, seed
     count or seed_start the stage cannot use."""
-    if not is_whole(seed_start) or seed_start < 1:
-        raise ConfigError(f"scaling.tune_seed_start={seed_start!r} must be a positive whole number: the first seed")
+    seeds = tune_seed_range(tune_seeds, seed_start)
     out, cosine = [], []
     for name, size in sizes.items():
         grid = check_lr_grid(name, size, tune_seeds)
-        first = int(seed_start)
-        runs = [(s, rate_name(r)) for s in range(first, first + int(tune_seeds or 0)) for r in grid]
+        runs = [(s, rate_name(r)) for s in seeds for r in grid]
         out += [f"{name}_seed{s}_lr{r}" for s, r in runs]
         if name in (check_sizes or ()):
             cosine += [f"{name}_seed{s}_cosine_lr{r}" for s, r in runs]
