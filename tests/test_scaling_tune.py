@@ -181,6 +181,15 @@ def test_tuning_seeds_from_tune_seed_start_are_apart_from_the_cells(tmp_path):
     study = run(tmp_path, "s2_seed1", grid, start)
     assert [r["lr"] for r in study] == ["0.01"] * 3 and study[1]["steps"] == tune["0.01"]["steps"] == "20"
     assert abs(float(study[1]["loss"]) - float(tune["0.01"]["loss"])) > 1e-4
+    # the report's tuning table: the stale seed-1 tuning run (a run of its own) is left out, seed 101's are kept
+    points = scaling_points(find_runs(tmp_path))
+    assert {p["kind"] for p in points} == {"tune", "cooldown"}
+    stale_run = {**next(p for p in points if p["kind"] == "tune"), "seed": 1, "lr": 0.01, "loss": 99.0}
+    text, _ = tune_section([*points, stale_run], [p for p in points if p["kind"] == "cooldown"], tmp_path)
+    with open(tmp_path / "lr_sweep.csv", newline="") as f:
+        sweep = list(csv.DictReader(f))
+    assert sorted((r["seed"], r["lr"]) for r in sweep) == [("101", "0.0001"), ("101", "0.01"), ("101", "3")]
+    assert "| decoder_only | s2 | 0.0001, 0.01, 3 | 1 | 0.01 |" in "\n".join(text)
 
 
 @needs_shared

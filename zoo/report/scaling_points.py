@@ -55,6 +55,7 @@ def _cell_points(run: dict, cell: dict) -> list[dict]:
             "tokens_per_param": float(p["tokens_per_param"]),
             "steps": int(p["steps"]),
             "train_tokens": cell.get("train_tokens"),
+            "tune_seeds": cell.get("tune_seeds"),  # a tuned cell's: the seeds of the tuning runs it chose from
         }
         for p in cell["points"]
     ]

@@ -11,23 +11,44 @@ from zoo.scaling.tune import SWEEP_FIELDS, TUNE_KIND, best_rate, seed_means, swe
 TOLERANCE = 0.005  # a cell's rate must reach within this of its sweep's best seed-mean loss
 
 
+def design_seeds(points: list[dict]) -> dict[tuple, set]:
+    """{(arch, size): the tuning seeds its tuned cells chose their rate from (results.json's tune_seeds)}; a family
+    and size whose cells recorded none has no entry."""
+    out = defaultdict(set)
+    for p in points:
+        if p["kind"] != TUNE_KIND and p.get("tune_seeds"):
+            out[(p["arch"], p["size"])].update(int(s) for s in p["tune_seeds"])
+    return dict(out)
+
+
+def this_design(points: list[dict]) -> list[dict]:
+    """The tuning points (TUNE_KIND) of this study's design: where a family and size's cells record the seeds they
+    were tuned on (scaling.tune_seed_start), the tuning runs of other seeds (an earlier design's, left in the
+    folder) are left out."""
+    seeds = design_seeds(points)
+    return [
+        p
+        for p in points
+        if p["kind"] == TUNE_KIND and int(p["seed"]) in seeds.get((p["arch"], p["size"]), {int(p["seed"])})
+    ]
+
+
 def tune_rows(points: list[dict]) -> list[dict]:
-    """The tuning runs among the report's points that record their rate, as lr_sweep.csv's rows (SWEEP_FIELDS)."""
+    """This design's tuning runs (this_design) that record their rate, as lr_sweep.csv's rows (SWEEP_FIELDS)."""
     rows = [
         {**p, "tokens": int(p["tokens"]), "lr": float(p["lr"]), "loss": float(p["loss"])}
-        for p in points
-        if p["kind"] == TUNE_KIND and p.get("lr") not in (None, "")
+        for p in this_design(points)
+        if p.get("lr") not in (None, "")
     ]
     return sweep_table(rows)
 
 
 def tune_designs(points: list[dict]) -> dict:
-    """{(arch, size): the tuning design its runs recorded} (zoo.scaling.tune.tuning_design); a family and size whose
-    runs recorded none, or two different ones, has no entry."""
+    """{(arch, size): the tuning design its runs recorded} (zoo.scaling.tune.tuning_design) of this design's tuning
+    runs (this_design); a family and size whose runs recorded none, or two different ones, has no entry."""
     seen: dict = {}
-    for p in points:
-        if p["kind"] == TUNE_KIND:
-            seen.setdefault((p["arch"], p["size"]), []).append(p.get("design"))
+    for p in this_design(points):
+        seen.setdefault((p["arch"], p["size"]), []).append(p.get("design"))
     return {k: v[0] for k, v in seen.items() if v[0] is not None and all(d == v[0] for d in v)}
 
 

@@ -51,20 +51,29 @@ def set_tuned_rate(cfg: DictConfig, sweep_dir: Path | None = None) -> None:
     tune_seed_start .. + tune_seeds - 1 in `sweep_dir` (default: the folder of its run directory). ConfigError
     (zoo.scaling.tune.tuned_rate) when the tuning stage is not done or its best rate is an edge of the grid."""
     s = cfg.scaling
-    name = cell_size(s.cell, s.sizes)
-    size = s.sizes[name]
-    if size.get("lr") != "tuned" or cell_is_tune(s.cell):
+    seeds = tuned_from(cfg)
+    if seeds is None:
         return
-    grid = check_lr_grid(name, size, s.get("tune_seeds", 0))
+    name = cell_size(s.cell, s.sizes)
+    grid = check_lr_grid(name, s.sizes[name], s.get("tune_seeds", 0))
     label = family_label(cfg)
     sweep_dir = Path(cfg.paths.output_dir).parent if sweep_dir is None else Path(sweep_dir)
     kind = COSINE_TUNE_KIND if cell_is_check(s.cell) else TUNE_KIND
-    seeds = tune_seed_range(s.tune_seeds, s.get("tune_seed_start", 1))
     rows = [r for r in tune_rows(sweep_dir, kind) if r["seed"] in seeds]  # this design's tuning seeds only
     rate = tuned_rate(rows, label, name, grid, int(s.tune_seeds))
     with open_dict(cfg):
         cfg.task.optimizer.lr = rate
     log.info("scaling cell %s %s: tuned peak rate %g", label, s.cell, rate)
+
+
+def tuned_from(cfg: DictConfig) -> list[int] | None:
+    """The seeds of the tuning runs whose best rate a cell runs (scaling.tune_seed_start on), or None for a tuning
+    cell or a size with a fixed rate. results.json records them, so the report's tuning table keeps this design's
+    tuning runs only (zoo.report.scaling_tune.tune_rows)."""
+    s = cfg.scaling
+    if s.sizes[cell_size(s.cell, s.sizes)].get("lr") != "tuned" or cell_is_tune(s.cell):
+        return None
+    return list(tune_seed_range(s.tune_seeds, s.get("tune_seed_start", 1)))
 
 
 def _budgets_left(cfg: DictConfig, label: str, rows: list[dict], budgets: list[Branch], kind: str):
@@ -166,6 +175,7 @@ def _record(cfg: DictConfig, facts: dict, mine: list[dict], last: Branch, cell: 
             "kind": facts["kind"],
             "points": mine,
             "train_tokens": train_tokens(datamodule),  # the largest run reads them tokens / train_tokens times
+            "tune_seeds": tuned_from(cfg),  # the tuning runs' seeds its rate came from (None: a fixed rate)
         },
         "translation": translation.read_translations(out),  # None: not a translation cell, or not yet scored
         "steps": last.end,
