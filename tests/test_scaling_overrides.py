@@ -97,3 +97,22 @@ def test_an_empty_sizes_is_refused_not_merged(multirun):
         "scaling.sizes={} changes nothing: Hydra merges {} into scaling.sizes, which keeps its entries (s1, s2, s3, "
         "s4, s5); drop one with '~scaling.sizes.s1', and keep at least one"
     ]
+
+
+def test_seed_start_moves_the_study_cells_and_not_the_tuning_runs():
+    """scaling.seed_start=3 with the LM preset's tuning seeds 1 and 2: the preset's sweep (hydra.sweeper.params,
+    resolved) tunes on seeds 1 and 2 and runs the study cells from seed 3 (s3, the seed size: 3, 4, 5), so no cell
+    repeats a tuning run; seed_start 0 is refused naming the key."""
+    from hydra import compose, initialize_config_dir
+
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        cfg = compose(
+            "config", ["experiment=scaling", "scaling.seed_start=3", "scaling.check_sizes=[]"], return_hydra_config=True
+        )
+    swept = str(cfg.hydra.sweeper.params["scaling.cell"]).split(",")
+    tuning = [c for c in swept if "_lr" in c]
+    assert {c.split("_")[1] for c in tuning} == {"seed1", "seed2"} and swept[: len(tuning)] == tuning
+    assert swept[len(tuning) :] == "s1_seed3,s2_seed3,s3_seed3,s3_seed4,s3_seed5,s4_seed3,s5_seed3".split(",")
+    s = cfg.scaling
+    with pytest.raises(ConfigError, match=r"scaling.seed_start=0 must be a positive whole number"):
+        cells(s.sizes, s.seed_size, s.seeds, [], s.tune_seeds, "all", 1, s.tune_seed_start, 0)

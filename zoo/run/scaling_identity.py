@@ -23,6 +23,7 @@ NOT_IDENTITY = (
     "scaling.check_sizes",
     "scaling.seed_size",
     "scaling.seeds",
+    "scaling.seed_start",  # which seeds: a cell's own is `seed`
     "scaling.trunk_tokens_per_param",  # a check of the design only
     "scaling.cooldown",  # each point records its own (points.csv's cooldown column): a new one is a new point
     "scaling.checkpoint_every",  # where the trunk is saved; a resume is exact (tests/test_scaling_study.py)

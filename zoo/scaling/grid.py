@@ -90,16 +90,18 @@ def cells(
     stage: str = "all",
     check_seeds: int = 1,
     tune_seed_start: int = 1,
+    seed_start: int = 1,
 ) -> str:
-    """The swept cells, smallest size first in each group: the tuning stage (tune_cell_names), then SIZE_seed1 ..
-    SIZE_seedK for every size (K: size_seeds), then SIZE_seedN_cosine for each size of check_sizes and seed N <=
-    check_seeds (the cool-down check). stage: "all"; "tune", the tuning stage alone; "check", the check's tuning
-    cells and the check cells alone. tune_seed_start: the tuning runs' first seed (tune_cell_names)."""
+    """The swept cells, smallest size first in each group: the tuning stage (tune_cell_names), then SIZE_seedS ..
+    SIZE_seed(S+K-1) for every size (S: seed_start, K: size_seeds), then SIZE_seedN_cosine for each size of
+    check_sizes and seed N <= check_seeds (the cool-down check). stage: "all"; "tune", the tuning stage alone;
+    "check", the check's tuning cells and the check cells alone. tune_seed_start: the tuning runs' first seed
+    (tune_cell_names); seed_start: the study cells' (scaling.seed_start: 3 keeps them apart from tuning seeds 1-2)."""
     names = list(sizes)
     check_listing(sizes, check_sizes)
     if seed_size not in names:
         raise ConfigError(f"scaling.seed_size={seed_size} is not a key of scaling.sizes ({', '.join(names)})")
-    for key, value in (("seeds", seeds), ("check_seeds", check_seeds)):
+    for key, value in (("seeds", seeds), ("check_seeds", check_seeds), ("seed_start", seed_start)):
         if not is_whole(value) or value < 1:
             raise ConfigError(f"scaling.{key}={value!r} must be a positive whole number")
     for name in check_sizes or ():
@@ -113,7 +115,8 @@ def cells(
         raise ConfigError("scaling.stage=tune, but no size has lr: tuned with an lr_grid: there is nothing to tune")
     if stage != "all":
         return ",".join(tune + (checks if stage == "check" else []))
-    study = [f"{n}_seed{s}" for n in names for s in range(1, size_seeds(n, sizes[n], seed_size, seeds) + 1)]
+    first = int(seed_start)
+    study = [f"{n}_seed{s}" for n in names for s in range(first, first + size_seeds(n, sizes[n], seed_size, seeds))]
     return ",".join(tune + study + checks)
 
 
