@@ -96,3 +96,56 @@ def assert_g(misfit, r, c, g):
     """M1g's fit `r` has g within 2 of its se of `g`, and twice that se below 0.2."""
     se = misfit.standard_errors(r, 18 - 8)[c["k"] + 2]
     assert abs(r.x[c["k"] + 2] - g) < 2 * se < 0.2, (r.x[c["k"] + 2], se)
+
+
+def law_study(pattern=None, noise=0.003, seeds=3):
+    """Five sizes, four budgets, `seeds` seeds: L = 1.5 + 300 / N^0.5 + 600 / D^0.4, each run times (1 + its cell's
+    `pattern` residual) times (1 + a seeded normal deviation of sd `noise`)."""
+    rng = np.random.default_rng(0)
+    pts = []
+    for size, N in (("s1", 1e4), ("s2", 2.5e4), ("s3", 6e4), ("s4", 1.5e5), ("s5", 3.5e5)):
+        for D in (5e5, 1e6, 2e6, 4e6):
+            loss = 1.5 + 300 / N**0.5 + 600 / D**0.4
+            r = (pattern or {}).get((size, D), 0.0)
+            for s in range(1, seeds + 1):
+                y = loss * (1 + r) * (1 + noise * rng.standard_normal())
+                pts.append(
+                    {
+                        "arch": "a",
+                        "size": size,
+                        "seed": s,
+                        "N": N,
+                        "D": D,
+                        "C": 6 * N * D,
+                        "loss": y,
+                        "run": f"a|{size}|{s}",
+                    }
+                )
+    return pts
+
+
+def test_a_pattern_multiplies_each_point_of_its_cell_and_refuses_another_design(misfit):
+    pts = law_study(seeds=2)
+    pattern = {(p["size"], p["D"]): 0.0 for p in pts} | {("s3", 1e6): 0.02}
+    out = misfit.with_pattern(pts, pattern)
+    assert [q["loss"] / p["loss"] for p, q in zip(pts, out)] == pytest.approx(
+        [1.02 if (p["size"], p["D"]) == ("s3", 1e6) else 1.0 for p in pts]
+    )
+    with pytest.raises(misfit.ScalingError, match=r"no cell at s5, D 4,000,000: another design"):
+        misfit.with_pattern(pts, {k: v for k, v in pattern.items() if k != ("s5", 4e6)})
+
+
+def test_power_a_size_by_data_misfit_is_caught_by_lack_of_fit_and_a_true_law_is_not(misfit):
+    """A D slope per size (alternating sign, +-1.5% over the budgets), on a known law with 0.3% seed noise: the
+    record's misfit_pattern recovers most of it (the law's beta takes up the slope the sizes share), and every
+    replicate with it fails lack of fit, none without."""
+    slope = {
+        (s, D): (-1) ** i * 0.005 * (math.log2(D / 5e5) - 1.5)
+        for i, s in enumerate(("s1", "s2", "s3", "s4", "s5"))
+        for D in (5e5, 1e6, 2e6, 4e6)
+    }
+    pattern = misfit.misfit_pattern(law_study(slope))
+    assert np.corrcoef([pattern[k] for k in slope], list(slope.values()))[0, 1] > 0.8  # 0.86
+    null, shifted = misfit.power_rows(law_study(), pattern, reps=8, seed=1)
+    assert [s["lof"] > s["lof_limit"] for s in null] == [False] * 8
+    assert [s["lof"] > s["lof_limit"] for s in shifted] == [True] * 8

@@ -74,7 +74,7 @@ from zoo.scaling.conventions import study_shapes  # noqa: E402
 from zoo.scaling.gates import family_checks  # noqa: E402
 from zoo.scaling.law import ScalingError  # noqa: E402
 from zoo.scaling.null import STATISTICS, gate_statistics, seed_deviations, simulate  # noqa: E402
-from zoo.scaling.points import by_family, cell_means, fit_points, read_points_csv  # noqa: E402
+from zoo.scaling.points import budget_keys, by_family, cell_means, fit_points, read_points_csv  # noqa: E402
 from zoo.scaling.residuals import cell_residuals  # noqa: E402
 from zoo.scaling.sizes import family_model  # noqa: E402
 
@@ -93,12 +93,12 @@ def fit(points: list[dict]):
 
 
 def cell_data(points: list[dict]) -> dict:
-    """The cells of 2 or more seeds: N, D, mean, se (the size's pooled relative sd / sqrt(n)), size index."""
+    """The cells of 2 or more seeds: N, D, mean, n, se (the size's pooled relative sd / sqrt(n)), size index."""
     pooled = _pooled_sd(points)
     cs = [c for c in cell_means(points) if c["n"] > 1]
     size = np.array([c["size"] for c in cs])
     sizes = sorted(set(size))
-    out = {k: np.array([c[k] for c in cs]) for k in ("N", "D", "mean")}
+    out = {k: np.array([c[k] for c in cs]) for k in ("N", "D", "mean", "n")}
     out.update(size=size, sizes=sizes, idx=np.array([sizes.index(s) for s in size]), k=len(sizes))
     out["se"] = np.array([pooled[c["N"]][0] / math.sqrt(c["n"]) for c in cs])
     out["nu"] = min(pooled[n][1] for n in set(out["N"]))
@@ -443,6 +443,81 @@ def cmd_noise(args) -> None:
     )
 
 
+# ---------------------------------------------------------------- power
+
+
+def misfit_pattern(points: list[dict]) -> dict:
+    """{(size, budget key): a cell mean's relative residual from the family's own law}: the misfit a law of that
+    record cannot take up, to be added to another record's law."""
+    law = fit(points)
+    return {(c["size"], c["key"]): c["mean"] / float(law.predict(c["N"], c["D"])) - 1 for c in cell_means(points)}
+
+
+def with_pattern(points: list[dict], pattern: dict) -> list[dict]:
+    """The points, each loss times (1 + its cell's residual in `pattern`). Raises ScalingError for a cell of the
+    points that the pattern lacks (records of another design)."""
+    out = []
+    for p, k in zip(points, budget_keys(points)):
+        if (p["size"], k) not in pattern:
+            raise ScalingError(f"the pattern's record has no cell at {p['size']}, D {k:,.0f}: another design")
+        out.append({**p, "loss": p["loss"] * (1 + pattern[p["size"], k])})
+    return out
+
+
+def power_stats(points: list[dict], pooled: dict, limit: float) -> dict:
+    """The null statistics (gate_statistics) and the lack of fit: chi^2/dof of the form's weighted fit to the cell
+    means (M0 of decompose) with each size's relative sd from `pooled` (_pooled_sd of the measured record: a
+    replicate's own would be too small where its runs drew the same deviations), "lof_limit" the gate's bound."""
+    c = cell_data(points)
+    c["se"] = np.array([pooled[N][0] / math.sqrt(n) for N, n in zip(c["N"], c["n"])])
+    _, pred, n_params, starts = nested_models(c, fit(points).values)[0]
+    best = wls(pred, c, starts(None))
+    lof = float(2 * best.cost / (len(c["mean"]) - n_params))
+    return {**gate_statistics(points), "lof": lof, "lof_limit": limit}
+
+
+POWER_BOUNDS = (  # (key, label, fails): each gate's fixed bound (zoo.scaling.gates)
+    ("lof", "lack of fit", lambda s: s["lof"] > s["lof_limit"]),
+    ("reach_worst", "long reach: largest", lambda s: s["reach_worst"] > 0.03),
+    ("reach_mean", "long reach: mean", lambda s: abs(s["reach_mean"]) > 0.01),
+    ("holdout_worst", "hold-out: largest", lambda s: s["holdout_worst"] > 0.03),
+    ("loso_worst", "leave one size out", lambda s: s["loso_worst"] > 0.10),
+)
+
+
+def power_rows(points: list[dict], pattern: dict, reps: int, seed: int) -> tuple[list, list]:
+    """power_stats of `reps` replicates of the points' design from their own law and seed deviations
+    (zoo.scaling.null.simulate), and of each replicate with `pattern` added (with_pattern: the same noise)."""
+    law, devs, rng = fit(points), seed_deviations(points), np.random.default_rng(seed)
+    pooled, limit = _pooled_sd(points), lack_of_fit(law, points)["limit"]
+    null, shifted = [], []
+    for _ in range(reps):
+        base = simulate(points, law, devs, rng)
+        null.append(power_stats(base, pooled, limit))
+        shifted.append(power_stats(with_pattern(base, pattern), pooled, limit))
+    return null, shifted
+
+
+def cmd_power(args) -> None:
+    """Each gate's power against a misfit: replicates of the record's design from its own law and seed deviations
+    (zoo.scaling.null.simulate), each also with the pattern's cell residuals added (same noise). Printed per gate:
+    the share of replicates failing its fixed bound without and with the pattern, and the share with the pattern
+    beyond the 95% range of those without (a two-sided range for the signed mean)."""
+    pts = args.families[args.arch]
+    pattern = misfit_pattern(by_family(read_points_csv(args.pattern))[args.arch])
+    null, shifted = power_rows(pts, pattern, args.reps, args.seed)
+    size = max(abs(v) for v in pattern.values())
+    print(f"== {args.arch}: {args.points} with the misfit of {args.pattern} (cells up to {size:.2%}), B={args.reps}")
+    for key, label, fails in POWER_BOUNDS:
+        v0, v1 = (np.array([s[key] for s in rows], dtype=float) for rows in (null, shifted))
+        lo, hi = np.percentile(v0, [2.5, 97.5])
+        beyond = np.mean((v1 < lo) | (v1 > hi)) if key == "reach_mean" else np.mean(v1 > np.percentile(v0, 95))
+        print(
+            f"  {label:<20} fails its bound: true law {np.mean([fails(s) for s in null]):.2f}, with the misfit "
+            f"{np.mean([fails(s) for s in shifted]):.2f}; beyond a true law's range {beyond:.2f}"
+        )
+
+
 # ---------------------------------------------------------------- command line
 
 
@@ -546,6 +621,7 @@ def parser() -> argparse.ArgumentParser:
         "noise": cmd_noise,
         "rates": cmd_rates,
         "interaction": cmd_interaction,
+        "power": cmd_power,
     }
     helps = {
         "decompose": "the form's lack-of-fit chi2 split by nested models M0 .. M3",
@@ -554,6 +630,7 @@ def parser() -> argparse.ArgumentParser:
         "noise": "cell residuals vs se; a seed-noise null simulation and a bootstrap of runs",
         "rates": "cells rerun at another rate: paired shifts, and the gates with each cell at its better rate",
         "interaction": "is the size-by-data interaction a data term in D/N? M1, M1dn, M1g, M2 on the cell means",
+        "power": "each gate's power: a true law's replicates with and without another record's misfit added",
     }
     for name, func in cmds.items():
         s = sub.add_parser(name, help=helps[name])
@@ -581,6 +658,11 @@ def parser() -> argparse.ArgumentParser:
         "best of them, better than the study's or not; --other's rates apply to the other cells",
     )
     sub.choices["noise"].add_argument("--seed", type=int, default=1, help="numpy's generator seed (default 1)")
+    power = sub.choices["power"]
+    power.add_argument("--pattern", type=Path, required=True, help="the points.csv whose misfit is added")
+    power.add_argument("--arch", default="decoder_only", help="the family (default decoder_only)")
+    power.add_argument("--reps", type=positive, default=100, help="replicates (default 100)")
+    power.add_argument("--seed", type=int, default=1, help="numpy's generator seed (default 1)")
     return p
 
 
@@ -593,7 +675,7 @@ def main(argv=None) -> None:
         args.families = by_family(read_points_csv(args.points))
     except ScalingError as e:
         p.error(str(e))
-    if args.command == "noise" and args.arch not in args.families:
+    if args.command in ("noise", "power") and args.arch not in args.families:
         p.error(f"--arch {args.arch!r} is not in {args.points}; it has {', '.join(args.families)}")
     args.func(args)
 
