@@ -1,7 +1,7 @@
 """Why decoder_only's law fails its gates: diagnostics of the tuned study's fits (experiments/RESULTS.md, "Scaling:
 experiment=scaling_long, each family tuned at each size (issue 45)"). Every law is zoo.scaling's fit (fit_points, no
 bootstrap) and every gate statistic zoo.scaling.gates.family_checks', per family of a points.csv (N: non-embedding
-parameters, as the study counts them). Six subcommands:
+parameters, as the study counts them). Seven subcommands:
 
 - decompose: the form's lack-of-fit chi^2 (the weighted fit to the cell means of zoo.scaling.checks.lack_of_fit,
   se = the size's pooled relative sd / sqrt(n)) split by nested models: M0 the law E + A/N^alpha + B/D^beta (5
@@ -35,6 +35,11 @@ parameters, as the study counts them). Six subcommands:
   each size spans its own tokens per parameter)? On the cell means, each with an offset per size: M1 a data term
   B/D^b (the law's), M1dn B (N/D)^b, M1g B N^g / D^b (g free: 0 the law's, b a term in D/N), M2 B_s/D^b. The
   sizes' tokens per parameter overlap pairwise, so the two terms predict different cells.
+- power: each gate's power against another record's misfit (--pattern: its cell means' residuals from its own
+  law, e.g. the sinusoidal record's, added to this record's): replicates of this record's design from its own law
+  and seed deviations, with and without the pattern, on the same noise; per gate the share failing its fixed bound
+  and the share beyond a true law's 95% range. Its lack of fit uses the record's own pooled seed sd (a replicate's
+  drawn deviations repeat runs and would understate it).
 
 Their output, as RESULTS.md quotes it: experiments/scaling/misfit.txt (each command's lines after its `$` line;
 the decompose, variants, cells and noise blocks were printed before points.csv gained encoder_only's rows: a rerun
@@ -48,6 +53,8 @@ adds its family and leaves the other three's lines unchanged).
     python experiments/bench_scripts/scaling_misfit.py noise --reps 200 --seed 1
     python experiments/bench_scripts/scaling_misfit.py rates
     python experiments/bench_scripts/scaling_misfit.py interaction
+    python experiments/bench_scripts/scaling_misfit.py power experiments/scaling/rope_test.csv \
+        --pattern SINUSOIDAL_POINTS.csv --arch decoder_only
     python experiments/bench_scripts/scaling_misfit.py rates --other experiments/scaling/heads_test.csv \
         --variant "2 heads instead of 4"
 """
