@@ -149,3 +149,19 @@ def test_power_a_size_by_data_misfit_is_caught_by_lack_of_fit_and_a_true_law_is_
     null, shifted = misfit.power_rows(law_study(), pattern, reps=8, seed=1)
     assert [s["lof"] > s["lof_limit"] for s in null] == [False] * 8
     assert [s["lof"] > s["lof_limit"] for s in shifted] == [True] * 8
+
+
+def test_one_standard_error_for_both_scales_the_chi2_by_its_square_and_a_law_gives_none(misfit):
+    """Runs +-0.3% about the law's value (each cell's mean on the law): chi^2 and rms residual 0. With a per-size
+    pattern added, doubling the standard error quarters the chi^2 (the same weighted fit) and leaves the rms."""
+    pts = law_study(noise=0.0, seeds=2)
+    pts = [{**p, "loss": p["loss"] * (1 + 0.003 * (-1) ** p["seed"])} for p in pts]
+    sd = {p["N"]: 0.003 for p in pts}
+    chi2, rms = misfit.common_chi2(pts, sd)
+    assert chi2 < 1e-8 and rms < 1e-6
+    bent = misfit.with_pattern(pts, {(p["size"], p["D"]): 0.004 * math.sin(p["N"] * p["D"] / 1e9) for p in pts})
+    (c1, r1), (c2, r2) = misfit.common_chi2(bent, sd), misfit.common_chi2(bent, {n: 2 * s for n, s in sd.items()})
+    assert c1 > 1 and c2 == pytest.approx(c1 / 4, rel=1e-4) and r2 == pytest.approx(r1, rel=1e-4)
+    one, two = misfit.shared_runs(pts, [p for p in pts if p["seed"] == 1 or p["size"] == "s1"])
+    assert {(p["size"], p["seed"]) for p in one} == {(p["size"], p["seed"]) for p in two}
+    assert len(one) == 4 * (2 + 4) and {p["seed"] for p in one if p["size"] == "s3"} == {1}

@@ -1,7 +1,7 @@
 """Why decoder_only's law fails its gates: diagnostics of the tuned study's fits (experiments/RESULTS.md, "Scaling:
 experiment=scaling_long, each family tuned at each size (issue 45)"). Every law is zoo.scaling's fit (fit_points, no
 bootstrap) and every gate statistic zoo.scaling.gates.family_checks', per family of a points.csv (N: non-embedding
-parameters, as the study counts them). Seven subcommands:
+parameters, as the study counts them). Eight subcommands:
 
 - decompose: the form's lack-of-fit chi^2 (the weighted fit to the cell means of zoo.scaling.checks.lack_of_fit,
   se = the size's pooled relative sd / sqrt(n)) split by nested models: M0 the law E + A/N^alpha + B/D^beta (5
@@ -40,6 +40,9 @@ parameters, as the study counts them). Seven subcommands:
   and seed deviations, with and without the pattern, on the same noise; per gate the share failing its fixed bound
   and the share beyond a true law's 95% range. Its lack of fit uses the record's own pooled seed sd (a replicate's
   drawn deviations repeat runs and would understate it).
+- common: two records of one design (--other), per family, on the runs (size, seed) both have: each size's pooled
+  seed sd in each, and the law's chi^2 on the cell means and their rms residual with one standard error for both
+  (each size's two sds pooled), so that a noisier record's smaller chi^2 is not its noise alone.
 
 Their output, as RESULTS.md quotes it: experiments/scaling/misfit.txt (each command's lines after its `$` line;
 the decompose, variants, cells and noise blocks were printed before points.csv gained encoder_only's rows: a rerun
@@ -55,6 +58,7 @@ adds its family and leaves the other three's lines unchanged).
     python experiments/bench_scripts/scaling_misfit.py interaction
     python experiments/bench_scripts/scaling_misfit.py power experiments/scaling/rope_test.csv \
         --pattern SINUSOIDAL_POINTS.csv --arch decoder_only
+    python experiments/bench_scripts/scaling_misfit.py common --other experiments/scaling/rope_test.csv
     python experiments/bench_scripts/scaling_misfit.py rates --other experiments/scaling/heads_test.csv \
         --variant "2 heads instead of 4"
 """
@@ -450,6 +454,42 @@ def cmd_noise(args) -> None:
     )
 
 
+# ---------------------------------------------------------------- common
+
+
+def common_chi2(points: list[dict], sd: dict) -> tuple[float, float]:
+    """The law's (M0's) least chi^2 on the cell means with each size's relative sd from `sd` ({N: sd}) / sqrt(n),
+    and the cell means' rms relative residual at that fit."""
+    c = cell_data(points)
+    c["se"] = np.array([sd[N] / math.sqrt(n) for N, n in zip(c["N"], c["n"])])
+    _, pred, _, starts = nested_models(c, fit(points).values)[0]
+    best = wls(pred, c, starts(None))
+    res = (c["mean"] - pred(best.x)) / pred(best.x)
+    return float(2 * best.cost), float(np.sqrt(np.mean(res**2)))
+
+
+def shared_runs(one: list[dict], two: list[dict]) -> tuple[list[dict], list[dict]]:
+    """Each record's points of the runs (size, seed) both records have."""
+    both = {(p["size"], p["seed"]) for p in one} & {(p["size"], p["seed"]) for p in two}
+    return tuple([p for p in pts if (p["size"], p["seed"]) in both] for pts in (one, two))
+
+
+def cmd_common(args) -> None:
+    """Two records of one design compared on one standard error: per family in both, each size's pooled seed sd
+    in each, then the law's chi^2 and rms residual with the sd of both pooled (the root mean square of the two),
+    so that a noisier record's smaller chi^2 is not its noise alone."""
+    other = by_family(read_points_csv(args.other))
+    print(f"== {args.points} against {args.other}: one standard error for both, on the runs both have")
+    for arch in [a for a in args.families if a in other]:
+        one, two = shared_runs(args.families[arch], other[arch])
+        a, b = _pooled_sd(one), _pooled_sd(two)
+        common = {N: math.sqrt((a[N][0] ** 2 + b[N][0] ** 2) / 2) for N in a if N in b}
+        (c1, r1), (c2, r2) = (common_chi2(pts, common) for pts in (one, two))
+        sds = [" ".join(f"{100 * d[N][0]:.2f}" for N in sorted(common)) for d in (a, b)]
+        print(f"  {arch}: seed sd % by size [{sds[0]}] against [{sds[1]}]")
+        print(f"  {arch}: chi2 {c1:.1f} against {c2:.1f}; cell means' rms residual {r1:.2%} against {r2:.2%}")
+
+
 # ---------------------------------------------------------------- power
 
 
@@ -629,6 +669,7 @@ def parser() -> argparse.ArgumentParser:
         "rates": cmd_rates,
         "interaction": cmd_interaction,
         "power": cmd_power,
+        "common": cmd_common,
     }
     helps = {
         "decompose": "the form's lack-of-fit chi2 split by nested models M0 .. M3",
@@ -638,6 +679,7 @@ def parser() -> argparse.ArgumentParser:
         "rates": "cells rerun at another rate: paired shifts, and the gates with each cell at its better rate",
         "interaction": "is the size-by-data interaction a data term in D/N? M1, M1dn, M1g, M2 on the cell means",
         "power": "each gate's power: a true law's replicates with and without another record's misfit added",
+        "common": "two records of one design: seed sd per size, and the law's chi^2 with one standard error for both",
     }
     for name, func in cmds.items():
         s = sub.add_parser(name, help=helps[name])
@@ -665,6 +707,7 @@ def parser() -> argparse.ArgumentParser:
         "best of them, better than the study's or not; --other's rates apply to the other cells",
     )
     sub.choices["noise"].add_argument("--seed", type=int, default=1, help="numpy's generator seed (default 1)")
+    sub.choices["common"].add_argument("--other", type=Path, required=True, help="the other record's points.csv")
     power = sub.choices["power"]
     power.add_argument("--pattern", type=Path, required=True, help="the points.csv whose misfit is added")
     power.add_argument("--arch", default="decoder_only", help="the family (default decoder_only)")
