@@ -107,7 +107,11 @@ def test_the_table_gives_each_familys_ranges_and_the_replicates_env_is_checked(m
     assert "20 replicates" in lines[0] and lines[2] == (
         "| arch | statistic | observed | a true law's 95% range | P | the gate's bound |"
     )
-    rows = [line.split(" | ") for line in lines[4:]]
+    rows = [line.split(" | ") for line in lines[4:-2]]
+    assert lines[-1].startswith(
+        "Multiplicity: 5 statistics judged over 1 families; 5 have P < 0.05 (5 beyond every replicate), where laws "
+        "that all hold would give about 0.2 by chance."
+    )
     assert [r[1] for r in rows] == [
         "long reach: largest error",
         "long reach: mean signed error",

@@ -15,7 +15,7 @@ tail probability says whether it is larger than noise alone gives (a parametric 
 - simulate: one replicate;
 - gate_statistics: the statistics of STATISTICS on a set of points;
 - gate_null: the replicates' 95% ranges and the observed statistics' tail probabilities;
-- null_table: the report's table, per family and statistic.
+- null_table: the report's table, per family and statistic, with a count of the P values below 0.05 (multiplicity).
 
 ZOO_SCALING_NULL_REPS sets the replicates of the report's table (default 100; 0 leaves the table out)."""
 
@@ -174,7 +174,19 @@ def null_table(by_arch: dict, fits: dict, reps: int | None = None, checks: dict 
             p = _p(st["p"], reps)
             lines.append(f"| {arch} | {what} | {fmt(st['observed'])} | {fmt(low)} – {fmt(high)} | {p} | {bound} |")
     lines += [f"| {arch} | not calibrated: {reason} | | | | |" for arch, reason in why.items()]
-    return lines
+    return lines + (["", multiplicity(rows)] if rows else [])
+
+
+def multiplicity(rows: dict) -> str:
+    """How many statistics the table judged, and how many fall below 0.05 where a law that holds everywhere gives
+    about 1 in 20 by chance: each P is its statistic's own, not a family-wise test."""
+    ps = [st["p"] for r in rows.values() for st in r["stats"].values()]
+    low, none = sum(p < 0.05 for p in ps), sum(p == 0 for p in ps)
+    return (
+        f"Multiplicity: {len(ps)} statistics judged over {len(rows)} families; {low} have P < 0.05 ({none} beyond "
+        f"every replicate), where laws that all hold would give about {0.05 * len(ps):.1f} by chance. Each P is its "
+        "own statistic's, not a family-wise test."
+    )
 
 
 def _p(p: float, reps: int) -> str:
