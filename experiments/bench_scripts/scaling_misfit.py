@@ -40,9 +40,10 @@ parameters, as the study counts them). Eight subcommands:
   and seed deviations, with and without the pattern, on the same noise; per gate the share failing its fixed bound
   and the share beyond a true law's 95% range. Its lack of fit uses the record's own pooled seed sd (a replicate's
   drawn deviations repeat runs and would understate it).
-- common: two records of one design (--other), per family, on the runs (size, seed) both have: each size's pooled
-  seed sd in each, and the law's chi^2 on the cell means and their rms residual with one standard error for both
-  (each size's two sds pooled), so that a noisier record's smaller chi^2 is not its noise alone.
+- common: two records of one design (--other), per family, on the runs (size, seed) both have (--every-run: all of
+  each, for records of other seeds): each size's pooled seed sd in each, and the law's chi^2 on the cell means
+  and their rms residual with one standard error for both (each size's two sds pooled), so that a noisier
+  record's smaller chi^2 is not its noise alone.
 
 Their output, as RESULTS.md quotes it: experiments/scaling/misfit.txt (each command's lines after its `$` line;
 the decompose, variants, cells and noise blocks were printed before points.csv gained encoder_only's rows: a rerun
@@ -479,9 +480,12 @@ def cmd_common(args) -> None:
     in each, then the law's chi^2 and rms residual with the sd of both pooled (the root mean square of the two),
     so that a noisier record's smaller chi^2 is not its noise alone."""
     other = by_family(read_points_csv(args.other))
-    print(f"== {args.points} against {args.other}: one standard error for both, on the runs both have")
+    runs = "every run of each" if args.every_run else "the runs both have"
+    print(f"== {args.points} against {args.other}: one standard error for both, on {runs}")
     for arch in [a for a in args.families if a in other]:
-        one, two = shared_runs(args.families[arch], other[arch])
+        one, two = (
+            (args.families[arch], other[arch]) if args.every_run else shared_runs(args.families[arch], other[arch])
+        )
         a, b = _pooled_sd(one), _pooled_sd(two)
         common = {N: math.sqrt((a[N][0] ** 2 + b[N][0] ** 2) / 2) for N in a if N in b}
         (c1, r1), (c2, r2) = (common_chi2(pts, common) for pts in (one, two))
@@ -708,6 +712,9 @@ def parser() -> argparse.ArgumentParser:
     )
     sub.choices["noise"].add_argument("--seed", type=int, default=1, help="numpy's generator seed (default 1)")
     sub.choices["common"].add_argument("--other", type=Path, required=True, help="the other record's points.csv")
+    sub.choices["common"].add_argument(
+        "--every-run", action="store_true", help="every run of each record, not the (size, seed) runs both have"
+    )
     power = sub.choices["power"]
     power.add_argument("--pattern", type=Path, required=True, help="the points.csv whose misfit is added")
     power.add_argument("--arch", default="decoder_only", help="the family (default decoder_only)")
