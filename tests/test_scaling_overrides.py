@@ -102,7 +102,8 @@ def test_an_empty_sizes_is_refused_not_merged(multirun):
 def test_seed_start_moves_the_study_cells_and_not_the_tuning_runs():
     """scaling.seed_start=3 with the LM preset's tuning seeds 1 and 2: the preset's sweep (hydra.sweeper.params,
     resolved) tunes on seeds 1 and 2 and runs the study cells from seed 3 (s3, the seed size: 3, 4, 5), so no cell
-    repeats a tuning run; seed_start 0 is refused naming the key."""
+    repeats a tuning run; the cool-down check's cells move with them (each is read beside the study cell of its
+    seed); seed_start 0 is refused naming the key."""
     from hydra import compose, initialize_config_dir
 
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
@@ -114,5 +115,7 @@ def test_seed_start_moves_the_study_cells_and_not_the_tuning_runs():
     assert {c.split("_")[1] for c in tuning} == {"seed1", "seed2"} and swept[: len(tuning)] == tuning
     assert swept[len(tuning) :] == "s1_seed3,s2_seed3,s3_seed3,s3_seed4,s3_seed5,s4_seed3,s5_seed3".split(",")
     s = cfg.scaling
+    checked = cells(s.sizes, s.seed_size, s.seeds, s.check_sizes + ["s1", "s2"], s.tune_seeds, "all", 2, 1, 3)
+    assert checked.endswith(",s5_seed3,s1_seed3_cosine,s1_seed4_cosine,s2_seed3_cosine,s2_seed4_cosine")
     with pytest.raises(ConfigError, match=r"scaling.seed_start=0 must be a positive whole number"):
         cells(s.sizes, s.seed_size, s.seeds, [], s.tune_seeds, "all", 1, s.tune_seed_start, 0)

@@ -37,7 +37,7 @@ def test_warmup_stable_decay_is_its_closed_form(shape):
     }[shape]
     want = [lr * (s + 1) / 4 for s in range(4)] + [lr] * 16 + [cool((s - 20) / 10) for s in range(20, 30)] + [low] * 5
     got = [warmup_stable_decay(s, 4, 20, 30, lr, low, shape) for s in range(35)]
-    assert got == pytest.approx(want, rel=1e-4, abs=0)
+    assert got == pytest.approx(want, rel=1e-12, abs=0)
     assert got[20] == lr and got[29] < got[28]  # the first cool-down step at the peak, then down
     trunk = [warmup_stable_decay(s, 4, None, 30, lr, low, shape) for s in range(35)]
     assert trunk[4:] == [lr] * 31  # decay_start None: constant after the warm-up, for ever

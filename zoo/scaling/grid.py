@@ -94,9 +94,10 @@ def cells(
 ) -> str:
     """The swept cells, smallest size first in each group: the tuning stage (tune_cell_names), then SIZE_seedS ..
     SIZE_seed(S+K-1) for every size (S: seed_start, K: size_seeds), then SIZE_seedN_cosine for each size of
-    check_sizes and seed N <= check_seeds (the cool-down check). stage: "all"; "tune", the tuning stage alone;
-    "check", the check's tuning cells and the check cells alone. tune_seed_start: the tuning runs' first seed
-    (tune_cell_names); seed_start: the study cells' (scaling.seed_start: 3 keeps them apart from tuning seeds 1-2)."""
+    check_sizes and seed N of S .. S+check_seeds-1 (the cool-down check: each beside the study cell of its seed).
+    stage: "all"; "tune", the tuning stage alone; "check", the check's tuning cells and the check cells alone.
+    tune_seed_start: the tuning runs' first seed (tune_cell_names); seed_start: the study cells' and the check
+    cells' (scaling.seed_start: 3 keeps them apart from tuning seeds 1-2)."""
     names = list(sizes)
     check_listing(sizes, check_sizes)
     if seed_size not in names:
@@ -109,13 +110,13 @@ def cells(
             raise ConfigError(f"scaling.check_sizes names {name!r}, not a key of scaling.sizes ({', '.join(names)})")
     if stage not in STAGES:
         raise ConfigError(f"scaling.stage={stage!r} must be one of {', '.join(STAGES)}")
-    checks = [f"{name}_seed{n}_cosine" for name in check_sizes or () for n in range(1, int(check_seeds) + 1)]
+    first = int(seed_start)
+    checks = [f"{name}_seed{n}_cosine" for name in check_sizes or () for n in range(first, first + int(check_seeds))]
     tune = tune_cell_names(sizes, tune_seeds, check_sizes, cosine_only=stage == "check", seed_start=tune_seed_start)
     if stage == "tune" and not tune:
         raise ConfigError("scaling.stage=tune, but no size has lr: tuned with an lr_grid: there is nothing to tune")
     if stage != "all":
         return ",".join(tune + (checks if stage == "check" else []))
-    first = int(seed_start)
     study = [f"{n}_seed{s}" for n in names for s in range(first, first + size_seeds(n, sizes[n], seed_size, seeds))]
     return ",".join(tune + study + checks)
 
