@@ -179,7 +179,8 @@ def print_chi2(c: dict, fits: dict) -> None:
             s += f" (F-bound {f_dist.ppf(0.95, dof, c['nu']):.2f})"
         if prev is not None:
             dchi, ddof = prev[0] - chi, prev[1] - dof
-            s += f"   drop vs previous: {dchi:6.1f} on {ddof} dof (per dof {dchi / ddof:5.1f})"
+            bound = f_dist.ppf(0.95, ddof, c["nu"])  # the drop's own F test: per dof against F(ddof, nu)
+            s += f"   drop vs previous: {dchi:6.1f} on {ddof} dof (per dof {dchi / ddof:5.1f}, F-bound {bound:.2f})"
         prev = (chi, dof)
         print(s)
 
