@@ -144,8 +144,10 @@ def test_power_a_size_by_data_misfit_is_caught_by_lack_of_fit_and_a_true_law_is_
         for i, s in enumerate(("s1", "s2", "s3", "s4", "s5"))
         for D in (5e5, 1e6, 2e6, 4e6)
     }
-    pattern = misfit.misfit_pattern(law_study(slope))
-    assert np.corrcoef([pattern[k] for k in slope], list(slope.values()))[0, 1] > 0.8  # 0.86
+    raw, fitted = misfit.misfit_pattern(law_study(slope), "raw"), misfit.misfit_pattern(law_study(slope), "M3")
+    assert np.corrcoef([raw[k] for k in slope], list(slope.values()))[0, 1] > 0.8  # 0.86
+    assert np.corrcoef([fitted[k] for k in slope], list(slope.values()))[0, 1] > 0.8
+    pattern = fitted
     null, shifted = misfit.power_rows(law_study(), pattern, reps=8, seed=1)
     assert [s["lof"] > s["lof_limit"] for s in null] == [False] * 8
     assert [s["lof"] > s["lof_limit"] for s in shifted] == [True] * 8
@@ -165,3 +167,28 @@ def test_one_standard_error_for_both_scales_the_chi2_by_its_square_and_a_law_giv
     one, two = misfit.shared_runs(pts, [p for p in pts if p["seed"] == 1 or p["size"] == "s1"])
     assert {(p["size"], p["seed"]) for p in one} == {(p["size"], p["seed"]) for p in two}
     assert len(one) == 4 * (2 + 4) and {p["seed"] for p in one if p["size"] == "s3"} == {1}
+
+
+def test_the_power_table_counts_failures_and_replicates_beyond_a_true_laws_range(misfit):
+    """20 null replicates with statistics x = 0.001 .. 0.020 (lack of fit 100 x against a bound of 1.5, leave one size
+    out 10 x, the signed mean -x); the shifted ones at x + 0.005 = 0.006 .. 0.025. Beyond a true law's range: above
+    the null's 95th percentile (x > 0.01905: 6 of 20; its median would take 15), or for the signed mean below its
+    2.5th percentile (-0.019525: the same 6)."""
+
+    def row(i, shift):
+        x = (i + 1) / 1000 + shift
+        return {
+            "lof": 100 * x,
+            "lof_limit": 1.5,
+            "reach_worst": x,
+            "reach_mean": -x,
+            "holdout_worst": x,
+            "loso_worst": 10 * x,
+        }
+
+    null = [row(i, 0) for i in range(20)]
+    table = {label: rest for label, *rest in misfit.power_table(null, [row(i, 0.005) for i in range(20)])}
+    assert table["lack of fit, known sd"] == pytest.approx([0.25, 0.5, 0.3])  # over 1.5: x > 0.015
+    assert table["long reach: largest"] == pytest.approx([0.0, 0.0, 0.3])  # none over 3%
+    assert table["long reach: mean"] == pytest.approx([0.5, 0.75, 0.3])  # |x| over 1%
+    assert table["leave one size out"] == pytest.approx([0.5, 0.75, 0.3])  # 10 x over 0.10

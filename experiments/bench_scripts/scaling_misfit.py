@@ -35,8 +35,9 @@ parameters, as the study counts them). Eight subcommands:
   each size spans its own tokens per parameter)? On the cell means, each with an offset per size: M1 a data term
   B/D^b (the law's), M1dn B (N/D)^b, M1g B N^g / D^b (g free: 0 the law's, b a term in D/N), M2 B_s/D^b. The
   sizes' tokens per parameter overlap pairwise, so the two terms predict different cells.
-- power: each gate's power against another record's misfit (--pattern: its cell means' residuals from its own
-  law, e.g. the sinusoidal record's, added to this record's): replicates of this record's design from its own law
+- power: each gate's power against another record's misfit (--pattern, e.g. the sinusoidal record; --model M2, its
+  size-by-data interaction as decompose's M2 fits it, or M3, or raw: its cell means' residuals from its law, its
+  own seed noise included), added to this record's: replicates of this record's design from its own law
   and seed deviations, with and without the pattern, on the same noise; per gate the share failing its fixed bound
   and the share beyond a true law's 95% range. Its lack of fit uses the record's own pooled seed sd (a replicate's
   drawn deviations repeat runs and would understate it).
@@ -75,6 +76,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 from scipy.optimize import least_squares  # noqa: E402
+from scipy.stats import chi2 as chi2_dist  # noqa: E402
 from scipy.stats import f as f_dist  # noqa: E402
 
 from zoo.model.cost import non_embedding_param_count  # noqa: E402
@@ -498,11 +500,18 @@ def cmd_common(args) -> None:
 # ---------------------------------------------------------------- power
 
 
-def misfit_pattern(points: list[dict]) -> dict:
-    """{(size, budget key): a cell mean's relative residual from the family's own law}: the misfit a law of that
-    record cannot take up, to be added to another record's law."""
-    law = fit(points)
-    return {(c["size"], c["key"]): c["mean"] / float(law.predict(c["N"], c["D"])) - 1 for c in cell_means(points)}
+def misfit_pattern(points: list[dict], model: str = "M2") -> dict:
+    """{(size, budget key): a cell's relative misfit from the family's law}: "raw", its mean's residual from the law
+    (fit_points), that record's seed noise included; "M2" or "M3" (decompose's models), the nested model's fitted
+    departure from the law's weighted fit to the cell means (M0), a misfit without the record's noise."""
+    if model == "raw":
+        law = fit(points)
+        return {(c["size"], c["key"]): c["mean"] / float(law.predict(c["N"], c["D"])) - 1 for c in cell_means(points)}
+    c, fits = nested_fits(points)
+    models = {name.split()[0]: (pred, fits[name][0].x) for name, pred, _, _ in nested_models(c, fit(points).values)}
+    (p0, u0), (pk, uk) = models["M0"], models[model]
+    keys = [k["key"] for k in cell_means(points) if k["n"] > 1]
+    return {(s, k): float(d) for s, k, d in zip(c["size"], keys, pk(uk) / p0(u0) - 1)}
 
 
 def with_pattern(points: list[dict], pattern: dict) -> list[dict]:
@@ -519,7 +528,8 @@ def with_pattern(points: list[dict], pattern: dict) -> list[dict]:
 def power_stats(points: list[dict], pooled: dict, limit: float) -> dict:
     """The null statistics (gate_statistics) and the lack of fit: chi^2/dof of the form's weighted fit to the cell
     means (M0 of decompose) with each size's relative sd from `pooled` (_pooled_sd of the measured record: a
-    replicate's own would be too small where its runs drew the same deviations), "lof_limit" the gate's bound."""
+    replicate's own would be too small where its runs drew the same deviations), "lof_limit" its bound: with the
+    sd known the chi^2 quantile over dof, not the gate's F quantile (whose sd is estimated)."""
     c = cell_data(points)
     c["se"] = np.array([pooled[N][0] / math.sqrt(n) for N, n in zip(c["N"], c["n"])])
     _, pred, n_params, starts = nested_models(c, fit(points).values)[0]
@@ -528,8 +538,8 @@ def power_stats(points: list[dict], pooled: dict, limit: float) -> dict:
     return {**gate_statistics(points), "lof": lof, "lof_limit": limit}
 
 
-POWER_BOUNDS = (  # (key, label, fails): each gate's fixed bound (zoo.scaling.gates)
-    ("lof", "lack of fit", lambda s: s["lof"] > s["lof_limit"]),
+POWER_BOUNDS = (  # (key, label, fails): each gate's fixed bound (zoo.scaling.gates); lack of fit with a known sd
+    ("lof", "lack of fit, known sd", lambda s: s["lof"] > s["lof_limit"]),
     ("reach_worst", "long reach: largest", lambda s: s["reach_worst"] > 0.03),
     ("reach_mean", "long reach: mean", lambda s: abs(s["reach_mean"]) > 0.01),
     ("holdout_worst", "hold-out: largest", lambda s: s["holdout_worst"] > 0.03),
@@ -541,7 +551,8 @@ def power_rows(points: list[dict], pattern: dict, reps: int, seed: int) -> tuple
     """power_stats of `reps` replicates of the points' design from their own law and seed deviations
     (zoo.scaling.null.simulate), and of each replicate with `pattern` added (with_pattern: the same noise)."""
     law, devs, rng = fit(points), seed_deviations(points), np.random.default_rng(seed)
-    pooled, limit = _pooled_sd(points), lack_of_fit(law, points)["limit"]
+    dof = lack_of_fit(law, points)["dof"]
+    pooled, limit = _pooled_sd(points), float(chi2_dist.ppf(0.95, dof) / dof)  # the sd known: chi^2, not F
     null, shifted = [], []
     for _ in range(reps):
         base = simulate(points, law, devs, rng)
@@ -550,23 +561,37 @@ def power_rows(points: list[dict], pattern: dict, reps: int, seed: int) -> tuple
     return null, shifted
 
 
-def cmd_power(args) -> None:
-    """Each gate's power against a misfit: replicates of the record's design from its own law and seed deviations
-    (zoo.scaling.null.simulate), each also with the pattern's cell residuals added (same noise). Printed per gate:
-    the share of replicates failing its fixed bound without and with the pattern, and the share with the pattern
-    beyond the 95% range of those without (a two-sided range for the signed mean)."""
-    pts = args.families[args.arch]
-    pattern = misfit_pattern(by_family(read_points_csv(args.pattern))[args.arch])
-    null, shifted = power_rows(pts, pattern, args.reps, args.seed)
-    size = max(abs(v) for v in pattern.values())
-    print(f"== {args.arch}: {args.points} with the misfit of {args.pattern} (cells up to {size:.2%}), B={args.reps}")
+def power_table(null: list[dict], shifted: list[dict]) -> list[tuple]:
+    """Per gate of POWER_BOUNDS: (label, the share of `null` failing its bound, the share of `shifted` failing it,
+    the share of `shifted` beyond a true law's range: above the 95th percentile of `null`, or for the signed mean
+    outside its 2.5-97.5% range)."""
+    out = []
     for key, label, fails in POWER_BOUNDS:
         v0, v1 = (np.array([s[key] for s in rows], dtype=float) for rows in (null, shifted))
         lo, hi = np.percentile(v0, [2.5, 97.5])
         beyond = np.mean((v1 < lo) | (v1 > hi)) if key == "reach_mean" else np.mean(v1 > np.percentile(v0, 95))
+        out.append((label, np.mean([fails(s) for s in null]), np.mean([fails(s) for s in shifted]), float(beyond)))
+    return out
+
+
+def cmd_power(args) -> None:
+    """Each gate's power against a misfit: replicates of the record's design from its own law and seed deviations
+    (zoo.scaling.null.simulate), each also with the pattern's misfit added (same noise); power_table printed."""
+    pts = args.families[args.arch]
+    source = by_family(read_points_csv(args.pattern))
+    if args.arch not in source:
+        raise SystemExit(f"--pattern {args.pattern} has no {args.arch}; it has {', '.join(source)}")
+    pattern = misfit_pattern(source[args.arch], args.model)
+    null, shifted = power_rows(pts, pattern, args.reps, args.seed)
+    size = max(abs(v) for v in pattern.values())
+    print(
+        f"== {args.arch}: {args.points} with the {args.model} misfit of {args.pattern} (cells up to {size:.2%}), "
+        f"B={args.reps}"
+    )
+    for label, fail0, fail1, beyond in power_table(null, shifted):
         print(
-            f"  {label:<20} fails its bound: true law {np.mean([fails(s) for s in null]):.2f}, with the misfit "
-            f"{np.mean([fails(s) for s in shifted]):.2f}; beyond a true law's range {beyond:.2f}"
+            f"  {label:<22} fails its bound: true law {fail0:.2f}, with the misfit {fail1:.2f}; beyond a true law's "
+            f"range {beyond:.2f}"
         )
 
 
@@ -721,6 +746,9 @@ def parser() -> argparse.ArgumentParser:
     power.add_argument("--arch", default="decoder_only", help="the family (default decoder_only)")
     power.add_argument("--reps", type=positive, default=100, help="replicates (default 100)")
     power.add_argument("--seed", type=int, default=1, help="numpy's generator seed (default 1)")
+    power.add_argument(
+        "--model", choices=("M2", "M3", "raw"), default="M2", help="the misfit: a nested model's (default M2) or raw"
+    )
     return p
 
 
