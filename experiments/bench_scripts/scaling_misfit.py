@@ -43,8 +43,8 @@ parameters, as the study counts them). Eight subcommands:
   drawn deviations repeat runs and would understate it).
 - common: two records of one design (--other), per family, on the runs (size, seed) both have (--every-run: all of
   each, for records of other seeds): each size's pooled seed sd in each, and the law's chi^2 on the cell means
-  and their rms residual with one standard error for both (each size's two sds pooled), so that a noisier
-  record's smaller chi^2 is not its noise alone.
+  and their rms residual with one standard error for both (each size's two sds pooled by their degrees of
+  freedom), so that a noisier record's smaller chi^2 is not its noise alone.
 
 Their output, as RESULTS.md quotes it: experiments/scaling/misfit.txt (each command's lines after its `$` line;
 the decompose, variants, cells and noise blocks were printed before points.csv gained encoder_only's rows: a rerun
@@ -480,7 +480,7 @@ def shared_runs(one: list[dict], two: list[dict]) -> tuple[list[dict], list[dict
 
 def cmd_common(args) -> None:
     """Two records of one design compared on one standard error: per family in both, each size's pooled seed sd
-    in each, then the law's chi^2 and rms residual with the sd of both pooled (the root mean square of the two),
+    in each, then the law's chi^2 and rms residual with the sd of both pooled (weighted by their degrees of freedom),
     so that a noisier record's smaller chi^2 is not its noise alone."""
     other = by_family(read_points_csv(args.other))
     runs = "every run of each" if args.every_run else "the runs both have"
@@ -490,7 +490,10 @@ def cmd_common(args) -> None:
             (args.families[arch], other[arch]) if args.every_run else shared_runs(args.families[arch], other[arch])
         )
         a, b = _pooled_sd(one), _pooled_sd(two)
-        common = {N: math.sqrt((a[N][0] ** 2 + b[N][0] ** 2) / 2) for N in a if N in b}
+        if set(a) != set(b):
+            print(f"  {arch}: the records' sizes differ (N {sorted(set(a) ^ set(b))}): not one design; left out")
+            continue
+        common = {N: math.sqrt((a[N][1] * a[N][0] ** 2 + b[N][1] * b[N][0] ** 2) / (a[N][1] + b[N][1])) for N in a}
         (c1, r1), (c2, r2) = (common_chi2(pts, common) for pts in (one, two))
         sds = [" ".join(f"{100 * d[N][0]:.2f}" for N in sorted(common)) for d in (a, b)]
         print(f"  {arch}: seed sd % by size [{sds[0]}] against [{sds[1]}]")
