@@ -106,15 +106,16 @@ def fit(points: list[dict]):
 # ---------------------------------------------------------------- decompose
 
 
-def cell_data(points: list[dict]) -> dict:
-    """The cells of 2 or more seeds: N, D, mean, n, se (the size's pooled relative sd / sqrt(n)), size index."""
+def cell_data(points: list[dict], sd: dict | None = None) -> dict:
+    """The cells of 2 or more seeds: N, D, mean, n, se (the size's relative sd / sqrt(n): from `sd`, {N: sd}, where
+    given, else pooled over the points' own cells), size index."""
     pooled = _pooled_sd(points)
     cs = [c for c in cell_means(points) if c["n"] > 1]
     size = np.array([c["size"] for c in cs])
     sizes = sorted(set(size))
     out = {k: np.array([c[k] for c in cs]) for k in ("N", "D", "mean", "n")}
     out.update(size=size, sizes=sizes, idx=np.array([sizes.index(s) for s in size]), k=len(sizes))
-    out["se"] = np.array([pooled[c["N"]][0] / math.sqrt(c["n"]) for c in cs])
+    out["se"] = np.array([(sd[c["N"]] if sd else pooled[c["N"]][0]) / math.sqrt(c["n"]) for c in cs])
     out["nu"] = min(pooled[n][1] for n in set(out["N"]))
     return out
 
@@ -461,13 +462,18 @@ def cmd_noise(args) -> None:
 # ---------------------------------------------------------------- common
 
 
+def law_wls(points: list[dict], sd: dict):
+    """The law's (M0's) weighted least-squares fit to the cell means, each size's relative sd from `sd` ({N: sd}):
+    (the cells, M0's prediction of its parameters, the fit, its number of parameters)."""
+    c = cell_data(points, sd)
+    _, pred, n_params, starts = nested_models(c, fit(points).values)[0]
+    return c, pred, wls(pred, c, starts(None)), n_params
+
+
 def common_chi2(points: list[dict], sd: dict) -> tuple[float, float]:
     """The law's (M0's) least chi^2 on the cell means with each size's relative sd from `sd` ({N: sd}) / sqrt(n),
     and the cell means' rms relative residual at that fit."""
-    c = cell_data(points)
-    c["se"] = np.array([sd[N] / math.sqrt(n) for N, n in zip(c["N"], c["n"])])
-    _, pred, _, starts = nested_models(c, fit(points).values)[0]
-    best = wls(pred, c, starts(None))
+    c, pred, best, _ = law_wls(points, sd)
     res = (c["mean"] - pred(best.x)) / pred(best.x)
     return float(2 * best.cost), float(np.sqrt(np.mean(res**2)))
 
@@ -533,10 +539,7 @@ def power_stats(points: list[dict], pooled: dict, limit: float) -> dict:
     means (M0 of decompose) with each size's relative sd from `pooled` (_pooled_sd of the measured record: a
     replicate's own would be too small where its runs drew the same deviations), "lof_limit" its bound: with the
     sd known the chi^2 quantile over dof, not the gate's F quantile (whose sd is estimated)."""
-    c = cell_data(points)
-    c["se"] = np.array([pooled[N][0] / math.sqrt(n) for N, n in zip(c["N"], c["n"])])
-    _, pred, n_params, starts = nested_models(c, fit(points).values)[0]
-    best = wls(pred, c, starts(None))
+    c, _, best, n_params = law_wls(points, {N: sd for N, (sd, _) in pooled.items()})
     lof = float(2 * best.cost / (len(c["mean"]) - n_params))
     return {**gate_statistics(points), "lof": lof, "lof_limit": limit}
 
