@@ -92,6 +92,27 @@ def test_the_interaction_fit_tells_a_data_term_in_d_from_one_in_d_over_n(misfit)
     assert_g(misfit, misfit.wls(g, c, g_starts), c, 0.5)
 
 
+TUNE = {10120: 100, 25408: 40, 56544: 20, 155680: 13, 348720: 10}  # each size's tuning budget (the lower middle)
+
+
+def test_the_curvature_fit_tells_a_one_rate_per_size_curvature_from_a_data_term_growing_with_n(misfit):
+    """Cells of the law times (1 + 0.4 d^2 / 100), d = log2(D / D_tune) by hand: M1g+c gives c = 0.4 and g = 0,
+    each within 2 se; cells of E + A/N^a + B N^0.1 / D^b: g = 0.1 and c = 0 within 2 se. (M1g alone reads the
+    first as g > 0 where s1-s3's longest budgets lie two doublings above D_tune: the alias the joint fit undoes.)"""
+
+    def curved(N, D):
+        d = np.log2(D / (np.array([TUNE[int(n)] for n in N]) * N))
+        return (1.2 + 60 / N**0.4 + 400 / D**0.5) * (1 + 0.4 * d**2 / 100)
+
+    for law, g, cc in ((curved, 0.0, 0.4), (lambda N, D: 1.2 + 60 / N**0.4 + 400 * (N / 1e5) ** 0.1 / D**0.5, 0.1, 0)):
+        c = cells_of(law)
+        r, n_params = misfit.interaction_fits(c, LAW)["M1g+c c_s+BN^g/D^b, c d^2"]
+        se = misfit.standard_errors(r, 18 - n_params)
+        k = c["k"]
+        assert abs(r.x[k + 2] - g) < 2 * se[k + 2] < 0.2, (r.x[k + 2], se[k + 2])
+        assert abs(r.x[-1] - cc) < 2 * se[-1] < 0.4, (r.x[-1], se[-1])
+
+
 def assert_g(misfit, r, c, g):
     """M1g's fit `r` has g within 2 of its se of `g`, and twice that se below 0.2."""
     se = misfit.standard_errors(r, 18 - 8)[c["k"] + 2]

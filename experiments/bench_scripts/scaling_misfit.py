@@ -34,7 +34,9 @@ parameters, as the study counts them). Eight subcommands:
 - interaction: is the size-by-data interaction a data term whose shape depends on D/N (the design's confound:
   each size spans its own tokens per parameter)? On the cell means, each with an offset per size: M1 a data term
   B/D^b (the law's), M1dn B (N/D)^b, M1g B N^g / D^b (g free: 0 the law's, b a term in D/N), M2 B_s/D^b. The
-  sizes' tokens per parameter overlap pairwise, so the two terms predict different cells.
+  sizes' tokens per parameter overlap pairwise, so the two terms predict different cells. Then M1 and M1g each
+  with report.md's one-rate-per-size curvature, a factor (1 + c d^2 / 100) in d = log2(D / D_tune): the two alias
+  where a size's budgets lie on one side of its tuning budget, and fitted together they are told apart.
 - power: each gate's power against another record's misfit (--pattern, e.g. the sinusoidal record; --model M2, its
   size-by-data interaction as decompose's M2 fits it, or M3, or raw: its cell means' residuals from its law, its
   own seed noise included), added to this record's: replicates of this record's design from its own law
@@ -46,7 +48,8 @@ parameters, as the study counts them). Eight subcommands:
   and their rms residual with one standard error for both (each size's two sds pooled by their degrees of
   freedom), so that a noisier record's smaller chi^2 is not its noise alone.
 
-Their output, as RESULTS.md quotes it: experiments/scaling/misfit.txt (each command's lines after its `$` line;
+Their output, as RESULTS.md quotes it: experiments/scaling/misfit_rope.txt for the RoPE record (decompose, common,
+interaction) and experiments/scaling/misfit.txt for the sinusoidal one (each command's lines after its `$` line;
 the decompose, variants, cells and noise blocks were printed before points.csv gained encoder_only's rows: a rerun
 adds its family and leaves the other three's lines unchanged).
 
@@ -243,13 +246,40 @@ def interaction_models(c: dict, m1) -> list[tuple]:
     ]
 
 
+def curvature_models(c: dict, m1, m1g) -> list[tuple]:
+    """M1 and M1g each times (1 + c d^2 / 100), d = log2(D / D_tune) the doublings from the size's tuning budget
+    (zoo.scaling.budget_rate.tuning_budgets): the one-rate-per-size curvature of report.md beside the interaction
+    g, so that the two can be told apart (they alias where a size's budgets sit on one side of D_tune)."""
+    idx, k, lN, lD = c["idx"], c["k"], np.log(c["N"] / 1e5), np.log(c["D"] / 1e6)
+    tune = tuning_budgets([{"N": n, "tokens": d} for n, d in zip(c["N"], c["D"])])
+    d2 = np.log2(c["D"] / np.array([tune[n] for n in c["N"]])) ** 2 / 100
+    x1, xg = list(m1.x), list(m1g.x)
+    return [
+        (
+            "M1+c c_s+B/D^b, c d^2",
+            lambda u: (u[idx] + np.exp(u[k] - u[k + 1] * lD)) * (1 + u[k + 2] * d2),
+            k + 3,
+            [x1 + [cc] for cc in (0.0, 0.2)],
+        ),
+        (
+            "M1g+c c_s+BN^g/D^b, c d^2",
+            lambda u: (u[idx] + np.exp(u[k] + u[k + 2] * lN - u[k + 1] * lD)) * (1 + u[k + 3] * d2),
+            k + 4,
+            [xg + [cc] for cc in (0.0, 0.2)] + [x1 + [0.0, cc] for cc in (0.0, 0.2)],
+        ),
+    ]
+
+
 def interaction_fits(c: dict, v: dict) -> dict:
     """{name: (least_squares result, number of parameters)} on the cells `c`: nested_models' M1 (started from the
-    law's values `v`), interaction_models' M1dn and M1g from M1's fit, and nested_models' M2 from it too."""
+    law's values `v`), interaction_models' M1dn and M1g from M1's fit, curvature_models' M1+c and M1g+c, and
+    nested_models' M2 from M1's fit."""
     _, (m1_name, m1_pred, m1_params, m1_starts), (m2_name, m2_pred, m2_params, m2_starts), _ = nested_models(c, v)
     m1 = wls(m1_pred, c, m1_starts(None))
     fits = {m1_name: (m1, m1_params)}
     fits |= {name: (wls(pred, c, starts), n) for name, pred, n, starts in interaction_models(c, m1)}
+    m1g = fits["M1g c_s + B N^g/D^b"][0]
+    fits |= {name: (wls(pred, c, starts), n) for name, pred, n, starts in curvature_models(c, m1, m1g)}
     return fits | {m2_name: (wls(m2_pred, c, m2_starts(m1)), m2_params)}
 
 
@@ -270,12 +300,14 @@ def cmd_interaction(args) -> None:
         print(f"\n== {arch}: {n} cells, nu_min={c['nu']}")
         for name, (r, n_params) in interaction_fits(c, fit(pts).values).items():
             chi, dof = 2 * r.cost, n - n_params
-            line = f"  {name:<22} chi2={chi:7.1f} dof={dof:2d} chi2/dof={chi / max(dof, 1):6.2f}"
+            line = f"  {name:<24} chi2={chi:7.1f} dof={dof:2d} chi2/dof={chi / max(dof, 1):6.2f}"
             line += f" (F-bound {f_dist.ppf(0.95, dof, c['nu']):.2f})" if dof > 0 else ""
+            se = standard_errors(r, dof)
             if name.startswith("M1g"):
-                se = standard_errors(r, dof)
-                g, b = r.x[k + 2], r.x[k + 1]
-                line += f"   g={g:+.3f} ± {se[k + 2]:.3f}, b={b:.3f} ± {se[k + 1]:.3f} (1 se, Birge-widened)"
+                line += f"   g={r.x[k + 2]:+.3f} ± {se[k + 2]:.3f}, b={r.x[k + 1]:.3f} ± {se[k + 1]:.3f}"
+            if "c d^2" in name:
+                line += f"{',' if name.startswith('M1g') else '  '} c={r.x[-1]:+.3f} ± {se[-1]:.3f} %/doubling^2"
+            line += " (1 se, Birge-widened)" if name.startswith("M1g") or "c d^2" in name else ""
             print(line)
 
 
