@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from zoo.run.conf import CONF_DIR
+from zoo.scaling.grid import cell_is_check, cell_lr, cell_seed, cell_size
+
 ROOT = Path(__file__).resolve().parents[1]
-CONF_DIR = str(ROOT / "conf")
 SCALING = ROOT / "experiments" / "scaling"
 RECORDS = {"scaling_long": SCALING, "scaling_sinusoidal": SCALING / "sinusoidal"}
 FAMILIES = ("decoder_only", "prefix_lm", "encoder_decoder")  # the three families both records ran
@@ -27,33 +29,37 @@ def rows(path: Path) -> list[dict]:
         return [r for r in csv.DictReader(f) if r["arch"] in FAMILIES]
 
 
+def swept(cfg) -> tuple[set, set]:
+    """The preset's own sweep (hydra.sweeper.params, resolved), read by zoo.scaling.grid: its tuning runs
+    {(size, lr, seed)} and its study cells {(size, seed)}, the cool-down check's cosine cells left out (neither
+    record ran them: scaling.check_sizes=[])."""
+    names = [n for n in str(cfg.hydra.sweeper.params["scaling.cell"]).split(",") if not cell_is_check(n)]
+    tune = {(cell_size(n), cell_lr(n), cell_seed(n)) for n in names if cell_lr(n) is not None}
+    return tune, {(cell_size(n), cell_seed(n)) for n in names if cell_lr(n) is None}
+
+
 @pytest.mark.parametrize("preset", sorted(RECORDS))
 def test_each_preset_tunes_on_the_rates_its_record_swept(preset):
-    """Per family and size, the rates in the record's lr_sweep.csv are the preset's lr_grid, each at the seeds
-    from tune_seed_start (2 seeds)."""
-    s = compose(preset).scaling
-    swept = {}
-    for r in rows(RECORDS[preset] / "lr_sweep.csv"):
-        swept.setdefault((r["arch"], r["size"]), set()).add((float(r["lr"]), int(r["seed"])))
+    """Per family, the (size, rate, seed) of the record's lr_sweep.csv are the preset's tuning runs."""
+    tune, _ = swept(compose(preset))
     for arch in FAMILIES:
-        for size, spec in s.sizes.items():
-            seeds = range(s.tune_seed_start, s.tune_seed_start + s.tune_seeds)
-            assert swept[(arch, size)] == {(lr, seed) for lr in spec.lr_grid for seed in seeds}, (arch, size)
+        held = {
+            (r["size"], float(r["lr"]), int(r["seed"]))
+            for r in rows(RECORDS[preset] / "lr_sweep.csv")
+            if r["arch"] == arch
+        }
+        assert held == tune, arch
 
 
 @pytest.mark.parametrize("preset", sorted(RECORDS))
 def test_each_preset_runs_the_cells_its_record_holds(preset):
-    """Per family and size, the seeds of the record's points.csv are seed_start .. seed_start + seeds - 1 (8 at
-    s1-s3, 5 at s4 and s5), and the positions are the record's (rope; sinusoidal)."""
+    """Per family, the (size, seed) of the record's points.csv are the preset's study cells (8 seeds at s1-s3, 5 at
+    s4 and s5, from seed_start), and the positions are the record's (rope; sinusoidal)."""
     cfg = compose(preset)
-    s = cfg.scaling
-    held = {}
-    for r in rows(RECORDS[preset] / "points.csv"):
-        held.setdefault((r["arch"], r["size"]), set()).add(int(r["seed"]))
+    _, cells = swept(cfg)
     for arch in FAMILIES:
-        for size, spec in s.sizes.items():
-            seeds = spec.seeds if spec.seeds is not None else (s.seeds if size == s.seed_size else 1)
-            assert held[(arch, size)] == set(range(s.seed_start, s.seed_start + seeds)), (arch, size)
+        held = {(r["size"], int(r["seed"])) for r in rows(RECORDS[preset] / "points.csv") if r["arch"] == arch}
+        assert held == cells, arch
     assert cfg.model.position == {"scaling_long": "rope", "scaling_sinusoidal": "sinusoidal"}[preset]
 
 
