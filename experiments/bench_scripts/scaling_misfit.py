@@ -228,6 +228,9 @@ def cmd_decompose(args) -> None:
 # ---------------------------------------------------------------- interaction
 
 
+M1G = "M1g c_s + B N^g/D^b"  # interaction_models' data term growing with N, the start of its curvature fit
+
+
 def interaction_models(c: dict, m1) -> list[tuple]:
     """(name, prediction of u, number of parameters, starts) on the cells `c`, each with an offset c_s per size and
     a data term beside nested_models' M1 (B / D^b, in D as the law's) and M2 (B_s / D^b, an amplitude per size):
@@ -238,7 +241,7 @@ def interaction_models(c: dict, m1) -> list[tuple]:
     return [
         ("M1dn c_s + B(N/D)^b", lambda u: u[idx] + np.exp(u[k] - u[k + 1] * (lD - lN)), k + 2, [x1]),
         (
-            "M1g c_s + B N^g/D^b",
+            M1G,
             lambda u: u[idx] + np.exp(u[k] + u[k + 2] * lN - u[k + 1] * lD),
             k + 3,
             [x1 + [g] for g in (0.0, x1[k + 1])],
@@ -278,7 +281,7 @@ def interaction_fits(c: dict, v: dict) -> dict:
     m1 = wls(m1_pred, c, m1_starts(None))
     fits = {m1_name: (m1, m1_params)}
     fits |= {name: (wls(pred, c, starts), n) for name, pred, n, starts in interaction_models(c, m1)}
-    m1g = fits["M1g c_s + B N^g/D^b"][0]
+    m1g = fits[M1G][0]
     fits |= {name: (wls(pred, c, starts), n) for name, pred, n, starts in curvature_models(c, m1, m1g)}
     return fits | {m2_name: (wls(m2_pred, c, m2_starts(m1)), m2_params)}
 
@@ -288,6 +291,20 @@ def standard_errors(r, dof: int) -> np.ndarray:
     ratio sqrt(chi^2/dof) where it is above 1."""
     cov = np.linalg.pinv(r.jac.T @ r.jac)
     return np.sqrt(np.diag(cov) * max(1.0, 2 * r.cost / max(dof, 1)))
+
+
+def estimates(name: str, r, dof: int, k: int) -> str:
+    """The interaction g and exponent b (M1g, M1g+c) and the curvature c (M1+c, M1g+c) of a fit, each ± 1 se
+    (standard_errors); "" for the other models."""
+    interaction, curvature = name.startswith("M1g"), "c d^2" in name
+    if not (interaction or curvature):
+        return ""
+    se, parts = standard_errors(r, dof), []
+    if interaction:
+        parts.append(f"g={r.x[k + 2]:+.3f} ± {se[k + 2]:.3f}, b={r.x[k + 1]:.3f} ± {se[k + 1]:.3f}")
+    if curvature:
+        parts.append(f"c={r.x[-1]:+.3f} ± {se[-1]:.3f} %/doubling^2")
+    return f"   {', '.join(parts)} (1 se, Birge-widened)"
 
 
 def cmd_interaction(args) -> None:
@@ -302,13 +319,7 @@ def cmd_interaction(args) -> None:
             chi, dof = 2 * r.cost, n - n_params
             line = f"  {name:<24} chi2={chi:7.1f} dof={dof:2d} chi2/dof={chi / max(dof, 1):6.2f}"
             line += f" (F-bound {f_dist.ppf(0.95, dof, c['nu']):.2f})" if dof > 0 else ""
-            se = standard_errors(r, dof)
-            if name.startswith("M1g"):
-                line += f"   g={r.x[k + 2]:+.3f} ± {se[k + 2]:.3f}, b={r.x[k + 1]:.3f} ± {se[k + 1]:.3f}"
-            if "c d^2" in name:
-                line += f"{',' if name.startswith('M1g') else '  '} c={r.x[-1]:+.3f} ± {se[-1]:.3f} %/doubling^2"
-            line += " (1 se, Birge-widened)" if name.startswith("M1g") or "c d^2" in name else ""
-            print(line)
+            print(line + estimates(name, r, dof, k))
 
 
 # ---------------------------------------------------------------- gate statistics of modified point sets
