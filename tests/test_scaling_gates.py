@@ -278,6 +278,18 @@ def test_the_kaplan_fit_recovers_its_law():
     assert np.max(np.abs(kaplan_law(N, D, fit_kaplan(N, D, L)) / L - 1)) < 1e-3
 
 
+def test_the_kaplan_form_with_e_is_kaplans_law_plus_e_and_its_fit_recovers_it():
+    """kaplan_e_law at (E, A, B, alpha, beta) is E + Kaplan's eq. 1.5 at N_c = A^(1/alpha), D_c = B^(1/beta),
+    alpha_N = alpha, alpha_D = beta (written out here); its fit recovers noiseless points within 0.1%."""
+    from zoo.scaling.forms import fit_kaplan_e, kaplan_e_law
+
+    E, A, B, alpha, beta = 1.2, 3.0, 60.0, 0.3, 0.4
+    kaplan = lambda N, D: E + ((A ** (1 / alpha) / N) ** (alpha / beta) + B ** (1 / beta) / D) ** beta  # noqa: E731
+    N, D, L = _grid(kaplan)
+    assert np.allclose(kaplan_e_law(N, D, E, A, B, alpha, beta), L, rtol=1e-12)
+    assert np.max(np.abs(kaplan_e_law(N, D, *fit_kaplan_e(N, D, L)) / L - 1)) < 1e-3
+
+
 def test_the_comparison_keeps_the_form_that_reaches_further():
     """Five sizes of one law read up to 8 epochs: in D' (R*_D = 1) the data-constrained form is kept; the same
     sizes on Chinchilla's law in D keep Chinchilla's (the profile then puts R*_D past 100: no repetition cost)."""

@@ -88,6 +88,46 @@ def fit_kaplan(N, D, L) -> np.ndarray:
     return np.array([(a + r * mx) / r, b + my, r * a_d, a_d])
 
 
+def kaplan_e_law(N, D, E, A, B, alpha, beta) -> np.ndarray:
+    """L = E + [(A / N^alpha)^(1/beta) + (B / D^beta)^(1/beta)]^beta: Kaplan et al. 2020's eq. 1.5 with
+    N_c = A^(1/alpha), D_c = B^(1/beta), alpha_N = alpha, alpha_D = beta, and an irreducible loss E (Henighan et al.
+    2020 add one to Kaplan's laws). Chinchilla's parameters and limits: E + A / N^alpha as D -> inf, E + B / D^beta
+    as N -> inf; between them a doubling of D gains less where the N term dominates. N, D: broadcast, positive."""
+    x, y = np.log(np.asarray(N, dtype=float)), np.log(np.asarray(D, dtype=float))
+    inner = np.logaddexp((np.log(A) - alpha * x) / beta, np.log(B) / beta - y)
+    return E + np.exp(beta * inner)
+
+
+def fit_kaplan_e(N, D, L, weights=None, starts=(), n_grid: int = 10) -> np.ndarray:
+    """(E, A, B, alpha, beta) of kaplan_e_law minimising the weighted Huber loss (delta 1e-3, as zoo.scaling.huber)
+    of log L_hat - log L. Centred coordinates u = (log E, log A - alpha mean(log N), log B - beta mean(log D),
+    alpha, beta); L-BFGS-B (alpha, beta in [0.001, 5]) from each of `starts` ((E, A, B, alpha, beta) tuples, e.g.
+    the Chinchilla fit) and the n_grid best of a grid of 1,024. weights: one per point (a bootstrap's; default
+    1)."""
+    x, y = np.log(np.asarray(N, dtype=float)), np.log(np.asarray(D, dtype=float))
+    mx, my, log_l = x.mean(), y.mean(), np.log(np.asarray(L, dtype=float))
+    w = np.ones_like(log_l) if weights is None else np.asarray(weights, dtype=float)
+
+    def loss(u):
+        e, a, b, al, be = u
+        res = np.logaddexp(e, be * np.logaddexp((a - al * (x - mx)) / be, b / be - (y - my))) - log_l
+        h = np.abs(res)
+        return float(np.sum(w * np.where(h <= DELTA, 0.5 * res * res, DELTA * (h - 0.5 * DELTA))) / DELTA)
+
+    to_u = lambda t: np.array([np.log(t[0]), np.log(t[1]) - t[3] * mx, np.log(t[2]) - t[4] * my, t[3], t[4]])  # noqa: E731
+    levels, exps = (-4.0, -2.0, 0.0, 1.0), (0.1, 0.3, 0.6, 1.0)
+    grid = sorted(
+        (np.array(u) for u in itertools.product((-1.0, -0.5, 0.0, 0.5), levels, levels, exps, exps)), key=loss
+    )
+    bounds = [(-50, 50), (-50, 50), (-50, 50), (1e-3, 5.0), (1e-3, 5.0)]
+    opts = {"maxiter": 5000, "maxfun": 20000, "ftol": 1e-13, "gtol": 1e-10}
+    u0s = [to_u(t) for t in starts] + grid[:n_grid]
+    e, a, b, al, be = min(
+        (minimize(loss, u0, method="L-BFGS-B", bounds=bounds, options=opts) for u0 in u0s), key=lambda r: r.fun
+    ).x
+    return np.array([np.exp(e), np.exp(a + al * mx), np.exp(b + be * my), al, be])
+
+
 def reach_by_form(points: list[dict], U: float, reach: float = 4.0) -> dict | None:
     """Each form's long reach on one family's points: {form: {"signed": (predicted - measured) / measured of the
     largest size's points, "worst", "mean", "note"}}; None with fewer than 3 sizes of N <= N_max / reach. U: the

@@ -1,0 +1,193 @@
+"""The report's gates with the law's form as a choice (experiments/RESULTS.md, "The interaction form, stated before
+it was fitted"): Chinchilla's sum E + A/N^alpha + B/D^beta (zoo.scaling.fit's objective and starts) or the
+interaction form E + [(A/N^alpha)^(1/beta) + (B/D^beta)^(1/beta)]^beta (zoo.scaling.forms.kaplan_e_law), each
+gate statistic computed as zoo.scaling.checks and zoo.scaling.gates compute it for the report's law:
+
+- fit: the relative residual rms on every point, against the seed noise (zoo.scaling.checks.seed_noise);
+- lack of fit: the form fitted to the cell means by weighted least squares, se = the size's relative sd pooled
+  over its cells / sqrt(n); chi^2/dof with dof = cells - 5, bound the 95% quantile of F(dof, the smallest size's
+  pooled dof); the Birge ratio sqrt(chi^2/dof) where above 1;
+- hold-out and long reach: a fit without the largest size, and on the sizes of N <= N_max / 4, predicting the
+  largest size's points;
+- leave one size out: alpha and beta refitted without each size;
+- parameters: none at a bound; alpha's and beta's 95% percentile intervals over resamples of runs within sizes
+  (Rao & Wu's rescaled weights, numpy's default_rng(0), as fit_points), widened by the Birge ratio, within ±0.15.
+
+With --form chinchilla the numbers are the report's (experiments/scaling/gates.md), a check of this script.
+
+    export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
+    python experiments/bench_scripts/scaling_form.py experiments/scaling/points.csv --form chinchilla
+    python experiments/bench_scripts/scaling_form.py experiments/scaling/points.csv --form kaplan-e
+    python experiments/bench_scripts/scaling_form.py experiments/scaling/sinusoidal/points.csv --form kaplan-e
+    python experiments/bench_scripts/scaling_form.py experiments/scaling/points.csv --form chinchilla \
+        --max-tokens-per-param 50
+"""
+
+import argparse
+import math
+import os
+from pathlib import Path
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # scipy's fits are many times slower with OpenBLAS threads
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+from scipy.optimize import least_squares  # noqa: E402
+from scipy.stats import f as f_dist  # noqa: E402
+
+from zoo.scaling.bootstrap import resample_units, resample_weights  # noqa: E402
+
+# _pooled_sd is private: lack_of_fit's per-size se, which no public function returns
+from zoo.scaling.checks import _pooled_sd, seed_noise, widen  # noqa: E402
+from zoo.scaling.forms import fit_kaplan_e, kaplan_e_law  # noqa: E402
+from zoo.scaling.gates import EXPONENT_HALF_WIDTH, FIT_NOISE, FIT_RMS, HOLDOUT, LOSO, REACH, REACH_BIAS, REACH_ERROR  # noqa: E402
+from zoo.scaling.huber import HuberProblem, best_start, ranked_starts  # noqa: E402
+from zoo.scaling.law import scaling_law  # noqa: E402
+from zoo.scaling.points import N_STARTS, by_family, cell_means, read_points_csv  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+POINTS = REPO / "experiments" / "scaling" / "points.csv"
+
+
+def fit_chinchilla(N, D, L, weights=None, starts=()):
+    """(E, A, B, alpha, beta) of zoo.scaling.fit's objective: L-BFGS-B from `starts` and the N_STARTS best of
+    Hoffmann's grid (a resample: from `starts` and the grid's best, as its bootstrap)."""
+    problem = HuberProblem(N, D, L)
+    ranked = ranked_starts(problem)
+    extra = [problem.to_u(np.array([math.log(t[1]), math.log(t[2]), math.log(t[0]), t[3], t[4]])) for t in starts]
+    grid = ranked[:1] if starts else ranked[:N_STARTS]
+    u = best_start(problem, np.vstack([*extra, *grid]), np.ones(len(N)) if weights is None else weights)[0]
+    a, b, e, alpha, beta = problem.to_theta(u)
+    return np.array([math.exp(e), math.exp(a), math.exp(b), alpha, beta])
+
+
+def fit_interaction(N, D, L, weights=None, starts=()):
+    """zoo.scaling.forms.fit_kaplan_e; a refit from `starts` (a resample's, a subset's) adds the grid's 2 best."""
+    return fit_kaplan_e(N, D, L, weights, starts, n_grid=2 if starts else 10)
+
+
+FORMS = {"chinchilla": (scaling_law, fit_chinchilla), "kaplan-e": (kaplan_e_law, fit_interaction)}
+
+
+def arrays(points: list[dict]):
+    return (np.array([p[k] for p in points], dtype=float) for k in ("N", "D", "loss"))
+
+
+def lack_of_fit(law, params, points: list[dict]) -> dict:
+    """chi^2/dof of the form fitted to the cell means (zoo.scaling.checks.lack_of_fit's judged "ratio")."""
+    cells = [c for c in cell_means(points) if c["n"] > 1 and c["se"] > 0]
+    pooled, dof = _pooled_sd(points), len(cells) - 5
+    N, D, mean = (np.array([c[k] for c in cells]) for k in ("N", "D", "mean"))
+    se = np.array([pooled[c["N"]][0] / math.sqrt(c["n"]) for c in cells])
+
+    def resid(u):
+        with np.errstate(over="ignore", invalid="ignore"):
+            pred = law(N, D, math.exp(u[0]), math.exp(u[1]), math.exp(u[2]), u[3], u[4])
+        return np.nan_to_num((mean - pred) / pred / se, nan=1e6, posinf=1e6, neginf=-1e6)
+
+    u0 = [math.log(max(v, 1e-12)) for v in params[:3]] + list(params[3:])
+    best = least_squares(resid, u0, max_nfev=20000)
+    ratio, nu = float(np.sum(best.fun**2)) / dof, min(pooled[c["N"]][1] for c in cells)
+    return {"ratio": ratio, "limit": float(f_dist.ppf(0.95, dof, nu)), "birge": max(1.0, math.sqrt(ratio))}
+
+
+def predict_top(law, fitter, points: list[dict], train: list[dict], start) -> dict:
+    """A fit on `train` predicting the largest size's points: largest |error| and mean signed error."""
+    top = max(p["N"] for p in points)
+    test = [p for p in points if p["N"] == top]
+    params = fitter(*arrays(train), starts=[start])
+    N, D, L = arrays(test)
+    signed = (law(N, D, *params) - L) / L
+    return {"worst": float(np.max(np.abs(signed))), "mean": float(np.mean(signed))}
+
+
+def leave_one_size_out(fitter, points: list[dict], params) -> dict:
+    """{size: (d_alpha, d_beta)} of refits without each size, and the largest |move|."""
+    rows = {}
+    for n in sorted({p["N"] for p in points}):
+        refit = fitter(*arrays([p for p in points if p["N"] != n]), starts=[params])
+        rows[next(p["size"] for p in points if p["N"] == n)] = (refit[3] - params[3], refit[4] - params[4])
+    return {"rows": rows, "worst": max(max(abs(a), abs(b)) for a, b in rows.values())}
+
+
+def exponent_intervals(fitter, points: list[dict], params, n_boot: int) -> dict:
+    """alpha's and beta's 95% percentile intervals over resamples of runs within sizes (fit_points' scheme)."""
+    runs = [f"{p['size']}|{p['seed']}" for p in points]
+    n = len(points)
+    members, units, _ = resample_units(runs, [p["size"] for p in points], n, np.arange(n), n_boot)
+    rng, N, D, L = np.random.default_rng(0), *arrays(points)
+    draws = []
+    for _ in range(n_boot):
+        w = resample_weights(rng, units, int(members.max()) + 1, rescaled=True)[members]
+        draws.append(fitter(N, D, L, weights=w, starts=[params])[3:])
+    lo, hi = np.percentile(np.array(draws), [2.5, 97.5], axis=0)
+    return {"alpha": (float(lo[0]), float(hi[0])), "beta": (float(lo[1]), float(hi[1]))}
+
+
+def family_gates(form: str, points: list[dict], n_boot: int) -> dict:
+    """Every gate statistic of one family under `form`, and each gate's verdict."""
+    law, fitter = FORMS[form]
+    N, D, L = arrays(points)
+    params = fitter(N, D, L)
+    rms = float(np.sqrt(np.mean(((L - law(N, D, *params)) / L) ** 2)))
+    noise, lack = seed_noise(points), lack_of_fit(law, params, points)
+    top = max(p["N"] for p in points)
+    hold = predict_top(law, fitter, points, [p for p in points if p["N"] < top], params)
+    reach = predict_top(law, fitter, points, [p for p in points if p["N"] <= top / REACH], params)
+    loso = leave_one_size_out(fitter, points, params)
+    ci = exponent_intervals(fitter, points, params, n_boot)
+    half = {
+        k: (lambda w: (w[1] - w[0]) / 2)(widen(params[i], ci[k], lack["birge"])) for i, k in ((3, "alpha"), (4, "beta"))
+    }
+    bound = params[0] < 1e-3 * L.min() or not all(0.005 < v < 3.0 for v in params[3:])
+    verdict = {
+        "fit": rms <= FIT_RMS and rms <= FIT_NOISE * noise,
+        "lack of fit": lack["ratio"] <= lack["limit"],
+        "hold-out": hold["worst"] <= HOLDOUT,
+        "long reach": reach["worst"] <= REACH_ERROR and abs(reach["mean"]) <= REACH_BIAS,
+        "leave one size out": loso["worst"] <= LOSO,
+        "parameters": not bound and all(h <= EXPONENT_HALF_WIDTH for h in half.values()),
+    }
+    return dict(
+        params=params, rms=rms, noise=noise, lack=lack, hold=hold, reach=reach, loso=loso, half=half, verdict=verdict
+    )
+
+
+def print_family(arch: str, g: dict) -> None:
+    E, A, B, alpha, beta = g["params"]
+    v = {k: "pass" if ok else "FAIL" for k, ok in g["verdict"].items()}
+    worst = max(g["loso"]["rows"].items(), key=lambda kv: max(map(abs, kv[1])))
+    print(f"\n== {arch}: E={E:.4g} A={A:.4g} B={B:.4g} alpha={alpha:.3f} beta={beta:.3f}")
+    print(f"  fit                {v['fit']}: rms {g['rms']:.2%}, seed noise {g['noise']:.2%}")
+    print(
+        f"  lack of fit        {v['lack of fit']}: chi2/dof = {g['lack']['ratio']:.2f} (bound {g['lack']['limit']:.2f})"
+    )
+    print(f"  hold-out           {v['hold-out']}: largest {g['hold']['worst']:.2%}, mean {g['hold']['mean']:+.2%}")
+    print(f"  long reach         {v['long reach']}: largest {g['reach']['worst']:.2%}, mean {g['reach']['mean']:+.2%}")
+    rows = "  ".join(f"{s}: {a:+.3f}/{b:+.3f}" for s, (a, b) in g["loso"]["rows"].items())
+    print(f"  leave one size out {v['leave one size out']}: {g['loso']['worst']:.3f} (w/o {worst[0]}) | {rows}")
+    half = ", ".join(f"{k} ±{h:.2f}" for k, h in g["half"].items())
+    print(f"  parameters         {v['parameters']}: {half} (widened x{g['lack']['birge']:.2f})")
+    reading = all(g["verdict"][k] for k in ("lack of fit", "long reach", "leave one size out"))
+    print(f"  carries the misfit (lack of fit, long reach, leave one size out all pass): {'YES' if reading else 'no'}")
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("points", nargs="?", type=Path, default=POINTS, help="a points.csv (default: %(default)s)")
+    p.add_argument("--form", choices=tuple(FORMS), default="kaplan-e", help="the law's form (default kaplan-e)")
+    p.add_argument("--bootstrap", type=int, default=200, help="resamples of the exponents' intervals (default 200)")
+    p.add_argument("--arch", nargs="*", help="only these families (default: every family of the points)")
+    p.add_argument("--max-tokens-per-param", type=float, help="only the cells of at most this many tokens a parameter")
+    args = p.parse_args(argv)
+    families = by_family(read_points_csv(args.points))
+    for arch in args.arch or families:
+        if arch not in families:
+            p.error(f"--arch {arch!r} is not in {args.points}; it has {', '.join(families)}")
+        cap = args.max_tokens_per_param or float("inf")
+        points = [q for q in families[arch] if q["D"] / q["N"] <= cap * (1 + 1e-6)]
+        print_family(arch, family_gates(args.form, points, args.bootstrap))
+
+
+if __name__ == "__main__":
+    main()

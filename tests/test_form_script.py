@@ -1,0 +1,60 @@
+"""experiments/bench_scripts/scaling_form.py: the report's gates with the law's form as a choice. On a synthetic
+study of the record's design drawn from a coupled law, the interaction form passes the gates that Chinchilla's sum
+fails, and the other way round on Chinchilla's law."""
+
+import numpy as np
+import pytest
+from zoo_run import bench_script
+
+from zoo.scaling.forms import kaplan_e_law
+from zoo.scaling.law import scaling_law
+from zoo.scaling.points import by_family, read_points_csv
+
+# the record's design: each size's N (non-embedding) and tokens per parameter
+SIZES = {"s1": (10120, (50, 100, 200, 400)), "s2": (25408, (20, 40, 80, 160)), "s3": (56544, (10, 20, 40, 70))}
+SIZES |= {"s4": (155680, (6.5, 13, 26)), "s5": (348720, (5, 10, 20))}
+
+
+@pytest.fixture(scope="module")
+def form():
+    return bench_script("scaling_form")
+
+
+def study(tmp_path, law, seeds: int = 4, noise: float = 0.002) -> list[dict]:
+    """A points.csv of the design on law(N, D), each run's loss times (1 + noise x a standard normal)."""
+    rng = np.random.default_rng(1)
+    rows = ["arch,size,seed,n_params,tokens,flops,loss,lr"]
+    for size, (N, budgets) in SIZES.items():
+        for seed in range(1, seeds + 1):
+            for b in budgets:
+                loss = float(law(N, b * N)) * (1 + noise * rng.standard_normal())
+                rows.append(f"decoder_only,{size},{seed},{N},{b * N:.0f},{6 * N * b * N:.6g},{loss:.6f},0.004")
+    path = tmp_path / "points.csv"
+    path.write_text("\n".join(rows) + "\n")
+    return by_family(read_points_csv(path))["decoder_only"]
+
+
+COUPLED = (1.2, 3.0, 60.0, 0.3, 0.45)  # E, A, B, alpha, beta: a strong coupling at these N and D
+
+
+def test_the_interaction_form_passes_on_its_own_law_where_chinchillas_sum_fails(form, tmp_path):
+    points = study(tmp_path, lambda N, D: kaplan_e_law(N, D, *COUPLED))
+    own = form.family_gates("kaplan-e", points, n_boot=20)
+    other = form.family_gates("chinchilla", points, n_boot=20)
+    assert own["params"][3] == pytest.approx(0.3, abs=0.05) and own["params"][4] == pytest.approx(0.45, abs=0.05)
+    assert own["lack"]["ratio"] < own["lack"]["limit"] and own["verdict"]["long reach"]
+    assert other["lack"]["ratio"] > 3 * other["lack"]["limit"]
+
+
+def test_chinchillas_sum_passes_on_its_own_law(form, tmp_path):
+    points = study(tmp_path, lambda N, D: scaling_law(N, D, 1.2, 3.0, 60.0, 0.3, 0.45))
+    got = form.family_gates("chinchilla", points, n_boot=20)
+    assert got["lack"]["ratio"] < got["lack"]["limit"] and got["verdict"]["long reach"]
+    assert got["params"][3] == pytest.approx(0.3, abs=0.05)
+
+
+def test_an_unknown_family_is_refused(form, tmp_path, capsys):
+    study(tmp_path, lambda N, D: scaling_law(N, D, 1.2, 3.0, 60.0, 0.3, 0.45))
+    with pytest.raises(SystemExit):
+        form.main([str(tmp_path / "points.csv"), "--arch", "prefix_lm"])
+    assert "--arch 'prefix_lm' is not in" in capsys.readouterr().err
