@@ -27,6 +27,7 @@ import argparse
 import math
 import os
 from pathlib import Path
+from types import SimpleNamespace
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # scipy's fits are many times slower with OpenBLAS threads
 os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -38,7 +39,7 @@ from scipy.stats import f as f_dist  # noqa: E402
 from zoo.scaling.bootstrap import resample_units, resample_weights  # noqa: E402
 
 # _pooled_sd is private: lack_of_fit's per-size se, which no public function returns
-from zoo.scaling.checks import _pooled_sd, seed_noise, widen  # noqa: E402
+from zoo.scaling.checks import _pooled_sd, at_bound, seed_noise, widen  # noqa: E402
 from zoo.scaling.forms import fit_kaplan_e, kaplan_e_law  # noqa: E402
 from zoo.scaling.gates import EXPONENT_HALF_WIDTH, FIT_NOISE, FIT_RMS, HOLDOUT, LOSO, REACH, REACH_BIAS, REACH_ERROR  # noqa: E402
 from zoo.scaling.huber import HuberProblem, best_start, ranked_starts  # noqa: E402
@@ -136,10 +137,12 @@ def family_gates(form: str, points: list[dict], n_boot: int) -> dict:
     reach = predict_top(law, fitter, points, [p for p in points if p["N"] <= top / REACH], params)
     loso = leave_one_size_out(fitter, points, params)
     ci = exponent_intervals(fitter, points, params, n_boot)
-    half = {
-        k: (lambda w: (w[1] - w[0]) / 2)(widen(params[i], ci[k], lack["birge"])) for i, k in ((3, "alpha"), (4, "beta"))
-    }
-    bound = params[0] < 1e-3 * L.min() or not all(0.005 < v < 3.0 for v in params[3:])
+    half = {}
+    for k, value in zip(("alpha", "beta"), params[3:]):
+        lo, hi = widen(value, ci[k], lack["birge"])
+        half[k] = (hi - lo) / 2
+    values = dict(zip(("E", "A", "B", "alpha", "beta"), params))
+    bound = at_bound(SimpleNamespace(values=values, converged=True, notes=[]), points)
     verdict = {
         "fit": rms <= FIT_RMS and rms <= FIT_NOISE * noise,
         "lack of fit": lack["ratio"] <= lack["limit"],

@@ -21,7 +21,7 @@ import numpy as np
 from scipy.optimize import minimize, minimize_scalar
 
 from zoo.scaling.fit import fit_scaling_law
-from zoo.scaling.huber import DELTA
+from zoo.scaling.huber import DELTA, LBFGSB
 
 MUENNIGHOFF_R_STAR_D = 15.4  # Muennighoff et al. 2023, sec. 4 (their fit: R*_D = 15.4, R*_N = 5.3)
 SHAKESPEARE_PLAYS_TRAIN_TOKENS = 4_470_805  # data=shakespeare_plays' training split, characters (tests check it)
@@ -58,6 +58,12 @@ def _fit(N, D, L):
     return fit_scaling_law(N, D, L, bootstrap=0, n_starts=5)
 
 
+def huber_sum(res, w=1.0) -> float:
+    """The summed Huber loss of the residuals res (delta 1e-3, zoo.scaling.huber's), each weighted by w, over delta."""
+    h = np.abs(res)
+    return float(np.sum(w * np.where(h <= DELTA, 0.5 * res * res, DELTA * (h - 0.5 * DELTA))) / DELTA)
+
+
 def kaplan_law(N, D, params) -> np.ndarray:
     """L = [(N_c / N)^(alpha_N / alpha_D) + D_c / D]^alpha_D; params (log N_c, log D_c, alpha_N, alpha_D)."""
     log_nc, log_dc, a_n, a_d = params
@@ -75,9 +81,7 @@ def fit_kaplan(N, D, L) -> np.ndarray:
 
     def loss(u):
         a, r, b, a_d = u
-        res = a_d * np.logaddexp(a - r * (x - mx), b - (y - my)) - log_l
-        h = np.abs(res)
-        return float(np.sum(np.where(h <= DELTA, 0.5 * res * res, DELTA * (h - 0.5 * DELTA))) / DELTA)
+        return huber_sum(a_d * np.logaddexp(a - r * (x - mx), b - (y - my)) - log_l)
 
     terms, exps = np.linspace(-4.0, 4.0, 5), (0.1, 0.3, 0.6, 1.0, 2.0)
     grid = sorted((np.array(u) for u in itertools.product(terms, exps, terms, (0.05, 0.1, 0.3, 1.0))), key=loss)
@@ -110,9 +114,7 @@ def fit_kaplan_e(N, D, L, weights=None, starts=(), n_grid: int = 10) -> np.ndarr
 
     def loss(u):
         e, a, b, al, be = u
-        res = np.logaddexp(e, be * np.logaddexp((a - al * (x - mx)) / be, b / be - (y - my))) - log_l
-        h = np.abs(res)
-        return float(np.sum(w * np.where(h <= DELTA, 0.5 * res * res, DELTA * (h - 0.5 * DELTA))) / DELTA)
+        return huber_sum(np.logaddexp(e, be * np.logaddexp((a - al * (x - mx)) / be, b / be - (y - my))) - log_l, w)
 
     to_u = lambda t: np.array([np.log(t[0]), np.log(t[1]) - t[3] * mx, np.log(t[2]) - t[4] * my, t[3], t[4]])  # noqa: E731
     levels, exps = (-4.0, -2.0, 0.0, 1.0), (0.1, 0.3, 0.6, 1.0)
@@ -120,10 +122,9 @@ def fit_kaplan_e(N, D, L, weights=None, starts=(), n_grid: int = 10) -> np.ndarr
         (np.array(u) for u in itertools.product((-1.0, -0.5, 0.0, 0.5), levels, levels, exps, exps)), key=loss
     )
     bounds = [(-50, 50), (-50, 50), (-50, 50), (1e-3, 5.0), (1e-3, 5.0)]
-    opts = {"maxiter": 5000, "maxfun": 20000, "ftol": 1e-13, "gtol": 1e-10}
     u0s = [to_u(t) for t in starts] + grid[:n_grid]
     e, a, b, al, be = min(
-        (minimize(loss, u0, method="L-BFGS-B", bounds=bounds, options=opts) for u0 in u0s), key=lambda r: r.fun
+        (minimize(loss, u0, method="L-BFGS-B", bounds=bounds, options=LBFGSB) for u0 in u0s), key=lambda r: r.fun
     ).x
     return np.array([np.exp(e), np.exp(a + al * mx), np.exp(b + be * my), al, be])
 
