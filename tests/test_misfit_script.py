@@ -29,6 +29,15 @@ def test_paired_shifts_are_relative_means_with_their_standard_error(misfit):
     assert se == pytest.approx(0.1 / 2**0.5 / 2**0.5)  # sd of (-0.05, +0.05) with ddof 1, over sqrt(2)
 
 
+def test_a_budget_a_few_steps_off_pairs_with_the_studys_and_one_further_off_is_refused(misfit):
+    """Half the batch rounds a budget to whole steps of 512 tokens: 1,000,512 tokens pair with 1e6 (0.05% off),
+    keyed by the study's D; 1,010,000 (1% off) pairs with nothing and names the cell."""
+    other = [point("s4", 1_000_512, 1, 1.9, 0.0057), point("s4", 1_000_512, 2, 2.1, 0.0057)]
+    assert misfit.paired_shifts(STUDY, other)["s4", 1e6, 0.0057][0] == pytest.approx(0.0)
+    with pytest.raises(SystemExit, match="s4 seed 1 at D = 1,010,000"):
+        misfit.paired_shifts(STUDY, [point("s4", 1_010_000, 1, 1.9)])
+
+
 def test_forced_cells_take_their_best_rate_even_when_worse_and_the_rest_only_when_better(misfit):
     shifts = {("s1", 1e6, 0.016): (-0.02, 0.0, 2), ("s4", 1e6, 0.0057): (-0.05, 0.0, 2)}
     forced = {("s4", 1e6, 0.0028): (0.03, 0.0, 2), ("s4", 1e6, 0.004): (0.01, 0.0, 2)}

@@ -655,15 +655,28 @@ def rate_of(p: dict) -> float:
     return float(p["run"].rsplit("|", 1)[1])
 
 
+PAIR_TOLERANCE = 1e-3  # another design's budget may differ by whole steps (half the batch: up to 512 tokens)
+
+
+def paired_point(study: dict, q: dict) -> dict:
+    """The study's point of q's size and seed at q's budget: the same D within PAIR_TOLERANCE (relative); an error
+    naming q's cell when there is none."""
+    for p in study.get((q["size"], q["seed"]), ()):
+        if abs(p["D"] / q["D"] - 1) <= PAIR_TOLERANCE:
+            return p
+    raise SystemExit(f"no study point pairs with {q['size']} seed {q['seed']} at D = {q['D']:,.0f} (within 0.1%)")
+
+
 def paired_shifts(points: list[dict], other: list[dict]) -> dict:
     """{(size, D, rate): (mean, se, n)}: each cell's loss at `other`'s rate relative to the study's, paired by seed
-    ((other - study) / study; se over seeds, nan for one)."""
-    study = {(p["size"], p["D"], p["seed"]): p["loss"] for p in points}
+    ((other - study) / study; se over seeds, nan for one), D the study's (paired_point)."""
+    study: dict = {}
+    for p in points:
+        study.setdefault((p["size"], p["seed"]), []).append(p)
     diffs = {}
     for q in other:
-        diffs.setdefault((q["size"], q["D"], rate_of(q)), []).append(
-            q["loss"] / study[q["size"], q["D"], q["seed"]] - 1
-        )
+        p = paired_point(study, q)
+        diffs.setdefault((q["size"], p["D"], rate_of(q)), []).append(q["loss"] / p["loss"] - 1)
     return {
         k: (np.mean(d), np.std(d, ddof=1) / math.sqrt(len(d)) if len(d) > 1 else math.nan, len(d))
         for k, d in diffs.items()
