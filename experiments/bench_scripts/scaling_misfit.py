@@ -29,7 +29,10 @@ parameters, as the study counts them). Eight subcommands:
   --forced heads_test.csv heads_rates.csv and --variant: s4 and s5 at 2 heads, each cell at its best of three rates,
   beside --other's rates for s1-s3. With --other objective_test.csv and --variant: decoder_only trained on the
   continuation alone (task.objective=causal_continuation), seeds 1-5 at every size; with objective_test.csv as
-  the points and --other objective_rates.csv: that objective one sqrt(2) step up and down at every size.
+  the points and --other objective_rates.csv: that objective one sqrt(2) step up and down at every size. Under
+  RoPE: --other rope_wd0.csv --variant "weight decay 0"; --other --forced rope_batch4.csv --variant "4 windows a
+  step" (s1-s3 at half the batch, each cell at the better of two rates; --other with no file: --forced's cells
+  alone). A cell pairs with the study's budget within 0.1% (half a batch rounds budgets to whole steps).
   --decompose: the chi^2 decomposition of the changed cells, as `decompose` prints it.
 - interaction: is the size-by-data interaction a data term whose shape depends on D/N (the design's confound:
   each size spans its own tokens per parameter)? On the cell means, each with an offset per size: M1 a data term
@@ -719,23 +722,26 @@ def print_shifts(shifts: dict, tune: dict, pts: list[dict], study_rate: dict, va
 def cmd_rates(args) -> None:
     other = by_family([p for path in args.other for p in read_points_csv(path)])
     forced = by_family([p for path in args.forced for p in read_points_csv(path)]) if args.forced else {}
-    for arch, alt in other.items():
+    for arch in sorted(set(other) | set(forced)):
         pts = args.families[arch]
         study_rate = {p["size"]: rate_of(p) for p in pts}
         tune = tuning_budgets(pts)
-        shifts = paired_shifts(pts, alt)
+        shifts = paired_shifts(pts, other[arch]) if arch in other else {}
         as_variant = args.variant if not args.forced else None
         change = as_variant or "another rate"
-        print(f"\n=== {arch}: each cell at {change}, against the study's (paired by seed)")
-        print_shifts(shifts, tune, pts, study_rate, as_variant)
+        if shifts:
+            print(f"\n=== {arch}: each cell at {change}, against the study's (paired by seed)")
+            print_shifts(shifts, tune, pts, study_rate, as_variant)
         forced_shifts = paired_shifts(pts, forced[arch]) if arch in forced else None
         if forced_shifts:
-            print(f"=== {arch}: {args.variant} (--forced), against the study's (paired by seed)")
+            lead = "" if shifts else "\n"
+            print(f"{lead}=== {arch}: {args.variant} (--forced), against the study's (paired by seed)")
             print_shifts(forced_shifts, tune, pts, study_rate, args.variant)
         print(row("the study", gate_stats(pts)))
-        label = f"its cells at {change}" if as_variant else "each cell at its best rate"
+        parts = [f"its cells at {change}" if as_variant else "each cell at its best rate"] if shifts else []
         if forced_shifts:
-            label += f"; {args.variant} at its best rate where measured"
+            parts.append(f"{args.variant} at its best rate where measured")
+        label = "; ".join(parts)
         changed = envelope(pts, shifts, every=bool(as_variant), forced=forced_shifts)
         print(row(label, gate_stats(changed)))
         if args.decompose:
@@ -783,7 +789,11 @@ def parser() -> argparse.ArgumentParser:
     sub.choices["noise"].add_argument("--arch", default="decoder_only", help="the family simulated and resampled")
     sub.choices["noise"].add_argument("--reps", type=positive, default=40, help="replicates of each (default 40)")
     sub.choices["rates"].add_argument(
-        "--other", type=Path, nargs="+", default=[RATE_TEST], help="the cells at other rates (default: %(default)s)"
+        "--other",
+        type=Path,
+        nargs="*",
+        default=[RATE_TEST],
+        help="the cells at other rates (default: %(default)s; none: --forced's cells alone)",
     )
     sub.choices["rates"].add_argument(
         "--decompose", action="store_true", help="also decompose the chi^2 of the cells at their best rates"
