@@ -32,7 +32,8 @@ parameters, as the study counts them). Eight subcommands:
   the points and --other objective_rates.csv: that objective one sqrt(2) step up and down at every size. Under
   RoPE: --other rope_wd0.csv --variant "weight decay 0"; --other --forced rope_batch4.csv --variant "4 windows a
   step" (s1-s3 at half the batch, each cell at the better of two rates; --other with no file: --forced's cells
-  alone); --other --forced rope_cosine.csv --variant "cosine to 0, each budget alone" (the schedule). A cell pairs with the study's budget within 0.1% (half a batch rounds budgets to whole steps).
+  alone); --other --forced rope_cosine.csv --variant "cosine to 0, each budget alone" (the schedule). A cell
+  pairs with the study's budget within 0.1% (half a batch rounds budgets to whole steps).
   --decompose: the chi^2 decomposition of the changed cells, as `decompose` prints it.
 - interaction: is the size-by-data interaction a data term whose shape depends on D/N (the design's confound:
   each size spans its own tokens per parameter)? On the cell means, each with an offset per size: M1 a data term
