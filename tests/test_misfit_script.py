@@ -222,3 +222,28 @@ def test_the_power_table_counts_failures_and_replicates_beyond_a_true_laws_range
     assert table["long reach: largest"] == pytest.approx([0.0, 0.0, 0.3])  # none over 3%
     assert table["long reach: mean"] == pytest.approx([0.5, 0.75, 0.3])  # |x| over 1%
     assert table["leave one size out"] == pytest.approx([0.5, 0.75, 0.3])  # 10 x over 0.10
+
+
+def write_points(path, pts, lr, scale=None):
+    """`pts` as a points.csv (the study's header, one peak rate), each loss times scale(point) if given."""
+    rows = ["arch,size,seed,n_params,tokens,flops,loss,lr"]
+    for p in pts:
+        loss = p["loss"] * (scale(p) if scale else 1.0)
+        rows.append(f"{p['arch']},{p['size']},{p['seed']},{p['N']:.0f},{p['D']:.0f},{p['C']:.6g},{loss!r},{lr}")
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return str(path)
+
+
+def test_forced_cells_alone_are_read_when_other_names_no_file(misfit, tmp_path, capsys):
+    """`rates --other --forced F --variant V` (the batch and schedule tests): F's cells alone, each study cell of
+    F's sizes scaled by its paired shift (s1 here, +1.00% at every seed), the label naming V, and no block of
+    other rates."""
+    pts = law_study(seeds=3)
+    study = write_points(tmp_path / "points.csv", pts, 0.004)
+    forced = write_points(tmp_path / "forced.csv", [p for p in pts if p["size"] == "s1"], 0.008, lambda p: 1.01)
+    misfit.main(["rates", study, "--other", "--forced", forced, "--variant", "half the batch"])
+    out = capsys.readouterr().out
+    assert "=== a: half the batch (--forced)" in out and "each cell at another rate" not in out
+    shifts = [line for line in out.splitlines() if "half the batch at 0.008" in line]
+    assert len(shifts) == 4 and all(": +1.00% +- 0.00 (n=3)" in line for line in shifts)
+    assert any(line.startswith("half the batch at its best rate where measured") for line in out.splitlines())
