@@ -21,7 +21,7 @@ import numpy as np
 from scipy.optimize import minimize, minimize_scalar
 
 from zoo.scaling.fit import fit_scaling_law
-from zoo.scaling.huber import DELTA, LBFGSB
+from zoo.scaling.huber import LBFGSB, huber_sum
 
 MUENNIGHOFF_R_STAR_D = 15.4  # Muennighoff et al. 2023, sec. 4 (their fit: R*_D = 15.4, R*_N = 5.3)
 SHAKESPEARE_PLAYS_TRAIN_TOKENS = 4_470_805  # data=shakespeare_plays' training split, characters (tests check it)
@@ -56,12 +56,6 @@ def fit_data_constrained(N, D, L, U) -> dict:
 
 def _fit(N, D, L):
     return fit_scaling_law(N, D, L, bootstrap=0, n_starts=5)
-
-
-def huber_sum(res, w=1.0) -> float:
-    """The summed Huber loss of the residuals res (delta 1e-3, zoo.scaling.huber's), each weighted by w, over delta."""
-    h = np.abs(res)
-    return float(np.sum(w * np.where(h <= DELTA, 0.5 * res * res, DELTA * (h - 0.5 * DELTA))) / DELTA)
 
 
 def kaplan_law(N, D, params) -> np.ndarray:

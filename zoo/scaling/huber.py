@@ -26,6 +26,13 @@ LBFGSB = {"maxiter": 5000, "maxfun": 20000, "ftol": 1e-13, "gtol": 1e-10}
 GRAD_TOL = 1e-4
 
 
+def huber_sum(res, w=1.0) -> float:
+    """The summed Huber loss of the residuals res (delta DELTA), each weighted by w, over delta: HuberProblem's
+    objective for a law given by its residuals (zoo.scaling.forms' Kaplan fits)."""
+    h = np.abs(res)
+    return float(np.sum(w * np.where(h <= DELTA, 0.5 * res * res, DELTA * (h - 0.5 * DELTA))) / DELTA)
+
+
 class HuberProblem:
     """The summed Huber objective of one data set in centred coordinates u = (a', b', e, alpha, beta)."""
 
