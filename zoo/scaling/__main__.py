@@ -2,11 +2,13 @@
 [--bootstrap B] [--seed S] [--group COLS] [--strata COLS] [--json OUT] [--compute C ...]
 python -m zoo.scaling gates POINTS.csv [--bootstrap B] [--unique-tokens U]
 python -m zoo.scaling cross LM.csv TRANSLATION.csv [--bootstrap B] [--unique-tokens U_LM U_TRANSLATION]
+python -m zoo.scaling pack DIR FILE | unpack FILE DIR
 
 Fits the Chinchilla law L(N, D) = E + A / N^alpha + B / D^beta to a CSV of points (any runs, not only zoo's) with
 bootstrap intervals, and prints the compute-optimal allocation and the frontier L*(C) (docs/scaling-laws.md).
 `gates` prints the gate table of a study's points.csv and the tables beside it (zoo.scaling.study); `cross` the
-cross-task table of two studies (zoo.scaling.cross_task).
+cross-task table of two studies (zoo.scaling.cross_task); `pack` and `unpack` carry a study's finished cells
+between machines (zoo.scaling.carry).
 Bad input (a missing column, a non-numeric or non-positive value, too few points, fewer than 3 distinct N or D) exits
 with 2 before any fitting.
 """
@@ -64,7 +66,7 @@ def table(fit, allocation: dict, source: str, unit: str = "points") -> str:
 
 
 def _parser() -> argparse.ArgumentParser:
-    """The argument parser of `python -m zoo.scaling` (sub-commands fit and gates)."""
+    """The argument parser of `python -m zoo.scaling` (sub-commands fit, gates, cross, pack and unpack)."""
     parser = argparse.ArgumentParser(prog="python -m zoo.scaling", description=__doc__.split("\n\n")[1])
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("fit", help="fit L(N, D) = E + A / N^alpha + B / D^beta to a CSV of points")
@@ -99,6 +101,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", type=Path, metavar="OUT", help="also write the fit as JSON")
     _gates_parser(sub)
     _cross_parser(sub)
+    _carry_parsers(sub)
     p.add_argument(
         "--compute",
         type=float,
@@ -137,8 +140,38 @@ def _cross_parser(sub) -> None:
     )
 
 
+def _carry_parsers(sub) -> None:
+    p = sub.add_parser("pack", help="a study's finished cells into one text file (zoo.scaling.carry)")
+    p.add_argument("sweep", type=Path, metavar="DIR", help="the study's sweep folder (hydra.sweep.dir)")
+    p.add_argument("file", type=Path, metavar="FILE", help="the pack file (cells it holds already are kept)")
+    u = sub.add_parser("unpack", help="a pack file's cells into a sweep folder, where the study skips them")
+    u.add_argument("file", type=Path, metavar="FILE", help="a file written by pack")
+    u.add_argument("sweep", type=Path, metavar="DIR", help="the sweep folder to continue the study in")
+
+
+def _carry_command(args) -> int:
+    """`pack` or `unpack` (zoo.scaling.carry): prints what it did; 2 after printing a ScalingError."""
+    from zoo.scaling.carry import pack, unpack
+    from zoo.scaling.law import ScalingError
+
+    try:
+        if args.command == "pack":
+            new, total = pack(args.sweep, args.file)
+            print(f"{args.file}: {new} finished cells of {args.sweep} packed; {total} cells in the file")
+        else:
+            written, same = unpack(args.file, args.sweep)
+            print(f"{args.sweep}: {written} cells written from {args.file}, {same} already there")
+    except ScalingError as e:
+        print(f"zoo.scaling: error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def _study_command(args) -> int:
-    """`gates` (zoo.scaling.study) or `cross` (zoo.scaling.cross_task), imported only when asked for."""
+    """`gates` (zoo.scaling.study), `cross` (zoo.scaling.cross_task), `pack` or `unpack` (zoo.scaling.carry),
+    imported only when asked for."""
+    if args.command in ("pack", "unpack"):
+        return _carry_command(args)
     if args.command == "cross":
         from zoo.scaling.cross_task import cross_main
 

@@ -1,0 +1,100 @@
+"""A study carried between machines (zoo.scaling.carry, `python -m zoo.scaling pack | unpack`): a finished cell
+packed, unpacked into a new sweep folder and rerun trains nothing and gives the same points; a cell still
+training is not packed; a user's own cell files are never overwritten; a malformed pack file is named."""
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+from zoo_run import make_cfg, needs_shared
+
+from zoo.report.runs import find_runs
+from zoo.report.scaling_points import scaling_points
+from zoo.run.scaling_cell import run_cell
+from zoo.scaling.carry import pack, read_carry, unpack
+from zoo.scaling.law import ScalingError
+
+# s2 at 4 windows of 128 a step, budgets 0.2 and 0.4 tokens per parameter (steps 10, 20), a fixed rate
+TINY = [
+    "experiment=scaling",
+    "+benchmark=scaling",
+    "scaling.budgets=[0.2,0.4]",
+    "scaling.sizes.s2.budgets=null",
+    "scaling.sizes.s2.batch_size=4",
+    "scaling.sizes.s2.lr=0.01",
+    "scaling.sizes.s2.lr_grid=null",
+    "scaling.warmup_tokens_per_param=0.05",
+    "scaling.val_windows=8",
+    "scaling.checkpoint_every=5",
+    "scaling.cell=s2_seed1",
+    "threads=1",
+]
+CELL = "decoder_only-s2_seed1"
+
+
+def carry(*args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "zoo.scaling", *map(str, args)], capture_output=True, text=True)
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """A sweep folder holding one finished tiny cell."""
+    sweep = tmp_path_factory.mktemp("a")
+    run_cell(make_cfg(sweep / CELL, TINY))
+    return sweep
+
+
+@needs_shared
+@pytest.mark.usefixtures("one_thread")
+def test_an_unpacked_cell_is_skipped_by_the_rerun_and_reports_the_same_points(trained, tmp_path):
+    """The rerun in the new folder writes no trunk checkpoint (it trains nothing) and the report reads the
+    same two points, loss for loss, as in the folder that trained them."""
+    got = carry("pack", trained, tmp_path / "cells.jsonl")
+    assert got.returncode == 0 and "1 finished cells" in got.stdout, got.stderr
+    assert carry("unpack", tmp_path / "cells.jsonl", tmp_path / "b").returncode == 0
+    run_cell(make_cfg(tmp_path / "b" / CELL, TINY))
+    assert not (tmp_path / "b" / CELL / "trunk").exists()
+    a, b = (scaling_points(find_runs(d)) for d in (trained, tmp_path / "b"))
+    assert len(a) == 2 and [(p["steps"], p["loss"]) for p in b] == [(p["steps"], p["loss"]) for p in a]
+
+
+@needs_shared
+def test_a_cell_still_training_is_not_packed_and_the_files_cells_are_kept(trained, tmp_path):
+    """A folder whose points.csv has a point its results.json lacks (a command stopped after that point) is not
+    packed; packing a folder without the file's cell keeps that cell."""
+    pack(trained, tmp_path / "cells.jsonl")
+    sweep = tmp_path / "sweep"
+    shutil.copytree(trained / CELL, sweep / "decoder_only-s2_seed2")
+    results = json.loads((sweep / "decoder_only-s2_seed2" / "results.json").read_text())
+    results["scaling"]["points"] = results["scaling"]["points"][:1]
+    (sweep / "decoder_only-s2_seed2" / "results.json").write_text(json.dumps(results))
+    assert pack(sweep, tmp_path / "cells.jsonl") == (0, 1)
+    assert list(read_carry(tmp_path / "cells.jsonl")) == [CELL]
+
+
+@needs_shared
+def test_a_folders_own_points_are_never_overwritten(trained, tmp_path):
+    pack(trained, tmp_path / "cells.jsonl")
+    mine = tmp_path / "b" / CELL
+    mine.mkdir(parents=True)
+    (mine / "points.csv").write_text("arch,size,seed,n_params,tokens,flops,loss\n")
+    with pytest.raises(ScalingError, match=f"{CELL}/points.csv; unpack into another folder"):
+        unpack(tmp_path / "cells.jsonl", tmp_path / "b")
+    assert (mine / "points.csv").read_text() == "arch,size,seed,n_params,tokens,flops,loss\n"
+    assert not (mine / "cell.json").exists()
+
+
+def test_a_malformed_or_missing_pack_file_is_named(tmp_path):
+    bad = tmp_path / "cells.jsonl"
+    bad.write_text(json.dumps({"folder": "x", "files": {"cell.json": "{}", "points.csv": ""}}) + "\n")
+    got = carry("unpack", bad, tmp_path / "b")
+    assert got.returncode == 2 and "line 1: not a packed cell" in got.stderr and "zoo.scaling pack" in got.stderr
+    files = {n: "" for n in ("cell.json", "points.csv", "results.json")}
+    bad.write_text(json.dumps({"folder": "../x", "files": files}))
+    with pytest.raises(ScalingError, match="line 1"):
+        read_carry(bad)
+    got = carry("unpack", tmp_path / "none.jsonl", tmp_path / "b")
+    assert got.returncode == 2 and "none.jsonl is not a file" in got.stderr
+    assert not (tmp_path / "b").exists()
