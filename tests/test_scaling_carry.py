@@ -49,13 +49,16 @@ def trained(tmp_path_factory):
 @needs_shared
 @pytest.mark.usefixtures("one_thread")
 def test_an_unpacked_cell_is_skipped_by_the_rerun_and_reports_the_same_points(trained, tmp_path):
-    """The rerun in the new folder writes no trunk checkpoint (it trains nothing) and the report reads the
-    same two points, loss for loss, as in the folder that trained them."""
+    """The rerun in the new folder writes no trunk checkpoint (it trains nothing), returns the largest budget's
+    loss without reading the data (its results.json is left as packed), and the report reads the same two points,
+    loss for loss, as in the folder that trained them."""
+    results = (trained / CELL / "results.json").read_text()
     got = carry("pack", trained, tmp_path / "cells.jsonl")
     assert got.returncode == 0 and "1 finished cells" in got.stdout, got.stderr
     assert carry("unpack", tmp_path / "cells.jsonl", tmp_path / "b").returncode == 0
-    run_cell(make_cfg(tmp_path / "b" / CELL, TINY))
+    assert run_cell(make_cfg(tmp_path / "b" / CELL, TINY)) == [*json.loads(results)["final"].values()][0]
     assert not (tmp_path / "b" / CELL / "trunk").exists()
+    assert (tmp_path / "b" / CELL / "results.json").read_text() == results  # skipped before its data: not rewritten
     a, b = (scaling_points(find_runs(d)) for d in (trained, tmp_path / "b"))
     assert len(a) == 2 and [(p["steps"], p["loss"]) for p in b] == [(p["steps"], p["loss"]) for p in a]
 

@@ -30,6 +30,7 @@ from zoo.run.results import arch_config, job_overrides, write_json
 from zoo.run.scaling_data import is_translation, set_step_tokens, train_tokens
 from zoo.run.scaling_identity import check_same_design, design, family_label, legacy_design
 from zoo.run.scaling_table import imported_row, table_point
+from zoo.scaling.carry import finished
 from zoo.scaling.design import check_design, check_lr_grid
 from zoo.scaling.grid import cell_branches, cell_is_check, cell_is_tune, cell_size, tune_seed_range
 from zoo.scaling.sizes import Branch
@@ -218,6 +219,12 @@ def _run_budgets(cell: Cell, key: dict, rows, todo, imported, budgets, kind: str
     return rows
 
 
+def _cell_points(rows: list[dict], budgets: list[Branch], kind: str, cooldown: float) -> list[dict]:
+    """The rows of points.csv that are this cell's budgets, by step."""
+    mine = (r for r in rows if any(same_point(r, br, kind, cooldown) for br in budgets))
+    return sorted(mine, key=lambda r: int(r["steps"]))
+
+
 def run_cell(cfg: DictConfig) -> float:
     """Train one experiment=scaling cell (zoo.run.train.main runs this when cfg has a scaling node); returns its
     largest budget's loss. Raises ConfigError for a bad design (zoo.scaling.design.check_design) or a folder of
@@ -243,6 +250,10 @@ def run_cell(cfg: DictConfig) -> float:
     budgets = cell_branches(s.cell, size, s)
     rows = read_points(out / "points.csv")
     todo, imported = _budgets_left(cfg, label, rows, budgets, kind)
+    if not todo and finished(out) is not None:  # its results.json records every point: no data read, no rewrite
+        release_lock(out)
+        mine = _cell_points(rows, budgets, kind, cooldown)
+        return float(mine[-1]["loss"]) if mine else float("nan")
     task_name = TASK_OF_BATCH.get(get_class(cfg.task._target_).BATCH, choices.get("task", "lm"))
     datamodule, info, data = build_data(cfg, choices)
     run_plan = run_plan.with_data(cfg, info, None, data["dataset"])
@@ -253,9 +264,7 @@ def run_cell(cfg: DictConfig) -> float:
         _start_wandb(cfg, cell, label, facts)
     key = {"arch": label, "size": size_name, "seed": int(cfg.seed), "n_params": facts["params_non_embedding"]}
     rows = _run_budgets(cell, key, rows, todo, imported, budgets, kind)
-    mine = sorted(
-        (r for r in rows if any(same_point(r, br, kind, cooldown) for br in budgets)), key=lambda r: int(r["steps"])
-    )
+    mine = _cell_points(rows, budgets, kind, cooldown)
     record = {**_record(cfg, facts, mine, budgets[-1], cell, datamodule, out), "wall_seconds": time.time() - start}
     path = write_json(out / "results.json", record)
     if cell.wandb:
