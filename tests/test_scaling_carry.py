@@ -10,6 +10,7 @@ import sys
 import pytest
 from zoo_run import make_cfg, needs_shared
 
+from zoo.report.build import main as report_main
 from zoo.report.runs import find_runs
 from zoo.report.scaling_points import scaling_points
 from zoo.run.scaling_cell import run_cell
@@ -51,7 +52,7 @@ def trained(tmp_path_factory):
 def test_an_unpacked_cell_is_skipped_by_the_rerun_and_reports_the_same_points(trained, tmp_path):
     """The rerun in the new folder writes no trunk checkpoint (it trains nothing), returns the largest budget's
     loss without reading the data (its results.json is left as packed), and the report reads the same two points,
-    loss for loss, as in the folder that trained them."""
+    loss for loss, as in the folder that trained them, and gives the study its Scaling section with no plan.json."""
     results = (trained / CELL / "results.json").read_text()
     got = carry("pack", trained, tmp_path / "cells.jsonl")
     assert got.returncode == 0 and "1 finished cells" in got.stdout, got.stderr
@@ -61,6 +62,8 @@ def test_an_unpacked_cell_is_skipped_by_the_rerun_and_reports_the_same_points(tr
     assert (tmp_path / "b" / CELL / "results.json").read_text() == results  # skipped before its data: not rewritten
     a, b = (scaling_points(find_runs(d)) for d in (trained, tmp_path / "b"))
     assert len(a) == 2 and [(p["steps"], p["loss"]) for p in b] == [(p["steps"], p["loss"]) for p in a]
+    assert report_main([str(tmp_path / "b")]) == 0 and not (tmp_path / "b" / "plan.json").exists()
+    assert "## Scaling\n\nNo fit: every run has N = 25,408" in (tmp_path / "b" / "report.md").read_text()
 
 
 @needs_shared

@@ -132,7 +132,9 @@ def report(root: Path, out_dir: Path | None = None, sentence: str | None = None,
         text += ["## Significance", "", *significance]
     if literature:
         text += ["## Against the literature", "", *literature]
-    scaling_sweep = (root / "plan.json").is_file()
+    # a scaling study: its plan's record, or cells that record a scaling point (a folder unpacked from a pack file,
+    # zoo.scaling.carry, has no plan.json until its command reruns)
+    scaling_sweep = (root / "plan.json").is_file() or any((r.get("scaling") or {}).get("points") for r in runs)
     scaling, scaling_figures = [], []
     if scaling_sweep or sizes_swept(runs):  # a comparison at one size per architecture: no empty section
         scaling, scaling_figures = scaling_section(runs, out_dir, scaling_sweep)
