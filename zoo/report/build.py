@@ -106,6 +106,12 @@ def sweep_summary(runs: list[dict]) -> list[str]:
     return lines
 
 
+def _is_scaling_sweep(root: Path, runs: list[dict]) -> bool:
+    """A scaling study's folder: its plan's record (plan.json), or cells that record a scaling point (a folder
+    unpacked from a pack file, zoo.scaling.carry, has no plan.json until its command reruns)."""
+    return (root / "plan.json").is_file() or any((r.get("scaling") or {}).get("points") for r in runs)
+
+
 def report(root: Path, out_dir: Path | None = None, sentence: str | None = None, layer: int = -1) -> dict:
     """Write report.md, val_<task>.png and attention_<group>.png into out_dir (default root).
     Returns {"runs", "groups", "table": rows, "records": {task: ranking records}, "report": path, "curves":
@@ -132,9 +138,7 @@ def report(root: Path, out_dir: Path | None = None, sentence: str | None = None,
         text += ["## Significance", "", *significance]
     if literature:
         text += ["## Against the literature", "", *literature]
-    # a scaling study: its plan's record, or cells that record a scaling point (a folder unpacked from a pack file,
-    # zoo.scaling.carry, has no plan.json until its command reruns)
-    scaling_sweep = (root / "plan.json").is_file() or any((r.get("scaling") or {}).get("points") for r in runs)
+    scaling_sweep = _is_scaling_sweep(root, runs)
     scaling, scaling_figures = [], []
     if scaling_sweep or sizes_swept(runs):  # a comparison at one size per architecture: no empty section
         scaling, scaling_figures = scaling_section(runs, out_dir, scaling_sweep)
