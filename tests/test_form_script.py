@@ -58,3 +58,12 @@ def test_an_unknown_family_is_refused(form, tmp_path, capsys):
     with pytest.raises(SystemExit):
         form.main([str(tmp_path / "points.csv"), "--arch", "prefix_lm"])
     assert "--arch 'prefix_lm' is not in" in capsys.readouterr().err
+
+
+def test_a_refit_starts_from_a_floor_collapsed_to_zero(form, tmp_path):
+    # the record's encoder_only law has E = 0 (exp underflowed); every refit (hold-out, resamples) starts from it
+    points = study(tmp_path, lambda N, D: scaling_law(N, D, 1.2, 3.0, 60.0, 0.3, 0.45), noise=0.001)
+    N, D, L = form.arrays(points)
+    got = form.fit_chinchilla(N, D, L, starts=[(0.0, 3.0, 60.0, 0.3, 0.45)])
+    assert got[0] == pytest.approx(1.2, abs=0.05) and got[3:] == pytest.approx([0.3, 0.45], abs=0.03)
+    assert np.max(np.abs(scaling_law(N, D, *got) / L - 1)) < 0.005  # the noise is 0.1%

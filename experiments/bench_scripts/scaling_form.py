@@ -33,18 +33,14 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # scipy's fits are many time
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
-from scipy.optimize import least_squares  # noqa: E402
-from scipy.stats import f as f_dist  # noqa: E402
 
 from zoo.scaling.bootstrap import resample_units, resample_weights  # noqa: E402
-
-# _pooled_sd is private: lack_of_fit's per-size se, which no public function returns
-from zoo.scaling.checks import _pooled_sd, at_bound, seed_noise, widen  # noqa: E402
+from zoo.scaling.checks import FLOOR, at_bound, form_lack_of_fit, seed_noise, widen  # noqa: E402
 from zoo.scaling.forms import fit_kaplan_e, kaplan_e_law  # noqa: E402
 from zoo.scaling.gates import EXPONENT_HALF_WIDTH, FIT_NOISE, FIT_RMS, HOLDOUT, LOSO, REACH, REACH_BIAS, REACH_ERROR  # noqa: E402
 from zoo.scaling.huber import HuberProblem, best_start, ranked_starts  # noqa: E402
 from zoo.scaling.law import scaling_law  # noqa: E402
-from zoo.scaling.points import N_STARTS, by_family, cell_means, read_points_csv  # noqa: E402
+from zoo.scaling.points import N_STARTS, by_family, read_points_csv  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 POINTS = REPO / "experiments" / "scaling" / "points.csv"
@@ -55,7 +51,8 @@ def fit_chinchilla(N, D, L, weights=None, starts=()):
     Hoffmann's grid (a resample: from `starts` and the grid's best, as its bootstrap)."""
     problem = HuberProblem(N, D, L)
     ranked = ranked_starts(problem)
-    extra = [problem.to_u(np.array([math.log(t[1]), math.log(t[2]), math.log(t[0]), t[3], t[4]])) for t in starts]
+    logs = [[math.log(max(v, FLOOR)) for v in t[:3]] for t in starts]  # E, A or B collapsed to 0: just above it
+    extra = [problem.to_u(np.array([b, c, a, t[3], t[4]])) for (a, b, c), t in zip(logs, starts)]
     grid = ranked[:1] if starts else ranked[:N_STARTS]
     u = best_start(problem, np.vstack([*extra, *grid]), np.ones(len(N)) if weights is None else weights)[0]
     a, b, e, alpha, beta = problem.to_theta(u)
@@ -72,24 +69,6 @@ FORMS = {"chinchilla": (scaling_law, fit_chinchilla), "kaplan-e": (kaplan_e_law,
 
 def arrays(points: list[dict]):
     return (np.array([p[k] for p in points], dtype=float) for k in ("N", "D", "loss"))
-
-
-def lack_of_fit(law, params, points: list[dict]) -> dict:
-    """chi^2/dof of the form fitted to the cell means (zoo.scaling.checks.lack_of_fit's judged "ratio")."""
-    cells = [c for c in cell_means(points) if c["n"] > 1 and c["se"] > 0]
-    pooled, dof = _pooled_sd(points), len(cells) - 5
-    N, D, mean = (np.array([c[k] for c in cells]) for k in ("N", "D", "mean"))
-    se = np.array([pooled[c["N"]][0] / math.sqrt(c["n"]) for c in cells])
-
-    def resid(u):
-        with np.errstate(over="ignore", invalid="ignore"):
-            pred = law(N, D, math.exp(u[0]), math.exp(u[1]), math.exp(u[2]), u[3], u[4])
-        return np.nan_to_num((mean - pred) / pred / se, nan=1e6, posinf=1e6, neginf=-1e6)
-
-    u0 = [math.log(max(v, 1e-12)) for v in params[:3]] + list(params[3:])
-    best = least_squares(resid, u0, max_nfev=20000)
-    ratio, nu = float(np.sum(best.fun**2)) / dof, min(pooled[c["N"]][1] for c in cells)
-    return {"ratio": ratio, "limit": float(f_dist.ppf(0.95, dof, nu)), "birge": max(1.0, math.sqrt(ratio))}
 
 
 def predict_top(law, fitter, points: list[dict], train: list[dict], start) -> dict:
@@ -131,7 +110,7 @@ def family_gates(form: str, points: list[dict], n_boot: int) -> dict:
     N, D, L = arrays(points)
     params = fitter(N, D, L)
     rms = float(np.sqrt(np.mean(((L - law(N, D, *params)) / L) ** 2)))
-    noise, lack = seed_noise(points), lack_of_fit(law, params, points)
+    noise, lack = seed_noise(points), form_lack_of_fit(law, params, points)
     top = max(p["N"] for p in points)
     hold = predict_top(law, fitter, points, [p for p in points if p["N"] < top], params)
     reach = predict_top(law, fitter, points, [p for p in points if p["N"] <= top / REACH], params)

@@ -88,9 +88,7 @@ from scipy.stats import f as f_dist  # noqa: E402
 
 from zoo.model.cost import non_embedding_param_count  # noqa: E402
 from zoo.scaling.budget_rate import tuning_budgets  # noqa: E402
-
-# _pooled_sd is private: lack_of_fit's per-size se, which no public function returns
-from zoo.scaling.checks import _pooled_sd, lack_of_fit, seed_noise  # noqa: E402
+from zoo.scaling.checks import lack_of_fit, pooled_sd, seed_noise  # noqa: E402
 from zoo.scaling.conventions import study_shapes  # noqa: E402
 from zoo.scaling.gates import family_checks  # noqa: E402
 from zoo.scaling.law import ScalingError  # noqa: E402
@@ -116,7 +114,7 @@ def fit(points: list[dict]):
 def cell_data(points: list[dict], sd: dict | None = None) -> dict:
     """The cells of 2 or more seeds: N, D, mean, n, se (the size's relative sd / sqrt(n): from `sd`, {N: sd}, where
     given, else pooled over the points' own cells), size index."""
-    pooled = _pooled_sd(points)
+    pooled = pooled_sd(points)
     cs = [c for c in cell_means(points) if c["n"] > 1]
     size = np.array([c["size"] for c in cs])
     sizes = sorted(set(size))
@@ -542,7 +540,7 @@ def cmd_common(args) -> None:
         one, two = (
             (args.families[arch], other[arch]) if args.every_run else shared_runs(args.families[arch], other[arch])
         )
-        a, b = _pooled_sd(one), _pooled_sd(two)
+        a, b = pooled_sd(one), pooled_sd(two)
         if set(a) != set(b):
             print(f"  {arch}: the records' sizes differ (N {sorted(set(a) ^ set(b))}): not one design; left out")
             continue
@@ -605,7 +603,7 @@ def power_rows(points: list[dict], pattern: dict, reps: int, seed: int) -> tuple
     (zoo.scaling.null.simulate), and of each replicate with `pattern` added (with_pattern: the same noise)."""
     law, devs, rng = fit(points), seed_deviations(points), np.random.default_rng(seed)
     dof = lack_of_fit(law, points)["dof"]
-    pooled, limit = _pooled_sd(points), float(chi2_dist.ppf(0.95, dof) / dof)  # the sd known: chi^2, not F
+    pooled, limit = pooled_sd(points), float(chi2_dist.ppf(0.95, dof) / dof)  # the sd known: chi^2, not F
     null, shifted = [], []
     for _ in range(reps):
         base = simulate(points, law, devs, rng)

@@ -14,7 +14,7 @@ import numpy as np
 from scipy.optimize import least_squares
 from scipy.stats import f as f_dist
 
-from zoo.scaling.law import PARAMS, ScalingError
+from zoo.scaling.law import PARAMS, ScalingError, scaling_law
 from zoo.scaling.points import budget_keys, cell_means, fit_points
 
 LOG_SCALE = ("E", "A", "B", "G")  # positive scale parameters: widened in log space (never below 0)
@@ -47,49 +47,63 @@ def lack_of_fit(fit, points: list[dict], level: float = 0.95) -> dict | None:
       with n seeds each term is a Student t^2 of n - 1 degrees of freedom, heavy-tailed (mean (n - 1) / (n - 3),
       infinite at 3 seeds), so a law that holds often gives several;
     - "ratio" (judged): the least chi^2 of the form (L(N, D) fitted to the cell means by weighted least squares,
-      from `fit`), with se = the size's relative sd pooled over its cells (_pooled_sd) / sqrt(n). It is F(dof,
+      from `fit`), with se = the size's relative sd pooled over its cells (pooled_sd) / sqrt(n). It is F(dof,
       nu)-distributed for a law that holds (nu: the pooled degrees of freedom); the bound "limit" is the `level`
       quantile of F(dof, nu_min), nu_min the smallest size's (it errs on passing: of 30 studies of a known law
       with 3 and with 8 seeds a cell, 0 and 1 exceed it; "ratio_cell" exceeds chi^2_dof's quantile in 17 and 9).
 
     Returns {"ratio", "ratio_cell", "dof", "cells", "limit", "birge" (sqrt(ratio), at least 1: the factor that
-    widens every interval), "p" (the chance of a larger ratio for a law that holds, F(dof, nu_min))}; None with
-    dof < 1."""
+    widens every interval), "p" (the chance of a larger ratio for a law that holds, F(dof, nu_min)), "params"}; None
+    with dof < 1."""
+    judged = form_lack_of_fit(scaling_law, [fit.values[k] for k in PARAMS], points, level)
+    if judged is None:
+        return None
+    cells = [c for c in cell_means(points) if c["n"] > 1 and c["se"] > 0]
+    mean = np.array([c["mean"] for c in cells])
+    pred = fit.predict(np.array([c["N"] for c in cells]), np.array([c["D"] for c in cells]))
+    rel_se = np.array([c["se"] / c["mean"] for c in cells])
+    return judged | {"ratio_cell": float(np.sum(((mean - pred) / pred / rel_se) ** 2)) / judged["dof"]}
+
+
+def form_lack_of_fit(law, params, points: list[dict], level: float = 0.95) -> dict | None:
+    """lack_of_fit's judged chi^2 / dof for any five-parameter form: law(N, D, E, A, B, alpha, beta) (e.g.
+    zoo.scaling.law.scaling_law, zoo.scaling.forms.kaplan_e_law) fitted to the cell means by weighted least
+    squares from `params` (E, A, B, alpha, beta; an E, A or B of 0, collapsed to its bound, starts just above it),
+    se = the size's pooled relative sd (pooled_sd) / sqrt(n).
+
+    Returns {"ratio", "dof", "cells", "limit", "birge", "p", "params" (the fitted E, A, B, alpha, beta)}; None
+    with dof < 1."""
     cells = [c for c in cell_means(points) if c["n"] > 1 and c["se"] > 0]
     dof = len(cells) - len(PARAMS)
     if dof < 1:
         return None
-    pooled = _pooled_sd(points)
+    pooled = pooled_sd(points)
     N, D, mean = (np.array([c[k] for c in cells]) for k in ("N", "D", "mean"))
-    pred = fit.predict(N, D)
-    ratio_cell = float(np.sum(((mean - pred) / pred / [c["se"] / c["mean"] for c in cells]) ** 2)) / dof
     se = np.array([pooled[c["N"]][0] / math.sqrt(c["n"]) for c in cells])
-    # the fit's E, A or B may be 0 (collapsed to the bound): its log is started just above it
-    u0 = [math.log(max(fit.values[k], FLOOR)) for k in ("E", "A", "B")] + [fit.values["alpha"], fit.values["beta"]]
-    best = least_squares(lambda u: _relative(u, N, D, mean) / se, u0)
-    ratio = float(np.sum(best.fun**2)) / dof
-    nu = min(pooled[c["N"]][1] for c in cells)
+
+    def resid(u):  # an overflowing law gives a large residual, which the fit avoids
+        with np.errstate(over="ignore", invalid="ignore"):
+            pred = law(N, D, math.exp(u[0]), math.exp(u[1]), math.exp(u[2]), u[3], u[4])
+        return np.nan_to_num((mean - pred) / pred / se, nan=1e6, posinf=1e6, neginf=-1e6)
+
+    u0 = [math.log(max(v, FLOOR)) for v in params[:3]] + list(params[3:])
+    best = least_squares(resid, u0, max_nfev=20000)
+    ratio, nu = float(np.sum(best.fun**2)) / dof, min(pooled[c["N"]][1] for c in cells)
+    fitted = [math.exp(x) for x in best.x[:3]] + [float(x) for x in best.x[3:]]
     return {
         "ratio": ratio,
-        "ratio_cell": ratio_cell,
         "dof": dof,
         "cells": len(cells),
         "limit": float(f_dist.ppf(level, dof, nu)),
         "birge": max(1.0, math.sqrt(ratio)),
         "p": float(f_dist.sf(ratio, dof, nu)),
+        "params": fitted,
     }
 
 
-def _relative(u, N, D, mean):
-    """(mean - L) / L of the law u = (log E, log A, log B, alpha, beta) (overflow: inf, a residual the fit avoids)."""
-    with np.errstate(over="ignore"):
-        pred = np.exp(u[0]) + np.exp(u[1] - u[3] * np.log(N)) + np.exp(u[2] - u[4] * np.log(D))
-    return (mean - pred) / pred
-
-
-def _pooled_sd(points: list[dict]) -> dict:
-    """{N: (the relative sd of the size's losses about their cell means, pooled over its cells, its degrees of
-    freedom: the sum of n - 1)}."""
+def pooled_sd(points: list[dict]) -> dict:
+    """Each size's seed noise: {N: (the relative sd of the size's losses about their cell means, pooled over its
+    cells, its degrees of freedom: the sum of n - 1)}."""
     sums, keys = {}, budget_keys(points)
     for c in cell_means(points):
         losses = [p["loss"] for p, k in zip(points, keys) if (p["N"], k) == (c["N"], c["key"])]
