@@ -14,19 +14,19 @@ TOKENS_PER_BATCH = 407  # the data's target tokens a batch (tests/test_scaling_t
 
 
 def test_every_size_is_tuned_with_enough_rates_and_seeds():
-    """6 rates at s1-s3, 4 at s4 and s5, 2 seeds (101, 102: no cell repeats the tuning run that won): 26 x 2 = 52
+    """6 rates at s1-s3, 4 at s4, 5 at s5, 2 seeds (101, 102: no cell repeats the tuning run that won): 27 x 2 = 54
     tuning runs a family, before the 15 cells (seeds 1-3 at every size)."""
     grids = {name: list(size.lr_grid) for name, size in STUDY.sizes.items()}
     assert all(size.lr == "tuned" for size in STUDY.sizes.values())
     assert all(len(set(g)) >= 3 for g in grids.values()) and sum(len(set(g)) >= 5 for g in grids.values()) >= 2
     assert STUDY.tune_seeds >= 2
     tune = tune_cell_names(STUDY.sizes, STUDY.tune_seeds, seed_start=STUDY.tune_seed_start)
-    assert len(tune) == 2 * (6 + 6 + 6 + 4 + 4) == 52
+    assert len(tune) == 2 * (6 + 6 + 6 + 4 + 5) == 54
     assert tune[:2] == ["s1_seed101_lr0.004", "s1_seed101_lr0.0057"] and tune[-1] == "s5_seed102_lr0.004"
     swept = cells(
         STUDY.sizes, STUDY.seed_size, STUDY.seeds, STUDY.check_sizes, STUDY.tune_seeds, "all", 1, STUDY.tune_seed_start
     ).split(",")
-    assert len(swept) == 52 + 15 and swept[52:] == [f"s{k}_seed{s}" for k in range(1, 6) for s in (1, 2, 3)]
+    assert len(swept) == 54 + 15 and swept[54:] == [f"s{k}_seed{s}" for k in range(1, 6) for s in (1, 2, 3)]
     check_design(OmegaConf.merge(STUDY, {"block_size": TOKENS_PER_BATCH}))
 
 
