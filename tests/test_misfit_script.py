@@ -247,3 +247,27 @@ def test_forced_cells_alone_are_read_when_other_names_no_file(misfit, tmp_path, 
     shifts = [line for line in out.splitlines() if "half the batch at 0.008" in line]
     assert len(shifts) == 4 and all(": +1.00% +- 0.00 (n=3)" in line for line in shifts)
     assert any(line.startswith("half the batch at its best rate where measured") for line in out.splitlines())
+
+
+def test_a_shifts_noise_added_in_quadrature_weighs_its_cell_less(misfit):
+    """nested_fits(points, extra_se): each cell's se becomes sqrt(se^2 + extra^2). Extra equal to sqrt(3) x every
+    cell's own se doubles each se: the same weighted fits, every chi^2 a quarter. An extra on one cell alone
+    lowers M0's chi^2 and leaves every other cell's se as it was."""
+    pattern = {
+        (s, D): 0.004 * math.sin(N * D / 1e9)
+        for s, N in (("s1", 1e4), ("s3", 6e4), ("s5", 3.5e5))
+        for D in (5e5, 1e6, 2e6, 4e6)
+    }
+    pts = law_study(pattern=pattern, noise=0.002)
+    c, fits = misfit.nested_fits(pts)
+    extra = {(s, d): math.sqrt(3) * se for s, d, se in zip(c["size"], c["D"], c["se"])}
+    c4, fits4 = misfit.nested_fits(pts, extra)
+    assert c4["se"] == pytest.approx(2 * c["se"])
+    for name in fits:
+        assert fits4[name][0].cost == pytest.approx(fits[name][0].cost / 4, rel=1e-3), name
+    one = {("s1", 5e5): 0.05}
+    c1, fits1 = misfit.nested_fits(pts, one)
+    changed = (c1["size"] == "s1") & (c1["D"] == 5e5)
+    assert c1["se"][changed] == pytest.approx(np.sqrt(c["se"][changed] ** 2 + 0.05**2))
+    assert c1["se"][~changed] == pytest.approx(c["se"][~changed])
+    assert fits1["M0 law"][0].cost < fits["M0 law"][0].cost

@@ -34,7 +34,8 @@ parameters, as the study counts them). Eight subcommands:
   step" (s1-s3 at half the batch, each cell at the better of two rates; --other with no file: --forced's cells
   alone); --other --forced rope_cosine.csv --variant "cosine to 0, each budget alone" (the schedule). A cell
   pairs with the study's budget within 0.1% (half a batch rounds budgets to whole steps).
-  --decompose: the chi^2 decomposition of the changed cells, as `decompose` prints it.
+  --decompose: the chi^2 decomposition of the changed cells, as `decompose` prints it; with --variant also with
+  each paired shift's se added in quadrature to its cell's (the shifts' own noise, which the first leaves out).
 - interaction: is the size-by-data interaction a data term whose shape depends on D/N (the design's confound:
   each size spans its own tokens per parameter)? On the cell means, each with an offset per size: M1 a data term
   B/D^b (the law's), M1dn B (N/D)^b, M1g B N^g / D^b (g free: 0 the law's, b a term in D/N), M2 B_s/D^b. The
@@ -168,9 +169,13 @@ def wls(pred, c: dict, starts: list):
     return best
 
 
-def nested_fits(points: list[dict]) -> tuple[dict, dict]:
-    """The cells and {name: (least_squares result, parameters)} of M0 .. M3, each started from the one before."""
+def nested_fits(points: list[dict], extra_se: dict | None = None) -> tuple[dict, dict]:
+    """The cells and {name: (least_squares result, parameters)} of M0 .. M3, each started from the one before.
+    extra_se: {(size, D): a relative se} added in quadrature to those cells' se (a paired shift's own noise)."""
     c = cell_data(points)
+    if extra_se:
+        extra = [extra_se.get((s, d), 0.0) for s, d in zip(c["size"], c["D"])]
+        c["se"] = np.sqrt(c["se"] ** 2 + np.nan_to_num(np.array(extra)) ** 2)
     out, prev = {}, None
     for name, pred, n_params, starts in nested_models(c, fit(points).values):
         prev = wls(pred, c, starts(prev))
@@ -747,6 +752,10 @@ def cmd_rates(args) -> None:
             c, fits = nested_fits(changed)
             print_chi2(c, fits)
             print_sizes(c, fits)
+        if args.decompose and as_variant:
+            noise = {(s, d): se for (s, d, _), (_, se, _) in shifts.items()}
+            print("  with each shift's se added in quadrature to its cell's se:")
+            print_chi2(*nested_fits(changed, noise))
 
 
 def positive(text: str) -> int:
