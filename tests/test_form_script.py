@@ -67,3 +67,15 @@ def test_a_refit_starts_from_a_floor_collapsed_to_zero(form, tmp_path):
     got = form.fit_chinchilla(N, D, L, starts=[(0.0, 3.0, 60.0, 0.3, 0.45)])
     assert got[0] == pytest.approx(1.2, abs=0.05) and got[3:] == pytest.approx([0.3, 0.45], abs=0.03)
     assert np.max(np.abs(scaling_law(N, D, *got) / L - 1)) < 0.005  # the noise is 0.1%
+
+
+def test_kaplans_form_without_a_floor_is_fitted_with_four_parameters(form, tmp_path):
+    # Kaplan et al. 2020's eq. 1.5: the interaction form with E = 0; 18 cells leave 14 dof, not 13
+    truth = (0.0, 3.0, 15.0, 0.06, 0.15)
+    points = study(tmp_path, lambda N, D: kaplan_e_law(N, D, *truth), noise=0.001)
+    got = form.family_gates("kaplan", points, n_boot=10)
+    assert got["params"][0] == 0.0 and got["params"][3:] == pytest.approx([0.06, 0.15], abs=0.01)
+    assert got["lack"]["dof"] == 18 - 4 and got["lack"]["params"][0] == 0.0
+    assert got["lack"]["ratio"] < got["lack"]["limit"] and got["verdict"]["long reach"]
+    with_floor = form.family_gates("kaplan-e", points, n_boot=10)
+    assert with_floor["lack"]["dof"] == 18 - 5

@@ -1,12 +1,13 @@
-"""The report's gates with the law's form as a choice (experiments/RESULTS.md, "The interaction form, stated before
-it was fitted"): Chinchilla's sum E + A/N^alpha + B/D^beta (zoo.scaling.fit's objective and starts) or the
-interaction form E + [(A/N^alpha)^(1/beta) + (B/D^beta)^(1/beta)]^beta (zoo.scaling.forms.kaplan_e_law), each
-gate statistic computed as zoo.scaling.checks and zoo.scaling.gates compute it for the report's law:
+"""The report's gates with the law's form as a choice (experiments/RESULTS.md, "The interaction form, stated before it
+was fitted"): Chinchilla's sum E + A/N^alpha + B/D^beta (zoo.scaling.fit's objective and starts) or the interaction
+form E + [(A/N^alpha)^(1/beta) + (B/D^beta)^(1/beta)]^beta (zoo.scaling.forms.kaplan_e_law), or Kaplan et al. 2020's
+eq. 1.5 itself (--form kaplan: that form with E held at 0, four parameters), each gate statistic computed as
+zoo.scaling.checks and zoo.scaling.gates compute it for the report's law:
 
 - fit: the relative residual rms on every point, against the seed noise (zoo.scaling.checks.seed_noise);
 - lack of fit: the form fitted to the cell means by weighted least squares, se = the size's relative sd pooled
-  over its cells / sqrt(n); chi^2/dof with dof = cells - 5, bound the 95% quantile of F(dof, the smallest size's
-  pooled dof); the Birge ratio sqrt(chi^2/dof) where above 1;
+  over its cells / sqrt(n); chi^2/dof with dof = cells - 5 (cells - 4 for kaplan), bound the 95% quantile of
+  F(dof, the smallest size's pooled dof); the Birge ratio sqrt(chi^2/dof) where above 1;
 - hold-out and long reach: a fit without the largest size, and on the sizes of N <= N_max / 4, predicting the
   largest size's points;
 - leave one size out: alpha and beta refitted without each size;
@@ -19,6 +20,7 @@ With --form chinchilla the numbers are the report's (experiments/scaling/gates.m
     python experiments/bench_scripts/scaling_form.py experiments/scaling/points.csv --form chinchilla
     python experiments/bench_scripts/scaling_form.py experiments/scaling/points.csv --form kaplan-e
     python experiments/bench_scripts/scaling_form.py experiments/scaling/sinusoidal/points.csv --form kaplan-e
+    python experiments/bench_scripts/scaling_form.py experiments/scaling/points.csv --form kaplan
     python experiments/bench_scripts/scaling_form.py experiments/scaling/points.csv --form chinchilla \
         --max-tokens-per-param 50
 """
@@ -64,7 +66,16 @@ def fit_interaction(N, D, L, weights=None, starts=()):
     return fit_kaplan_e(N, D, L, weights, starts, n_grid=2 if starts else 10)
 
 
-FORMS = {"chinchilla": (scaling_law, fit_chinchilla), "kaplan-e": (kaplan_e_law, fit_interaction)}
+def fit_kaplan(N, D, L, weights=None, starts=()):
+    """Kaplan et al. 2020's eq. 1.5 without a floor: kaplan_e_law with E held at 0 (fit_kaplan_e, floor=False)."""
+    return fit_kaplan_e(N, D, L, weights, starts, n_grid=2 if starts else 10, floor=False)
+
+
+FORMS = {
+    "chinchilla": (scaling_law, fit_chinchilla),
+    "kaplan-e": (kaplan_e_law, fit_interaction),
+    "kaplan": (kaplan_e_law, fit_kaplan),
+}
 
 
 def arrays(points: list[dict]):
@@ -110,7 +121,7 @@ def family_gates(form: str, points: list[dict], n_boot: int) -> dict:
     N, D, L = arrays(points)
     params = fitter(N, D, L)
     rms = float(np.sqrt(np.mean(((L - law(N, D, *params)) / L) ** 2)))
-    noise, lack = seed_noise(points), form_lack_of_fit(law, params, points)
+    noise, lack = seed_noise(points), form_lack_of_fit(law, params, points, floor=form != "kaplan")
     top = max(p["N"] for p in points)
     hold = predict_top(law, fitter, points, [p for p in points if p["N"] < top], params)
     reach = predict_top(law, fitter, points, [p for p in points if p["N"] <= top / REACH], params)
@@ -121,6 +132,8 @@ def family_gates(form: str, points: list[dict], n_boot: int) -> dict:
         lo, hi = widen(value, ci[k], lack["birge"])
         half[k] = (hi - lo) / 2
     values = dict(zip(("E", "A", "B", "alpha", "beta"), params))
+    if form == "kaplan":
+        values["E"] = math.nan  # no floor in the form: none to collapse
     bound = at_bound(SimpleNamespace(values=values, converged=True, notes=[]), points)
     verdict = {
         "fit": rms <= FIT_RMS and rms <= FIT_NOISE * noise,

@@ -96,30 +96,36 @@ def kaplan_e_law(N, D, E, A, B, alpha, beta) -> np.ndarray:
     return E + np.exp(beta * inner)
 
 
-def fit_kaplan_e(N, D, L, weights=None, starts=(), n_grid: int = 10) -> np.ndarray:
+def fit_kaplan_e(N, D, L, weights=None, starts=(), n_grid: int = 10, floor: bool = True) -> np.ndarray:
     """(E, A, B, alpha, beta) of kaplan_e_law minimising the weighted Huber loss (delta 1e-3, as zoo.scaling.huber)
     of log L_hat - log L. Centred coordinates u = (log E, log A - alpha mean(log N), log B - beta mean(log D),
     alpha, beta); L-BFGS-B (alpha, beta in [0.001, 5]) from each of `starts` ((E, A, B, alpha, beta) tuples, e.g.
     the Chinchilla fit) and the n_grid best of a grid of 1,024. weights: one per point (a bootstrap's; default
-    1)."""
+    1). floor=False: E fixed at 0, Kaplan et al. 2020's eq. 1.5 itself (zoo.scaling.forms.kaplan_law's form), the
+    other four fitted."""
     x, y = np.log(np.asarray(N, dtype=float)), np.log(np.asarray(D, dtype=float))
     mx, my, log_l = x.mean(), y.mean(), np.log(np.asarray(L, dtype=float))
     w = np.ones_like(log_l) if weights is None else np.asarray(weights, dtype=float)
 
+    first = 0 if floor else 1  # without a floor, u omits log E (e = -inf: logaddexp(e, t) = t)
+
     def loss(u):
-        e, a, b, al, be = u
+        e, a, b, al, be = u if floor else (-np.inf, *u)
         return huber_sum(np.logaddexp(e, be * np.logaddexp((a - al * (x - mx)) / be, b / be - (y - my))) - log_l, w)
 
-    to_u = lambda t: np.array([np.log(t[0]), np.log(t[1]) - t[3] * mx, np.log(t[2]) - t[4] * my, t[3], t[4]])  # noqa: E731
+    def to_u(t):
+        with np.errstate(divide="ignore"):  # a start's E of 0 (a fit without a floor): log 0, dropped below
+            return np.array([np.log(t[0]), np.log(t[1]) - t[3] * mx, np.log(t[2]) - t[4] * my, t[3], t[4]])[first:]
+
     levels, exps = (-4.0, -2.0, 0.0, 1.0), (0.1, 0.3, 0.6, 1.0)
-    grid = sorted(
-        (np.array(u) for u in itertools.product((-1.0, -0.5, 0.0, 0.5), levels, levels, exps, exps)), key=loss
-    )
-    bounds = [(-50, 50), (-50, 50), (-50, 50), (1e-3, 5.0), (1e-3, 5.0)]
+    floors = (-1.0, -0.5, 0.0, 0.5) if floor else ((),)
+    grid = sorted((np.hstack(u) for u in itertools.product(floors, levels, levels, exps, exps)), key=loss)
+    bounds = [(-50, 50), (-50, 50), (-50, 50), (1e-3, 5.0), (1e-3, 5.0)][first:]
     u0s = [to_u(t) for t in starts] + grid[:n_grid]
-    e, a, b, al, be = min(
+    best = min(
         (minimize(loss, u0, method="L-BFGS-B", bounds=bounds, options=LBFGSB) for u0 in u0s), key=lambda r: r.fun
     ).x
+    e, a, b, al, be = best if floor else (-np.inf, *best)
     return np.array([np.exp(e), np.exp(a + al * mx), np.exp(b + be * my), al, be])
 
 
