@@ -61,20 +61,20 @@ def fit_chinchilla(N, D, L, weights=None, starts=()):
     return np.array([math.exp(e), math.exp(a), math.exp(b), alpha, beta])
 
 
-def fit_interaction(N, D, L, weights=None, starts=()):
-    """zoo.scaling.forms.fit_kaplan_e; a refit from `starts` (a resample's, a subset's) adds the grid's 2 best."""
-    return fit_kaplan_e(N, D, L, weights, starts, n_grid=2 if starts else 10)
+def interaction_fitter(floor: bool):
+    """zoo.scaling.forms.fit_kaplan_e as a fitter of FORMS (floor=False: E held at 0, Kaplan et al. 2020's eq. 1.5);
+    a refit from `starts` (a resample's, a subset's) adds the grid's 2 best."""
+
+    def fit(N, D, L, weights=None, starts=()):
+        return fit_kaplan_e(N, D, L, weights, starts, n_grid=2 if starts else 10, floor=floor)
+
+    return fit
 
 
-def fit_kaplan(N, D, L, weights=None, starts=()):
-    """Kaplan et al. 2020's eq. 1.5 without a floor: kaplan_e_law with E held at 0 (fit_kaplan_e, floor=False)."""
-    return fit_kaplan_e(N, D, L, weights, starts, n_grid=2 if starts else 10, floor=False)
-
-
-FORMS = {
-    "chinchilla": (scaling_law, fit_chinchilla),
-    "kaplan-e": (kaplan_e_law, fit_interaction),
-    "kaplan": (kaplan_e_law, fit_kaplan),
+FORMS = {  # name: (law, fitter, whether the form has an irreducible loss E)
+    "chinchilla": (scaling_law, fit_chinchilla, True),
+    "kaplan-e": (kaplan_e_law, interaction_fitter(floor=True), True),
+    "kaplan": (kaplan_e_law, interaction_fitter(floor=False), False),
 }
 
 
@@ -117,11 +117,11 @@ def exponent_intervals(fitter, points: list[dict], params, n_boot: int) -> dict:
 
 def family_gates(form: str, points: list[dict], n_boot: int) -> dict:
     """Every gate statistic of one family under `form`, and each gate's verdict."""
-    law, fitter = FORMS[form]
+    law, fitter, floor = FORMS[form]
     N, D, L = arrays(points)
     params = fitter(N, D, L)
     rms = float(np.sqrt(np.mean(((L - law(N, D, *params)) / L) ** 2)))
-    noise, lack = seed_noise(points), form_lack_of_fit(law, params, points, floor=form != "kaplan")
+    noise, lack = seed_noise(points), form_lack_of_fit(law, params, points, floor=floor)
     top = max(p["N"] for p in points)
     hold = predict_top(law, fitter, points, [p for p in points if p["N"] < top], params)
     reach = predict_top(law, fitter, points, [p for p in points if p["N"] <= top / REACH], params)
@@ -132,8 +132,8 @@ def family_gates(form: str, points: list[dict], n_boot: int) -> dict:
         lo, hi = widen(value, ci[k], lack["birge"])
         half[k] = (hi - lo) / 2
     values = dict(zip(("E", "A", "B", "alpha", "beta"), params))
-    if form == "kaplan":
-        values["E"] = math.nan  # no floor in the form: none to collapse
+    if not floor:
+        values["E"] = math.nan  # no floor in the form: none to collapse (at_bound's test of E is then false)
     bound = at_bound(SimpleNamespace(values=values, converged=True, notes=[]), points)
     verdict = {
         "fit": rms <= FIT_RMS and rms <= FIT_NOISE * noise,

@@ -752,10 +752,10 @@ def cmd_rates(args) -> None:
             c, fits = nested_fits(changed)
             print_chi2(c, fits)
             print_sizes(c, fits)
-        if args.decompose and as_variant:
-            noise = {(s, d): se for (s, d, _), (_, se, _) in shifts.items()}
-            print("  with each shift's se added in quadrature to its cell's se:")
-            print_chi2(*nested_fits(changed, noise))
+            if as_variant:
+                noise = {(s, d): se for (s, d, _), (_, se, _) in shifts.items()}
+                print("  with each shift's se added in quadrature to its cell's se:")
+                print_chi2(*nested_fits(changed, noise))
 
 
 def positive(text: str) -> int:
