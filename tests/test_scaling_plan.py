@@ -82,6 +82,32 @@ def test_default_design_meets_the_studys_targets():
     check_design(long)
 
 
+def test_the_depth_ladder_keeps_the_records_sizes_and_budgets():
+    """experiment=scaling_ladder deepens s3-s5 to 3, 4, 4 layers at d_model 40, 56, 84: N = L (12 d^2 + 13 d)
+    within 5% of the record's 2-layer size, the record's budgets and seeds (8, 5, 5), d_head even (RoPE), and each
+    size's 5-rate grid holding the record's tuned best strictly inside (experiments/scaling/lr_sweep.csv: 8e-3,
+    4e-3, 2.8e-3)."""
+    from zoo.scaling.sizes import size_budgets, size_seeds
+
+    long = OmegaConf.merge({"scaling": SCALING}, OmegaConf.load(f"{CONF_DIR}/experiment/scaling_long.yaml"))
+    ladder = OmegaConf.merge(long, OmegaConf.load(f"{CONF_DIR}/experiment/scaling_ladder.yaml")).scaling
+    record_best = {"s3": 8e-3, "s4": 4e-3, "s5": 2.8e-3}
+    want = {"s3": (3, 40, 59_160), "s4": (4, 56, 153_440), "s5": (4, 84, 343_056)}
+    for k, (n_layers, d, n) in want.items():
+        size, old = ladder.sizes[k], SIZES[k]
+        assert (size.n_layers, size.d_model) == (n_layers, d)
+        assert size_non_embedding(size) == n_layers * (12 * d**2 + 13 * d) == n
+        assert abs(n / size_non_embedding(old) - 1) < 0.05
+        assert (size.d_model // size.n_heads) % 2 == 0 and size.d_model % size.n_heads == 0
+        assert size_budgets(size, ladder.budgets) == size_budgets(old, SCALING.budgets)
+        assert size_seeds(k, size, ladder.seed_size, ladder.seeds) == {"s3": 8, "s4": 5, "s5": 5}[k]
+        grid = list(size.lr_grid)
+        assert len(grid) == 5 and grid[0] < record_best[k] < grid[-1]
+    assert {k: ladder.sizes[k].n_layers for k in ("s1", "s2")} == {"s1": 2, "s2": 2}  # the record's cells
+    assert list(ladder.check_sizes) == []
+    check_design(ladder)
+
+
 def test_branches_are_the_budgets_in_closed_form():
     """Budget b ends at round(b N / (batch x block)) steps and cools down from round((1 - cooldown) end); the
     warm-up is round(N / (batch x block)) steps (N tokens)."""
