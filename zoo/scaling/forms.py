@@ -102,9 +102,10 @@ def fit_kaplan_e(N, D, L, weights=None, starts=(), n_grid: int = 10, floor: bool
     alpha, beta); L-BFGS-B (alpha, beta in [0.001, 5]) from each of `starts` ((E, A, B, alpha, beta) tuples, e.g.
     the Chinchilla fit) and the n_grid best of a grid of 1,024. weights: one per point (a bootstrap's; default
     1). floor=False: E fixed at 0, Kaplan et al. 2020's eq. 1.5 itself (zoo.scaling.forms.kaplan_law's form), the
-    other four fitted, also from fit_kaplan's (unweighted) fit: where the N term is small this grid's starts end in
-    a local minimum with the N term switched off."""
-    if not floor:
+    other four fitted; a fit without `starts` also starts from fit_kaplan's (unweighted) fit: where the N term is
+    small this grid's starts end in a local minimum with the N term switched off. A refit from `starts` (a
+    resample's, a subset's: already a good point) does not pay for it again."""
+    if not floor and not starts:
         log_nc, log_dc, a_n, a_d = fit_kaplan(N, D, L)  # N_c = A^(1/alpha), D_c = B^(1/beta)
         starts = (*starts, (0.0, math.exp(log_nc * a_n), math.exp(log_dc * a_d), a_n, a_d))
     x, y = np.log(np.asarray(N, dtype=float)), np.log(np.asarray(D, dtype=float))
