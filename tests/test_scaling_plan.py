@@ -108,6 +108,31 @@ def test_the_depth_ladder_keeps_the_records_sizes_and_budgets():
     check_design(ladder)
 
 
+def test_one_shape_rule_is_4_layers_and_d_head_14_at_every_size():
+    """experiment=scaling_depth4: 4 layers and d_head 14 at every size, N = 4 (12 d^2 + 13 d) spanning >= 30x, the
+    record's budgets and seeds (8, 8, 8, 5, 5); s4 and s5 exactly the depth ladder's sizes (so its cells are
+    taken); s1-s3 each with a 5-rate grid."""
+    from zoo.scaling.sizes import size_budgets, size_seeds
+
+    long = OmegaConf.merge({"scaling": SCALING}, OmegaConf.load(f"{CONF_DIR}/experiment/scaling_long.yaml"))
+    ladder = OmegaConf.merge(long, OmegaConf.load(f"{CONF_DIR}/experiment/scaling_ladder.yaml"))
+    rule = OmegaConf.merge(ladder, OmegaConf.load(f"{CONF_DIR}/experiment/scaling_depth4.yaml")).scaling
+    want = {"s1": (14, 10_136), "s2": (28, 39_088), "s3": (42, 86_856), "s4": (56, 153_440), "s5": (84, 343_056)}
+    for k, (d, n) in want.items():
+        size = rule.sizes[k]
+        assert (size.n_layers, size.d_model, size.d_model // size.n_heads) == (4, d, 14)
+        assert size.d_model % size.n_heads == 0
+        assert size_non_embedding(size) == 4 * (12 * d**2 + 13 * d) == n
+        assert size_budgets(size, rule.budgets) == size_budgets(SIZES[k], SCALING.budgets)
+        assert size_seeds(k, size, rule.seed_size, rule.seeds) == {"s4": 5, "s5": 5}.get(k, 8)
+        assert len(size.lr_grid) == 5
+    assert want["s5"][1] / want["s1"][1] >= 30
+    for k in ("s4", "s5"):
+        assert rule.sizes[k] == ladder.scaling.sizes[k]
+    assert list(rule.check_sizes) == []
+    check_design(rule)
+
+
 def test_branches_are_the_budgets_in_closed_form():
     """Budget b ends at round(b N / (batch x block)) steps and cools down from round((1 - cooldown) end); the
     warm-up is round(N / (batch x block)) steps (N tokens)."""
