@@ -14,7 +14,7 @@ import numpy as np
 from scipy.optimize import least_squares
 from scipy.stats import f as f_dist
 
-from zoo.scaling.law import PARAMS, ScalingError, scaling_law
+from zoo.scaling.law import PARAMS, ScalingError, scaling_law, with_log_floor
 from zoo.scaling.points import budget_keys, cell_means, fit_points
 
 LOG_SCALE = ("E", "A", "B", "G")  # positive scale parameters: widened in log space (never below 0)
@@ -84,7 +84,7 @@ def form_lack_of_fit(law, params, points: list[dict], level: float = 0.95, floor
     se = np.array([pooled[c["N"]][0] / math.sqrt(c["n"]) for c in cells])
 
     def resid(v):  # an overflowing law gives a large residual, which the fit avoids
-        u = v if floor else (-math.inf, *v)
+        u = with_log_floor(v, floor)
         with np.errstate(over="ignore", invalid="ignore"):
             pred = law(N, D, math.exp(u[0]), math.exp(u[1]), math.exp(u[2]), u[3], u[4])
         return np.nan_to_num((mean - pred) / pred / se, nan=1e6, posinf=1e6, neginf=-1e6)
@@ -92,7 +92,7 @@ def form_lack_of_fit(law, params, points: list[dict], level: float = 0.95, floor
     u0 = ([math.log(max(v, FLOOR)) for v in params[:3]] + list(params[3:]))[first:]
     best = least_squares(resid, u0, max_nfev=20000)
     ratio, nu = float(np.sum(best.fun**2)) / dof, min(pooled[c["N"]][1] for c in cells)
-    x = best.x if floor else (-math.inf, *best.x)
+    x = with_log_floor(best.x, floor)
     fitted = [math.exp(v) for v in x[:3]] + [float(v) for v in x[3:]]
     return {
         "ratio": ratio,

@@ -22,6 +22,7 @@ from scipy.optimize import minimize, minimize_scalar
 
 from zoo.scaling.fit import fit_scaling_law
 from zoo.scaling.huber import LBFGSB, huber_sum
+from zoo.scaling.law import with_log_floor
 
 MUENNIGHOFF_R_STAR_D = 15.4  # Muennighoff et al. 2023, sec. 4 (their fit: R*_D = 15.4, R*_N = 5.3)
 SHAKESPEARE_PLAYS_TRAIN_TOKENS = 4_470_805  # data=shakespeare_plays' training split, characters (tests check it)
@@ -115,7 +116,7 @@ def fit_kaplan_e(N, D, L, weights=None, starts=(), n_grid: int = 10, floor: bool
     first = 0 if floor else 1  # without a floor, u omits log E (e = -inf: logaddexp(e, t) = t)
 
     def loss(u):
-        e, a, b, al, be = u if floor else (-np.inf, *u)
+        e, a, b, al, be = with_log_floor(u, floor)
         return huber_sum(np.logaddexp(e, be * np.logaddexp((a - al * (x - mx)) / be, b / be - (y - my))) - log_l, w)
 
     def to_u(t):
@@ -130,7 +131,7 @@ def fit_kaplan_e(N, D, L, weights=None, starts=(), n_grid: int = 10, floor: bool
     best = min(
         (minimize(loss, u0, method="L-BFGS-B", bounds=bounds, options=LBFGSB) for u0 in u0s), key=lambda r: r.fun
     ).x
-    e, a, b, al, be = best if floor else (-np.inf, *best)
+    e, a, b, al, be = with_log_floor(best, floor)
     return np.array([np.exp(e), np.exp(a + al * mx), np.exp(b + be * my), al, be])
 
 

@@ -14,6 +14,12 @@ class ScalingError(ValueError):
     """Bad input to the fit (a missing column, a non-positive value, too few points); the CLI exits with 2."""
 
 
+def with_log_floor(u, floor: bool) -> tuple:
+    """A fitter's log-space parameters (log E, log A, log B, alpha, beta) from its free ones `u`: `u` itself with a
+    floor; (-inf, *u) without one (E = 0, a form without an irreducible loss such as Kaplan et al. 2020's)."""
+    return tuple(u) if floor else (-np.inf, *u)
+
+
 def _checked(func: str, positive: dict, numbers: dict) -> list[np.ndarray]:
     """The values of `positive` (each must be > 0 and finite) and `numbers` (each must not be NaN) as float arrays,
     in that order. Raises ScalingError naming func, the argument and its first bad entry."""
