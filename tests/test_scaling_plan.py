@@ -644,3 +644,20 @@ def test_the_corpus_check_runs_when_the_first_job_has_composed_and_before_the_re
         cb.sweep_jobs(config, too_small)
     assert len(cb.sweep_overrides(config)) > 100 and len(composed) == 1
     assert seen == [(seen[0][0], ["s1", "s2", "s3", "s4", "s5"])] and seen[0][0].startswith("s1_seed1")
+
+
+def test_the_plan_warns_when_the_long_reach_cannot_be_checked():
+    """The long reach fits the sizes of N <= N_max / 4 and needs 3 of them. experiment=scaling_depth4's sizes
+    (N = 4 (12 d^2 + 13 d) at d_model 14, 28, 42, 56, 84) leave 2: s3's 86,856 is above 343,056 / 4 = 85,764. The
+    record's sizes (10,120 to 348,720; s3 56,544) leave 3 and get no note."""
+    from zoo.run.scaling_plan import PlanRow, reach_note
+
+    def rows(arch, ns):
+        return [PlanRow(arch, f"s{i}_seed{k}", n, n, 1, 1, 0, 1, 1.0, 1.0) for i, n in enumerate(ns, 1) for k in (1, 3)]
+
+    depth4 = [4 * (12 * d**2 + 13 * d) for d in (14, 28, 42, 56, 84)]
+    assert depth4[2] > depth4[4] / 4
+    record = [10_120, 25_408, 56_544, 155_680, 348_720]
+    note = reach_note(rows("decoder_only", depth4) + rows("prefix_lm", record))
+    assert note is not None and "decoder_only (2: s1, s2)" in note and "prefix_lm" not in note
+    assert reach_note(rows("decoder_only", record)) is None

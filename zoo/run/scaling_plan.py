@@ -24,6 +24,7 @@ from zoo.run.scaling_cell import set_tuned_rate
 from zoo.run.scaling_data import check_passes, check_window, is_translation, set_step_tokens, study_data, train_tokens
 from zoo.run.scaling_identity import check_same_design, design, family_label, legacy_design
 from zoo.run.scaling_table import table_point
+from zoo.scaling.checks import LONG_REACH
 from zoo.scaling.design import check_design
 from zoo.scaling.grid import cell_branches, cell_is_check, cell_size
 
@@ -181,6 +182,24 @@ def left_out(archs) -> str | None:
     )
 
 
+def reach_note(rows: list[PlanRow]) -> str | None:
+    """The line warning that a family's sizes leave the gates' long reach uncheckable (fewer than 3 sizes of N <=
+    N_max / LONG_REACH, N non-embedding parameters, zoo.scaling.checks.long_reach); None when every family's can."""
+    notes = []
+    for arch in dict.fromkeys(r.arch for r in rows):
+        sizes = {r.cell.split("_")[0]: r.non_embedding for r in rows if r.arch == arch}
+        top = max(sizes.values())
+        fit = [name for name, n in sizes.items() if n <= top / LONG_REACH]
+        if len(fit) < 3:
+            notes.append(f"{arch} ({len(fit)}: {', '.join(fit) or 'none'})")
+    if not notes:
+        return None
+    return (
+        f"note: the long-reach gate will not be checkable: it fits the sizes of N <= N_max / {LONG_REACH:g} and needs "
+        f"3, here {'; '.join(notes)}. Add a smaller size or a larger one to judge it"
+    )
+
+
 def check_budget(rows: list[PlanRow], budget_s: float, sizes=None) -> None:
     """Raise ConfigError naming the estimate, the budget and the fixes when the plan is over budget_s; sizes
     (scaling.sizes): the budgets to lower are the longest job's size's own where it sets them."""
@@ -266,8 +285,8 @@ def run_plan(config: DictConfig, jobs: list[tuple[str, DictConfig]], dm=None) ->
     overhead = float(config.scaling.get("job_overhead_s", 10))
     print(f"zoo: scaling plan: {len(jobs)} jobs checked; timing each architecture and size", file=sys.stderr)
     rows = plan(jobs, dm.model_info(), overhead, config.hydra.sweep.dir, subdir, data=dm)
-    line = left_out(arch for arch, _ in jobs)
-    print(f"zoo: scaling plan\n{plan_table(rows)}" + (f"\n{line}" if line else ""), flush=True)
+    lines = [line for line in (left_out(arch for arch, _ in jobs), reach_note(rows)) if line]
+    print("\n".join(["zoo: scaling plan", plan_table(rows), *lines]), flush=True)
     out = Path(config.hydra.sweep.dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / "plan.json").write_text(json.dumps([asdict(r) for r in rows], indent=1))

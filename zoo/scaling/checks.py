@@ -17,6 +17,8 @@ from scipy.stats import f as f_dist
 from zoo.scaling.law import PARAMS, ScalingError, scaling_law, with_log_floor
 from zoo.scaling.points import budget_keys, cell_means, fit_points
 
+LONG_REACH = 4.0  # the long reach fits the sizes of N <= N_max / LONG_REACH (3 or more) and predicts N_max
+
 LOG_SCALE = ("E", "A", "B", "G")  # positive scale parameters: widened in log space (never below 0)
 FLOOR = 1e-12  # the least E, A or B the lack-of-fit refit starts from (a fit that collapsed to 0 has no log)
 
@@ -147,7 +149,7 @@ def holdout(points: list[dict]) -> dict | None:
     return _predict_top(points, [p for p in points if p["N"] < top])
 
 
-def long_reach(points: list[dict], reach: float = 4.0) -> dict | None:
+def long_reach(points: list[dict], reach: float = LONG_REACH) -> dict | None:
     """The long reach: a fit on the sizes of N <= N_max / reach predicts every point of the largest size.
     {"N": N_max, "sizes": the sizes fitted, "errors", "signed" (as holdout), "worst": max |error|, "mean": the
     mean signed error}; None with fewer than 6 points or 3 sizes to fit (two sizes leave E, A and alpha
