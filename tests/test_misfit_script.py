@@ -271,3 +271,29 @@ def test_a_shifts_noise_added_in_quadrature_weighs_its_cell_less(misfit):
     assert c1["se"][changed] == pytest.approx(np.sqrt(c["se"][changed] ** 2 + 0.05**2))
     assert c1["se"][~changed] == pytest.approx(c["se"][~changed])
     assert fits1["M0 law"][0].cost < fits["M0 law"][0].cost
+
+
+def test_decompose_at_another_records_noise_scales_each_chi2_by_the_ratios_square(misfit):
+    """`decompose --se-from`: each size's se from the same-named size of another record (other N values). An
+    other record whose deviations from its cell means are twice as large has twice the pooled sd, so every nested
+    model's chi^2 is a quarter of its own-noise value; a size the other record lacks is refused by name."""
+    from zoo.scaling.law import ScalingError
+
+    pts = law_study(noise=0.003, seeds=3)
+    means = {}
+    for p in pts:
+        means.setdefault((p["size"], p["D"]), []).append(p["loss"])
+    other = [
+        {**p, "N": p["N"] * 1.5, "loss": (m := np.mean(means[(p["size"], p["D"])])) + 2 * (p["loss"] - m)} for p in pts
+    ]
+    sd = misfit.sd_by_name(pts, other)
+    own = misfit.pooled_sd(pts)
+    assert set(sd) == {p["N"] for p in pts}
+    for n, s in sd.items():
+        assert s == pytest.approx(2 * own[n][0], rel=1e-9)
+    (_, mine), (_, theirs) = misfit.nested_fits(pts), misfit.nested_fits(pts, sd=sd)
+    for name in mine:
+        assert 2 * theirs[name][0].cost == pytest.approx(2 * mine[name][0].cost / 4, rel=1e-3)
+    with pytest.raises(ScalingError, match="no size s5"):
+        misfit.sd_by_name(pts, [p for p in other if p["size"] != "s5"])
+    assert {p["size"] for p in misfit.drop(pts, sizes=["s2"])} == {"s1", "s3", "s4", "s5"}

@@ -7,7 +7,8 @@ parameters, as the study counts them). Eight subcommands:
   se = the size's pooled relative sd / sqrt(n)) split by nested models: M0 the law E + A/N^alpha + B/D^beta (5
   parameters); M1 c_s + B/D^beta (an offset per size: N's effect unconstrained); M2 c_s + B_s/D^beta (a D
   amplitude per size); M3 c_s + B_s/D^beta_s (a D exponent per size). Then M1's offsets against an E + A/N^alpha
-  curve fitted to them, M2's amplitudes, M3's exponents, and M0's and M1's chi^2 by size.
+  curve fitted to them, M2's amplitudes, M3's exponents, and M0's and M1's chi^2 by size. --without S ...: sizes
+  left out; --se-from P: each size's sd from the same-named size of another points file (another record's noise).
 - variants: the gate statistics of all sizes and without s1, with N non-embedding and total parameters (the
   embeddings counted: each size built by zoo.model at the plays' 84-character vocabulary, embeddings tied and
   shared, as the study trains them).
@@ -169,10 +170,11 @@ def wls(pred, c: dict, starts: list):
     return best
 
 
-def nested_fits(points: list[dict], extra_se: dict | None = None) -> tuple[dict, dict]:
+def nested_fits(points: list[dict], extra_se: dict | None = None, sd: dict | None = None) -> tuple[dict, dict]:
     """The cells and {name: (least_squares result, parameters)} of M0 .. M3, each started from the one before.
-    extra_se: {(size, D): a relative se} added in quadrature to those cells' se (a paired shift's own noise)."""
-    c = cell_data(points)
+    extra_se: {(size, D): a relative se} added in quadrature to those cells' se (a paired shift's own noise).
+    sd: {N: a relative sd} in place of each size's own pooled one (cell_data)."""
+    c = cell_data(points, sd)
     if extra_se:
         extra = [extra_se.get((s, d), 0.0) for s, d in zip(c["size"], c["D"])]
         c["se"] = np.sqrt(c["se"] ** 2 + np.nan_to_num(np.array(extra)) ** 2)
@@ -222,12 +224,28 @@ def print_sizes(c: dict, fits: dict) -> None:
     print("   chi2 by size, M0:", by_size(r0), "| M1:", by_size(r1))
 
 
+def sd_by_name(points: list[dict], other: list[dict]) -> dict:
+    """{N of each size of `points`: the pooled relative sd of the size of the same name in `other`} (decompose
+    --se-from: one record's fit judged at another record's seed noise)."""
+    pooled, names = pooled_sd(other), {p["size"]: p["N"] for p in other}
+    missing = sorted({p["size"] for p in points} - set(names))
+    if missing:
+        raise ScalingError(f"--se-from has no size {', '.join(missing)}: give a points file with the same sizes")
+    return {p["N"]: pooled[names[p["size"]]][0] for p in points}
+
+
 def cmd_decompose(args) -> None:
     path = args.points.resolve()
     print(f"points: {path.relative_to(REPO) if path.is_relative_to(REPO) else path}")
+    other = by_family(read_points_csv(args.se_from)) if args.se_from else {}
     for arch, pts in args.families.items():
-        c, fits = nested_fits(pts)
-        print(f"\n== {arch}: {len(c['mean'])} cells, nu_min={c['nu']}")
+        pts = drop(pts, sizes=args.without)
+        sd = sd_by_name(pts, other[arch]) if arch in other else None
+        c, fits = nested_fits(pts, sd=sd)
+        note = "".join(
+            [f"; without {', '.join(args.without)}" if args.without else "", f"; se from {args.se_from}" if sd else ""]
+        )
+        print(f"\n== {arch}: {len(c['mean'])} cells, nu_min={c['nu']}{note}")
         print_chi2(c, fits)
         print_sizes(c, fits)
 
@@ -794,6 +812,9 @@ def parser() -> argparse.ArgumentParser:
     sub.choices["cells"].add_argument(
         "--singles", nargs="*", default=["decoder_only"], help="families to drop each cell of"
     )
+    dec = sub.choices["decompose"]
+    dec.add_argument("--without", nargs="*", default=[], help="sizes left out (e.g. s2)")
+    dec.add_argument("--se-from", type=Path, help="a points.csv whose same-named sizes' seed noise sets the se")
     sub.choices["noise"].add_argument("--arch", default="decoder_only", help="the family simulated and resampled")
     sub.choices["noise"].add_argument("--reps", type=positive, default=40, help="replicates of each (default 40)")
     sub.choices["rates"].add_argument(
