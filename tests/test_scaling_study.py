@@ -186,7 +186,7 @@ def no_training(monkeypatch):
         ("model.activation=gelu", "model.activation: 'relu' there, 'gelu' now"),
         ("model.position=sinusoidal", "model.position: 'rope' there, 'sinusoidal' now"),
         ("model.dropout=0.1", "model.dropout: 0.0 there, 0.1 now"),
-        ("model.share_embeddings=false", "model.share_embeddings: True there, False now"),
+        ("model.tie_embeddings=false", "model.tie_embeddings: True there, False now"),
         ("trainer.gradient_clip_val=0.5", "trainer.gradient_clip_val: 1.0 there, 0.5 now"),
         ("task.scheduler.min_lr=1e-4", "task.scheduler.min_lr: 0.0 there, 0.0001 now"),
         ("scaling.cooldown_shape=linear", "scaling.cooldown_shape: '1-sqrt' there, 'linear' now"),

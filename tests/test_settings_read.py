@@ -10,7 +10,7 @@ import math
 
 import pytest
 import torch
-from zoo_run import TINY, make_cfg, run_cli
+from zoo_run import TINY, TINY_MODEL, make_cfg, run_cli
 
 from zoo.errors import ConfigError
 from zoo.run.cli_overrides import typos
@@ -140,6 +140,16 @@ UNREAD = [  # (overrides, the message's start): a setting the run's choices woul
         "model.window=16 would change nothing: model.mask=prefix does not read it",
     ),
     (
+        ["model.share_embeddings=false"],
+        "model.share_embeddings=False would change nothing: arch=decoder_only does not read it "
+        "(arch=encoder_decoder does); drop it; the LM head's tie to the input embedding is model.tie_embeddings",
+    ),
+    (
+        ["model.n_encoder_layers=3"],
+        "model.n_encoder_layers=3 would change nothing: arch=decoder_only does not read it "
+        "(arch=encoder_only or encoder_decoder does); drop it; model.n_layers sets its layers",
+    ),
+    (
         ["task.scheduler.warmup_steps=5", "task.scheduler.decay_steps=50", "budget.kind=tokens", "budget.value=3000"],
         "task.scheduler.decay_steps=50 would change nothing: task.scheduler.kind=cosine does not read it under "
         "budget.kind=tokens (it decays over the budget's spent share)",
@@ -167,6 +177,26 @@ def test_a_setting_the_run_would_not_read_is_refused(tmp_path, overrides, messag
 )
 def test_a_setting_the_run_reads_passes(tmp_path, overrides):
     checked_config(make_cfg(tmp_path, [*TINY, *overrides]))
+
+
+@pytest.mark.parametrize(
+    "arch, overrides",
+    [
+        ("encoder_decoder", ["model.n_encoder_layers=3", "model.n_decoder_layers=1", "model.share_tokens=false"]),
+        ("encoder_only", ["model.n_encoder_layers=3"]),
+        ("decoder_only", ["model.n_decoder_layers=3", "model.tie_embeddings=false"]),
+    ],
+)
+def test_an_architecture_setting_its_arch_reads_passes(tmp_path, arch, overrides):
+    checked_config(make_cfg(tmp_path, [*TINY_MODEL, *overrides], arch=arch))
+
+
+def test_a_presets_encoder_setting_is_not_refused_for_a_decoder_only_family(tmp_path):
+    """experiment=scaling sets model.share_embeddings: true for every family of its sweep (it matters to
+    encoder_decoder): from a config file, not the command line, it is not refused for decoder_only."""
+    cfg = make_cfg(tmp_path, ["experiment=scaling", "scaling.cell=s1_seed1"])
+    assert cfg.model.share_embeddings is True
+    checked_config(cfg)
 
 
 def test_a_config_files_unread_setting_is_warned_about(tmp_path, caplog):

@@ -1,7 +1,8 @@
-"""Schedule and mask settings checked against the choices that read them, before any data is read: a setting
-the run's choices would not read (decay_start with a cosine, min_lr with noam, model.window without the sliding
-mask) is refused when the command line gives it (ConfigError: exit 2, one line naming the setting and what
-reads it) and warned about when a config file holds a value other than its default."""
+"""Schedule, mask and architecture settings checked against the choices that read them, before any data is read:
+a setting the run's choices would not read (decay_start with a cosine, min_lr with noam, model.window without the
+sliding mask, model.share_embeddings without an encoder) is refused when the command line gives it (ConfigError:
+exit 2, one line naming the setting and what reads it) and warned about when a config file holds a value other
+than its default (schedule and mask settings)."""
 
 import logging
 
@@ -38,6 +39,22 @@ DEFAULTS = {
     "task.scheduler.decay_shape": (None, "1-sqrt"),
     "model.prefix_len": (0, None),
     "model.window": (128, None),  # zoo.model.ModelConfig's
+}
+# model keys only some architectures read: {key: the archs (cfg.arch) that read it}. Refused from the command line
+# alone: a preset may set one for every family of a sweep (experiment=scaling's share_embeddings)
+ARCH_READERS = {
+    "model.share_embeddings": ("encoder_decoder",),
+    "model.share_tokens": ("encoder_decoder",),
+    "model.src_vocab_size": ("encoder_decoder",),
+    "model.n_encoder_layers": ("encoder_only", "encoder_decoder"),
+    "model.n_decoder_layers": ("decoder_only", "encoder_decoder"),
+}
+# what a user of an arch that does not read the key likely meant
+ARCH_HINTS = {
+    "model.share_embeddings": "; the LM head's tie to the input embedding is model.tie_embeddings",
+    "model.share_tokens": "; the LM head's tie to the input embedding is model.tie_embeddings",
+    "model.n_encoder_layers": "; model.n_layers sets its layers",
+    "model.n_decoder_layers": "; model.n_layers sets its layers",
 }
 WHY = {
     ("task.scheduler.decay_steps", "budget"): "it decays over the budget's spent share",
@@ -81,12 +98,26 @@ def unread_message(cfg: DictConfig, key: str, value, bound: str) -> str:
     )
 
 
+def check_arch_read(cfg: DictConfig, given: set) -> None:
+    """ConfigError for an ARCH_READERS key the command line gives (`given`: its keys) that cfg.arch does not read."""
+    arch = cfg.get("arch")
+    for key, readers in ARCH_READERS.items():
+        if key in given and arch is not None and arch not in readers:
+            value = OmegaConf.select(cfg, key)
+            raise ConfigError(
+                f"{key}={value!r} would change nothing: arch={arch} does not read it (arch={' or '.join(readers)} "
+                f"does); drop it{ARCH_HINTS.get(key, '')}"
+            )
+
+
 def check_settings_read(cfg: DictConfig, overrides) -> None:
     """Every READERS key the run's choices would not read: ConfigError when the command line (`overrides`,
     Hydra's, with or without + / ++) gives it; a logged warning when a config file holds a value outside
-    DEFAULTS. Reads cfg unresolved where it can: only the keys it checks are resolved."""
+    DEFAULTS. Every ARCH_READERS key the run's arch does not read: ConfigError when the command line gives it.
+    Reads cfg unresolved where it can: only the keys it checks are resolved."""
     bound = run_bound(cfg)
     given = {str(o).lstrip("+").split("=", 1)[0] for o in overrides}
+    check_arch_read(cfg, given)
     for key, readers in READERS.items():
         group, leaf = key.rsplit(".", 1)
         node = OmegaConf.select(cfg, group)
