@@ -22,6 +22,14 @@ SCALING = OmegaConf.load(f"{CONF_DIR}/experiment/scaling.yaml").scaling
 SIZES = SCALING.sizes
 
 
+def preset(*names: str):
+    """scaling.yaml's `scaling` with each experiment preset of `names` merged over it in turn (its defaults chain)."""
+    cfg = OmegaConf.create({"scaling": SCALING})
+    for name in names:
+        cfg = OmegaConf.merge(cfg, OmegaConf.load(f"{CONF_DIR}/experiment/{name}.yaml"))
+    return cfg.scaling
+
+
 def test_cells_put_the_extra_seeds_at_one_size_smallest_first():
     """seeds at seed_size, 1 elsewhere, unless a size sets its own (experiment=scaling_long: 2 everywhere)."""
     sizes = {"a": {}, "b": {}, "c": {}}
@@ -74,7 +82,7 @@ def test_default_design_meets_the_studys_targets():
     assert len(n) >= 5 and n == sorted(n) and n[-1] / n[0] >= 30
     assert all(max(size_budgets(s, SCALING.budgets)) >= 20 for s in SIZES.values())
     check_design(SCALING)
-    long = OmegaConf.merge({"scaling": SCALING}, OmegaConf.load(f"{CONF_DIR}/experiment/scaling_long.yaml")).scaling
+    long = preset("scaling_long")
     assert {k: size_seeds(k, v, long.seed_size, long.seeds) for k, v in long.sizes.items()} == dict(
         s1=8, s2=8, s3=8, s4=5, s5=5
     )
@@ -89,8 +97,7 @@ def test_the_depth_ladder_keeps_the_records_sizes_and_budgets():
     4e-3, 2.8e-3)."""
     from zoo.scaling.sizes import size_budgets, size_seeds
 
-    long = OmegaConf.merge({"scaling": SCALING}, OmegaConf.load(f"{CONF_DIR}/experiment/scaling_long.yaml"))
-    ladder = OmegaConf.merge(long, OmegaConf.load(f"{CONF_DIR}/experiment/scaling_ladder.yaml")).scaling
+    ladder = preset("scaling_long", "scaling_ladder")
     record_best = {"s3": 8e-3, "s4": 4e-3, "s5": 2.8e-3}
     want = {"s3": (3, 40, 59_160), "s4": (4, 56, 153_440), "s5": (4, 84, 343_056)}
     for k, (n_layers, d, n) in want.items():
@@ -114,9 +121,8 @@ def test_one_shape_rule_is_4_layers_and_d_head_14_at_every_size():
     taken); s1-s3 each with a 5-rate grid."""
     from zoo.scaling.sizes import size_budgets, size_seeds
 
-    long = OmegaConf.merge({"scaling": SCALING}, OmegaConf.load(f"{CONF_DIR}/experiment/scaling_long.yaml"))
-    ladder = OmegaConf.merge(long, OmegaConf.load(f"{CONF_DIR}/experiment/scaling_ladder.yaml"))
-    rule = OmegaConf.merge(ladder, OmegaConf.load(f"{CONF_DIR}/experiment/scaling_depth4.yaml")).scaling
+    ladder = preset("scaling_long", "scaling_ladder")
+    rule = preset("scaling_long", "scaling_ladder", "scaling_depth4")
     want = {"s1": (14, 10_136), "s2": (28, 39_088), "s3": (42, 86_856), "s4": (56, 153_440), "s5": (84, 343_056)}
     for k, (d, n) in want.items():
         size = rule.sizes[k]
@@ -128,7 +134,7 @@ def test_one_shape_rule_is_4_layers_and_d_head_14_at_every_size():
         assert len(size.lr_grid) == 5
     assert want["s5"][1] / want["s1"][1] >= 30
     for k in ("s4", "s5"):
-        assert rule.sizes[k] == ladder.scaling.sizes[k]
+        assert rule.sizes[k] == ladder.sizes[k]
     assert list(rule.check_sizes) == []
     check_design(rule)
 

@@ -24,7 +24,7 @@ from zoo.run.scaling_cell import set_tuned_rate
 from zoo.run.scaling_data import check_passes, check_window, is_translation, set_step_tokens, study_data, train_tokens
 from zoo.run.scaling_identity import check_same_design, design, family_label, legacy_design
 from zoo.run.scaling_table import table_point
-from zoo.scaling.checks import LONG_REACH
+from zoo.scaling.checks import LONG_REACH, LONG_REACH_SIZES
 from zoo.scaling.design import check_design
 from zoo.scaling.grid import cell_branches, cell_is_check, cell_size
 
@@ -183,20 +183,21 @@ def left_out(archs) -> str | None:
 
 
 def reach_note(rows: list[PlanRow]) -> str | None:
-    """The line warning that a family's sizes leave the gates' long reach uncheckable (fewer than 3 sizes of N <=
-    N_max / LONG_REACH, N non-embedding parameters, zoo.scaling.checks.long_reach); None when every family's can."""
+    """The line warning that a family's sizes leave the gates' long reach uncheckable (fewer than
+    LONG_REACH_SIZES sizes of N <= N_max / LONG_REACH, N non-embedding parameters, zoo.scaling.checks.long_reach);
+    None when every family's can."""
     notes = []
     for arch in dict.fromkeys(r.arch for r in rows):
         sizes = {r.cell.split("_")[0]: r.non_embedding for r in rows if r.arch == arch}
         top = max(sizes.values())
         fit = [name for name, n in sizes.items() if n <= top / LONG_REACH]
-        if len(fit) < 3:
+        if len(fit) < LONG_REACH_SIZES:
             notes.append(f"{arch} ({len(fit)}: {', '.join(fit) or 'none'})")
     if not notes:
         return None
     return (
         f"note: the long-reach gate will not be checkable: it fits the sizes of N <= N_max / {LONG_REACH:g} and needs "
-        f"3, here {'; '.join(notes)}. Add a smaller size or a larger one to judge it"
+        f"{LONG_REACH_SIZES}, here {'; '.join(notes)}. Add a smaller size or a larger one to judge it"
     )
 
 

@@ -17,7 +17,8 @@ from scipy.stats import f as f_dist
 from zoo.scaling.law import PARAMS, ScalingError, scaling_law, with_log_floor
 from zoo.scaling.points import budget_keys, cell_means, fit_points
 
-LONG_REACH = 4.0  # the long reach fits the sizes of N <= N_max / LONG_REACH (3 or more) and predicts N_max
+LONG_REACH = 4.0  # the long reach fits the sizes of N <= N_max / LONG_REACH and predicts N_max
+LONG_REACH_SIZES = 3  # the fewest sizes it fits: two leave E, A and alpha unidentified
 
 LOG_SCALE = ("E", "A", "B", "G")  # positive scale parameters: widened in log space (never below 0)
 FLOOR = 1e-12  # the least E, A or B the lack-of-fit refit starts from (a fit that collapsed to 0 has no log)
@@ -156,7 +157,7 @@ def long_reach(points: list[dict], reach: float = LONG_REACH) -> dict | None:
     unidentified: on a known law with 0.3% noise their fit missed the largest size by 2-11%)."""
     top = max(p["N"] for p in points)
     train = [p for p in points if p["N"] <= top / reach]
-    out = _predict_top(points, train) if len({p["N"] for p in train}) >= 3 else None
+    out = _predict_top(points, train) if len({p["N"] for p in train}) >= LONG_REACH_SIZES else None
     if out is not None:
         out.update(worst=max(out["errors"]), mean=float(np.mean(out["signed"])))
     return out

@@ -20,6 +20,7 @@ import math
 import numpy as np
 from scipy.optimize import minimize, minimize_scalar
 
+from zoo.scaling.checks import LONG_REACH_SIZES
 from zoo.scaling.fit import fit_scaling_law
 from zoo.scaling.huber import LBFGSB, huber_sum
 from zoo.scaling.law import with_log_floor
@@ -142,7 +143,7 @@ def reach_by_form(points: list[dict], U: float, reach: float = 4.0) -> dict | No
     top = max(p["N"] for p in points)
     train = [p for p in points if p["N"] <= top / reach]
     test = [p for p in points if p["N"] == top]
-    if len(train) < 6 or len({p["N"] for p in train}) < 3:  # as zoo.scaling.checks.long_reach
+    if len(train) < 6 or len({p["N"] for p in train}) < LONG_REACH_SIZES:  # as zoo.scaling.checks.long_reach
         return None
     cols = lambda pts, k: np.array([p[k] for p in pts], dtype=float)  # noqa: E731
     units = lambda pts: np.array([p.get("train_tokens") or U for p in pts], dtype=float)  # noqa: E731
