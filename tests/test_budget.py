@@ -241,6 +241,20 @@ def test_a_failed_job_leaves_a_failed_record_and_the_sweep_goes_on(tmp_path):
 
 
 @pytest.mark.e2e
+def test_a_failed_rerun_keeps_the_finished_runs_results(tmp_path):
+    """A command that fails in the folder of a finished run (a refused extension of a scaling cell) leaves that
+    run's results.json as it was, byte for byte, and writes its failure to failed.json beside it."""
+    common = ["+arch=decoder_only", *TINY, "trainer.max_steps=2", "logger=csv", f"hydra.run.dir={tmp_path}"]
+    assert run_cli(common, cwd=tmp_path).returncode == 0
+    before = (tmp_path / "results.json").read_bytes()
+    proc = run_cli([*common, "model.activation=bogus"], cwd=tmp_path)
+    assert proc.returncode != 0 and "zoo: error:" in proc.stderr
+    assert (tmp_path / "results.json").read_bytes() == before and json.loads(before)["status"] == "ok"
+    failed = json.loads((tmp_path / "failed.json").read_text())
+    assert failed["status"] == "failed" and "bogus" in failed["error"]
+
+
+@pytest.mark.e2e
 def test_a_resumed_run_keeps_its_csv_history(tmp_path):
     """Resuming into the same run dir: metrics.csv holds every step once, the first run's rows unchanged."""
 

@@ -42,6 +42,21 @@ def write_json(path: Path, record: dict) -> Path:
     return write_text(path, json.dumps(record, indent=2))
 
 
+FAILED = "failed.json"
+
+
+def write_failure(output_dir: str, record: dict) -> Path:
+    """Write a failed run's record (failed_record) to <output_dir>/results.json, or to failed.json beside it when
+    results.json already records a finished run (status "ok"): a later command that fails in the same folder (a
+    refused or crashed extension of a scaling cell) never replaces the points a finished run recorded."""
+    path = Path(output_dir) / "results.json"
+    try:
+        finished = json.loads(path.read_text(encoding="utf-8")).get("status", "ok") == "ok"
+    except (OSError, ValueError, AttributeError):
+        finished = False
+    return write_json(path.with_name(FAILED) if finished else path, record)
+
+
 def write_examples(output_dir: str, task) -> str | None:
     """Write the task's `examples` (per-example outputs of its test, or of its best validation for lm) to
     <output_dir>/examples.json; returns the file name (relative to output_dir), None when it has none."""

@@ -23,7 +23,7 @@ from zoo.run.conf import CONF_DIR, TASK_OF_BATCH
 from zoo.run.exits import handle_error
 from zoo.run.job import build_data, checked_config
 from zoo.run.loggers import data_tag, make_loggers, run_config
-from zoo.run.results import arch_config, failed_record, job_overrides, write_examples, write_json
+from zoo.run.results import arch_config, failed_record, job_overrides, write_examples, write_failure, write_json
 from zoo.training.callbacks import always_callbacks
 from zoo.training.callbacks.progress import ProgressBar
 from zoo.training.checkpoint_io import AtomicCheckpointIO
@@ -237,7 +237,7 @@ def main(cfg: DictConfig) -> float:
     except BaseException as e:  # a run that fails leaves a results.json saying so (zoo.report lists it)
         if not isinstance(e, KeyboardInterrupt) and cfg.get("arch") is not None:
             try:
-                write_json(Path(cfg.paths.output_dir) / "results.json", failed_record(cfg, e))
+                write_failure(cfg.paths.output_dir, failed_record(cfg, e))
             except Exception:  # noqa: BLE001 -- never hide the run's own error behind this one
                 pass
         return handle_error(e)
