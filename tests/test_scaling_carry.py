@@ -96,7 +96,7 @@ def test_a_malformed_or_missing_pack_file_is_named(tmp_path):
     bad = tmp_path / "cells.jsonl"
     bad.write_text(json.dumps({"folder": "x", "files": {"cell.json": "{}", "points.csv": ""}}) + "\n")
     got = carry("unpack", bad, tmp_path / "b")
-    assert got.returncode == 2 and "line 1: not a packed cell" in got.stderr and "zoo.scaling pack" in got.stderr
+    assert got.returncode == 2 and "line 1: not a finished cell" in got.stderr and "zoo.scaling pack" in got.stderr
     files = {n: "" for n in ("cell.json", "points.csv", "results.json")}
     bad.write_text(json.dumps({"folder": "../x", "files": files}))
     with pytest.raises(ScalingError, match="line 1"):
@@ -104,3 +104,49 @@ def test_a_malformed_or_missing_pack_file_is_named(tmp_path):
     got = carry("unpack", tmp_path / "none.jsonl", tmp_path / "b")
     assert got.returncode == 2 and "none.jsonl is not a file" in got.stderr
     assert not (tmp_path / "b").exists()
+
+
+@needs_shared
+def test_a_pack_never_replaces_another_design_or_a_point_it_holds(trained, tmp_path):
+    """Packing a folder over a file whose copy of a cell has another cell.json (another study), or a point the
+    folder's copy lacks (an older folder), is refused and the file is left as it was; the same cell, or one with
+    more points, packs."""
+    file = tmp_path / "cells.jsonl"
+    pack(trained, file)
+    before = file.read_text()
+    other = tmp_path / "other"
+    shutil.copytree(trained / CELL, other / CELL)
+    design = json.loads((other / CELL / "cell.json").read_text())
+    design["config"]["model.activation"] = "gelu"
+    (other / CELL / "cell.json").write_text(json.dumps(design))
+    with pytest.raises(ScalingError, match=f"{CELL}/cell.json .*another file"):
+        pack(other, file)
+    older = tmp_path / "older"
+    shutil.copytree(trained / CELL, older / CELL)
+    rows = (older / CELL / "points.csv").read_text().splitlines()
+    (older / CELL / "points.csv").write_text("\n".join(rows[:-1]) + "\n")
+    with pytest.raises(ScalingError, match=f"{CELL}/points.csv"):
+        pack(older, file)
+    assert file.read_text() == before
+    assert pack(trained, file) == (1, 1) and file.read_text() == before
+
+
+@needs_shared
+def test_a_cut_off_or_unreadable_pack_file_is_refused_before_unpacking(trained, tmp_path):
+    """A pack line whose cell.json is cut off, an empty file and one that is not UTF-8 are named in one line
+    (exit 2) and nothing is unpacked; pack into a folder, unpack into a file: the same."""
+    pack(trained, tmp_path / "cells.jsonl")
+    entry = json.loads((tmp_path / "cells.jsonl").read_text())
+    entry["files"]["cell.json"] = entry["files"]["cell.json"][:100]
+    cut = tmp_path / "cut.jsonl"
+    cut.write_text(json.dumps(entry) + "\n")
+    (tmp_path / "empty.jsonl").write_text("")
+    (tmp_path / "binary.jsonl").write_bytes(b"\xff\xfe\x00garbage")
+    for name, says in [("cut", "line 1: not a finished cell"), ("empty", "holds no cells"), ("binary", "not UTF-8")]:
+        got = carry("unpack", tmp_path / f"{name}.jsonl", tmp_path / "b")
+        assert got.returncode == 2 and says in got.stderr and "Traceback" not in got.stderr, got.stderr
+    assert not (tmp_path / "b").exists()
+    got = carry("pack", trained, tmp_path)
+    assert got.returncode == 2 and "is a folder" in got.stderr and "Traceback" not in got.stderr
+    got = carry("unpack", tmp_path / "cells.jsonl", tmp_path / "cut.jsonl")
+    assert got.returncode == 2 and "is a file" in got.stderr and "Traceback" not in got.stderr

@@ -24,30 +24,52 @@ def _key(row: dict) -> tuple[int, float]:
     return int(float(row["steps"])), float(row["loss"])
 
 
+def complete(files: dict) -> bool:
+    """Whether a cell's {file name: text} is finished: its cell.json is a JSON object and its results.json records
+    every point of its points.csv (a cell whose last command stopped before its end is not)."""
+    try:
+        design = json.loads(files["cell.json"])
+        recorded = json.loads(files["results.json"]).get("scaling", {}).get("points", [])
+        rows = _rows(files["points.csv"])
+        return isinstance(design, dict) and bool(rows) and rows <= {_key(p) for p in recorded}
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):
+        return False
+
+
+def _rows(points_csv: str) -> set[tuple[int, float]]:
+    return {_key(r) for r in csv.DictReader(io.StringIO(points_csv))}
+
+
 def finished(folder: Path) -> dict | None:
     """{file name: text} of a finished cell folder (CARRIED files present), or None: a folder without cell.json,
-    points.csv or results.json, or whose results.json does not record every point of its points.csv (a cell whose
-    last command stopped before its end)."""
+    points.csv or results.json, or not complete()."""
     if not all((folder / name).is_file() for name in REQUIRED):
         return None
     files = {name: (folder / name).read_text(encoding="utf-8") for name in CARRIED if (folder / name).is_file()}
-    try:
-        recorded = json.loads(files["results.json"]).get("scaling", {}).get("points", [])
-        rows = {_key(r) for r in csv.DictReader(io.StringIO(files["points.csv"]))}
-        done = rows and rows <= {_key(p) for p in recorded}
-    except (json.JSONDecodeError, KeyError, TypeError, ValueError):
-        return None
-    if not done:
-        return None
-    return files
+    return files if complete(files) else None
+
+
+def _replaced(old: dict, new: dict) -> str | None:
+    """What packing `new` over the file's `old` copy of a cell would lose: "cell.json" (another design),
+    "points.csv" (a point the file holds and the folder does not), or None (the same cell, or extended)."""
+    if old["cell.json"] != new["cell.json"]:
+        return "cell.json"
+    if not _rows(old["points.csv"]) <= _rows(new["points.csv"]):
+        return "points.csv"
+    return None
 
 
 def read_carry(path: Path) -> dict[str, dict]:
-    """{cell folder name: {file name: text}} of a pack file. ScalingError naming the line of a malformed entry."""
+    """{cell folder name: {file name: text}} of a pack file. ScalingError naming the file, or the line of an
+    entry that is not a finished cell (malformed, cut off, or a cell still training)."""
     if not Path(path).is_file():
         raise ScalingError(f"{path} is not a file: give a file written by `python -m zoo.scaling pack`")
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as e:
+        raise ScalingError(f"{path} is not UTF-8 text ({e.reason} at byte {e.start}): not a pack file") from None
     cells = {}
-    for i, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
+    for i, line in enumerate(lines, start=1):
         try:
             entry = json.loads(line)
             folder, files = entry["folder"], entry["files"]
@@ -55,24 +77,37 @@ def read_carry(path: Path) -> dict[str, dict]:
             ok = ok and isinstance(files, dict) and all(k in CARRIED and isinstance(v, str) for k, v in files.items())
         except (json.JSONDecodeError, KeyError, TypeError):
             ok = False
-        if not ok or not set(REQUIRED) <= set(files):
+        if not ok or not set(REQUIRED) <= set(files) or not complete(files):
             raise ScalingError(
-                f"{path}, line {i}: not a packed cell ({{'folder': NAME, 'files': {{{', '.join(REQUIRED)}, ...}}}}); "
-                "write the file with `python -m zoo.scaling pack`"
+                f"{path}, line {i}: not a finished cell ({{'folder': NAME, 'files': {{{', '.join(REQUIRED)}, ...}}}}, "
+                "whose results.json records every point of its points.csv); write the file with "
+                "`python -m zoo.scaling pack`"
             )
         cells[folder] = files
+    if not cells:
+        raise ScalingError(f"{path} holds no cells: give a file written by `python -m zoo.scaling pack`")
     return cells
 
 
 def pack(sweep_dir, path) -> tuple[int, int]:
     """Write the finished cells of `sweep_dir` into the pack file `path` (atomically), keeping the cells it already
-    holds that the folder does not finish: (cells packed from the folder, cells in the file). ScalingError when the
-    folder is missing."""
+    holds that the folder does not finish: (cells packed from the folder, cells in the file). ScalingError, before
+    writing anything, when the folder is missing, `path` is a folder, or a cell the file holds would be replaced by
+    another design's (its cell.json) or by a copy missing some of its points (an older folder)."""
     sweep, path = Path(sweep_dir), Path(path)
     if not sweep.is_dir():
         raise ScalingError(f"{sweep} is not a folder: give the study's sweep folder (hydra.sweep.dir)")
-    cells = read_carry(path) if path.is_file() else {}
+    if path.is_dir():
+        raise ScalingError(f"{path} is a folder: give the pack file's path (e.g. {path / 'cells.jsonl'})")
+    cells = read_carry(path) if path.exists() and path.stat().st_size else {}
     new = {d.name: files for d in sorted(sweep.iterdir()) if d.is_dir() and (files := finished(d)) is not None}
+    lost = [f"{name}/{what}" for name in new if name in cells and (what := _replaced(cells[name], new[name]))]
+    if lost:
+        raise ScalingError(
+            f"{sweep}: {len(lost)} cell(s) would replace {path}'s copies and lose what they hold, e.g. {lost[0]} "
+            "(cell.json: another design; points.csv: a point the file holds and the folder lacks); pack this "
+            "folder into another file"
+        )
     cells.update(new)
     with atomic_file(path, "w", encoding="utf-8") as f:
         for folder in sorted(cells):
@@ -85,6 +120,8 @@ def unpack(path, sweep_dir) -> tuple[int, int]:
     ScalingError, before writing anything, when a folder there holds another points.csv or cell.json than the
     packed one (its own measurements: never overwritten)."""
     cells, sweep = read_carry(path), Path(sweep_dir)
+    if sweep.exists() and not sweep.is_dir():
+        raise ScalingError(f"{sweep} is a file: give the sweep folder to unpack into (hydra.sweep.dir)")
     clashes = [
         f"{folder}/{name}"
         for folder, files in cells.items()
