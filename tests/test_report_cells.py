@@ -129,3 +129,60 @@ def test_the_printed_refit_command_reproduces_the_reports_intervals(study, tmp_p
     assert (cli["n_bootstrap"], cli["seed"]) == (40, 0)
     for k in (*PARAMS, *DERIVED):
         assert (cli[k]["value"], cli[k]["ci"]) == (report_fit[k]["value"], report_fit[k]["ci"]), k
+
+
+def cell_design(folder: Path, seed: int, activation: str = "relu") -> None:
+    """A cell.json beside a written cell's results.json: its trunk's config, as zoo.run.scaling_cell writes."""
+    config = {"model.activation": activation, "model.d_model": 20, "seed": seed, "data.seed": seed}
+    (folder / "cell.json").write_text(json.dumps({"arch": ARCH, "config": {**config, "scaling.cell": folder.name}}))
+
+
+def test_two_studies_or_a_copied_cell_in_one_folder_are_refused(tmp_path):
+    """The report never fits one law to two studies: a copy of a cell (the same points twice) and cells of one
+    family and size under two designs (another study below the folder) are each refused in one line, exit 2,
+    naming both folders; cells that differ in their seed alone are one design."""
+    from zoo.report.build import main as report_main
+    from zoo.report.runs import find_runs
+    from zoo.report.scaling_points import scaling_points
+
+    rng = np.random.default_rng(0)
+    for seed in (1, 2):
+        write_cell(tmp_path / "a", ARCH, "s1", seed, rng)
+        cell_design(tmp_path / "a" / f"{ARCH}-s1_seed{seed}", seed)
+    assert len(scaling_points(find_runs(tmp_path / "a"))) == 6
+    write_cell(tmp_path / "a" / "gelu", ARCH, "s1", 3, rng)
+    cell_design(tmp_path / "a" / "gelu" / f"{ARCH}-s1_seed3", 3, activation="gelu")
+    r = subprocess.run(
+        [sys.executable, "-m", "zoo.report", str(tmp_path / "a")], env=ENV, capture_output=True, text=True
+    )
+    assert r.returncode == 2 and "under two designs (model.activation differ)" in r.stderr, r.stderr[-2000:]
+    assert "gelu" in r.stderr and "Traceback" not in r.stderr
+    (tmp_path / "a" / "gelu" / f"{ARCH}-s1_seed3").rename(tmp_path / "elsewhere")
+    (tmp_path / "a" / f"{ARCH}-s1_seed1").rename(tmp_path / "a" / f"{ARCH}-s1_seed1.bak")
+    write_cell(tmp_path / "a", ARCH, "s1", 1, rng)
+    cell_design(tmp_path / "a" / f"{ARCH}-s1_seed1", 1)
+    assert report_main([str(tmp_path / "a")]) == 2
+    with pytest.raises(ValueError, match=r"seed1(\.bak)? and .*seed1(\.bak)? give the same point .* move the copy"):
+        scaling_points(find_runs(tmp_path / "a"))
+
+
+def test_a_cell_not_finished_is_named_not_dropped_in_silence(tmp_path):
+    """A cell folder whose results.json is missing (killed before its last write) is left out of the fit, and
+    report.md says so, naming it; with every cell finished there is no such line."""
+    from zoo.report.build import main as report_main
+
+    rng = np.random.default_rng(0)
+    header = "arch,size,seed,n_params,tokens,flops,loss,steps"
+    for seed in (1, 2):
+        rows = [",".join(str(p[k]) for k in header.split(",")) for p in write_cell(tmp_path, ARCH, "s1", seed, rng)]
+        cell_design(tmp_path / f"{ARCH}-s1_seed{seed}", seed)
+        (tmp_path / f"{ARCH}-s1_seed{seed}" / "points.csv").write_text("\n".join([header, *rows]) + "\n")
+    assert report_main([str(tmp_path)]) == 0
+    assert "not finished" not in (tmp_path / "report.md").read_text()
+    cut = tmp_path / f"{ARCH}-s1_seed3"
+    cut.mkdir()
+    cell_design(cut, 3)
+    (cut / "points.csv").write_text(f"{header}\n{ARCH},s1,3,25000,125000,1.9e10,2.1,10\n")
+    assert report_main([str(tmp_path)]) == 0
+    md = (tmp_path / "report.md").read_text()
+    assert f"**1 scaling cell(s) not finished** (still training, or cut off): {ARCH}-s1_seed3." in md

@@ -649,3 +649,16 @@ def test_cli_where_fits_only_the_rows_of_one_value(tmp_path, capsys):
 def test_the_fitters_public_functions_name_a_bad_argument(no_fitting, call, message):
     with pytest.raises(law.ScalingError, match=message):
         call()
+
+
+def test_a_point_given_twice_in_a_points_file_is_named(tmp_path):
+    """A row repeated in points.csv (two files concatenated) would count one point twice in every fit and gate:
+    refused, naming both lines."""
+    from zoo.scaling.points import read_points_csv
+
+    rows = ["arch,size,seed,n_params,tokens,flops,loss", "a,s1,1,1000,20000,1.2e11,2.5", "a,s1,1,1000,40000,2.4e11,2.4"]
+    (tmp_path / "p.csv").write_text("\n".join([*rows, "a,s1,2,1000,20000,1.2e11,2.51"]) + "\n")
+    assert len(read_points_csv(tmp_path / "p.csv")) == 3
+    (tmp_path / "p.csv").write_text("\n".join([*rows, rows[1]]) + "\n")
+    with pytest.raises(law.ScalingError, match="lines 2 and 4: the same point twice .*remove the copy"):
+        read_points_csv(tmp_path / "p.csv")

@@ -55,6 +55,7 @@ from zoo.report.scaling_points import scaling_points
 from zoo.report.scaling_translation import translation_section
 from zoo.report.significance import compare_task
 from zoo.report.table import DIFFERENT, METRICS, NOTES, STANDARD_OBJECTIVE, failed_runs, markdown_table, rows
+from zoo.scaling.carry import finished
 
 __all__ = [
     "ARCH_ORDER",
@@ -106,6 +107,21 @@ def sweep_summary(runs: list[dict]) -> list[str]:
     return lines
 
 
+def _unfinished(root: Path) -> list[str]:
+    """A paragraph naming the scaling cells below `root` that are not finished (a cell.json without a results.json
+    recording every point of its points.csv: still training, or cut off; zoo.scaling.carry.finished), whose points
+    the Scaling section leaves out; [] when every cell is finished."""
+    left = sorted(str(p.parent.relative_to(root)) for p in root.rglob("cell.json") if finished(p.parent) is None)
+    if not left:
+        return []
+    shown = ", ".join(left[:8]) + (f" and {len(left) - 8} more" if len(left) > 8 else "")
+    return [
+        f"**{len(left)} scaling cell(s) not finished** (still training, or cut off): {shown}. Their points are left "
+        "out of the Scaling section until their command is rerun and they finish.",
+        "",
+    ]
+
+
 def _is_scaling_sweep(root: Path, runs: list[dict]) -> bool:
     """A scaling study's folder: its plan's record (plan.json), or cells that record a scaling point (a folder
     unpacked from a pack file, zoo.scaling.carry, has no plan.json until its command reruns)."""
@@ -144,7 +160,7 @@ def report(root: Path, out_dir: Path | None = None, sentence: str | None = None,
         scaling, scaling_figures = scaling_section(runs, out_dir, scaling_sweep)
     translation, translation_figures = translation_section(runs, out_dir, scaling_sweep)
     scaling_figures += translation_figures
-    text += scaling + translation
+    text += _unfinished(root) + scaling + translation
     text += tuning_section(tuning, runs)
     text += _figures(curves, attention, skipped)
     path = out_dir / "report.md"

@@ -11,7 +11,7 @@ import csv
 import json
 from pathlib import Path
 
-from zoo.report.runs import arch_label, read_curves
+from zoo.report.runs import ReportError, arch_label, read_curves
 from zoo.scaling.conventions import STUDY_OBJECTIVES
 from zoo.scaling.refit import number
 from zoo.scaling.tune import TUNE_KIND, tuning_design
@@ -24,16 +24,51 @@ def scaling_points(runs: list[dict], task: str = "lm") -> list[dict]:
     """Every point of every finished run of `task` (lm; translation, D its target tokens) that records
     params_non_embedding, as {arch, size, seed, run (the group a bootstrap draws whole: a trunk and its branches,
     or a run's evaluations), N, D (tokens), C, tokens, seconds, loss, lr, kind (cooldown, cosine or curve),
-    tokens_per_param, steps, train_tokens, objective (other_objective)}."""
-    points = []
-    for run in runs:
+    tokens_per_param, steps, train_tokens, objective (other_objective)}. ReportError naming both folders when
+    two runs give the same point (a copied cell) or two cells of one family and size differ in design
+    (one_design): one law is never fitted to two studies."""
+    points, seen, designs = [], {}, {}
+    for i, run in enumerate(runs):
         if run.get("status", "ok") != "ok" or run.get("task") != task or not run.get("params_non_embedding"):
             continue
         cell = run.get("scaling")
         found = _cell_points(run, cell) if cell and cell.get("points") is not None else _curve_points(run)
         about = {"arch": arch_label(run), "objective": other_objective(run, task)}  # one run's, once
+        where = run.get("run_dir") or f"run {i + 1}"
+        for p in found:
+            key = (about["arch"], about["objective"], p["size"], p["seed"], p["kind"], p["steps"], str(p["lr"]))
+            if seen.setdefault(key, where) != where:
+                raise ReportError(
+                    f"{seen[key]} and {where} give the same point ({about['arch']} {p['size']} seed "
+                    f"{p['seed']}, {p['kind']} at step {p['steps']}): a copied cell or two studies in one folder; "
+                    "report each study's own sweep folder, or move the copy out"
+                )
+        if cell and cell.get("points"):
+            one_design(run, about["arch"], designs)
         points += [{**p, **about} for p in found]
     return points
+
+
+SEED_KEYS = ("seed", "data.seed", "scaling.cell")  # what differs between two seeds' cells of one design
+
+
+def one_design(run: dict, arch: str, designs: dict) -> None:
+    """ReportError when this cell's cell.json (its trunk's config, less SEED_KEYS) differs from an
+    earlier cell of the same family and size in `designs` ({(arch, size, objective): (run_dir, config)})."""
+    path = Path(run.get("run_dir", "")) / "cell.json"
+    cell = json.loads(path.read_text()) if path.is_file() else None
+    points = run["scaling"]["points"]
+    if not cell or "config" not in cell or any(p["kind"] != "cooldown" for p in points):
+        return  # a tuning run (its own rate) or a cosine check cell (its own schedule)
+    config = {k: v for k, v in cell["config"].items() if k not in SEED_KEYS}
+    key = (arch, str(points[0]["size"]), run.get("objective"))
+    first, theirs = designs.setdefault(key, (run["run_dir"], config))
+    if theirs != config:
+        diff = sorted(k for k in set(theirs) | set(config) if theirs.get(k) != config.get(k))
+        raise ReportError(
+            f"{first} and {run['run_dir']} are cells of {arch} {key[1]} under two designs ({', '.join(diff[:3])} "
+            "differ): two studies in one folder; report each study's own sweep folder"
+        )
 
 
 def _cell_points(run: dict, cell: dict) -> list[dict]:

@@ -26,7 +26,8 @@ def read_points_csv(path) -> list[dict]:
     objective: task.objective, where not the family's study objective; other columns are ignored). Rows whose kind
     is not a cool-down point (tune, cosine) are left out; without a kind column every row is one. A run is
     arch|size|seed (|lr with an lr column). Raises ScalingError naming the file, line and column of a missing column
-    or a value that is not a positive finite number."""
+    or a value that is not a positive finite number, and both lines of a point given twice (arch, size, seed, lr,
+    tokens and objective alike)."""
     path = Path(path)
     try:
         with open(path, newline="", encoding="utf-8-sig") as f:
@@ -37,7 +38,18 @@ def read_points_csv(path) -> list[dict]:
                     f"{path}: no column {', '.join(map(repr, missing))}; a study's points.csv has the header "
                     f"{','.join(COLUMNS)} (python -m zoo.report writes it)"
                 )
-            return [p for row in reader if (p := _point(row, path, reader.line_num)) is not None]
+            points, lines = [], {}
+            for row in reader:
+                if (p := _point(row, path, reader.line_num)) is None:
+                    continue
+                key = (p["run"], p["D"], p["objective"])
+                if (first := lines.setdefault(key, reader.line_num)) != reader.line_num:
+                    raise ScalingError(
+                        f"{path} lines {first} and {reader.line_num}: the same point twice ({p['arch']} {p['size']} "
+                        f"seed {p['seed']}, {p['D']:g} tokens); each point once: remove the copy"
+                    )
+                points.append(p)
+            return points
     except OSError as e:
         raise ScalingError(f"{path}: cannot read the file ({e.strerror or e})") from e
     except UnicodeDecodeError as e:
