@@ -137,6 +137,23 @@ def test_a_parallel_table_read_with_a_header_by_index_says_so(tmp_path, caplog):
     assert sorted(p for s, t in data.values() for p in zip(s, t)) == sorted(pairs)
 
 
+def test_a_pair_row_missing_its_tab_is_refused_not_skipped_as_blank(tmp_path):
+    """A parallel TSV row whose tab became a space (one field where the header has two) is named with its line and
+    the fix, as a row with an extra tab is; pandas would pad it with an empty target and the pair would be dropped
+    as blank. A truly blank line and an empty field are still a blank pair, skipped and counted."""
+    pairs = multi30k_pairs("train", 60)
+    lines = ["en\tde", *(f"{a}\t{b}" for a, b in pairs)]
+    f = tmp_path / "pairs.tsv"
+    kw = dict(val_fraction=0.1, test_fraction=0.1, **common(tmp_path))
+    f.write_text("\n".join([*lines[:10], "", f"{pairs[20][0]}\t", *lines[10:]]) + "\n", encoding="utf-8")
+    dm = ParallelText(train=str(f), src_lang="en", tgt_lang="de", **kw)
+    assert sum(len(s) for s, _ in dm.read().values()) == 60
+    lines[12] = lines[12].replace("\t", " ")
+    f.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(DataError, match=r"(?s)pairs.tsv, line 13: 1 fields where the header has 2 .*put the delimiter"):
+        ParallelText(train=str(f), src_lang="en", tgt_lang="de", **kw).read()
+
+
 # ---- one label type per class -----------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def labelled(tmp_path_factory):

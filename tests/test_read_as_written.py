@@ -276,7 +276,8 @@ def test_a_quoted_tsv_reads_with_quoting_csv_and_the_default_keeps_quotes_as_tex
     f.write_text(csv_text(rows, "\t"), encoding="utf-8")
     with pytest.raises(DataError) as e:
         TextClassification(train=str(f), **common(tmp_path)).read()
-    assert str(e.value).startswith(f"{f}, line 8: the label is empty") and "set data.quoting=csv" in str(e.value)
+    assert str(e.value).startswith(f"{f}, line 8: 1 fields where the header has 2 (delimiter '\\t')")
+    assert "set data.quoting=csv" in str(e.value)
     with pytest.raises(DataError, match=r"data\.quoting='tsv' is unknown; allowed: csv .*, none .*, or null"):
         TextClassification(train=str(g), quoting="tsv", **common(tmp_path))
 

@@ -88,7 +88,7 @@ def csv_fault(path: Path, sep: str, mode: str, header: bool, encoding: str = "ut
     for row in rows:
         start, end, cells = row
         last_row = row
-        if cells and len(cells) != width:
+        if any(c.strip() for c in cells) and len(cells) != width:  # a blank or white line is no row
             break
     else:  # every row fits: a quote opened in the last row and never closed runs to the end of the file
         start, end, cells = last_row
@@ -113,7 +113,12 @@ def csv_fault(path: Path, sep: str, mode: str, header: bool, encoding: str = "ut
         if mode == "none"
         else 'quote it ("...")'
     )
+    fix = (
+        f"put the delimiter ({sep!r}) between this row's fields (spaces are not one; a field may be empty); if a "
+        f"field holds a line break, {hint}"
+        if len(cells) < width
+        else f"if a field holds the delimiter, {hint}; else set data.delimiter to the file's delimiter"
+    )
     return DataError(
-        f"{path}, line {start}: {len(cells)} fields where {names} has {width} (delimiter {sep!r}).\nFix: if a field "
-        f"holds the delimiter, {hint}; else set data.delimiter to the file's delimiter"
+        f"{path}, line {start}: {len(cells)} fields where {names} has {width} (delimiter {sep!r}).\nFix: {fix}"
     )

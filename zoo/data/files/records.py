@@ -33,8 +33,8 @@ def read_records(
         column: pandas would type each chunk of 10,000 rows from its first). A blank csv / tsv line is a row of
         empty fields (the readers skip and count it); JSON Lines' blank lines are no rows (read_table counts them).
     Raises DataError naming the file when it has no rows, a column named twice (csv / tsv header, Parquet, a JSON
-    record's key, with the line), a csv row whose fields do not fit the header (with the line where a quote opens
-    and the fix), or `datasets` cannot read it.
+    record's key, with the line), a csv row whose fields do not fit the header (too many or too few, with the line
+    where a quote opens and the fix), or `datasets` cannot read it.
     """
     empty = DataError(
         f"{path} has no rows (the file is empty{', or only a header' if header else ''}).\nFix: "
@@ -57,7 +57,18 @@ def read_records(
         raise _unreadable(path, fmt, e) from None
     if len(records) == 0:
         raise empty
+    if fmt in ("csv", "tsv") and _has_empty_field(records):  # pandas pads a short row with empty fields
+        fault = csv_fault(path, *quote_mode(fmt, delimiter, quoting), header, encoding)
+        if fault is not None:
+            raise fault
     return records
+
+
+def _has_empty_field(records) -> bool:
+    """Whether some field of a text table is empty (a blank line, an empty field, or a row short of fields)."""
+    import pyarrow.compute as pc
+
+    return any(pc.any(pc.equal(column, "")).as_py() for column in records.data.columns)
 
 
 def _load(path: Path, fmt: str, kwargs: dict, cache_dir: str | None):
