@@ -150,6 +150,21 @@ UNREAD = [  # (overrides, the message's start): a setting the run's choices woul
         "(arch=encoder_only or encoder_decoder does); drop it; model.n_layers sets its layers",
     ),
     (
+        ["model.rope_base=500"],
+        "model.rope_base=500 would change nothing: model.position=sinusoidal does not read it "
+        "(model.position=rope does); drop it, or set model.position=rope",
+    ),
+    (
+        ["model.position=rope", "model.sinusoidal_layout=split"],
+        "model.sinusoidal_layout='split' would change nothing: model.position=rope does not read it",
+    ),
+    (["model.position_offset=2"], "model.position_offset=2 would change nothing: model.position=sinusoidal"),
+    (["model.rel_buckets=16"], "model.rel_buckets=16 would change nothing: model.position=sinusoidal"),
+    (
+        ["model.pooling=cls"],
+        "model.pooling='cls' would change nothing: arch=decoder_only does not read it (arch=encoder_only does)",
+    ),
+    (
         ["task.scheduler.warmup_steps=5", "task.scheduler.decay_steps=50", "budget.kind=tokens", "budget.value=3000"],
         "task.scheduler.decay_steps=50 would change nothing: task.scheduler.kind=cosine does not read it under "
         "budget.kind=tokens (it decays over the budget's spent share)",
@@ -173,6 +188,10 @@ def test_a_setting_the_run_would_not_read_is_refused(tmp_path, overrides, messag
         ["task.scheduler.warmup_steps=5", "task.scheduler.decay_steps=50"],  # cosine bounded by steps
         ["model.mask=sliding", "model.window=16"],
         ["task.scheduler.warmup_fraction=0.2"],
+        ["model.position=rope", "model.rope_base=500"],
+        ["model.position=learned", "model.position_offset=2"],
+        ["model.position=t5_relative", "model.rel_buckets=16", "model.rel_max_distance=64"],
+        ["model.sinusoidal_layout=split"],
     ],
 )
 def test_a_setting_the_run_reads_passes(tmp_path, overrides):
@@ -183,7 +202,7 @@ def test_a_setting_the_run_reads_passes(tmp_path, overrides):
     "arch, overrides",
     [
         ("encoder_decoder", ["model.n_encoder_layers=3", "model.n_decoder_layers=1", "model.share_tokens=false"]),
-        ("encoder_only", ["model.n_encoder_layers=3"]),
+        ("encoder_only", ["model.n_encoder_layers=3", "model.pooling=cls"]),
         ("decoder_only", ["model.n_decoder_layers=3", "model.tie_embeddings=false"]),
     ],
 )
@@ -228,3 +247,28 @@ def test_the_documented_wsd_keys_take_a_plain_override(tmp_path, task):
     assert typos(argv, CONF_DIR) == []
     cfg = make_cfg(tmp_path, argv[1:])
     assert (cfg.task.scheduler.decay_start, cfg.task.scheduler.decay_shape) == (500, "linear")
+
+
+def test_a_special_id_is_checked_against_the_datas_vocabulary_not_a_guess(tmp_path):
+    """model.decoder_start_id=2 (BART's: its EOS) is inside any vocabulary zoo builds and passes the config check;
+    before the data gives the vocabulary, the check knew none and refused every id but 0."""
+    from zoo.run.checks.config import check_config
+
+    for start in (0, 2, 5):
+        check_config(make_cfg(tmp_path, [f"model.decoder_start_id={start}"], arch="encoder_decoder"))
+    with pytest.raises(ConfigError, match=r"model.decoder_start_id=-1"):
+        check_config(make_cfg(tmp_path, ["model.decoder_start_id=-1"], arch="encoder_decoder"))
+
+
+@pytest.mark.parametrize("bad", [1.5, -0.1, 1.0])
+def test_label_smoothing_out_of_range_is_refused_before_the_data(tmp_path, bad, monkeypatch):
+    """task.label_smoothing outside [0, 1) is refused by the config check, before any data is read (on a user's
+    corpus, before its tokenizer is trained): the check never opens a data file."""
+    from zoo.data.files import records
+    from zoo.run.checks.config import check_config
+
+    monkeypatch.setattr(records, "read_records", lambda *a, **k: pytest.fail("the data was read"))
+    cfg = make_cfg(tmp_path, [f"task.label_smoothing={bad}"], arch="encoder_decoder")
+    with pytest.raises(ConfigError, match=rf"task.label_smoothing={bad} must be a number in \[0, 1\)"):
+        check_config(cfg)
+    check_config(make_cfg(tmp_path, ["task.label_smoothing=0.2"], arch="encoder_decoder"))

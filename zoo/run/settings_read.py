@@ -1,8 +1,8 @@
-"""Schedule, mask and architecture settings checked against the choices that read them, before any data is read:
-a setting the run's choices would not read (decay_start with a cosine, min_lr with noam, model.window without the
-sliding mask, model.share_embeddings without an encoder) is refused when the command line gives it (ConfigError:
-exit 2, one line naming the setting and what reads it) and warned about when a config file holds a value other
-than its default (schedule and mask settings)."""
+"""Schedule, mask, position and architecture settings checked against the choices that read them, before any data
+is read: a setting the run's choices would not read (decay_start with a cosine, min_lr with noam, model.window
+without the sliding mask, model.share_embeddings without an encoder, model.rope_base without RoPE) is refused when
+the command line gives it (ConfigError: exit 2, one line naming the setting and what reads it) and warned about
+when a config file holds a value other than its default (schedule and mask settings)."""
 
 import logging
 
@@ -48,6 +48,15 @@ ARCH_READERS = {
     "model.src_vocab_size": ("encoder_decoder",),
     "model.n_encoder_layers": ("encoder_only", "encoder_decoder"),
     "model.n_decoder_layers": ("decoder_only", "encoder_decoder"),
+    "model.pooling": ("encoder_only",),  # the other families classify from their last state
+}
+# model keys only some positions read (zoo.model.config.ModelConfig): {key: the model.position values that read it}
+POSITION_READERS = {
+    "model.rope_base": ("rope",),
+    "model.rel_buckets": ("t5_relative",),
+    "model.rel_max_distance": ("t5_relative",),
+    "model.position_offset": ("learned",),
+    "model.sinusoidal_layout": ("sinusoidal",),
 }
 # what a user of an arch that does not read the key likely meant
 ARCH_HINTS = {
@@ -99,7 +108,8 @@ def unread_message(cfg: DictConfig, key: str, value, bound: str) -> str:
 
 
 def check_arch_read(cfg: DictConfig, given: set) -> None:
-    """ConfigError for an ARCH_READERS key the command line gives (`given`: its keys) that cfg.arch does not read."""
+    """ConfigError for an ARCH_READERS key the command line gives (`given`: its keys) that cfg.arch does not read,
+    or a POSITION_READERS key that model.position does not read."""
     arch = cfg.get("arch")
     for key, readers in ARCH_READERS.items():
         if key in given and arch is not None and arch not in readers:
@@ -107,6 +117,14 @@ def check_arch_read(cfg: DictConfig, given: set) -> None:
             raise ConfigError(
                 f"{key}={value!r} would change nothing: arch={arch} does not read it (arch={' or '.join(readers)} "
                 f"does); drop it{ARCH_HINTS.get(key, '')}"
+            )
+    position = OmegaConf.select(cfg, "model.position", default=None)
+    for key, readers in POSITION_READERS.items():
+        if key in given and position is not None and position not in readers:
+            value = OmegaConf.select(cfg, key)
+            raise ConfigError(
+                f"{key}={value!r} would change nothing: model.position={position} does not read it "
+                f"(model.position={' or '.join(readers)} does); drop it, or set model.position={readers[0]}"
             )
 
 

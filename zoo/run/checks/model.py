@@ -14,6 +14,12 @@ from zoo.run.model_config import model_dict
 from zoo.tasks.objectives import arch_rules
 
 
+def _ids_fit(model: dict) -> int:
+    """A vocabulary size that holds every special id of `model` (the data gives the real one, checked then)."""
+    ids = [v for k, v in model.items() if k.endswith("_id") and isinstance(v, int) and not isinstance(v, bool)]
+    return max([0, *ids]) + 1
+
+
 def check_special_ids(cfg: DictConfig, task_cls) -> None:
     """The special ids the data gives the model (zoo's fixed ones, or a pretrained tokenizer.json's, read
     here) agree with the model config's, and the model config is a valid ModelConfig."""
@@ -35,7 +41,7 @@ def check_special_ids(cfg: DictConfig, task_cls) -> None:
     if ids["pretrained"]:  # its ids replace the config's (a contradicting override is refused below)
         model.update(ids["model"])
     try:
-        ModelConfig(**{**model, "vocab_size": model.get("vocab_size") or 1})  # vocab_size comes from the data
+        ModelConfig(**{**model, "vocab_size": model.get("vocab_size") or _ids_fit(model)})  # or from the data
     except (TypeError, ValueError) as e:
         raise ConfigError(str(e)) from None
     for key, data_id in ids["model"].items():

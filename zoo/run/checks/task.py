@@ -8,7 +8,7 @@ from pathlib import Path
 from hydra.utils import get_class
 from omegaconf import DictConfig, OmegaConf
 
-from zoo.errors import ConfigError, check_z_loss, is_number, is_whole
+from zoo.errors import ConfigError, check_fraction, check_z_loss, is_number, is_whole
 from zoo.model.decoding.beam_search import check_early_stopping
 from zoo.run.checks.monitors import check_monitors
 from zoo.run.conf import CONF_DIR
@@ -84,8 +84,9 @@ def check_vocabularies(cfg: DictConfig, rules: dict) -> None:
 
 
 def check_task_options(cfg: DictConfig) -> None:
-    """task.early_stopping (zoo.model.decoding.beam_search.check_early_stopping) and task.z_loss
-    (zoo.errors.check_z_loss) are valid where set (ConfigError)."""
+    """task.early_stopping (zoo.model.decoding.beam_search.check_early_stopping), task.z_loss
+    (zoo.errors.check_z_loss) and task.label_smoothing (in [0, 1): zoo.errors.check_fraction) are valid where set
+    (ConfigError), before any data is read."""
     if "early_stopping" in cfg.task:
         try:
             check_early_stopping(cfg.task.early_stopping)
@@ -94,6 +95,11 @@ def check_task_options(cfg: DictConfig) -> None:
     if "z_loss" in cfg.task:
         try:
             check_z_loss(cfg.task.z_loss, "task.z_loss")
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
+    if cfg.task.get("label_smoothing") is not None:
+        try:
+            check_fraction("task.label_smoothing", cfg.task.label_smoothing, "0 = plain cross-entropy, 0.1 the paper's")
         except ValueError as e:
             raise ConfigError(str(e)) from None
 
