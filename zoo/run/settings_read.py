@@ -110,21 +110,21 @@ def unread_message(cfg: DictConfig, key: str, value, bound: str) -> str:
 def check_arch_read(cfg: DictConfig, given: set) -> None:
     """ConfigError for an ARCH_READERS key the command line gives (`given`: its keys) that cfg.arch does not read,
     or a POSITION_READERS key that model.position does not read."""
-    arch = cfg.get("arch")
-    for key, readers in ARCH_READERS.items():
-        if key in given and arch is not None and arch not in readers:
+    _check_read(cfg, given, ARCH_READERS, "arch")
+    _check_read(cfg, given, POSITION_READERS, "model.position", fix=True)
+
+
+def _check_read(cfg: DictConfig, given: set, table: dict, chooser: str, fix: bool = False) -> None:
+    """ConfigError for the first key of `table` ({key: the values of `chooser` that read it}) in `given` whose
+    run's `chooser` value does not read it; `fix`: the message offers the first reader as the fix."""
+    choice = OmegaConf.select(cfg, chooser, default=None)
+    for key, readers in table.items():
+        if key in given and choice is not None and choice not in readers:
             value = OmegaConf.select(cfg, key)
+            advice = f", or set {chooser}={readers[0]}" if fix else ARCH_HINTS.get(key, "")
             raise ConfigError(
-                f"{key}={value!r} would change nothing: arch={arch} does not read it (arch={' or '.join(readers)} "
-                f"does); drop it{ARCH_HINTS.get(key, '')}"
-            )
-    position = OmegaConf.select(cfg, "model.position", default=None)
-    for key, readers in POSITION_READERS.items():
-        if key in given and position is not None and position not in readers:
-            value = OmegaConf.select(cfg, key)
-            raise ConfigError(
-                f"{key}={value!r} would change nothing: model.position={position} does not read it "
-                f"(model.position={' or '.join(readers)} does); drop it, or set model.position={readers[0]}"
+                f"{key}={value!r} would change nothing: {chooser}={choice} does not read it ({chooser}="
+                f"{' or '.join(readers)} does); drop it{advice}"
             )
 
 
