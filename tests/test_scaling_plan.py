@@ -139,6 +139,37 @@ def test_one_shape_rule_is_4_layers_and_d_head_14_at_every_size():
     check_design(rule)
 
 
+def test_depth_grows_with_width_at_one_aspect_ratio():
+    """experiment=scaling_depthwidth: d_model = 10 n_layers and d_head 10 at every size, 2 to 7 layers, N = L (12 d^2
+    + 13 d) spanning >= 40x; s1 the record's s1 (shape and budgets); each later size's budgets about 0.5-4 M tokens
+    (s2-s4) or 5-20 tokens per parameter (s5-s6), the plays read at most 4 times; seeds 8, 8, 5, 5, 5; 5 rates a
+    size; three sizes under N_max / 4, so that the long reach can be checked."""
+    from zoo.scaling.sizes import size_budgets, size_seeds
+
+    rule = preset("scaling_long", "scaling_depthwidth")
+    layers_of = {"s1": 2, "s2": 3, "s3": 4, "s4": 5, "s5": 6, "s6": 7}
+    n = {}
+    for k, L in layers_of.items():
+        size = rule.sizes[k]
+        d = 10 * L
+        assert (size.n_layers, size.d_model, size.n_heads, size.d_model // size.n_heads) == (L, d, L, 10)
+        n[k] = size_non_embedding(size)
+        assert n[k] == L * (12 * d**2 + 13 * d)
+        if k != "s1":
+            assert size_seeds(k, size, rule.seed_size, rule.seeds) == (8 if k in ("s2", "s3") else 5)
+            assert len(size.lr_grid) == 5
+    assert rule.sizes.s1 == preset("scaling_long").sizes.s1 and n["s1"] == 10_120
+    assert n["s6"] / n["s1"] >= 40 and sorted(n.values()) == [n[k] for k in layers_of]
+    assert sum(v <= n["s6"] / 4 for v in n.values()) == 3
+    tokens = {k: [b * n[k] for b in size_budgets(rule.sizes[k], rule.budgets)] for k in ("s2", "s3", "s4")}
+    for k, ds in tokens.items():
+        want = [0.5e6, 1e6, 2e6, 4e6] if k != "s4" else [1e6, 2e6, 4e6]
+        assert ds == pytest.approx(want, rel=0.03), k
+    assert max(size_budgets(rule.sizes.s6, rule.budgets)) * n["s6"] <= 4 * 4_470_805  # the plays' training tokens
+    assert list(rule.check_sizes) == []
+    check_design(rule)
+
+
 def test_branches_are_the_budgets_in_closed_form():
     """Budget b ends at round(b N / (batch x block)) steps and cools down from round((1 - cooldown) end); the
     warm-up is round(N / (batch x block)) steps (N tokens)."""
