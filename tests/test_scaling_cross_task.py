@@ -100,6 +100,20 @@ def test_a_ranking_that_flips_between_tasks_is_told(tmp_path):
     assert same[-1] == "The same ranking on every task, of decoder_only, encoder_decoder: yes."
 
 
+def test_families_not_told_apart_on_one_task_are_no_verdict(tmp_path):
+    """On translation two families with one cost and one law overlap at equal compute (≈): the verdict is "cannot
+    tell", naming them, not an order read from the point estimates; told apart on LM alone, nothing is flipped."""
+    lm = frontier_study(tmp_path / "lm.csv", "lm", {"decoder_only": (1.0, 1.0), "encoder_decoder": (0.5, 1.0)})
+    tr = {"decoder_only": (1.0, 1.0), "encoder_decoder": (1.0, 1.0)}
+    lines = ranking_lines(
+        {"language modelling": lm, "translation": frontier_study(tmp_path / "tr.csv", "translation", tr)}
+    )
+    assert " ≈ " in lines[3] and lines[-1].startswith(
+        "The same ranking on every task, of decoder_only, encoder_decoder: cannot tell (not told apart: translation: "
+    )
+    assert "the pairs told apart are in one order on every task)." in lines[-1]
+
+
 def fit(alpha: float, beta: float, half: float) -> SimpleNamespace:
     values = {"E": 1.0, "A": 10.0, "B": 10.0, "alpha": alpha, "beta": beta, "a": 0.5, "b": 0.5, "G": 1.0}
     return SimpleNamespace(values=values, ci={k: (v - half, v + half) for k, v in values.items()})

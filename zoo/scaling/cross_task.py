@@ -93,23 +93,54 @@ def cross_task_lines(studies: dict) -> list[str]:
 
 
 def ranking_lines(studies: dict) -> list[str]:
-    """The ranking at equal compute per task, and the verdict: the same order on every task or not."""
-    lines, orders = ["Ranking at equal compute (frontier loss L*(C) at the largest C every family measured):", ""], {}
+    """The ranking at equal compute per task, and the verdict on the families every task ranks: "no" when a pair
+    is told apart (95% intervals of L*(C) disjoint) on two tasks in opposite orders; "yes" when every pair is told
+    apart on every task in one order; else "cannot tell", naming the pairs some task does not tell apart."""
+    lines, ranked = ["Ranking at equal compute (frontier loss L*(C) at the largest C every family measured):", ""], {}
     for task, study in studies.items():
         got = equal_compute_ranking(study)
         if got is None:
             lines.append(f"- {task}: fewer than 2 fitted frontiers, no ranking")
             continue
         C, ranking = got
-        orders[task] = [a for a, _, _ in ranking]
+        ranked[task] = ranking
         lines.append(f"- {task} (C = {C:.3g}): {ranking_text(ranking)}")
-    shared = set.intersection(*(set(o) for o in orders.values())) if len(orders) == len(studies) else set()
+    shared = (
+        set.intersection(*({a for a, _, _ in r} for r in ranked.values())) if len(ranked) == len(studies) else set()
+    )
     if len(shared) < 2:
         return [*lines, "", "The same ranking on every task: cannot tell (fewer than 2 families ranked on each)."]
-    kept = {t: [a for a in o if a in shared] for t, o in orders.items()}
-    same = len({tuple(o) for o in kept.values()}) == 1
-    verdict = "yes" if same else "no (" + "; ".join(f"{t}: {' < '.join(o)}" for t, o in kept.items()) + ")"
-    return [*lines, "", f"The same ranking on every task, of {', '.join(sorted(shared))}: {verdict}."]
+    kept = {t: [row for row in r if row[0] in shared] for t, r in ranked.items()}
+    return [*lines, "", f"The same ranking on every task, of {', '.join(sorted(shared))}: {_verdict(kept)}."]
+
+
+def _verdict(kept: dict) -> str:
+    """yes / no (...) / cannot tell (...) of the rankings `kept` ({task: rows, lowest loss first})."""
+    orders = {t: " < ".join(a for a, _, _ in rows) for t, rows in kept.items()}
+    pairs = {t: _told_apart(rows) for t, rows in kept.items()}  # {task: {(lower, higher), ...}}
+    flipped = any((b, a) in other for told in pairs.values() for a, b in told for other in pairs.values())
+    if flipped:
+        return "no (" + "; ".join(f"{t}: {o}" for t, o in orders.items()) + ")"
+    n_pairs = len(next(iter(kept.values()))) * (len(next(iter(kept.values()))) - 1) // 2
+    same = len(set(orders.values())) == 1
+    if same and all(len(told) == n_pairs for told in pairs.values()):
+        return "yes"
+    tied = [f"{t}: {a} ≈ {b}" for t, rows in kept.items() for a, b in _tied(rows, pairs[t])]
+    return "cannot tell (not told apart: " + "; ".join(tied) + "; the pairs told apart are in one order on every task)"
+
+
+def _told_apart(rows: list) -> set[tuple[str, str]]:
+    """(lower, higher) of each pair of families whose 95% intervals of L*(C) are disjoint."""
+    return {
+        (a[0], b[0])
+        for i, a in enumerate(rows)
+        for b in rows[i + 1 :]
+        if a[2] is not None and b[2] is not None and a[2][1] < b[2][0]
+    }
+
+
+def _tied(rows: list, told: set) -> list[tuple[str, str]]:
+    return [(a[0], b[0]) for i, a in enumerate(rows) for b in rows[i + 1 :] if (a[0], b[0]) not in told]
 
 
 def cross_main(args) -> int:
