@@ -417,3 +417,15 @@ def test_translation_writes_its_test_sources(tmp_path):
     assert written["src"] == srcs and written["ids"] == [0, 1, 2]
     run = find_runs(tmp_path)[0]
     assert default_sentence(run, {"stored": True, "dataset": "x"}) == ("eins", "x test example 0")
+
+
+def test_a_scaling_cell_is_not_listed_as_a_map_not_drawn(tmp_path):
+    """A translation run without a checkpoint is named under "Cross-attention not drawn"; a scaling study's cell
+    (results.json with a "scaling" record), which keeps none by design, is passed over without a line."""
+    groups = _attention_groups(tmp_path)
+    skipped = []
+    assert attention_maps(groups, tmp_path, "Guten Tag.", -1, skipped) == [] and len(skipped) == 1
+    assert "no checkpoint" in skipped[0]
+    groups[0]["ok"][0]["scaling"] = {"cell": "s1_seed1", "points": []}
+    skipped = []
+    assert attention_maps(groups, tmp_path, "Guten Tag.", -1, skipped) == [] and skipped == []

@@ -156,7 +156,8 @@ def attention_maps(
     (default_sentence). The title names the group, seed, dataset, language pair and where the sentence comes from.
     attend: the cross_attention function to call (zoo.report passes its own name, so a test can wrap it).
     Returns the paths; a run without a checkpoint, or without a sentence of its own test set, gets no map, and
-    a line saying so is appended to `skipped`."""
+    a line saying so is appended to `skipped`; a scaling cell (zoo.run.scaling_cell: no checkpoint kept) gets
+    neither."""
     attend = attend or cross_attention
     written = []
     for group in groups:
@@ -164,6 +165,8 @@ def attention_maps(
             continue
         run = group["ok"][0]
         if run["arch"] in ("encoder_only", "decoder_only"):  # no cross-attention: nothing to load
+            continue
+        if run.get("scaling"):  # a scaling study's cell keeps no checkpoint by design: its points are its record
             continue
         try:
             loaded = load_translation_model(run)
