@@ -125,7 +125,11 @@ def _verdict(kept: dict) -> str:
     same = len(set(orders.values())) == 1
     if same and all(len(told) == n_pairs for told in pairs.values()):
         return "yes"
-    tied = [f"{t}: {a} ≈ {b}" for t, rows in kept.items() for a, b in _tied(rows, pairs[t])]
+    tied = [
+        f"{t}: " + ", ".join(f"{a} ≈ {b}" for a, b in ties)
+        for t, rows in kept.items()
+        if (ties := _tied(rows, pairs[t]))
+    ]
     return "cannot tell (not told apart: " + "; ".join(tied) + "; the pairs told apart are in one order on every task)"
 
 
