@@ -144,3 +144,16 @@ def test_a_bad_file_exits_2_naming_it(tmp_path, capsys):
     assert main(["cross", str(tmp_path / "lm.csv"), str(tmp_path / "lm.csv")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("zoo.scaling: error: ") and "lm.csv: no column 'seed'" in err and err.count("\n") == 1
+
+
+def test_the_same_file_twice_or_a_bad_second_file_is_refused_before_any_fit(tmp_path, capsys, monkeypatch):
+    """cross reads and checks both CSVs before fitting either: a missing second file, or one file given as both
+    studies, is one line (exit 2) and no fit runs."""
+    import zoo.scaling.cross_task as cross_task
+
+    write_study(tmp_path / "lm.csv", "lm", {"decoder_only": (1.0, 1.0)})
+    monkeypatch.setattr(cross_task, "analyse", lambda *a, **k: pytest.fail("a fit ran"))
+    assert main(["cross", str(tmp_path / "lm.csv"), str(tmp_path / "none.csv")]) == 2
+    assert "none.csv" in capsys.readouterr().err
+    assert main(["cross", str(tmp_path / "lm.csv"), str(tmp_path / "lm.csv")]) == 2
+    assert "hold the same points" in capsys.readouterr().err

@@ -149,19 +149,25 @@ def _tied(rows: list, told: set) -> list[tuple[str, str]]:
 
 def cross_main(args) -> int:
     """`python -m zoo.scaling cross LM.csv TRANSLATION.csv [--unique-tokens U U] [--bootstrap B]`: print
-    cross_task_lines of the two studies' cool-down points; 2 after a ScalingError."""
+    cross_task_lines of the two studies' cool-down points; 2 after a ScalingError (both files are read and checked
+    before any fit; the same points given twice are refused)."""
     try:
         if args.bootstrap < 40:
             raise ScalingError(f"--bootstrap {args.bootstrap}: give at least 40 resamples (default 200)")
         unique = args.unique_tokens or [SHAKESPEARE_PLAYS_TRAIN_TOKENS, None]
         if not all(u is None or (math.isfinite(u) and u > 0) for u in unique):
             raise ScalingError(f"--unique-tokens {unique}: give each training split's token count (D's tokens)")
-        studies = {}
-        for task, path, u in zip(("language modelling", "translation"), (args.lm, args.translation), unique):
-            points = read_points_csv(path)
-            if not points:
+        tasks = ("language modelling", "translation")
+        read = {task: read_points_csv(path) for task, path in zip(tasks, (args.lm, args.translation))}  # before fits
+        for task, path in zip(tasks, (args.lm, args.translation)):
+            if not read[task]:
                 raise ScalingError(f"{path}: no cool-down point (kind column) to fit")
-            studies[task] = analyse(points, u, args.bootstrap)
+        if read[tasks[0]] == read[tasks[1]]:
+            raise ScalingError(
+                f"{args.lm} and {args.translation} hold the same points: give the LM study's points.csv, then the "
+                "translation study's"
+            )
+        studies = {task: analyse(read[task], u, args.bootstrap) for task, u in zip(tasks, unique)}
     except ScalingError as e:
         print(f"zoo.scaling: error: {e}", file=sys.stderr)
         return 2
