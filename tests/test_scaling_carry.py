@@ -150,3 +150,19 @@ def test_a_cut_off_or_unreadable_pack_file_is_refused_before_unpacking(trained, 
     assert got.returncode == 2 and "is a folder" in got.stderr and "Traceback" not in got.stderr
     got = carry("unpack", tmp_path / "cells.jsonl", tmp_path / "cut.jsonl")
     assert got.returncode == 2 and "is a file" in got.stderr and "Traceback" not in got.stderr
+
+
+@needs_shared
+def test_pack_of_a_folder_without_cells_is_refused_and_unfinished_cells_are_named(trained, tmp_path):
+    """pack of a study's parent folder (no cell.json in its folders) is an error, not an empty file; a cell not
+    finished is named in pack's output, not left out in silence."""
+    (tmp_path / "parent" / "study").mkdir(parents=True)
+    got = carry("pack", tmp_path / "parent", tmp_path / "p.jsonl")
+    assert got.returncode == 2 and "holds no cell folder" in got.stderr and not (tmp_path / "p.jsonl").exists()
+    sweep = tmp_path / "sweep"
+    shutil.copytree(trained / CELL, sweep / CELL)
+    shutil.copytree(trained / CELL, sweep / "decoder_only-s2_seed2")
+    (sweep / "decoder_only-s2_seed2" / "results.json").write_text("{")
+    got = carry("pack", sweep, tmp_path / "p.jsonl")
+    assert got.returncode == 0 and "1 finished cells" in got.stdout
+    assert "not packed, not finished (training, cut off or damaged): decoder_only-s2_seed2" in got.stdout

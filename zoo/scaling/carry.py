@@ -49,6 +49,12 @@ def finished(folder: Path) -> dict | None:
     return files if complete(files) else None
 
 
+def unfinished(sweep: Path) -> list[str]:
+    """The names of `sweep`'s cell folders (a cell.json) that are not finished(): still training, cut off or
+    damaged; pack leaves them out."""
+    return [d.name for d in sorted(Path(sweep).iterdir()) if (d / "cell.json").is_file() and finished(d) is None]
+
+
 def _replaced(old: dict, new: dict) -> str | None:
     """What packing `new` over the file's `old` copy of a cell would lose: "cell.json" (another design),
     "points.csv" (a point the file holds and the folder does not), or None (the same cell, or extended)."""
@@ -92,15 +98,22 @@ def read_carry(path: Path) -> dict[str, dict]:
 def pack(sweep_dir, path) -> tuple[int, int]:
     """Write the finished cells of `sweep_dir` into the pack file `path` (atomically), keeping the cells it already
     holds that the folder does not finish: (cells packed from the folder, cells in the file). ScalingError, before
-    writing anything, when the folder is missing, `path` is a folder, or a cell the file holds would be replaced by
-    another design's (its cell.json) or by a copy missing some of its points (an older folder)."""
+    writing anything, when the folder is missing or holds no cell folder, `path` is a folder, or a cell the file
+    holds would be replaced by another design's (its cell.json) or by a copy missing some of its points (an older
+    folder)."""
     sweep, path = Path(sweep_dir), Path(path)
     if not sweep.is_dir():
         raise ScalingError(f"{sweep} is not a folder: give the study's sweep folder (hydra.sweep.dir)")
     if path.is_dir():
         raise ScalingError(f"{path} is a folder: give the pack file's path (e.g. {path / 'cells.jsonl'})")
     cells = read_carry(path) if path.exists() and path.stat().st_size else {}
-    new = {d.name: files for d in sorted(sweep.iterdir()) if d.is_dir() and (files := finished(d)) is not None}
+    folders = [d for d in sorted(sweep.iterdir()) if (d / "cell.json").is_file()]
+    if not folders:
+        raise ScalingError(
+            f"{sweep} holds no cell folder (a folder with a cell.json): give the study's sweep folder, "
+            "e.g. outputs/scaling/scaling_translation"
+        )
+    new = {d.name: files for d in folders if (files := finished(d)) is not None}
     lost = [f"{name}/{what}" for name in new if name in cells and (what := _replaced(cells[name], new[name]))]
     if lost:
         raise ScalingError(
