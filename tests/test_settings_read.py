@@ -161,6 +161,10 @@ UNREAD = [  # (overrides, the message's start): a setting the run's choices woul
     (["model.position_offset=2"], "model.position_offset=2 would change nothing: model.position=sinusoidal"),
     (["model.rel_buckets=16"], "model.rel_buckets=16 would change nothing: model.position=sinusoidal"),
     (
+        ["model.decoder_start_id=2"],
+        "model.decoder_start_id=2 would change nothing: arch=decoder_only does not read it (arch=encoder_decoder does)",
+    ),
+    (
         ["model.pooling=cls"],
         "model.pooling='cls' would change nothing: arch=decoder_only does not read it (arch=encoder_only does)",
     ),

@@ -49,6 +49,7 @@ ARCH_READERS = {
     "model.n_encoder_layers": ("encoder_only", "encoder_decoder"),
     "model.n_decoder_layers": ("decoder_only", "encoder_decoder"),
     "model.pooling": ("encoder_only",),  # the other families classify from their last state
+    "model.decoder_start_id": ("encoder_decoder",),  # the first input of a decoder that reads an encoder
 }
 # model keys only some positions read (zoo.model.config.ModelConfig): {key: the model.position values that read it}
 POSITION_READERS = {
