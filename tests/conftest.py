@@ -50,3 +50,16 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(n)
+
+
+def pytest_sessionstart(session) -> None:
+    """A line at the top of the run when the datasets are not where the tests read them (most data tests then
+    fail or skip): where they were looked for, and the fix."""
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if SHARED_DATA.is_dir() or reporter is None or hasattr(session.config, "workerinput"):
+        return
+    reporter.write_line(
+        f"zoo: the datasets are not at {SHARED_DATA}: tests that read them will fail or skip; set "
+        "ZOO_DATA_MIRROR=/absolute/path/to/shared/data (or clone the repository beside shared/)",
+        yellow=True,
+    )
