@@ -276,3 +276,15 @@ def test_label_smoothing_out_of_range_is_refused_before_the_data(tmp_path, bad, 
     with pytest.raises(ConfigError, match=rf"task.label_smoothing={bad} must be a number in \[0, 1\)"):
         check_config(cfg)
     check_config(make_cfg(tmp_path, ["task.label_smoothing=0.2"], arch="encoder_decoder"))
+
+
+def test_a_task_key_its_task_does_not_take_is_refused_before_the_data(tmp_path, monkeypatch):
+    """+task.label_smoothing on the lm task (LanguageModeling takes none) is refused by the config check, naming
+    the key and the task's settings; before, it was a TypeError when the task was built, after the data."""
+    from zoo.data.files import records
+    from zoo.run.checks.config import check_config
+
+    monkeypatch.setattr(records, "read_records", lambda *a, **k: pytest.fail("the data was read"))
+    with pytest.raises(ConfigError, match=r"task.label_smoothing is not a setting of this task \(LanguageModeling\)"):
+        check_config(make_cfg(tmp_path, ["+task.label_smoothing=0.1"], arch="decoder_only"))
+    check_config(make_cfg(tmp_path, ["task.label_smoothing=0.1"], arch="encoder_decoder"))

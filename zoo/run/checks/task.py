@@ -2,6 +2,7 @@
 data's batches, its objective, optimizer and scheduler keys, one vocabulary where needed, its options and its
 decoding settings."""
 
+import inspect
 import math
 from pathlib import Path
 
@@ -83,10 +84,29 @@ def check_vocabularies(cfg: DictConfig, rules: dict) -> None:
         )
 
 
+def check_task_keys(cfg: DictConfig) -> None:
+    """ConfigError for a key of cfg.task that its class (task._target_) does not take: instantiating it would
+    raise a TypeError after the data is read (e.g. +task.label_smoothing on the lm task)."""
+    target = cfg.task.get("_target_")
+    if not target:
+        return
+    params = inspect.signature(get_class(target).__init__).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return
+    for key in cfg.task:
+        if not str(key).startswith("_") and key not in params:
+            taken = ", ".join(k for k in params if k not in ("self", "arch", "model", "tokenizer"))
+            raise ConfigError(
+                f"task.{key} is not a setting of this task ({target.rsplit('.', 1)[-1]}): drop it; its settings: "
+                f"{taken}"
+            )
+
+
 def check_task_options(cfg: DictConfig) -> None:
     """task.early_stopping (zoo.model.decoding.beam_search.check_early_stopping), task.z_loss
     (zoo.errors.check_z_loss) and task.label_smoothing (in [0, 1): zoo.errors.check_fraction) are valid where set
     (ConfigError), before any data is read."""
+    check_task_keys(cfg)
     if "early_stopping" in cfg.task:
         try:
             check_early_stopping(cfg.task.early_stopping)
