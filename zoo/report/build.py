@@ -55,7 +55,7 @@ from zoo.report.scaling_points import scaling_points
 from zoo.report.scaling_translation import translation_section
 from zoo.report.significance import compare_task
 from zoo.report.table import DIFFERENT, METRICS, NOTES, STANDARD_OBJECTIVE, failed_runs, markdown_table, rows
-from zoo.scaling.carry import finished
+from zoo.scaling.carry import unfinished
 
 __all__ = [
     "ARCH_ORDER",
@@ -109,9 +109,9 @@ def sweep_summary(runs: list[dict]) -> list[str]:
 
 def _unfinished(root: Path) -> list[str]:
     """A paragraph naming the scaling cells below `root` that are not finished (a cell.json without a results.json
-    recording every point of its points.csv: still training, or cut off; zoo.scaling.carry.finished), whose points
+    recording every point of its points.csv: still training, or cut off; zoo.scaling.carry.unfinished), whose points
     the Scaling section leaves out; [] when every cell is finished."""
-    left = sorted(str(p.parent.relative_to(root)) for p in root.rglob("cell.json") if finished(p.parent) is None)
+    left = unfinished(root)
     if not left:
         return []
     shown = ", ".join(left[:8]) + (f" and {len(left) - 8} more" if len(left) > 8 else "")

@@ -151,14 +151,15 @@ def _carry_parsers(sub) -> None:
 
 def _carry_command(args) -> int:
     """`pack` or `unpack` (zoo.scaling.carry): prints what it did; 2 after printing a ScalingError."""
-    from zoo.scaling.carry import pack, unfinished, unpack
+    from zoo.scaling.carry import pack, unpack
     from zoo.scaling.law import ScalingError
 
     try:
         if args.command == "pack":
-            new, total = pack(args.sweep, args.file)
+            left: list[str] = []
+            new, total = pack(args.sweep, args.file, left)
             print(f"{args.file}: {new} finished cells of {args.sweep} packed; {total} cells in the file")
-            if left := unfinished(Path(args.sweep)):
+            if left:
                 more = f" and {len(left) - 5} more" if len(left) > 5 else ""
                 print(f"not packed, not finished (training, cut off or damaged): {', '.join(left[:5])}{more}")
         else:

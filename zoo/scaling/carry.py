@@ -40,19 +40,23 @@ def _rows(points_csv: str) -> set[tuple[int, float]]:
     return {_key(r) for r in csv.DictReader(io.StringIO(points_csv))}
 
 
+def _texts(folder: Path, names) -> dict:
+    """{file name: text} of the files of `names` that `folder` holds."""
+    return {name: (folder / name).read_text(encoding="utf-8") for name in names if (folder / name).is_file()}
+
+
 def finished(folder: Path) -> dict | None:
     """{file name: text} of a finished cell folder (CARRIED files present), or None: a folder without cell.json,
     points.csv or results.json, or not complete()."""
-    if not all((folder / name).is_file() for name in REQUIRED):
-        return None
-    files = {name: (folder / name).read_text(encoding="utf-8") for name in CARRIED if (folder / name).is_file()}
-    return files if complete(files) else None
+    files = _texts(folder, CARRIED)
+    return files if set(REQUIRED) <= set(files) and complete(files) else None
 
 
-def unfinished(sweep: Path) -> list[str]:
-    """The names of `sweep`'s cell folders (a cell.json) that are not finished(): still training, cut off or
-    damaged; pack leaves them out."""
-    return [d.name for d in sorted(Path(sweep).iterdir()) if (d / "cell.json").is_file() and finished(d) is None]
+def unfinished(root: Path) -> list[str]:
+    """The cell folders below `root` (a cell.json, at any depth; their paths from `root`) that are not complete():
+    still training, cut off or damaged. Reads only REQUIRED files."""
+    cells = sorted(p.parent for p in Path(root).rglob("cell.json"))
+    return [str(d.relative_to(root)) for d in cells if not complete(_texts(d, REQUIRED))]
 
 
 def _replaced(old: dict, new: dict) -> str | None:
@@ -95,9 +99,10 @@ def read_carry(path: Path) -> dict[str, dict]:
     return cells
 
 
-def pack(sweep_dir, path) -> tuple[int, int]:
+def pack(sweep_dir, path, skipped: list | None = None) -> tuple[int, int]:
     """Write the finished cells of `sweep_dir` into the pack file `path` (atomically), keeping the cells it already
-    holds that the folder does not finish: (cells packed from the folder, cells in the file). ScalingError, before
+    holds that the folder does not finish: (cells packed from the folder, cells in the file); the names of its cell
+    folders not finished (left out) are appended to `skipped`. ScalingError, before
     writing anything, when the folder is missing or holds no cell folder, `path` is a folder, or a cell the file
     holds would be replaced by another design's (its cell.json) or by a copy missing some of its points (an older
     folder)."""
@@ -114,6 +119,8 @@ def pack(sweep_dir, path) -> tuple[int, int]:
             "e.g. outputs/scaling/scaling_translation"
         )
     new = {d.name: files for d in folders if (files := finished(d)) is not None}
+    if skipped is not None:
+        skipped += [d.name for d in folders if d.name not in new]
     lost = [f"{name}/{what}" for name in new if name in cells and (what := _replaced(cells[name], new[name]))]
     if lost:
         raise ScalingError(
