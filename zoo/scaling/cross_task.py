@@ -121,7 +121,8 @@ def _verdict(kept: dict) -> str:
     flipped = any((b, a) in other for told in pairs.values() for a, b in told for other in pairs.values())
     if flipped:
         return "no (" + "; ".join(f"{t}: {o}" for t, o in orders.items()) + ")"
-    n_pairs = len(next(iter(kept.values()))) * (len(next(iter(kept.values()))) - 1) // 2
+    n = len(next(iter(kept.values())))  # the families every task ranks
+    n_pairs = n * (n - 1) // 2
     same = len(set(orders.values())) == 1
     if same and all(len(told) == n_pairs for told in pairs.values()):
         return "yes"
