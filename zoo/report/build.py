@@ -55,7 +55,7 @@ from zoo.report.scaling_points import scaling_points
 from zoo.report.scaling_translation import translation_section
 from zoo.report.significance import compare_task
 from zoo.report.table import DIFFERENT, METRICS, NOTES, STANDARD_OBJECTIVE, failed_runs, markdown_table, rows
-from zoo.scaling.carry import unfinished
+from zoo.scaling.carry import listed, unfinished
 
 __all__ = [
     "ARCH_ORDER",
@@ -114,10 +114,9 @@ def _unfinished(root: Path) -> list[str]:
     left = unfinished(root)
     if not left:
         return []
-    shown = ", ".join(left[:8]) + (f" and {len(left) - 8} more" if len(left) > 8 else "")
     return [
-        f"**{len(left)} scaling cell(s) not finished** (still training, or cut off): {shown}. Their points are left "
-        "out of the Scaling section until their command is rerun and they finish.",
+        f"**{len(left)} scaling cell(s) not finished** (still training, or cut off): {listed(left, 8)}. "
+        "Their points are left out of the Scaling section until their command is rerun and they finish.",
         "",
     ]
 

@@ -151,7 +151,7 @@ def _carry_parsers(sub) -> None:
 
 def _carry_command(args) -> int:
     """`pack` or `unpack` (zoo.scaling.carry): prints what it did; 2 after printing a ScalingError."""
-    from zoo.scaling.carry import pack, unpack
+    from zoo.scaling.carry import listed, pack, unpack
     from zoo.scaling.law import ScalingError
 
     try:
@@ -160,8 +160,7 @@ def _carry_command(args) -> int:
             new, total = pack(args.sweep, args.file, left)
             print(f"{args.file}: {new} finished cells of {args.sweep} packed; {total} cells in the file")
             if left:
-                more = f" and {len(left) - 5} more" if len(left) > 5 else ""
-                print(f"not packed, not finished (training, cut off or damaged): {', '.join(left[:5])}{more}")
+                print(f"not packed, not finished (training, cut off or damaged): {listed(left, 5)}")
         else:
             written, same = unpack(args.file, args.sweep)
             print(f"{args.sweep}: {written} cells written from {args.file}, {same} already there")

@@ -59,6 +59,11 @@ def unfinished(root: Path) -> list[str]:
     return [str(d.relative_to(root)) for d in cells if not complete(_texts(d, REQUIRED))]
 
 
+def listed(cells: list[str], k: int) -> str:
+    """The first `k` of `cells`, comma-separated, then "and N more" when there are more (a message's list)."""
+    return ", ".join(cells[:k]) + (f" and {len(cells) - k} more" if len(cells) > k else "")
+
+
 def _replaced(old: dict, new: dict) -> str | None:
     """What packing `new` over the file's `old` copy of a cell would lose: "cell.json" (another design),
     "points.csv" (a point the file holds and the folder does not), or None (the same cell, or extended)."""
