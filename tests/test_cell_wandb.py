@@ -6,12 +6,11 @@ in the run's history, config and summary), shows the cell's points.csv."""
 import csv
 import json
 import re
-import time
 import warnings
 
 import pytest
 from test_dashboard import config_names, stored_names
-from test_sweeps import wandb_records
+from test_sweeps import finished_wandb_records
 from zoo_run import make_cfg, needs_shared
 
 from zoo.report.dashboard import BY, KEYS, build_workspace
@@ -46,7 +45,7 @@ PEAK_LR = 8.0e-3  # the cell's fixed rate
 @pytest.fixture(scope="module")
 def cell(tmp_path_factory):
     """The cell's folder, its points.csv rows and its W&B run's records (wandb_records), read once the offline file
-    holds the summary (in-process, the writer may lag finish())."""
+    holds its exit record (in-process, the writer may lag finish())."""
     out = tmp_path_factory.mktemp("cell")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("WANDB_MODE", "offline")
@@ -54,12 +53,7 @@ def cell(tmp_path_factory):
         run_cell(make_cfg(out, CELL))
     with open(out / "points.csv", newline="") as f:
         points = list(csv.DictReader(f))
-    for _ in range(50):
-        records = wandb_records(out)
-        if "val/cont_loss" in records["summary"]:
-            break
-        time.sleep(0.2)
-    return out, points, records
+    return out, points, finished_wandb_records(out)
 
 
 def test_a_cell_logs_its_config_points_and_curves_to_one_run(cell):

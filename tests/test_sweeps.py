@@ -4,6 +4,8 @@ sweeper on the returned metric, the SLURM launcher config, and the W&B sweep fil
 import json
 import os
 import struct
+import time
+import zlib
 from pathlib import Path
 
 import pytest
@@ -37,7 +39,9 @@ def wandb_records(run_dir: Path) -> dict:
     """The run, config, summary and history records (history: one {key: value} per logged row, history_keys: every
     key) of the one offline W&B run under run_dir. The .wandb file is a
     LevelDB-style log (32 KiB blocks; records with a 7-byte header: crc32, length, type 1 full / 2 first /
-    3 middle / 4 last) of wandb.proto Record messages, after a 7-byte ':W&B' file header."""
+    3 middle / 4 last) of wandb.proto Record messages, after a 7-byte ':W&B' file header. The crc32 is zlib's,
+    over the type byte then the data; reading stops at the first record that is cut short or fails it (the tail
+    a writer that lags wandb.finish() has not yet written), so a caller polls for the record it needs."""
     from wandb.proto import wandb_internal_pb2 as pb
 
     files = list(run_dir.glob("wandb/offline-run-*/run-*.wandb"))
@@ -46,15 +50,17 @@ def wandb_records(run_dir: Path) -> dict:
     assert data[:4] == b":W&B"
     while pos + 7 <= len(data):
         left = block - pos % block
-        _, length, kind = struct.unpack("<IHB", data[pos : pos + 7])
+        crc, length, kind = struct.unpack("<IHB", data[pos : pos + 7])
         if left < 7 or (kind == 0 and length == 0):  # block trailer / padding
             pos += left
             continue
         chunk, pos = data[pos + 7 : pos + 7 + length], pos + 7 + length
+        if len(chunk) < length or zlib.crc32(chunk, zlib.crc32(bytes([kind]))) != crc:
+            break
         buf = chunk if kind in (1, 2) else buf + chunk
         if kind in (1, 4):
             chunks.append(buf)
-    out = {"config": {}, "summary": {}, "history_keys": set(), "history": []}
+    out = {"config": {}, "summary": {}, "history_keys": set(), "history": [], "exit": False}
     for c in chunks:
         r = pb.Record()
         r.ParseFromString(c)
@@ -65,11 +71,54 @@ def wandb_records(run_dir: Path) -> dict:
             out["config"].update({i.key: json.loads(i.value_json) for i in r.config.update})
         elif kind == "summary":
             out["summary"].update({i.key: json.loads(i.value_json) for i in r.summary.update if i.key})
+        elif kind == "exit":
+            out["exit"] = True
         elif kind == "history":
             row = {i.key or "/".join(i.nested_key): json.loads(i.value_json) for i in r.history.item}
             out["history_keys"].update(row)
             out["history"].append(row)
     return out
+
+
+def test_a_wandb_file_cut_short_reads_as_its_complete_records(tmp_path):
+    """A writer that lags wandb.finish() leaves a file cut mid-record: the reader returns the records written whole
+    (a config record, then a summary record that spans a 32 KiB block boundary as first + last parts) and never
+    raises. The file is built here by the LevelDB log rules, independently of the reader."""
+    from wandb.proto import wandb_internal_pb2 as pb
+
+    def frame(kind, data):
+        return struct.pack("<IHB", zlib.crc32(data, zlib.crc32(bytes([kind]))), len(data), kind) + data
+
+    config, summary = pb.Record(), pb.Record()
+    config.config.update.add(key="lr", value_json="0.008")
+    summary.summary.update.add(key="val/loss", value_json="1.5")
+    summary.summary.update.add(key="pad", value_json=json.dumps("x" * 40000))
+    a, b = config.SerializeToString(), summary.SerializeToString()
+    head = b":W&B" + b"\x00\x00\x00" + frame(1, a)
+    room = 32768 - len(head) - 7  # the first part fills block 0; the last part opens block 1
+    body = head + frame(2, b[:room]) + frame(4, b[room:])
+    folder = tmp_path / "wandb" / "offline-run-1" / "run-1.wandb"
+    folder.parent.mkdir(parents=True)
+    seen = set()
+    for cut in [len(head) - 1, len(head), 32768 - 3, 32768 + 7, len(body) - 1, len(body)]:
+        folder.write_bytes(body[:cut])
+        w = wandb_records(tmp_path)
+        seen.add((tuple(w["config"].items()), tuple(w["summary"])))
+    whole = (("lr", 0.008),)
+    assert seen == {((), ()), (whole, ()), (whole, ("val/loss", "pad"))}
+    folder.write_bytes(body[:-1] + bytes([body[-1] ^ 1]))  # a flipped bit in the last byte: its crc fails
+    assert wandb_records(tmp_path)["summary"] == {}
+
+
+def finished_wandb_records(run_dir: Path, timeout_s: float = 60.0) -> dict:
+    """wandb_records once the file holds the run's exit record, the last one written: in-process, wandb's writer
+    may lag wandb.finish(), and summaries interleave with history rows, so only the exit record marks the file
+    whole. Fails after timeout_s seconds without it."""
+    deadline = time.monotonic() + timeout_s
+    while not (w := wandb_records(run_dir))["exit"]:
+        assert time.monotonic() < deadline, f"no exit record in {run_dir}'s W&B file after {timeout_s} s"
+        time.sleep(0.2)
+    return w
 
 
 @pytest.mark.slow

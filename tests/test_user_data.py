@@ -5,7 +5,6 @@ resolver's name / path split, results.json, W&B, checkpoints and what zoo.report
 import gzip
 import json
 import logging
-import time
 from pathlib import Path
 
 import pytest
@@ -83,7 +82,7 @@ def test_data_dir_mismatch_never_says_delete(tmp_path, monkeypatch):
 def test_run_on_a_user_file_names_it_everywhere(my_text, tmp_path, capsys):
     """results.json, the W&B config and tags, the checkpoint name the user's file, not tiny_shakespeare; the
     checkpoint's data settings reach zoo.generate's messages; without them (an old checkpoint) it still loads."""
-    from test_sweeps import wandb_records
+    from test_sweeps import finished_wandb_records
 
     from zoo.run.generate import load, main
 
@@ -92,12 +91,7 @@ def test_run_on_a_user_file_names_it_everywhere(my_text, tmp_path, capsys):
     res = json.loads((out / "results.json").read_text())
     assert res["dataset"] == str(my_text) and res["data"]["files"] == {"text": str(my_text)}
     assert res["data"]["builtin"] is False and res["data"]["tokenizer"]["kind"] == "char"
-    w = wandb_records(out)
-    for _ in range(50):  # in-process, wandb's writer may not have flushed the offline file when finish() returns
-        if "run" in w and "data_info" in w["config"]:
-            break
-        time.sleep(0.2)
-        w = wandb_records(out)
+    w = finished_wandb_records(out)
     assert list(w["run"].tags) == ["decoder_only", "lm", "file:input.txt"]
     c = w["config"]  # nested as W&B nests it (zoo.run.loggers.run_config)
     assert c["dataset"] == str(my_text) and c["data_info"]["files"]["text"] == str(my_text)
