@@ -79,3 +79,51 @@ def test_kaplans_form_without_a_floor_is_fitted_with_four_parameters(form, tmp_p
     assert got["lack"]["ratio"] < got["lack"]["limit"] and got["verdict"]["long reach"]
     with_floor = form.family_gates("kaplan-e", points, n_boot=10)
     assert with_floor["lack"]["dof"] == 18 - 5
+
+
+def test_the_coupled_law_is_chinchillas_sum_with_a_d_amplitude_in_n():
+    """coupled_law at (E, A, B, alpha, beta, g) = E + A / N^alpha + B N^g / D^beta, written out with math here; at
+    g = 0 it is zoo.scaling.law.scaling_law."""
+    import math
+
+    from zoo.scaling.coupled import coupled_law
+
+    want = 1.2 + 3.0 / 1e4**0.3 + 40.0 * 1e4**0.12 / 2e6**0.45
+    assert float(coupled_law(1e4, 2e6, 1.2, 3.0, 40.0, 0.3, 0.45, 0.12)) == pytest.approx(want, rel=1e-12)
+    assert math.isclose(
+        float(coupled_law(3e5, 1e7, 1.2, 3.0, 60.0, 0.3, 0.45, 0.0)), 1.2 + 3 / 3e5**0.3 + 60 / 1e7**0.45
+    )
+
+
+def test_the_coupled_law_passes_on_its_own_law_where_chinchillas_sum_fails(form, tmp_path):
+    # a D amplitude rising as N^0.12, the depth-with-width ladder's size: the coupled form recovers g and passes
+    # lack of fit (18 cells, 6 parameters: 12 dof) and the long reach; Chinchilla's sum fails lack of fit
+    from zoo.scaling.coupled import coupled_law
+
+    points = study(tmp_path, lambda N, D: coupled_law(N, D, 1.2, 3.0, 40.0, 0.3, 0.45, 0.12))
+    own = form.family_gates("coupled", points, n_boot=20)
+    other = form.family_gates("chinchilla", points, n_boot=20)
+    assert own["params"][5] == pytest.approx(0.12, abs=0.02) and own["params"][3] == pytest.approx(0.3, abs=0.03)
+    assert own["lack"]["dof"] == 18 - 6 and own["lack"]["params"][5] == pytest.approx(0.12, abs=0.02)
+    assert own["lack"]["ratio"] < own["lack"]["limit"] and own["verdict"]["long reach"]
+    assert set(own["half"]) == {"alpha", "beta", "g"} and all(len(m) == 3 for m in own["loso"]["rows"].values())
+    assert other["lack"]["ratio"] > 3 * other["lack"]["limit"]
+
+
+def test_the_coupled_law_finds_no_coupling_in_chinchillas_law(form, tmp_path):
+    points = study(tmp_path, lambda N, D: scaling_law(N, D, 1.2, 3.0, 60.0, 0.3, 0.45))
+    got = form.family_gates("coupled", points, n_boot=10)
+    assert abs(got["params"][5]) < 0.02 and got["verdict"]["lack of fit"] and got["verdict"]["long reach"]
+
+
+def test_a_coupled_refit_starts_from_a_floor_collapsed_to_zero(tmp_path):
+    # a resample's refit from a fit whose E underflowed to 0 (the record's encoder_only): no log 0 in the start
+    from zoo.scaling.coupled import coupled_law, fit_coupled
+
+    N, D, L = form_arrays(study(tmp_path, lambda N, D: coupled_law(N, D, 1.2, 3.0, 40.0, 0.3, 0.45, 0.12), noise=0.0))
+    got = fit_coupled(N, D, L, starts=[(0.0, 3.0, 40.0, 0.3, 0.45, 0.12)], n_grid=2)
+    assert np.max(np.abs(coupled_law(N, D, *got) / L - 1)) < 1e-3
+
+
+def form_arrays(points):
+    return (np.array([p[k] for p in points], dtype=float) for k in ("N", "D", "loss"))

@@ -1,18 +1,20 @@
 """The report's gates with the law's form as a choice (experiments/RESULTS.md, "The interaction form, stated before it
 was fitted"): Chinchilla's sum E + A/N^alpha + B/D^beta (zoo.scaling.fit's objective and starts) or the interaction
-form E + [(A/N^alpha)^(1/beta) + (B/D^beta)^(1/beta)]^beta (zoo.scaling.forms.kaplan_e_law), or Kaplan et al. 2020's
-eq. 1.5 itself (--form kaplan: that form with E held at 0, four parameters), each gate statistic computed as
-zoo.scaling.checks and zoo.scaling.gates compute it for the report's law:
+form E + [(A/N^alpha)^(1/beta) + (B/D^beta)^(1/beta)]^beta (zoo.scaling.forms.kaplan_e_law), Kaplan et al. 2020's
+eq. 1.5 itself (--form kaplan: that form with E held at 0, four parameters), or the coupled law
+E + A/N^alpha + B N^g/D^beta (--form coupled, zoo.scaling.coupled; "The coupled law, stated before it was fitted"),
+each gate statistic computed as zoo.scaling.checks and zoo.scaling.gates compute it for the report's law:
 
 - fit: the relative residual rms on every point, against the seed noise (zoo.scaling.checks.seed_noise);
 - lack of fit: the form fitted to the cell means by weighted least squares, se = the size's relative sd pooled
-  over its cells / sqrt(n); chi^2/dof with dof = cells - 5 (cells - 4 for kaplan), bound the 95% quantile of
-  F(dof, the smallest size's pooled dof); the Birge ratio sqrt(chi^2/dof) where above 1;
+  over its cells / sqrt(n); chi^2/dof with dof = cells - the parameters fitted (5; kaplan 4, coupled 6), bound the
+  95% quantile of F(dof, the smallest size's pooled dof); the Birge ratio sqrt(chi^2/dof) where above 1;
 - hold-out and long reach: a fit without the largest size, and on the sizes of N <= N_max / 4, predicting the
   largest size's points;
-- leave one size out: alpha and beta refitted without each size;
+- leave one size out: alpha and beta refitted without each size (the coupled law's g: its moves printed, not judged);
 - parameters: none at a bound; alpha's and beta's 95% percentile intervals over resamples of runs within sizes
-  (Rao & Wu's rescaled weights, numpy's default_rng(0), as fit_points), widened by the Birge ratio, within ±0.15.
+  (Rao & Wu's rescaled weights, numpy's default_rng(0), as fit_points), widened by the Birge ratio, within ±0.15
+  (g's printed, not judged).
 
 With --form chinchilla the numbers are the report's (experiments/scaling/gates.md), a check of this script.
 
@@ -21,6 +23,7 @@ With --form chinchilla the numbers are the report's (experiments/scaling/gates.m
     python experiments/bench_scripts/scaling_form.py experiments/scaling/points.csv --form kaplan-e
     python experiments/bench_scripts/scaling_form.py experiments/scaling/sinusoidal/points.csv --form kaplan-e
     python experiments/bench_scripts/scaling_form.py experiments/scaling/points.csv --form kaplan
+    python experiments/bench_scripts/scaling_form.py experiments/scaling/points.csv --form coupled
     python experiments/bench_scripts/scaling_form.py experiments/scaling/points.csv --form chinchilla \
         --max-tokens-per-param 50
 """
@@ -38,6 +41,7 @@ import numpy as np  # noqa: E402
 
 from zoo.scaling.bootstrap import resample_units, resample_weights  # noqa: E402
 from zoo.scaling.checks import FLOOR, at_bound, form_lack_of_fit, seed_noise, widen  # noqa: E402
+from zoo.scaling.coupled import coupled_law, fit_coupled  # noqa: E402
 from zoo.scaling.forms import fit_kaplan_e, kaplan_e_law  # noqa: E402
 from zoo.scaling.gates import EXPONENT_HALF_WIDTH, FIT_NOISE, FIT_RMS, HOLDOUT, LOSO, REACH, REACH_BIAS, REACH_ERROR  # noqa: E402
 from zoo.scaling.huber import HuberProblem, best_start, ranked_starts  # noqa: E402
@@ -71,11 +75,25 @@ def interaction_fitter(floor: bool):
     return fit
 
 
+def coupled_fitter(N, D, L, weights=None, starts=()):
+    """zoo.scaling.coupled.fit_coupled as a fitter of FORMS: a first fit starts from the Chinchilla fit with g = 0
+    and the grid's 10 best; a refit from `starts` (a resample's, a subset's) adds the grid's 2 best."""
+    if starts:
+        return fit_coupled(N, D, L, weights, starts, n_grid=2)
+    return fit_coupled(N, D, L, weights, [(*fit_chinchilla(N, D, L), 0.0)], n_grid=10)
+
+
 FORMS = {  # name: (law, fitter, whether the form has an irreducible loss E)
     "chinchilla": (scaling_law, fit_chinchilla, True),
     "kaplan-e": (kaplan_e_law, interaction_fitter(floor=True), True),
     "kaplan": (kaplan_e_law, interaction_fitter(floor=False), False),
+    "coupled": (coupled_law, coupled_fitter, True),
 }
+JUDGED = ("alpha", "beta")  # the exponents the gates judge; a sixth parameter (the coupled law's g) is printed
+
+
+def exponent_names(params) -> tuple:
+    return ("alpha", "beta", "g")[: len(params) - 3]
 
 
 def arrays(points: list[dict]):
@@ -93,16 +111,17 @@ def predict_top(law, fitter, points: list[dict], train: list[dict], start) -> di
 
 
 def leave_one_size_out(fitter, points: list[dict], params) -> dict:
-    """{size: (d_alpha, d_beta)} of refits without each size, and the largest |move|."""
+    """{size: (d_alpha, d_beta[, d_g])} of refits without each size, and the largest |move| of alpha and beta."""
     rows = {}
     for n in sorted({p["N"] for p in points}):
         refit = fitter(*arrays([p for p in points if p["N"] != n]), starts=[params])
-        rows[next(p["size"] for p in points if p["N"] == n)] = (refit[3] - params[3], refit[4] - params[4])
-    return {"rows": rows, "worst": max(max(abs(a), abs(b)) for a, b in rows.values())}
+        rows[next(p["size"] for p in points if p["N"] == n)] = tuple(refit[3:] - params[3:])
+    return {"rows": rows, "worst": max(max(abs(m) for m in moves[:2]) for moves in rows.values())}
 
 
 def exponent_intervals(fitter, points: list[dict], params, n_boot: int) -> dict:
-    """alpha's and beta's 95% percentile intervals over resamples of runs within sizes (fit_points' scheme)."""
+    """Each exponent's 95% percentile interval (alpha, beta[, g]) over resamples of runs within sizes (fit_points'
+    scheme)."""
     runs = [f"{p['size']}|{p['seed']}" for p in points]
     n = len(points)
     members, units, _ = resample_units(runs, [p["size"] for p in points], n, np.arange(n), n_boot)
@@ -112,7 +131,7 @@ def exponent_intervals(fitter, points: list[dict], params, n_boot: int) -> dict:
         w = resample_weights(rng, units, int(members.max()) + 1, rescaled=True)[members]
         draws.append(fitter(N, D, L, weights=w, starts=[params])[3:])
     lo, hi = np.percentile(np.array(draws), [2.5, 97.5], axis=0)
-    return {"alpha": (float(lo[0]), float(hi[0])), "beta": (float(lo[1]), float(hi[1]))}
+    return {k: (float(a), float(b)) for k, a, b in zip(exponent_names(params), lo, hi)}
 
 
 def family_gates(form: str, points: list[dict], n_boot: int) -> dict:
@@ -128,7 +147,7 @@ def family_gates(form: str, points: list[dict], n_boot: int) -> dict:
     loso = leave_one_size_out(fitter, points, params)
     ci = exponent_intervals(fitter, points, params, n_boot)
     half = {}
-    for k, value in zip(("alpha", "beta"), params[3:]):
+    for k, value in zip(exponent_names(params), params[3:]):
         lo, hi = widen(value, ci[k], lack["birge"])
         half[k] = (hi - lo) / 2
     values = dict(zip(("E", "A", "B", "alpha", "beta"), params))
@@ -141,7 +160,7 @@ def family_gates(form: str, points: list[dict], n_boot: int) -> dict:
         "hold-out": hold["worst"] <= HOLDOUT,
         "long reach": reach["worst"] <= REACH_ERROR and abs(reach["mean"]) <= REACH_BIAS,
         "leave one size out": loso["worst"] <= LOSO,
-        "parameters": not bound and all(h <= EXPONENT_HALF_WIDTH for h in half.values()),
+        "parameters": not bound and all(half[k] <= EXPONENT_HALF_WIDTH for k in JUDGED),
     }
     return dict(
         params=params, rms=rms, noise=noise, lack=lack, hold=hold, reach=reach, loso=loso, half=half, verdict=verdict
@@ -149,17 +168,18 @@ def family_gates(form: str, points: list[dict], n_boot: int) -> dict:
 
 
 def print_family(arch: str, g: dict) -> None:
-    E, A, B, alpha, beta = g["params"]
+    E, A, B, alpha, beta, *extra = g["params"]
     v = {k: "pass" if ok else "FAIL" for k, ok in g["verdict"].items()}
-    worst = max(g["loso"]["rows"].items(), key=lambda kv: max(map(abs, kv[1])))
-    print(f"\n== {arch}: E={E:.4g} A={A:.4g} B={B:.4g} alpha={alpha:.3f} beta={beta:.3f}")
+    worst = max(g["loso"]["rows"].items(), key=lambda kv: max(map(abs, kv[1][:2])))
+    coupling = f" g={extra[0]:+.3f}" if extra else ""
+    print(f"\n== {arch}: E={E:.4g} A={A:.4g} B={B:.4g} alpha={alpha:.3f} beta={beta:.3f}{coupling}")
     print(f"  fit                {v['fit']}: rms {g['rms']:.2%}, seed noise {g['noise']:.2%}")
     print(
         f"  lack of fit        {v['lack of fit']}: chi2/dof = {g['lack']['ratio']:.2f} (bound {g['lack']['limit']:.2f})"
     )
     print(f"  hold-out           {v['hold-out']}: largest {g['hold']['worst']:.2%}, mean {g['hold']['mean']:+.2%}")
     print(f"  long reach         {v['long reach']}: largest {g['reach']['worst']:.2%}, mean {g['reach']['mean']:+.2%}")
-    rows = "  ".join(f"{s}: {a:+.3f}/{b:+.3f}" for s, (a, b) in g["loso"]["rows"].items())
+    rows = "  ".join(f"{s}: " + "/".join(f"{m:+.3f}" for m in moves) for s, moves in g["loso"]["rows"].items())
     print(f"  leave one size out {v['leave one size out']}: {g['loso']['worst']:.3f} (w/o {worst[0]}) | {rows}")
     half = ", ".join(f"{k} ±{h:.2f}" for k, h in g["half"].items())
     print(f"  parameters         {v['parameters']}: {half} (widened x{g['lack']['birge']:.2f})")

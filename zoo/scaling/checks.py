@@ -69,17 +69,18 @@ def lack_of_fit(fit, points: list[dict], level: float = 0.95) -> dict | None:
 
 
 def form_lack_of_fit(law, params, points: list[dict], level: float = 0.95, floor: bool = True) -> dict | None:
-    """lack_of_fit's judged chi^2 / dof for any five-parameter form: law(N, D, E, A, B, alpha, beta) (e.g.
-    zoo.scaling.law.scaling_law, zoo.scaling.forms.kaplan_e_law) fitted to the cell means by weighted least
-    squares from `params` (E, A, B, alpha, beta; an E, A or B of 0, collapsed to its bound, starts just above it),
-    se = the size's pooled relative sd (pooled_sd) / sqrt(n). floor=False: E held at 0 (a form without an
-    irreducible loss, e.g. Kaplan et al. 2020's), four parameters fitted, dof = cells - 4.
+    """lack_of_fit's judged chi^2 / dof for any form law(N, D, E, A, B, alpha, beta, *extra) (e.g.
+    zoo.scaling.law.scaling_law, zoo.scaling.forms.kaplan_e_law, zoo.scaling.coupled.coupled_law with its g)
+    fitted to the cell means by weighted least squares from `params` (E, A, B, alpha, beta, *extra; an E, A or B
+    of 0, collapsed to its bound, starts just above it), se = the size's pooled relative sd (pooled_sd) / sqrt(n);
+    dof = cells - len(params). floor=False: E held at 0 (a form without an irreducible loss, e.g. Kaplan et al.
+    2020's), one parameter fewer fitted, dof one more.
 
-    Returns {"ratio", "dof", "cells", "limit", "birge", "p", "params" (the fitted E, A, B, alpha, beta)}; None
-    with dof < 1."""
+    Returns {"ratio", "dof", "cells", "limit", "birge", "p", "params" (the fitted E, A, B, alpha, beta, *extra)};
+    None with dof < 1."""
     cells = [c for c in cell_means(points) if c["n"] > 1 and c["se"] > 0]
     first = 0 if floor else 1  # without a floor, u omits log E
-    dof = len(cells) - len(PARAMS) + first
+    dof = len(cells) - len(params) + first
     if dof < 1:
         return None
     pooled = pooled_sd(points)
@@ -89,7 +90,7 @@ def form_lack_of_fit(law, params, points: list[dict], level: float = 0.95, floor
     def resid(v):  # an overflowing law gives a large residual, which the fit avoids
         u = with_log_floor(v, floor)
         with np.errstate(over="ignore", invalid="ignore"):
-            pred = law(N, D, math.exp(u[0]), math.exp(u[1]), math.exp(u[2]), u[3], u[4])
+            pred = law(N, D, math.exp(u[0]), math.exp(u[1]), math.exp(u[2]), *u[3:])
         return np.nan_to_num((mean - pred) / pred / se, nan=1e6, posinf=1e6, neginf=-1e6)
 
     u0 = ([math.log(max(v, FLOOR)) for v in params[:3]] + list(params[3:]))[first:]
