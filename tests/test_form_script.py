@@ -127,3 +127,18 @@ def test_a_coupled_refit_starts_from_a_floor_collapsed_to_zero(tmp_path):
 
 def form_arrays(points):
     return (np.array([p[k] for p in points], dtype=float) for k in ("N", "D", "loss"))
+
+
+def test_the_long_reach_is_not_judged_on_fewer_than_three_sizes(form, tmp_path, capsys):
+    # s3-s5 alone: N_max / 4 = 87,180 leaves s3, one size, where E, A and alpha are not identified
+    points = [p for p in study(tmp_path, lambda N, D: scaling_law(N, D, 1.2, 3.0, 60.0, 0.3, 0.45)) if p["N"] > 30000]
+    got = form.family_gates("coupled", points, n_boot=5)
+    assert got["reach"] is None and got["verdict"]["long reach"] is None and got["verdict"]["lack of fit"]
+    form.print_family("decoder_only", got)
+    assert "long reach         cannot check: fewer than 3 sizes of N <= N_max / 4" in capsys.readouterr().out
+    got["verdict"] |= {"lack of fit": True, "leave one size out": True}  # the other two read: no verdict either way
+    form.print_family("decoder_only", got)
+    assert "all pass): cannot say (the long reach cannot be checked)" in capsys.readouterr().out
+    got["verdict"]["leave one size out"] = False
+    form.print_family("decoder_only", got)
+    assert "all pass): no" in capsys.readouterr().out

@@ -40,7 +40,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 
 from zoo.scaling.bootstrap import resample_units, resample_weights  # noqa: E402
-from zoo.scaling.checks import FLOOR, at_bound, form_lack_of_fit, seed_noise, widen  # noqa: E402
+from zoo.scaling.checks import FLOOR, LONG_REACH_SIZES, at_bound, form_lack_of_fit, seed_noise, widen  # noqa: E402
 from zoo.scaling.coupled import coupled_law, fit_coupled  # noqa: E402
 from zoo.scaling.forms import fit_kaplan_e, kaplan_e_law  # noqa: E402
 from zoo.scaling.gates import EXPONENT_HALF_WIDTH, FIT_NOISE, FIT_RMS, HOLDOUT, LOSO, REACH, REACH_BIAS, REACH_ERROR  # noqa: E402
@@ -143,7 +143,8 @@ def family_gates(form: str, points: list[dict], n_boot: int) -> dict:
     noise, lack = seed_noise(points), form_lack_of_fit(law, params, points, floor=floor)
     top = max(p["N"] for p in points)
     hold = predict_top(law, fitter, points, [p for p in points if p["N"] < top], params)
-    reach = predict_top(law, fitter, points, [p for p in points if p["N"] <= top / REACH], params)
+    near = [p for p in points if p["N"] <= top / REACH]  # fewer than 3 sizes: E, A and alpha unidentified
+    reach = predict_top(law, fitter, points, near, params) if len({p["N"] for p in near}) >= LONG_REACH_SIZES else None
     loso = leave_one_size_out(fitter, points, params)
     ci = exponent_intervals(fitter, points, params, n_boot)
     half = {}
@@ -158,7 +159,7 @@ def family_gates(form: str, points: list[dict], n_boot: int) -> dict:
         "fit": rms <= FIT_RMS and rms <= FIT_NOISE * noise,
         "lack of fit": lack["ratio"] <= lack["limit"],
         "hold-out": hold["worst"] <= HOLDOUT,
-        "long reach": reach["worst"] <= REACH_ERROR and abs(reach["mean"]) <= REACH_BIAS,
+        "long reach": None if reach is None else reach["worst"] <= REACH_ERROR and abs(reach["mean"]) <= REACH_BIAS,
         "leave one size out": loso["worst"] <= LOSO,
         "parameters": not bound and all(half[k] <= EXPONENT_HALF_WIDTH for k in JUDGED),
     }
@@ -169,7 +170,7 @@ def family_gates(form: str, points: list[dict], n_boot: int) -> dict:
 
 def print_family(arch: str, g: dict) -> None:
     E, A, B, alpha, beta, *extra = g["params"]
-    v = {k: "pass" if ok else "FAIL" for k, ok in g["verdict"].items()}
+    v = {k: "cannot check" if ok is None else "pass" if ok else "FAIL" for k, ok in g["verdict"].items()}
     worst = max(g["loso"]["rows"].items(), key=lambda kv: max(map(abs, kv[1][:2])))
     coupling = f" g={extra[0]:+.3f}" if extra else ""
     print(f"\n== {arch}: E={E:.4g} A={A:.4g} B={B:.4g} alpha={alpha:.3f} beta={beta:.3f}{coupling}")
@@ -178,13 +179,19 @@ def print_family(arch: str, g: dict) -> None:
         f"  lack of fit        {v['lack of fit']}: chi2/dof = {g['lack']['ratio']:.2f} (bound {g['lack']['limit']:.2f})"
     )
     print(f"  hold-out           {v['hold-out']}: largest {g['hold']['worst']:.2%}, mean {g['hold']['mean']:+.2%}")
-    print(f"  long reach         {v['long reach']}: largest {g['reach']['worst']:.2%}, mean {g['reach']['mean']:+.2%}")
+    if g["reach"] is None:
+        print(f"  long reach         cannot check: fewer than {LONG_REACH_SIZES} sizes of N <= N_max / {REACH:g}")
+    else:
+        print(
+            f"  long reach         {v['long reach']}: largest {g['reach']['worst']:.2%}, mean {g['reach']['mean']:+.2%}"
+        )
     rows = "  ".join(f"{s}: " + "/".join(f"{m:+.3f}" for m in moves) for s, moves in g["loso"]["rows"].items())
     print(f"  leave one size out {v['leave one size out']}: {g['loso']['worst']:.3f} (w/o {worst[0]}) | {rows}")
     half = ", ".join(f"{k} ±{h:.2f}" for k, h in g["half"].items())
     print(f"  parameters         {v['parameters']}: {half} (widened x{g['lack']['birge']:.2f})")
-    reading = all(g["verdict"][k] for k in ("lack of fit", "long reach", "leave one size out"))
-    print(f"  carries the misfit (lack of fit, long reach, leave one size out all pass): {'YES' if reading else 'no'}")
+    read = [g["verdict"][k] for k in ("lack of fit", "long reach", "leave one size out")]
+    reading = "no" if False in read else "YES" if all(read) else "cannot say (the long reach cannot be checked)"
+    print(f"  carries the misfit (lack of fit, long reach, leave one size out all pass): {reading}")
 
 
 def main(argv=None) -> None:
