@@ -142,3 +142,17 @@ def test_the_long_reach_is_not_judged_on_fewer_than_three_sizes(form, tmp_path, 
     got["verdict"]["leave one size out"] = False
     form.print_family("decoder_only", got)
     assert "all pass): no" in capsys.readouterr().out
+
+
+def test_the_null_under_a_form_finds_a_largest_size_off_its_law(form, tmp_path):
+    # a study of the coupled law with s5 5% above it: the long reach's miss is beyond every replicate of the fitted
+    # law (P = 0), and the observed statistic is the one family_gates prints
+    from zoo.scaling.coupled import coupled_law
+
+    truth = (1.2, 3.0, 40.0, 0.3, 0.45, 0.12)
+    points = study(tmp_path, lambda N, D: coupled_law(N, D, *truth) * (1.05 if N > 300_000 else 1.0))
+    gates = form.family_gates("coupled", points, n_boot=5)
+    null = form.form_null("coupled", points, gates["params"], reps=6)
+    reach = null["stats"]["reach_worst"]
+    assert reach["observed"] == pytest.approx(gates["reach"]["worst"], rel=1e-3) and reach["observed"] > 0.03
+    assert reach["p"] == 0.0 and reach["range"][1] < reach["observed"]

@@ -46,6 +46,7 @@ from zoo.scaling.forms import fit_kaplan_e, kaplan_e_law  # noqa: E402
 from zoo.scaling.gates import EXPONENT_HALF_WIDTH, FIT_NOISE, FIT_RMS, HOLDOUT, LOSO, REACH, REACH_BIAS, REACH_ERROR  # noqa: E402
 from zoo.scaling.huber import HuberProblem, best_start, ranked_starts  # noqa: E402
 from zoo.scaling.law import scaling_law  # noqa: E402
+from zoo.scaling.null import STATISTICS, gate_null  # noqa: E402
 from zoo.scaling.points import N_STARTS, by_family, read_points_csv  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
@@ -168,6 +169,52 @@ def family_gates(form: str, points: list[dict], n_boot: int) -> dict:
     )
 
 
+def form_statistics(form: str, start):
+    """zoo.scaling.null.gate_statistics' dict under `form`: a function of a set of points that fits the form (from
+    `start`, the law the null simulates) and returns its long reach, hold-out and leave-one-size-out statistics."""
+    law, fitter, _ = FORMS[form]
+
+    def statistics(points: list[dict]) -> dict:
+        params = fitter(*arrays(points), starts=[start])
+        top, sizes = max(p["N"] for p in points), {p["N"] for p in points}
+        near = [p for p in points if p["N"] <= top / REACH]
+        reach = (
+            predict_top(law, fitter, points, near, params) if len({p["N"] for p in near}) >= LONG_REACH_SIZES else None
+        )
+        hold = (
+            predict_top(law, fitter, points, [p for p in points if p["N"] < top], params) if len(sizes) >= 3 else None
+        )
+        loso = leave_one_size_out(fitter, points, params) if len(sizes) >= 3 else None
+        return {
+            "reach_worst": reach and reach["worst"],
+            "reach_mean": reach and reach["mean"],
+            "holdout_worst": hold and hold["worst"],
+            "holdout_mean": hold and hold["mean"],
+            "loso_worst": loso and loso["worst"],
+        }
+
+    return statistics
+
+
+def form_null(form: str, points: list[dict], params, reps: int) -> dict | None:
+    """zoo.scaling.null.gate_null with the form's fitted law as the truth and its statistics (form_statistics)."""
+    law = FORMS[form][0]
+    truth = SimpleNamespace(predict=lambda N, D: law(N, D, *params))
+    return gate_null(points, truth, reps=reps, statistics=form_statistics(form, params))
+
+
+def print_null(null: dict | None) -> None:
+    """Each statistic of form_null: observed, a true law's 95% range over the replicates, P and the fixed bound."""
+    if null is None:
+        return
+    for key, what, _, bound in STATISTICS:
+        if key in null["stats"]:
+            st = null["stats"][key]
+            lo, hi = st["range"]
+            line = f"{st['observed']:+.4f}; a true law's 95%: {lo:+.4f} .. {hi:+.4f}; P = {st['p']:.2f} (bound {bound})"
+            print(f"  null, {what:<38} {line}")
+
+
 def print_family(arch: str, g: dict) -> None:
     E, A, B, alpha, beta, *extra = g["params"]
     v = {k: "cannot check" if ok is None else "pass" if ok else "FAIL" for k, ok in g["verdict"].items()}
@@ -201,6 +248,7 @@ def main(argv=None) -> None:
     p.add_argument("--bootstrap", type=int, default=200, help="resamples of the exponents' intervals (default 200)")
     p.add_argument("--arch", nargs="*", help="only these families (default: every family of the points)")
     p.add_argument("--max-tokens-per-param", type=float, help="only the cells of at most this many tokens a parameter")
+    p.add_argument("--null", type=int, default=0, help="replicates of the gates' null under the form (default 0: none)")
     args = p.parse_args(argv)
     families = by_family(read_points_csv(args.points))
     for arch in args.arch or families:
@@ -208,7 +256,10 @@ def main(argv=None) -> None:
             p.error(f"--arch {arch!r} is not in {args.points}; it has {', '.join(families)}")
         cap = args.max_tokens_per_param or float("inf")
         points = [q for q in families[arch] if q["D"] / q["N"] <= cap * (1 + 1e-6)]
-        print_family(arch, family_gates(args.form, points, args.bootstrap))
+        gates = family_gates(args.form, points, args.bootstrap)
+        print_family(arch, gates)
+        if args.null:
+            print_null(form_null(args.form, points, gates["params"], args.null))
 
 
 if __name__ == "__main__":

@@ -112,17 +112,24 @@ def gate_statistics(points: list[dict], checks: dict | None = None) -> dict:
     }
 
 
-def gate_null(points: list[dict], law, reps: int = NULL_REPS, seed: int = NULL_SEED, checks=None) -> dict | None:
+def gate_null(
+    points: list[dict], law, reps: int = NULL_REPS, seed: int = NULL_SEED, checks=None, statistics=None
+) -> dict | None:
     """The gate statistics of `reps` replicates of simulate: {"reps", "stats": {key: {"observed", "range": (2.5%,
     97.5%) of the replicates, "p": the share at least as far off}}} for each key of STATISTICS the design gives;
-    observed from `checks` (zoo.scaling.gates.family_checks) where the caller has them. None where the design
-    gives none of them or reps < 1. Raises ScalingError where it cannot be calibrated (check_calibrated, simulate)."""
-    observed = {k: v for k, v in gate_statistics(points, checks).items() if v is not None}
+    observed from `checks` (zoo.scaling.gates.family_checks) where the caller has them. law: anything with
+    predict(N, D). statistics: a function of a set of points giving gate_statistics' dict under another law form
+    (e.g. experiments/bench_scripts/scaling_form.py's), used for the observed points and every replicate; default
+    gate_statistics (Chinchilla's law). None where the design gives none of them or reps < 1. Raises ScalingError
+    where it cannot be calibrated (check_calibrated, simulate)."""
+    stat = statistics or gate_statistics
+    observed = statistics(points) if statistics else gate_statistics(points, checks)
+    observed = {k: v for k, v in observed.items() if v is not None}
     if not observed or reps < 1:
         return None
     check_calibrated(points)
     rng, deviations = np.random.default_rng(seed), seed_deviations(points)
-    rows = [gate_statistics(simulate(points, law, deviations, rng)) for _ in range(reps)]
+    rows = [stat(simulate(points, law, deviations, rng)) for _ in range(reps)]
     stats = {}
     for key, _, signed, _ in STATISTICS:
         if key not in observed:
