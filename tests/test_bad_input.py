@@ -607,3 +607,11 @@ def test_a_sweep_preset_without_m_says_to_add_m(preset, tmp_path):
     assert f"zoo: error: experiment={name} sweeps +arch, +benchmark (hydra.sweeper.params)" in r.stderr
     assert f"python -m zoo -m experiment={name}" in r.stderr
     assert "Traceback" not in r.stderr
+
+
+def test_a_messages_list_names_the_first_k_and_counts_the_rest():
+    from zoo.errors import listed
+
+    assert listed(["a", "b", "c", "d"], 2) == "a, b and 2 more"
+    assert listed(["a", "b"], 2) == "a, b" and listed([], 3) == ""
+    assert listed(["x: 1", "y: 2", "z: 3", "w: 4"], 3, sep="; ") == "x: 1; y: 2; z: 3 and 1 more"

@@ -76,7 +76,7 @@ def test_a_cell_still_training_is_not_packed_and_the_files_cells_are_kept(traine
     results = json.loads((sweep / "decoder_only-s2_seed2" / "results.json").read_text())
     results["scaling"]["points"] = results["scaling"]["points"][:1]
     (sweep / "decoder_only-s2_seed2" / "results.json").write_text(json.dumps(results))
-    assert pack(sweep, tmp_path / "cells.jsonl") == (0, 1)
+    assert pack(sweep, tmp_path / "cells.jsonl") == (0, 1, ["decoder_only-s2_seed2"])
     assert list(read_carry(tmp_path / "cells.jsonl")) == [CELL]
 
 
@@ -128,7 +128,7 @@ def test_a_pack_never_replaces_another_design_or_a_point_it_holds(trained, tmp_p
     with pytest.raises(ScalingError, match=f"{CELL}/points.csv"):
         pack(older, file)
     assert file.read_text() == before
-    assert pack(trained, file) == (1, 1) and file.read_text() == before
+    assert pack(trained, file) == (1, 1, []) and file.read_text() == before
 
 
 @needs_shared

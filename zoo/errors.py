@@ -74,3 +74,8 @@ def check_warmup_steps(warmup, kind: str | None, key: str = "task.scheduler.warm
             f"warmup_steps: lr * min(step^-0.5, step * warmup^-1.5) * warmup^0.5); "
             f"got {warmup}"
         )
+
+
+def listed(items: list[str], k: int, sep: str = ", ") -> str:
+    """The first `k` of `items` joined by `sep`, then "and N more" when there are more (an error message's list)."""
+    return sep.join(items[:k]) + (f" and {len(items) - k} more" if len(items) > k else "")

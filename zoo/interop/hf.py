@@ -17,6 +17,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from zoo.errors import listed
 from zoo.interop import args
 from zoo.interop.blockers import Unsupported
 from zoo.interop.checkpoints import arch_of, check_state
@@ -83,8 +84,7 @@ def state_of(model, fam) -> tuple[dict[str, torch.Tensor], dict]:
 
 
 def _names(keys) -> str:
-    keys = sorted(keys)
-    return ", ".join(keys[:20]) + (f" and {len(keys) - 20} more" if len(keys) > 20 else "")
+    return listed(sorted(keys), 20)
 
 
 def warn_unused_keys(src, info: dict, unused: list[str]) -> None:

@@ -36,6 +36,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from zoo.errors import listed
 from zoo.report.attention import (
     DEFAULT_SENTENCE,
     SPACE,
@@ -55,7 +56,7 @@ from zoo.report.scaling_points import scaling_points
 from zoo.report.scaling_translation import translation_section
 from zoo.report.significance import compare_task
 from zoo.report.table import DIFFERENT, METRICS, NOTES, STANDARD_OBJECTIVE, failed_runs, markdown_table, rows
-from zoo.scaling.carry import listed, unfinished
+from zoo.scaling.carry import unfinished
 
 __all__ = [
     "ARCH_ORDER",

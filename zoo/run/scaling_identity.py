@@ -10,7 +10,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from zoo.errors import ConfigError
+from zoo.errors import ConfigError, listed
 from zoo.run.results import write_json
 from zoo.scaling.grid import cell_seed, cell_size
 
@@ -149,10 +149,9 @@ def check_same_design(cell_dir: Path, want: dict, legacy: dict | None = None, wr
         shown = [(k, have["config"].get(k, ABSENT), want["config"].get(k, ABSENT)) for k in diff if k != "arch"]
         shown += [(k, have[k], want[k]) for k in diff if k == "arch"]
     if diff:
-        text = "; ".join(f"{k}: {a!r} there, {b!r} now" for k, a, b in shown[:3])
-        more = f" and {len(shown) - 3} more" if len(shown) > 3 else ""
+        text = listed([f"{k}: {a!r} there, {b!r} now" for k, a, b in shown], 3, sep="; ")
         raise ConfigError(
-            f"{cell_dir} holds a scaling cell of another design ({text}{more}), so its points and checkpoints "
+            f"{cell_dir} holds a scaling cell of another design ({text}), so its points and checkpoints "
             "cannot be continued; give this study its own folder with hydra.sweep.dir=outputs/scaling/NAME (or put "
             "the settings back)"
         )

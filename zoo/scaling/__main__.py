@@ -151,13 +151,13 @@ def _carry_parsers(sub) -> None:
 
 def _carry_command(args) -> int:
     """`pack` or `unpack` (zoo.scaling.carry): prints what it did; 2 after printing a ScalingError."""
-    from zoo.scaling.carry import listed, pack, unpack
+    from zoo.errors import listed
+    from zoo.scaling.carry import pack, unpack
     from zoo.scaling.law import ScalingError
 
     try:
         if args.command == "pack":
-            left: list[str] = []
-            new, total = pack(args.sweep, args.file, left)
+            new, total, left = pack(args.sweep, args.file)
             print(f"{args.file}: {new} finished cells of {args.sweep} packed; {total} cells in the file")
             if left:
                 print(f"not packed, not finished (training, cut off or damaged): {listed(left, 5)}")

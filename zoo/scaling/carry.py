@@ -59,11 +59,6 @@ def unfinished(root: Path) -> list[str]:
     return [str(d.relative_to(root)) for d in cells if not complete(_texts(d, REQUIRED))]
 
 
-def listed(cells: list[str], k: int) -> str:
-    """The first `k` of `cells`, comma-separated, then "and N more" when there are more (a message's list)."""
-    return ", ".join(cells[:k]) + (f" and {len(cells) - k} more" if len(cells) > k else "")
-
-
 def _replaced(old: dict, new: dict) -> str | None:
     """What packing `new` over the file's `old` copy of a cell would lose: "cell.json" (another design),
     "points.csv" (a point the file holds and the folder does not), or None (the same cell, or extended)."""
@@ -104,10 +99,10 @@ def read_carry(path: Path) -> dict[str, dict]:
     return cells
 
 
-def pack(sweep_dir, path, skipped: list | None = None) -> tuple[int, int]:
+def pack(sweep_dir, path) -> tuple[int, int, list[str]]:
     """Write the finished cells of `sweep_dir` into the pack file `path` (atomically), keeping the cells it already
-    holds that the folder does not finish: (cells packed from the folder, cells in the file); the names of its cell
-    folders not finished (left out) are appended to `skipped`. ScalingError, before
+    holds that the folder does not finish: (cells packed from the folder, cells in the file, the names of the
+    folder's cells not finished, left out). ScalingError, before
     writing anything, when the folder is missing or holds no cell folder, `path` is a folder, or a cell the file
     holds would be replaced by another design's (its cell.json) or by a copy missing some of its points (an older
     folder)."""
@@ -124,8 +119,6 @@ def pack(sweep_dir, path, skipped: list | None = None) -> tuple[int, int]:
             "e.g. outputs/scaling/scaling_translation"
         )
     new = {d.name: files for d in folders if (files := finished(d)) is not None}
-    if skipped is not None:
-        skipped += [d.name for d in folders if d.name not in new]
     lost = [f"{name}/{what}" for name in new if name in cells and (what := _replaced(cells[name], new[name]))]
     if lost:
         raise ScalingError(
@@ -137,7 +130,7 @@ def pack(sweep_dir, path, skipped: list | None = None) -> tuple[int, int]:
     with atomic_file(path, "w", encoding="utf-8") as f:
         for folder in sorted(cells):
             f.write(json.dumps({"folder": folder, "files": cells[folder]}, sort_keys=True) + "\n")
-    return len(new), len(cells)
+    return len(new), len(cells), [d.name for d in folders if d.name not in new]
 
 
 def unpack(path, sweep_dir) -> tuple[int, int]:
