@@ -120,17 +120,23 @@ def leave_one_size_out(fitter, points: list[dict], params) -> dict:
     return {"rows": rows, "worst": max(max(abs(m) for m in moves[:2]) for moves in rows.values())}
 
 
-def exponent_intervals(fitter, points: list[dict], params, n_boot: int) -> dict:
-    """Each exponent's 95% percentile interval (alpha, beta[, g]) over resamples of runs within sizes (fit_points'
-    scheme)."""
+def resampled_fits(fitter, points: list[dict], params, n_boot: int) -> list[np.ndarray]:
+    """n_boot refits (each from `params`) on resamples of the points' runs within sizes: Rao & Wu's rescaled
+    weights, numpy's default_rng(0) (fit_points' scheme)."""
     runs = [f"{p['size']}|{p['seed']}" for p in points]
     n = len(points)
     members, units, _ = resample_units(runs, [p["size"] for p in points], n, np.arange(n), n_boot)
     rng, N, D, L = np.random.default_rng(0), *arrays(points)
-    draws = []
+    fits = []
     for _ in range(n_boot):
         w = resample_weights(rng, units, int(members.max()) + 1, rescaled=True)[members]
-        draws.append(fitter(N, D, L, weights=w, starts=[params])[3:])
+        fits.append(fitter(N, D, L, weights=w, starts=[params]))
+    return fits
+
+
+def exponent_intervals(fitter, points: list[dict], params, n_boot: int) -> dict:
+    """Each exponent's 95% percentile interval (alpha, beta[, g]) over resampled_fits."""
+    draws = [fit[3:] for fit in resampled_fits(fitter, points, params, n_boot)]
     lo, hi = np.percentile(np.array(draws), [2.5, 97.5], axis=0)
     return {k: (float(a), float(b)) for k, a, b in zip(exponent_names(params), lo, hi)}
 

@@ -22,24 +22,16 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # scipy's fits are many time
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
-from scaling_form import FORMS, arrays  # noqa: E402
+from scaling_form import FORMS, arrays, resampled_fits  # noqa: E402
 
-from zoo.scaling.bootstrap import resample_units, resample_weights  # noqa: E402
 from zoo.scaling.gates import REACH_BIAS, REACH_ERROR  # noqa: E402
 from zoo.scaling.points import by_family, cell_means, read_points_csv  # noqa: E402
 
 
 def prediction_band(fitter, law, points: list[dict], params, N, D, n_boot: int) -> tuple[np.ndarray, np.ndarray]:
-    """The 2.5% and 97.5% percentiles of law(N, D) over n_boot refits on resamples of the points' runs within
-    sizes (each refit from `params`)."""
-    runs = [f"{p['size']}|{p['seed']}" for p in points]
-    n = len(points)
-    members, units, _ = resample_units(runs, [p["size"] for p in points], n, np.arange(n), n_boot)
-    rng, Nf, Df, Lf = np.random.default_rng(0), *arrays(points)
-    draws = []
-    for _ in range(n_boot):
-        w = resample_weights(rng, units, int(members.max()) + 1, rescaled=True)[members]
-        draws.append(law(N, D, *fitter(Nf, Df, Lf, weights=w, starts=[params])))
+    """The 2.5% and 97.5% percentiles of law(N, D) over scaling_form.resampled_fits (n_boot refits on resamples of
+    the points' runs within sizes, each from `params`)."""
+    draws = [law(N, D, *fit) for fit in resampled_fits(fitter, points, params, n_boot)]
     lo, hi = np.percentile(np.array(draws), [2.5, 97.5], axis=0)
     return lo, hi
 
