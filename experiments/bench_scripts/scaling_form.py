@@ -111,6 +111,14 @@ def predict_top(law, fitter, points: list[dict], train: list[dict], start) -> di
     return {"worst": float(np.max(np.abs(signed))), "mean": float(np.mean(signed))}
 
 
+def long_reach(law, fitter, points: list[dict], params) -> dict | None:
+    """predict_top from the sizes of N <= N_max / REACH; None with fewer than LONG_REACH_SIZES of them (E, A and
+    alpha unidentified), as zoo.scaling.checks.long_reach."""
+    top = max(p["N"] for p in points)
+    near = [p for p in points if p["N"] <= top / REACH]
+    return predict_top(law, fitter, points, near, params) if len({p["N"] for p in near}) >= LONG_REACH_SIZES else None
+
+
 def leave_one_size_out(fitter, points: list[dict], params) -> dict:
     """{size: (d_alpha, d_beta[, d_g])} of refits without each size, and the largest |move| of alpha and beta."""
     rows = {}
@@ -150,8 +158,7 @@ def family_gates(form: str, points: list[dict], n_boot: int) -> dict:
     noise, lack = seed_noise(points), form_lack_of_fit(law, params, points, floor=floor)
     top = max(p["N"] for p in points)
     hold = predict_top(law, fitter, points, [p for p in points if p["N"] < top], params)
-    near = [p for p in points if p["N"] <= top / REACH]  # fewer than 3 sizes: E, A and alpha unidentified
-    reach = predict_top(law, fitter, points, near, params) if len({p["N"] for p in near}) >= LONG_REACH_SIZES else None
+    reach = long_reach(law, fitter, points, params)
     loso = leave_one_size_out(fitter, points, params)
     ci = exponent_intervals(fitter, points, params, n_boot)
     half = {}
@@ -183,10 +190,7 @@ def form_statistics(form: str, start):
     def statistics(points: list[dict]) -> dict:
         params = fitter(*arrays(points), starts=[start])
         top, sizes = max(p["N"] for p in points), {p["N"] for p in points}
-        near = [p for p in points if p["N"] <= top / REACH]
-        reach = (
-            predict_top(law, fitter, points, near, params) if len({p["N"] for p in near}) >= LONG_REACH_SIZES else None
-        )
+        reach = long_reach(law, fitter, points, params)
         hold = (
             predict_top(law, fitter, points, [p for p in points if p["N"] < top], params) if len(sizes) >= 3 else None
         )

@@ -48,9 +48,9 @@ def predict_cells(form: str, fit_points: list[dict], new_points: list[dict], n_b
     rows = []
     for c, p, a, b in zip(cells, predicted, lo, hi):
         se = 0.0 if np.isnan(c["se"]) else c["se"]
-        inside = a - 2 * se <= c["mean"] <= b + 2 * se
-        rows.append(c | {"predicted": float(p), "lo": float(a), "hi": float(b), "error": float(p / c["mean"] - 1)})
-        rows[-1]["inside"] = bool(inside)
+        inside = bool(a - 2 * se <= c["mean"] <= b + 2 * se)
+        error = float(p / c["mean"] - 1)
+        rows.append(c | {"predicted": float(p), "lo": float(a), "hi": float(b), "error": error, "inside": inside})
     errors = np.array([r["error"] for r in rows])
     worst, mean = float(np.max(np.abs(errors))), float(np.mean(errors))
     passes = worst <= REACH_ERROR and abs(mean) <= REACH_BIAS
