@@ -170,6 +170,36 @@ def test_depth_grows_with_width_at_one_aspect_ratio():
     check_design(rule)
 
 
+def test_encoder_decoder_ladder_holds_each_stacks_aspect_ratio():
+    """experiment=scaling_depthwidth_encdec: k layers a side (n_layers 2k), d_model = 10 k, d_head 10, k = 1 to 6;
+    the study's N = 2k (12 d^2 + 13 d), 4 k d below encoder_decoder's own count (10 d^2 + 12 d per encoder layer,
+    14 d^2 + 18 d per decoder layer with d_ff 3 d, post-LN: no final norm); budgets 0.5-4 M tokens at
+    s1-s3, 1-4 M at s4; seeds 8, 8, 8, 5, 5, 5; three sizes under N_max / 4."""
+    from zoo.scaling.sizes import size_budgets, size_seeds
+
+    rule = preset("scaling_long", "scaling_depthwidth", "scaling_depthwidth_encdec")
+    n = {}
+    for k in range(1, 7):
+        name, d = f"s{k}", 10 * k
+        size = rule.sizes[name]
+        assert (size.n_layers, size.d_model, size.n_heads) == (2 * k, d, k)
+        n[name] = size_non_embedding(size)
+        assert n[name] == 2 * k * (12 * d**2 + 13 * d)
+        own = k * (10 * d**2 + 12 * d) + k * (14 * d**2 + 18 * d)
+        model = family_model("encoder_decoder", d, k, 2 * k, vocab_size=65)
+        assert non_embedding_param_count(model) == own
+        assert own - n[name] == 4 * k * d  # the biases: 1.5% of N at s1, 0.3% at s6
+        assert (model.cfg.encoder_layers, model.cfg.decoder_layers) == (k, k)
+        assert size_seeds(name, size, rule.seed_size, rule.seeds) == (8 if k <= 3 else 5)
+        assert len(size.lr_grid) == 5
+    assert n["s6"] / n["s1"] >= 40 and sum(v <= n["s6"] / 4 for v in n.values()) == 3
+    for k in ("s1", "s2", "s3", "s4"):
+        want = [0.5e6, 1e6, 2e6, 4e6] if k != "s4" else [1e6, 2e6, 4e6]
+        assert [b * n[k] for b in size_budgets(rule.sizes[k], rule.budgets)] == pytest.approx(want, rel=0.03), k
+    assert max(size_budgets(rule.sizes.s6, rule.budgets)) * n["s6"] <= 4 * 4_470_805  # the plays' training tokens
+    check_design(rule)
+
+
 def test_branches_are_the_budgets_in_closed_form():
     """Budget b ends at round(b N / (batch x block)) steps and cools down from round((1 - cooldown) end); the
     warm-up is round(N / (batch x block)) steps (N tokens)."""
