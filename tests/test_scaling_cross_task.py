@@ -157,3 +157,34 @@ def test_the_same_file_twice_or_a_bad_second_file_is_refused_before_any_fit(tmp_
     assert "none.csv" in capsys.readouterr().err
     assert main(["cross", str(tmp_path / "lm.csv"), str(tmp_path / "lm.csv")]) == 2
     assert "hold the same points" in capsys.readouterr().err
+
+
+def test_two_studies_given_swapped_are_refused_by_their_design_records(tmp_path, capsys, monkeypatch):
+    """Each study's folder holds the lr_sweep.design.json that zoo.report wrote for the committed studies (the LM
+    study's names zoo.tasks.lm.LanguageModeling, the translation study's zoo.tasks.translation.Translation): given
+    translation first, `cross` exits 2 naming the file and its task, before any fit; in order the check passes; a
+    folder without a record is not judged."""
+    from pathlib import Path
+
+    from zoo.scaling import cross_task
+
+    root = Path(__file__).resolve().parents[1] / "experiments"
+    for task, study in (("lm", "scaling"), ("tr", "scaling_translation")):
+        (tmp_path / task).mkdir()
+        write_study(tmp_path / task / "points.csv", "lm" if task == "lm" else "translation", {"decoder_only": (1, 1)})
+        (tmp_path / task / "lr_sweep.design.json").write_text((root / study / "lr_sweep.design.json").read_text())
+    lm, tr = str(tmp_path / "lm" / "points.csv"), str(tmp_path / "tr" / "points.csv")
+    assert (cross_task.recorded_task(lm), cross_task.recorded_task(tr)) == ("language modelling", "translation")
+    monkeypatch.setattr(cross_task, "analyse", lambda *a, **k: pytest.fail("a fit ran"))
+    assert main(["cross", tr, lm]) == 2
+    err = capsys.readouterr().err
+    assert "tr/points.csv is a translation study" in err and "given as the language modelling one" in err
+
+    def fitted(*a, **k):
+        raise cross_task.ScalingError("reached the fits")
+
+    monkeypatch.setattr(cross_task, "analyse", fitted)
+    assert main(["cross", lm, tr]) == 2 and "reached the fits" in capsys.readouterr().err
+    (tmp_path / "tr" / "lr_sweep.design.json").unlink()
+    assert cross_task.recorded_task(tr) is None
+    assert main(["cross", tr, lm]) == 2 and "lm/points.csv is a language modelling study" in capsys.readouterr().err

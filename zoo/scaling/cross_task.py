@@ -9,8 +9,10 @@ compute every family of the task measured (the smallest of their largest C), low
 95% intervals of L*(C) overlap are joined by ≈ (not told apart). Losses of two tasks are not compared, only the
 orders."""
 
+import json
 import math
 import sys
+from pathlib import Path
 
 import numpy as np
 
@@ -21,6 +23,9 @@ from zoo.scaling.gates import fmt
 from zoo.scaling.law import ScalingError
 from zoo.scaling.points import REFERENCE, read_points_csv
 from zoo.scaling.study import Study, analyse
+from zoo.scaling.tune import design_path
+
+TASKS = {"zoo.tasks.lm.LanguageModeling": "language modelling", "zoo.tasks.translation.Translation": "translation"}
 
 
 def family_rows(study: Study) -> dict:
@@ -148,10 +153,26 @@ def _tied(rows: list, told: set) -> list[tuple[str, str]]:
     return [(a[0], b[0]) for i, a in enumerate(rows) for b in rows[i + 1 :] if (a[0], b[0]) not in told]
 
 
+def recorded_task(points_csv) -> str | None:
+    """The task ("language modelling" or "translation", TASKS) that a study's lr_sweep.design.json, beside its
+    points.csv, records for every tuning design; None without the record, or where its designs name no task of
+    TASKS or more than one."""
+    path = design_path(Path(str(points_csv)).expanduser().with_name("lr_sweep.csv"))
+    if not path.is_file():
+        return None
+    try:
+        designs = json.loads(path.read_text()).values()
+        found = {TASKS.get(d["config"].get("task._target_")) for d in designs}
+    except (ValueError, AttributeError, KeyError, TypeError):
+        return None
+    return found.pop() if len(found) == 1 else None
+
+
 def cross_main(args) -> int:
     """`python -m zoo.scaling cross LM.csv TRANSLATION.csv [--unique-tokens U U] [--bootstrap B]`: print
     cross_task_lines of the two studies' cool-down points; 2 after a ScalingError (both files are read and checked
-    before any fit; the same points given twice are refused)."""
+    before any fit; the same points given twice, or two files whose lr_sweep.design.json records the other task,
+    are refused)."""
     try:
         if args.bootstrap < 40:
             raise ScalingError(f"--bootstrap {args.bootstrap}: give at least 40 resamples (default 200)")
@@ -163,6 +184,12 @@ def cross_main(args) -> int:
         for task, path in zip(tasks, (args.lm, args.translation)):
             if not read[task]:
                 raise ScalingError(f"{path}: no cool-down point (kind column) to fit")
+        for task, path in zip(tasks, (args.lm, args.translation)):
+            if (found := recorded_task(path)) not in (None, task):
+                raise ScalingError(
+                    f"{path} is a {found} study (its lr_sweep.design.json), given as the {task} one: give the LM "
+                    "study's points.csv first, then the translation study's"
+                )
         if read[tasks[0]] == read[tasks[1]]:
             raise ScalingError(
                 f"{args.lm} and {args.translation} hold the same points: give the LM study's points.csv, then the "
