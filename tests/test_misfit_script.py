@@ -1,18 +1,25 @@
-"""experiments/bench_scripts/scaling_misfit.py's `rates` arithmetic: the paired shifts and the cells each
-alternative design or rate puts in place of the study's (by hand)."""
+"""experiments/bench_scripts/scaling_misfit.py and its modules (misfit_core, misfit_variants, misfit_power,
+misfit_rates): the `rates` arithmetic (the paired shifts and the cells each alternative design or rate puts in
+place of the study's, by hand), the interaction fits, the power table and `common`."""
 
 import math
+import sys
 import types
 
 import numpy as np
 import pytest
 from scipy.stats import chi2 as chi2_dist
-from zoo_run import bench_script
+from zoo_run import REPO, bench_script
 
 
 @pytest.fixture(scope="module")
 def misfit():
-    return bench_script("scaling_misfit")
+    """scaling_misfit.py and the modules it imports, as one namespace (the CLI runs from their folder)."""
+    sys.path.insert(0, str(REPO / "experiments" / "bench_scripts"))
+    modules = [bench_script(name) for name in ("misfit_core", "misfit_variants", "misfit_power", "misfit_rates")]
+    return types.SimpleNamespace(
+        **{k: v for m in [*modules, bench_script("scaling_misfit")] for k, v in vars(m).items()}
+    )
 
 
 def point(size, D, seed, loss, lr=0.004):
@@ -59,7 +66,7 @@ def test_forced_cells_without_a_variant_name_are_refused_before_reading_points(m
 
 def cells_of(law) -> dict:
     """The study's 18 cells (its sizes' N and tokens per parameter) on `law`(N, D) with 0.2% noise, each with a
-    0.2% standard error: the `c` of scaling_misfit.cell_data."""
+    0.2% standard error: the `c` of misfit_core.cell_data."""
     sizes = {"s1": (10120, (50, 100, 200, 400)), "s2": (25408, (20, 40, 80, 160)), "s3": (56544, (10, 20, 40, 70))}
     sizes |= {"s4": (155680, (6.5, 13, 26)), "s5": (348720, (5, 10, 20))}
     rows = [(s, N, b * N) for s, (N, bs) in sizes.items() for b in bs]
@@ -297,3 +304,17 @@ def test_decompose_at_another_records_noise_scales_each_chi2_by_the_ratios_squar
     with pytest.raises(ScalingError, match="no size s5"):
         misfit.sd_by_name(pts, [p for p in other if p["size"] != "s5"])
     assert {p["size"] for p in misfit.drop(pts, sizes=["s2"])} == {"s1", "s3", "s4", "s5"}
+
+
+def test_common_leaves_out_a_family_without_seed_spread_and_says_why(misfit, tmp_path, capsys):
+    """Two records sharing one seed a size at s2-s5 for family a: its pooled sd there has 0 degrees of freedom in
+    both, so a is left out with a message naming those sizes (it divided by zero); family b, both seeds in both
+    records, is still compared."""
+    a = law_study(seeds=2)
+    b = [{**p, "arch": "b"} for p in a]
+    one = write_points(tmp_path / "one.csv", a + b, 0.004)
+    two = write_points(tmp_path / "two.csv", [p for p in a if p["seed"] == 1 or p["size"] == "s1"] + b, 0.004)
+    misfit.main(["common", one, "--other", two])
+    out = capsys.readouterr().out
+    assert "a: no seed spread at N [25000.0, 60000.0, 150000.0, 350000.0]" in out and "a: chi2" not in out
+    assert "b: chi2" in out
