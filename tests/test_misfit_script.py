@@ -318,3 +318,15 @@ def test_common_leaves_out_a_family_without_seed_spread_and_says_why(misfit, tmp
     out = capsys.readouterr().out
     assert "a: no seed spread at N [25000.0, 60000.0, 150000.0, 350000.0]" in out and "a: chi2" not in out
     assert "b: chi2" in out
+
+
+def test_variants_refuses_points_of_another_design_before_any_fit(misfit, tmp_path, capsys):
+    """`variants` counts total parameters at experiment=scaling's shapes: law_study's N (1e4 at s1, not the
+    record's 10,120) is another design, refused with exit 2 naming the size and both counts."""
+    pts = [{**p, "arch": "decoder_only"} for p in law_study(seeds=2)]
+    with pytest.raises(SystemExit) as exit_:
+        misfit.main(["variants", write_points(tmp_path / "points.csv", pts, 0.004)])
+    assert exit_.value.code == 2
+    assert "decoder_only s1: experiment=scaling's shape has 10,120 non-embedding parameters, the points 10,000" in (
+        capsys.readouterr().err
+    )

@@ -13,6 +13,7 @@ from zoo.model.cost import non_embedding_param_count  # noqa: E402
 from zoo.scaling.checks import lack_of_fit, seed_noise  # noqa: E402
 from zoo.scaling.conventions import study_shapes  # noqa: E402
 from zoo.scaling.gates import family_checks  # noqa: E402
+from zoo.scaling.law import ScalingError  # noqa: E402
 from zoo.scaling.null import STATISTICS, gate_statistics, seed_deviations, simulate  # noqa: E402
 from zoo.scaling.residuals import cell_residuals  # noqa: E402
 from zoo.scaling.sizes import family_model  # noqa: E402
@@ -51,7 +52,7 @@ def row(label: str, g: dict) -> str:
 
 
 def total_params(arch: str, n_non_embedding: dict[str, float]) -> dict[str, int]:
-    """{size: total parameters} of `arch` at experiment=scaling's sizes; raises ValueError where zoo.model's
+    """{size: total parameters} of `arch` at experiment=scaling's sizes; raises ScalingError where zoo.model's
     non-embedding count is not the points' N (a shape or vocabulary unlike the study's)."""
     sizes = study_shapes()[0]
     out = {}
@@ -59,7 +60,11 @@ def total_params(arch: str, n_non_embedding: dict[str, float]) -> dict[str, int]
         shape = sizes[name]
         model = family_model(arch, **shape, vocab_size=VOCAB, share_embeddings=True, tie_embeddings=True, dropout=0.0)
         if non_embedding_param_count(model) != n_non_embedding[name]:
-            raise ValueError(f"{arch} {name}: zoo.model counts {non_embedding_param_count(model)} non-embedding")
+            raise ScalingError(
+                f"{arch} {name}: experiment=scaling's shape has {non_embedding_param_count(model):,} non-embedding "
+                f"parameters, the points {n_non_embedding[name]:,.0f}: `variants` counts the totals of the record's "
+                "design; give its points.csv"
+            )
         out[name] = sum(p.numel() for p in model.parameters())
     return out
 
@@ -75,8 +80,9 @@ def with_total(points: list[dict], arch: str) -> list[dict]:
 
 
 def cmd_variants(args) -> None:
+    totals = {arch: with_total(pts, arch) for arch, pts in args.families.items()}  # every shape checked first
     for arch, pts in args.families.items():
-        total = with_total(pts, arch)
+        total = totals[arch]
         print(f"\n=== {arch}")
         for label, pp in (
             ("all sizes, N non-emb", pts),

@@ -183,7 +183,10 @@ def main(argv=None) -> None:
         p.error(str(e))
     if args.command in ("noise", "power") and args.arch not in args.families:
         p.error(f"--arch {args.arch!r} is not in {args.points}; it has {', '.join(args.families)}")
-    args.func(args)
+    try:
+        args.func(args)
+    except ScalingError as e:
+        p.error(str(e))
 
 
 if __name__ == "__main__":
