@@ -15,7 +15,7 @@ from zoo.model.cost import non_embedding_param_count
 from zoo.run.conf import CONF_DIR
 from zoo.run.scaling_plan import PlanRow, check_budget, check_run_dirs, plan_table
 from zoo.scaling.design import check_design
-from zoo.scaling.grid import cell_is_check, cell_seed, cell_size, cells
+from zoo.scaling.grid import cell_branches, cell_is_check, cell_seed, cell_size, cells
 from zoo.scaling.sizes import branches, family_model, layers, size_non_embedding, warmup_steps
 
 SCALING = OmegaConf.load(f"{CONF_DIR}/experiment/scaling.yaml").scaling
@@ -238,6 +238,10 @@ def test_a_size_may_set_its_own_budgets_and_a_check_cell_trains_its_three_smalle
     ]
     s.sizes.s1.budgets = [5, 0]
     with pytest.raises(ConfigError, match=r"scaling.sizes.s1.budgets=\[5, 0\] must be a list of positive"):
+        check_design(s)
+    s.sizes.s1.budgets = [100, 100.02, 200]  # 988.3 and 988.5 steps: both end at step 988
+    assert [b.end for b in branches(s.sizes.s1, s.budgets, 0.2, 128)][:2] == [round(100 * N / per_step)] * 2
+    with pytest.raises(ConfigError, match=r"budgets 100 and 100.02 at size s1 both end at step 988 .* a step apart"):
         check_design(s)
     for name in s.sizes:  # no size with its own budgets: the study's alone
         s.sizes[name].budgets = None
@@ -596,6 +600,8 @@ def test_the_plan_refuses_a_tuned_cell_whose_best_rate_is_an_edge(tmp_path, monk
     import zoo.run.plan_timing as plan_timing
 
     tuned = ["scaling.sizes.s1.lr=tuned", "scaling.sizes.s1.lr_grid=[1.0e-3,2.0e-3,4.0e-3]", "scaling.tune_seeds=1"]
+    s = scaling_job(tmp_path, "decoder_only", *tuned).scaling
+    end = cell_branches("s1_seed1_lr0.001", s.sizes.s1, s)[0].end  # the tuning budget's step
     errs = []
     for best, code_want in ((4e-3, 2), (2e-3, 0)):
         for rate in (1e-3, 2e-3, 4e-3):
@@ -603,7 +609,8 @@ def test_the_plan_refuses_a_tuned_cell_whose_best_rate_is_an_edge(tmp_path, monk
             folder.mkdir(parents=True, exist_ok=True)
             loss = 2.0 if rate == best else 2.5
             (folder / "points.csv").write_text(
-                f"arch,size,seed,n_params,tokens,flops,loss,lr,kind\ndecoder_only,s1,1,1,1,1,{loss},{rate!r},tune\n"
+                "arch,size,seed,n_params,tokens,flops,loss,lr,steps,kind,cooldown\n"
+                f"decoder_only,s1,1,1,1,1,{loss},{rate!r},{end},tune,{s.cooldown}\n"
             )
         with monkeypatch.context() as m:
             if code_want == 2:

@@ -15,10 +15,20 @@ from zoo.report.scaling_tune import tune_section
 from zoo.run.job import checked_config
 from zoo.run.scaling_cell import point_kind, run_cell
 from zoo.run.scaling_plan import job_left
+from zoo.run.scaling_table import table_point
 from zoo.scaling.design import check_lr_grid
-from zoo.scaling.grid import cell_is_tune, cell_lr, cell_seed, cell_size, cell_size_spec, cells
+from zoo.scaling.grid import (
+    cell_branches,
+    cell_is_tune,
+    cell_lr,
+    cell_seed,
+    cell_size,
+    cell_size_spec,
+    cells,
+    rate_name,
+)
 from zoo.scaling.sizes import middle_budget, size_budgets
-from zoo.scaling.tune import best_rate, tuned_rate, tuning_design, write_designs
+from zoo.scaling.tune import best_rate, tuned_rate, tuning_design, within, write_designs
 
 SIZES = {
     "a": {"d_model": 8, "n_heads": 2, "n_layers": 2, "batch_size": 4, "lr": "tuned", "lr_grid": [4e-3, 2e-3, 8e-3]},
@@ -309,3 +319,79 @@ def test_the_plan_counts_a_tuning_run_of_the_table_as_done(tmp_path):
         return job_left(checked_config(cfg)[0], tmp_path / cell)[0]
 
     assert left("s2_seed1_lr0.01") == {20} and left("s2_seed1_lr3.0") == set() and left("s2_seed1") == set()
+
+
+def test_a_diverged_tuning_run_ranks_last_wherever_it_lies():
+    """A NaN at the smallest rate (first in the grid) was the minimum of min() and so the best; it ranks last, the
+    best is 5.7e-3, inside the grid, and within() judges against it. Every rate diverged: refused, naming the fix."""
+    nan = float("nan")
+    losses = {0.004: [nan], 0.0057: [2.8], 0.008: [3.0]}
+    assert best_rate(losses) == 0.0057 and within(losses, 0.0057) and not within(losses, 0.004)
+    assert (
+        tuned_rate(rows("d", "s1", {r: [(1, v[0])] for r, v in losses.items()}), "d", "s1", list(losses), 1) == 0.0057
+    )
+    with pytest.raises(ConfigError, match=r"every tuning rate \(0.004, 0.0057, 0.008\) diverged .* lower the grid"):
+        best_rate({0.004: [nan], 0.0057: [float("inf")], 0.008: [nan]})
+
+
+@pytest.mark.parametrize(
+    "losses, edge, beyond", [((2.8, 2.8, 3.0), "0.001", "0.0005"), ((3.0, 2.8, 2.8), "0.004", "0.008")]
+)
+def test_an_edge_tied_with_the_best_is_refused_at_either_end(losses, edge, beyond):
+    """A tie between an edge and its neighbour leaves the best possibly beyond the edge, at the bottom as at the
+    top (the top was accepted: a tie took the smaller rate)."""
+    table = {r: [(1, v)] for r, v in zip((1e-3, 2e-3, 4e-3), losses)}
+    with pytest.raises(ConfigError, match=rf"best tuning rate {edge} is an edge .* add {beyond} to the grid"):
+        tuned_rate(rows("d", "s1", table), "d", "s1", [1e-3, 2e-3, 4e-3], 1)
+
+
+def test_a_seeds_repeated_row_counts_once():
+    """Two rows of seed 1 at each rate are one seed, not two: with tune_seeds 2, seed 2 is still to run."""
+    table = {r: [(1, 2.0 + r), (1, 2.0 + r)] for r in (1e-3, 2e-3, 4e-3)}
+    with pytest.raises(ConfigError, match=r"3 of its 6 tuning runs are not done"):
+        tuned_rate(rows("d", "s1", table), "d", "s1", [1e-3, 2e-3, 4e-3], 2)
+
+
+def test_the_check_stage_without_check_sizes_is_refused():
+    with pytest.raises(ConfigError, match=r"scaling.stage=check, but scaling.check_sizes is empty"):
+        cells(SIZES, "b", 2, [], tune_seeds=2, stage="check")
+
+
+@needs_shared
+def test_a_tuning_row_of_an_earlier_budget_is_not_read(tmp_path):
+    """Rows at today's tuning budget (0.4: step 20) make 1e-2 the best; rows left in the same cells by an earlier
+    design's budget (0.6: step 30; budgets and cool-down may change between commands) would make 1e-4, an edge,
+    the best. The cell runs 1e-2."""
+    from zoo.run.scaling_cell import set_tuned_rate
+
+    header = "arch,size,seed,n_params,tokens,flops,loss,lr,tokens_per_param,steps,kind,cooldown,seconds\n"
+    for r, today, earlier in (("0.0001", 3.0, 1.0), ("0.01", 2.0, 9.0), ("3.0", 4.0, 9.0)):
+        cell = tmp_path / f"decoder_only-s2_seed1_lr{r}"
+        cell.mkdir()
+        row = "decoder_only,s2,1,1,1,1,{},{},{},{},tune,0.2,1\n"
+        (cell / "points.csv").write_text(header + row.format(today, r, 0.4, 20) + row.format(earlier, r, 0.6, 30))
+    cfg = make_cfg(
+        tmp_path / "decoder_only-s2_seed1",
+        [*TINY, "scaling.cell=s2_seed1", "scaling.sizes.s2.lr_grid=[1.0e-4,1.0e-2,3.0]"],
+    )
+    set_tuned_rate(cfg, tmp_path)
+    assert cfg.task.optimizer.lr == 0.01
+
+
+@needs_shared
+@pytest.mark.usefixtures("one_thread")
+def test_a_table_rows_rate_is_the_cells_own_not_its_six_digits(tmp_path):
+    """lr_sweep.csv keeps 6 significant digits: a grid rate of 4e-3 x sqrt(2) is 0.00565685 there. The point taken
+    from the table carries the cell's own rate, so that tuned_rate finds every rate of the grid done."""
+    rate = 4e-3 * 2**0.5
+    table = recorded_table(tmp_path, [("decoder_only", "s2", 1, f"{rate:g}", 10240, 2.5)])
+    cell = f"s2_seed1_lr{rate_name(rate)}"
+    over = [
+        *TINY,
+        f"scaling.cell={cell}",
+        "scaling.sizes.s2.lr_grid=[1.0e-4,1.0e-2,3.0]",
+        f"scaling.tuning_table={table}",
+    ]
+    cfg = make_cfg(tmp_path / f"decoder_only-{cell}", over)
+    row = table_point(cfg, cell_branches(cell, cfg.scaling.sizes.s2, cfg.scaling)[0])
+    assert f"{rate:g}" == "0.00565685" and (row["lr"], row["loss"]) == (rate, 2.5)

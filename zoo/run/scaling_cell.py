@@ -32,7 +32,7 @@ from zoo.run.scaling_identity import check_same_design, design, family_label, le
 from zoo.run.scaling_table import imported_row, table_point
 from zoo.scaling.carry import finished
 from zoo.scaling.design import check_design, check_lr_grid
-from zoo.scaling.grid import cell_branches, cell_is_check, cell_is_tune, cell_size, tune_seed_range
+from zoo.scaling.grid import cell_branches, cell_is_check, cell_is_tune, cell_size, rate_name, tune_seed_range
 from zoo.scaling.sizes import Branch
 from zoo.scaling.tune import (
     COSINE_TUNE_KIND,
@@ -49,7 +49,8 @@ CHECK_MIN_LR = 0.0  # the cosine check decays to this share of the peak rate: 0,
 def set_tuned_rate(cfg: DictConfig, sweep_dir: Path | None = None) -> None:
     """For a cell of a size with lr: tuned (not a tuning cell), set task.optimizer.lr to its family's tuned rate for
     its schedule (a cosine check cell: the cosine tuning runs'), read from the points of the tuning cells of seeds
-    tune_seed_start .. + tune_seeds - 1 in `sweep_dir` (default: the folder of its run directory). ConfigError
+    tune_seed_start .. + tune_seeds - 1 in `sweep_dir` (default: the folder of its run directory), at the tuning
+    budget of today's budgets and cool-down (a row left by an earlier budget is not read). ConfigError
     (zoo.scaling.tune.tuned_rate) when the tuning stage is not done or its best rate is an edge of the grid."""
     s = cfg.scaling
     seeds = tuned_from(cfg)
@@ -60,11 +61,20 @@ def set_tuned_rate(cfg: DictConfig, sweep_dir: Path | None = None) -> None:
     label = family_label(cfg)
     sweep_dir = Path(cfg.paths.output_dir).parent if sweep_dir is None else Path(sweep_dir)
     kind = COSINE_TUNE_KIND if cell_is_check(s.cell) else TUNE_KIND
-    rows = [r for r in tune_rows(sweep_dir, kind) if r["seed"] in seeds]  # this design's tuning seeds only
+    tuning = f"{name}_seed{seeds[0]}_{'cosine_' if cell_is_check(s.cell) else ''}lr{rate_name(grid[0])}"
+    branch = cell_branches(tuning, s.sizes[name], s)[0]  # the tuning budget under today's budgets and cool-down
+    rows = [  # this design's tuning seeds and budget only: a row of an earlier budget is not today's tuning
+        r for r in tune_rows(sweep_dir, kind) if r["seed"] in seeds and _at(r, branch, kind, float(s.cooldown))
+    ]
     rate = tuned_rate(rows, label, name, grid, int(s.tune_seeds))
     with open_dict(cfg):
         cfg.task.optimizer.lr = rate
     log.info("scaling cell %s %s: tuned peak rate %g", label, s.cell, rate)
+
+
+def _at(row: dict, branch: Branch, kind: str, cooldown: float) -> bool:
+    """Whether a tuning row is `branch`'s point (same_point); a row without steps (written by hand) is not."""
+    return row.get("steps") not in (None, "") and same_point(row, branch, kind, cooldown)
 
 
 def tuned_from(cfg: DictConfig) -> list[int] | None:

@@ -21,7 +21,8 @@ def table_point(cfg: DictConfig, br: Branch) -> dict | None:
     """A tuning cell's point from scaling.tuning_table (an earlier study's lr_sweep.csv), taken instead of trained:
     the row of this family, size, seed and rate, or None (no table, not a tuning cell, or no such row). ConfigError
     when the design recorded beside the table is not this cell's (check_table_design), or the row's tokens are not
-    the tokens this design's tuning budget `br` trains (within TABLE_TOKENS_TOLERANCE)."""
+    the tokens this design's tuning budget `br` trains (within TABLE_TOKENS_TOLERANCE). Its lr is the cell's own
+    rate (the table keeps 6 digits, which the grid's rates must match exactly in zoo.scaling.tune.tuned_rate)."""
     s = cfg.scaling
     if not s.get("tuning_table") or not cell_is_tune(s.cell) or cell_is_check(s.cell):
         return None
@@ -39,7 +40,7 @@ def table_point(cfg: DictConfig, br: Branch) -> dict | None:
             f"trained {row['tokens']:,} tokens, but this design's tuning budget at {name} trains {expected:,}: the "
             "table comes from another design; set scaling.tuning_table=null to tune here"
         )
-    return row
+    return {**row, "lr": cell_lr(s.cell)}  # the grid's rate, not the table's 6 digits
 
 
 def check_table_design(table, want: dict, label: str, size: str) -> None:

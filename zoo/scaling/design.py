@@ -179,11 +179,17 @@ def _check_size(scaling, name: str):
 
 
 def _check_branches(name: str, size, budgets, cooldown: float, block: int, warm: int) -> None:
-    """ConfigError for a budget of the size under 2 batches, or whose cool-down starts inside the warm-up (`warm`
-    steps) or spans no step."""
+    """ConfigError for a budget of the size under 2 batches, whose cool-down starts inside the warm-up (`warm`
+    steps) or spans no step, or that ends at the step of another (one point would replace the other)."""
     batch = size.get("batch_size")
     key = f"scaling.sizes.{name}.budgets" if size.get("budgets") else "scaling.budgets"  # where they come from
+    ends = {}
     for br in branches(size, budgets, cooldown, block):
+        if (other := ends.setdefault(br.end, br.tokens_per_param)) != br.tokens_per_param:
+            raise ConfigError(
+                f"{key}: budgets {other:g} and {br.tokens_per_param:g} at size {name} both end at step {br.end} "
+                f"({step_tokens(size, block):,} tokens a step): give budgets at least a step apart"
+            )
         if br.end < 2:
             raise ConfigError(
                 f"scaling.sizes.{name}.batch_size={batch}: budget {br.tokens_per_param:g} tokens per parameter "

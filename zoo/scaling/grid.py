@@ -115,6 +115,8 @@ def cells(
     tune = tune_cell_names(sizes, tune_seeds, check_sizes, cosine_only=stage == "check", seed_start=tune_seed_start)
     if stage == "tune" and not tune:
         raise ConfigError("scaling.stage=tune, but no size has lr: tuned with an lr_grid: there is nothing to tune")
+    if stage == "check" and not check_sizes:
+        raise ConfigError("scaling.stage=check, but scaling.check_sizes is empty: name the sizes to check, e.g. [s1]")
     if stage != "all":
         return ",".join(tune + (checks if stage == "check" else []))
     study = [f"{n}_seed{s}" for n in names for s in range(first, first + size_seeds(n, sizes[n], seed_size, seeds))]

@@ -126,17 +126,30 @@ def table_row(rows: list[dict], arch: str, size: str, seed: int, lr: float) -> d
 
 
 def seed_means(rows: list[dict], arch: str, size: str) -> dict[float, list[float]]:
-    """{rate: [loss of each seed]} of one family (arch label) and size."""
-    out = defaultdict(list)
+    """{rate: [loss of each seed]} of one family (arch label) and size: one loss a seed (its last row)."""
+    out = defaultdict(dict)
     for r in rows:
         if r["arch"] == arch and r["size"] == size:
-            out[float(r["lr"])].append(float(r["loss"]))
-    return dict(out)
+            out[float(r["lr"])][int(r["seed"])] = float(r["loss"])
+    return {rate: list(by_seed.values()) for rate, by_seed in out.items()}
+
+
+def mean_loss(losses: list[float]) -> float:
+    """The seed-mean loss of one rate; inf when a seed's loss is not finite (a diverged run ranks last)."""
+    mean = sum(losses) / len(losses)
+    return mean if math.isfinite(mean) else math.inf
 
 
 def best_rate(losses: dict[float, list[float]]) -> float:
-    """The rate whose seed-mean loss is lowest (a tie: the smaller rate)."""
-    return min(sorted(losses), key=lambda r: sum(losses[r]) / len(losses[r]))
+    """The rate whose seed-mean loss is lowest (a tie: the smaller rate; a rate with a diverged seed: last).
+    ConfigError when no rate has a finite loss."""
+    best = min(sorted(losses), key=lambda r: mean_loss(losses[r]))
+    if not math.isfinite(mean_loss(losses[best])):
+        raise ConfigError(
+            f"every tuning rate ({', '.join(f'{r:g}' for r in sorted(losses))}) diverged (a loss not finite): "
+            "lower the grid's rates"
+        )
+    return best
 
 
 def rate_beyond(grid, best: float) -> float | None:
@@ -165,10 +178,11 @@ def tuned_rate(rows: list[dict], arch: str, size: str, grid, seeds: int) -> floa
             f"first in the sweep; scaling.stage=tune runs them alone)"
         )
     best = best_rate({r: losses[r] for r in grid})
-    beyond = rate_beyond(grid, best)
+    tied_edges = [r for r in (grid[0], grid[-1]) if mean_loss(losses[r]) == mean_loss(losses[best])]
+    beyond = rate_beyond(grid, tied_edges[0]) if tied_edges else None  # an edge tied with the best: refused too
     if beyond is not None:
         raise ConfigError(
-            f"{arch} at size {size}: the best tuning rate {best:g} is an edge of scaling.sizes.{size}.lr_grid "
+            f"{arch} at size {size}: the best tuning rate {tied_edges[0]:g} is an edge of scaling.sizes.{size}.lr_grid "
             f"({', '.join(f'{r:g}' for r in grid)}), so a better one may lie beyond it: add {beyond:.3g} to the "
             "grid and rerun the sweep (the runs done are kept)"
         )
@@ -182,6 +196,7 @@ def sweep_table(rows: list[dict]) -> list[dict]:
 
 
 def within(losses: dict[float, list[float]], rate: float, tolerance: float = 0.005) -> bool:
-    """Whether `rate`'s seed-mean loss is within `tolerance` (relative) of the best rate's."""
-    mean = {r: sum(v) / len(v) for r, v in losses.items()}
-    return rate in mean and mean[rate] <= min(mean.values()) * (1 + tolerance) and math.isfinite(mean[rate])
+    """Whether `rate`'s seed-mean loss is within `tolerance` (relative) of the best rate's (mean_loss: a diverged
+    rate is never the best, nor within it)."""
+    mean = {r: mean_loss(v) for r, v in losses.items()}
+    return rate in mean and math.isfinite(mean[rate]) and mean[rate] <= min(mean.values()) * (1 + tolerance)
