@@ -156,3 +156,19 @@ def test_the_null_under_a_form_finds_a_largest_size_off_its_law(form, tmp_path):
     reach = null["stats"]["reach_worst"]
     assert reach["observed"] == pytest.approx(gates["reach"]["worst"], rel=1e-3) and reach["observed"] > 0.03
     assert reach["p"] == 0.0 and reach["range"][1] < reach["observed"]
+
+
+def test_a_form_with_no_dof_left_for_its_lack_of_fit_cannot_check_it(form, tmp_path, capsys):
+    """The coupled law (6 parameters) on s1-s3 at 2 budgets and 2 seeds: 6 cells, 0 dof. The lack of fit cannot be
+    checked and the intervals are not widened; it was a TypeError."""
+    from zoo.scaling.coupled import coupled_law
+
+    truth = (1.2, 3.0, 40.0, 0.3, 0.45, 0.12)
+    points = study(tmp_path, lambda N, D: coupled_law(N, D, *truth), seeds=2)
+    keep = {"s1": (50, 100), "s2": (20, 40), "s3": (10, 20)}
+    points = [p for p in points if round(p["D"] / p["N"]) in keep.get(p["size"], ())]
+    assert len({(p["size"], p["D"]) for p in points}) == 6
+    got = form.family_gates("coupled", points, n_boot=5)
+    assert got["lack"] is None and got["verdict"]["lack of fit"] is None and got["birge"] == 1.0
+    form.print_family("decoder_only", got)
+    assert "lack of fit        cannot check: dof < 1" in capsys.readouterr().out

@@ -278,14 +278,34 @@ def test_one_seed_at_a_size_cannot_check_the_intervals(tmp_path):
 
 
 def test_seed_noise_is_the_rms_of_the_relative_sd_at_each_repeated_budget():
+    """Also where each seed trains its own target tokens at a budget (a translation study's, 0.2-0.6% apart: the
+    cells of zoo.scaling.points.budget_keys); grouped by exact tokens no two seeds met, and it was None."""
     pts = [
-        {"N": 1.0, "tokens_per_param": b, "seed": s, "loss": loss}
+        {"N": 1.0, "D": float(b), "tokens_per_param": b, "seed": s, "loss": loss}
         for b, losses in ((5, (2.0, 2.2, 2.4)), (10, (1.0, 1.0, 1.3)))
         for s, loss in zip((1, 2, 3), losses)
     ]
     sd1, sd2 = np.std([2.0, 2.2, 2.4], ddof=1) / 2.2, np.std([1.0, 1.0, 1.3], ddof=1) / 1.1
     assert seed_noise(pts) == pytest.approx(math.sqrt((sd1**2 + sd2**2) / 2))
     assert seed_noise([p for p in pts if p["seed"] == 1]) is None
+    apart = [
+        {**p, "D": p["D"] * (1 + 0.002 * p["seed"]), "tokens_per_param": p["D"] * (1 + 0.002 * p["seed"])} for p in pts
+    ]
+    assert seed_noise(apart) == pytest.approx(math.sqrt((sd1**2 + sd2**2) / 2))
+
+
+def test_one_runs_evaluations_close_in_tokens_are_cells_of_their_own():
+    """A run's curve evaluated at D 1.00e7, 1.02e7, 1.04e7 (within 5%, the spread a translation budget's seeds
+    may have): three cells of one seed, not one cell of three (its loss trend counted as seed noise); two seeds'
+    points 0.5% apart stay one cell."""
+    from zoo.scaling.points import cell_means
+
+    curve = [{"N": 1e5, "D": d, "loss": 3.0 - d / 1e8, "seed": 1, "run": "a|s1|1"} for d in (1.00e7, 1.02e7, 1.04e7)]
+    assert [c["n"] for c in cell_means(curve)] == [1, 1, 1]
+    seeds = [
+        {"N": 1e5, "D": 1e7 * (1 + 0.005 * s), "loss": 2.0 + 0.01 * s, "seed": s, "run": f"a|s1|{s}"} for s in (1, 2)
+    ]
+    assert [c["n"] for c in cell_means(seeds)] == [2]
 
 
 def test_the_frontier_fit_recovers_a_known_envelope():

@@ -161,24 +161,33 @@ def family_gates(form: str, points: list[dict], n_boot: int) -> dict:
     reach = long_reach(law, fitter, points, params)
     loso = leave_one_size_out(fitter, points, params)
     ci = exponent_intervals(fitter, points, params, n_boot)
-    half = {}
+    half, birge = {}, 1.0 if lack is None else lack["birge"]  # lack None: dof < 1, cannot check
     for k, value in zip(exponent_names(params), params[3:]):
-        lo, hi = widen(value, ci[k], lack["birge"])
+        lo, hi = widen(value, ci[k], birge)
         half[k] = (hi - lo) / 2
     values = dict(zip(("E", "A", "B", "alpha", "beta"), params))
     if not floor:
         values["E"] = math.nan  # no floor in the form: none to collapse (at_bound's test of E is then false)
     bound = at_bound(SimpleNamespace(values=values, converged=True, notes=[]), points)
     verdict = {
-        "fit": rms <= FIT_RMS and rms <= FIT_NOISE * noise,
-        "lack of fit": lack["ratio"] <= lack["limit"],
+        "fit": None if noise is None else rms <= FIT_RMS and rms <= FIT_NOISE * noise,
+        "lack of fit": None if lack is None else lack["ratio"] <= lack["limit"],
         "hold-out": hold["worst"] <= HOLDOUT,
         "long reach": None if reach is None else reach["worst"] <= REACH_ERROR and abs(reach["mean"]) <= REACH_BIAS,
         "leave one size out": loso["worst"] <= LOSO,
         "parameters": not bound and all(half[k] <= EXPONENT_HALF_WIDTH for k in JUDGED),
     }
     return dict(
-        params=params, rms=rms, noise=noise, lack=lack, hold=hold, reach=reach, loso=loso, half=half, verdict=verdict
+        params=params,
+        rms=rms,
+        noise=noise,
+        lack=lack,
+        birge=birge,
+        hold=hold,
+        reach=reach,
+        loso=loso,
+        half=half,
+        verdict=verdict,
     )
 
 
@@ -231,10 +240,11 @@ def print_family(arch: str, g: dict) -> None:
     worst = max(g["loso"]["rows"].items(), key=lambda kv: max(map(abs, kv[1][:2])))
     coupling = f" g={extra[0]:+.3f}" if extra else ""
     print(f"\n== {arch}: E={E:.4g} A={A:.4g} B={B:.4g} alpha={alpha:.3f} beta={beta:.3f}{coupling}")
-    print(f"  fit                {v['fit']}: rms {g['rms']:.2%}, seed noise {g['noise']:.2%}")
-    print(
-        f"  lack of fit        {v['lack of fit']}: chi2/dof = {g['lack']['ratio']:.2f} (bound {g['lack']['limit']:.2f})"
-    )
+    noise = "none: no repeated seeds" if g["noise"] is None else f"{g['noise']:.2%}"
+    print(f"  fit                {v['fit']}: rms {g['rms']:.2%}, seed noise {noise}")
+    lack = g["lack"]
+    ratio = "dof < 1" if lack is None else f"chi2/dof = {lack['ratio']:.2f} (bound {lack['limit']:.2f})"
+    print(f"  lack of fit        {v['lack of fit']}: {ratio}")
     print(f"  hold-out           {v['hold-out']}: largest {g['hold']['worst']:.2%}, mean {g['hold']['mean']:+.2%}")
     if g["reach"] is None:
         print(f"  long reach         cannot check: fewer than {LONG_REACH_SIZES} sizes of N <= N_max / {REACH:g}")
@@ -245,9 +255,16 @@ def print_family(arch: str, g: dict) -> None:
     rows = "  ".join(f"{s}: " + "/".join(f"{m:+.3f}" for m in moves) for s, moves in g["loso"]["rows"].items())
     print(f"  leave one size out {v['leave one size out']}: {g['loso']['worst']:.3f} (w/o {worst[0]}) | {rows}")
     half = ", ".join(f"{k} ±{h:.2f}" for k, h in g["half"].items())
-    print(f"  parameters         {v['parameters']}: {half} (widened x{g['lack']['birge']:.2f})")
-    read = [g["verdict"][k] for k in ("lack of fit", "long reach", "leave one size out")]
-    reading = "no" if False in read else "YES" if all(read) else "cannot say (the long reach cannot be checked)"
+    print(f"  parameters         {v['parameters']}: {half} (widened x{g['birge']:.2f})")
+    read = {k: g["verdict"][k] for k in ("lack of fit", "long reach", "leave one size out")}
+    unread = " and ".join(k for k, ok in read.items() if ok is None)
+    reading = (
+        "no"
+        if False in read.values()
+        else "YES"
+        if all(read.values())
+        else f"cannot say (the {unread} cannot be checked)"
+    )
     print(f"  carries the misfit (lack of fit, long reach, leave one size out all pass): {reading}")
 
 

@@ -33,10 +33,11 @@ def residual_rms(fit, points: list[dict]) -> float:
 
 def seed_noise(points: list[dict]) -> float | None:
     """The seed noise of a family: at every (size, budget) with runs of several seeds, the relative sd of their
-    losses (ddof 1); the rms over those. None without repeated seeds."""
+    losses (ddof 1); the rms over those. A budget is a cell's (budget_keys): a translation study's seeds train
+    target tokens a little apart at one budget. None without repeated seeds."""
     groups = {}
-    for p in points:
-        groups.setdefault((p["N"], round(p["tokens_per_param"], 6)), {})[p["seed"]] = p["loss"]
+    for p, key in zip(points, budget_keys(points)):
+        groups.setdefault((p["N"], key), {})[p["seed"]] = p["loss"]
     sds = [np.std(list(g.values()), ddof=1) / np.mean(list(g.values())) for g in groups.values() if len(g) > 1]
     return float(np.sqrt(np.mean(np.square(sds)))) if sds else None
 

@@ -157,17 +157,20 @@ BUDGET_SPREAD = 0.05  # D of one budget across seeds: a translation run's target
 
 def budget_keys(points: list[dict]) -> list[float]:
     """Each point's budget key: at its N, the smallest D of the run of sorted D values within BUDGET_SPREAD
-    (relative) of it. An LM study's seeds train the same D at a budget (the key is D); a translation study's
+    (relative) of it, never two D values of one run (a run's evaluations along its curve are budgets of their
+    own, not seeds). An LM study's seeds train the same D at a budget (the key is D); a translation study's
     target tokens differ by seed by well under 1%, its budgets by 1.4x or more."""
     by_n: dict = {}
     for p in points:
-        by_n.setdefault(p["N"], set()).add(p["D"])
+        run = p.get("run", p.get("seed"))  # None: a point of no known run, merged as before
+        by_n.setdefault(p["N"], {}).setdefault(p["D"], set()).update(() if run is None else (run,))
     key = {}
     for n, ds in by_n.items():
-        start = None
+        start, runs = None, set()
         for d in sorted(ds):
-            if start is None or d > start * (1 + BUDGET_SPREAD):
-                start = d
+            if start is None or d > start * (1 + BUDGET_SPREAD) or runs & ds[d]:
+                start, runs = d, set()
+            runs |= ds[d]
             key[n, d] = start
     return [key[p["N"], p["D"]] for p in points]
 
