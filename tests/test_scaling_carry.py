@@ -166,3 +166,37 @@ def test_pack_of_a_folder_without_cells_is_refused_and_unfinished_cells_are_name
     got = carry("pack", sweep, tmp_path / "p.jsonl")
     assert got.returncode == 0 and "1 finished cells" in got.stdout
     assert "not packed, not finished (training, cut off or damaged): decoder_only-s2_seed2" in got.stdout
+
+
+def test_rows_of_an_earlier_cooldown_do_not_keep_a_cell_unfinished():
+    """points.csv keeps a cool-down of 0.2 beside today's 0.3 (a new scaling.cooldown trains new points from the
+    same trunk, in the same folder); results.json records today's: finished. A point of today's schedule that
+    results.json does not record (a command stopped before its end) still makes it unfinished."""
+    from zoo.scaling.carry import complete
+
+    header = "arch,size,seed,n_params,tokens,flops,loss,lr,tokens_per_param,steps,kind,cooldown,seconds\n"
+    row = "decoder_only,s1,1,10,100,1.0,{loss},0.01,5.0,{steps},cooldown,{cooldown},1.0\n"
+    old = row.format(loss=2.5, steps=10, cooldown=0.2)
+    today = [{"steps": 10, "loss": 2.4, "kind": "cooldown", "cooldown": 0.3}]
+    files = {
+        "cell.json": '{"arch": "decoder_only", "config": {}}',
+        "results.json": json.dumps({"scaling": {"points": today}}),
+        "points.csv": header + old + row.format(loss=2.4, steps=10, cooldown=0.3),
+    }
+    assert complete(files)
+    files["points.csv"] += row.format(loss=2.2, steps=20, cooldown=0.3)
+    assert not complete(files)
+
+
+def test_a_cut_off_cell_json_or_points_csv_is_named_with_the_fix(tmp_path):
+    """zoo writes both atomically; a copy cut off or edited by hand was a bare JSONDecodeError or ValueError."""
+    from zoo.errors import ConfigError
+    from zoo.run.cell_points import read_points
+    from zoo.run.scaling_identity import check_same_design
+
+    (tmp_path / "cell.json").write_text('{"arch": "decoder_only", "conf')
+    with pytest.raises(ConfigError, match=r"cell.json is not JSON .* move the cell's folder aside"):
+        check_same_design(tmp_path, {"arch": "decoder_only", "config": {}})
+    (tmp_path / "points.csv").write_text("arch,size,seed,loss,steps\ndecoder_only,s1,1,2.5,10\ndecoder_only,s1,1,1e,2")
+    with pytest.raises(ConfigError, match=r"points.csv, line 3: a value that is not a number"):
+        read_points(tmp_path / "points.csv")

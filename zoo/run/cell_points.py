@@ -5,6 +5,7 @@ import csv
 import io
 from pathlib import Path
 
+from zoo.errors import ConfigError
 from zoo.run.results import write_text
 from zoo.scaling.grid import cell_is_check, cell_is_tune
 from zoo.scaling.sizes import Branch
@@ -30,15 +31,22 @@ NUMBERS = {
 
 
 def read_points(path: Path) -> list[dict]:
-    """The rows of a cell's points.csv, numbers typed (none when it does not exist)."""
+    """The rows of a cell's points.csv, numbers typed (none when it does not exist). ConfigError naming the file and
+    line of a value that is not a number (a file cut off or edited by hand: zoo writes it atomically)."""
     if not path.is_file():
         return []
     with open(path, newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
-    for r in rows:
-        for k, typ in NUMBERS.items():
-            r[k] = typ(r[k]) if r.get(k) not in (None, "") else ""
-        r["cooldown"] = float(r["cooldown"]) if r.get("cooldown") not in (None, "") else ""
+    for line, r in enumerate(rows, start=2):
+        try:
+            for k, typ in NUMBERS.items():
+                r[k] = typ(r[k]) if r.get(k) not in (None, "") else ""
+            r["cooldown"] = float(r["cooldown"]) if r.get("cooldown") not in (None, "") else ""
+        except (TypeError, ValueError):
+            raise ConfigError(
+                f"{path}, line {line}: a value that is not a number ({dict(r)}): the file was cut off or edited; "
+                "repair the line, or move the cell's folder aside to train the cell anew"
+            ) from None
     return rows
 
 

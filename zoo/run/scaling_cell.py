@@ -254,6 +254,16 @@ def run_cell(cfg: DictConfig) -> float:
     if holder is not None:
         log.warning("scaling cell %s %s: process %d trains it in this folder; skipped here", label, s.cell, holder)
         return float("nan")
+    try:  # released on every path: a cell that fails must not keep the other process away while this one lives
+        return _train_cell(cfg, run_plan, label, out, size_name, choices, start)
+    finally:
+        release_lock(out)
+
+
+def _train_cell(cfg: DictConfig, run_plan, label: str, out: Path, size_name: str, choices, start: float) -> float:
+    """run_cell's work under the cell's lock: the design checked against the folder's, each budget left trained
+    (or taken from scaling.tuning_table), results.json written; the largest budget's loss."""
+    s = cfg.scaling
     check_same_design(out, design(cfg, label), legacy_design(cfg, label))
     size = OmegaConf.to_container(s.sizes[size_name], resolve=True)
     cooldown, kind = float(s.cooldown), point_kind(s.cell)
@@ -261,7 +271,6 @@ def run_cell(cfg: DictConfig) -> float:
     rows = read_points(out / "points.csv")
     todo, imported = _budgets_left(cfg, label, rows, budgets, kind)
     if not todo and finished(out) is not None:  # its results.json records every point: no data read, no rewrite
-        release_lock(out)
         mine = _cell_points(rows, budgets, kind, cooldown)
         return float(mine[-1]["loss"]) if mine else float("nan")
     task_name = TASK_OF_BATCH.get(get_class(cfg.task._target_).BATCH, choices.get("task", "lm"))
@@ -279,6 +288,5 @@ def run_cell(cfg: DictConfig) -> float:
     path = write_json(out / "results.json", record)
     if cell.wandb:
         cell.wandb.finish(mine, record["wall_seconds"])
-    release_lock(out)
     print(path.resolve())
     return float(mine[-1]["loss"]) if mine else float("nan")

@@ -139,7 +139,15 @@ def check_same_design(cell_dir: Path, want: dict, legacy: dict | None = None, wr
         if write:
             write_json(path, want)
         return
-    have = json.loads(path.read_text())
+    try:
+        have = json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise ConfigError(
+            f"{path} is not JSON ({e}): the file was cut off or edited; move the cell's folder aside to train the "
+            "cell anew, or give another hydra.sweep.dir"
+        ) from None
+    if not isinstance(have, dict):
+        raise ConfigError(f"{path} holds {type(have).__name__}, not a cell's design: move the cell's folder aside")
     if "config" not in have:
         diff = [k for k in ("arch", *LEGACY_KEYS) if legacy is not None and have.get(k) != legacy[k]]
         shown = [(k, have.get(k), legacy[k]) for k in diff] if legacy else []

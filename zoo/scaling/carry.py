@@ -26,18 +26,28 @@ def _key(row: dict) -> tuple[int, float]:
 
 def complete(files: dict) -> bool:
     """Whether a cell's {file name: text} is finished: its cell.json is a JSON object and its results.json records
-    every point of its points.csv (a cell whose last command stopped before its end is not)."""
+    every point of its points.csv of the kind and cool-down results.json records (a cell whose last command
+    stopped before its end is not; rows an earlier scaling.cooldown left beside them do not count)."""
     try:
         design = json.loads(files["cell.json"])
         recorded = json.loads(files["results.json"]).get("scaling", {}).get("points", [])
-        rows = _rows(files["points.csv"])
+        schedules = {_schedule(p) for p in recorded}
+        rows = _rows(files["points.csv"], schedules)
         return isinstance(design, dict) and bool(rows) and rows <= {_key(p) for p in recorded}
     except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):
         return False
 
 
-def _rows(points_csv: str) -> set[tuple[int, float]]:
-    return {_key(r) for r in csv.DictReader(io.StringIO(points_csv))}
+def _schedule(row: dict) -> tuple[str, float | None]:
+    """A point's (kind, cool-down share); None for a row without one (written before points kept it)."""
+    cooldown = row.get("cooldown")
+    return str(row.get("kind", "")), None if cooldown in (None, "") else round(float(cooldown), 12)
+
+
+def _rows(points_csv: str, schedules: set | frozenset = frozenset()) -> set[tuple[int, float]]:
+    """The (steps, loss) of points.csv's rows of `schedules` (all rows where results.json records none)."""
+    rows = list(csv.DictReader(io.StringIO(points_csv)))
+    return {_key(r) for r in rows if not schedules or _schedule(r) in schedules}
 
 
 def _texts(folder: Path, names) -> dict:
