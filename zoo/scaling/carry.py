@@ -45,9 +45,10 @@ def _schedule(row: dict) -> tuple[str, float | None]:
 
 
 def _rows(points_csv: str, schedules: set | frozenset = frozenset()) -> set[tuple[int, float]]:
-    """The (steps, loss) of points.csv's rows of `schedules` (all rows where results.json records none)."""
+    """The (steps, loss) of points.csv's rows of `schedules` (all rows where results.json records none; a row
+    without a kind, of a points.csv before it kept one, is counted)."""
     rows = list(csv.DictReader(io.StringIO(points_csv)))
-    return {_key(r) for r in rows if not schedules or _schedule(r) in schedules}
+    return {_key(r) for r in rows if not schedules or not r.get("kind") or _schedule(r) in schedules}
 
 
 def _texts(folder: Path, names) -> dict:
