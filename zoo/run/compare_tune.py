@@ -17,7 +17,6 @@ tuned cell "tune_seeds" and "scores" ({rate: seed-mean metric})."""
 
 import inspect
 import json
-import math
 import re
 import sys
 from pathlib import Path
@@ -191,7 +190,7 @@ def chosen_rate(sweep_dir: Path, record: dict, grid: list[float], seeds: int) ->
         )
     sign = 1.0 if metric_mode(metric) == "min" else -1.0
     scores = {lr: sum(have[(s, lr)] for s in range(1, seeds + 1)) / seeds for lr in grid}
-    best = best_rate({lr: [sign * v if math.isfinite(v) else math.inf] for lr, v in scores.items()})
+    best = best_rate({lr: [sign * v] for lr, v in scores.items()})  # a non-finite score ranks last (mean_loss)
     beyond = rate_beyond(grid, best)
     if beyond is not None:
         raise ConfigError(
