@@ -149,6 +149,17 @@ def test_a_best_rate_at_an_edge_of_the_grid_is_refused_naming_the_rate_to_add(tm
     fake_tuning(tmp_path / "down", "decoder_only", "lm", "val/cont_loss", down)
     with pytest.raises(ConfigError, match=r"best tuning rate 0.001 .* add 0.0005 to the grid"):
         begin(lm_cell(tmp_path / "down"))
+    tied = {1e-3: [2, 2], 2e-3: [1.9, 1.9], 4e-3: [1.9, 1.9]}  # an upper edge tied with the best: maybe beyond
+    fake_tuning(tmp_path / "tied", "decoder_only", "lm", "val/cont_loss", tied)
+    with pytest.raises(ConfigError, match=r"best tuning rate 0.004 .* add 0.008 to the grid"):
+        begin(lm_cell(tmp_path / "tied"))
+    acc = {1e-4: [0.8], 1e-3: [0.8], 1e-2: [0.7]}  # val/acc is maximised: a lower edge tied with the best
+    fake_tuning(tmp_path / "acc", "encoder_only", "classification", "val/acc", acc)
+    grid = ["compare.lr_grid=[1e-4,1e-3,1e-2]", "compare.tune_seeds=1", "seed=1"]
+    overrides = ["experiment=compare", "+benchmark=classification", *grid]
+    cfg = make_cfg(tmp_path / "acc" / "c-seed1", overrides, "encoder_only")
+    with pytest.raises(ConfigError, match=r"best tuning rate 0.0001 .* add 1e-05 to the grid"):
+        begin(cfg)
     nan = {1e-3: [2.0, 2.0], 2e-3: [1.9, 1.9], 4e-3: [float("nan"), 1.0]}  # a diverged run is the worst
     fake_tuning(tmp_path / "nan", "decoder_only", "lm", "val/cont_loss", nan)
     assert begin(lm_cell(tmp_path / "nan"))["lr"] == 2e-3

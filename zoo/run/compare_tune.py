@@ -8,9 +8,9 @@ at its rate, trained to the same budget, but its datamodule never reads the test
 is not tested: it is scored by its final validation metric (compare.tune_metric, per task); its W&B group is its
 cells' group + TUNE_GROUP, so a dashboard of the sweep's group shows the cells alone. A cell reads its
 pair's tuning runs (their results.json beside its run directory) and runs the rate whose seed-mean metric is best
-(zoo.scaling.tune.best_rate); it refuses missing or failed tuning runs, and a best rate at an edge of the grid
-(zoo.scaling.tune.rate_beyond names the rate to add). Without a grid the sweep and its cells are today's: one
-shared rate per benchmark (the task's task.optimizer.lr).
+(zoo.scaling.tune.best_rate); it refuses missing or failed tuning runs, and a best rate at an edge of the grid or
+an edge tied with it (zoo.scaling.tune.edge_best names the rate to add). Without a grid the sweep and its cells are
+today's: one shared rate per benchmark (the task's task.optimizer.lr).
 
 results.json's "compare" records it: {"tuning", "tuned", "lr"} and, with a grid, "lr_grid", "metric", and for a
 tuned cell "tune_seeds" and "scores" ({rate: seed-mean metric})."""
@@ -30,7 +30,7 @@ from zoo.run.conf import TASK_OF_BATCH, seed_list
 from zoo.run.loggers import wandb_group
 from zoo.run.results import arch_config
 from zoo.scaling.grid import rate_name
-from zoo.scaling.tune import best_rate, check_rates, rate_beyond
+from zoo.scaling.tune import best_rate, check_rates, edge_best
 from zoo.tasks.base import metric_mode
 
 TUNE_GROUP = "/tune"  # a tuning run's W&B group: its cells' group with this added (dashboards show the cells)
@@ -190,12 +190,13 @@ def chosen_rate(sweep_dir: Path, record: dict, grid: list[float], seeds: int) ->
         )
     sign = 1.0 if metric_mode(metric) == "min" else -1.0
     scores = {lr: sum(have[(s, lr)] for s in range(1, seeds + 1)) / seeds for lr in grid}
-    best = best_rate({lr: [sign * v] for lr, v in scores.items()})  # a non-finite score ranks last (mean_loss)
-    beyond = rate_beyond(grid, best)
-    if beyond is not None:
+    signed = {lr: [sign * v] for lr, v in scores.items()}
+    best = best_rate(signed)  # a non-finite score ranks last (mean_loss)
+    edge = edge_best(signed, grid, best)  # an edge tied with the best is refused too
+    if edge is not None:
         raise ConfigError(
-            f"{pair}: the best tuning rate {best:g} (seed-mean final {metric} {scores[best]:.4g}) is an edge of "
-            f"compare.lr_grid ({fmt_rates(grid)}), so a better one may lie beyond it: add {beyond:.3g} to the grid "
+            f"{pair}: the best tuning rate {edge[0]:g} (seed-mean final {metric} {scores[edge[0]]:.4g}) is an edge of "
+            f"compare.lr_grid ({fmt_rates(grid)}), so a better one may lie beyond it: add {edge[1]:.3g} to the grid "
             "and rerun the sweep"
         )
     return best, scores

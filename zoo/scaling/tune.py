@@ -163,6 +163,14 @@ def rate_beyond(grid, best: float) -> float | None:
     return None
 
 
+def edge_best(losses: dict[float, list[float]], grid, best: float) -> tuple[float, float] | None:
+    """(the edge, the rate to add beyond it) when an edge of `grid` is the best rate or ties its seed-mean loss
+    (mean_loss), at either end; None when the best lies strictly inside the grid."""
+    grid = sorted(float(r) for r in grid)
+    tied = [r for r in (grid[0], grid[-1]) if mean_loss(losses[r]) == mean_loss(losses[best])]
+    return (tied[0], rate_beyond(grid, tied[0])) if tied else None
+
+
 def tuned_rate(rows: list[dict], arch: str, size: str, grid, seeds: int) -> float:
     """The family's tuned rate at a size: best_rate over its lr_grid, each rate with `seeds` seeds. Raises
     ConfigError when the tuning stage has not run every rate and seed, or when the best rate is an edge of the grid
@@ -178,12 +186,11 @@ def tuned_rate(rows: list[dict], arch: str, size: str, grid, seeds: int) -> floa
             f"first in the sweep; scaling.stage=tune runs them alone)"
         )
     best = best_rate({r: losses[r] for r in grid})
-    tied_edges = [r for r in (grid[0], grid[-1]) if mean_loss(losses[r]) == mean_loss(losses[best])]
-    beyond = rate_beyond(grid, tied_edges[0]) if tied_edges else None  # an edge tied with the best: refused too
-    if beyond is not None:
+    edge = edge_best(losses, grid, best)
+    if edge is not None:
         raise ConfigError(
-            f"{arch} at size {size}: the best tuning rate {tied_edges[0]:g} is an edge of scaling.sizes.{size}.lr_grid "
-            f"({', '.join(f'{r:g}' for r in grid)}), so a better one may lie beyond it: add {beyond:.3g} to the "
+            f"{arch} at size {size}: the best tuning rate {edge[0]:g} is an edge of scaling.sizes.{size}.lr_grid "
+            f"({', '.join(f'{r:g}' for r in grid)}), so a better one may lie beyond it: add {edge[1]:.3g} to the "
             "grid and rerun the sweep (the runs done are kept)"
         )
     return best
