@@ -11,16 +11,10 @@ import pytest
 import torch
 from zoo_run import SHORT_RUN, TINY, make_cfg, run_cli
 
-from zoo.report.build import (
-    METRICS,
-    ReportError,
-    cross_attention,
-    find_runs,
-    load_translation_model,
-    main,
-    read_curves,
-    report,
-)
+from zoo.report.attention import cross_attention, load_translation_model
+from zoo.report.build import main, report
+from zoo.report.runs import ReportError, find_runs, read_curves
+from zoo.report.table import METRICS
 from zoo.run.train import run
 from zoo.tasks.objectives import of_arch
 

@@ -152,6 +152,7 @@ def test_translation_checkpoint_keeps_its_languages_and_the_report_follows(tmp_p
     reads an English sentence (never the German default), its table names the dataset, and a source
     language without a default sentence is said so in report.md instead of failing the report."""
     from zoo.report import build as rep
+    from zoo.report.attention import DEFAULT_SENTENCE
 
     out = tmp_path / "sweep" / "en-de"
     run(
@@ -200,8 +201,8 @@ def test_translation_checkpoint_keeps_its_languages_and_the_report_follows(tmp_p
     # an examples.json from before the sources were kept: the first test_2016_flickr sentence in English
     (out / "examples.json").write_text(json.dumps({k: v for k, v in ex.items() if k != "src"}))
     rep.report(tmp_path / "sweep", tmp_path / "report1")
-    assert seen[1:] == [rep.DEFAULT_SENTENCE["en"]]
-    monkeypatch.setitem(rep.DEFAULT_SENTENCE, "en", None)
+    assert seen[1:] == [DEFAULT_SENTENCE["en"]]
+    monkeypatch.setitem(DEFAULT_SENTENCE, "en", None)
     got = rep.report(tmp_path / "sweep", tmp_path / "report2")
     assert got["attention"] == [] and "no source sentence of its own test set" in got["report"].read_text()
     assert len(seen) == 2  # nothing translated the third time

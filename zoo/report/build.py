@@ -37,57 +37,18 @@ import sys
 from pathlib import Path
 
 from zoo.errors import listed
-from zoo.report.attention import (
-    DEFAULT_SENTENCE,
-    SPACE,
-    attention_maps,
-    cross_attention,
-    has_cross_attention,
-    load_translation_model,
-    plot_attention,
-)
+from zoo.report.attention import attention_maps, cross_attention
 from zoo.report.compare_tune import rate_lines, split_tuning, tuning_section
-from zoo.report.grouping import group_runs, parse_overrides, swept_keys
+from zoo.report.grouping import group_runs, swept_keys
 from zoo.report.literature import versus_t5
-from zoo.report.plots import CURVES, band, plot_curves
-from zoo.report.runs import ARCH_ORDER, TASK_ORDER, ReportError, find_runs, read_curves, read_examples
+from zoo.report.plots import plot_curves
+from zoo.report.runs import ReportError, find_runs
 from zoo.report.scaling import scaling_section
 from zoo.report.scaling_points import scaling_points
 from zoo.report.scaling_translation import translation_section
 from zoo.report.significance import compare_task
-from zoo.report.table import DIFFERENT, METRICS, NOTES, STANDARD_OBJECTIVE, failed_runs, markdown_table, rows
+from zoo.report.table import NOTES, failed_runs, markdown_table, rows
 from zoo.scaling.carry import unfinished
-
-__all__ = [
-    "ARCH_ORDER",
-    "CURVES",
-    "DEFAULT_SENTENCE",
-    "DIFFERENT",
-    "METRICS",
-    "NOTES",
-    "SPACE",
-    "STANDARD_OBJECTIVE",
-    "TASK_ORDER",
-    "ReportError",
-    "attention_maps",
-    "band",
-    "cross_attention",
-    "find_runs",
-    "group_runs",
-    "has_cross_attention",
-    "load_translation_model",
-    "main",
-    "markdown_table",
-    "parse_overrides",
-    "plot_attention",
-    "plot_curves",
-    "read_curves",
-    "read_examples",
-    "report",
-    "rows",
-    "sweep_summary",
-    "swept_keys",
-]
 
 
 def sweep_summary(runs: list[dict]) -> list[str]:

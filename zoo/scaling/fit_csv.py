@@ -85,25 +85,8 @@ def _row_numbers(row: dict, label: str, wanted: dict) -> dict:
     return out
 
 
-def read_points(
-    path: Path,
-    params: str,
-    loss: str,
-    tokens: str | None = None,
-    flops: str | None = None,
-    group: str | None = None,
-    where: dict | None = None,
-    strata: str | None = None,
-):
-    """(N, D, L, labels, groups, strata) from a CSV with a header row: N from column `params`, D from `tokens` or
-    D = C / (6 N) from `flops` (C in FLOPs), L from `loss`; labels[i] = "FILE line k"; groups[i] the texts of the
-    columns named in `group` (comma-separated, e.g. "size,seed": a run), joined by "|" (None without it); strata[i]
-    likewise of `strata` (e.g. "size"). Raises ScalingError (a ValueError) naming the file, line and column of a
-    missing column, an empty file, a value that is not a positive finite number or an empty group; a column named
-    for two flags, or named twice in the header; a file that is not UTF-8 text, or a row that is not CSV; a `where`
-    ({column: value}: only the rows whose column holds that text) that names no column or keeps no row. A field
-    has no size limit."""
-    wanted, keyed, named = _named_columns(params, loss, tokens, flops, group, strata)
+def _scan(path: Path, wanted: dict, keyed: dict, named: dict, where: dict | None):
+    """({flag: [number]}, labels, {flag: [key]}) of the rows of `path` that `where` keeps (read_points' errors)."""
     limit = csv.field_size_limit(min(sys.maxsize, 2**31 - 1))  # a long field (a column not read) is no error
     try:
         with open(path, newline="", encoding="utf-8-sig") as f:
@@ -130,6 +113,29 @@ def read_points(
         raise ScalingError(f"{path} line {reader.line_num}: not a valid CSV row ({e}); fix the row") from e
     finally:
         csv.field_size_limit(limit)
+    return columns, labels, keys
+
+
+def read_points(
+    path: Path,
+    params: str,
+    loss: str,
+    tokens: str | None = None,
+    flops: str | None = None,
+    group: str | None = None,
+    where: dict | None = None,
+    strata: str | None = None,
+):
+    """(N, D, L, labels, groups, strata) from a CSV with a header row: N from column `params`, D from `tokens` or
+    D = C / (6 N) from `flops` (C in FLOPs), L from `loss`; labels[i] = "FILE line k"; groups[i] the texts of the
+    columns named in `group` (comma-separated, e.g. "size,seed": a run), joined by "|" (None without it); strata[i]
+    likewise of `strata` (e.g. "size"). Raises ScalingError (a ValueError) naming the file, line and column of a
+    missing column, an empty file, a value that is not a positive finite number or an empty group; a column named
+    for two flags, or named twice in the header; a file that is not UTF-8 text, or a row that is not CSV; a `where`
+    ({column: value}: only the rows whose column holds that text) that names no column or keeps no row. A field
+    has no size limit."""
+    wanted, keyed, named = _named_columns(params, loss, tokens, flops, group, strata)
+    columns, labels, keys = _scan(path, wanted, keyed, named, where)
     if where and not labels:
         shown = " ".join(f"{c}={v}" for c, v in where.items())
         raise ScalingError(f"{path}: no row has --where {shown}; check the column's values")
