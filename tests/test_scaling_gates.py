@@ -134,6 +134,26 @@ def test_the_judged_lack_of_fit_keeps_its_bound_on_a_known_law():
     assert over <= 2 and per_cell >= 10, (over, per_cell)
 
 
+def test_a_lack_of_fit_refit_that_does_not_converge_is_an_error(monkeypatch):
+    """A refit cut off at its evaluation limit (here 3) has a chi2/dof above the least one: an error, not a gate."""
+    import zoo.scaling.checks
+    from zoo.scaling.law import ScalingError
+
+    law = lambda N, D: 1.2 + 60 / N**0.4 + 90 / D**0.35  # noqa: E731
+    rng = np.random.default_rng(0)
+    pts = [
+        {"N": N, "D": b * N, "loss": law(N, b * N) * (1 + 0.003 * rng.standard_normal()), "run": f"{N}|{k}"}
+        for N in (2.5e4, 5.7e4, 1.56e5, 4.47e5)
+        for k in range(3)
+        for b in (5, 10, 20)
+    ]
+    fit = fit_points(pts, bootstrap=0)
+    assert lack_of_fit(fit, pts)["ratio"] < 5
+    monkeypatch.setattr(zoo.scaling.checks, "MAX_EVALS", 3)
+    with pytest.raises(ScalingError, match="did not converge in 3 evaluations"):
+        lack_of_fit(fit, pts)
+
+
 def test_lack_of_fit_takes_a_law_whose_E_collapsed_to_zero():
     """A fit at the bound E = 0 (as encoder_only's refits without a size are): the judged refit starts just above
     it instead of raising on log(0), and on points of that law (0.3% noise, 3 seeds) stays under its bound."""

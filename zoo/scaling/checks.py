@@ -17,6 +17,8 @@ from scipy.stats import f as f_dist
 from zoo.scaling.law import PARAMS, ScalingError, scaling_law, with_log_floor
 from zoo.scaling.points import budget_keys, cell_means, fit_points
 
+MAX_EVALS = 20000  # form_lack_of_fit's least-squares evaluations
+
 LONG_REACH = 4.0  # the long reach fits the sizes of N <= N_max / LONG_REACH and predicts N_max
 LONG_REACH_SIZES = 3  # the fewest sizes it fits: two leave E, A and alpha unidentified
 
@@ -78,7 +80,8 @@ def form_lack_of_fit(law, params, points: list[dict], level: float = 0.95, floor
     2020's), one parameter fewer fitted, dof one more.
 
     Returns {"ratio", "dof", "cells", "limit", "birge", "p", "params" (the fitted E, A, B, alpha, beta, *extra)};
-    None with dof < 1."""
+    None with dof < 1. ScalingError when the refit stops at MAX_EVALS evaluations without converging (its chi^2
+    would not be the least one)."""
     cells = [c for c in cell_means(points) if c["n"] > 1 and c["se"] > 0]
     first = 0 if floor else 1  # without a floor, u omits log E
     dof = len(cells) - len(params) + first
@@ -95,7 +98,12 @@ def form_lack_of_fit(law, params, points: list[dict], level: float = 0.95, floor
         return np.nan_to_num((mean - pred) / pred / se, nan=1e6, posinf=1e6, neginf=-1e6)
 
     u0 = ([math.log(max(v, FLOOR)) for v in params[:3]] + list(params[3:]))[first:]
-    best = least_squares(resid, u0, max_nfev=20000)
+    best = least_squares(resid, u0, max_nfev=MAX_EVALS)
+    if best.status == 0:  # scipy: the evaluation limit was reached
+        raise ScalingError(
+            f"the lack-of-fit refit of {len(cells)} cell means did not converge in {MAX_EVALS} evaluations, so its "
+            "chi2/dof is not the least one; check the points (a size whose losses fall far off the others?)"
+        )
     ratio, nu = float(np.sum(best.fun**2)) / dof, min(pooled[c["N"]][1] for c in cells)
     x = with_log_floor(best.x, floor)
     fitted = [math.exp(v) for v in x[:3]] + [float(v) for v in x[3:]]
