@@ -430,6 +430,7 @@ def test_lm_head_cross_entropy_uses_the_heads_features_and_bias(head_cls):
         torch.testing.assert_close(g, r, atol=FP32_TOL, rtol=0)
 
 
+@pytest.mark.slow  # the benchmark's section end to end, 15 s: -m slow
 @pytest.mark.e2e
 def test_bench_loss_section_runs(monkeypatch):
     """`python -m zoo.bench --only loss` end to end at a tiny shape: both contenders, their ratio and peaks."""

@@ -69,6 +69,7 @@ def test_a_refit_starts_from_a_floor_collapsed_to_zero(form, tmp_path):
     assert np.max(np.abs(scaling_law(N, D, *got) / L - 1)) < 0.005  # the noise is 0.1%
 
 
+@pytest.mark.slow  # a bench script's fits, 10-30 s: -m slow
 def test_kaplans_form_without_a_floor_is_fitted_with_four_parameters(form, tmp_path):
     # Kaplan et al. 2020's eq. 1.5: the interaction form with E = 0; 18 cells leave 14 dof, not 13
     truth = (0.0, 3.0, 15.0, 0.06, 0.15)
@@ -110,6 +111,7 @@ def test_the_coupled_law_passes_on_its_own_law_where_chinchillas_sum_fails(form,
     assert other["lack"]["ratio"] > 3 * other["lack"]["limit"]
 
 
+@pytest.mark.slow  # a bench script's fits, 10-30 s: -m slow
 def test_the_coupled_law_finds_no_coupling_in_chinchillas_law(form, tmp_path):
     points = study(tmp_path, lambda N, D: scaling_law(N, D, 1.2, 3.0, 60.0, 0.3, 0.45))
     got = form.family_gates("coupled", points, n_boot=10)
@@ -144,6 +146,7 @@ def test_the_long_reach_is_not_judged_on_fewer_than_three_sizes(form, tmp_path, 
     assert "all pass): no" in capsys.readouterr().out
 
 
+@pytest.mark.slow  # a bench script's fits, 10-30 s: -m slow
 def test_the_null_under_a_form_finds_a_largest_size_off_its_law(form, tmp_path):
     # a study of the coupled law with s5 5% above it: the long reach's miss is beyond every replicate of the fitted
     # law (P = 0), and the observed statistic is the one family_gates prints
@@ -158,6 +161,7 @@ def test_the_null_under_a_form_finds_a_largest_size_off_its_law(form, tmp_path):
     assert reach["p"] == 0.0 and reach["range"][1] < reach["observed"]
 
 
+@pytest.mark.slow  # a bench script's fits, 10-30 s: -m slow
 def test_a_form_with_no_dof_left_for_its_lack_of_fit_cannot_check_it(form, tmp_path, capsys):
     """The coupled law (6 parameters) on s1-s3 at 2 budgets and 2 seeds: 6 cells, 0 dof. The lack of fit cannot be
     checked and the intervals are not widened; it was a TypeError."""

@@ -19,6 +19,7 @@ def lack():
     return bench_script("lack_null")
 
 
+@pytest.mark.slow  # 80 replicates' fits: -m slow
 def test_a_law_that_holds_is_inside_its_null_and_a_shifted_size_is_beyond_it(lack, tmp_path):
     """On Chinchilla's law (0.2% noise, 4 seeds) the observed chi2/dof lies inside the replicates' range (P >= 0.05)
     and at most a fifth of 40 replicates exceed the F bound; with s3's losses 1% higher (a size off the N curve)

@@ -172,6 +172,7 @@ def test_a_pattern_multiplies_each_point_of_its_cell_and_refuses_another_design(
         misfit.with_pattern(pts, {k: v for k, v in pattern.items() if k != ("s5", 4e6)})
 
 
+@pytest.mark.slow  # a bench script's calibration, 30 s: -m slow
 def test_power_a_size_by_data_misfit_is_caught_by_lack_of_fit_and_a_true_law_is_not(misfit):
     """A D slope per size (alternating sign, +-1.5% over the budgets), on a known law with 0.3% seed noise: the
     record's misfit_pattern recovers most of it (the law's beta takes up the slope the sizes share), and every
