@@ -112,22 +112,28 @@ def test_prefix_lms_alpha_without_s1_is_the_reviewers(committed):
 
 
 @pytest.mark.slow
+def known_law_study(seed: int, sizes) -> list[dict]:
+    """Points of L = 1.2 + 60 / N^0.4 + 90 / D^0.35 at `sizes`, 3 seeds, 5, 10 and 20 tokens a parameter, each loss
+    times (1 + 0.3% x a standard normal of numpy's default_rng(seed))."""
+    rng = np.random.default_rng(seed)
+    law = lambda N, D: 1.2 + 60 / N**0.4 + 90 / D**0.35  # noqa: E731
+    return [
+        {"N": N, "D": b * N, "loss": law(N, b * N) * (1 + 0.003 * rng.standard_normal()), "run": f"{N}|{k}"}
+        for N in sizes
+        for k in range(3)
+        for b in (5, 10, 20)
+    ]
+
+
 def test_the_judged_lack_of_fit_keeps_its_bound_on_a_known_law():
     """30 studies on a known law (5 sizes, 3 budgets, 3 seeds, 0.3% Gaussian noise): the judged chi2/dof exceeds
     its bound in at most 2 (it is built to err on passing), while the law's per-cell chi2/dof exceeds chi2_dof's
     95% quantile in 10 or more (measured: 0 and 17; t^2 of 2 degrees of freedom is heavy-tailed)."""
     from scipy.stats import chi2
 
-    law = lambda N, D: 1.2 + 60 / N**0.4 + 90 / D**0.35  # noqa: E731
     over = per_cell = 0
     for seed in range(30):
-        rng = np.random.default_rng(seed)
-        pts = [
-            {"N": N, "D": b * N, "loss": law(N, b * N) * (1 + 0.003 * rng.standard_normal()), "run": f"{N}|{k}"}
-            for N in (2.5e4, 5.7e4, 1.56e5, 4.47e5, 7.93e5)
-            for k in range(3)
-            for b in (5, 10, 20)
-        ]
+        pts = known_law_study(seed, (2.5e4, 5.7e4, 1.56e5, 4.47e5, 7.93e5))
         lack = lack_of_fit(fit_points(pts, bootstrap=0), pts)
         over += lack["ratio"] > lack["limit"]
         per_cell += lack["ratio_cell"] > chi2.ppf(0.95, lack["dof"]) / lack["dof"]
@@ -139,14 +145,7 @@ def test_a_lack_of_fit_refit_that_does_not_converge_is_an_error(monkeypatch):
     import zoo.scaling.checks
     from zoo.scaling.law import ScalingError
 
-    law = lambda N, D: 1.2 + 60 / N**0.4 + 90 / D**0.35  # noqa: E731
-    rng = np.random.default_rng(0)
-    pts = [
-        {"N": N, "D": b * N, "loss": law(N, b * N) * (1 + 0.003 * rng.standard_normal()), "run": f"{N}|{k}"}
-        for N in (2.5e4, 5.7e4, 1.56e5, 4.47e5)
-        for k in range(3)
-        for b in (5, 10, 20)
-    ]
+    pts = known_law_study(0, (2.5e4, 5.7e4, 1.56e5, 4.47e5))
     fit = fit_points(pts, bootstrap=0)
     assert lack_of_fit(fit, pts)["ratio"] < 5
     monkeypatch.setattr(zoo.scaling.checks, "MAX_EVALS", 3)

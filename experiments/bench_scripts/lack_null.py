@@ -26,6 +26,7 @@ import numpy as np  # noqa: E402
 from scaling_form import FORMS, arrays  # noqa: E402
 
 from zoo.scaling.checks import form_lack_of_fit  # noqa: E402
+from zoo.scaling.law import ScalingError  # noqa: E402
 from zoo.scaling.null import NULL_SEED, seed_deviations, simulate  # noqa: E402
 from zoo.scaling.points import by_family, read_points_csv  # noqa: E402
 
@@ -34,8 +35,6 @@ def lack_null(form: str, points: list[dict], reps: int, seed: int = NULL_SEED) -
     """{"observed", "limit", "ratios" (each replicate's judged chi2/dof), "over" (replicates above their own
     bound), "p" (the share of replicates >= observed)} of `points` under `form` (scaling_form.FORMS). Raises
     ScalingError where the design gives no lack of fit (dof < 1) or cannot be simulated (zoo.scaling.null)."""
-    from zoo.scaling.law import ScalingError
-
     law, fitter, floor = FORMS[form]
     params = fitter(*arrays(points))
     observed = form_lack_of_fit(law, params, points, floor=floor)
